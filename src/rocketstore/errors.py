@@ -1,0 +1,152 @@
+"""The one exception tree of rocketstore.
+
+Every error the library raises on purpose derives from :class:`RocketStoreError`.  Where RocketMQ answers
+with a status code (PutMessageStatus, GetMessageStatus) the store returns that status instead of raising;
+exceptions are for broken input, broken files and broken connections.
+
+This module imports nothing from the rest of the package.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RocketStoreError",
+    "MessageError",
+    "MessageDecodeError",
+    "MessageTooLargeError",
+    "PropertiesTooLargeError",
+    "InvalidTopicError",
+    "InvalidMessageIdError",
+    "StoreError",
+    "CorruptFileError",
+    "StoreClosedError",
+    "StoreLockedError",
+    "StoreConfigError",
+    "StoreFencedError",
+    "OffsetOutOfRangeError",
+    "RemotingError",
+    "ProtocolError",
+    "FrameTooLargeError",
+    "ConnectionClosedError",
+    "RequestTimeoutError",
+]
+
+
+class RocketStoreError(Exception):
+    """Base of every error rocketstore raises on purpose."""
+
+
+# --- message codec ------------------------------------------------------------------------------
+
+
+class MessageError(RocketStoreError):
+    """A message or record that cannot be encoded or decoded."""
+
+
+class MessageDecodeError(MessageError):
+    """Bytes that are not a valid record (bad magic, truncated, inconsistent lengths)."""
+
+    def __init__(self, reason: str, offset: int | None = None) -> None:
+        self.reason = reason
+        self.offset = offset
+        where = f" at offset {offset}" if offset is not None else ""
+        super().__init__(f"cannot decode record{where}: {reason}")
+
+
+class MessageTooLargeError(MessageError):
+    def __init__(self, size_bytes: int, limit_bytes: int) -> None:
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+        super().__init__(f"record of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")
+
+
+class PropertiesTooLargeError(MessageError):
+    def __init__(self, size_bytes: int, limit_bytes: int = 32767) -> None:
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+        super().__init__(f"properties of {size_bytes} bytes exceed the limit of {limit_bytes} bytes")
+
+
+class InvalidTopicError(MessageError):
+    def __init__(self, topic: str, reason: str) -> None:
+        self.topic = topic
+        self.reason = reason
+        super().__init__(f"invalid topic {topic!r}: {reason}")
+
+
+class InvalidMessageIdError(MessageError):
+    def __init__(self, message_id: str, reason: str) -> None:
+        self.message_id = message_id
+        super().__init__(f"invalid message id {message_id!r}: {reason}")
+
+
+# --- store ----------------------------------------------------------------------------------------
+
+
+class StoreError(RocketStoreError):
+    """Something wrong with a store directory or its use."""
+
+
+class CorruptFileError(StoreError):
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{path} at offset {offset}: {reason}")
+
+
+class StoreClosedError(StoreError):
+    def __init__(self) -> None:
+        super().__init__("the store is closed")
+
+
+class StoreLockedError(StoreError):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"the store at {path} is locked by another process")
+
+
+class StoreConfigError(StoreError):
+    """A configuration value that cannot be used (wrong type, out of range, mismatching files)."""
+
+
+class StoreFencedError(StoreError):
+    """A write or sync failed; the store refuses further writes rather than pretend."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the store is fenced and refuses writes: {reason}")
+
+
+class OffsetOutOfRangeError(StoreError):
+    def __init__(self, offset: int, low: int, high: int) -> None:
+        self.offset = offset
+        self.low = low
+        self.high = high
+        super().__init__(f"offset {offset} outside [{low}, {high})")
+
+
+# --- remoting -------------------------------------------------------------------------------------
+
+
+class RemotingError(RocketStoreError):
+    """Errors of the wire protocol and its transport."""
+
+
+class ProtocolError(RemotingError):
+    """Bytes on the wire that are not a valid remoting frame or header."""
+
+
+class FrameTooLargeError(ProtocolError):
+    def __init__(self, length_bytes: int, limit_bytes: int) -> None:
+        self.length_bytes = length_bytes
+        self.limit_bytes = limit_bytes
+        super().__init__(f"frame of {length_bytes} bytes exceeds the limit of {limit_bytes} bytes")
+
+
+class ConnectionClosedError(RemotingError):
+    pass
+
+
+class RequestTimeoutError(RemotingError):
+    pass
