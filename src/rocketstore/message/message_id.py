@@ -1,0 +1,38 @@
+"""Offset message ids: store host IP + port + commitlog offset, as upper-case hex.
+
+16 bytes (32 hex characters) for an IPv4 store host, 28 bytes (56 characters) for IPv6::
+
+    +0  IP          4 | 16
+    +4  PORT        int
+    +8  OFFSET      long      (positions shown for IPv4)
+"""
+
+from __future__ import annotations
+
+import struct
+
+from rocketstore.errors import InvalidMessageIdError
+from rocketstore.message.host import HostAddress
+
+__all__ = ["encode_offset_message_id", "decode_offset_message_id"]
+
+_PORT_OFFSET = struct.Struct(">iq")
+
+
+def encode_offset_message_id(store_host: HostAddress, commit_log_offset: int) -> str:
+    return (store_host.ip + _PORT_OFFSET.pack(store_host.port, commit_log_offset)).hex().upper()
+
+
+def decode_offset_message_id(message_id: str) -> tuple[HostAddress, int]:
+    """(store host, commitlog offset) of an offset message id; InvalidMessageIdError if malformed."""
+    if len(message_id) not in (32, 56):
+        raise InvalidMessageIdError(message_id, "an offset message id has 32 or 56 hex characters")
+    try:
+        raw = bytes.fromhex(message_id)
+    except ValueError as exc:
+        raise InvalidMessageIdError(message_id, "not hexadecimal") from exc
+    ip_len = len(raw) - 12
+    port, offset = _PORT_OFFSET.unpack_from(raw, ip_len)
+    if not 0 <= port <= 0xFFFF or offset < 0:
+        raise InvalidMessageIdError(message_id, "port or offset out of range")
+    return HostAddress(raw[:ip_len], port), offset

@@ -1,0 +1,124 @@
+"""The message properties string: ``name 0x01 value 0x02 name 0x01 value``.
+
+Owns the property names RocketMQ uses, the parser (Java's rules: a pair needs a non-empty name and a
+non-empty value; later duplicates win; a trailing separator is harmless) and the writer.  The writer emits
+pairs in the iteration order of a Java ``HashMap`` holding the same keys, because the real broker serialises
+its ``HashMap`` and byte-compatibility of the commitlog depends on that order.
+
+Imports only :mod:`rocketstore.message.hashing`.
+"""
+
+from __future__ import annotations
+
+from rocketstore.message.hashing import java_string_hash
+
+__all__ = [
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
+    "MAX_PROPERTIES_BYTES",
+    "PropertyName",
+    "parse_properties",
+    "parse_properties_raw",
+    "encode_properties",
+    "java_hashmap_order",
+]
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+MAX_PROPERTIES_BYTES = 32767
+
+
+class PropertyName:
+    """RocketMQ's well-known property names (``MessageConst``)."""
+
+    TAGS = "TAGS"
+    KEYS = "KEYS"
+    UNIQ_KEY = "UNIQ_KEY"
+    WAIT = "WAIT"
+    DELAY = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QID = "REAL_QID"
+    TRAN_MSG = "TRAN_MSG"
+    PGROUP = "PGROUP"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    CLUSTER = "CLUSTER"
+    MSG_REGION = "MSG_REGION"
+    TRACE_ON = "TRACE_ON"
+    TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    KEY_SEPARATOR = " "
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse as Java's ``string2messageProperties`` does: pairs with an empty name or value vanish."""
+    result: dict[str, str] = {}
+    if not text:
+        return result
+    for item in text.split(PROPERTY_SEPARATOR):
+        sep = item.find(NAME_VALUE_SEPARATOR)
+        if sep > 0 and sep < len(item) - 1:
+            result[item[:sep]] = item[sep + 1 :]
+    return result
+
+
+def parse_properties_raw(text: str) -> dict[str, str]:
+    """Parse keeping pairs with empty values (what the writer put), in their written order."""
+    result: dict[str, str] = {}
+    if not text:
+        return result
+    for item in text.split(PROPERTY_SEPARATOR):
+        sep = item.find(NAME_VALUE_SEPARATOR)
+        if sep > 0:
+            result[item[:sep]] = item[sep + 1 :]
+    return result
+
+
+def _spread(name: str) -> int:
+    h = java_string_hash(name) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+_ORDER_CACHE: dict[tuple[str, ...], tuple[int, ...]] = {}
+_ORDER_CACHE_MAX = 4096
+
+
+def java_hashmap_order(names: tuple[str, ...]) -> tuple[int, ...]:
+    """Positions of *names* (distinct, in insertion order) in a Java ``HashMap``'s iteration order.
+
+    A default HashMap starts with 16 buckets and doubles when its size passes 3/4 of the table.  Resizing
+    splits each bucket keeping relative order, so iteration is by bucket index in the final table and,
+    within a bucket, by insertion order.  (Treeified bins need 8 colliding keys in a table of 64 or more;
+    properties never get there.)
+    """
+    cached = _ORDER_CACHE.get(names)
+    if cached is not None:
+        return cached
+    table = 16
+    while len(names) > table * 3 // 4:
+        table *= 2
+    mask = table - 1
+    order = tuple(sorted(range(len(names)), key=lambda i: (_spread(names[i]) & mask, i)))
+    if len(_ORDER_CACHE) >= _ORDER_CACHE_MAX:
+        _ORDER_CACHE.clear()
+    _ORDER_CACHE[names] = order
+    return order
+
+
+def encode_properties(properties: dict[str, str | None]) -> str:
+    """Serialise as the Java broker does: Java HashMap order, no trailing separator, None values skipped."""
+    if not properties:
+        return ""
+    names = tuple(properties)
+    values = tuple(properties.values())
+    parts = []
+    for i in java_hashmap_order(names):
+        value = values[i]
+        if value is not None:
+            parts.append(names[i] + NAME_VALUE_SEPARATOR + value)
+    return PROPERTY_SEPARATOR.join(parts)

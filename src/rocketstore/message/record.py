@@ -1,0 +1,419 @@
+"""The commitlog record: the ONE definition of its byte layout, its encoder and its decoders.
+
+A record (all integers big-endian; hosts are IP bytes + int port, 8 bytes for IPv4, 20 for IPv6)::
+
+    +0  TOTALSIZE    int     whole record, this field included
+    +4  MAGICCODE    int     0xDAA320A7 (message) / 0xCBD43194 (end-of-file blank)
+    +8  BODYCRC      int     zlib CRC-32 of the stored body with the sign bit cleared
+    +12 QUEUEID      int
+    +16 FLAG         int
+    +20 QUEUEOFFSET  long    entry number in the consume queue (0 for PREPARED / ROLLBACK)
+    +28 PHYSICALOFF  long    commitlog offset of this record
+    +36 SYSFLAG      int     see SysFlag
+    +40 BORNTIME     long
+    +48 BORNHOST     8 | 20
+        STORETIME    long    +56 with an IPv4 born host
+        STOREHOST    8 | 20
+        RECONSUME    int
+        PREPAREDOFF  long
+        BODYLENGTH   int     +84 for IPv4 / IPv4
+        BODY         BODYLENGTH bytes
+        TOPICLENGTH  byte    (<= 127)
+        TOPIC        UTF-8
+        PROPLENGTH   short   (<= 32767)
+        PROPERTIES   UTF-8, see rocketstore.message.properties
+
+The end-of-file blank record is 8 bytes: int bytes-left-in-segment, int 0xCBD43194; the rest of the segment
+is left as zeros.  Imports only the errors, hashing, host and properties modules of this package.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Final
+
+from rocketstore.errors import InvalidTopicError, MessageDecodeError
+from rocketstore.message.host import HostAddress
+from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
+
+__all__ = [
+    "MESSAGE_MAGIC",
+    "BLANK_MAGIC",
+    "BLANK_RECORD",
+    "BLANK_RECORD_BYTES",
+    "MIN_RECORD_BYTES",
+    "SysFlag",
+    "Message",
+    "StoredMessage",
+    "DispatchInfo",
+    "header_layout",
+    "record_size",
+    "body_crc",
+    "encode_record",
+    "decode_record",
+    "decode_dispatch_info",
+    "peek_record",
+    "RecordKind",
+    "store_timestamp_position",
+    "QUEUE_OFFSET_POS",
+    "PHYSICAL_OFFSET_POS",
+    "SYS_FLAG_POS",
+    "TOTAL_SIZE_MAGIC",
+    "validate_topic",
+]
+
+MESSAGE_MAGIC: Final = -626843481  # 0xDAA320A7 as a Java int
+BLANK_MAGIC: Final = -875286124  # 0xCBD43194 as a Java int
+
+#: TOTALSIZE and MAGICCODE, the two ints every record (message or blank) starts with.
+TOTAL_SIZE_MAGIC: Final = struct.Struct(">ii")
+BLANK_RECORD: Final = TOTAL_SIZE_MAGIC
+BLANK_RECORD_BYTES: Final = 8
+#: A record with empty body, 1-byte topic and no properties between two IPv4 hosts.
+MIN_RECORD_BYTES: Final = 92
+
+QUEUE_OFFSET_POS: Final = 20
+PHYSICAL_OFFSET_POS: Final = 28
+SYS_FLAG_POS: Final = 36
+_BORN_HOST_POS: Final = 48
+
+_PREFIX = struct.Struct(">iiiiiqqiq")  # TOTALSIZE .. BORNTIMESTAMP, 48 bytes
+_TOPIC_LEN = struct.Struct(">b")
+_PROP_LEN = struct.Struct(">h")
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+
+
+class SysFlag:
+    """Bits of the record's SYSFLAG (``MessageSysFlag``)."""
+
+    COMPRESSED = 0x1
+    MULTI_TAGS = 0x2
+    TRANSACTION_NOT_TYPE = 0x0
+    TRANSACTION_PREPARED_TYPE = 0x4
+    TRANSACTION_COMMIT_TYPE = 0x8
+    TRANSACTION_ROLLBACK_TYPE = 0xC
+    TRANSACTION_MASK = 0xC
+    BORNHOST_V6 = 0x10
+    STOREHOST_V6 = 0x20
+
+    @staticmethod
+    def transaction_type(sys_flag: int) -> int:
+        return sys_flag & SysFlag.TRANSACTION_MASK
+
+    @staticmethod
+    def gets_queue_entry(sys_flag: int) -> bool:
+        """NOT and COMMIT records are dispatched to a consume queue; PREPARED and ROLLBACK are not."""
+        t = sys_flag & SysFlag.TRANSACTION_MASK
+        return t == 0 or t == SysFlag.TRANSACTION_COMMIT_TYPE
+
+
+def header_layout(born_v6: bool, store_v6: bool) -> struct.Struct:
+    """The fixed part of a record, TOTALSIZE through BODYLENGTH, for the given host families."""
+    born = "16si" if born_v6 else "4si"
+    store = "16si" if store_v6 else "4si"
+    return struct.Struct(">iiiiiqqiq" + born + "q" + store + "iqi")
+
+
+_HEADERS: Final = {
+    (False, False): header_layout(False, False),
+    (True, False): header_layout(True, False),
+    (False, True): header_layout(False, True),
+    (True, True): header_layout(True, True),
+}
+_HEADER_V4: Final = _HEADERS[(False, False)]
+
+
+def store_timestamp_position(sys_flag: int) -> int:
+    """Byte position of STORETIMESTAMP inside a record with this sysFlag."""
+    return _BORN_HOST_POS + (20 if sys_flag & SysFlag.BORNHOST_V6 else 8)
+
+
+def record_size(body_bytes: int, topic_bytes: int, properties_bytes: int, born_v6: bool = False,
+                store_v6: bool = False) -> int:
+    return 91 + body_bytes + topic_bytes + properties_bytes + (12 if born_v6 else 0) + (12 if store_v6 else 0)
+
+
+def body_crc(body: bytes) -> int:
+    """CRC-32 of the body with the sign bit cleared, as the record stores it."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+_TOPIC_CHARS: Final = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_VALID_TOPICS: dict[str, bytes] = {}
+
+
+def validate_topic(topic: str) -> bytes:
+    """UTF-8 bytes of a valid topic name, or InvalidTopicError (length 1..127, ``[%|a-zA-Z0-9_-]``)."""
+    cached = _VALID_TOPICS.get(topic)
+    if cached is not None:
+        return cached
+    if not isinstance(topic, str) or not topic:
+        raise InvalidTopicError(str(topic), "a topic name must be a non-empty string")
+    if len(topic) > 127:
+        raise InvalidTopicError(topic, f"{len(topic)} characters, at most 127 allowed")
+    if not _TOPIC_CHARS.issuperset(topic):
+        raise InvalidTopicError(topic, "only the characters %|a-zA-Z0-9_- are allowed")
+    encoded = topic.encode("ascii")
+    if len(_VALID_TOPICS) < 65536:
+        _VALID_TOPICS[topic] = encoded
+    return encoded
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message as a producer hands it to the store.
+
+    ``properties`` holds TAGS, KEYS, UNIQ_KEY and user properties; the store serialises them in Java
+    HashMap order.  ``store_timestamp`` is normally left None (the store stamps it); replaying a known
+    history (tests, migration) may fix it.  ``store_host`` None means the store's own address.
+    """
+
+    topic: str
+    body: bytes = b""
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: HostAddress | None = None
+    store_host: HostAddress | None = None
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    store_timestamp: int | None = None
+
+    @classmethod
+    def create(cls, topic: str, body: bytes = b"", *, tags: str | None = None,
+               keys: str | list[str] | tuple[str, ...] | None = None, uniq_key: str | None = None,
+               properties: dict[str, str] | None = None, **fields: object) -> Message:
+        """Build a message the way a RocketMQ client does: tags, keys (joined by a space) and user properties."""
+        props: dict[str, str] = {}
+        if properties:
+            props.update(properties)
+        if tags is not None:
+            props[PropertyName.TAGS] = tags
+        if keys is not None:
+            props[PropertyName.KEYS] = keys if isinstance(keys, str) else PropertyName.KEY_SEPARATOR.join(keys)
+        if uniq_key is not None:
+            props[PropertyName.UNIQ_KEY] = uniq_key
+        return cls(topic, bytes(body), props, **fields)  # type: ignore[arg-type]
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PropertyName.TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(PropertyName.KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A record read back from the commitlog (RocketMQ's MessageExt)."""
+
+    store_size: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    commit_log_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: HostAddress
+    store_timestamp: int
+    store_host: HostAddress
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes
+    topic: str
+    properties_string: str
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return parse_properties(self.properties_string)
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PropertyName.TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(PropertyName.KEYS)
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(PropertyName.UNIQ_KEY)
+
+    @property
+    def msg_id(self) -> str:
+        """The offset message id: store host + commitlog offset, upper-case hex."""
+        from rocketstore.message.message_id import encode_offset_message_id
+
+        return encode_offset_message_id(self.store_host, self.commit_log_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchInfo:
+    """What the dispatcher needs from a record, read without copying its body."""
+
+    commit_log_offset: int
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    sys_flag: int
+    store_timestamp: int
+    properties_string: str
+
+
+def encode_record(message: Message, properties_string: str | None = None, *,
+                  store_host: HostAddress, born_host: HostAddress, store_timestamp: int = 0,
+                  queue_offset: int = 0, commit_log_offset: int = 0,
+                  max_message_bytes: int = 0x7FFFFFFF) -> tuple[bytearray, int]:
+    """Encode *message* as a commitlog record.
+
+    Returns the record and its sysFlag (with the host-family bits set).  QUEUEOFFSET, PHYSICALOFFSET and
+    STORETIMESTAMP may be left 0 and patched in place by the writer once they are known (under its lock).
+    Raises InvalidTopicError, PropertiesTooLargeError or MessageTooLargeError and builds nothing then.
+    """
+    from rocketstore.errors import MessageTooLargeError, PropertiesTooLargeError
+
+    topic = validate_topic(message.topic)
+    if properties_string is None:
+        properties_string = encode_properties(message.properties)
+    props = properties_string.encode("utf-8")
+    if len(props) > 32767:
+        raise PropertiesTooLargeError(len(props))
+    body = message.body
+    sys_flag = message.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
+    born_v6 = len(born_host.ip) == 16
+    store_v6 = len(store_host.ip) == 16
+    if born_v6:
+        sys_flag |= SysFlag.BORNHOST_V6
+    if store_v6:
+        sys_flag |= SysFlag.STOREHOST_V6
+    total = 91 + len(body) + len(topic) + len(props) + (12 if born_v6 else 0) + (12 if store_v6 else 0)
+    if total > max_message_bytes:
+        raise MessageTooLargeError(total, max_message_bytes)
+    header = _HEADERS[(born_v6, store_v6)]
+    out = bytearray(total)
+    header.pack_into(
+        out, 0, total, MESSAGE_MAGIC, zlib.crc32(body) & 0x7FFFFFFF, message.queue_id, message.flag,
+        queue_offset, commit_log_offset, sys_flag, message.born_timestamp, born_host.ip, born_host.port,
+        store_timestamp, store_host.ip, store_host.port, message.reconsume_times,
+        message.prepared_transaction_offset, len(body),
+    )
+    pos = header.size
+    out[pos : pos + len(body)] = body
+    pos += len(body)
+    out[pos] = len(topic)
+    out[pos + 1 : pos + 1 + len(topic)] = topic
+    pos += 1 + len(topic)
+    _PROP_LEN.pack_into(out, pos, len(props))
+    out[pos + 2 :] = props
+    return out, sys_flag
+
+
+class RecordKind:
+    MESSAGE = "MESSAGE"
+    BLANK = "BLANK"
+    INVALID = "INVALID"
+
+
+def peek_record(buf: bytes | bytearray | memoryview, pos: int, limit: int | None = None) -> tuple[str, int]:
+    """(kind, size) of the record at *pos*: MESSAGE or BLANK with their declared size, or INVALID."""
+    end = len(buf) if limit is None else limit
+    if pos + 8 > end:
+        return RecordKind.INVALID, 0
+    size, magic = TOTAL_SIZE_MAGIC.unpack_from(buf, pos)
+    if magic == MESSAGE_MAGIC:
+        if MIN_RECORD_BYTES <= size <= end - pos:
+            return RecordKind.MESSAGE, size
+        return RecordKind.INVALID, size
+    if magic == BLANK_MAGIC:
+        return RecordKind.BLANK, size
+    return RecordKind.INVALID, size
+
+
+def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = False,
+                  with_body: bool = True, limit: int | None = None) -> StoredMessage:
+    """Decode the message record at *pos*; MessageDecodeError if it is not a whole, consistent record."""
+    end = len(buf) if limit is None else limit
+    if pos < 0 or pos + 48 > end:
+        raise MessageDecodeError("truncated header", pos)
+    size, magic = TOTAL_SIZE_MAGIC.unpack_from(buf, pos)
+    if magic != MESSAGE_MAGIC:
+        raise MessageDecodeError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos)
+    if size < MIN_RECORD_BYTES or pos + size > end:
+        raise MessageDecodeError(f"declared size {size} does not fit", pos)
+    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
+    header = _HEADERS[(bool(sys_flag & SysFlag.BORNHOST_V6), bool(sys_flag & SysFlag.STOREHOST_V6))]
+    if header.size + 3 > size:
+        raise MessageDecodeError("record shorter than its header", pos)
+    (_, _, crc, queue_id, flag, queue_offset, physical_offset, _, born_ts, born_ip, born_port, store_ts,
+     store_ip, store_port, reconsume, prepared, body_len) = header.unpack_from(buf, pos)
+    p = pos + header.size
+    rec_end = pos + size
+    if body_len < 0 or p + body_len + 3 > rec_end:
+        raise MessageDecodeError(f"body length {body_len} does not fit", pos)
+    body = bytes(buf[p : p + body_len]) if with_body or check_crc else b""
+    if check_crc and (zlib.crc32(body) & 0x7FFFFFFF) != crc:
+        raise MessageDecodeError("body CRC mismatch", pos)
+    p += body_len
+    topic_len = buf[p]
+    if topic_len > 127 or p + 1 + topic_len + 2 > rec_end:
+        raise MessageDecodeError(f"topic length {topic_len} does not fit", pos)
+    try:
+        topic = bytes(buf[p + 1 : p + 1 + topic_len]).decode("utf-8")
+        p += 1 + topic_len
+        props_len = _PROP_LEN.unpack_from(buf, p)[0]
+        if props_len < 0 or p + 2 + props_len != rec_end:
+            raise MessageDecodeError(f"properties length {props_len} disagrees with the record size", pos)
+        props = bytes(buf[p + 2 : p + 2 + props_len]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MessageDecodeError("topic or properties are not UTF-8", pos) from exc
+    return StoredMessage(size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts,
+                         HostAddress(born_ip, born_port), store_ts, HostAddress(store_ip, store_port),
+                         reconsume, prepared, body if with_body else b"", topic, props)
+
+
+def decode_dispatch_info(buf: bytes | bytearray | memoryview, pos: int, commit_log_offset: int,
+                         *, check_crc: bool = False) -> DispatchInfo:
+    """The dispatcher's view of the record at *pos*: no body copy unless the CRC is checked."""
+    if check_crc:
+        m = decode_record(buf, pos, check_crc=True, with_body=False)
+        return DispatchInfo(commit_log_offset, m.store_size, m.topic, m.queue_id, m.queue_offset, m.sys_flag,
+                            m.store_timestamp, m.properties_string)
+    end = len(buf)
+    if pos + 48 > end:
+        raise MessageDecodeError("truncated header", commit_log_offset)
+    (size, magic, _, queue_id, _, queue_offset, _, sys_flag, _) = _PREFIX.unpack_from(buf, pos)
+    if magic != MESSAGE_MAGIC:
+        raise MessageDecodeError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", commit_log_offset)
+    if size < MIN_RECORD_BYTES or pos + size > end:
+        raise MessageDecodeError(f"declared size {size} does not fit", commit_log_offset)
+    born = 20 if sys_flag & SysFlag.BORNHOST_V6 else 8
+    store = 20 if sys_flag & SysFlag.STOREHOST_V6 else 8
+    store_ts = _LONG.unpack_from(buf, pos + 48 + born)[0]
+    p = pos + 48 + born + 8 + store + 12
+    body_len = _INT.unpack_from(buf, p)[0]
+    rec_end = pos + size
+    p += 4 + body_len
+    if body_len < 0 or p + 3 > rec_end:
+        raise MessageDecodeError(f"body length {body_len} does not fit", commit_log_offset)
+    topic_len = buf[p]
+    if p + 1 + topic_len + 2 > rec_end:
+        raise MessageDecodeError(f"topic length {topic_len} does not fit", commit_log_offset)
+    try:
+        topic = bytes(buf[p + 1 : p + 1 + topic_len]).decode("utf-8")
+        p += 1 + topic_len
+        props_len = _PROP_LEN.unpack_from(buf, p)[0]
+        if props_len < 0 or p + 2 + props_len != rec_end:
+            raise MessageDecodeError(f"properties length {props_len} disagrees with the record size",
+                                     commit_log_offset)
+        props = bytes(buf[p + 2 : p + 2 + props_len]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MessageDecodeError("topic or properties are not UTF-8", commit_log_offset) from exc
+    return DispatchInfo(commit_log_offset, size, topic, queue_id, queue_offset, sys_flag, store_ts, props)
