@@ -1,0 +1,49 @@
+"""The RocketMQ remoting protocol: codes, commands, frame codec and typed headers.
+
+Everything re-exported here is pure (bytes in, bytes out); the socket side is remoting.transport.
+"""
+
+from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, decode_command, encode_command
+from rocketstore.remoting.codes import (
+    MQ_VERSION,
+    PUT_STATUS_RESPONSE_CODES,
+    LanguageCode,
+    MQVersion,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+    response_code_for_put_status,
+)
+from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
+from rocketstore.remoting.headers import (
+    REQUEST_HEADER_TYPES,
+    RESPONSE_HEADER_TYPES,
+    CommandHeader,
+    HeaderFieldError,
+    parse_request_header,
+    parse_send_message_header,
+)
+
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "FrameDecoder",
+    "decode_command",
+    "encode_command",
+    "MQ_VERSION",
+    "PUT_STATUS_RESPONSE_CODES",
+    "LanguageCode",
+    "MQVersion",
+    "RequestCode",
+    "ResponseCode",
+    "SerializeType",
+    "response_code_for_put_status",
+    "ONEWAY_FLAG",
+    "RESPONSE_FLAG",
+    "RemotingCommand",
+    "REQUEST_HEADER_TYPES",
+    "RESPONSE_HEADER_TYPES",
+    "CommandHeader",
+    "HeaderFieldError",
+    "parse_request_header",
+    "parse_send_message_header",
+]

@@ -1,0 +1,407 @@
+"""Remoting frames <-> :class:`RemotingCommand`, sans-IO.
+
+Owns the frame layout and both header encodings::
+
+    +----------------+--------------------------------+--------------+------------+
+    | total length   | header-length word             | header bytes | body bytes |
+    | int32 BE       | int32 BE: type << 24 | hdr len  | hdr len      | the rest   |
+    +----------------+--------------------------------+--------------+------------+
+      total length = 4 + header length + body length (it does not count itself)
+
+    ROCKETMQ (binary) header, type 1, all big-endian:
+    +------+------+---------+--------+------+------------+--------+------------+------------------+
+    | code | lang | version | opaque | flag | remark len | remark | ext len    | ext entries      |
+    | i16  | i8   | i16     | i32    | i32  | i32        | UTF-8  | i32        | (see below)      |
+    +------+------+---------+--------+------+------------+--------+------------+------------------+
+    ext entry: key len i16 | key UTF-8 | value len i32 | value UTF-8
+
+JSON headers (type 0) are written the way a Java broker writes them: keys in alphabetical order, compact,
+null keys left out, `extFields` left out when empty and its values always strings.  On input the decoder
+accepts what the real clients send (C++: trailing newline, numbers among the extFields; ali-ons: numbers
+and booleans among the extFields, its own key order).
+
+Contract: for any input bytes the decoder returns commands, asks for more data, or raises ProtocolError
+(FrameTooLargeError for an over-long declared length, raised before anything of that size is allocated).
+
+No sockets, asyncio, clocks or logging here; imports only errors and the other pure remoting modules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from decimal import Decimal
+from typing import NoReturn
+
+from rocketstore.errors import FrameTooLargeError, ProtocolError
+from rocketstore.remoting.codes import LanguageCode, SerializeType
+from rocketstore.remoting.command import RemotingCommand
+
+__all__ = ["MAX_FRAME_BYTES", "encode_command", "decode_command", "FrameDecoder"]
+
+# Java's com.rocketmq.remoting.frameMaxLength default; like Netty's frame decoder we count the 4-byte
+# length prefix in it.
+MAX_FRAME_BYTES = 16_777_216
+
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_PREFIX = struct.Struct(">iI")  # total length, header-length word
+_UINT32 = struct.Struct(">I")
+_BINARY_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remark length
+_HEADER_LENGTH_MASK = 0xFFFFFF
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
+_LANGUAGE_BY_NAME = {language.name: language for language in LanguageCode}
+_JAVA_DECIMAL_INT = re.compile(r"[+-]?\d+\Z")
+
+# code, language, version, opaque, flag, remark, extFields
+_Fields = tuple[int, LanguageCode, int, int, int, str | None, dict[str, str]]
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Floats become Decimal so a stray ali-ons float is stringified as Java's BigDecimal would ("1E+3"), and
+# strict=False accepts raw control characters inside strings (the \x01/\x02 property separators).
+_JSON_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant, strict=False)
+_JSON_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False
+)
+
+
+# --- encoding ---------------------------------------------------------------------------------------
+
+
+def encode_command(cmd: RemotingCommand) -> bytes:
+    """The whole frame for `cmd`, 4-byte total length included."""
+    serialize_type = cmd.serialize_type
+    if serialize_type == SerializeType.JSON:
+        header = _encode_json_header(cmd)
+    elif serialize_type == SerializeType.ROCKETMQ:
+        header = _encode_binary_header(cmd)
+    else:
+        raise ProtocolError(f"unknown serialize type {serialize_type!r}")
+    if len(header) > _HEADER_LENGTH_MASK:
+        raise ProtocolError(f"header of {len(header)} bytes does not fit the 24-bit header length")
+    body = cmd.body
+    total = 4 + len(header) + len(body)
+    if total > _INT32_MAX:
+        raise ProtocolError(f"frame of {total} bytes does not fit the 32-bit frame length")
+    prefix = _PREFIX.pack(total, (int(serialize_type) << 24) | len(header))
+    return b"".join((prefix, header, body))
+
+
+def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    # Insertion order is the output order: alphabetical, as fastjson sorts bean properties.
+    obj: dict[str, object] = {"code": _checked_int(cmd.code, "code", _INT32_MIN, _INT32_MAX)}
+    ext = _output_ext_fields(cmd.ext_fields)
+    if ext:
+        obj["extFields"] = ext
+    obj["flag"] = _checked_int(cmd.flag, "flag", _INT32_MIN, _INT32_MAX)
+    obj["language"] = _checked_language(cmd.language).name
+    obj["opaque"] = _checked_int(cmd.opaque, "opaque", _INT32_MIN, _INT32_MAX)
+    if cmd.remark is not None:
+        obj["remark"] = _java_text(cmd.remark, "remark")
+    obj["serializeTypeCurrentRPC"] = "JSON"
+    obj["version"] = _checked_int(cmd.version, "version", _INT32_MIN, _INT32_MAX)
+    # Lone surrogates become '?' exactly as Java's String.getBytes(UTF_8) does.
+    return _JSON_ENCODER.encode(obj).encode("utf-8", "replace")
+
+
+def _encode_binary_header(cmd: RemotingCommand) -> bytes:
+    remark = b"" if cmd.remark is None else _java_text(cmd.remark, "remark").encode("utf-8", "replace")
+    parts = [
+        _BINARY_FIXED.pack(
+            _checked_int(cmd.code, "code", _INT16_MIN, _INT16_MAX),
+            int(_checked_language(cmd.language)),
+            _checked_int(cmd.version, "version", _INT16_MIN, _INT16_MAX),
+            _checked_int(cmd.opaque, "opaque", _INT32_MIN, _INT32_MAX),
+            _checked_int(cmd.flag, "flag", _INT32_MIN, _INT32_MAX),
+            len(remark),
+        ),
+        remark,
+    ]
+    entries = []
+    for key, value in _output_ext_fields(cmd.ext_fields).items():
+        key_bytes = key.encode("utf-8", "replace")
+        value_bytes = value.encode("utf-8", "replace")
+        if len(key_bytes) > _INT16_MAX:
+            raise ProtocolError(f"extFields key of {len(key_bytes)} bytes does not fit a 16-bit length")
+        entries.append(_INT16.pack(len(key_bytes)))
+        entries.append(key_bytes)
+        entries.append(_INT32.pack(len(value_bytes)))
+        entries.append(value_bytes)
+    ext = b"".join(entries)
+    parts.append(_INT32.pack(len(ext)))
+    parts.append(ext)
+    return b"".join(parts)
+
+
+def _output_ext_fields(ext_fields: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in ext_fields.items():
+        if value is None:  # Java skips null header fields
+            continue
+        if not isinstance(key, str):
+            raise ProtocolError(f"extFields key {key!r} is not a string")
+        out[key] = value if type(value) is str else _java_text(value, key)
+    return out
+
+
+def _checked_int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError(f"{name} must be an int, not {value!r}")
+    if not low <= value <= high:
+        raise ProtocolError(f"{name} {value} is outside [{low}, {high}]")
+    return int(value)
+
+
+def _checked_language(value: object) -> LanguageCode:
+    try:
+        return LanguageCode(value)
+    except ValueError as exc:
+        raise ProtocolError(f"unknown language {value!r}") from exc
+
+
+def _java_text(value: object, name: str) -> str:
+    """A scalar as Java's toString() renders it (fastjson's cast of a JSON scalar into a String field)."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    raise ProtocolError(f"{name}: {type(value).__name__} value is not a string or scalar")
+
+
+# --- decoding ---------------------------------------------------------------------------------------
+
+
+def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
+    """The command in one frame given WITHOUT its 4-byte total-length prefix."""
+    if isinstance(frame, memoryview):
+        frame = frame.tobytes()
+    return _decode_frame(frame, 0, len(frame))
+
+
+def _decode_frame(buf: bytes | bytearray, start: int, end: int) -> RemotingCommand:
+    if end - start < 4:
+        raise ProtocolError(f"frame of {end - start} bytes has no header-length word")
+    (word,) = _UINT32.unpack_from(buf, start)
+    # Masked although C++/ali-ons never set the type byte: Java and we do.
+    serialize_type = word >> 24
+    header_length = word & _HEADER_LENGTH_MASK
+    header_start = start + 4
+    header_end = header_start + header_length
+    if header_end > end:
+        raise ProtocolError(f"header length {header_length} exceeds the {end - header_start} bytes left")
+    header = bytes(buf[header_start:header_end])
+    if serialize_type == SerializeType.JSON:
+        fields = _decode_json_header(header)
+    elif serialize_type == SerializeType.ROCKETMQ:
+        fields = _decode_binary_header(header)
+    else:
+        raise ProtocolError(f"unknown serialize type {serialize_type}")
+    code, language, version, opaque, flag, remark, ext_fields = fields
+    return RemotingCommand(
+        code=code,
+        language=language,
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=_copy(buf, header_end, end),
+        serialize_type=SerializeType(serialize_type),
+    )
+
+
+def _copy(buf: bytes | bytearray, start: int, end: int) -> bytes:
+    if type(buf) is bytes:
+        return buf[start:end]
+    with memoryview(buf) as view:  # one copy instead of bytearray slice + bytes()
+        return bytes(view[start:end])
+
+
+def _decode_json_header(header: bytes) -> _Fields:
+    try:
+        # Strict UTF-8: fastjson gives up on malformed UTF-8 too (the Java broker then drops the connection).
+        text = header.decode("utf-8")
+        obj = _JSON_DECODER.decode(text)
+    except (ValueError, RecursionError, ArithmeticError) as exc:
+        # ValueError covers UnicodeDecodeError, JSONDecodeError and over-long integer literals.
+        raise ProtocolError(f"JSON header is not valid: {exc}") from exc
+    if type(obj) is not dict:
+        raise ProtocolError(f"JSON header is a {type(obj).__name__}, not an object")
+    if obj.get("code") is None:
+        raise ProtocolError("JSON header has no code")
+    code = _json_int(obj, "code")
+    language = _json_language(obj.get("language"))
+    version = _json_int(obj, "version")
+    opaque = _json_int(obj, "opaque")
+    flag = _json_int(obj, "flag")
+    raw_remark = obj.get("remark")
+    remark = None if raw_remark is None else _scalar_text(raw_remark, "remark")
+    raw_ext = obj.get("extFields")
+    ext_fields: dict[str, str] = {}
+    if raw_ext is not None:
+        if type(raw_ext) is not dict:
+            raise ProtocolError(f"extFields is a {type(raw_ext).__name__}, not an object")
+        for key, value in raw_ext.items():
+            if type(value) is str:
+                ext_fields[key] = value
+            elif value is not None:  # null values are dropped, as ali-ons drops undefined ones
+                ext_fields[key] = _scalar_text(value, key)
+    # serializeTypeCurrentRPC and any unknown keys are ignored on purpose.
+    return code, language, version, opaque, flag, remark, ext_fields
+
+
+def _json_int(obj: dict[str, object], key: str) -> int:
+    value = obj.get(key)
+    if value is None:
+        return 0  # Java's int field default
+    if type(value) is int:
+        number = value
+    elif type(value) is str and _JAVA_DECIMAL_INT.match(value):
+        number = int(value)  # fastjson casts numeric strings into int fields
+    else:
+        raise ProtocolError(f"JSON header {key} is {value!r}, not an int")
+    if not _INT32_MIN <= number <= _INT32_MAX:
+        raise ProtocolError(f"JSON header {key} {number} does not fit an int")
+    return number
+
+
+def _json_language(value: object) -> LanguageCode:
+    if value is None:
+        return LanguageCode.JAVA  # Java's field default
+    if type(value) is str:
+        return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
+    if type(value) is int:
+        return LanguageCode(value) if 0 <= value <= LanguageCode.OMS else LanguageCode.OTHER
+    raise ProtocolError(f"JSON header language is {value!r}, not a name")
+
+
+def _scalar_text(value: object, name: str) -> str:
+    if type(value) is str:
+        return value
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is int or type(value) is Decimal:
+        return str(value)
+    raise ProtocolError(f"JSON header {name}: a {type(value).__name__} where a string belongs")
+
+
+def _decode_binary_header(header: bytes) -> _Fields:
+    size = len(header)
+    if size < _BINARY_FIXED.size:
+        raise ProtocolError(f"binary header of {size} bytes is shorter than its fixed part")
+    code, language_byte, version, opaque, flag, remark_length = _BINARY_FIXED.unpack_from(header, 0)
+    position = _BINARY_FIXED.size
+    remark = None
+    # Java reads a length <= 0 as "absent" rather than failing; so do we.
+    if remark_length > 0:
+        remark_end = position + remark_length
+        if remark_end > size:
+            raise ProtocolError(f"binary header remark length {remark_length} overruns the header")
+        # Java's new String(bytes, UTF_8) replaces malformed input instead of failing.
+        remark = header[position:remark_end].decode("utf-8", "replace")
+        position = remark_end
+    if size - position < 4:
+        raise ProtocolError("binary header ends before the extFields length")
+    (ext_length,) = _INT32.unpack_from(header, position)
+    position += 4
+    ext_fields: dict[str, str] = {}
+    if ext_length > 0:
+        ext_end = position + ext_length
+        if ext_end > size:
+            raise ProtocolError(f"binary header extFields length {ext_length} overruns the header")
+        ext_fields = _decode_binary_map(header, position, ext_end)
+    # Bytes after the extFields are ignored, as Java ignores them.
+    try:
+        language = LanguageCode(language_byte)
+    except ValueError:
+        language = LanguageCode.OTHER
+    return code, language, version, opaque, flag, remark, ext_fields
+
+
+def _decode_binary_map(buf: bytes, position: int, end: int) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    while position < end:
+        if end - position < 2:
+            raise ProtocolError("binary extFields end inside a key length")
+        (key_length,) = _INT16.unpack_from(buf, position)
+        position += 2
+        if key_length < 0 or position + key_length > end:
+            raise ProtocolError(f"binary extFields key length {key_length} is invalid")
+        key = buf[position : position + key_length].decode("utf-8", "replace")
+        position += key_length
+        if end - position < 4:
+            raise ProtocolError("binary extFields end inside a value length")
+        (value_length,) = _INT32.unpack_from(buf, position)
+        position += 4
+        if value_length < 0 or position + value_length > end:
+            raise ProtocolError(f"binary extFields value length {value_length} is invalid")
+        fields[key] = buf[position : position + value_length].decode("utf-8", "replace")
+        position += value_length
+    return fields
+
+
+class FrameDecoder:
+    """Splits a byte stream into commands: `feed` what arrived, then call `next_command` until None.
+
+    After a ProtocolError the stream cannot be resynchronised, so the decoder stays failed: every later
+    `next_command` raises the same error and `feed` discards its input; the connection must be closed.
+    Not thread-safe: one decoder per connection, driven by one task.
+    """
+
+    __slots__ = ("_buffer", "_max_frame_bytes", "_error")
+
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes < 8:
+            raise ValueError(f"max_frame_bytes must be at least 8, not {max_frame_bytes}")
+        self._buffer = bytearray()
+        self._max_frame_bytes = max_frame_bytes
+        self._error: ProtocolError | None = None
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return self._max_frame_bytes
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received but not yet returned as commands."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._error is None:
+            self._buffer += data
+
+    def next_command(self) -> RemotingCommand | None:
+        """The next whole command, or None when more data is needed."""
+        if self._error is not None:
+            raise self._error
+        buf = self._buffer
+        if len(buf) < 4:
+            return None
+        (length,) = _INT32.unpack_from(buf, 0)
+        if length < 4:
+            self._fail(ProtocolError(f"frame length {length} is too small for a header-length word"))
+        frame_bytes = length + 4
+        if frame_bytes > self._max_frame_bytes:
+            self._fail(FrameTooLargeError(frame_bytes, self._max_frame_bytes))
+        if len(buf) < frame_bytes:
+            return None
+        try:
+            command = _decode_frame(buf, 4, frame_bytes)
+        except ProtocolError as exc:
+            self._fail(exc)
+        # Deleting a prefix of a bytearray only moves its start pointer in CPython: no memmove per frame.
+        del buf[:frame_bytes]
+        return command
+
+    def _fail(self, error: ProtocolError) -> NoReturn:
+        self._error = error
+        self._buffer = bytearray()
+        raise error

@@ -1,0 +1,54 @@
+"""The checkpoint file: three store timestamps in one 4096-byte page.
+
+Layout (big-endian longs)::
+
+    +0  physicMsgTimestamp   store time of the newest commitlog data known flushed
+    +8  logicsMsgTimestamp   store time of the newest record known flushed into a consume queue
+    +16 indexMsgTimestamp    end time of the newest full index file flushed
+    +24 .. 4095              zeros
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+__all__ = ["Checkpoint", "CHECKPOINT_LAYOUT", "CHECKPOINT_BYTES"]
+
+CHECKPOINT_LAYOUT = struct.Struct(">qqq")
+CHECKPOINT_BYTES = 4096
+
+
+class Checkpoint:
+    def __init__(self, path: str, *, writable: bool) -> None:
+        self.path = path
+        self.writable = writable
+        self.physic_msg_timestamp = 0
+        self.logics_msg_timestamp = 0
+        self.index_msg_timestamp = 0
+        if os.path.exists(path):
+            with open(path, "rb") as fh:
+                head = fh.read(CHECKPOINT_LAYOUT.size)
+            if len(head) == CHECKPOINT_LAYOUT.size:
+                (self.physic_msg_timestamp, self.logics_msg_timestamp,
+                 self.index_msg_timestamp) = CHECKPOINT_LAYOUT.unpack(head)
+
+    def min_timestamp(self) -> int:
+        """The recovery bound: min(physic, logics) minus 3 s of slack, never negative."""
+        return max(0, min(self.physic_msg_timestamp, self.logics_msg_timestamp) - 3000)
+
+    def min_timestamp_index(self) -> int:
+        return min(self.min_timestamp(), self.index_msg_timestamp)
+
+    def flush(self) -> None:
+        if not self.writable:
+            return
+        page = bytearray(CHECKPOINT_BYTES)
+        CHECKPOINT_LAYOUT.pack_into(page, 0, self.physic_msg_timestamp, self.logics_msg_timestamp,
+                                    self.index_msg_timestamp)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, page, 0)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,227 @@
+"""The commitlog: every record of every topic, appended to fixed-size segments under one writer lock.
+
+Owns record placement (end-of-file blank records and roll-over), the per-queue next queue offset
+(RocketMQ's topicQueueTable), and reading records back by commitlog offset.  It does not know consume
+queues or indexes (dispatch.py joins them).
+
+Thread-safety: ``append`` / ``append_batch`` serialise on one lock; reads are lock-free below
+``max_offset``, which only grows after the bytes are in place.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+
+from rocketstore.errors import StoreError
+from rocketstore.message.record import (
+    BLANK_MAGIC,
+    BLANK_RECORD,
+    BLANK_RECORD_BYTES,
+    PHYSICAL_OFFSET_POS,
+    QUEUE_OFFSET_POS,
+    TOTAL_SIZE_MAGIC,
+)
+from rocketstore.store.file_queue import FileQueue
+from rocketstore.store.mapped_file import MappedFile
+
+__all__ = ["CommitLog", "AppendError"]
+
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+
+
+class AppendError(StoreError):
+    """The commitlog could not take a record; ``kind`` says why (size or segment creation)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        self.kind = kind
+        super().__init__(detail)
+
+
+class CommitLog:
+    def __init__(self, directory: str, segment_bytes: int, *, writable: bool, preallocate: bool,
+                 warm: bool) -> None:
+        self.files = FileQueue(directory, segment_bytes, writable=writable, preallocate=preallocate, warm=warm)
+        self.segment_bytes = segment_bytes
+        self.lock = threading.Lock()
+        #: (topic, queue_id) -> next queue offset; rebuilt from the consume queues at open.
+        self.queue_offsets: dict[tuple[str, int], int] = {}
+        #: ms since the epoch when the current append took the lock, 0 when free (OS page cache busy check).
+        self.lock_begin_ms = 0
+        #: store timestamp of the newest record appended (for the checkpoint).
+        self.last_store_timestamp = 0
+        #: called with the new max offset after each append (wakes dispatch and group commit).
+        self.on_append: list = []
+
+    # --- offsets -----------------------------------------------------------------------------------
+
+    @property
+    def max_offset(self) -> int:
+        return self.files.max_offset
+
+    @property
+    def min_offset(self) -> int:
+        first = self.files.first()
+        return first.start_offset if first is not None else 0
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.files.flushed_offset
+
+    def roll_next(self, offset: int) -> int:
+        """Start of the segment after the one holding *offset*."""
+        return offset + self.segment_bytes - offset % self.segment_bytes
+
+    # --- writing -------------------------------------------------------------------------------------
+
+    def _segment_for(self, record_bytes: int) -> MappedFile:
+        """The segment to write *record_bytes* into, closing the current one with a blank if needed."""
+        try:
+            mf = self.files.last_writable()
+            if record_bytes + BLANK_RECORD_BYTES > mf.remaining:
+                remaining = mf.remaining
+                pos = mf.wrote
+                if remaining >= BLANK_RECORD_BYTES:
+                    BLANK_RECORD.pack_into(mf.buffer, pos, remaining, BLANK_MAGIC)
+                mf.wrote = mf.size_bytes
+                mf = self.files.create_next()
+        except OSError as exc:
+            raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
+        return mf
+
+    def append(self, record: bytearray, queue_key: tuple[str, int] | None, store_timestamp_pos: int,
+               store_timestamp: int | None) -> tuple[int, int, int]:
+        """Place one encoded record; returns (commit_log_offset, queue_offset, store_timestamp).
+
+        QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP are patched into *record* under the lock.  A record
+        with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance the queue.
+        """
+        size = len(record)
+        if size + BLANK_RECORD_BYTES > self.segment_bytes:
+            raise AppendError("MESSAGE_ILLEGAL", f"a record of {size} bytes cannot fit a segment of "
+                                                 f"{self.segment_bytes} bytes")
+        with self.lock:
+            now = int(time.time() * 1000)
+            self.lock_begin_ms = now
+            try:
+                ts = now if store_timestamp is None else store_timestamp
+                mf = self._segment_for(size)
+                pos = mf.wrote
+                offset = mf.start_offset + pos
+                if queue_key is not None:
+                    queue_offset = self.queue_offsets.get(queue_key, 0)
+                else:
+                    queue_offset = 0
+                _LONG.pack_into(record, QUEUE_OFFSET_POS, queue_offset)
+                _LONG.pack_into(record, PHYSICAL_OFFSET_POS, offset)
+                _LONG.pack_into(record, store_timestamp_pos, ts)
+                mf.buffer[pos : pos + size] = record
+                mf.wrote = pos + size
+                if queue_key is not None:
+                    self.queue_offsets[queue_key] = queue_offset + 1
+                self.last_store_timestamp = ts
+            finally:
+                self.lock_begin_ms = 0
+        for hook in self.on_append:
+            hook()
+        return offset, queue_offset, ts
+
+    def append_batch(self, records: list[bytearray], queue_key: tuple[str, int], store_timestamp_pos: int,
+                     store_timestamp: int | None) -> tuple[int, int, int, list[int]]:
+        """Place a batch contiguously in one segment; returns (first offset, first queue offset, ts, sizes)."""
+        total = sum(len(r) for r in records)
+        if total + BLANK_RECORD_BYTES > self.segment_bytes:
+            raise AppendError("MESSAGE_ILLEGAL", f"a batch of {total} bytes cannot fit a segment of "
+                                                 f"{self.segment_bytes} bytes")
+        with self.lock:
+            now = int(time.time() * 1000)
+            self.lock_begin_ms = now
+            try:
+                ts = now if store_timestamp is None else store_timestamp
+                mf = self._segment_for(total)
+                pos = mf.wrote
+                first_offset = mf.start_offset + pos
+                first_queue_offset = self.queue_offsets.get(queue_key, 0)
+                queue_offset = first_queue_offset
+                offset = first_offset
+                buf = mf.buffer
+                for record in records:
+                    _LONG.pack_into(record, QUEUE_OFFSET_POS, queue_offset)
+                    _LONG.pack_into(record, PHYSICAL_OFFSET_POS, offset)
+                    _LONG.pack_into(record, store_timestamp_pos, ts)
+                    n = len(record)
+                    buf[pos : pos + n] = record
+                    pos += n
+                    offset += n
+                    queue_offset += 1
+                mf.wrote = pos
+                self.queue_offsets[queue_key] = queue_offset
+                self.last_store_timestamp = ts
+            finally:
+                self.lock_begin_ms = 0
+        for hook in self.on_append:
+            hook()
+        return first_offset, first_queue_offset, ts, [len(r) for r in records]
+
+    # --- reading ----------------------------------------------------------------------------------------
+
+    def read(self, offset: int, size_bytes: int) -> bytes | None:
+        """*size_bytes* at *offset* if they lie inside one segment below the written end, else None."""
+        mf = self.files.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.start_offset
+        if size_bytes <= 0 or pos + size_bytes > mf.wrote:
+            return None
+        return mf.buffer[pos : pos + size_bytes]
+
+    def read_record(self, offset: int) -> bytes | None:
+        """The whole record starting at *offset* (its TOTALSIZE decides the length), else None."""
+        mf = self.files.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.start_offset
+        if pos + 8 > mf.wrote:
+            return None
+        size = _INT.unpack_from(mf.buffer, pos)[0]
+        if size <= 0 or pos + size > mf.wrote:
+            return None
+        return mf.buffer[pos : pos + size]
+
+    def read_head(self, offset: int) -> tuple[int, int] | None:
+        """(TOTALSIZE, MAGICCODE) at *offset* within written data."""
+        mf = self.files.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.start_offset
+        if pos + 8 > mf.wrote:
+            return None
+        return TOTAL_SIZE_MAGIC.unpack_from(mf.buffer, pos)
+
+    def read_long(self, offset: int) -> int | None:
+        mf = self.files.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.start_offset
+        if pos + 8 > mf.wrote:
+            return None
+        return _LONG.unpack_from(mf.buffer, pos)[0]
+
+    def read_int(self, offset: int) -> int | None:
+        mf = self.files.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.start_offset
+        if pos + 4 > mf.wrote:
+            return None
+        return _INT.unpack_from(mf.buffer, pos)[0]
+
+    # --- durability ------------------------------------------------------------------------------------
+
+    def flush(self, least_pages: int = 0) -> bool:
+        return self.files.flush(least_pages)
+
+    def close(self) -> None:
+        self.files.close(drop_unused_tail=True)

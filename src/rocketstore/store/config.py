@@ -1,0 +1,208 @@
+"""StoreConfig: frozen, picklable, RocketMQ's defaults, and RocketMQ's property names where users write them.
+
+A store reopens from ``(path, config)``; that pair is what a Spark executor receives.  ``from_properties``
+accepts the camelCase names of a broker.conf (``mappedFileSizeCommitLog``, ``flushDiskType``, ...) and
+ignores names that belong to other parts of the broker, reporting unknown-but-plausible ones to the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+
+from rocketstore.errors import StoreConfigError
+
+__all__ = ["StoreConfig", "FlushDiskType", "BrokerRole", "parse_delay_levels", "read_properties_file"]
+
+
+class FlushDiskType:
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+class BrokerRole:
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    store_path_root_dir: str = os.path.join(os.path.expanduser("~"), "store")
+    #: None means ``<store_path_root_dir>/commitlog`` (RocketMQ needs both set; we derive the usual one).
+    store_path_commit_log: str | None = None
+    mapped_file_size_commit_log: int = 1073741824
+    mapped_file_size_consume_queue: int = 300000 * 20
+    max_hash_slot_num: int = 5000000
+    max_index_num: int = 20000000
+    max_message_size: int = 4194304
+    flush_disk_type: str = FlushDiskType.ASYNC_FLUSH
+    broker_role: str = BrokerRole.ASYNC_MASTER
+    flush_interval_commit_log_ms: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval_ms: int = 10000
+    flush_commit_log_timed: bool = True
+    flush_interval_consume_queue_ms: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval_ms: int = 60000
+    sync_flush_timeout_ms: int = 5000
+    check_crc_on_recover: bool = True
+    message_index_enable: bool = True
+    message_index_safe: bool = False
+    max_transfer_bytes_on_message_in_memory: int = 262144
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 65536
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    max_msgs_num_batch: int = 64
+    default_query_max_num: int = 32
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    file_reserved_time_h: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    clean_file_forcibly_enable: bool = True
+    clean_resource_interval_ms: int = 10000
+    warm_mapped_file_enable: bool = False
+    os_page_cache_busy_timeout_ms: int = 1000
+    #: brokerIP1:listenPort, written as STOREHOST into every record and into offset message ids.
+    store_host: str = "127.0.0.1:10911"
+    #: Prepare the next commitlog segment in the background (RocketMQ's AllocateMappedFileService).
+    preallocate_commit_log: bool = True
+
+    # --- derived ------------------------------------------------------------------------------------
+
+    @property
+    def commit_log_dir(self) -> str:
+        if self.store_path_commit_log:
+            return self.store_path_commit_log
+        return os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def config_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "config")
+
+    @property
+    def consume_queue_file_bytes(self) -> int:
+        """RocketMQ rounds the consume-queue segment size up to whole 20-byte entries."""
+        size = self.mapped_file_size_consume_queue
+        return (size + 19) // 20 * 20
+
+    @property
+    def index_file_bytes(self) -> int:
+        return 40 + self.max_hash_slot_num * 4 + self.max_index_num * 20
+
+    @property
+    def effective_disk_max_used_space_ratio(self) -> int:
+        return min(95, max(10, self.disk_max_used_space_ratio))
+
+    @property
+    def is_sync_flush(self) -> bool:
+        return self.flush_disk_type == FlushDiskType.SYNC_FLUSH
+
+    def delay_levels_ms(self) -> dict[int, int]:
+        return parse_delay_levels(self.message_delay_level)
+
+    def replace(self, **changes: object) -> StoreConfig:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        if self.mapped_file_size_commit_log < 4096:
+            raise StoreConfigError("mappedFileSizeCommitLog must be at least 4096 bytes")
+        if self.mapped_file_size_consume_queue < 20:
+            raise StoreConfigError("mappedFileSizeConsumeQueue must hold at least one entry")
+        if self.max_hash_slot_num < 1 or self.max_index_num < 2:
+            raise StoreConfigError("maxHashSlotNum must be >= 1 and maxIndexNum >= 2")
+        if self.flush_disk_type not in (FlushDiskType.ASYNC_FLUSH, FlushDiskType.SYNC_FLUSH):
+            raise StoreConfigError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
+        if self.broker_role not in (BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER, BrokerRole.SLAVE):
+            raise StoreConfigError(f"unknown brokerRole {self.broker_role!r}")
+        parse_delay_levels(self.message_delay_level)
+
+    # --- RocketMQ property names ------------------------------------------------------------------
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], **overrides: object) -> StoreConfig:
+        """Build from broker.conf-style ``camelCase`` names; names for other broker parts are ignored."""
+        values: dict[str, object] = {}
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for name, raw in props.items():
+            attr = _PROPERTY_ALIASES.get(name) or _snake(name)
+            if attr not in fields:
+                continue
+            default = fields[attr].default
+            values[attr] = _coerce(name, raw, default)
+        if "brokerIP1" in props or "listenPort" in props:
+            ip = props.get("brokerIP1", "127.0.0.1").strip()
+            port = props.get("listenPort", "10911").strip()
+            values.setdefault("store_host", f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}")
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+_PROPERTY_ALIASES = {
+    "fileReservedTime": "file_reserved_time_h",
+    "flushIntervalCommitLog": "flush_interval_commit_log_ms",
+    "flushCommitLogThoroughInterval": "flush_commit_log_thorough_interval_ms",
+    "flushIntervalConsumeQueue": "flush_interval_consume_queue_ms",
+    "flushConsumeQueueThoroughInterval": "flush_consume_queue_thorough_interval_ms",
+    "syncFlushTimeout": "sync_flush_timeout_ms",
+    "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_ms",
+    "cleanResourceInterval": "clean_resource_interval_ms",
+    "warmMapedFileEnable": "warm_mapped_file_enable",
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _coerce(name: str, raw: str, default: object) -> object:
+    text = str(raw).strip()
+    if isinstance(default, bool):
+        return text.lower() == "true"
+    if isinstance(default, int):
+        try:
+            return int(text)
+        except ValueError as exc:
+            raise StoreConfigError(f"{name}={raw!r} is not an integer") from exc
+    return text
+
+
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> dict[int, int]:
+    """``"1s 5s 10s ..."`` -> {1: 1000, 2: 5000, ...} (levels count from 1)."""
+    levels: dict[int, int] = {}
+    for i, item in enumerate(text.split(), start=1):
+        unit = item[-1:]
+        if unit not in _UNIT_MS or not item[:-1].isdigit():
+            raise StoreConfigError(f"messageDelayLevel item {item!r} is not <number><s|m|h|d>")
+        levels[i] = int(item[:-1]) * _UNIT_MS[unit]
+    if not levels:
+        raise StoreConfigError("messageDelayLevel is empty")
+    return levels
+
+
+def read_properties_file(path: str) -> dict[str, str]:
+    """A Java .properties file (broker.conf) as a dict: ``key=value`` or ``key: value``, # and ! comments."""
+    props: dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            stripped = line.strip()
+            if not stripped or stripped[0] in "#!":
+                continue
+            m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
+            if m:
+                props[m.group(1)] = m.group(2).strip()
+    return props

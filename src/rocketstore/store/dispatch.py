@@ -1,0 +1,140 @@
+"""Dispatch (RocketMQ's reput): turn new commitlog records into consume-queue and index entries.
+
+The only module that knows both the commitlog and the consume queues / index.  It walks records from
+``reput_offset`` up to a bound (the written end, or in sync-flush mode the durable end, so no consumer
+sees a record a crash could still erase), and for each one:
+
+1. NOT and COMMIT records get a consume-queue entry at their QUEUEOFFSET (tagsCode from TAGS, or the
+   delivery time in SCHEDULE_TOPIC_XXXX);
+2. every record but ROLLBACK gets index entries for UNIQ_KEY and each KEYS token;
+3. listeners hear (topic, queue_id, queue_offset + 1, tags_code, store_timestamp) (long polling).
+
+Thread-safety: ``dispatch_available`` serialises on its own lock; a background thread calls it in a loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from rocketstore.errors import MessageDecodeError
+from rocketstore.message.hashing import tags_code
+from rocketstore.message.properties import PropertyName, parse_properties
+from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, SysFlag, decode_dispatch_info
+from rocketstore.store.commitlog import CommitLog
+from rocketstore.store.consume_queue import ConsumeQueueTable
+from rocketstore.store.index_file import IndexService
+
+__all__ = ["Dispatcher", "SCHEDULE_TOPIC", "DispatchListener"]
+
+log = logging.getLogger(__name__)
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+DispatchListener = Callable[[str, int, int, int, int], None]
+
+
+class DispatchStalledError(MessageDecodeError):
+    pass
+
+
+class Dispatcher:
+    def __init__(self, commitlog: CommitLog, queues: ConsumeQueueTable, index: IndexService | None,
+                 delay_levels_ms: dict[int, int]) -> None:
+        self.commitlog = commitlog
+        self.queues = queues
+        self.index = index
+        self.delay_levels_ms = delay_levels_ms
+        self.max_delay_level = max(delay_levels_ms) if delay_levels_ms else 0
+        self.reput_offset = 0
+        self.lock = threading.Lock()
+        self.listeners: list[DispatchListener] = []
+        #: store time of the newest record dispatched (checkpoint.logicsMsgTimestamp)
+        self.last_store_timestamp = 0
+        self.error: str | None = None
+
+    def tags_code_of(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
+        if topic == SCHEDULE_TOPIC:
+            delay = props.get(PropertyName.DELAY)
+            if delay is not None:
+                try:
+                    level = int(delay)
+                except ValueError:
+                    level = 0
+                if level > 0:
+                    level = min(level, self.max_delay_level)
+                    return store_timestamp + self.delay_levels_ms.get(level, 1000)
+        return tags_code(props.get(PropertyName.TAGS))
+
+    def dispatch_record(self, info_offset: int, buf, pos: int, *, check_crc: bool = False) -> int:  # type: ignore[no-untyped-def]
+        """Dispatch the message record at *pos* of *buf* (commitlog offset *info_offset*); returns its size."""
+        info = decode_dispatch_info(buf, pos, info_offset, check_crc=check_crc)
+        props = parse_properties(info.properties_string)
+        sys_flag = info.sys_flag
+        tx = sys_flag & SysFlag.TRANSACTION_MASK
+        code = 0
+        if tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE:
+            code = self.tags_code_of(info.topic, props, info.store_timestamp)
+            cq = self.queues.find_or_create(info.topic, info.queue_id)
+            if not cq.put(info.commit_log_offset, info.size, code, info.queue_offset):
+                self.error = (f"consume queue {info.topic}/{info.queue_id} expected entry {info.queue_offset} "
+                              f"but holds {cq.max_offset}")
+                log.error("dispatch: %s", self.error)
+        if self.index is not None:
+            self.index.build(info.topic, info.commit_log_offset, info.store_timestamp, sys_flag,
+                             props.get(PropertyName.UNIQ_KEY), props.get(PropertyName.KEYS))
+        self.last_store_timestamp = info.store_timestamp
+        if self.listeners and (tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE):
+            for listener in self.listeners:
+                listener(info.topic, info.queue_id, info.queue_offset + 1, code, info.store_timestamp)
+        return info.size
+
+    def dispatch_available(self, bound: int | None = None) -> int:
+        """Dispatch every record between ``reput_offset`` and *bound* (default: the written end)."""
+        with self.lock:
+            commitlog = self.commitlog
+            end = commitlog.max_offset if bound is None else bound
+            count = 0
+            if self.reput_offset < commitlog.min_offset:
+                self.reput_offset = commitlog.min_offset
+            while self.reput_offset < end:
+                offset = self.reput_offset
+                mf = commitlog.files.find(offset)
+                if mf is None:
+                    break
+                pos = offset - mf.start_offset
+                limit = min(mf.wrote, end - mf.start_offset)
+                buf = mf.buffer
+                while pos + 8 <= limit:
+                    size = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
+                    magic = int.from_bytes(buf[pos + 4 : pos + 8], "big", signed=True)
+                    if magic == BLANK_MAGIC:
+                        pos = mf.size_bytes
+                        break
+                    if magic != MESSAGE_MAGIC or size <= 0 or pos + size > limit:
+                        if magic == MESSAGE_MAGIC and size > 0 and pos + size > limit:
+                            break  # not all of it is visible yet
+                        self.error = f"undecodable record at commitlog offset {mf.start_offset + pos}"
+                        log.error("dispatch: %s", self.error)
+                        pos = limit
+                        break
+                    try:
+                        self.dispatch_record(mf.start_offset + pos, buf, pos)
+                    except MessageDecodeError as exc:
+                        self.error = str(exc)
+                        log.error("dispatch: %s", exc)
+                    pos += size
+                    count += 1
+                new_offset = mf.start_offset + pos
+                if pos >= mf.size_bytes or (pos + 8 > mf.size_bytes):
+                    new_offset = mf.start_offset + mf.size_bytes
+                if new_offset == offset:
+                    break
+                self.reput_offset = new_offset
+                if pos < limit and new_offset < mf.start_offset + mf.size_bytes:
+                    break
+            return count
+
+    @property
+    def behind_bytes(self) -> int:
+        return max(0, self.commitlog.max_offset - self.reput_offset)

@@ -1,0 +1,256 @@
+"""An ordered run of equal-size segments named by their 20-digit start offset.
+
+Owns the directory: loading (every file must have the configured size), finding the segment of an offset,
+creating the next one (optionally prepared ahead by a background thread, so a put never waits for
+fallocate + mmap), truncating a dirty tail, deleting segments from the head, and flushing.
+
+Thread-safety: one writer creates and truncates; readers may look up segments concurrently (the list is
+replaced, never mutated in place, so a reader sees an old or a new list, both consistent).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from bisect import bisect_right
+from collections.abc import Iterator
+
+from rocketstore.errors import StoreError
+from rocketstore.store.mapped_file import MappedFile, segment_name
+
+__all__ = ["FileQueue"]
+
+
+class FileQueue:
+    def __init__(self, directory: str, segment_bytes: int, *, writable: bool, preallocate: bool = False,
+                 warm: bool = False) -> None:
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.writable = writable
+        self.preallocate = preallocate and writable
+        self.warm = warm
+        self._files: list[MappedFile] = []
+        self._starts: list[int] = []
+        self._ahead: dict[int, MappedFile | BaseException] = {}
+        self._ahead_lock = threading.Lock()
+        self._ahead_thread: threading.Thread | None = None
+
+    # --- loading ------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Map every segment in the directory; a file of the wrong size or name is an error."""
+        if not os.path.isdir(self.directory):
+            return
+        files: list[MappedFile] = []
+        for name in sorted(os.listdir(self.directory)):
+            path = os.path.join(self.directory, name)
+            if not os.path.isfile(path):
+                continue
+            if len(name) != 20 or not name.isdigit():
+                continue
+            size = os.path.getsize(path)
+            if size != self.segment_bytes:
+                for f in files:
+                    f.close()
+                raise StoreError(f"{path} has {size} bytes; every segment here must have "
+                                 f"{self.segment_bytes} (check the configured segment size)")
+            mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False)
+            mf.wrote = mf.flushed = self.segment_bytes
+            files.append(mf)
+        self._set(files)
+
+    def _set(self, files: list[MappedFile]) -> None:
+        self._files = files
+        self._starts = [f.start_offset for f in files]
+
+    # --- look-ups -------------------------------------------------------------------------------------
+
+    @property
+    def files(self) -> list[MappedFile]:
+        return self._files
+
+    def __iter__(self) -> Iterator[MappedFile]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def first(self) -> MappedFile | None:
+        files = self._files
+        return files[0] if files else None
+
+    def last(self) -> MappedFile | None:
+        files = self._files
+        return files[-1] if files else None
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The segment holding *offset*, or None."""
+        files = self._files
+        starts = self._starts
+        i = bisect_right(starts, offset) - 1
+        if i < 0 or i >= len(files):
+            return None
+        f = files[i]
+        if offset >= f.start_offset + self.segment_bytes:
+            return None
+        return f
+
+    @property
+    def min_offset(self) -> int:
+        f = self.first()
+        return f.start_offset if f is not None else 0
+
+    @property
+    def max_offset(self) -> int:
+        """End of written data (start of the last segment + its wrote position)."""
+        f = self.last()
+        return f.start_offset + f.wrote if f is not None else 0
+
+    @property
+    def flushed_offset(self) -> int:
+        files = self._files
+        for f in reversed(files):
+            if f.flushed > 0 or f is files[0]:
+                return f.start_offset + f.flushed
+        return 0
+
+    # --- growth -----------------------------------------------------------------------------------------
+
+    def _path(self, start: int) -> str:
+        return os.path.join(self.directory, segment_name(start))
+
+    def _make(self, start: int, first_in_queue: bool) -> MappedFile:
+        if self.writable:
+            os.makedirs(self.directory, exist_ok=True)
+        mf = MappedFile(self._path(start), start, self.segment_bytes, writable=self.writable, create=True,
+                        first_in_queue=first_in_queue)
+        if self.warm:
+            mf.warm()
+        return mf
+
+    def _prepare_ahead(self, start: int) -> None:
+        try:
+            mf: MappedFile | BaseException = self._make(start, False)
+        except BaseException as exc:  # reported to the writer when it needs this segment
+            mf = exc
+        with self._ahead_lock:
+            self._ahead[start] = mf
+
+    def _take_ahead(self, start: int) -> MappedFile | None:
+        thread = self._ahead_thread
+        if thread is not None and thread.is_alive():
+            thread.join()
+        with self._ahead_lock:
+            got = self._ahead.pop(start, None)
+        if isinstance(got, BaseException):
+            return None
+        return got
+
+    def create_next(self, start_hint: int = 0) -> MappedFile:
+        """Append a new empty segment after the last one (or at the aligned *start_hint* if empty)."""
+        last = self.last()
+        if last is None:
+            start = start_hint - start_hint % self.segment_bytes
+            mf = self._make(start, True)
+        else:
+            start = last.start_offset + self.segment_bytes
+            mf = self._take_ahead(start) if self.preallocate else None
+            if mf is None:
+                mf = self._make(start, False)
+        self._set(self._files + [mf])
+        if self.preallocate:
+            nxt = start + self.segment_bytes
+            self._ahead_thread = threading.Thread(target=self._prepare_ahead, args=(nxt,),
+                                                  name="rocketstore-preallocate", daemon=True)
+            self._ahead_thread.start()
+        return mf
+
+    def last_writable(self, start_hint: int = 0) -> MappedFile:
+        """The last segment if it has room, else a new one."""
+        last = self.last()
+        if last is None or last.is_full:
+            return self.create_next(start_hint)
+        return last
+
+    # --- shrinking ---------------------------------------------------------------------------------------
+
+    def truncate_after(self, offset: int) -> None:
+        """Forget everything at and after *offset*: later segments deleted, the holding one zeroed."""
+        keep: list[MappedFile] = []
+        for f in self._files:
+            if f.start_offset + self.segment_bytes <= offset:
+                keep.append(f)
+            elif f.start_offset <= offset:
+                pos = offset - f.start_offset
+                f.zero_from(pos)
+                f.wrote = pos
+                f.flushed = min(f.flushed, pos)
+                keep.append(f)
+            else:
+                f.destroy()
+        self._set(keep)
+
+    def set_positions(self, offset: int) -> None:
+        """After recovery: every segment before *offset* counts as full and flushed."""
+        for f in self._files:
+            if f.start_offset + self.segment_bytes <= offset:
+                f.wrote = f.flushed = self.segment_bytes
+            elif f.start_offset <= offset:
+                f.wrote = f.flushed = offset - f.start_offset
+
+    def delete_first(self, count: int) -> list[MappedFile]:
+        """Remove the first *count* segments (never the last one)."""
+        count = min(count, len(self._files) - 1)
+        if count <= 0:
+            return []
+        gone = self._files[:count]
+        self._set(self._files[count:])
+        for f in gone:
+            f.destroy()
+        return gone
+
+    def delete_last(self) -> None:
+        files = self._files
+        if files:
+            self._set(files[:-1])
+            files[-1].destroy()
+
+    def destroy_all(self) -> None:
+        for f in self._files:
+            f.destroy()
+        self._set([])
+        if self.writable and os.path.isdir(self.directory):
+            try:
+                os.rmdir(self.directory)
+            except OSError:
+                pass
+
+    # --- durability ---------------------------------------------------------------------------------------
+
+    def flush(self, least_pages: int = 0) -> bool:
+        """Flush segments with unflushed data; True when everything written is durable afterwards."""
+        done = True
+        for f in self._files:
+            if f.flushed < f.wrote:
+                f.flush(least_pages)
+                if f.flushed < f.wrote:
+                    done = False
+        return done
+
+    def close(self, drop_unused_tail: bool = False) -> None:
+        thread = self._ahead_thread
+        if thread is not None:
+            thread.join()
+        with self._ahead_lock:
+            for mf in self._ahead.values():
+                if isinstance(mf, MappedFile):
+                    mf.destroy()
+            self._ahead.clear()
+        files = self._files
+        if drop_unused_tail:
+            while len(files) > 1 and files[-1].wrote == 0:
+                files[-1].destroy()
+                files = files[:-1]
+        for f in files:
+            f.close()
+        self._set([])

@@ -1,0 +1,262 @@
+"""Index files: a hash table from ``topic#key`` to commitlog offsets, with chained entries.
+
+Layout (big-endian)::
+
+    +0                      HEADER   40 bytes: beginTimestamp long, endTimestamp long, beginPhyOffset long,
+                                              endPhyOffset long, hashSlotCount int, indexCount int
+    +40                     SLOTS    slot_count x int: newest entry number of the slot (0 = empty)
+    +40 + slot_count*4      ENTRIES  entry_count x 20 bytes:
+                                        +0 keyHash int, +4 commitlog offset long,
+                                        +12 timeDiff int (seconds since beginTimestamp), +16 previous entry int
+
+Entry number 0 is never used (indexCount starts at 1), so a file holds at most entry_count - 1 keys.
+Files are named after their creation time (local time, ``yyyyMMddHHmmssSSS``) and roll when full.
+
+Thread-safety: one dispatcher writes; queries read concurrently.  A query may miss a key being added at
+that moment, never see a torn entry (the slot is published after the entry is written).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+
+from rocketstore.message.hashing import index_key_hash_for_topic
+from rocketstore.message.record import SysFlag
+from rocketstore.store.mapped_file import MappedFile
+
+__all__ = ["IndexFile", "IndexService", "INDEX_HEADER", "INDEX_ENTRY"]
+
+INDEX_HEADER = struct.Struct(">qqqqii")
+INDEX_ENTRY = struct.Struct(">iqii")
+_SLOT = struct.Struct(">i")
+_HEADER_BYTES = 40
+_MAX_INT = 0x7FFFFFFF
+
+
+class IndexFile:
+    def __init__(self, path: str, slot_count: int, entry_count: int, *, writable: bool, create: bool,
+                 prev_end_phy_offset: int = 0, prev_end_timestamp: int = 0) -> None:
+        self.path = path
+        self.slot_count = slot_count
+        self.entry_count = entry_count
+        size = _HEADER_BYTES + slot_count * 4 + entry_count * 20
+        self.file = MappedFile(path, 0, size, writable=writable, create=create)
+        self._entries_at = _HEADER_BYTES + slot_count * 4
+        if create:
+            self.begin_timestamp = self.end_timestamp = 0
+            self.begin_phy_offset = self.end_phy_offset = 0
+            self.hash_slot_count = 0
+            self.index_count = 1
+            if prev_end_phy_offset > 0:
+                self.begin_phy_offset = self.end_phy_offset = prev_end_phy_offset
+            if prev_end_timestamp > 0:
+                self.begin_timestamp = self.end_timestamp = prev_end_timestamp
+            self._write_header()
+        else:
+            (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+             self.hash_slot_count, self.index_count) = INDEX_HEADER.unpack_from(self.file.buffer, 0)
+            if self.index_count <= 0:
+                self.index_count = 1
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def is_full(self) -> bool:
+        return self.index_count >= self.entry_count
+
+    def _write_header(self) -> None:
+        INDEX_HEADER.pack_into(self.file.buffer, 0, self.begin_timestamp, self.end_timestamp,
+                               self.begin_phy_offset, self.end_phy_offset, self.hash_slot_count,
+                               self.index_count)
+
+    def put_key(self, key_hash: int, commit_log_offset: int, store_timestamp: int) -> bool:
+        if self.index_count >= self.entry_count:
+            return False
+        buf = self.file.buffer
+        slot_pos = _HEADER_BYTES + (key_hash % self.slot_count) * 4
+        slot_value = _SLOT.unpack_from(buf, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        if self.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            # Java long division truncates toward zero; then clamped to [0, Integer.MAX_VALUE]
+            diff = store_timestamp - self.begin_timestamp
+            time_diff = min(_MAX_INT, max(0, int(diff / 1000) if diff < 0 else diff // 1000))
+        INDEX_ENTRY.pack_into(buf, self._entries_at + self.index_count * 20, key_hash, commit_log_offset,
+                              time_diff, slot_value)
+        _SLOT.pack_into(buf, slot_pos, self.index_count)
+        if self.index_count <= 1:
+            self.begin_phy_offset = commit_log_offset
+            self.begin_timestamp = store_timestamp
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy_offset = commit_log_offset
+        self.end_timestamp = store_timestamp
+        self._write_header()
+        self.file.touch_modified()
+        return True
+
+    def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
+        return ((begin_ms < self.begin_timestamp and end_ms > self.end_timestamp)
+                or self.begin_timestamp <= begin_ms <= self.end_timestamp
+                or self.begin_timestamp <= end_ms <= self.end_timestamp)
+
+    def select(self, key_hash: int, max_count: int, begin_ms: int, end_ms: int, out: list[int]) -> None:
+        """Append to *out* the offsets in this key's chain with an equal hash and a time in range."""
+        buf = self.file.buffer
+        slot_value = _SLOT.unpack_from(buf, _HEADER_BYTES + (key_hash % self.slot_count) * 4)[0]
+        count = self.index_count
+        if slot_value <= 0 or slot_value > count or count <= 1:
+            return
+        current = slot_value
+        while len(out) < max_count:
+            hash_read, offset_read, time_diff, prev = INDEX_ENTRY.unpack_from(buf, self._entries_at + current * 20)
+            if time_diff < 0:
+                break
+            time_read = self.begin_timestamp + time_diff * 1000
+            if hash_read == key_hash and begin_ms <= time_read <= end_ms:
+                out.append(offset_read)
+            if prev <= 0 or prev > count or prev == current or time_read < begin_ms:
+                break
+            current = prev
+
+    def flush(self) -> None:
+        self._write_header()
+        self.file.wrote = self.file.size_bytes
+        self.file.flush(0)
+
+    def close(self) -> None:
+        self.file.close()
+
+    def destroy(self) -> None:
+        self.file.destroy()
+
+
+def _index_file_name(now_ms: int) -> str:
+    t = time.localtime(now_ms / 1000)
+    return time.strftime("%Y%m%d%H%M%S", t) + f"{now_ms % 1000:03d}"
+
+
+class IndexService:
+    """The index files of a store, newest last: building entries from dispatch and answering queries."""
+
+    def __init__(self, directory: str, slot_count: int, entry_count: int, *, writable: bool) -> None:
+        self.directory = directory
+        self.slot_count = slot_count
+        self.entry_count = entry_count
+        self.writable = writable
+        self.files: list[IndexFile] = []
+        self.lock = threading.Lock()
+        #: called with the end timestamp of a file that just filled (the checkpoint records it)
+        self.on_file_full: list = []
+
+    def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int) -> None:
+        if not os.path.isdir(self.directory):
+            return
+        expected = _HEADER_BYTES + self.slot_count * 4 + self.entry_count * 20
+        for name in sorted(os.listdir(self.directory)):
+            path = os.path.join(self.directory, name)
+            if not name.isdigit() or os.path.getsize(path) != expected:
+                continue
+            f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False)
+            if not last_exit_ok and f.end_timestamp > checkpoint_index_timestamp:
+                f.destroy()
+                continue
+            self.files.append(f)
+
+    def _last_writable(self) -> IndexFile:
+        prev_phy = prev_ts = 0
+        prev: IndexFile | None = None
+        if self.files:
+            last = self.files[-1]
+            if not last.is_full:
+                return last
+            prev = last
+            prev_phy, prev_ts = last.end_phy_offset, last.end_timestamp
+        if self.writable:
+            os.makedirs(self.directory, exist_ok=True)
+        now = int(time.time() * 1000)
+        names = {f.name for f in self.files}
+        while _index_file_name(now) in names or os.path.exists(os.path.join(self.directory, _index_file_name(now))):
+            now += 1
+        f = IndexFile(os.path.join(self.directory, _index_file_name(now)), self.slot_count, self.entry_count,
+                      writable=self.writable, create=True, prev_end_phy_offset=prev_phy,
+                      prev_end_timestamp=prev_ts)
+        with self.lock:
+            self.files = self.files + [f]
+        if prev is not None:
+            prev.flush()
+            for hook in self.on_file_full:
+                hook(prev.end_timestamp)
+        return f
+
+    def build(self, topic: str, commit_log_offset: int, store_timestamp: int, sys_flag: int,
+              uniq_key: str | None, keys: str | None) -> None:
+        """Index a dispatched record: its UNIQ_KEY, then each space-separated KEYS token."""
+        f = self._last_writable()
+        if commit_log_offset < f.end_phy_offset:
+            return  # already indexed (re-dispatch after recovery)
+        if sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_ROLLBACK_TYPE:
+            return
+        if uniq_key is not None:
+            f = self._put(f, index_key_hash_for_topic(topic, uniq_key), commit_log_offset, store_timestamp)
+        if keys:
+            for key in keys.split(" "):
+                if key:
+                    f = self._put(f, index_key_hash_for_topic(topic, key), commit_log_offset, store_timestamp)
+
+    def _put(self, f: IndexFile, key_hash: int, commit_log_offset: int, store_timestamp: int) -> IndexFile:
+        while not f.put_key(key_hash, commit_log_offset, store_timestamp):
+            f = self._last_writable()
+        return f
+
+    def query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int) -> tuple[list[int], int, int]:
+        """(offsets, last update timestamp, last update commitlog offset), newest file first."""
+        offsets: list[int] = []
+        last_ts = last_phy = 0
+        files = self.files
+        key_hash = index_key_hash_for_topic(topic, key)
+        for i in range(len(files) - 1, -1, -1):
+            f = files[i]
+            if i == len(files) - 1:
+                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
+            if f.is_time_matched(begin_ms, end_ms):
+                f.select(key_hash, max_count, begin_ms, end_ms, offsets)
+            if f.begin_timestamp < begin_ms or len(offsets) >= max_count:
+                break
+        return offsets, last_ts, last_phy
+
+    def delete_expired(self, commit_log_min_offset: int) -> int:
+        """Delete files (never the newest) whose last entry points below the commitlog min."""
+        files = self.files
+        gone = [f for f in files[:-1] if f.end_phy_offset < commit_log_min_offset]
+        if gone:
+            with self.lock:
+                self.files = [f for f in files if f not in gone]
+            for f in gone:
+                f.destroy()
+        return len(gone)
+
+    def truncate_past(self, commit_log_offset: int) -> None:
+        """After the commitlog lost its tail: drop files whose entries begin past it."""
+        keep = [f for f in self.files if not (f.begin_phy_offset >= commit_log_offset and f.index_count > 1)]
+        for f in self.files:
+            if f not in keep:
+                f.destroy()
+        self.files = keep
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.files = []

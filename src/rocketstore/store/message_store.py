@@ -1,0 +1,677 @@
+"""MessageStore: the small facade of the embedded store.
+
+    with MessageStore.open(path, StoreConfig(...)) as store:
+        result = store.put(Message.create("TopicA", b"hello", tags="TagA", keys="order-1"))
+        store.wait_dispatched()
+        got = store.get("TopicA", 0, 0, max_count=32)
+
+Opening loads the files, recovers (normally, or abnormally when the ``abort`` marker says the last run
+crashed), catches dispatch up, then runs dispatch and flushing on background threads.  ``read_only=True``
+opens any store (a real RocketMQ one, a read-only copy, a live directory) in scratch mode: recovery and
+dispatch happen in private memory and nothing on disk changes.
+
+Thread-safety: put / put_batch / get / query / look-ups may be called from any number of threads.
+Subsystems receive config values, never this object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from rocketstore.errors import (
+    InvalidTopicError,
+    MessageDecodeError,
+    MessageTooLargeError,
+    PropertiesTooLargeError,
+    StoreClosedError,
+    StoreLockedError,
+)
+from rocketstore.message.host import HostAddress, parse_host
+from rocketstore.message.message_id import decode_offset_message_id, encode_offset_message_id
+from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.message.record import (
+    Message,
+    StoredMessage,
+    SysFlag,
+    decode_record,
+    encode_record,
+    store_timestamp_position,
+)
+from rocketstore.store.checkpoint import Checkpoint
+from rocketstore.store.commitlog import AppendError, CommitLog
+from rocketstore.store.config import BrokerRole, StoreConfig
+from rocketstore.store.consume_queue import ConsumeQueue, ConsumeQueueTable
+from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
+from rocketstore.store.flush import AsyncFlusher, GroupCommit
+from rocketstore.store.index_file import IndexService
+from rocketstore.store.recovery import RecoveryReport, recover
+from rocketstore.store.results import GetMessageStatus, GetResult, PutMessageStatus, PutResult, QueryResult
+
+__all__ = ["MessageStore", "MAX_TIMESTAMP"]
+
+MAX_TIMESTAMP = (1 << 63) - 1
+_PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
+_LOCKED_PATHS: set[str] = set()
+_LOCKED_PATHS_GUARD = threading.Lock()
+
+
+def _total_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 << 30
+
+
+def _java_int(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
+class MessageStore:
+    """The embedded RocketMQ-compatible message store.  Use :meth:`open`."""
+
+    def __init__(self, config: StoreConfig, *, read_only: bool, background: bool,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.config = config
+        self.read_only = read_only
+        self._writable = not read_only
+        self._closed = False
+        self._fenced: str | None = None
+        self._lock_fd = -1
+        self._store_host = parse_host(config.store_host)
+        self._born_host_default = self._store_host
+        self._delay_levels = config.delay_levels_ms()
+        self._max_delay_level = max(self._delay_levels)
+        self._memory_for_hot_bytes = int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
+        root = config.store_path_root_dir
+        if self._writable:
+            os.makedirs(root, exist_ok=True)
+            self._acquire_lock(root)
+        try:
+            self._open_files(progress)
+        except BaseException:
+            self._release_lock()
+            raise
+        self._threads_stop = threading.Event()
+        self._dispatch_thread: threading.Thread | None = None
+        self._flusher: AsyncFlusher | None = None
+        self._group_commit: GroupCommit | None = None
+        if self._writable:
+            with open(self._abort_path, "wb"):
+                pass
+            if background:
+                self._start_background()
+
+    # --- opening -----------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, config: StoreConfig | None = None, *,
+             read_only: bool = False, background: bool = True,
+             progress: Callable[[int], None] | None = None) -> MessageStore:
+        """Open (creating if needed) the store at *path*; ``read_only`` opens in scratch mode."""
+        config = config or StoreConfig()
+        if path is not None:
+            config = config.replace(store_path_root_dir=os.fspath(path))
+        return cls(config, read_only=read_only, background=background and not read_only, progress=progress)
+
+    @property
+    def _abort_path(self) -> str:
+        return os.path.join(self.config.store_path_root_dir, "abort")
+
+    def _acquire_lock(self, root: str) -> None:
+        path = os.path.join(root, "lock")
+        real = os.path.realpath(path)
+        with _LOCKED_PATHS_GUARD:
+            if real in _LOCKED_PATHS:
+                raise StoreLockedError(root)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                # POSIX record lock on byte 0, the lock a Java broker takes with FileChannel.tryLock(0, 1)
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+            except OSError as exc:
+                os.close(fd)
+                raise StoreLockedError(root) from exc
+            os.pwrite(fd, b"lock", 0)
+            _LOCKED_PATHS.add(real)
+            self._lock_fd = fd
+            self._lock_real = real
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            with _LOCKED_PATHS_GUARD:
+                _LOCKED_PATHS.discard(self._lock_real)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def _open_files(self, progress: Callable[[int], None] | None) -> None:
+        cfg = self.config
+        w = self._writable
+        root = cfg.store_path_root_dir
+        self.last_exit_ok = not os.path.exists(self._abort_path)
+        self._commitlog = CommitLog(cfg.commit_log_dir, cfg.mapped_file_size_commit_log, writable=w,
+                                    preallocate=cfg.preallocate_commit_log, warm=cfg.warm_mapped_file_enable)
+        self._queues = ConsumeQueueTable(cfg.consume_queue_dir, cfg.consume_queue_file_bytes, writable=w)
+        self._checkpoint = Checkpoint(os.path.join(root, "checkpoint"), writable=w)
+        self._index: IndexService | None = None
+        if cfg.message_index_enable:
+            self._index = IndexService(cfg.index_dir, cfg.max_hash_slot_num, cfg.max_index_num, writable=w)
+            self._index.on_file_full.append(self._on_index_file_full)
+        try:
+            self._commitlog.files.load()
+            self._queues.load()
+            if self._index is not None:
+                self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp)
+            self._dispatcher = Dispatcher(self._commitlog, self._queues, self._index, self._delay_levels)
+            self.recovery: RecoveryReport = recover(
+                self._commitlog, self._queues, self._dispatcher, self._checkpoint,
+                abnormal=not self.last_exit_ok, check_crc=cfg.check_crc_on_recover,
+                index_safe=cfg.message_index_safe, progress=progress)
+            self._rebuild_queue_offsets()
+            self._dispatcher.reput_offset = max(self._queues.max_physic_offset(), self._commitlog.min_offset)
+            self._dispatcher.dispatch_available()
+            self._rebuild_queue_offsets()
+        except BaseException:
+            self._close_files(clean=False)
+            raise
+
+    def _rebuild_queue_offsets(self) -> None:
+        min_offset = self._commitlog.min_offset
+        table: dict[tuple[str, int], int] = {}
+        for cq in self._queues:
+            table[(cq.topic, cq.queue_id)] = cq.max_offset
+            cq.correct_min_offset(min_offset)
+        self._commitlog.queue_offsets = table
+
+    def _on_index_file_full(self, end_timestamp: int) -> None:
+        self._checkpoint.index_msg_timestamp = end_timestamp
+        self._checkpoint.flush()
+
+    # --- background work ----------------------------------------------------------------------------
+
+    def _start_background(self) -> None:
+        cfg = self.config
+        if cfg.is_sync_flush:
+            self._group_commit = GroupCommit(self._sync_commit_log, self._fence)
+            self._group_commit.start(self._commitlog.max_offset)
+        else:
+            self._flusher = AsyncFlusher(
+                interval_s=cfg.flush_interval_commit_log_ms / 1000, commit_log_step=self._flush_commit_log_step,
+                queues_step=self._flush_queues_step,
+                thorough_commit_log_s=cfg.flush_commit_log_thorough_interval_ms / 1000,
+                queues_interval_s=cfg.flush_interval_consume_queue_ms / 1000,
+                thorough_queues_s=cfg.flush_consume_queue_thorough_interval_ms / 1000, on_failure=self._fence)
+            self._flusher.start()
+        self._dispatch_thread = threading.Thread(target=self._dispatch_loop, name="rocketstore-dispatch",
+                                                 daemon=True)
+        self._dispatch_thread.start()
+
+    def _dispatch_bound(self) -> int:
+        gc = self._group_commit
+        # sync flush: never show consumers a record that a crash could still erase
+        return gc.durable_offset if gc is not None else self._commitlog.max_offset
+
+    def _dispatch_loop(self) -> None:
+        stop = self._threads_stop
+        while not stop.is_set():
+            if self._dispatcher.dispatch_available(self._dispatch_bound()) == 0:
+                stop.wait(0.001)
+
+    def _sync_commit_log(self) -> int:
+        end = self._commitlog.max_offset
+        ts = self._commitlog.last_store_timestamp
+        self._commitlog.flush(0)
+        if ts:
+            self._checkpoint.physic_msg_timestamp = ts
+        return end
+
+    def _flush_commit_log_step(self, thorough: bool) -> None:
+        ts = self._commitlog.last_store_timestamp
+        self._commitlog.flush(0 if thorough else self.config.flush_commit_log_least_pages)
+        if thorough and ts:
+            self._checkpoint.physic_msg_timestamp = ts
+
+    def _flush_queues_step(self, thorough: bool) -> None:
+        logics_ts = self._dispatcher.last_store_timestamp
+        least = 0 if thorough else self.config.flush_consume_queue_least_pages
+        for cq in self._queues:
+            cq.flush(least)
+        if thorough:
+            if logics_ts:
+                self._checkpoint.logics_msg_timestamp = logics_ts
+            self._checkpoint.flush()
+
+    def _fence(self, exc: BaseException) -> None:
+        self._fenced = f"{type(exc).__name__}: {exc}"
+
+    # --- writing --------------------------------------------------------------------------------------------
+
+    def _write_gate(self) -> PutMessageStatus | None:
+        if self._closed or not self._writable or self._fenced is not None:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self.config.broker_role == BrokerRole.SLAVE:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        begin = self._commitlog.lock_begin_ms
+        if begin:
+            held = int(time.time() * 1000) - begin
+            if self.config.os_page_cache_busy_timeout_ms < held < _PAGE_CACHE_BUSY_CEILING_MS:
+                return PutMessageStatus.OS_PAGECACHE_BUSY
+        return None
+
+    def _apply_delay(self, message: Message) -> Message:
+        props = message.properties
+        delay = props.get(PropertyName.DELAY)
+        if delay is None or message.sys_flag & SysFlag.TRANSACTION_MASK not in (0, SysFlag.TRANSACTION_COMMIT_TYPE):
+            return message
+        try:
+            level = int(delay)
+        except ValueError:
+            return message
+        if level <= 0:
+            return message
+        level = min(level, self._max_delay_level)
+        new_props = dict(props)
+        new_props[PropertyName.REAL_TOPIC] = message.topic
+        new_props[PropertyName.REAL_QID] = str(message.queue_id)
+        return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)
+
+    def _encode(self, message: Message) -> tuple[bytearray, int] | PutMessageStatus:
+        topic = message.topic
+        if not isinstance(topic, str) or len(topic) > 127:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        props_text = encode_properties(message.properties)
+        if len(props_text) > 32767:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if not isinstance(message.body, (bytes, bytearray, memoryview)) or not 0 <= message.queue_id <= 0x7FFFFFFF:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        try:
+            return encode_record(message, props_text, store_host=message.store_host or self._store_host,
+                                 born_host=message.born_host or self._born_host_default,
+                                 max_message_bytes=self.config.max_message_size)
+        except PropertiesTooLargeError:
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        except (MessageTooLargeError, InvalidTopicError):
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        except (OverflowError, ValueError, TypeError, AttributeError) as exc:  # struct range errors etc.
+            del exc
+            return PutMessageStatus.MESSAGE_ILLEGAL
+
+    def put(self, message: Message) -> PutResult:
+        """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not."""
+        gate = self._write_gate()
+        if gate is not None:
+            return PutResult(gate)
+        if PropertyName.DELAY in message.properties:
+            message = self._apply_delay(message)
+        encoded = self._encode(message)
+        if isinstance(encoded, PutMessageStatus):
+            return PutResult(encoded, topic=message.topic, queue_id=message.queue_id)
+        record, sys_flag = encoded
+        tx = sys_flag & SysFlag.TRANSACTION_MASK
+        queue_key = (message.topic, message.queue_id) if tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE else None
+        try:
+            offset, queue_offset, ts = self._commitlog.append(record, queue_key, store_timestamp_position(sys_flag),
+                                                             message.store_timestamp)
+        except AppendError as exc:
+            return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
+        except (OSError, ValueError, IndexError) as exc:
+            self._fence(exc)
+            return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
+        status = self._await_durable(offset + len(record), message.properties.get(PropertyName.WAIT))
+        host = message.store_host or self._store_host
+        return PutResult(status, offset, len(record), queue_offset, ts, encode_offset_message_id(host, offset), 1,
+                         message.topic, message.queue_id)
+
+    def _await_durable(self, end_offset: int, wait: str | None) -> PutMessageStatus:
+        gc = self._group_commit
+        if gc is None:
+            return PutMessageStatus.PUT_OK
+        if wait is not None and wait.lower() == "false":
+            gc.request(end_offset)
+            return PutMessageStatus.PUT_OK
+        if gc.wait_durable(end_offset, self.config.sync_flush_timeout_ms / 1000):
+            return PutMessageStatus.PUT_OK
+        if gc.failed is not None:
+            return PutMessageStatus.UNKNOWN_ERROR
+        return PutMessageStatus.FLUSH_DISK_TIMEOUT
+
+    def put_batch(self, messages: Iterable[Message]) -> PutResult:
+        """Append messages of one topic and queue contiguously, with consecutive queue offsets.
+
+        As RocketMQ: a batch holds no delayed or transactional messages (MESSAGE_ILLEGAL otherwise) and
+        must fit within maxMessageSize as a whole.
+        """
+        gate = self._write_gate()
+        if gate is not None:
+            return PutResult(gate)
+        batch = list(messages)
+        if not batch:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        topic, queue_id = batch[0].topic, batch[0].queue_id
+        records: list[bytearray] = []
+        ts_pos = 0
+        total = 0
+        for message in batch:
+            if message.topic != topic or message.queue_id != queue_id:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
+            if message.sys_flag & SysFlag.TRANSACTION_MASK or PropertyName.DELAY in message.properties:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+            encoded = self._encode(message)
+            if isinstance(encoded, PutMessageStatus):
+                return PutResult(encoded, topic=topic, queue_id=queue_id)
+            record, sys_flag = encoded
+            pos = store_timestamp_position(sys_flag)
+            if records and pos != ts_pos:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="mixed born host families in a batch")
+            ts_pos = pos
+            total += len(record)
+            records.append(record)
+        if total > self.config.max_message_size:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"batch of {total} bytes exceeds maxMessageSize")
+        try:
+            offset, queue_offset, ts, sizes = self._commitlog.append_batch(records, (topic, queue_id), ts_pos,
+                                                                           batch[0].store_timestamp)
+        except AppendError as exc:
+            return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
+        except (OSError, ValueError, IndexError) as exc:
+            self._fence(exc)
+            return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
+        status = self._await_durable(offset + total, None)
+        host = batch[0].store_host or self._store_host
+        ids = []
+        o = offset
+        for size in sizes:
+            ids.append(encode_offset_message_id(host, o))
+            o += size
+        return PutResult(status, offset, total, queue_offset, ts, ",".join(ids), len(records), topic, queue_id)
+
+    # --- reading -----------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError()
+
+    def _queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self._queues.get(topic, queue_id)
+
+    @staticmethod
+    def tag_codes(expression: str | None) -> frozenset[int] | None:
+        """Codes of a subscription expression ``"a || b"``; None for ``*`` / empty (everything matches)."""
+        if expression is None:
+            return None
+        text = expression.strip()
+        if not text or text == "*":
+            return None
+        from rocketstore.message.hashing import tags_code
+
+        return frozenset(tags_code(t.strip()) for t in text.split("||") if t.strip())
+
+    def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
+            tags: str | frozenset[int] | None = None) -> GetResult:
+        """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses."""
+        self._check_open()
+        codes = self.tag_codes(tags) if isinstance(tags, str) or tags is None else tags
+        cq = self._queue(topic, queue_id)
+        if cq is None:
+            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_offset, max_offset = cq.min_offset, cq.max_offset
+        if max_offset == 0:
+            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if queue_offset < min_offset:
+            return GetResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if queue_offset == max_offset:
+            return GetResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, queue_offset, min_offset, max_offset)
+        if queue_offset > max_offset:
+            nxt = min_offset if min_offset == 0 else max_offset
+            return GetResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, nxt, min_offset, max_offset)
+        max_count = max(1, max_count)
+        scan_entries = max(16000, max_count * 20) // 20
+        found = cq.entries(queue_offset, scan_entries)
+        if found is None:
+            per_file = cq.segment_bytes // 20
+            nxt = queue_offset + per_file - queue_offset % per_file
+            return GetResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
+        entries, _ = found
+        n = len(entries)
+        phys = entries["offset"].tolist()
+        sizes = entries["size"].tolist()
+        if codes is not None:
+            raw_codes = entries["tags_code"].astype("<i8")
+            as_int = ((raw_codes + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+            import numpy as np
+
+            candidates = np.flatnonzero(np.isin(as_int, np.fromiter(codes, dtype="<i8"))).tolist()
+        else:
+            candidates = range(n)
+        cfg = self.config
+        commitlog = self._commitlog
+        max_phy = commitlog.max_offset
+        hot_bytes = self._memory_for_hot_bytes
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        records: list[bytes] = []
+        offsets: list[int] = []
+        total = 0
+        next_phy_file_start = None
+        last_scanned_phy = 0
+        stop_at = n
+        for i in candidates:
+            offset_py = phys[i]
+            size_py = sizes[i]
+            last_scanned_phy = offset_py
+            if next_phy_file_start is not None and offset_py < next_phy_file_start:
+                continue
+            if records:
+                in_disk = max_phy - offset_py > hot_bytes
+                count = len(records)
+                if count >= max_count:
+                    stop_at = i
+                    break
+                if in_disk:
+                    if total + size_py > cfg.max_transfer_bytes_on_message_in_disk or \
+                            count > cfg.max_transfer_count_on_message_in_disk - 1:
+                        stop_at = i
+                        break
+                elif total + size_py > cfg.max_transfer_bytes_on_message_in_memory or \
+                        count > cfg.max_transfer_count_on_message_in_memory - 1:
+                    stop_at = i
+                    break
+            data = commitlog.read(offset_py, size_py)
+            if data is None:
+                if not records:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = commitlog.roll_next(offset_py)
+                continue
+            records.append(data)
+            offsets.append(queue_offset + i)
+            total += size_py
+            status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+        suggest = max_phy - last_scanned_phy > hot_bytes
+        return GetResult(status, queue_offset + stop_at, min_offset, max_offset, tuple(records), tuple(offsets),
+                         suggest)
+
+    def message_at(self, commit_log_offset: int) -> StoredMessage | None:
+        """The message whose record starts at *commit_log_offset*, or None."""
+        self._check_open()
+        if commit_log_offset < self._commitlog.min_offset or commit_log_offset >= self._commitlog.max_offset:
+            return None
+        data = self._commitlog.read_record(commit_log_offset)
+        if data is None:
+            return None
+        try:
+            return decode_record(data)
+        except MessageDecodeError:
+            return None
+
+    def message_by_id(self, msg_id: str) -> StoredMessage | None:
+        """Look up by offset message id (raises InvalidMessageIdError for malformed ids)."""
+        _, offset = decode_offset_message_id(msg_id)
+        return self.message_at(offset)
+
+    def query(self, topic: str, key: str, max_count: int = 64, begin_ms: int = 0,
+              end_ms: int = MAX_TIMESTAMP) -> QueryResult:
+        """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
+
+        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.
+        """
+        self._check_open()
+        if self._index is None:
+            return QueryResult((), 0, 0)
+        limit = min(max_count, self.config.max_msgs_num_batch)
+        offsets, last_ts, last_phy = self._index.query(topic, key, limit, begin_ms, end_ms)
+        messages = []
+        for offset in sorted(offsets):
+            m = self.message_at(offset)
+            if m is not None:
+                messages.append(m)
+        return QueryResult(tuple(messages), last_ts, last_phy)
+
+    def _store_time_of(self, commit_log_offset: int, size: int) -> int:
+        data = self._commitlog.read(commit_log_offset, min(size, 256) if size > 0 else 0)
+        if data is None or len(data) < 64:
+            return -1
+        sys_flag = int.from_bytes(data[36:40], "big", signed=True)
+        pos = store_timestamp_position(sys_flag)
+        return int.from_bytes(data[pos : pos + 8], "big", signed=True)
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """RocketMQ's getOffsetInQueueByTime (nearest entry, ties to the earlier one)."""
+        self._check_open()
+        cq = self._queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp_ms, self._commitlog.min_offset, self._store_time_of)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queue(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queue(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    @property
+    def min_commit_log_offset(self) -> int:
+        return self._commitlog.min_offset
+
+    @property
+    def max_commit_log_offset(self) -> int:
+        return self._commitlog.max_offset
+
+    def store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """Store timestamp of the message at *queue_offset*, -1 if there is none."""
+        cq = self._queue(topic, queue_id)
+        entry = cq.entry(queue_offset) if cq is not None else None
+        if entry is None:
+            return -1
+        return self._store_time_of(entry[0], entry[1])
+
+    def earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
+        """Store time of the oldest message (of one queue, or of the whole commitlog); -1 if none."""
+        if topic is not None:
+            return self.store_time(topic, queue_id, self.min_offset(topic, queue_id))
+        head = self._commitlog.read_head(self._commitlog.min_offset)
+        if head is None:
+            return -1
+        return self._store_time_of(self._commitlog.min_offset, head[0])
+
+    def topics(self) -> dict[str, list[int]]:
+        """Every topic with a consume queue, and its queue ids."""
+        return self._queues.topics()
+
+    # --- dispatch and durability ---------------------------------------------------------------------------
+
+    def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
+        """Block until everything written (durable, in sync-flush mode) is in the consume queues and index."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            bound = self._dispatch_bound()
+            self._dispatcher.dispatch_available(bound)
+            if self._dispatcher.reput_offset >= bound and bound >= self._commitlog.max_offset:
+                return True
+            if self._group_commit is not None:
+                self._group_commit.request(self._commitlog.max_offset)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        return self._dispatcher.behind_bytes
+
+    @property
+    def fenced(self) -> str | None:
+        """Why the store refuses writes after a failed write or sync, or None."""
+        return self._fenced
+
+    def flush(self) -> None:
+        """Make everything written durable now: commitlog, consume queues, index and checkpoint."""
+        self._check_open()
+        if not self._writable:
+            return
+        ts = self._commitlog.last_store_timestamp
+        self._commitlog.flush(0)
+        if ts:
+            self._checkpoint.physic_msg_timestamp = ts
+        self._dispatcher.dispatch_available()
+        logics_ts = self._dispatcher.last_store_timestamp
+        for cq in self._queues:
+            cq.flush(0)
+        if logics_ts:
+            self._checkpoint.logics_msg_timestamp = logics_ts
+        self._checkpoint.flush()
+
+    # --- closing ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop background work, flush everything and remove the abort marker (a clean shutdown)."""
+        if self._closed:
+            return
+        self._threads_stop.set()
+        if self._dispatch_thread is not None:
+            self._dispatch_thread.join()
+        if self._flusher is not None:
+            self._flusher.stop()
+        clean = False
+        if self._writable and self._fenced is None:
+            try:
+                if self._group_commit is not None:
+                    self._group_commit.stop()
+                self.flush()
+                if self._index is not None:
+                    self._index.flush()
+                clean = self._dispatcher.reput_offset >= self._commitlog.max_offset
+            except OSError as exc:
+                self._fence(exc)
+        elif self._group_commit is not None:
+            self._group_commit.stop()
+        self._closed = True
+        self._close_files(clean=clean)
+
+    def _close_files(self, clean: bool) -> None:
+        self._commitlog.close()
+        self._queues.close()
+        if self._index is not None:
+            self._index.close()
+        if clean and self._writable:
+            try:
+                os.unlink(self._abort_path)
+            except FileNotFoundError:
+                pass
+        self._release_lock()
+
+    def __enter__(self) -> MessageStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- internals for dump / verify / tests (same package) ---------------------------------------------
+
+    @property
+    def store_host(self) -> HostAddress:
+        return self._store_host

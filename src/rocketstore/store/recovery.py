@@ -1,0 +1,162 @@
+"""Recovery at open: find the valid end of the commitlog and bring consume queues and index in line.
+
+Normal recovery (no abort file: the last close was clean) walks the last three segments and cuts after
+the last valid record.  Abnormal recovery (abort file present: a crash) starts from the newest segment
+whose first record is older than the checkpoint says is safe, re-dispatches every valid record from there
+(the dispatcher's idempotency skips what was already built) and cuts the same way.  Either way consume
+queue entries pointing past the cut are dropped.  A record is valid when it decodes whole and, with
+``check_crc``, its body CRC matches.
+
+Imports store pieces, never the facade.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, MIN_RECORD_BYTES, store_timestamp_position
+from rocketstore.store.checkpoint import Checkpoint
+from rocketstore.store.commitlog import CommitLog
+from rocketstore.store.consume_queue import ConsumeQueueTable
+from rocketstore.store.dispatch import Dispatcher
+from rocketstore.store.mapped_file import MappedFile
+
+__all__ = ["RecoveryReport", "recover", "scan_valid_end", "validate_record"]
+
+log = logging.getLogger(__name__)
+
+_HEAD = struct.Struct(">ii")
+_BODY_AT = {0: 84, 0x10: 96, 0x20: 96, 0x30: 108}  # BODYLENGTH position by host-family bits
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    abnormal: bool
+    start_segment: int
+    valid_end: int
+    truncated_bytes: int
+    records_checked: int
+    first_invalid_reason: str | None
+
+
+def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bool) -> tuple[str, int, str]:
+    """('MESSAGE', size, '') / ('BLANK', size, '') / ('INVALID', 0, reason) for the record at *pos*."""
+    mm = buf.buffer if isinstance(buf, MappedFile) else buf
+    if pos + 8 > limit:
+        return "INVALID", 0, "end of segment"
+    size, magic = _HEAD.unpack_from(mm, pos)
+    if magic == BLANK_MAGIC:
+        return "BLANK", size, ""
+    if magic != MESSAGE_MAGIC:
+        return "INVALID", 0, "no record magic" if magic == 0 and size == 0 else f"bad magic {magic & 0xFFFFFFFF:#x}"
+    if size < MIN_RECORD_BYTES or pos + size > limit:
+        return "INVALID", 0, f"size {size} does not fit"
+    sys_flag = int.from_bytes(mm[pos + 36 : pos + 40], "big", signed=True)
+    body_at = _BODY_AT[sys_flag & 0x30]
+    body_len = int.from_bytes(mm[pos + body_at : pos + body_at + 4], "big", signed=True)
+    p = pos + body_at + 4 + body_len
+    if body_len < 0 or p + 3 > pos + size:
+        return "INVALID", 0, "body length does not fit"
+    topic_len = mm[p]
+    q = p + 1 + topic_len
+    if q + 2 > pos + size or q + 2 + int.from_bytes(mm[q : q + 2], "big", signed=True) != pos + size:
+        return "INVALID", 0, "lengths disagree with the record size"
+    if check_crc:
+        crc = int.from_bytes(mm[pos + 8 : pos + 12], "big", signed=True)
+        if zlib.crc32(mm[pos + body_at + 4 : pos + body_at + 4 + body_len]) & 0x7FFFFFFF != crc:
+            return "INVALID", 0, "body CRC mismatch"
+    return "MESSAGE", size, ""
+
+
+def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
+                   on_record: Callable[[MappedFile, int, int], None] | None = None,
+                   progress: Callable[[int], None] | None = None) -> tuple[int, int, str | None]:
+    """Walk records from segment *start_index*; returns (valid end offset, records, why it stopped)."""
+    files = commitlog.files.files
+    if not files:
+        return 0, 0, None
+    records = 0
+    index = start_index
+    mf = files[index]
+    pos = 0
+    reason: str | None = None
+    while True:
+        kind, size, why = validate_record(mf, pos, mf.size_bytes, check_crc)
+        if kind == "MESSAGE":
+            if on_record is not None:
+                on_record(mf, pos, size)
+            pos += size
+            records += 1
+            continue
+        if kind == "BLANK":
+            index += 1
+            if progress is not None:
+                progress(mf.size_bytes)
+            if index >= len(files):
+                return mf.start_offset + mf.size_bytes, records, None
+            mf = files[index]
+            pos = 0
+            continue
+        reason = why
+        break
+    return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
+
+
+def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool) -> bool:
+    size, magic = _HEAD.unpack_from(mf.buffer, 0)
+    if magic != MESSAGE_MAGIC:
+        return False
+    sys_flag = int.from_bytes(mf.buffer[36:40], "big", signed=True)
+    ts_pos = store_timestamp_position(sys_flag)
+    store_ts = int.from_bytes(mf.buffer[ts_pos : ts_pos + 8], "big", signed=True)
+    if store_ts == 0:
+        return False
+    bound = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
+    return store_ts <= bound
+
+
+def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatcher, checkpoint: Checkpoint,
+            *, abnormal: bool, check_crc: bool, index_safe: bool,
+            progress: Callable[[int], None] | None = None) -> RecoveryReport:
+    for cq in queues:
+        cq.recover()
+    max_phy_in_queues = queues.max_physic_offset()
+    files = commitlog.files.files
+    if not files:
+        for cq in list(queues):
+            cq.destroy()
+        queues.queues = {}
+        return RecoveryReport(abnormal, 0, 0, 0, 0, None)
+    if not abnormal:
+        start = max(0, len(files) - 3)
+        on_record = None
+    else:
+        start = 0
+        for i in range(len(files) - 1, -1, -1):
+            if _matches_checkpoint(files[i], checkpoint, index_safe):
+                start = i
+                break
+
+        def on_record(mf: MappedFile, pos: int, size: int) -> None:
+            dispatcher.dispatch_record(mf.start_offset + pos, mf.buffer, pos)
+
+    end, records, reason = scan_valid_end(commitlog, start, check_crc, on_record, progress)
+    # bytes after `end` that held anything: what the cut discards
+    truncated = 0
+    for mf in commitlog.files.files:
+        if mf.end_offset > end:
+            truncated += len(mf.buffer[max(0, end - mf.start_offset) :].rstrip(b"\x00"))
+    commitlog.files.set_positions(end)
+    commitlog.files.truncate_after(end)
+    if max_phy_in_queues >= end:
+        for cq in queues:
+            cq.truncate_dirty(end)
+    if dispatcher.index is not None:
+        dispatcher.index.truncate_past(end)
+    if reason:
+        log.warning("recovery stopped at commitlog offset %d: %s", end, reason)
+    return RecoveryReport(abnormal, files[start].start_offset if files else 0, end, truncated, records, reason)

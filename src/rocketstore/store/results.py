@@ -1,0 +1,94 @@
+"""Result values and status enums of the store API, named as RocketMQ names them."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from rocketstore.message.record import StoredMessage, decode_record
+
+__all__ = ["PutMessageStatus", "GetMessageStatus", "PutResult", "GetResult", "QueryResult"]
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = 0
+    FLUSH_DISK_TIMEOUT = 1
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+    SERVICE_NOT_AVAILABLE = 4
+    CREATE_MAPEDFILE_FAILED = 5
+    MESSAGE_ILLEGAL = 6
+    PROPERTIES_SIZE_EXCEEDED = 7
+    OS_PAGECACHE_BUSY = 8
+    UNKNOWN_ERROR = 9
+    LMQ_CONSUME_QUEUE_NUM_EXCEEDED = 10
+
+    @property
+    def ok(self) -> bool:
+        return self is PutMessageStatus.PUT_OK
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = 0
+    NO_MATCHED_MESSAGE = 1
+    MESSAGE_WAS_REMOVING = 2
+    OFFSET_FOUND_NULL = 3
+    OFFSET_OVERFLOW_BADLY = 4
+    OFFSET_OVERFLOW_ONE = 5
+    OFFSET_TOO_SMALL = 6
+    NO_MATCHED_LOGIC_QUEUE = 7
+    NO_MESSAGE_IN_QUEUE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    """Outcome of a put.  For a batch, offsets are those of the first message and ``message_count`` > 1."""
+
+    status: PutMessageStatus
+    commit_log_offset: int = -1
+    wrote_bytes: int = 0
+    queue_offset: int = -1
+    store_timestamp: int = 0
+    msg_id: str = ""
+    message_count: int = 0
+    topic: str = ""
+    queue_id: int = 0
+    remark: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutMessageStatus.PUT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class GetResult:
+    """Outcome of a get: the raw records (as a pull response carries them) and the offsets to go on from."""
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    records: tuple[bytes, ...] = ()
+    queue_offsets: tuple[int, ...] = ()
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def messages(self) -> list[StoredMessage]:
+        return [decode_record(r) for r in self.records]
+
+    @property
+    def message_count(self) -> int:
+        return len(self.records)
+
+    @property
+    def buffer_total_bytes(self) -> int:
+        return sum(len(r) for r in self.records)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """Outcome of a query by key: hits in commitlog order plus the index's last update point."""
+
+    messages: tuple[StoredMessage, ...]
+    index_last_update_timestamp: int
+    index_last_update_phy_offset: int
