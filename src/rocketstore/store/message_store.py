@@ -524,6 +524,8 @@ class MessageStore:
         limit = min(max_count, self.config.max_msgs_num_batch)
         offsets, last_ts, last_phy = self._index.query(topic, key, limit, begin_ms, end_ms)
         messages = []
+        if not offsets:
+            return QueryResult((), 0, 0)
         for offset in sorted(offsets):
             m = self.message_at(offset)
             if m is not None:
