@@ -114,11 +114,12 @@ def encode_properties(properties: dict[str, str | None]) -> str:
     """Serialise as the Java broker does: Java HashMap order, no trailing separator, None values skipped."""
     if not properties:
         return ""
-    names = tuple(properties)
-    values = tuple(properties.values())
-    parts = []
-    for i in java_hashmap_order(names):
-        value = values[i]
-        if value is not None:
-            parts.append(names[i] + NAME_VALUE_SEPARATOR + value)
-    return PROPERTY_SEPARATOR.join(parts)
+    items = list(properties.items())
+    order = _ORDER_CACHE.get(tuple(properties))
+    if order is None:
+        order = java_hashmap_order(tuple(properties))
+    try:
+        return PROPERTY_SEPARATOR.join([items[i][0] + NAME_VALUE_SEPARATOR + items[i][1] for i in order])  # type: ignore[operator]
+    except TypeError:  # a None value: skipped, as Java skips null values
+        return PROPERTY_SEPARATOR.join([items[i][0] + NAME_VALUE_SEPARATOR + items[i][1]  # type: ignore[operator]
+                                        for i in order if items[i][1] is not None])

@@ -32,9 +32,14 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
-from rocketstore.errors import InvalidTopicError, MessageDecodeError
+from rocketstore.errors import (
+    InvalidTopicError,
+    MessageDecodeError,
+    MessageTooLargeError,
+    PropertiesTooLargeError,
+)
 from rocketstore.message.host import HostAddress
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 
@@ -52,6 +57,9 @@ __all__ = [
     "record_size",
     "body_crc",
     "encode_record",
+    "draft_record",
+    "write_record",
+    "RecordDraft",
     "decode_record",
     "decode_dispatch_info",
     "peek_record",
@@ -254,9 +262,9 @@ class StoredMessage:
         return encode_offset_message_id(self.store_host, self.commit_log_offset)
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchInfo:
-    """What the dispatcher needs from a record, read without copying its body."""
+class DispatchInfo(NamedTuple):
+    """What the dispatcher needs from a record, read without copying its body (a NamedTuple: one per
+    record on the dispatch hot path)."""
 
     commit_log_offset: int
     size: int
@@ -268,52 +276,73 @@ class DispatchInfo:
     properties_string: str
 
 
+#: A record ready to be placed: everything but QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP, which the
+#: writer fills in under its lock.  A plain tuple (not a dataclass) because it is built once per put:
+#: (header struct, total size, body crc, queue id, flag, sys flag, born ts, born ip, born port, store ip,
+#:  store port, reconsume times, prepared offset, body length, tail = body + topic + properties).
+RecordDraft = tuple
+
+
+def draft_record(message: Message, properties_string: str | None = None, *, store_host: HostAddress,
+                 born_host: HostAddress, max_message_bytes: int = 0x7FFFFFFF,
+                 topic: str | None = None, queue_id: int | None = None) -> RecordDraft:
+    """Validate and pre-encode *message*; raises InvalidTopicError, PropertiesTooLargeError or
+    MessageTooLargeError (and builds nothing then)."""
+    topic_bytes = _VALID_TOPICS.get(message.topic if topic is None else topic)
+    if topic_bytes is None:
+        topic_bytes = validate_topic(message.topic if topic is None else topic)
+    if properties_string is None:
+        properties_string = encode_properties(message.properties)
+    props = properties_string.encode("utf-8")
+    props_len = len(props)
+    if props_len > 32767:
+        raise PropertiesTooLargeError(props_len)
+    body = message.body
+    body_len = len(body)
+    born_ip = born_host.ip
+    store_ip = store_host.ip
+    sys_flag = message.sys_flag & ~0x30
+    total = 91 + body_len + len(topic_bytes) + props_len
+    if len(born_ip) == 16:
+        sys_flag |= SysFlag.BORNHOST_V6
+        total += 12
+    if len(store_ip) == 16:
+        sys_flag |= SysFlag.STOREHOST_V6
+        total += 12
+    if total > max_message_bytes:
+        raise MessageTooLargeError(total, max_message_bytes)
+    header = _HEADERS[(len(born_ip) == 16, len(store_ip) == 16)]
+    tail = b"".join((body, _TOPIC_LEN_BYTES[len(topic_bytes)], topic_bytes, props_len.to_bytes(2, "big"), props))
+    return (header, total, zlib.crc32(body) & 0x7FFFFFFF, message.queue_id if queue_id is None else queue_id,
+            message.flag, sys_flag, message.born_timestamp, born_ip, born_host.port, store_ip, store_host.port,
+            message.reconsume_times, message.prepared_transaction_offset, body_len, tail)
+
+
+_TOPIC_LEN_BYTES = [bytes([n]) for n in range(128)]
+
+
+def write_record(buf: bytearray | memoryview, pos: int, draft: RecordDraft, queue_offset: int,
+                 commit_log_offset: int, store_timestamp: int) -> None:
+    """Lay *draft* down at *pos* of *buf* with its final offsets and store time."""
+    (header, total, crc, queue_id, flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port, reconsume,
+     prepared, body_len, tail) = draft
+    header.pack_into(buf, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, commit_log_offset,
+                     sys_flag, born_ts, born_ip, born_port, store_timestamp, store_ip, store_port, reconsume,
+                     prepared, body_len)
+    start = pos + header.size
+    buf[start : pos + total] = tail
+
+
 def encode_record(message: Message, properties_string: str | None = None, *,
                   store_host: HostAddress, born_host: HostAddress, store_timestamp: int = 0,
                   queue_offset: int = 0, commit_log_offset: int = 0,
                   max_message_bytes: int = 0x7FFFFFFF) -> tuple[bytearray, int]:
-    """Encode *message* as a commitlog record.
-
-    Returns the record and its sysFlag (with the host-family bits set).  QUEUEOFFSET, PHYSICALOFFSET and
-    STORETIMESTAMP may be left 0 and patched in place by the writer once they are known (under its lock).
-    Raises InvalidTopicError, PropertiesTooLargeError or MessageTooLargeError and builds nothing then.
-    """
-    from rocketstore.errors import MessageTooLargeError, PropertiesTooLargeError
-
-    topic = validate_topic(message.topic)
-    if properties_string is None:
-        properties_string = encode_properties(message.properties)
-    props = properties_string.encode("utf-8")
-    if len(props) > 32767:
-        raise PropertiesTooLargeError(len(props))
-    body = message.body
-    sys_flag = message.sys_flag & ~(SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6)
-    born_v6 = len(born_host.ip) == 16
-    store_v6 = len(store_host.ip) == 16
-    if born_v6:
-        sys_flag |= SysFlag.BORNHOST_V6
-    if store_v6:
-        sys_flag |= SysFlag.STOREHOST_V6
-    total = 91 + len(body) + len(topic) + len(props) + (12 if born_v6 else 0) + (12 if store_v6 else 0)
-    if total > max_message_bytes:
-        raise MessageTooLargeError(total, max_message_bytes)
-    header = _HEADERS[(born_v6, store_v6)]
-    out = bytearray(total)
-    header.pack_into(
-        out, 0, total, MESSAGE_MAGIC, zlib.crc32(body) & 0x7FFFFFFF, message.queue_id, message.flag,
-        queue_offset, commit_log_offset, sys_flag, message.born_timestamp, born_host.ip, born_host.port,
-        store_timestamp, store_host.ip, store_host.port, message.reconsume_times,
-        message.prepared_transaction_offset, len(body),
-    )
-    pos = header.size
-    out[pos : pos + len(body)] = body
-    pos += len(body)
-    out[pos] = len(topic)
-    out[pos + 1 : pos + 1 + len(topic)] = topic
-    pos += 1 + len(topic)
-    _PROP_LEN.pack_into(out, pos, len(props))
-    out[pos + 2 :] = props
-    return out, sys_flag
+    """Encode *message* as a whole commitlog record; returns (record, sysFlag with host bits set)."""
+    draft = draft_record(message, properties_string, store_host=store_host, born_host=born_host,
+                         max_message_bytes=max_message_bytes)
+    out = bytearray(draft[1])
+    write_record(out, 0, draft, queue_offset, commit_log_offset, store_timestamp)
+    return out, draft[5]
 
 
 class RecordKind:

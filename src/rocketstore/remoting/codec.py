@@ -29,7 +29,6 @@ No sockets, asyncio, clocks or logging here; imports only errors and the other p
 from __future__ import annotations
 
 import json
-import re
 import struct
 from decimal import Decimal
 from typing import NoReturn
@@ -53,7 +52,6 @@ _HEADER_LENGTH_MASK = 0xFFFFFF
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
 _LANGUAGE_BY_NAME = {language.name: language for language in LanguageCode}
-_JAVA_DECIMAL_INT = re.compile(r"[+-]?\d+\Z")
 
 # code, language, version, opaque, flag, remark, extFields
 _Fields = tuple[int, LanguageCode, int, int, int, str | None, dict[str, str]]
@@ -264,10 +262,13 @@ def _json_int(obj: dict[str, object], key: str) -> int:
         return 0  # Java's int field default
     if type(value) is int:
         number = value
-    elif type(value) is str and _JAVA_DECIMAL_INT.match(value):
-        number = int(value)  # fastjson casts numeric strings into int fields
+    elif type(value) is str and (value[1:] if value[:1] in ("+", "-") else value).isdecimal():
+        try:
+            number = int(value)  # fastjson casts numeric strings into int fields
+        except ValueError as exc:  # past Python's 4300-digit limit
+            raise ProtocolError(f"JSON header {key} is not an int") from exc
     else:
-        raise ProtocolError(f"JSON header {key} is {value!r}, not an int")
+        raise ProtocolError(f"JSON header {key} is {value!r:.64}, not an int")
     if not _INT32_MIN <= number <= _INT32_MAX:
         raise ProtocolError(f"JSON header {key} {number} does not fit an int")
     return number

@@ -16,8 +16,7 @@ Headers are immutable values, safe to share between threads.  Pure: imports only
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Self
@@ -99,17 +98,18 @@ class HeaderFieldError(ProtocolError):
 
 # --- Java value parsing --------------------------------------------------------------------------
 
-# Java's Character.digit accepts any Unicode decimal digit, as \d and int() do; int() alone would also
-# accept surrounding blanks and underscores, which Java rejects.
-_JAVA_INTEGER = re.compile(r"[+-]?\d+\Z")
-_INT_RANGE = (-(2**31), 2**31 - 1)
-_LONG_RANGE = (-(2**63), 2**63 - 1)
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_SIGNS = ("+", "-")
 
 
 def _parse_java_integer(text: str, low: int, high: int, kind: str) -> int:
-    if not _JAVA_INTEGER.match(text):
+    # Java's Character.digit takes any Unicode decimal digit, which is what str.isdecimal() tests; int()
+    # alone would also take surrounding blanks and underscores, which Java rejects.
+    digits = text[1:] if text[:1] in _SIGNS else text
+    if not digits.isdecimal():
         raise ValueError(f"{text[:64]!r} is not a decimal {kind}")
-    value = int(text)
+    value = int(text)  # may itself raise ValueError past Python's 4300-digit limit
     if not low <= value <= high:
         raise ValueError(f"{text[:64]!r} is out of range for a {kind}")
     return value
@@ -117,17 +117,21 @@ def _parse_java_integer(text: str, low: int, high: int, kind: str) -> int:
 
 def parse_java_int(text: str) -> int:
     """Integer.parseInt: optional sign, decimal digits, 32-bit range; ValueError otherwise."""
-    return _parse_java_integer(text, *_INT_RANGE, "int")
+    return _parse_java_integer(text, _INT_MIN, _INT_MAX, "int")
 
 
 def parse_java_long(text: str) -> int:
     """Long.parseLong: optional sign, decimal digits, 64-bit range; ValueError otherwise."""
-    return _parse_java_integer(text, *_LONG_RANGE, "long")
+    return _parse_java_integer(text, _LONG_MIN, _LONG_MAX, "long")
 
 
 def parse_java_boolean(text: str) -> bool:
     """Boolean.parseBoolean: "true" in any case is True, anything else (even "1" or "yes") is False."""
     return len(text) == 4 and text.lower() == "true"
+
+
+def _parse_marker(text: str) -> bool:
+    return text == "true"
 
 
 # --- the field table machinery ---------------------------------------------------------------------
@@ -140,6 +144,15 @@ class _Kind(Enum):
     BOOLEAN = "boolean"
     # Present-and-exactly-"true" marker, compared case-sensitively (how _UNIQUE_KEY_QUERY is read).
     MARKER = "marker"
+
+
+_PARSERS: dict[_Kind, Callable[[str], object] | None] = {
+    _Kind.STRING: None,
+    _Kind.INT: parse_java_int,
+    _Kind.LONG: parse_java_long,
+    _Kind.BOOLEAN: parse_java_boolean,
+    _Kind.MARKER: _parse_marker,
+}
 
 
 def _req(wire: str, kind: _Kind = _Kind.STRING) -> Any:
@@ -156,6 +169,7 @@ class _Spec:
     wire: str
     kind: _Kind
     required: bool
+    parse: Callable[[str], object] | None  # None: the string itself
 
 
 _SPEC_CACHE: dict[tuple[type, bool], tuple[_Spec, ...]] = {}
@@ -187,25 +201,12 @@ def _specs(cls: type, v2: bool = False) -> tuple[_Spec, ...]:
                 wire=_SEND_V2_NAMES[f.metadata["wire"]] if v2 else f.metadata["wire"],
                 kind=f.metadata["kind"],
                 required=f.metadata["required"],
+                parse=_PARSERS[f.metadata["kind"]],
             )
             for f in dataclasses.fields(cls)
         )
         _SPEC_CACHE[(cls, v2)] = specs
     return specs
-
-
-def _parse_value(spec: _Spec, raw: str) -> object:
-    kind = spec.kind
-    if kind is _Kind.STRING:
-        return raw
-    if kind is _Kind.BOOLEAN:
-        return parse_java_boolean(raw)
-    if kind is _Kind.MARKER:
-        return raw == "true"
-    try:
-        return parse_java_int(raw) if kind is _Kind.INT else parse_java_long(raw)
-    except ValueError as exc:
-        raise HeaderFieldError(spec.wire, f"is not a valid {kind.value}", raw) from exc
 
 
 def _decode(cls: type, specs: tuple[_Spec, ...], ext_fields: Mapping[str, str]) -> Any:
@@ -216,9 +217,16 @@ def _decode(cls: type, specs: tuple[_Spec, ...], ext_fields: Mapping[str, str]) 
             if spec.required:
                 raise HeaderFieldError(spec.wire, "is missing")
             continue
-        if not isinstance(raw, str):
+        if type(raw) is not str:
             raise HeaderFieldError(spec.wire, f"is a {type(raw).__name__}, not a string")
-        values[spec.attr] = _parse_value(spec, raw)
+        parse = spec.parse
+        if parse is None:
+            values[spec.attr] = raw
+            continue
+        try:
+            values[spec.attr] = parse(raw)
+        except ValueError as exc:
+            raise HeaderFieldError(spec.wire, f"is not a valid {spec.kind.value}", raw) from exc
     return cls(**values)
 
 
@@ -230,7 +238,7 @@ def _encode(header: object, specs: tuple[_Spec, ...]) -> dict[str, str]:
             continue
         kind = spec.kind
         if kind is _Kind.STRING:
-            out[spec.wire] = value
+            out[spec.wire] = value if type(value) is str else str(value)
         elif kind is _Kind.BOOLEAN:
             out[spec.wire] = "true" if value else "false"
         elif kind is _Kind.MARKER:

@@ -19,9 +19,9 @@ from rocketstore.message.record import (
     BLANK_MAGIC,
     BLANK_RECORD,
     BLANK_RECORD_BYTES,
-    PHYSICAL_OFFSET_POS,
-    QUEUE_OFFSET_POS,
     TOTAL_SIZE_MAGIC,
+    RecordDraft,
+    write_record,
 )
 from rocketstore.store.file_queue import FileQueue
 from rocketstore.store.mapped_file import MappedFile
@@ -52,8 +52,6 @@ class CommitLog:
         self.lock_begin_ms = 0
         #: store timestamp of the newest record appended (for the checkpoint).
         self.last_store_timestamp = 0
-        #: called with the new max offset after each append (wakes dispatch and group commit).
-        self.on_append: list = []
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -91,14 +89,14 @@ class CommitLog:
             raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
         return mf
 
-    def append(self, record: bytearray, queue_key: tuple[str, int] | None, store_timestamp_pos: int,
+    def append(self, draft: RecordDraft, queue_key: tuple[str, int] | None,
                store_timestamp: int | None) -> tuple[int, int, int]:
-        """Place one encoded record; returns (commit_log_offset, queue_offset, store_timestamp).
+        """Place one record draft; returns (commit_log_offset, queue_offset, store_timestamp).
 
-        QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP are patched into *record* under the lock.  A record
-        with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance the queue.
+        A record with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance
+        the queue.
         """
-        size = len(record)
+        size = draft[1]
         if size + BLANK_RECORD_BYTES > self.segment_bytes:
             raise AppendError("MESSAGE_ILLEGAL", f"a record of {size} bytes cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
@@ -107,31 +105,25 @@ class CommitLog:
             self.lock_begin_ms = now
             try:
                 ts = now if store_timestamp is None else store_timestamp
-                mf = self._segment_for(size)
+                mf = self.files.last()
+                if mf is None or size + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
+                    mf = self._segment_for(size)
                 pos = mf.wrote
                 offset = mf.start_offset + pos
-                if queue_key is not None:
-                    queue_offset = self.queue_offsets.get(queue_key, 0)
-                else:
-                    queue_offset = 0
-                _LONG.pack_into(record, QUEUE_OFFSET_POS, queue_offset)
-                _LONG.pack_into(record, PHYSICAL_OFFSET_POS, offset)
-                _LONG.pack_into(record, store_timestamp_pos, ts)
-                mf.buffer[pos : pos + size] = record
+                queue_offset = self.queue_offsets.get(queue_key, 0) if queue_key is not None else 0
+                write_record(mf.buffer, pos, draft, queue_offset, offset, ts)
                 mf.wrote = pos + size
                 if queue_key is not None:
                     self.queue_offsets[queue_key] = queue_offset + 1
                 self.last_store_timestamp = ts
             finally:
                 self.lock_begin_ms = 0
-        for hook in self.on_append:
-            hook()
         return offset, queue_offset, ts
 
-    def append_batch(self, records: list[bytearray], queue_key: tuple[str, int], store_timestamp_pos: int,
-                     store_timestamp: int | None) -> tuple[int, int, int, list[int]]:
-        """Place a batch contiguously in one segment; returns (first offset, first queue offset, ts, sizes)."""
-        total = sum(len(r) for r in records)
+    def append_batch(self, drafts: list[RecordDraft], queue_key: tuple[str, int],
+                     store_timestamp: int | None) -> tuple[int, int, int]:
+        """Place a batch contiguously in one segment; returns (first offset, first queue offset, ts)."""
+        total = sum(d[1] for d in drafts)
         if total + BLANK_RECORD_BYTES > self.segment_bytes:
             raise AppendError("MESSAGE_ILLEGAL", f"a batch of {total} bytes cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
@@ -145,25 +137,17 @@ class CommitLog:
                 first_offset = mf.start_offset + pos
                 first_queue_offset = self.queue_offsets.get(queue_key, 0)
                 queue_offset = first_queue_offset
-                offset = first_offset
                 buf = mf.buffer
-                for record in records:
-                    _LONG.pack_into(record, QUEUE_OFFSET_POS, queue_offset)
-                    _LONG.pack_into(record, PHYSICAL_OFFSET_POS, offset)
-                    _LONG.pack_into(record, store_timestamp_pos, ts)
-                    n = len(record)
-                    buf[pos : pos + n] = record
-                    pos += n
-                    offset += n
+                for draft in drafts:
+                    write_record(buf, pos, draft, queue_offset, mf.start_offset + pos, ts)
+                    pos += draft[1]
                     queue_offset += 1
                 mf.wrote = pos
                 self.queue_offsets[queue_key] = queue_offset
                 self.last_store_timestamp = ts
             finally:
                 self.lock_begin_ms = 0
-        for hook in self.on_append:
-            hook()
-        return first_offset, first_queue_offset, ts, [len(r) for r in records]
+        return first_offset, first_queue_offset, ts
 
     # --- reading ----------------------------------------------------------------------------------------
 

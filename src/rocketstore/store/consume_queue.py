@@ -60,6 +60,13 @@ class ConsumeQueue:
         if commit_log_offset + size <= self.max_physic_offset:
             return True
         expect = queue_offset * CQ_ENTRY_BYTES
+        mf = self.files.last()
+        if mf is not None and mf.wrote < mf.size_bytes and mf.start_offset + mf.wrote == expect and queue_offset:
+            # the common case, inlined: the next entry of a file with room
+            CQ_ENTRY.pack_into(mf.buffer, mf.wrote, commit_log_offset, size, tags_code)
+            mf.wrote += CQ_ENTRY_BYTES
+            self.max_physic_offset = commit_log_offset + size
+            return True
         mf = self.files.last_writable(expect)
         if mf.first_in_queue and queue_offset != 0 and mf.wrote == 0:
             self.min_logic_offset = expect

@@ -66,28 +66,38 @@ class Dispatcher:
                     return store_timestamp + self.delay_levels_ms.get(level, 1000)
         return tags_code(props.get(PropertyName.TAGS))
 
-    def dispatch_record(self, info_offset: int, buf, pos: int, *, check_crc: bool = False) -> int:  # type: ignore[no-untyped-def]
-        """Dispatch the message record at *pos* of *buf* (commitlog offset *info_offset*); returns its size."""
-        info = decode_dispatch_info(buf, pos, info_offset, check_crc=check_crc)
-        props = parse_properties(info.properties_string)
-        sys_flag = info.sys_flag
+    def dispatch_record(self, commit_log_offset: int, buf, pos: int, *, check_crc: bool = False) -> int:  # type: ignore[no-untyped-def]
+        """Dispatch the message record at *pos* of *buf* (commitlog offset given); returns its size."""
+        (_, size, topic, queue_id, queue_offset, sys_flag, store_ts, props_text) = decode_dispatch_info(
+            buf, pos, commit_log_offset, check_crc=check_crc)
+        props = parse_properties(props_text) if props_text else {}
         tx = sys_flag & SysFlag.TRANSACTION_MASK
         code = 0
-        if tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE:
-            code = self.tags_code_of(info.topic, props, info.store_timestamp)
-            cq = self.queues.find_or_create(info.topic, info.queue_id)
-            if not cq.put(info.commit_log_offset, info.size, code, info.queue_offset):
-                self.error = (f"consume queue {info.topic}/{info.queue_id} expected entry {info.queue_offset} "
+        queued = tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE
+        if queued:
+            if topic == SCHEDULE_TOPIC:
+                code = self.tags_code_of(topic, props, store_ts)
+            else:
+                tags = props.get("TAGS")
+                code = tags_code(tags) if tags else 0
+            cq = self.queues.queues.get((topic, queue_id))
+            if cq is None:
+                cq = self.queues.find_or_create(topic, queue_id)
+            if not cq.put(commit_log_offset, size, code, queue_offset):
+                self.error = (f"consume queue {topic}/{queue_id} expected entry {queue_offset} "
                               f"but holds {cq.max_offset}")
                 log.error("dispatch: %s", self.error)
-        if self.index is not None:
-            self.index.build(info.topic, info.commit_log_offset, info.store_timestamp, sys_flag,
-                             props.get(PropertyName.UNIQ_KEY), props.get(PropertyName.KEYS))
-        self.last_store_timestamp = info.store_timestamp
-        if self.listeners and (tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE):
+        index = self.index
+        if index is not None:
+            uniq = props.get("UNIQ_KEY")
+            keys = props.get("KEYS")
+            if uniq is not None or keys:
+                index.build(topic, commit_log_offset, store_ts, sys_flag, uniq, keys)
+        self.last_store_timestamp = store_ts
+        if queued and self.listeners:
             for listener in self.listeners:
-                listener(info.topic, info.queue_id, info.queue_offset + 1, code, info.store_timestamp)
-        return info.size
+                listener(topic, queue_id, queue_offset + 1, code, store_ts)
+        return size
 
     def dispatch_available(self, bound: int | None = None) -> int:
         """Dispatch every record between ``reput_offset`` and *bound* (default: the written end)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,14 +33,15 @@ from rocketstore.errors import (
     StoreLockedError,
 )
 from rocketstore.message.host import HostAddress, parse_host
-from rocketstore.message.message_id import decode_offset_message_id, encode_offset_message_id
+from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import (
     Message,
+    RecordDraft,
     StoredMessage,
     SysFlag,
     decode_record,
-    encode_record,
+    draft_record,
     store_timestamp_position,
 )
 from rocketstore.store.checkpoint import Checkpoint
@@ -82,6 +84,8 @@ class MessageStore:
         self._writable = not read_only
         self._closed = False
         self._fenced: str | None = None
+        #: one flag for the put fast path: closed, fenced, read-only or slave
+        self._refuse_writes = read_only or config.broker_role == BrokerRole.SLAVE
         self._lock_fd = -1
         self._store_host = parse_host(config.store_host)
         self._born_host_default = self._store_host
@@ -247,6 +251,7 @@ class MessageStore:
 
     def _fence(self, exc: BaseException) -> None:
         self._fenced = f"{type(exc).__name__}: {exc}"
+        self._refuse_writes = True
 
     # --- writing --------------------------------------------------------------------------------------------
 
@@ -279,52 +284,51 @@ class MessageStore:
         new_props[PropertyName.REAL_QID] = str(message.queue_id)
         return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)
 
-    def _encode(self, message: Message) -> tuple[bytearray, int] | PutMessageStatus:
-        topic = message.topic
-        if not isinstance(topic, str) or len(topic) > 127:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        props_text = encode_properties(message.properties)
-        if len(props_text) > 32767:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        if not isinstance(message.body, (bytes, bytearray, memoryview)) or not 0 <= message.queue_id <= 0x7FFFFFFF:
-            return PutMessageStatus.MESSAGE_ILLEGAL
+    def _draft(self, message: Message) -> RecordDraft | PutMessageStatus:
+        """Validate and pre-encode; RocketMQ's status when the message cannot be stored."""
+        props = message.properties
         try:
-            return encode_record(message, props_text, store_host=message.store_host or self._store_host,
-                                 born_host=message.born_host or self._born_host_default,
-                                 max_message_bytes=self.config.max_message_size)
+            props_text = encode_properties(props) if props else ""
+            if len(props_text) > 32767 or len(message.topic) > 127:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            if not 0 <= message.queue_id <= 0x7FFFFFFF:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            return draft_record(message, props_text, store_host=message.store_host or self._store_host,
+                                born_host=message.born_host or self._born_host_default,
+                                max_message_bytes=self.config.max_message_size)
         except PropertiesTooLargeError:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
         except (MessageTooLargeError, InvalidTopicError):
             return PutMessageStatus.MESSAGE_ILLEGAL
-        except (OverflowError, ValueError, TypeError, AttributeError) as exc:  # struct range errors etc.
-            del exc
+        except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
             return PutMessageStatus.MESSAGE_ILLEGAL
 
     def put(self, message: Message) -> PutResult:
         """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not."""
-        gate = self._write_gate()
-        if gate is not None:
-            return PutResult(gate)
+        if self._refuse_writes or self._commitlog.lock_begin_ms:
+            gate = self._write_gate()
+            if gate is not None:
+                return PutResult(gate)
         if PropertyName.DELAY in message.properties:
             message = self._apply_delay(message)
-        encoded = self._encode(message)
-        if isinstance(encoded, PutMessageStatus):
-            return PutResult(encoded, topic=message.topic, queue_id=message.queue_id)
-        record, sys_flag = encoded
-        tx = sys_flag & SysFlag.TRANSACTION_MASK
+        draft = self._draft(message)
+        if draft.__class__ is PutMessageStatus:
+            return PutResult(draft, topic=message.topic, queue_id=message.queue_id)  # type: ignore[arg-type]
+        tx = draft[5] & SysFlag.TRANSACTION_MASK  # type: ignore[index]
         queue_key = (message.topic, message.queue_id) if tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE else None
         try:
-            offset, queue_offset, ts = self._commitlog.append(record, queue_key, store_timestamp_position(sys_flag),
-                                                             message.store_timestamp)
+            offset, queue_offset, ts = self._commitlog.append(draft, queue_key, message.store_timestamp)  # type: ignore[arg-type]
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
-        status = self._await_durable(offset + len(record), message.properties.get(PropertyName.WAIT))
-        host = message.store_host or self._store_host
-        return PutResult(status, offset, len(record), queue_offset, ts, encode_offset_message_id(host, offset), 1,
-                         message.topic, message.queue_id)
+        size = draft[1]  # type: ignore[index]
+        status = PutMessageStatus.PUT_OK
+        if self._group_commit is not None:
+            status = self._await_durable(offset + size, message.properties.get(PropertyName.WAIT))
+        return PutResult(status, offset, size, queue_offset, ts, 1, message.topic, message.queue_id, "",
+                         message.store_host or self._store_host)
 
     def _await_durable(self, end_offset: int, wait: str | None) -> PutMessageStatus:
         gc = self._group_commit
@@ -352,42 +356,32 @@ class MessageStore:
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         topic, queue_id = batch[0].topic, batch[0].queue_id
-        records: list[bytearray] = []
-        ts_pos = 0
+        drafts: list[RecordDraft] = []
         total = 0
+        ts_pos = -1
         for message in batch:
             if message.topic != topic or message.queue_id != queue_id:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
             if message.sys_flag & SysFlag.TRANSACTION_MASK or PropertyName.DELAY in message.properties:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
-            encoded = self._encode(message)
-            if isinstance(encoded, PutMessageStatus):
-                return PutResult(encoded, topic=topic, queue_id=queue_id)
-            record, sys_flag = encoded
-            pos = store_timestamp_position(sys_flag)
-            if records and pos != ts_pos:
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="mixed born host families in a batch")
-            ts_pos = pos
-            total += len(record)
-            records.append(record)
+            draft = self._draft(message)
+            if draft.__class__ is PutMessageStatus:
+                return PutResult(draft, topic=topic, queue_id=queue_id)  # type: ignore[arg-type]
+            total += draft[1]  # type: ignore[index]
+            drafts.append(draft)  # type: ignore[arg-type]
         if total > self.config.max_message_size:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"batch of {total} bytes exceeds maxMessageSize")
+        del ts_pos
         try:
-            offset, queue_offset, ts, sizes = self._commitlog.append_batch(records, (topic, queue_id), ts_pos,
-                                                                           batch[0].store_timestamp)
+            offset, queue_offset, ts = self._commitlog.append_batch(drafts, (topic, queue_id), batch[0].store_timestamp)
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
         status = self._await_durable(offset + total, None)
-        host = batch[0].store_host or self._store_host
-        ids = []
-        o = offset
-        for size in sizes:
-            ids.append(encode_offset_message_id(host, o))
-            o += size
-        return PutResult(status, offset, total, queue_offset, ts, ",".join(ids), len(records), topic, queue_id)
+        return PutResult(status, offset, total, queue_offset, ts, len(drafts), topic, queue_id, "",
+                         batch[0].store_host or self._store_host, tuple(d[1] for d in drafts))
 
     # --- reading -----------------------------------------------------------------------------------------
 
@@ -652,6 +646,7 @@ class MessageStore:
         elif self._group_commit is not None:
             self._group_commit.stop()
         self._closed = True
+        self._refuse_writes = True
         self._close_files(clean=clean)
 
     def _close_files(self, clean: bool) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from rocketstore.message.host import HostAddress
+from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.record import StoredMessage, decode_record
 
 __all__ = ["PutMessageStatus", "GetMessageStatus", "PutResult", "GetResult", "QueryResult"]
@@ -40,24 +43,43 @@ class GetMessageStatus(enum.Enum):
     NO_MESSAGE_IN_QUEUE = 8
 
 
-@dataclass(frozen=True, slots=True)
-class PutResult:
-    """Outcome of a put.  For a batch, offsets are those of the first message and ``message_count`` > 1."""
+class PutResult(NamedTuple):
+    """Outcome of a put.  For a batch, offsets are those of the first message and ``message_count`` > 1.
+
+    An immutable NamedTuple rather than a frozen dataclass: it is built once per put, and a frozen
+    dataclass's ``__init__`` costs several times more (measured: ~3 us of a ~10 us put).
+    """
 
     status: PutMessageStatus
     commit_log_offset: int = -1
     wrote_bytes: int = 0
     queue_offset: int = -1
     store_timestamp: int = 0
-    msg_id: str = ""
     message_count: int = 0
     topic: str = ""
     queue_id: int = 0
     remark: str = ""
+    store_host: HostAddress | None = None
+    #: sizes of the records of a batch (empty for a single message)
+    record_sizes: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.status is PutMessageStatus.PUT_OK
+
+    @property
+    def msg_id(self) -> str:
+        """Offset message id(s): one, or a batch's joined by commas as RocketMQ answers them."""
+        if self.store_host is None or self.commit_log_offset < 0:
+            return ""
+        if not self.record_sizes:
+            return encode_offset_message_id(self.store_host, self.commit_log_offset)
+        ids = []
+        offset = self.commit_log_offset
+        for size in self.record_sizes:
+            ids.append(encode_offset_message_id(self.store_host, offset))
+            offset += size
+        return ",".join(ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,7 +231,8 @@ def test_json_output_writes_lone_surrogates_as_question_marks_as_java_does() -> 
 
 
 def test_json_output_renders_non_string_ext_values_as_java_strings() -> None:
-    command = RemotingCommand.request(10, {"i": 4, "f": False, "t": True, "n": None})  # type: ignore[dict-item]
+    ext: dict[str, object] = {"i": 4, "f": False, "t": True, "n": None}
+    command = RemotingCommand.request(10, ext)  # type: ignore[arg-type]
     header = json.loads(encode_command(command)[8:])
 
     assert header["extFields"] == {"i": "4", "f": "false", "t": "true"}
@@ -366,6 +367,7 @@ def test_unknown_serialize_type_byte_raises_protocol_error(type_byte: int) -> No
         b'{"code":true}',
         b'{"code":1.0}',
         b'{"code":"ten"}',
+        b'{"code":"' + b"1" * 5000 + b'"}',
         b'{"code":2147483648}',
         b'{"code":10,"opaque":-2147483649}',
         b'{"code":10,"flag":[]}',
