@@ -595,6 +595,12 @@ class MessageStore:
                 return False
             time.sleep(0.0005)
 
+    def add_dispatch_listener(self, listener: Callable[[str, int, int, int, int], None]) -> None:
+        """Call ``listener(topic, queue_id, next_queue_offset, tags_code, store_timestamp)`` for every record
+        the dispatcher adds to a consume queue.  It runs on the dispatch thread: keep it short, and hop to
+        your own thread or event loop (``loop.call_soon_threadsafe``) for real work."""
+        self._dispatcher.listeners.append(listener)
+
     @property
     def dispatch_behind_bytes(self) -> int:
         return self._dispatcher.behind_bytes
