@@ -1,0 +1,66 @@
+"""The layers import only downwards (STYLE.md section 1); a wrong-way arrow fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "rocketstore"
+
+# package -> packages it must never import
+FORBIDDEN = {
+    "message": {"store", "remoting", "namesrv", "broker", "client", "spark", "cli"},
+    "store": {"remoting", "namesrv", "broker", "client", "spark", "cli"},
+    "remoting": {"store", "namesrv", "broker", "client", "spark", "cli"},
+    "namesrv": {"store", "broker", "client", "spark", "cli"},
+    "broker": {"client", "spark", "cli", "namesrv"},
+    "client": {"store", "broker", "namesrv", "spark", "cli"},
+    "spark": {"cli", "broker", "namesrv"},
+}
+SANS_IO = {"remoting/codec.py", "remoting/command.py", "remoting/headers.py", "remoting/codes.py"}
+IO_MODULES = {"socket", "asyncio", "uvloop", "selectors", "threading", "time", "logging"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_packages_never_import_upwards() -> None:
+    wrong = []
+    for package, banned in FORBIDDEN.items():
+        for path in (SRC / package).rglob("*.py") if (SRC / package).exists() else []:
+            for name in _imports(path):
+                parts = name.split(".")
+                if parts[0] == "rocketstore" and len(parts) > 1 and parts[1] in banned:
+                    wrong.append(f"{path.relative_to(SRC)} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_nothing_imports_cli() -> None:
+    wrong = []
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts[0] == "cli":
+            continue
+        for name in _imports(path):
+            if name.startswith("rocketstore.cli"):
+                wrong.append(f"{path.relative_to(SRC)} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_protocol_codec_does_no_io() -> None:
+    wrong = []
+    for rel in SANS_IO:
+        path = SRC / rel
+        if not path.exists():
+            continue
+        for name in _imports(path):
+            if name.split(".")[0] in IO_MODULES:
+                wrong.append(f"{rel} imports {name}")
+    assert not wrong, "\n".join(wrong)
