@@ -37,24 +37,25 @@ class FileQueue:
 
     # --- loading ------------------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Map every segment in the directory; a file of the wrong size or name is an error."""
+    def load(self, allow_short_tail: bool = False) -> None:
+        """Map every segment in the directory; a file of the wrong size is an error, except that with
+        *allow_short_tail* the last one may be short (a torn tail: it is zero-filled back to size)."""
         if not os.path.isdir(self.directory):
             return
         files: list[MappedFile] = []
-        for name in sorted(os.listdir(self.directory)):
+        names = [n for n in sorted(os.listdir(self.directory))
+                 if len(n) == 20 and n.isdigit() and os.path.isfile(os.path.join(self.directory, n))]
+        for i, name in enumerate(names):
             path = os.path.join(self.directory, name)
-            if not os.path.isfile(path):
-                continue
-            if len(name) != 20 or not name.isdigit():
-                continue
             size = os.path.getsize(path)
-            if size != self.segment_bytes:
+            short_ok = allow_short_tail and i == len(names) - 1 and size < self.segment_bytes
+            if size != self.segment_bytes and not short_ok:
                 for f in files:
                     f.close()
                 raise StoreError(f"{path} has {size} bytes; every segment here must have "
                                  f"{self.segment_bytes} (check the configured segment size)")
-            mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False)
+            mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False,
+                            allow_short=short_ok)
             mf.wrote = mf.flushed = self.segment_bytes
             files.append(mf)
         self._set(files)

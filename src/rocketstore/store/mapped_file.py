@@ -52,7 +52,7 @@ class MappedFile:
                  "_scratch_mtime_ms", "first_in_queue")
 
     def __init__(self, path: str, start_offset: int, size_bytes: int, *, writable: bool, create: bool,
-                 first_in_queue: bool = False) -> None:
+                 first_in_queue: bool = False, allow_short: bool = False) -> None:
         self.path = path
         self.start_offset = start_offset
         self.size_bytes = size_bytes
@@ -75,8 +75,11 @@ class MappedFile:
                         os.unlink(path)
                         raise
                 elif os.fstat(fd).st_size != size_bytes:
-                    raise StoreError(f"{path}: size {os.fstat(fd).st_size} differs from the configured "
-                                     f"{size_bytes} bytes")
+                    actual = os.fstat(fd).st_size
+                    if not (allow_short and actual < size_bytes):
+                        raise StoreError(f"{path}: size {actual} differs from the configured {size_bytes} bytes")
+                    # a torn tail: the file lost its end; give it back its blocks, zero-filled
+                    _allocate(fd, size_bytes)
                 self._mm = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             except BaseException:
                 if fd >= 0:
@@ -90,9 +93,14 @@ class MappedFile:
             fd = os.open(path, os.O_RDONLY)
             try:
                 actual = os.fstat(fd).st_size
-                if actual != size_bytes:
+                if actual == size_bytes:
+                    self._mm = mmap.mmap(fd, size_bytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+                elif allow_short and actual < size_bytes:
+                    self._mm = mmap.mmap(-1, size_bytes)
+                    self._mm[:actual] = os.pread(fd, actual, 0)
+                    self._scratch_mtime_ms = int(os.fstat(fd).st_mtime * 1000)
+                else:
                     raise StoreError(f"{path}: size {actual} differs from the configured {size_bytes} bytes")
-                self._mm = mmap.mmap(fd, size_bytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
             finally:
                 os.close(fd)
 

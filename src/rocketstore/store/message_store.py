@@ -166,7 +166,7 @@ class MessageStore:
             self._index = IndexService(cfg.index_dir, cfg.max_hash_slot_num, cfg.max_index_num, writable=w)
             self._index.on_file_full.append(self._on_index_file_full)
         try:
-            self._commitlog.files.load()
+            self._commitlog.files.load(allow_short_tail=True)
             self._queues.load()
             if self._index is not None:
                 self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp)

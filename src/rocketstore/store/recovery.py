@@ -65,6 +65,10 @@ def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bo
     q = p + 1 + topic_len
     if q + 2 > pos + size or q + 2 + int.from_bytes(mm[q : q + 2], "big", signed=True) != pos + size:
         return "INVALID", 0, "lengths disagree with the record size"
+    if q + 2 < pos + size and mm[pos + size - 1] == 0:
+        # The body CRC does not cover topic and properties.  A properties string never ends in NUL, so a
+        # record whose last byte is zero lost its end (a torn write into a zero-filled segment).
+        return "INVALID", 0, "record ends in zero bytes (torn write)"
     if check_crc:
         crc = int.from_bytes(mm[pos + 8 : pos + 12], "big", signed=True)
         if zlib.crc32(mm[pos + body_at + 4 : pos + body_at + 4 + body_len]) & 0x7FFFFFFF != crc:

@@ -1,0 +1,48 @@
+"""The ``rocketstore`` command: a parser with one sub-command group per module.
+
+Each group module exposes ``register(subparsers)``, which adds its sub-command(s) and sets a ``handler``
+default: a function taking the parsed namespace and returning the exit status.  Adding a group (broker,
+serve, ...) is one entry in :data:`COMMAND_GROUPS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from rocketstore.cli import store_cmds
+from rocketstore.errors import RocketStoreError
+
+__all__ = ["COMMAND_GROUPS", "build_parser", "main"]
+
+#: ``register(subparsers)`` of every sub-command group, in help order.
+COMMAND_GROUPS: list[Callable[[argparse._SubParsersAction], None]] = [store_cmds.register]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocketstore", description="A RocketMQ 4.9-compatible message store and broker.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for register in COMMAND_GROUPS:
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:  # a group registered without a handler of its own
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(handler(args))
+    except RocketStoreError as exc:
+        print(f"rocketstore: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

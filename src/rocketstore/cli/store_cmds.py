@@ -1,0 +1,317 @@
+"""``rocketstore store dump|verify|recover DIR``: inspect, check and recover a store directory.
+
+``dump`` and ``verify`` open the store read-only (scratch mode: recovery and dispatch happen in private
+memory), so they never change DIR, even when it belongs to a running or crashed broker.  ``recover`` opens
+it for writing, which runs recovery for real and closes cleanly.
+
+Geometry: RocketMQ's defaults unless given by flags or a broker.conf (``-c``); when neither names a
+segment size, the commitlog and consume-queue sizes are read off the first file of each.  Index files
+cannot reveal their slot and entry counts, so a mismatch with the given (or default) counts is an error
+that names both sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from rocketstore.errors import StoreConfigError
+from rocketstore.store.config import StoreConfig, read_properties_file
+from rocketstore.store.dump import dump_store
+from rocketstore.store.message_store import MessageStore
+from rocketstore.store.recovery import RecoveryReport
+from rocketstore.store.verify import VerifyReport, verify_store
+
+__all__ = ["register", "store_config_from_args", "detect_segment_bytes"]
+
+_GEOMETRY_PROPERTIES = {
+    "segment_bytes": "mappedFileSizeCommitLog",
+    "cq_bytes": "mappedFileSizeConsumeQueue",
+    "index_slots": "maxHashSlotNum",
+    "index_entries": "maxIndexNum",
+}
+
+
+# --- configuration ------------------------------------------------------------------------------------
+
+
+def _is_segment_name(name: str) -> bool:
+    return len(name) == 20 and name.isdigit()
+
+
+def detect_segment_bytes(directory: str) -> int | None:
+    """Size of the first segment file (20-digit name) in *directory*, or None if there is none."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if _is_segment_name(n))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            return os.path.getsize(path)
+    return None
+
+
+def _detect_cq_bytes(consume_queue_root: str) -> int | None:
+    try:
+        topics = sorted(os.listdir(consume_queue_root))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for topic in topics:
+        topic_dir = os.path.join(consume_queue_root, topic)
+        if not os.path.isdir(topic_dir):
+            continue
+        for queue in sorted(os.listdir(topic_dir)):
+            if queue.isdigit():
+                size = detect_segment_bytes(os.path.join(topic_dir, queue))
+                if size is not None:
+                    return size
+    return None
+
+
+def _check_index_geometry(config: StoreConfig) -> None:
+    directory = config.index_dir
+    if not os.path.isdir(directory):
+        return
+    expected = config.index_file_bytes
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if not name.isdigit() or not os.path.isfile(path):
+            continue
+        actual = os.path.getsize(path)
+        if actual != expected:
+            raise StoreConfigError(
+                f"index file {path} has {actual} bytes, but maxHashSlotNum={config.max_hash_slot_num} and "
+                f"maxIndexNum={config.max_index_num} make index files of {expected} bytes "
+                f"(40 + slots x 4 + entries x 20); pass --index-slots and --index-entries (or -c broker.conf) "
+                f"with the geometry this store was written with")
+
+
+def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True) -> StoreConfig:
+    """The StoreConfig for ``args.directory``: flags, then ``-c`` broker.conf, then detection, then defaults."""
+    directory = os.path.abspath(args.directory)
+    if not os.path.isdir(directory):
+        raise StoreConfigError(f"{args.directory} is not a directory")
+    props: dict[str, str] = {}
+    if args.broker_conf:
+        try:
+            props = read_properties_file(args.broker_conf)
+        except OSError as exc:
+            raise StoreConfigError(f"cannot read {args.broker_conf}: {exc}") from exc
+    # DIR is the store: its commitlog is DIR/commitlog whatever storePathCommitLog says.
+    props = {k: v for k, v in props.items() if k not in ("storePathRootDir", "storePathCommitLog")}
+    flags = {attr: getattr(args, attr) for attr in _GEOMETRY_PROPERTIES if getattr(args, attr) is not None}
+    config = StoreConfig.from_properties(props, store_path_root_dir=directory, store_path_commit_log=None)
+    changes: dict[str, object] = {}
+    if "segment_bytes" in flags:
+        changes["mapped_file_size_commit_log"] = flags["segment_bytes"]
+    elif "mappedFileSizeCommitLog" not in props:
+        detected = detect_segment_bytes(config.commit_log_dir)
+        if detected is not None:
+            changes["mapped_file_size_commit_log"] = detected
+    if "cq_bytes" in flags:
+        changes["mapped_file_size_consume_queue"] = flags["cq_bytes"]
+    elif "mappedFileSizeConsumeQueue" not in props:
+        detected = _detect_cq_bytes(config.consume_queue_dir)
+        if detected is not None:
+            changes["mapped_file_size_consume_queue"] = detected
+    if "index_slots" in flags:
+        changes["max_hash_slot_num"] = flags["index_slots"]
+    if "index_entries" in flags:
+        changes["max_index_num"] = flags["index_entries"]
+    if changes:
+        config = config.replace(**changes)
+    if check_index and config.message_index_enable:
+        _check_index_geometry(config)
+    return config
+
+
+# --- sub-commands ----------------------------------------------------------------------------------------
+
+
+def _write_text(text: str, output: str | None) -> None:
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def run_dump(args: argparse.Namespace) -> int:
+    config = store_config_from_args(args)
+    with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
+        dump = dump_store(store)
+    _write_text(json.dumps(dump, indent=1, ensure_ascii=False) + "\n", args.output)
+    return 0
+
+
+def _recovery_lines(abnormal: bool, start_segment: int, valid_end: int, truncated_bytes: int,
+                    records_checked: int, reason: str | None) -> list[str]:
+    shutdown = "abnormal (abort file present): full re-dispatch" if abnormal else "clean: tail check"
+    return [
+        f"  last shutdown:    {shutdown}",
+        f"  scan started at:  segment {start_segment}, {records_checked} records checked",
+        f"  valid end:        {valid_end}",
+        f"  bytes cut:        {truncated_bytes}",
+        f"  stopped because:  {reason or '-'}",
+    ]
+
+
+def format_verify_report(directory: str, report: VerifyReport) -> str:
+    p = report.recovery_preview
+    lines = [
+        f"store {directory}",
+        f"  commitlog:        [{report.commit_log_min_offset}, {report.commit_log_max_offset}), "
+        f"{report.record_count} records, {report.blank_count} end-of-file blanks",
+        f"  consume queues:   {report.queue_count} queues, {report.cq_entry_count} entries checked",
+        f"  index:            " + (f"{report.index_key_count} keys checked" if report.index_checked
+                                   else "disabled, not checked"),
+        "recovery at open (nothing written to disk):",
+        *_recovery_lines(p.abnormal, p.start_segment, p.valid_end, p.truncated_bytes, p.records_checked, p.reason),
+    ]
+    if report.ok:
+        lines.append("OK: commitlog, consume queues and index agree")
+    else:
+        lines.append(f"PROBLEMS: {report.problem_count}")
+        lines.extend(f"  {problem}" for problem in report.problems)
+        if report.problem_count > len(report.problems):
+            lines.append(f"  ... and {report.problem_count - len(report.problems)} more")
+        lines.append("by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(report.counts_by_kind.items())))
+    return "\n".join(lines) + "\n"
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    config = store_config_from_args(args)
+    with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
+        report = verify_store(store, max_problems=args.max_problems)
+    if args.json:
+        data: dict[str, Any] = dataclasses.asdict(report)
+        data["ok"] = report.ok
+        text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = format_verify_report(config.store_path_root_dir, report)
+    sys.stdout.write(text)
+    return 0 if report.ok else 1
+
+
+class ProgressBar:
+    """A one-line text progress bar, fed the bytes scanned per commitlog segment."""
+
+    def __init__(self, total_bytes: int, stream: TextIO, label: str = "recovery", width: int = 30) -> None:
+        self.total_bytes = max(total_bytes, 1)
+        self.done_bytes = 0
+        self.stream = stream
+        self.label = label
+        self.width = width
+        self._last = ""
+
+    def __call__(self, scanned_bytes: int) -> None:
+        self.done_bytes += scanned_bytes
+        self._render()
+
+    def _render(self) -> None:
+        fraction = min(1.0, self.done_bytes / self.total_bytes)
+        filled = int(fraction * self.width)
+        text = (f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
+                f"{self.done_bytes / 1048576:.1f} of {self.total_bytes / 1048576:.1f} MiB scanned")
+        if text != self._last:
+            self.stream.write(text)
+            self.stream.flush()
+            self._last = text
+
+    def finish(self) -> None:
+        self._render()
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def run_recover(args: argparse.Namespace) -> int:
+    config = store_config_from_args(args)
+    commit_log_dir = config.commit_log_dir
+    total = 0
+    if os.path.isdir(commit_log_dir):
+        total = sum(os.path.getsize(os.path.join(commit_log_dir, n)) for n in os.listdir(commit_log_dir)
+                    if _is_segment_name(n))
+    bar = ProgressBar(total, sys.stderr)
+    store = MessageStore.open(config.store_path_root_dir, config, read_only=False, background=False,
+                              progress=bar)
+    try:
+        bar.finish()
+        report: RecoveryReport = store.recovery
+    finally:
+        store.close()
+    abort_left = os.path.exists(os.path.join(config.store_path_root_dir, "abort"))
+    lines = [f"recovered {config.store_path_root_dir}",
+             *_recovery_lines(report.abnormal, report.start_segment, report.valid_end, report.truncated_bytes,
+                              report.records_checked, report.first_invalid_reason)]
+    if abort_left:
+        lines.append("NOT closed cleanly: the abort file is still there (dispatch did not catch up or a write "
+                     "failed); the next open recovers again")
+    else:
+        lines.append("closed cleanly: abort file removed")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if abort_left else 0
+
+
+# --- parser -----------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
+
+
+def _geometry_parent() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("directory", metavar="DIR", help="the store root (holds commitlog/, consumequeue/, ...)")
+    geo = parent.add_argument_group(
+        "geometry", "flags win over -c; segment sizes not given are read off the first file, else RocketMQ's "
+                    "defaults")
+    geo.add_argument("--segment-bytes", type=_positive_int, metavar="N",
+                     help="commitlog segment size (mappedFileSizeCommitLog)")
+    geo.add_argument("--cq-bytes", type=_positive_int, metavar="N",
+                     help="consume-queue file size (mappedFileSizeConsumeQueue)")
+    geo.add_argument("--index-slots", type=_positive_int, metavar="N",
+                     help="index hash slots (maxHashSlotNum, default 5000000)")
+    geo.add_argument("--index-entries", type=_positive_int, metavar="N",
+                     help="index entries (maxIndexNum, default 20000000)")
+    geo.add_argument("-c", "--config", dest="broker_conf", metavar="broker.conf",
+                     help="read store settings from a broker.conf (its store paths are ignored: DIR is the store)")
+    return parent
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``store`` group to the top-level parser."""
+    store = subparsers.add_parser("store", help="dump, verify or recover a store directory",
+                                  description="Inspect, check and recover a RocketMQ 4.9 store directory.")
+    actions = store.add_subparsers(dest="store_command", metavar="ACTION")
+    actions.required = True
+    parent = _geometry_parent()
+
+    dump = actions.add_parser("dump", parents=[parent], help="print everything the store holds as JSON",
+                              description="Open DIR read-only and print its records, queues and index "
+                                          "answers as JSON (the layout of the golden reference dumps).")
+    dump.add_argument("--output", "-o", metavar="FILE", help="write the JSON to FILE instead of stdout")
+    dump.set_defaults(handler=run_dump)
+
+    verify = actions.add_parser("verify", parents=[parent], help="check commitlog, consume queues and index",
+                                description="Open DIR read-only and check that commitlog, consume queues and "
+                                            "index agree. Exit status 1 when a problem is found.")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify.add_argument("--max-problems", type=_positive_int, default=1000, metavar="N",
+                        help="list at most N problems (all are counted; default 1000)")
+    verify.set_defaults(handler=run_verify)
+
+    recover = actions.add_parser("recover", parents=[parent], help="run recovery on DIR and close it cleanly",
+                                 description="Open DIR for writing, which recovers it (truncating a torn tail, "
+                                             "rebuilding consume queues and index), then close it cleanly.")
+    recover.set_defaults(handler=run_recover)

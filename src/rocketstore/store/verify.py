@@ -1,0 +1,387 @@
+"""Cross-check an opened store: commitlog, consume queues and index against each other.
+
+``verify_store(store)`` reads the store as it stands after open (for a store opened ``read_only=True``
+that is the state recovery and dispatch produced in private memory, so nothing on disk changes) and
+reports every disagreement it finds as a :class:`Problem`:
+
+* every commitlog record decodes, its PHYSICALOFFSET is where it lies, its body CRC matches, and every
+  segment but the last ends with an end-of-file blank record covering exactly the rest of the segment;
+* every consume-queue entry (pre-blank fill entries excepted) points at a record start inside the
+  commitlog, with the record's TOTALSIZE, topic, queue id, QUEUEOFFSET (= the entry's position) and the
+  tagsCode dispatch computes;
+* each queue is dense: no fill or empty entry between its min and max offset, no two entries for one
+  record, and the records of one queue carry distinct, gap-free QUEUEOFFSETs;
+* every NOT / COMMIT record has its consume-queue entry;
+* every index key of a record (UNIQ_KEY and each KEYS token; ROLLBACK records are not indexed) finds
+  that record through a query by key.
+
+It also says what recovery did at open (``recovery_preview``); after a clean shutdown recovery should cut
+nothing, so a cut is a problem then.  After a crash a torn tail is what recovery is for: reported, not a
+problem.
+
+Same package as the facade, so it reads the commitlog, queues and index directly; imports no cli code.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rocketstore.errors import MessageDecodeError
+from rocketstore.message.properties import PropertyName, parse_properties
+from rocketstore.message.record import (
+    BLANK_MAGIC,
+    BLANK_RECORD_BYTES,
+    MESSAGE_MAGIC,
+    TOTAL_SIZE_MAGIC,
+    SysFlag,
+    decode_record,
+    header_layout,
+)
+from rocketstore.store.consume_queue import PRE_BLANK_SIZE
+from rocketstore.store.message_store import MAX_TIMESTAMP, MessageStore
+
+__all__ = ["Problem", "ProblemKind", "RecoveryPreview", "VerifyReport", "verify_store"]
+
+
+class ProblemKind:
+    """The ``kind`` of a :class:`Problem`."""
+
+    RECORD_UNDECODABLE = "RECORD_UNDECODABLE"
+    RECORD_OFFSET_MISMATCH = "RECORD_OFFSET_MISMATCH"
+    BODY_CRC_MISMATCH = "BODY_CRC_MISMATCH"
+    BLANK_SIZE_MISMATCH = "BLANK_SIZE_MISMATCH"
+    SEGMENT_WITHOUT_BLANK = "SEGMENT_WITHOUT_BLANK"
+    CQ_PAST_COMMITLOG_END = "CQ_PAST_COMMITLOG_END"
+    CQ_NOT_RECORD_START = "CQ_NOT_RECORD_START"
+    CQ_SIZE_MISMATCH = "CQ_SIZE_MISMATCH"
+    CQ_QUEUE_MISMATCH = "CQ_QUEUE_MISMATCH"
+    CQ_QUEUE_OFFSET_MISMATCH = "CQ_QUEUE_OFFSET_MISMATCH"
+    CQ_TAGS_CODE_MISMATCH = "CQ_TAGS_CODE_MISMATCH"
+    CQ_NOT_DISPATCHABLE = "CQ_NOT_DISPATCHABLE"
+    CQ_HOLE = "CQ_HOLE"
+    CQ_DUPLICATE_ENTRY = "CQ_DUPLICATE_ENTRY"
+    QUEUE_OFFSET_DUPLICATE = "QUEUE_OFFSET_DUPLICATE"
+    QUEUE_OFFSET_GAP = "QUEUE_OFFSET_GAP"
+    RECORD_NOT_IN_CQ = "RECORD_NOT_IN_CQ"
+    INDEX_KEY_NOT_FOUND = "INDEX_KEY_NOT_FOUND"
+    RECOVERY_TRUNCATES = "RECOVERY_TRUNCATES"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    kind: str
+    #: ``commitlog@<offset>``, ``consumequeue/<topic>/<queue id>#<queue offset>``, ``index <topic>#<key>``
+    where: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.where}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryPreview:
+    """What recovery did at open (in scratch mode: what it would do to the files)."""
+
+    abnormal: bool
+    start_segment: int
+    valid_end: int
+    truncated_bytes: int
+    records_checked: int
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Problems (the first ``max_problems`` found; ``problem_count`` counts all) and what was checked."""
+
+    problems: tuple[Problem, ...]
+    problem_count: int
+    recovery_preview: RecoveryPreview
+    commit_log_min_offset: int
+    commit_log_max_offset: int
+    record_count: int = 0
+    blank_count: int = 0
+    queue_count: int = 0
+    cq_entry_count: int = 0
+    index_key_count: int = 0
+    index_checked: bool = False
+    counts_by_kind: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.problem_count == 0
+
+
+class _Collector:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: list[Problem] = []
+        self.count = 0
+        self.by_kind: dict[str, int] = defaultdict(int)
+
+    def add(self, kind: str, where: str, detail: str) -> None:
+        self.count += 1
+        self.by_kind[kind] += 1
+        if len(self.items) < self.limit:
+            self.items.append(Problem(kind, where, detail))
+
+
+@dataclass(slots=True)
+class _Records:
+    """Every MESSAGE record of the commitlog, column-wise (numpy arrays once frozen)."""
+
+    offsets: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    queue_ids: list[int] = field(default_factory=list)  # index into ``queues``
+    queue_offsets: list[int] = field(default_factory=list)
+    tags_codes: list[int] = field(default_factory=list)
+    dispatchable: list[bool] = field(default_factory=list)
+    queues: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (topic, key) -> commitlog offsets of the records indexed under it
+    keys: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _where_record(offset: int) -> str:
+    return f"commitlog@{offset}"
+
+
+def _body_span(buf: object, pos: int, sys_flag: int) -> tuple[int, int]:
+    header = header_layout(bool(sys_flag & SysFlag.BORNHOST_V6), bool(sys_flag & SysFlag.STOREHOST_V6))
+    body_len = int.from_bytes(buf[pos + header.size - 4 : pos + header.size], "big", signed=True)  # type: ignore[index]
+    return pos + header.size, body_len
+
+
+def _walk_commitlog(store: MessageStore, out: _Collector) -> tuple[_Records, int]:
+    commitlog = store._commitlog
+    dispatcher = store._dispatcher
+    end = commitlog.max_offset
+    recs = _Records()
+    blanks = 0
+    files = commitlog.files.files
+    for n, mf in enumerate(files):
+        buf = mf.buffer
+        limit = min(mf.wrote, end - mf.start_offset, mf.size_bytes)
+        is_last = n == len(files) - 1
+        pos = 0
+        ended = False
+        while pos + BLANK_RECORD_BYTES <= limit:
+            offset = mf.start_offset + pos
+            size, magic = TOTAL_SIZE_MAGIC.unpack_from(buf, pos)
+            if magic == BLANK_MAGIC:
+                blanks += 1
+                if size != mf.size_bytes - pos:
+                    out.add(ProblemKind.BLANK_SIZE_MISMATCH, _where_record(offset),
+                            f"end-of-file blank declares {size} bytes, {mf.size_bytes - pos} are left")
+                ended = True
+                break
+            if magic != MESSAGE_MAGIC:
+                out.add(ProblemKind.RECORD_UNDECODABLE, _where_record(offset),
+                        f"no record magic (size {size}, magic {magic & 0xFFFFFFFF:#010x}); rest of the "
+                        f"segment skipped")
+                ended = True
+                break
+            try:
+                m = decode_record(buf, pos, with_body=False, limit=limit)
+            except MessageDecodeError as exc:
+                out.add(ProblemKind.RECORD_UNDECODABLE, _where_record(offset),
+                        f"{exc.reason}; rest of the segment skipped")
+                ended = True
+                break
+            if m.commit_log_offset != offset:
+                out.add(ProblemKind.RECORD_OFFSET_MISMATCH, _where_record(offset),
+                        f"PHYSICALOFFSET field says {m.commit_log_offset}")
+            body_at, body_len = _body_span(buf, pos, m.sys_flag)
+            crc = zlib.crc32(buf[body_at : body_at + body_len]) & 0x7FFFFFFF
+            if crc != m.body_crc:
+                out.add(ProblemKind.BODY_CRC_MISMATCH, _where_record(offset),
+                        f"body CRC is {crc:#x}, the record says {m.body_crc:#x} ({m.topic}/{m.queue_id} "
+                        f"queue offset {m.queue_offset})")
+            props = parse_properties(m.properties_string)
+            dispatchable = SysFlag.gets_queue_entry(m.sys_flag)
+            key = (m.topic, m.queue_id)
+            qid = recs.queues.setdefault(key, len(recs.queues))
+            recs.offsets.append(offset)
+            recs.sizes.append(m.store_size)
+            recs.queue_ids.append(qid)
+            recs.queue_offsets.append(m.queue_offset)
+            recs.tags_codes.append(dispatcher.tags_code_of(m.topic, props, m.store_timestamp)
+                                   if dispatchable else 0)
+            recs.dispatchable.append(dispatchable)
+            if m.sys_flag & SysFlag.TRANSACTION_MASK != SysFlag.TRANSACTION_ROLLBACK_TYPE:
+                uniq = props.get(PropertyName.UNIQ_KEY)
+                if uniq is not None:
+                    recs.keys[(m.topic, uniq)].append(offset)
+                keys = props.get(PropertyName.KEYS)
+                if keys:
+                    for k in keys.split(PropertyName.KEY_SEPARATOR):
+                        if k:
+                            recs.keys[(m.topic, k)].append(offset)
+            pos += m.store_size
+        if not ended and not is_last:
+            out.add(ProblemKind.SEGMENT_WITHOUT_BLANK, _where_record(mf.start_offset + pos),
+                    "a segment that is not the last one ends without an end-of-file blank record")
+    return recs, blanks
+
+
+def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple[int, int]:
+    commitlog_min = store._commitlog.min_offset
+    commitlog_end = store._commitlog.max_offset
+    rec_offsets = np.asarray(recs.offsets, dtype=np.int64)
+    rec_sizes = np.asarray(recs.sizes, dtype=np.int64)
+    rec_queue = np.asarray(recs.queue_ids, dtype=np.int64)
+    rec_qoff = np.asarray(recs.queue_offsets, dtype=np.int64)
+    rec_tags = np.asarray(recs.tags_codes, dtype=np.int64)
+    rec_disp = np.asarray(recs.dispatchable, dtype=bool)
+    names = {v: k for k, v in recs.queues.items()}
+    entries_checked = 0
+    queue_count = 0
+    seen_queues: set[int] = set()
+
+    for cq in store._queues:
+        queue_count += 1
+        topic, queue_id = cq.topic, cq.queue_id
+        where = f"consumequeue/{topic}/{queue_id}"
+        qid = recs.queues.get((topic, queue_id), -1)
+        seen_queues.add(qid)
+        arr = cq.all_entries()
+        base = cq.first_queue_offset_on_disk
+        n = len(arr)
+        phy = arr["offset"].astype(np.int64)
+        size = arr["size"].astype(np.int64)
+        tags = arr["tags_code"].astype(np.int64)
+        qoffs = np.arange(base, base + n, dtype=np.int64)
+        fill = size == PRE_BLANK_SIZE
+        real = ~fill
+        # Fill entries only lead the first segment; after the first real entry every slot is real.
+        first_real = int(np.argmax(real)) if real.any() else n
+        misplaced = np.flatnonzero(fill[first_real:]) + first_real
+        for i in misplaced[:50].tolist():
+            out.add(ProblemKind.CQ_HOLE, f"{where}#{base + i}", "pre-blank fill entry after real entries")
+        live = real & (qoffs >= cq.min_offset)
+        # entries of deleted commitlog segments are expired, not wrong
+        live &= phy >= commitlog_min
+        empty = live & ((phy < 0) | (size <= 0))
+        for i in np.flatnonzero(empty)[:50].tolist():
+            out.add(ProblemKind.CQ_HOLE, f"{where}#{base + i}",
+                    f"empty entry (offset {int(phy[i])}, size {int(size[i])}) inside the queue")
+        live &= ~empty
+        entries_checked += int(live.sum())
+
+        past = live & (phy + size > commitlog_end)
+        for i in np.flatnonzero(past).tolist():
+            out.add(ProblemKind.CQ_PAST_COMMITLOG_END, f"{where}#{base + i}",
+                    f"points at {int(phy[i])}+{int(size[i])}, the commitlog ends at {commitlog_end}")
+        live &= ~past
+
+        idx = np.flatnonzero(live)
+        if len(idx):
+            pos = np.searchsorted(rec_offsets, phy[idx])
+            pos_clip = np.minimum(pos, max(len(rec_offsets) - 1, 0))
+            found = (pos < len(rec_offsets)) & (rec_offsets[pos_clip] == phy[idx]) if len(rec_offsets) else \
+                np.zeros(len(idx), dtype=bool)
+            for i in idx[~found].tolist():
+                out.add(ProblemKind.CQ_NOT_RECORD_START, f"{where}#{base + i}",
+                        f"commitlog offset {int(phy[i])} is not the start of a record")
+            idx, r = idx[found], pos_clip[found]
+            checks = (
+                (ProblemKind.CQ_SIZE_MISMATCH, rec_sizes[r] != size[idx], "size {e} but the record has {r}",
+                 size, rec_sizes),
+                (ProblemKind.CQ_QUEUE_OFFSET_MISMATCH, rec_qoff[r] != qoffs[idx],
+                 "entry {e} points at a record with QUEUEOFFSET {r}", qoffs, rec_qoff),
+                (ProblemKind.CQ_TAGS_CODE_MISMATCH, rec_disp[r] & (rec_tags[r] != tags[idx]),
+                 "tagsCode {e} but dispatch computes {r}", tags, rec_tags),
+            )
+            for kind, bad, text, entry_vals, rec_vals in checks:
+                for j in np.flatnonzero(bad).tolist():
+                    i, k = int(idx[j]), int(r[j])
+                    out.add(kind, f"{where}#{base + i}", text.format(e=int(entry_vals[i]), r=int(rec_vals[k])))
+            wrong_queue = rec_queue[r] != qid
+            for j in np.flatnonzero(wrong_queue).tolist():
+                i, k = int(idx[j]), int(r[j])
+                t, q = names[int(rec_queue[k])]
+                out.add(ProblemKind.CQ_QUEUE_MISMATCH, f"{where}#{base + i}",
+                        f"points at commitlog {int(phy[i])}, a record of {t}/{q}")
+            not_disp = ~rec_disp[r]
+            for j in np.flatnonzero(not_disp).tolist():
+                i = int(idx[j])
+                out.add(ProblemKind.CQ_NOT_DISPATCHABLE, f"{where}#{base + i}",
+                        f"points at commitlog {int(phy[i])}, a PREPARED or ROLLBACK record")
+            uniq, counts = np.unique(phy[idx], return_counts=True)
+            for dup in uniq[counts > 1].tolist():
+                out.add(ProblemKind.CQ_DUPLICATE_ENTRY, where,
+                        f"{int(counts[uniq == dup][0])} entries point at commitlog {dup}")
+
+        # every dispatchable record of this queue has its entry
+        mine = np.flatnonzero((rec_queue == qid) & rec_disp) if qid >= 0 else np.zeros(0, dtype=np.int64)
+        if len(mine):
+            qo = rec_qoff[mine]
+            rel = qo - base
+            inside = (rel >= 0) & (rel < n)
+            rel_clip = np.clip(rel, 0, max(n - 1, 0))
+            has = inside & (phy[rel_clip] == rec_offsets[mine]) if n else np.zeros(len(mine), dtype=bool)
+            for j in np.flatnonzero(~has).tolist():
+                k = int(mine[j])
+                out.add(ProblemKind.RECORD_NOT_IN_CQ, _where_record(int(rec_offsets[k])),
+                        f"{topic}/{queue_id} queue offset {int(qo[j])} has no entry pointing at this record")
+            order = np.sort(qo)
+            diffs = np.diff(order)
+            for v in order[1:][diffs == 0].tolist():
+                out.add(ProblemKind.QUEUE_OFFSET_DUPLICATE, where,
+                        f"several records carry QUEUEOFFSET {v}")
+            for j in np.flatnonzero(diffs > 1).tolist():
+                out.add(ProblemKind.QUEUE_OFFSET_GAP, where,
+                        f"no record carries QUEUEOFFSET {int(order[j]) + 1}..{int(order[j + 1]) - 1}")
+
+    # dispatchable records of queues that have no consume queue at all
+    for key, qid in recs.queues.items():
+        if qid in seen_queues:
+            continue
+        for k in np.flatnonzero((rec_queue == qid) & rec_disp).tolist():
+            out.add(ProblemKind.RECORD_NOT_IN_CQ, _where_record(int(rec_offsets[k])),
+                    f"{key[0]}/{key[1]} has no consume queue")
+    return queue_count, entries_checked
+
+
+def _check_index(store: MessageStore, recs: _Records, out: _Collector) -> int:
+    batch = store.config.max_msgs_num_batch
+    index = store._index
+    if index is None:
+        return 0
+    for (topic, key), offsets in sorted(recs.keys.items()):
+        wanted = set(offsets)
+        if len(wanted) < batch:
+            found = {m.commit_log_offset for m in store.query(topic, key, batch, 0, MAX_TIMESTAMP).messages}
+        else:
+            # A query answers at most maxMsgsNumBatch hits; a key on more records (a shared key) is looked
+            # up in the index itself, with room for duplicates and hash collisions.
+            found = set(index.query(topic, key, 4 * len(wanted) + batch, 0, MAX_TIMESTAMP)[0])
+        for offset in sorted(wanted - found):
+            out.add(ProblemKind.INDEX_KEY_NOT_FOUND, f"index {topic}#{key}",
+                    f"a query by this key does not find the record at commitlog {offset}")
+    return len(recs.keys)
+
+
+def verify_store(store: MessageStore, *, max_problems: int = 1000) -> VerifyReport:
+    """Check commitlog, consume queues and index of an open *store* against each other."""
+    out = _Collector(max_problems)
+    rec = store.recovery
+    preview = RecoveryPreview(rec.abnormal, rec.start_segment, rec.valid_end, rec.truncated_bytes,
+                              rec.records_checked, rec.first_invalid_reason)
+    if rec.truncated_bytes and not rec.abnormal:
+        out.add(ProblemKind.RECOVERY_TRUNCATES, _where_record(rec.valid_end),
+                f"after a clean shutdown recovery cuts {rec.truncated_bytes} bytes: "
+                f"{rec.first_invalid_reason or 'invalid record'}")
+    recs, blanks = _walk_commitlog(store, out)
+    queue_count, entries = _check_queues(store, recs, out)
+    index_keys = _check_index(store, recs, out)
+    return VerifyReport(
+        problems=tuple(out.items), problem_count=out.count, recovery_preview=preview,
+        commit_log_min_offset=store.min_commit_log_offset, commit_log_max_offset=store.max_commit_log_offset,
+        record_count=len(recs.offsets), blank_count=blanks, queue_count=queue_count, cq_entry_count=entries,
+        index_key_count=index_keys, index_checked=store._index is not None, counts_by_kind=dict(out.by_kind),
+    )
+
