@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import threading
 import time
+from collections.abc import Callable
 
 from rocketstore.errors import StoreError
 from rocketstore.message.record import (
@@ -52,6 +53,8 @@ class CommitLog:
         self.lock_begin_ms = 0
         #: store timestamp of the newest record appended (for the checkpoint).
         self.last_store_timestamp = 0
+        #: asked before a new segment is created; returns a PutMessageStatus name to refuse with, or None
+        self.segment_guard: Callable[[], str | None] | None = None
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -77,6 +80,11 @@ class CommitLog:
     def _segment_for(self, record_bytes: int) -> MappedFile:
         """The segment to write *record_bytes* into, closing the current one with a blank if needed."""
         try:
+            mf = self.files.last()
+            if mf is None or mf.is_full or record_bytes + BLANK_RECORD_BYTES > mf.remaining:
+                refusal = self.segment_guard() if self.segment_guard is not None else None
+                if refusal is not None:
+                    raise AppendError(refusal, "the disk is nearly full: writes are refused until space is freed")
             mf = self.files.last_writable()
             if record_bytes + BLANK_RECORD_BYTES > mf.remaining:
                 remaining = mf.remaining

@@ -176,7 +176,11 @@ class ConsumeQueue:
             return
 
     def correct_min_offset(self, commit_log_min_offset: int) -> None:
-        """Move the min offset to the first entry whose record is still in the commitlog."""
+        """Move the min offset to the first real entry whose record is still in the commitlog.
+
+        RocketMQ looks only at the first segment and counts pre-blank fill entries (commitlog offset 0) as
+        present, which can point the min offset at fill entries after a restart; we skip them.
+        """
         for mf in self.files:
             if not mf.wrote:
                 continue
@@ -184,8 +188,7 @@ class ConsumeQueue:
             ok = np.flatnonzero((arr["offset"] >= commit_log_min_offset) & (arr["size"] > 0)
                                 & (arr["size"] != PRE_BLANK_SIZE))
             if len(ok):
-                self.min_logic_offset = max(self.min_logic_offset if mf is self.files.first() else 0,
-                                            mf.start_offset + int(ok[0]) * CQ_ENTRY_BYTES)
+                self.min_logic_offset = mf.start_offset + int(ok[0]) * CQ_ENTRY_BYTES
                 return
         self.min_logic_offset = self.files.max_offset
 

@@ -52,6 +52,9 @@ class Dispatcher:
         #: store time of the newest record dispatched (checkpoint.logicsMsgTimestamp)
         self.last_store_timestamp = 0
         self.error: str | None = None
+        #: set while consume-queue or index files cannot be written (disk full, I/O error); dispatch
+        #: retries and clears it once a record goes through
+        self.io_error: OSError | None = None
 
     def tags_code_of(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
         if topic == SCHEDULE_TOPIC:
@@ -133,6 +136,14 @@ class Dispatcher:
                     except MessageDecodeError as exc:
                         self.error = str(exc)
                         log.error("dispatch: %s", exc)
+                    except OSError as exc:
+                        # nothing is skipped: the record is dispatched again on the next try
+                        if self.io_error is None:
+                            log.error("dispatch: cannot write consume queue or index: %s", exc)
+                        self.io_error = exc
+                        self.reput_offset = mf.start_offset + pos
+                        return count
+                    self.io_error = None
                     pos += size
                     count += 1
                 new_offset = mf.start_offset + pos

@@ -45,6 +45,7 @@ from rocketstore.message.record import (
     store_timestamp_position,
 )
 from rocketstore.store.checkpoint import Checkpoint
+from rocketstore.store.cleanup import Cleaner, CleanReport
 from rocketstore.store.commitlog import AppendError, CommitLog
 from rocketstore.store.config import BrokerRole, StoreConfig
 from rocketstore.store.consume_queue import ConsumeQueue, ConsumeQueueTable
@@ -179,6 +180,11 @@ class MessageStore:
             self._dispatcher.reput_offset = max(self._queues.max_physic_offset(), self._commitlog.min_offset)
             self._dispatcher.dispatch_available()
             self._rebuild_queue_offsets()
+            self._cleaner = Cleaner(self._commitlog, self._queues, self._index,
+                                    file_reserved_time_h=cfg.file_reserved_time_h, delete_when=cfg.delete_when,
+                                    disk_max_used_space_ratio=cfg.disk_max_used_space_ratio,
+                                    clean_file_forcibly_enable=cfg.clean_file_forcibly_enable)
+            self._commitlog.segment_guard = self._segment_guard
         except BaseException:
             self._close_files(clean=False)
             raise
@@ -213,6 +219,21 @@ class MessageStore:
         self._dispatch_thread = threading.Thread(target=self._dispatch_loop, name="rocketstore-dispatch",
                                                  daemon=True)
         self._dispatch_thread.start()
+        self._clean_thread = threading.Thread(target=self._clean_loop, name="rocketstore-clean", daemon=True)
+        self._clean_thread.start()
+
+    def _clean_loop(self) -> None:
+        interval_s = self.config.clean_resource_interval_ms / 1000
+        next_clean = time.monotonic() + max(interval_s, 60.0)  # RocketMQ's first clean-up runs after 60 s
+        while not self._threads_stop.wait(min(interval_s, 10.0)):
+            self._cleaner.check_disk()
+            self._update_refuse_writes()
+            if time.monotonic() >= next_clean:
+                next_clean = time.monotonic() + interval_s
+                try:
+                    self._cleaner.run()
+                except OSError as exc:
+                    self._fence(exc)
 
     def _dispatch_bound(self) -> int:
         gc = self._group_commit
@@ -221,9 +242,13 @@ class MessageStore:
 
     def _dispatch_loop(self) -> None:
         stop = self._threads_stop
+        dispatcher = self._dispatcher
         while not stop.is_set():
-            if self._dispatcher.dispatch_available(self._dispatch_bound()) == 0:
-                stop.wait(0.001)
+            failing = dispatcher.io_error is not None
+            if dispatcher.dispatch_available(self._dispatch_bound()) == 0:
+                stop.wait(0.001 if dispatcher.io_error is None else 0.5)
+            if failing != (dispatcher.io_error is not None):
+                self._update_refuse_writes()
 
     def _sync_commit_log(self) -> int:
         end = self._commitlog.max_offset
@@ -253,10 +278,21 @@ class MessageStore:
         self._fenced = f"{type(exc).__name__}: {exc}"
         self._refuse_writes = True
 
+    def _segment_guard(self) -> str | None:
+        self._cleaner.check_disk()
+        self._update_refuse_writes()
+        return "SERVICE_NOT_AVAILABLE" if self._cleaner.disk_full else None
+
+    def _update_refuse_writes(self) -> None:
+        self._refuse_writes = (self._closed or not self._writable or self._fenced is not None
+                               or self.config.broker_role == BrokerRole.SLAVE or self._cleaner.disk_full
+                               or self._dispatcher.io_error is not None)
+
     # --- writing --------------------------------------------------------------------------------------------
 
     def _write_gate(self) -> PutMessageStatus | None:
-        if self._closed or not self._writable or self._fenced is not None:
+        if (self._closed or not self._writable or self._fenced is not None or self._cleaner.disk_full
+                or self._dispatcher.io_error is not None):
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self.config.broker_role == BrokerRole.SLAVE:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
@@ -605,6 +641,15 @@ class MessageStore:
     def dispatch_behind_bytes(self) -> int:
         return self._dispatcher.behind_bytes
 
+    def delete_expired_files(self, *, force: bool = False, now_ms: int | None = None) -> CleanReport:
+        """One retention pass now (the background thread runs one every cleanResourceInterval)."""
+        self._check_open()
+        if not self._writable:
+            raise StoreClosedError() if self._closed else PermissionError("a read-only store deletes nothing")
+        report = self._cleaner.run(force=force, now_ms=now_ms)
+        self._update_refuse_writes()
+        return report
+
     @property
     def fenced(self) -> str | None:
         """Why the store refuses writes after a failed write or sync, or None."""
@@ -636,6 +681,7 @@ class MessageStore:
         self._threads_stop.set()
         if self._dispatch_thread is not None:
             self._dispatch_thread.join()
+            self._clean_thread.join()
         if self._flusher is not None:
             self._flusher.stop()
         clean = False

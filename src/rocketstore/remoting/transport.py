@@ -1,0 +1,463 @@
+"""The asyncio side of remoting: connections, a server and a client connection pool.
+
+Owns sockets and the event loop; everything about bytes is codec.py's.  A :class:`Connection` is symmetric:
+it answers requests with an async handler (a server connection, or a client that a broker calls back with
+NOTIFY_CONSUMER_IDS_CHANGED) and matches responses to its own requests by ``opaque`` through a dict of
+opaque -> Future.  Every await has a deadline, every write is followed by a drain, and closing fails every
+pending request with :class:`ConnectionClosedError` chained to the cause.
+
+Server rules (as a 4.9.3 broker behaves): an unknown request code is answered REQUEST_CODE_NOT_SUPPORTED,
+a oneway request gets no answer, a handler exception becomes SYSTEM_ERROR, a frame over the limit or any
+undecodable frame closes the connection, connections idle for ``idle_timeout_s`` (120 s) are closed, and at
+most ``max_in_flight`` requests per connection run at once (reading pauses until one finishes).
+
+Responses to JSON requests are JSON with every extFields value a string (RemotingCommand.make_response and
+the codec see to it) because the C++ client ignores non-string values.
+
+Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  Thread-safety: a Connection and a
+RemotingServer belong to the loop that created them; call them from that loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, TypeVar
+
+from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
+from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command
+from rocketstore.remoting.codes import ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import HeaderFieldError
+
+__all__ = [
+    "Connection",
+    "RequestHandler",
+    "RequestRouter",
+    "RemotingServer",
+    "ConnectionPool",
+    "connect",
+    "new_event_loop",
+    "run",
+    "split_address",
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "DEFAULT_MAX_IN_FLIGHT",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT_S = 120.0
+#: Long-polled pulls stay in flight for up to 15 s each; a C++ push consumer keeps one per assigned queue.
+DEFAULT_MAX_IN_FLIGHT = 1024
+DEFAULT_CONNECT_TIMEOUT_S = 3.0
+
+#: ``await handler(connection, request)`` -> the response, or None to send nothing.
+RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
+
+T = TypeVar("T")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop loop when uvloop is installed, else the standard one."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()  # type: ignore[no-any-return]
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` on :func:`new_event_loop`."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ProtocolError-free ValueError on junk."""
+    text = address.strip()
+    if text.startswith("["):
+        end = text.index("]")
+        host, port_text = text[1:end], text[end + 2 :]
+    else:
+        host, _, port_text = text.rpartition(":")
+    if not host or not port_text.isdigit():
+        raise ValueError(f"address {address!r} is not host:port")
+    return host, int(port_text)
+
+
+class Connection(asyncio.Protocol):
+    """One remoting connection (either side).  Loop-bound; not thread-safe."""
+
+    def __init__(self, handler: RequestHandler | None = None, *, max_frame_bytes: int = MAX_FRAME_BYTES,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+                 on_close: Callable[[Connection], None] | None = None) -> None:
+        self._handler = handler
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._max_in_flight = max(1, max_in_flight)
+        self._on_close = on_close
+        self._transport: asyncio.Transport | None = None
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._opaques = itertools.count(1)
+        self._in_flight = 0
+        self._reading_paused = False
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._closed = False
+        self._close_cause: BaseException | None = None
+        self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: (host, port) of the other side, '' / 0 before connection_made
+        self.peer: tuple[str, int] = ("", 0)
+        self.local: tuple[str, int] = ("", 0)
+        self.last_active_s = time.monotonic()
+        #: free slots for the layer above (a broker keeps the client id, language and version here)
+        self.attributes: dict[str, object] = {}
+
+    # --- asyncio.Protocol ---------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.peer = (str(peer[0]), int(peer[1]))
+        sock = transport.get_extra_info("sockname")
+        if isinstance(sock, tuple) and len(sock) >= 2:
+            self.local = (str(sock[0]), int(sock[1]))
+        self.last_active_s = time.monotonic()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active_s = time.monotonic()
+        decoder = self._decoder
+        decoder.feed(data)
+        while not self._closed:
+            try:
+                command = decoder.next_command()
+            except ProtocolError as exc:
+                log.warning("closing %s: %s", self.peer_address, exc)
+                self.close(exc)
+                return
+            if command is None:
+                return
+            if command.is_response:
+                future = self._pending.pop(command.opaque, None)
+                if future is not None and not future.done():
+                    future.set_result(command)
+                continue
+            self._start_request(command)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        cause = self._close_cause or exc
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                error = ConnectionClosedError(f"connection to {self.peer_address} closed")
+                error.__cause__ = cause
+                future.set_exception(error)
+        self._can_write.set()
+        if not self._lost.done():
+            self._lost.set_result(None)
+        if self._on_close is not None:
+            try:
+                self._on_close(self)
+            except Exception:  # a buggy listener must not break the loop's bookkeeping
+                log.exception("on_close listener failed for %s", self.peer_address)
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # --- serving requests ---------------------------------------------------------------------------
+
+    def _start_request(self, request: RemotingCommand) -> None:
+        if self._handler is None:
+            if not request.is_oneway:
+                self._write(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                  remark=f" request type {request.code} not supported"))
+            return
+        self._in_flight += 1
+        if self._in_flight >= self._max_in_flight and not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        task = asyncio.get_running_loop().create_task(self._serve(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, request: RemotingCommand) -> None:
+        assert self._handler is not None
+        try:
+            try:
+                response = await self._handler(self, request)
+            except (HeaderFieldError, RemotingError) as exc:
+                response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("request code %s from %s failed", request.code, self.peer_address)
+                response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+            if response is not None and not request.is_oneway and not self._closed:
+                if response.opaque != request.opaque or not response.is_response:
+                    raise ProtocolError("a handler returned a response that does not answer its request")
+                await self.send(response)
+        except ConnectionClosedError:
+            pass
+        finally:
+            self._in_flight -= 1
+            if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
+                self._reading_paused = False
+                if not self._closed:
+                    self._transport.resume_reading()
+
+    # --- writing ------------------------------------------------------------------------------------
+
+    def _write(self, command: RemotingCommand) -> None:
+        if self._closed or self._transport is None or self._transport.is_closing():
+            error = ConnectionClosedError(f"connection to {self.peer_address} is closed")
+            raise error from self._close_cause
+        self._transport.write(encode_command(command))
+        self.last_active_s = time.monotonic()
+
+    async def _drain(self, timeout_s: float) -> None:
+        if self._can_write.is_set():
+            return
+        try:
+            await asyncio.wait_for(self._can_write.wait(), timeout_s)
+        except TimeoutError as exc:
+            raise RequestTimeoutError(f"{self.peer_address} did not read for {timeout_s} s") from exc
+        if self._closed:
+            raise ConnectionClosedError(f"connection to {self.peer_address} closed") from self._close_cause
+
+    async def send(self, command: RemotingCommand, timeout_s: float = 30.0) -> None:
+        """Write one command as it is (a response, or a request with its opaque set) and drain."""
+        self._write(command)
+        await self._drain(timeout_s)
+
+    async def request(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        """Send a request and await its response; RequestTimeoutError after *timeout_s*."""
+        opaque = self._next_opaque()
+        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[opaque] = future
+        deadline = time.monotonic() + timeout_s
+        try:
+            await self.send(command.with_opaque(opaque), timeout_s)
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                return await asyncio.wait_for(future, remaining)
+            except TimeoutError as exc:
+                raise RequestTimeoutError(
+                    f"no response from {self.peer_address} to request code {command.code} "
+                    f"within {timeout_s} s") from exc
+        finally:
+            self._pending.pop(opaque, None)
+
+    async def oneway(self, command: RemotingCommand, timeout_s: float = 5.0) -> None:
+        """Send a request flagged oneway; nothing comes back."""
+        if not command.is_oneway:
+            command = RemotingCommand.request(command.code, command.ext_fields, command.body, oneway=True,
+                                              remark=command.remark, language=command.language,
+                                              version=command.version, serialize_type=command.serialize_type)
+        await self.send(command.with_opaque(self._next_opaque()), timeout_s)
+
+    def _next_opaque(self) -> int:
+        opaque = next(self._opaques)
+        if opaque >= 0x7FFFFFFF:
+            self._opaques = itertools.count(1)
+            opaque = next(self._opaques)
+        return opaque
+
+    # --- state --------------------------------------------------------------------------------------
+
+    @property
+    def peer_address(self) -> str:
+        host, port = self.peer
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed or self._transport is None or self._transport.is_closing()
+
+    @property
+    def in_flight_count(self) -> int:
+        return self._in_flight
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def close(self, cause: BaseException | None = None) -> None:
+        """Close now; pending requests fail with ConnectionClosedError chained to *cause*."""
+        if self._close_cause is None:
+            self._close_cause = cause
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+        elif self._transport is None:
+            self.connection_lost(None)
+
+    async def wait_closed(self, timeout_s: float = 5.0) -> None:
+        try:
+            await asyncio.wait_for(asyncio.shield(self._lost), timeout_s)
+        except TimeoutError:
+            if self._transport is not None:
+                self._transport.abort()
+
+    async def aclose(self, timeout_s: float = 5.0) -> None:
+        self.close()
+        await self.wait_closed(timeout_s)
+        for task in list(self._tasks):
+            task.cancel()
+
+
+class RequestRouter:
+    """Dispatch by request code; unknown codes get REQUEST_CODE_NOT_SUPPORTED as a 4.9.3 broker answers."""
+
+    def __init__(self, handlers: Mapping[int, RequestHandler] | None = None) -> None:
+        self.handlers: dict[int, RequestHandler] = dict(handlers or {})
+
+    def add(self, code: int, handler: RequestHandler) -> None:
+        self.handlers[int(code)] = handler
+
+    async def __call__(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                         remark=f" request type {request.code} not supported")
+        return await handler(connection, request)
+
+
+class RemotingServer:
+    """A listening socket whose connections feed one request handler.  Loop-bound."""
+
+    def __init__(self, handler: RequestHandler, *, max_frame_bytes: int = MAX_FRAME_BYTES,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+                 on_connection_closed: Callable[[Connection], None] | None = None) -> None:
+        self._handler = handler
+        self._max_frame_bytes = max_frame_bytes
+        self._max_in_flight = max_in_flight
+        self.idle_timeout_s = idle_timeout_s
+        self._on_connection_closed = on_connection_closed
+        self._server: asyncio.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+        self.connections: set[Connection] = set()
+        self.host = ""
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0, *, start_serving: bool = True) -> None:
+        """Bind (port 0 picks a free port, see :attr:`port`); accept connections now or at
+        :meth:`start_serving`."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
+                                                start_serving=start_serving)
+        sockname = self._server.sockets[0].getsockname()
+        self.host, self.port = str(sockname[0]), int(sockname[1])
+        self._idle_task = loop.create_task(self._close_idle())
+
+    async def start_serving(self) -> None:
+        assert self._server is not None, "start() first"
+        await self._server.start_serving()
+
+    def _new_connection(self) -> Connection:
+        connection = Connection(self._handler, max_frame_bytes=self._max_frame_bytes,
+                                max_in_flight=self._max_in_flight, on_close=self._connection_closed)
+        self.connections.add(connection)
+        return connection
+
+    def _connection_closed(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        if self._on_connection_closed is not None:
+            self._on_connection_closed(connection)
+
+    async def _close_idle(self) -> None:
+        interval_s = max(0.05, min(10.0, self.idle_timeout_s / 4))
+        while True:
+            await asyncio.sleep(interval_s)
+            now = time.monotonic()
+            for connection in list(self.connections):
+                if now - connection.last_active_s > self.idle_timeout_s:
+                    log.info("closing idle connection %s", connection.peer_address)
+                    connection.close(ConnectionClosedError("idle"))
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Stop listening and close every connection."""
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        if self._server is not None:
+            self._server.close()
+        connections = list(self.connections)
+        for connection in connections:
+            connection.close(ConnectionClosedError("server closing"))
+        for connection in connections:
+            await connection.aclose(timeout_s)
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), timeout_s)
+            except TimeoutError:
+                log.warning("server %s did not close within %s s", self.address, timeout_s)
+            self._server = None
+
+
+async def connect(address: str, *, handler: RequestHandler | None = None,
+                  timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, max_frame_bytes: int = MAX_FRAME_BYTES,
+                  on_close: Callable[[Connection], None] | None = None) -> Connection:
+    """Open a client connection to ``host:port``; ConnectionClosedError if it cannot be made in time."""
+    host, port = split_address(address)
+    loop = asyncio.get_running_loop()
+    try:
+        _, protocol = await asyncio.wait_for(
+            loop.create_connection(lambda: Connection(handler, max_frame_bytes=max_frame_bytes, on_close=on_close),
+                                   host, port), timeout_s)
+    except TimeoutError as exc:
+        raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
+    except OSError as exc:
+        raise ConnectionClosedError(f"cannot connect to {address}: {exc}") from exc
+    return protocol
+
+
+class ConnectionPool:
+    """One live client connection per address, (re)opened on demand.  Loop-bound."""
+
+    def __init__(self, *, handler: RequestHandler | None = None,
+                 connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+        self._handler = handler
+        self._connect_timeout_s = connect_timeout_s
+        self._connections: dict[str, Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    async def get(self, address: str) -> Connection:
+        if self._closed:
+            raise ConnectionClosedError("the connection pool is closed")
+        connection = self._connections.get(address)
+        if connection is not None and not connection.is_closed:
+            return connection
+        lock = self._locks.setdefault(address, asyncio.Lock())
+        async with lock:
+            connection = self._connections.get(address)
+            if connection is None or connection.is_closed:
+                connection = await connect(address, handler=self._handler, timeout_s=self._connect_timeout_s)
+                self._connections[address] = connection
+            return connection
+
+    async def request(self, address: str, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        connection = await self.get(address)
+        return await connection.request(command, timeout_s)
+
+    async def oneway(self, address: str, command: RemotingCommand, timeout_s: float = 5.0) -> None:
+        connection = await self.get(address)
+        await connection.oneway(command, timeout_s)
+
+    async def close(self) -> None:
+        self._closed = True
+        connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            await connection.aclose()

@@ -1,0 +1,126 @@
+"""Retention: delete expired commitlog segments, then the consume-queue and index files they orphan.
+
+RocketMQ's rules: deletion is attempted when the local hour is in ``deleteWhen``, when disk use passes
+``diskMaxUsedSpaceRatio``, or on request.  Segments (never the last) are eligible from the oldest while
+their age passes ``fileReservedTime`` hours, or all of them when disk use passes the force ratio (0.85);
+at most 10 per run.  Above 0.90 the store also refuses writes (disk full) until space comes back.
+
+Age is not taken from the wall clock alone: a file counts as old only if it is old by its mtime AND by
+the monotonic clock since it was first seen (plus the age it already had then), so a wall clock that
+jumps forward never deletes data early.
+
+Imports store pieces, never the facade.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rocketstore.store.commitlog import CommitLog
+from rocketstore.store.consume_queue import ConsumeQueueTable
+from rocketstore.store.index_file import IndexService
+
+__all__ = ["Cleaner", "CleanReport", "disk_usage_ratio", "FORCE_CLEAN_RATIO", "DISK_FULL_RATIO"]
+
+log = logging.getLogger(__name__)
+
+FORCE_CLEAN_RATIO = 0.85
+DISK_FULL_RATIO = 0.90
+_MAX_FILES_PER_RUN = 10
+
+
+def disk_usage_ratio(path: str) -> float:
+    """Used / (used + available) of the file system holding *path*, rounded up to whole percent; -1 if unknown."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    avail = st.f_bavail * st.f_frsize
+    used = total - st.f_bfree * st.f_frsize
+    if used + avail <= 0:
+        return -1.0
+    return math.ceil(used * 100 / (used + avail)) / 100
+
+
+@dataclass(frozen=True, slots=True)
+class CleanReport:
+    reason: str | None
+    commit_log_files_deleted: int
+    consume_queue_files_deleted: int
+    index_files_deleted: int
+    disk_usage_ratio: float
+    disk_full: bool
+
+
+class Cleaner:
+    def __init__(self, commitlog: CommitLog, queues: ConsumeQueueTable, index: IndexService | None, *,
+                 file_reserved_time_h: int, delete_when: str, disk_max_used_space_ratio: int,
+                 clean_file_forcibly_enable: bool, usage: Callable[[str], float] = disk_usage_ratio) -> None:
+        self.commitlog = commitlog
+        self.queues = queues
+        self.index = index
+        self.reserved_ms = file_reserved_time_h * 3_600_000
+        self.delete_hours = {int(h) for h in delete_when.split(";") if h.strip().isdigit()}
+        self.max_used_ratio = min(95, max(10, disk_max_used_space_ratio)) / 100
+        self.forcibly = clean_file_forcibly_enable
+        self.usage = usage
+        self.disk_full = False
+        self._seen: dict[str, tuple[float, int]] = {}  # path -> (monotonic when first seen, age then in ms)
+        self._last_min_offset = commitlog.min_offset
+
+    def _age_ms(self, path: str, mtime_ms: int, now_ms: int) -> int:
+        wall_age = now_ms - mtime_ms
+        seen = self._seen.get(path)
+        if seen is None:
+            self._seen[path] = seen = (time.monotonic(), max(0, wall_age))
+        mono_age = int((time.monotonic() - seen[0]) * 1000) + seen[1]
+        return min(wall_age, mono_age)
+
+    def check_disk(self) -> float:
+        ratio = self.usage(self.commitlog.files.directory)
+        self.disk_full = ratio > DISK_FULL_RATIO
+        return ratio
+
+    def run(self, *, force: bool = False, now_ms: int | None = None, local_hour: int | None = None) -> CleanReport:
+        """One clean-up pass (RocketMQ runs one every cleanResourceInterval)."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        hour = time.localtime(now / 1000).tm_hour if local_hour is None else local_hour
+        ratio = self.check_disk()
+        reason = None
+        if force:
+            reason = "manual"
+        elif ratio < 0 or ratio > self.max_used_ratio:
+            reason = "disk space"
+        elif hour in self.delete_hours:
+            reason = "time"
+        clean_now = self.forcibly and (ratio > FORCE_CLEAN_RATIO or ratio < 0)
+        deleted = 0
+        if reason is not None:
+            files = self.commitlog.files.files
+            count = 0
+            for mf in files[:-1]:
+                if count >= _MAX_FILES_PER_RUN:
+                    break
+                if clean_now or self._age_ms(mf.path, mf.last_modified_ms(), now) >= self.reserved_ms:
+                    count += 1
+                else:
+                    break
+            if count:
+                deleted = len(self.commitlog.files.delete_first(count))
+                log.info("retention: deleted %d commitlog segment(s) (%s)", deleted, reason)
+        cq_deleted = idx_deleted = 0
+        min_offset = self.commitlog.min_offset
+        if min_offset > self._last_min_offset:
+            for cq in self.queues:
+                cq_deleted += cq.delete_expired(min_offset)
+                cq.correct_min_offset(min_offset)
+            if self.index is not None:
+                idx_deleted = self.index.delete_expired(min_offset)
+            self._last_min_offset = min_offset
+        return CleanReport(reason, deleted, cq_deleted, idx_deleted, ratio, self.disk_full)
