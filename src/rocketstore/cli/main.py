@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args))
-    except RocketStoreError as exc:
+    except (RocketStoreError, OSError) as exc:  # a broken store or an unreadable path, not a bug: no traceback
         print(f"rocketstore: error: {exc}", file=sys.stderr)
         return 2
 

@@ -26,7 +26,7 @@ from rocketstore.store.message_store import MessageStore
 from rocketstore.store.recovery import RecoveryReport
 from rocketstore.store.verify import VerifyReport, verify_store
 
-__all__ = ["register", "store_config_from_args", "detect_segment_bytes"]
+__all__ = ["ProgressBar", "detect_segment_bytes", "format_verify_report", "register", "store_config_from_args"]
 
 _GEOMETRY_PROPERTIES = {
     "segment_bytes": "mappedFileSizeCommitLog",
@@ -165,11 +165,11 @@ def format_verify_report(directory: str, report: VerifyReport) -> str:
     p = report.recovery_preview
     lines = [
         f"store {directory}",
-        f"  commitlog:        [{report.commit_log_min_offset}, {report.commit_log_max_offset}), "
-        f"{report.record_count} records, {report.blank_count} end-of-file blanks",
+        (f"  commitlog:        [{report.commit_log_min_offset}, {report.commit_log_max_offset}), "
+         f"{report.record_count} records, {report.blank_count} end-of-file blanks"),
         f"  consume queues:   {report.queue_count} queues, {report.cq_entry_count} entries checked",
-        f"  index:            " + (f"{report.index_key_count} keys checked" if report.index_checked
-                                   else "disabled, not checked"),
+        "  index:            " + (f"{report.index_key_count} keys checked" if report.index_checked
+                                  else "disabled, not checked"),
         "recovery at open (nothing written to disk):",
         *_recovery_lines(p.abnormal, p.start_segment, p.valid_end, p.truncated_bytes, p.records_checked, p.reason),
     ]
@@ -225,7 +225,7 @@ class ProgressBar:
 
     def finish(self) -> None:
         self._render()
-        self.stream.write("\n")
+        self.stream.write(" done\n")
         self.stream.flush()
 
 

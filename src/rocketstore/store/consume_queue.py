@@ -74,10 +74,10 @@ class ConsumeQueue:
             if until:
                 mf.append(_PRE_BLANK * (until // CQ_ENTRY_BYTES))
             mf.flushed = mf.wrote
+        current = mf.start_offset + mf.wrote
+        if expect < current:
+            return True  # built already (RocketMQ checks this for every entry but the first; so do we, for all)
         if queue_offset != 0:
-            current = mf.start_offset + mf.wrote
-            if expect < current:
-                return True
             if expect != current:
                 # RocketMQ logs "[BUG]" and appends anyway, misplacing every later entry; we refuse.
                 return False
@@ -164,7 +164,7 @@ class ConsumeQueue:
                 return
             arr = np.frombuffer(mf.read(0, mf.wrote), dtype=CQ_DTYPE)
             bad = np.flatnonzero((arr["offset"] >= commit_log_offset) & (arr["size"] != PRE_BLANK_SIZE))
-            if len(bad) and bad[0] == 0:
+            if len(arr) == 0 or (len(bad) and bad[0] == 0):
                 self.files.delete_last()
                 continue
             cut = int(bad[0]) if len(bad) else len(arr)

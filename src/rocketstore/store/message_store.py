@@ -208,14 +208,15 @@ class MessageStore:
         if cfg.is_sync_flush:
             self._group_commit = GroupCommit(self._sync_commit_log, self._fence)
             self._group_commit.start(self._commitlog.max_offset)
-        else:
-            self._flusher = AsyncFlusher(
-                interval_s=cfg.flush_interval_commit_log_ms / 1000, commit_log_step=self._flush_commit_log_step,
-                queues_step=self._flush_queues_step,
-                thorough_commit_log_s=cfg.flush_commit_log_thorough_interval_ms / 1000,
-                queues_interval_s=cfg.flush_interval_consume_queue_ms / 1000,
-                thorough_queues_s=cfg.flush_consume_queue_thorough_interval_ms / 1000, on_failure=self._fence)
-            self._flusher.start()
+        # Consume queues and the checkpoint are flushed on their own schedule in both modes; in sync-flush
+        # mode the commitlog step has nothing left to do but move the checkpoint's physic timestamp.
+        self._flusher = AsyncFlusher(
+            interval_s=cfg.flush_interval_commit_log_ms / 1000, commit_log_step=self._flush_commit_log_step,
+            queues_step=self._flush_queues_step,
+            thorough_commit_log_s=cfg.flush_commit_log_thorough_interval_ms / 1000,
+            queues_interval_s=cfg.flush_interval_consume_queue_ms / 1000,
+            thorough_queues_s=cfg.flush_consume_queue_thorough_interval_ms / 1000, on_failure=self._fence)
+        self._flusher.start()
         self._dispatch_thread = threading.Thread(target=self._dispatch_loop, name="rocketstore-dispatch",
                                                  daemon=True)
         self._dispatch_thread.start()
@@ -259,6 +260,8 @@ class MessageStore:
         return end
 
     def _flush_commit_log_step(self, thorough: bool) -> None:
+        if self._group_commit is not None:
+            return  # group commit keeps the commitlog durable and the physic timestamp current
         ts = self._commitlog.last_store_timestamp
         self._commitlog.flush(0 if thorough else self.config.flush_commit_log_least_pages)
         if thorough and ts:

@@ -145,6 +145,14 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
                 start = i
                 break
 
+        # Entries for records from the start segment on are rebuilt from the commitlog: they may have been
+        # written back only in part (a torn page can leave an entry with a plausible but wrong size).
+        # Entries before it were durable when the checkpoint was written.
+        rebuild_from = files[start].start_offset
+        for cq in queues:
+            if cq.max_physic_offset > rebuild_from:
+                cq.truncate_dirty(rebuild_from)
+
         def on_record(mf: MappedFile, pos: int, size: int) -> None:
             dispatcher.dispatch_record(mf.start_offset + pos, mf.buffer, pos)
 

@@ -25,8 +25,10 @@ Same package as the facade, so it reads the commitlog, queues and index directly
 from __future__ import annotations
 
 import zlib
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -132,14 +134,14 @@ class _Collector:
 
 @dataclass(slots=True)
 class _Records:
-    """Every MESSAGE record of the commitlog, column-wise (numpy arrays once frozen)."""
+    """Every MESSAGE record of the commitlog, column-wise (compact arrays, handed to numpy as they are)."""
 
-    offsets: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    queue_ids: list[int] = field(default_factory=list)  # index into ``queues``
-    queue_offsets: list[int] = field(default_factory=list)
-    tags_codes: list[int] = field(default_factory=list)
-    dispatchable: list[bool] = field(default_factory=list)
+    offsets: array = field(default_factory=lambda: array("q"))
+    sizes: array = field(default_factory=lambda: array("q"))
+    queue_ids: array = field(default_factory=lambda: array("q"))  # numbers given by ``queues``
+    queue_offsets: array = field(default_factory=lambda: array("q"))
+    tags_codes: array = field(default_factory=lambda: array("q"))
+    dispatchable: array = field(default_factory=lambda: array("b"))
     queues: dict[tuple[str, int], int] = field(default_factory=dict)
     #: (topic, key) -> commitlog offsets of the records indexed under it
     keys: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
@@ -149,9 +151,9 @@ def _where_record(offset: int) -> str:
     return f"commitlog@{offset}"
 
 
-def _body_span(buf: object, pos: int, sys_flag: int) -> tuple[int, int]:
+def _body_span(buf: bytes, pos: int, sys_flag: int) -> tuple[int, int]:
     header = header_layout(bool(sys_flag & SysFlag.BORNHOST_V6), bool(sys_flag & SysFlag.STOREHOST_V6))
-    body_len = int.from_bytes(buf[pos + header.size - 4 : pos + header.size], "big", signed=True)  # type: ignore[index]
+    body_len = int.from_bytes(buf[pos + header.size - 4 : pos + header.size], "big", signed=True)
     return pos + header.size, body_len
 
 
@@ -163,7 +165,8 @@ def _walk_commitlog(store: MessageStore, out: _Collector) -> tuple[_Records, int
     blanks = 0
     files = commitlog.files.files
     for n, mf in enumerate(files):
-        buf = mf.buffer
+        # an mmap is a buffer; decode_record's annotation does not list it yet
+        buf = cast(bytes, mf.buffer)
         limit = min(mf.wrote, end - mf.start_offset, mf.size_bytes)
         is_last = n == len(files) - 1
         pos = 0
@@ -230,23 +233,26 @@ def _walk_commitlog(store: MessageStore, out: _Collector) -> tuple[_Records, int
 def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple[int, int]:
     commitlog_min = store._commitlog.min_offset
     commitlog_end = store._commitlog.max_offset
-    rec_offsets = np.asarray(recs.offsets, dtype=np.int64)
-    rec_sizes = np.asarray(recs.sizes, dtype=np.int64)
-    rec_queue = np.asarray(recs.queue_ids, dtype=np.int64)
-    rec_qoff = np.asarray(recs.queue_offsets, dtype=np.int64)
-    rec_tags = np.asarray(recs.tags_codes, dtype=np.int64)
-    rec_disp = np.asarray(recs.dispatchable, dtype=bool)
+    rec_offsets = np.frombuffer(recs.offsets, dtype=np.int64)
+    rec_sizes = np.frombuffer(recs.sizes, dtype=np.int64)
+    rec_queue = np.frombuffer(recs.queue_ids, dtype=np.int64)
+    rec_qoff = np.frombuffer(recs.queue_offsets, dtype=np.int64)
+    rec_tags = np.frombuffer(recs.tags_codes, dtype=np.int64)
+    rec_disp = np.frombuffer(recs.dispatchable, dtype=np.int8).astype(bool)
     names = {v: k for k, v in recs.queues.items()}
+    # dispatchable records grouped by queue, in commitlog order within each group
+    disp_idx = np.flatnonzero(rec_disp)
+    order = disp_idx[np.argsort(rec_queue[disp_idx], kind="stable")]
+    groups = np.split(order, np.flatnonzero(np.diff(rec_queue[order])) + 1) if len(order) else []
+    by_queue = {int(rec_queue[g[0]]): g for g in groups}
     entries_checked = 0
     queue_count = 0
-    seen_queues: set[int] = set()
 
     for cq in store._queues:
         queue_count += 1
         topic, queue_id = cq.topic, cq.queue_id
         where = f"consumequeue/{topic}/{queue_id}"
         qid = recs.queues.get((topic, queue_id), -1)
-        seen_queues.add(qid)
         arr = cq.all_entries()
         base = cq.first_queue_offset_on_disk
         n = len(arr)
@@ -255,20 +261,17 @@ def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple
         tags = arr["tags_code"].astype(np.int64)
         qoffs = np.arange(base, base + n, dtype=np.int64)
         fill = size == PRE_BLANK_SIZE
-        real = ~fill
         # Fill entries only lead the first segment; after the first real entry every slot is real.
-        first_real = int(np.argmax(real)) if real.any() else n
-        misplaced = np.flatnonzero(fill[first_real:]) + first_real
-        for i in misplaced[:50].tolist():
+        first_real = int(np.argmax(~fill)) if n and not fill.all() else n
+        for i in (np.flatnonzero(fill[first_real:]) + first_real).tolist():
             out.add(ProblemKind.CQ_HOLE, f"{where}#{base + i}", "pre-blank fill entry after real entries")
-        live = real & (qoffs >= cq.min_offset)
-        # entries of deleted commitlog segments are expired, not wrong
-        live &= phy >= commitlog_min
+        live = ~fill & (qoffs >= cq.min_offset)
         empty = live & ((phy < 0) | (size <= 0))
-        for i in np.flatnonzero(empty)[:50].tolist():
+        for i in np.flatnonzero(empty).tolist():
             out.add(ProblemKind.CQ_HOLE, f"{where}#{base + i}",
                     f"empty entry (offset {int(phy[i])}, size {int(size[i])}) inside the queue")
-        live &= ~empty
+        # entries whose commitlog segment was deleted are expired, not wrong
+        live &= ~empty & (phy >= commitlog_min)
         entries_checked += int(live.sum())
 
         past = live & (phy + size > commitlog_end)
@@ -280,13 +283,14 @@ def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple
         idx = np.flatnonzero(live)
         if len(idx):
             pos = np.searchsorted(rec_offsets, phy[idx])
-            pos_clip = np.minimum(pos, max(len(rec_offsets) - 1, 0))
-            found = (pos < len(rec_offsets)) & (rec_offsets[pos_clip] == phy[idx]) if len(rec_offsets) else \
-                np.zeros(len(idx), dtype=bool)
+            r = np.minimum(pos, max(len(rec_offsets) - 1, 0))
+            found = pos < len(rec_offsets)
+            if len(rec_offsets):
+                found &= rec_offsets[r] == phy[idx]
             for i in idx[~found].tolist():
                 out.add(ProblemKind.CQ_NOT_RECORD_START, f"{where}#{base + i}",
                         f"commitlog offset {int(phy[i])} is not the start of a record")
-            idx, r = idx[found], pos_clip[found]
+            idx, r = idx[found], r[found]
             checks = (
                 (ProblemKind.CQ_SIZE_MISMATCH, rec_sizes[r] != size[idx], "size {e} but the record has {r}",
                  size, rec_sizes),
@@ -299,51 +303,52 @@ def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple
                 for j in np.flatnonzero(bad).tolist():
                     i, k = int(idx[j]), int(r[j])
                     out.add(kind, f"{where}#{base + i}", text.format(e=int(entry_vals[i]), r=int(rec_vals[k])))
-            wrong_queue = rec_queue[r] != qid
-            for j in np.flatnonzero(wrong_queue).tolist():
+            for j in np.flatnonzero(rec_queue[r] != qid).tolist():
                 i, k = int(idx[j]), int(r[j])
                 t, q = names[int(rec_queue[k])]
                 out.add(ProblemKind.CQ_QUEUE_MISMATCH, f"{where}#{base + i}",
                         f"points at commitlog {int(phy[i])}, a record of {t}/{q}")
-            not_disp = ~rec_disp[r]
-            for j in np.flatnonzero(not_disp).tolist():
+            for j in np.flatnonzero(~rec_disp[r]).tolist():
                 i = int(idx[j])
                 out.add(ProblemKind.CQ_NOT_DISPATCHABLE, f"{where}#{base + i}",
                         f"points at commitlog {int(phy[i])}, a PREPARED or ROLLBACK record")
             uniq, counts = np.unique(phy[idx], return_counts=True)
-            for dup in uniq[counts > 1].tolist():
-                out.add(ProblemKind.CQ_DUPLICATE_ENTRY, where,
-                        f"{int(counts[uniq == dup][0])} entries point at commitlog {dup}")
+            for offset, count in zip(uniq[counts > 1].tolist(), counts[counts > 1].tolist()):
+                out.add(ProblemKind.CQ_DUPLICATE_ENTRY, where, f"{count} entries point at commitlog {offset}")
 
-        # every dispatchable record of this queue has its entry
-        mine = np.flatnonzero((rec_queue == qid) & rec_disp) if qid >= 0 else np.zeros(0, dtype=np.int64)
-        if len(mine):
-            qo = rec_qoff[mine]
-            rel = qo - base
-            inside = (rel >= 0) & (rel < n)
-            rel_clip = np.clip(rel, 0, max(n - 1, 0))
-            has = inside & (phy[rel_clip] == rec_offsets[mine]) if n else np.zeros(len(mine), dtype=bool)
-            for j in np.flatnonzero(~has).tolist():
-                k = int(mine[j])
-                out.add(ProblemKind.RECORD_NOT_IN_CQ, _where_record(int(rec_offsets[k])),
-                        f"{topic}/{queue_id} queue offset {int(qo[j])} has no entry pointing at this record")
-            order = np.sort(qo)
-            diffs = np.diff(order)
-            for v in order[1:][diffs == 0].tolist():
-                out.add(ProblemKind.QUEUE_OFFSET_DUPLICATE, where,
-                        f"several records carry QUEUEOFFSET {v}")
-            for j in np.flatnonzero(diffs > 1).tolist():
-                out.add(ProblemKind.QUEUE_OFFSET_GAP, where,
-                        f"no record carries QUEUEOFFSET {int(order[j]) + 1}..{int(order[j + 1]) - 1}")
+        mine = by_queue.pop(qid, None)
+        if mine is not None:
+            _check_queue_records(where, topic, queue_id, mine, base, phy, rec_offsets, rec_qoff, out)
 
     # dispatchable records of queues that have no consume queue at all
-    for key, qid in recs.queues.items():
-        if qid in seen_queues:
-            continue
-        for k in np.flatnonzero((rec_queue == qid) & rec_disp).tolist():
+    for qid, mine in by_queue.items():
+        topic, queue_id = names[qid]
+        for k in mine.tolist():
             out.add(ProblemKind.RECORD_NOT_IN_CQ, _where_record(int(rec_offsets[k])),
-                    f"{key[0]}/{key[1]} has no consume queue")
+                    f"{topic}/{queue_id} has no consume queue")
     return queue_count, entries_checked
+
+
+def _check_queue_records(where: str, topic: str, queue_id: int, mine: np.ndarray, base: int, phy: np.ndarray,
+                         rec_offsets: np.ndarray, rec_qoff: np.ndarray, out: _Collector) -> None:
+    """The dispatchable records of one queue: each has its entry; their QUEUEOFFSETs are dense."""
+    n = len(phy)
+    qo = rec_qoff[mine]
+    rel = qo - base
+    has = (rel >= 0) & (rel < n)
+    if n:
+        has &= phy[np.clip(rel, 0, n - 1)] == rec_offsets[mine]
+    for j in np.flatnonzero(~has).tolist():
+        out.add(ProblemKind.RECORD_NOT_IN_CQ, _where_record(int(rec_offsets[mine[j]])),
+                f"{topic}/{queue_id} queue offset {int(qo[j])} has no entry pointing at this record")
+    ordered = np.sort(qo)
+    diffs = np.diff(ordered)
+    for v in ordered[1:][diffs == 0].tolist():
+        out.add(ProblemKind.QUEUE_OFFSET_DUPLICATE, where, f"several records carry QUEUEOFFSET {v}")
+    for j in np.flatnonzero(diffs > 1).tolist():
+        low, high = int(ordered[j]) + 1, int(ordered[j + 1]) - 1
+        out.add(ProblemKind.QUEUE_OFFSET_GAP, where,
+                f"no record carries QUEUEOFFSET {low}" + (f"..{high}" if high > low else ""))
 
 
 def _check_index(store: MessageStore, recs: _Records, out: _Collector) -> int:

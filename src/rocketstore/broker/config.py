@@ -1,0 +1,158 @@
+"""BrokerConfig: the broker (non-store) half of a broker.conf, with RocketMQ's defaults and names.
+
+``BrokerConfig.from_properties(props)`` reads the camelCase names users write (brokerClusterName,
+brokerName, brokerId, namesrvAddr, listenPort, brokerIP1, autoCreateTopicEnable, ...); the store half of
+the same file goes through ``StoreConfig.from_properties``.  :func:`load_broker_conf` does both.
+Frozen and picklable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+from dataclasses import dataclass
+
+from rocketstore.errors import StoreConfigError
+from rocketstore.store.config import StoreConfig, read_properties_file
+
+__all__ = ["BrokerConfig", "load_broker_conf", "local_ip"]
+
+
+def local_ip() -> str:
+    """The first non-loopback IPv4 address of this host (RocketMQ's brokerIP1 default), else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET address: no packet is sent for a UDP connect
+            ip = str(s.getsockname()[0])
+            if not ip.startswith("127."):
+                return ip
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = dataclasses.field(default_factory=lambda: socket.gethostname() or "broker-a")
+    broker_id: int = 0
+    #: ``host:port;host:port`` (RocketMQ's namesrvAddr); None or empty: register nowhere
+    namesrv_addr: str | None = None
+    listen_port: int = 10911
+    #: the address put into the route and STOREHOST; None: the listen host if specific, else local_ip()
+    broker_ip1: str | None = None
+    broker_ip2: str | None = None
+    ha_listen_port: int | None = None
+    #: the interface the server binds (not a RocketMQ property; RocketMQ binds every interface)
+    listen_host: str = "0.0.0.0"
+    broker_permission: int = 6
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    long_polling_enable: bool = True
+    short_polling_time_ms: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    reject_transaction_message: bool = False
+    register_name_server_period_ms: int = 30000
+    register_broker_timeout_ms: int = 6000
+    flush_consumer_offset_interval_ms: int = 5000
+    compressed_register: bool = False
+    enable_property_filter: bool = False
+    #: clients without a heartbeat for this long are dropped
+    channel_expired_timeout_ms: int = 120000
+    server_channel_max_idle_time_s: int = 120
+
+    def __post_init__(self) -> None:
+        if self.broker_id < 0:
+            raise StoreConfigError("brokerId must be >= 0")
+        if not 0 <= self.listen_port <= 65535:
+            raise StoreConfigError(f"listenPort {self.listen_port} out of range")
+        if not self.broker_name:
+            raise StoreConfigError("brokerName must not be empty")
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in re.split(r"[;,]", self.namesrv_addr or "") if a.strip()]
+
+    @property
+    def register_period_s(self) -> float:
+        # RocketMQ clamps the period to 10 s .. 60 s
+        return max(10_000, min(60_000, self.register_name_server_period_ms)) / 1000
+
+    def advertised_ip(self) -> str:
+        if self.broker_ip1:
+            return self.broker_ip1
+        if self.listen_host not in ("", "0.0.0.0", "::"):
+            return self.listen_host
+        return local_ip()
+
+    def replace(self, **changes: object) -> BrokerConfig:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], **overrides: object) -> BrokerConfig:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, object] = {}
+        for name, raw in props.items():
+            attr = _ALIASES.get(name) or _snake(name)
+            if attr not in fields:
+                continue
+            values[attr] = _coerce(name, raw, fields[attr])
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+_ALIASES = {
+    "brokerIP1": "broker_ip1",
+    "brokerIP2": "broker_ip2",
+    "shortPollingTimeMills": "short_polling_time_ms",
+    "registerNameServerPeriod": "register_name_server_period_ms",
+    "registerBrokerTimeoutMills": "register_broker_timeout_ms",
+    "flushConsumerOffsetInterval": "flush_consumer_offset_interval_ms",
+    "channelExpiredTimeout": "channel_expired_timeout_ms",
+    "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_s",
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _coerce(name: str, raw: str, f: dataclasses.Field[object]) -> object:
+    text = str(raw).strip()
+    kind = str(f.type)
+    if "bool" in kind:
+        return text.lower() == "true"
+    if kind.startswith("int"):
+        try:
+            return int(text)
+        except ValueError as exc:
+            raise StoreConfigError(f"{name}={raw!r} is not an integer") from exc
+    return text
+
+
+def load_broker_conf(path: str | None, *, store_dir: str | None = None, overrides: dict[str, str] | None = None
+                     ) -> tuple[BrokerConfig, StoreConfig, dict[str, str]]:
+    """(broker config, store config, raw properties) from a broker.conf (None: defaults).
+
+    *overrides* are property-name values applied over the file (the CLI's flags); *store_dir* sets
+    storePathRootDir when neither the file nor the overrides do.
+    """
+    props = read_properties_file(path) if path else {}
+    if overrides:
+        props.update({k: v for k, v in overrides.items() if v is not None})
+    if store_dir is not None and "storePathRootDir" not in props:
+        props["storePathRootDir"] = store_dir
+    if "storePathRootDir" in props:
+        props["storePathRootDir"] = os.path.abspath(os.path.expanduser(props["storePathRootDir"]))
+    broker = BrokerConfig.from_properties(props)
+    store = StoreConfig.from_properties(props)
+    return broker, store, props

@@ -1,0 +1,80 @@
+"""The broker's JSON config files under ``<storePathRootDir>/config``: atomic writes, tolerant reads.
+
+RocketMQ's ConfigManager writes ``<file>.tmp``, keeps the previous file as ``<file>.bak`` and renames; it
+reads the ``.bak`` when the main file is missing or unreadable.  We write ``.tmp`` + fsync + rename (+ a
+directory fsync) so the file is always whole, copy the previous content to ``.bak``, and read with :func:`rocketstore.remoting.fastjson.loads`
+so files a Java broker wrote (bare integer keys, pretty printed) load too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+from rocketstore.errors import ProtocolError
+from rocketstore.remoting import fastjson
+
+__all__ = ["write_json_atomically", "read_json_file"]
+
+log = logging.getLogger(__name__)
+
+
+def write_json_atomically(path: str, obj: Any) -> None:
+    """Replace *path* with *obj* as JSON; a crash leaves either the old or the new file, never half of one."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    data = json.dumps(fastjson_plain(obj), ensure_ascii=False, indent=1, sort_keys=False).encode("utf-8")
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        with open(path, "rb") as fh:
+            previous = fh.read()
+    except FileNotFoundError:
+        previous = None
+    if previous:
+        # the fallback copy only; *path* itself is replaced atomically below and never goes missing
+        with open(path + ".bak", "wb") as fh:
+            fh.write(previous)
+    os.replace(tmp, path)
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def fastjson_plain(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k if isinstance(k, str) else str(k): fastjson_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [fastjson_plain(v) for v in obj]
+    return obj
+
+
+def read_json_file(path: str) -> Any | None:
+    """The parsed content of *path* (or of ``path.bak`` when *path* is missing or unreadable); None if
+    neither exists.  Empty files count as missing."""
+    for candidate in (path, path + ".bak"):
+        try:
+            with open(candidate, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            continue
+        if not data.strip():
+            continue
+        try:
+            return fastjson.loads(data)
+        except ProtocolError as exc:
+            log.error("cannot parse %s: %s", candidate, exc)
+            continue
+    return None

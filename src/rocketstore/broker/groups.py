@@ -1,0 +1,111 @@
+"""Subscription group configs (RocketMQ's SubscriptionGroupManager): config/subscriptionGroup.json.
+
+File: ``{"dataVersion":{...},"subscriptionGroupTable":{"<group>":SubscriptionGroupConfig,...}}``.  Groups are
+auto-created on first use when autoCreateSubscriptionGroup (default true).  Not thread-safe: event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.remoting.bodies import DataVersion
+
+__all__ = ["SubscriptionGroupConfig", "SubscriptionGroupTable"]
+
+_SYSTEM_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+                  "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRACE")
+
+
+_WIRE = {"group_name": "groupName", "consume_enable": "consumeEnable",
+         "consume_from_min_enable": "consumeFromMinEnable", "consume_broadcast_enable": "consumeBroadcastEnable",
+         "retry_queue_nums": "retryQueueNums", "retry_max_times": "retryMaxTimes", "broker_id": "brokerId",
+         "which_broker_when_consume_slowly": "whichBrokerWhenConsumeSlowly",
+         "notify_consumer_ids_changed_enable": "notifyConsumerIdsChangedEnable"}
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(sorted((wire, getattr(self, attr)) for attr, wire in _WIRE.items()))
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], name: str | None = None) -> SubscriptionGroupConfig:
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            wire = _WIRE.get(f.name)
+            if wire is None or wire not in obj:
+                continue
+            raw = obj[wire]
+            if f.default is not dataclasses.MISSING and isinstance(f.default, bool):
+                values[f.name] = raw if isinstance(raw, bool) else str(raw).lower() == "true"
+            elif f.default is not dataclasses.MISSING and isinstance(f.default, int):
+                values[f.name] = int(raw)
+            else:
+                values[f.name] = str(raw)
+        values.setdefault("group_name", name or "")
+        return cls(**values)
+
+
+class SubscriptionGroupTable:
+    def __init__(self, config_dir: str, *, auto_create: bool = True) -> None:
+        self.path = os.path.join(config_dir, "subscriptionGroup.json")
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(g) for g in _SYSTEM_GROUPS}
+        self.data_version = DataVersion(int(time.time() * 1000), 0)
+
+    def load(self) -> None:
+        obj = read_json_file(self.path)
+        if not isinstance(obj, dict):
+            return
+        table = obj.get("subscriptionGroupTable")
+        if isinstance(table, dict):
+            for name, raw in table.items():
+                if isinstance(raw, dict):
+                    cfg = SubscriptionGroupConfig.from_json(raw, str(name))
+                    self.table[cfg.group_name] = cfg
+        if "dataVersion" in obj:
+            self.data_version = DataVersion.from_json(obj["dataVersion"])
+
+    def persist(self) -> None:
+        write_json_atomically(self.path, {
+            "dataVersion": self.data_version.to_json(),
+            "subscriptionGroupTable": {name: cfg.to_json() for name, cfg in self.table.items()},
+        })
+
+    def get(self, group: str) -> SubscriptionGroupConfig | None:
+        return self.table.get(group)
+
+    def find_or_create(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config; auto-created (and persisted) if allowed, else None."""
+        cfg = self.table.get(group)
+        if cfg is None and self.auto_create and group:
+            cfg = SubscriptionGroupConfig(group)
+            self.update(cfg)
+        return cfg
+
+    def update(self, cfg: SubscriptionGroupConfig) -> None:
+        self.table[cfg.group_name] = cfg
+        self.data_version = self.data_version.next(int(time.time() * 1000))
+        self.persist()
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        self.data_version = self.data_version.next(int(time.time() * 1000))
+        self.persist()
+        return True

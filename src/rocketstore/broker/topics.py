@@ -1,0 +1,168 @@
+"""The broker's topic configs (RocketMQ's TopicConfigManager): config/topics.json, system topics, auto-create.
+
+File: ``{"dataVersion":{"counter":n,"timestamp":ms},"topicConfigTable":{"<topic>":TopicConfig,...}}``.
+System topics are created as 4.9.3 creates them (SELF_TEST_TOPIC, TBW102 when autoCreateTopicEnable with
+defaultTopicQueueNums queues and perm 7, BenchmarkTest, the cluster-name and broker-name topics,
+OFFSET_MOVED_EVENT, SCHEDULE_TOPIC_XXXX, ``<cluster>_REPLY_TOPIC``, the trace topic when enabled); the file's
+entries override them.  Every change bumps the data version and is persisted at once.
+
+Thread-safety: none; used from the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+from rocketstore.broker.config import BrokerConfig
+from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.remoting.bodies import DataVersion, Perm, TopicConfig
+
+__all__ = ["TopicTable", "AUTO_CREATE_TOPIC", "SCHEDULE_TOPIC", "OFFSET_MOVED_EVENT", "RETRY_GROUP_TOPIC_PREFIX",
+           "DLQ_GROUP_TOPIC_PREFIX", "SYSTEM_TOPIC_PREFIX", "retry_topic", "dlq_topic", "topic_problem"]
+
+AUTO_CREATE_TOPIC = "TBW102"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+BENCHMARK_TOPIC = "BenchmarkTest"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SCHEDULE_TOPIC_QUEUE_NUMS = 18
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+_VALID_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def topic_problem(topic: str) -> str | None:
+    """Why *topic* is not a valid topic name (TopicValidator), or None."""
+    if not topic or not topic.strip():
+        return "The specified topic is blank."
+    if not _VALID_CHARS.issuperset(topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > 127:
+        return "The specified topic is longer than topic max length."
+    return None
+
+
+class TopicTable:
+    """topic name -> TopicConfig, persisted to ``<root>/config/topics.json``."""
+
+    def __init__(self, config: BrokerConfig, config_dir: str) -> None:
+        self.config = config
+        self.path = os.path.join(config_dir, "topics.json")
+        self.table: dict[str, TopicConfig] = {}
+        self.system_topics: set[str] = set()
+        self.data_version = DataVersion(int(time.time() * 1000), 0)
+        self._add_system_topics()
+
+    def _system(self, tc: TopicConfig) -> None:
+        self.table[tc.topic_name] = tc
+        self.system_topics.add(tc.topic_name)
+
+    def _add_system_topics(self) -> None:
+        c = self.config
+        self._system(TopicConfig(SELF_TEST_TOPIC, 1, 1))
+        if c.auto_create_topic_enable:
+            n = c.default_topic_queue_nums
+            self._system(TopicConfig(AUTO_CREATE_TOPIC, n, n, Perm.INHERIT | Perm.READ | Perm.WRITE))
+        self._system(TopicConfig(BENCHMARK_TOPIC, 1024, 1024))
+        cluster_perm = Perm.INHERIT | ((Perm.READ | Perm.WRITE) if c.cluster_topic_enable else 0)
+        self._system(TopicConfig(c.broker_cluster_name, perm=cluster_perm))
+        broker_perm = Perm.INHERIT | ((Perm.READ | Perm.WRITE) if c.broker_topic_enable else 0)
+        self._system(TopicConfig(c.broker_name, 1, 1, broker_perm))
+        self._system(TopicConfig(OFFSET_MOVED_EVENT, 1, 1))
+        self._system(TopicConfig(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUMS, SCHEDULE_TOPIC_QUEUE_NUMS))
+        if c.trace_topic_enable:
+            self._system(TopicConfig(c.msg_trace_topic_name, 1, 1))
+        self._system(TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+
+    # --- file ---------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        obj = read_json_file(self.path)
+        if not isinstance(obj, dict):
+            return
+        table = obj.get("topicConfigTable")
+        if isinstance(table, dict):
+            for name, raw in table.items():
+                if isinstance(raw, dict):
+                    tc = TopicConfig.from_json(raw, str(name))
+                    self.table[tc.topic_name] = tc
+        if "dataVersion" in obj:
+            self.data_version = DataVersion.from_json(obj["dataVersion"])
+
+    def persist(self) -> None:
+        write_json_atomically(self.path, {
+            "dataVersion": self.data_version.to_json(),
+            "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
+        })
+
+    def _changed(self) -> None:
+        self.data_version = self.data_version.next(int(time.time() * 1000))
+        self.persist()
+
+    # --- lookups and changes --------------------------------------------------------------------------
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def __iter__(self) -> Iterator[TopicConfig]:
+        return iter(list(self.table.values()))
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def update(self, config: TopicConfig) -> None:
+        self.table[config.topic_name] = config
+        self._changed()
+
+    def delete(self, topic: str) -> bool:
+        if self.table.pop(topic, None) is None:
+            return False
+        self._changed()
+        return True
+
+    def create_for_send(self, topic: str, default_topic: str, client_queue_nums: int,
+                        topic_sys_flag: int = 0) -> TopicConfig | None:
+        """createTopicInSendMessageMethod: a new topic modelled on *default_topic* if that one may be
+        inherited (TBW102 only while autoCreateTopicEnable); None if it cannot be created."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        template = self.table.get(default_topic)
+        if template is None:
+            return None
+        perm = template.perm
+        if default_topic == AUTO_CREATE_TOPIC and not self.config.auto_create_topic_enable:
+            perm = Perm.READ | Perm.WRITE
+        if not Perm.inherited(perm):
+            return None
+        queues = max(0, min(client_queue_nums, template.write_queue_nums))
+        tc = TopicConfig(topic, queues, queues, perm & ~Perm.INHERIT, template.topic_filter_type, topic_sys_flag)
+        self.update(tc)
+        return tc
+
+    def create_retry_or_dlq(self, topic: str, queue_nums: int, perm: int = Perm.READ | Perm.WRITE,
+                            topic_sys_flag: int = 0) -> TopicConfig:
+        """createTopicInSendMessageBackMethod: create (or return) a ``%RETRY%`` / ``%DLQ%`` topic."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        tc = TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag)
+        self.update(tc)
+        return tc
+
+    def registration_view(self, broker_permission: int) -> dict[str, TopicConfig]:
+        """The topics as registered: when the broker lacks R or W, every topic gets the broker's perm."""
+        if Perm.readable(broker_permission) and Perm.writeable(broker_permission):
+            return dict(self.table)
+        return {n: tc.replace(perm=broker_permission) for n, tc in self.table.items()}

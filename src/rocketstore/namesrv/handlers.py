@@ -1,0 +1,207 @@
+"""Name server request handlers (RocketMQ's DefaultRequestProcessor) over a RouteTable and a KV table.
+
+One async function per request code, each taking (connection, request) and returning the response.
+Imports remoting only (never store, broker or client).  Runs on the name server's event loop.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+
+from rocketstore.namesrv.route_table import RouteTable
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import DataVersion, RegisterBrokerBody, topic_list_body
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
+from rocketstore.remoting.transport import Connection, RequestRouter
+
+__all__ = ["NameServerHandlers", "KVTable", "ORDER_TOPIC_CONFIG"]
+
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+_FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+class KVTable:
+    """namespace -> key -> value (KVConfigManager, kept in memory)."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, dict[str, str]] = {}
+
+    def put(self, namespace: str, key: str, value: str) -> None:
+        self.table.setdefault(namespace, {})[key] = value
+
+    def get(self, namespace: str, key: str) -> str | None:
+        return self.table.get(namespace, {}).get(key)
+
+    def delete(self, namespace: str, key: str) -> None:
+        ns = self.table.get(namespace)
+        if ns is not None:
+            ns.pop(key, None)
+            if not ns:
+                del self.table[namespace]
+
+    def namespace_body(self, namespace: str) -> bytes | None:
+        ns = self.table.get(namespace)
+        return fastjson.dumps({"table": ns}) if ns else None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NameServerHandlers:
+    """Builds the request router of a name server."""
+
+    def __init__(self, routes: RouteTable, kv: KVTable | None = None, *, order_message_enable: bool = False,
+                 clock_ms: Callable[[], int] = _now_ms) -> None:
+        self.routes = routes
+        self.kv = kv or KVTable()
+        self.order_message_enable = order_message_enable
+        self.clock_ms = clock_ms
+
+    def router(self) -> RequestRouter:
+        r = RequestRouter()
+        r.add(RequestCode.REGISTER_BROKER, self.register_broker)
+        r.add(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
+        r.add(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.get_route)
+        r.add(RequestCode.GET_BROKER_CLUSTER_INFO, self.cluster_info)
+        r.add(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.topic_list)
+        r.add(RequestCode.GET_TOPICS_BY_CLUSTER, self.topics_by_cluster)
+        r.add(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, self.system_topics)
+        r.add(RequestCode.QUERY_DATA_VERSION, self.query_data_version)
+        r.add(RequestCode.PUT_KV_CONFIG, self.put_kv)
+        r.add(RequestCode.GET_KV_CONFIG, self.get_kv)
+        r.add(RequestCode.DELETE_KV_CONFIG, self.delete_kv)
+        r.add(RequestCode.GET_KVLIST_BY_NAMESPACE, self.kv_list)
+        r.add(RequestCode.WIPE_WRITE_PERM_OF_BROKER, self.wipe_write_perm)
+        r.add(RequestCode.ADD_WRITE_PERM_OF_BROKER, self.add_write_perm)
+        r.add(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic)
+        return r
+
+    # --- brokers ------------------------------------------------------------------------------------
+
+    async def register_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        if header.body_crc32 != 0 and (zlib.crc32(request.body) & 0x7FFFFFFF) != header.body_crc32:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark="crc32 not match")
+        if request.body:
+            body = RegisterBrokerBody.decode(request.body, compressed=header.compressed, version=request.version)
+        else:
+            body = RegisterBrokerBody({}, DataVersion())
+        result = self.routes.register_broker(header.cluster_name, header.broker_addr, header.broker_name,
+                                             header.broker_id, header.ha_server_addr, body, self.clock_ms(), conn)
+        ext = RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr,
+                                           master_addr=result.master_addr).to_ext_fields()
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
+                                     body=self.kv.namespace_body(ORDER_TOPIC_CONFIG) or b"")
+
+    async def unregister_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = UnregisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.unregister_broker(header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def query_data_version(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
+        version = DataVersion.from_json(fastjson.loads(request.body)) if request.body else DataVersion()
+        changed = self.routes.data_version_changed(header.broker_addr, version)
+        if not changed:
+            self.routes.touch(header.broker_addr, self.clock_ms())
+        live = self.routes.live.get(header.broker_addr)
+        body = fastjson.dumps(live.data_version.to_json()) if live is not None else b""
+        return request.make_response(ResponseCode.SUCCESS, body=body,
+                                     ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext_fields())
+
+    # --- routes ---------------------------------------------------------------------------------------
+
+    async def get_route(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
+        route = self.routes.route(header.topic)
+        if route is None:
+            return request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                remark=f"No topic route info in name server for the topic: {header.topic}{_FAQ_APPLY_TOPIC}")
+        if self.order_message_enable:
+            conf = self.kv.get(ORDER_TOPIC_CONFIG, header.topic)
+            if conf is not None:
+                route = type(route)(route.queue_datas, route.broker_datas, conf, route.filter_server_table)
+        return request.make_response(ResponseCode.SUCCESS, body=route.encode())
+
+    async def cluster_info(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
+
+    async def topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.topics()))
+
+    async def topics_by_cluster(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields)
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=topic_list_body(self.routes.topics_of_cluster(header.cluster)))
+
+    async def system_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.system_topics()))
+
+    async def wipe_write_perm(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.wipe_write_perm(header.broker_name)
+        return request.make_response(ResponseCode.SUCCESS,
+                                     ext_fields=WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count).to_ext_fields())
+
+    async def add_write_perm(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.add_write_perm(header.broker_name)
+        return request.make_response(ResponseCode.SUCCESS,
+                                     ext_fields=AddWritePermOfBrokerResponseHeader(add_topic_count=count).to_ext_fields())
+
+    async def delete_topic(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.delete_topic(header.topic)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    # --- KV config ------------------------------------------------------------------------------------
+
+    async def put_kv(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.put(header.namespace, header.key, header.value)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def get_kv(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        value = self.kv.get(header.namespace, header.key)
+        if value is None:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
+                                         remark=f"No config item, Namespace: {header.namespace} Key: {header.key}")
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=GetKVConfigResponseHeader(value=value).to_ext_fields())
+
+    async def delete_kv(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.delete(header.namespace, header.key)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def kv_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields)
+        body = self.kv.namespace_body(header.namespace)
+        if body is None:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
+                                         remark=f"No config item, Namespace: {header.namespace}")
+        return request.make_response(ResponseCode.SUCCESS, body=body)

@@ -1,0 +1,250 @@
+"""The name server's routing state (RocketMQ's RouteInfoManager), pure: no clock, no sockets.
+
+Tables: topic -> {brokerName: QueueData}; brokerName -> (cluster, {brokerId: addr}); cluster -> {brokerName};
+live brokers addr -> (last update, data version, connection key, HA addr); filter servers addr -> [addr].
+Callers pass ``now_ms`` in, so expiry is testable without waiting.
+
+Rules kept from 4.9.3 (routing.md section 2): only a master (id 0) registers queue data, and only when its
+data version changed or it registered first; topics missing from a registration are not removed; a broker
+is dropped after ``broker_expiry_ms`` (120 s) without registration or when its connection closes, and a
+brokerName that loses its last address takes its queue data (and then empty topics) with it.
+
+Thread-safety: none; the name server calls it from its event loop only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketstore.remoting.bodies import (
+    MASTER_ID,
+    BrokerData,
+    DataVersion,
+    Perm,
+    QueueData,
+    RegisterBrokerBody,
+    TopicRouteData,
+    encode_broker_data,
+)
+
+__all__ = ["RouteTable", "RegisterResult", "BrokerLive", "BROKER_EXPIRY_MS"]
+
+BROKER_EXPIRY_MS = 120_000
+
+
+@dataclass(slots=True)
+class BrokerLive:
+    last_update_ms: int
+    data_version: DataVersion
+    connection: object | None
+    ha_server_addr: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterResult:
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(slots=True)
+class _Broker:
+    cluster: str
+    name: str
+    addrs: dict[int, str] = field(default_factory=dict)
+
+    def frozen(self) -> BrokerData:
+        return BrokerData(self.cluster, self.name, dict(self.addrs))
+
+
+class RouteTable:
+    """RouteInfoManager's tables and rules.  Not thread-safe."""
+
+    def __init__(self, broker_expiry_ms: int = BROKER_EXPIRY_MS) -> None:
+        self.broker_expiry_ms = broker_expiry_ms
+        self.topic_queues: dict[str, dict[str, QueueData]] = {}
+        self.brokers: dict[str, _Broker] = {}
+        self.clusters: dict[str, set[str]] = {}
+        self.live: dict[str, BrokerLive] = {}
+        self.filter_servers: dict[str, list[str]] = {}
+
+    # --- registration -------------------------------------------------------------------------------
+
+    def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                        ha_server_addr: str, body: RegisterBrokerBody, now_ms: int,
+                        connection: object | None = None) -> RegisterResult:
+        self.clusters.setdefault(cluster, set()).add(broker_name)
+        broker = self.brokers.get(broker_name)
+        register_first = broker is None
+        if broker is None:
+            broker = self.brokers[broker_name] = _Broker(cluster, broker_name)
+        # a slave promoted to master (or the reverse) keeps its address under a new id
+        for other_id in [i for i, a in broker.addrs.items() if a == broker_addr and i != broker_id]:
+            del broker.addrs[other_id]
+        previous = broker.addrs.get(broker_id)
+        broker.addrs[broker_id] = broker_addr
+        register_first = register_first or previous is None
+
+        if broker_id == MASTER_ID:
+            old = self.live.get(broker_addr)
+            if register_first or old is None or old.data_version != body.data_version:
+                for config in body.topic_configs.values():
+                    self._upsert_queue_data(broker_name, config.topic_name, QueueData(
+                        broker_name, config.read_queue_nums, config.write_queue_nums, config.perm,
+                        config.topic_sys_flag))
+
+        self.live[broker_addr] = BrokerLive(now_ms, body.data_version, connection, ha_server_addr)
+        if body.filter_server_list:
+            self.filter_servers[broker_addr] = list(body.filter_server_list)
+        else:
+            self.filter_servers.pop(broker_addr, None)
+
+        if broker_id != MASTER_ID:
+            master_addr = broker.addrs.get(MASTER_ID)
+            if master_addr is not None:
+                master_live = self.live.get(master_addr)
+                if master_live is not None:
+                    return RegisterResult(master_live.ha_server_addr, master_addr)
+        return RegisterResult()
+
+    def _upsert_queue_data(self, broker_name: str, topic: str, data: QueueData) -> None:
+        queues = self.topic_queues.setdefault(topic, {})
+        if queues.get(broker_name) != data:
+            queues[broker_name] = data
+
+    def register_topic(self, broker_name: str, topic: str, data: QueueData) -> None:
+        """Upsert one topic's queue data (incremental registration of a single topic)."""
+        self._upsert_queue_data(broker_name, topic, data)
+
+    def data_version_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
+        live = self.live.get(broker_addr)
+        return live is None or live.data_version != data_version
+
+    def touch(self, broker_addr: str, now_ms: int) -> None:
+        live = self.live.get(broker_addr)
+        if live is not None:
+            live.last_update_ms = now_ms
+
+    def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
+        self.live.pop(broker_addr, None)
+        self.filter_servers.pop(broker_addr, None)
+        broker = self.brokers.get(broker_name)
+        if broker is not None:
+            if broker.addrs.get(broker_id) == broker_addr:
+                del broker.addrs[broker_id]
+            if not broker.addrs:
+                self._remove_broker_name(broker_name, cluster)
+
+    def _remove_broker_name(self, broker_name: str, cluster: str | None = None) -> None:
+        broker = self.brokers.pop(broker_name, None)
+        names = [cluster] if cluster is not None else list(self.clusters)
+        if broker is not None and broker.cluster not in names:
+            names.append(broker.cluster)
+        for c in names:
+            members = self.clusters.get(c)
+            if members is not None:
+                members.discard(broker_name)
+                if not members:
+                    del self.clusters[c]
+        for topic in list(self.topic_queues):
+            queues = self.topic_queues[topic]
+            queues.pop(broker_name, None)
+            if not queues:
+                del self.topic_queues[topic]
+
+    def _remove_addr(self, broker_addr: str) -> None:
+        self.live.pop(broker_addr, None)
+        self.filter_servers.pop(broker_addr, None)
+        for name, broker in list(self.brokers.items()):
+            for broker_id in [i for i, a in broker.addrs.items() if a == broker_addr]:
+                del broker.addrs[broker_id]
+            if not broker.addrs:
+                self._remove_broker_name(name)
+
+    def expire(self, now_ms: int) -> list[str]:
+        """Drop brokers not heard from for ``broker_expiry_ms``; returns their addresses."""
+        gone = [addr for addr, live in self.live.items() if live.last_update_ms + self.broker_expiry_ms < now_ms]
+        for addr in gone:
+            self._remove_addr(addr)
+        return gone
+
+    def connection_closed(self, connection: object) -> list[str]:
+        """Drop the brokers that registered over *connection*; returns their addresses."""
+        gone = [addr for addr, live in self.live.items() if live.connection is connection]
+        for addr in gone:
+            self._remove_addr(addr)
+        return gone
+
+    # --- queries ------------------------------------------------------------------------------------
+
+    def route(self, topic: str) -> TopicRouteData | None:
+        """The topic's route, or None when it has no queue data or none of its brokers is known."""
+        queues = self.topic_queues.get(topic)
+        if not queues:
+            return None
+        broker_datas = []
+        for name in sorted(queues):
+            broker = self.brokers.get(name)
+            if broker is not None:
+                broker_datas.append(broker.frozen())
+        if not broker_datas:
+            return None
+        filters = {}
+        for bd in broker_datas:
+            for addr in bd.broker_addrs.values():
+                servers = self.filter_servers.get(addr)
+                if servers:
+                    filters[addr] = list(servers)
+        return TopicRouteData(tuple(queues[n] for n in sorted(queues)), tuple(broker_datas), None, filters)
+
+    def topics(self) -> list[str]:
+        return sorted(self.topic_queues)
+
+    def topics_of_cluster(self, cluster: str) -> list[str]:
+        names = self.clusters.get(cluster, set())
+        return sorted(t for t, queues in self.topic_queues.items() if names.intersection(queues))
+
+    def system_topics(self) -> list[str]:
+        """Cluster names and broker names (each broker creates a topic of each)."""
+        result = set(self.clusters)
+        for names in self.clusters.values():
+            result.update(names)
+        return sorted(result)
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {"brokerAddrTable": {n: b.frozen() for n, b in sorted(self.brokers.items())},
+                "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.clusters.items())}}
+
+    def cluster_info_body(self) -> bytes:
+        """ClusterInfo JSON with fastjson's bare integer brokerAddrs keys."""
+        info = self.cluster_info()
+        brokers = ",".join(json.dumps(name, ensure_ascii=False) + ":" + encode_broker_data(bd)
+                           for name, bd in info["brokerAddrTable"].items())
+        clusters = json.dumps(info["clusterAddrTable"], separators=(",", ":"))
+        return ('{"brokerAddrTable":{' + brokers + '},"clusterAddrTable":' + clusters + "}").encode("utf-8")
+
+    # --- admin ----------------------------------------------------------------------------------------
+
+    def wipe_write_perm(self, broker_name: str) -> int:
+        count = 0
+        for queues in self.topic_queues.values():
+            data = queues.get(broker_name)
+            if data is not None:
+                queues[broker_name] = QueueData(data.broker_name, data.read_queue_nums, data.write_queue_nums,
+                                                data.perm & ~Perm.WRITE, data.topic_sys_flag)
+                count += 1
+        return count
+
+    def add_write_perm(self, broker_name: str) -> int:
+        count = 0
+        for queues in self.topic_queues.values():
+            data = queues.get(broker_name)
+            if data is not None:
+                queues[broker_name] = QueueData(data.broker_name, data.read_queue_nums, data.write_queue_nums,
+                                                Perm.READ | Perm.WRITE, data.topic_sys_flag)
+                count += 1
+        return count
+
+    def delete_topic(self, topic: str) -> None:
+        self.topic_queues.pop(topic, None)

@@ -1,0 +1,66 @@
+"""NameServer: the route table and its handlers behind a RemotingServer, plus the broker expiry scan.
+
+Loop-bound: create, start and close it on one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from rocketstore.namesrv.handlers import KVTable, NameServerHandlers
+from rocketstore.namesrv.route_table import BROKER_EXPIRY_MS, RouteTable
+from rocketstore.remoting.transport import DEFAULT_IDLE_TIMEOUT_S, Connection, RemotingServer
+
+__all__ = ["NameServer"]
+
+log = logging.getLogger(__name__)
+
+#: RocketMQ scans every 10 s, first after 5 s
+SCAN_INTERVAL_S = 10.0
+
+
+class NameServer:
+    """A name server.  ``await start(host, port)``; ``address`` says where it listens; ``await close()``."""
+
+    def __init__(self, *, broker_expiry_ms: int = BROKER_EXPIRY_MS, scan_interval_s: float = SCAN_INTERVAL_S,
+                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, order_message_enable: bool = False) -> None:
+        self.routes = RouteTable(broker_expiry_ms)
+        self.kv = KVTable()
+        self.handlers = NameServerHandlers(self.routes, self.kv, order_message_enable=order_message_enable)
+        self.server = RemotingServer(self.handlers.router(), idle_timeout_s=idle_timeout_s,
+                                     on_connection_closed=self._connection_closed)
+        self.scan_interval_s = scan_interval_s
+        self._scan_task: asyncio.Task[None] | None = None
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def start(self, host: str = "127.0.0.1", port: int = 9876) -> None:
+        await self.server.start(host, port)
+        self._scan_task = asyncio.get_running_loop().create_task(self._scan())
+
+    def _connection_closed(self, connection: Connection) -> None:
+        gone = self.routes.connection_closed(connection)
+        if gone:
+            log.info("brokers %s gone with their connection", gone)
+
+    async def _scan(self) -> None:
+        await asyncio.sleep(min(5.0, self.scan_interval_s))
+        while True:
+            gone = self.routes.expire(int(time.time() * 1000))
+            if gone:
+                log.warning("brokers %s expired (no registration for %s ms)", gone, self.routes.broker_expiry_ms)
+            await asyncio.sleep(self.scan_interval_s)
+
+    async def close(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            self._scan_task = None
+        await self.server.close()

@@ -1,0 +1,82 @@
+"""A test-only model of power loss for stores written through shared memory maps.
+
+While active, every successful flush (fdatasync of a segment, the checkpoint's write + fdatasync) records
+what was durable at that moment.  ``crash_image`` then builds what a disk could hold after the power went
+out: durable bytes stay; every 4 KiB page written since its last sync independently survives, is lost
+(back to its durable content), or is torn at a random byte; files never synced read as zeros.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rocketstore.store import checkpoint as checkpoint_module
+from rocketstore.store import mapped_file as mapped_file_module
+
+PAGE = 4096
+
+
+class PowerLossRecorder:
+    def __init__(self) -> None:
+        self.durable: dict[str, bytes] = {}
+
+    @contextmanager
+    def active(self) -> Iterator[PowerLossRecorder]:
+        original_flush = mapped_file_module.MappedFile.flush
+        original_checkpoint_flush = checkpoint_module.Checkpoint.flush
+        recorder = self
+
+        def flush(mf: mapped_file_module.MappedFile, least_pages: int = 0) -> int:
+            before = mf.flushed
+            snapshot = bytes(mf.buffer) if mf.writable else None
+            result = original_flush(mf, least_pages)
+            if snapshot is not None and mf.flushed != before:
+                recorder.durable[os.path.realpath(mf.path)] = snapshot
+            return result
+
+        def checkpoint_flush(cp: checkpoint_module.Checkpoint) -> None:
+            original_checkpoint_flush(cp)
+            if cp.writable:
+                recorder.durable[os.path.realpath(cp.path)] = Path(cp.path).read_bytes()
+
+        mapped_file_module.MappedFile.flush = flush  # type: ignore[method-assign]
+        checkpoint_module.Checkpoint.flush = checkpoint_flush  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            mapped_file_module.MappedFile.flush = original_flush  # type: ignore[method-assign]
+            checkpoint_module.Checkpoint.flush = original_checkpoint_flush  # type: ignore[method-assign]
+
+    def crash_image(self, store_dir: Path, dest: Path, rng: random.Random) -> None:
+        """Write into *dest* one possible disk state of *store_dir* after a power loss now."""
+        for src in sorted(store_dir.rglob("*")):
+            rel = src.relative_to(store_dir)
+            target = dest / rel
+            if src.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            current = src.read_bytes()
+            if rel.name in ("abort", "lock") or rel.parts[0] == "config":
+                target.write_bytes(current)
+                continue
+            durable = self.durable.get(os.path.realpath(src), bytes(len(current)))
+            if len(durable) != len(current):
+                durable = durable[: len(current)].ljust(len(current), b"\0")
+            image = bytearray(durable)
+            for start in range(0, len(current), PAGE):
+                new = current[start : start + PAGE]
+                if new == durable[start : start + PAGE]:
+                    continue
+                fate = rng.random()
+                if fate < 0.45:
+                    image[start : start + len(new)] = new  # written back before the power went
+                elif fate < 0.55:
+                    cut = rng.randrange(len(new))
+                    image[start : start + cut] = new[:cut]  # torn inside the page
+                # else: lost, the durable content stays
+            target.write_bytes(bytes(image))
