@@ -55,6 +55,8 @@ class CommitLog:
         self.last_store_timestamp = 0
         #: asked before a new segment is created; returns a PutMessageStatus name to refuse with, or None
         self.segment_guard: Callable[[], str | None] | None = None
+        #: how long an append waits for the lock before answering OS_PAGECACHE_BUSY instead of piling up
+        self.lock_wait_s = 1.0
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -108,7 +110,9 @@ class CommitLog:
         if size + BLANK_RECORD_BYTES > self.segment_bytes:
             raise AppendError("MESSAGE_ILLEGAL", f"a record of {size} bytes cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
-        with self.lock:
+        if not self.lock.acquire(True, self.lock_wait_s):
+            raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
+        try:
             now = int(time.time() * 1000)
             self.lock_begin_ms = now
             try:
@@ -126,6 +130,8 @@ class CommitLog:
                 self.last_store_timestamp = ts
             finally:
                 self.lock_begin_ms = 0
+        finally:
+            self.lock.release()
         return offset, queue_offset, ts
 
     def append_batch(self, drafts: list[RecordDraft], queue_key: tuple[str, int],
@@ -135,7 +141,9 @@ class CommitLog:
         if total + BLANK_RECORD_BYTES > self.segment_bytes:
             raise AppendError("MESSAGE_ILLEGAL", f"a batch of {total} bytes cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
-        with self.lock:
+        if not self.lock.acquire(True, self.lock_wait_s):
+            raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
+        try:
             now = int(time.time() * 1000)
             self.lock_begin_ms = now
             try:
@@ -155,6 +163,8 @@ class CommitLog:
                 self.last_store_timestamp = ts
             finally:
                 self.lock_begin_ms = 0
+        finally:
+            self.lock.release()
         return first_offset, first_queue_offset, ts
 
     # --- reading ----------------------------------------------------------------------------------------

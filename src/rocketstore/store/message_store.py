@@ -185,6 +185,7 @@ class MessageStore:
                                     disk_max_used_space_ratio=cfg.disk_max_used_space_ratio,
                                     clean_file_forcibly_enable=cfg.clean_file_forcibly_enable)
             self._commitlog.segment_guard = self._segment_guard
+            self._commitlog.lock_wait_s = cfg.os_page_cache_busy_timeout_ms / 1000
         except BaseException:
             self._close_files(clean=False)
             raise

@@ -358,12 +358,12 @@ def _check_index(store: MessageStore, recs: _Records, out: _Collector) -> int:
         return 0
     for (topic, key), offsets in sorted(recs.keys.items()):
         wanted = set(offsets)
-        if len(wanted) < batch:
-            found = {m.commit_log_offset for m in store.query(topic, key, batch, 0, MAX_TIMESTAMP).messages}
-        else:
-            # A query answers at most maxMsgsNumBatch hits; a key on more records (a shared key) is looked
-            # up in the index itself, with room for duplicates and hash collisions.
-            found = set(index.query(topic, key, 4 * len(wanted) + batch, 0, MAX_TIMESTAMP)[0])
+        hits = store.query(topic, key, batch, 0, MAX_TIMESTAMP).messages
+        found = {m.commit_log_offset for m in hits}
+        if len(hits) >= batch and not wanted <= found:
+            # A query answers at most maxMsgsNumBatch hits; for a key on more records (a shared key, or one
+            # whose hash collides) ask the index itself, with room for duplicates and collisions.
+            found = set(index.query(topic, key, 4 * len(wanted) + 4 * batch, 0, MAX_TIMESTAMP)[0])
         for offset in sorted(wanted - found):
             out.add(ProblemKind.INDEX_KEY_NOT_FOUND, f"index {topic}#{key}",
                     f"a query by this key does not find the record at commitlog {offset}")

@@ -1,0 +1,165 @@
+"""Connected producers and consumers (RocketMQ's ProducerManager + ConsumerManager).
+
+A client is identified by its connection; heartbeats (every 30 s) register it with its groups, and it is
+dropped after ``channel_expired_timeout_ms`` (120 s) without one, on UNREGISTER_CLIENT, or when its
+connection closes.  Consumer groups keep their subscriptions by topic (Java clients pull without a
+subscription string and rely on them).  Methods that change a consumer group's client set return True so
+the caller can send NOTIFY_CONSUMER_IDS_CHANGED.
+
+Pure bookkeeping (callers pass ``now_ms``); not thread-safe: the broker's event loop owns it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rocketstore.remoting.bodies import ConsumerData, SubscriptionData
+
+__all__ = ["ClientChannel", "ConsumerGroupInfo", "ClientRegistry"]
+
+
+@dataclass(slots=True)
+class ClientChannel:
+    connection: object
+    client_id: str
+    language: str
+    version: int
+    client_addr: str
+    last_update_ms: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"clientAddr": self.client_addr, "clientId": self.client_id, "language": self.language,
+                "version": self.version}
+
+
+@dataclass(slots=True)
+class ConsumerGroupInfo:
+    group: str
+    consume_type: str
+    message_model: str
+    consume_from_where: str
+    channels: dict[object, ClientChannel] = field(default_factory=dict)
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    last_update_ms: int = 0
+
+    def client_ids(self) -> list[str]:
+        return [c.client_id for c in self.channels.values()]
+
+    def update_subscriptions(self, subscriptions: tuple[SubscriptionData, ...], now_ms: int) -> bool:
+        """Replace the subscription set as ConsumerGroupInfo.updateSubscription does; True if it changed."""
+        changed = False
+        wanted = {s.topic: s for s in subscriptions}
+        for topic, sub in wanted.items():
+            old = self.subscriptions.get(topic)
+            if old is None:
+                self.subscriptions[topic] = sub
+                changed = True
+            elif sub.sub_version > old.sub_version or sub.sub_string != old.sub_string:
+                self.subscriptions[topic] = sub
+        for topic in [t for t in self.subscriptions if t not in wanted]:
+            del self.subscriptions[topic]
+            changed = True
+        self.last_update_ms = now_ms
+        return changed
+
+
+class ClientRegistry:
+    def __init__(self, channel_expired_timeout_ms: int = 120_000) -> None:
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+        self.consumers: dict[str, ConsumerGroupInfo] = {}
+        #: producer group -> connection -> channel
+        self.producers: dict[str, dict[object, ClientChannel]] = {}
+
+    # --- consumers ------------------------------------------------------------------------------------
+
+    def register_consumer(self, data: ConsumerData, channel: ClientChannel, now_ms: int) -> tuple[bool, bool]:
+        """(client set changed, subscriptions changed) after a consumer's heartbeat."""
+        info = self.consumers.get(data.group_name)
+        if info is None:
+            info = self.consumers[data.group_name] = ConsumerGroupInfo(
+                data.group_name, data.consume_type, data.message_model, data.consume_from_where)
+        info.consume_type = data.consume_type
+        info.message_model = data.message_model
+        info.consume_from_where = data.consume_from_where
+        old = info.channels.get(channel.connection)
+        new_client = old is None or old.client_id != channel.client_id
+        if old is None:
+            info.channels[channel.connection] = channel
+        else:
+            old.client_id = channel.client_id
+            old.last_update_ms = now_ms
+        subs_changed = info.update_subscriptions(data.subscriptions, now_ms)
+        return new_client, subs_changed
+
+    def unregister_consumer(self, group: str, connection: object) -> bool:
+        """True if the group lost a client."""
+        info = self.consumers.get(group)
+        if info is None or info.channels.pop(connection, None) is None:
+            return False
+        if not info.channels:
+            del self.consumers[group]
+        return True
+
+    def group(self, group: str) -> ConsumerGroupInfo | None:
+        return self.consumers.get(group)
+
+    def consumer_ids(self, group: str) -> list[str]:
+        info = self.consumers.get(group)
+        return info.client_ids() if info is not None else []
+
+    def subscription(self, group: str, topic: str) -> SubscriptionData | None:
+        info = self.consumers.get(group)
+        return info.subscriptions.get(topic) if info is not None else None
+
+    def groups_subscribing(self, topic: str) -> list[str]:
+        return sorted(g for g, info in self.consumers.items() if topic in info.subscriptions)
+
+    # --- producers ------------------------------------------------------------------------------------
+
+    def register_producer(self, group: str, channel: ClientChannel, now_ms: int) -> None:
+        channels = self.producers.setdefault(group, {})
+        old = channels.get(channel.connection)
+        if old is None:
+            channels[channel.connection] = channel
+        else:
+            old.last_update_ms = now_ms
+
+    def unregister_producer(self, group: str, connection: object) -> None:
+        channels = self.producers.get(group)
+        if channels is not None:
+            channels.pop(connection, None)
+            if not channels:
+                del self.producers[group]
+
+    def producer_channels(self, group: str) -> list[ClientChannel]:
+        return list(self.producers.get(group, {}).values())
+
+    # --- removal --------------------------------------------------------------------------------------
+
+    def connection_closed(self, connection: object) -> list[str]:
+        """Forget *connection* everywhere; returns the consumer groups that lost a client."""
+        changed = [g for g, info in list(self.consumers.items()) if connection in info.channels]
+        for g in changed:
+            self.unregister_consumer(g, connection)
+        for group in list(self.producers):
+            self.unregister_producer(group, connection)
+        return changed
+
+    def expire(self, now_ms: int) -> tuple[list[str], list[object]]:
+        """Drop clients without a heartbeat for too long: (consumer groups changed, connections dropped)."""
+        limit = now_ms - self.channel_expired_timeout_ms
+        changed: list[str] = []
+        dropped: list[object] = []
+        for group, info in list(self.consumers.items()):
+            for conn, ch in list(info.channels.items()):
+                if ch.last_update_ms < limit:
+                    self.unregister_consumer(group, conn)
+                    dropped.append(conn)
+                    if group not in changed:
+                        changed.append(group)
+        for group, channels in list(self.producers.items()):
+            for conn, ch in list(channels.items()):
+                if ch.last_update_ms < limit:
+                    self.unregister_producer(group, conn)
+                    dropped.append(conn)
+        return changed, dropped

@@ -1,0 +1,113 @@
+"""Long polling of pulls (RocketMQ's PullRequestHoldService), on the event loop.
+
+A pull that found nothing waits here, keyed by (topic, queue id), until a message for that queue with a
+logical offset >= the request's offset is dispatched (and passes the tag filter), or a periodic check
+finds the queue grown, or its timeout passes.  The store's dispatch listener runs on the dispatch thread:
+it only tests a dict for the key and hops to the loop with ``call_soon_threadsafe``.
+
+Race-free parking: the waiter is entered in the dict *before* the queue's max offset is read again, and
+the dispatcher appends to the consume queue *before* it calls the listener, so either the re-read sees
+the new message or the listener sees the waiter.
+
+Thread-safety: everything but :meth:`on_dispatch` belongs to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["PullHold"]
+
+#: RocketMQ's hold service re-checks parked pulls every 5 s when long polling
+CHECK_INTERVAL_S = 5.0
+
+
+def _int32(code: int) -> int:
+    return ((code + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+@dataclass(slots=True)
+class _Waiter:
+    queue_offset: int
+    codes: frozenset[int] | None
+    future: asyncio.Future[bool]
+
+
+class PullHold:
+    def __init__(self, max_offset: Callable[[str, int], int], *, check_interval_s: float = CHECK_INTERVAL_S) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._max_offset = max_offset
+        self._waiters: dict[tuple[str, int], list[_Waiter]] = {}
+        self.check_interval_s = check_interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = self._loop.create_task(self._check_loop())
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        for waiters in self._waiters.values():
+            for w in waiters:
+                if not w.future.done():
+                    w.future.set_result(False)
+        self._waiters.clear()
+
+    @property
+    def waiting_count(self) -> int:
+        return sum(len(w) for w in self._waiters.values())
+
+    async def wait(self, topic: str, queue_id: int, queue_offset: int, codes: frozenset[int] | None,
+                   timeout_s: float) -> bool:
+        """Park until a message at or after *queue_offset* may be there (True) or *timeout_s* passes (False)."""
+        key = (topic, queue_id)
+        waiter = _Waiter(queue_offset, codes, self._loop.create_future())
+        self._waiters.setdefault(key, []).append(waiter)
+        try:
+            if self._max_offset(topic, queue_id) > queue_offset:
+                return True
+            try:
+                return await asyncio.wait_for(asyncio.shield(waiter.future), max(0.0, timeout_s))
+            except TimeoutError:
+                return False
+        finally:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                try:
+                    waiters.remove(waiter)
+                except ValueError:
+                    pass
+                if not waiters:
+                    del self._waiters[key]
+
+    # --- wake-ups -------------------------------------------------------------------------------------
+
+    def on_dispatch(self, topic: str, queue_id: int, next_offset: int, tags_code: int, store_timestamp: int) -> None:
+        """Store dispatch listener (dispatch thread): hop to the loop only when someone waits."""
+        if (topic, queue_id) in self._waiters:
+            try:
+                self._loop.call_soon_threadsafe(self._wake, topic, queue_id, next_offset, tags_code)
+            except RuntimeError:  # the loop is closed: the broker is shutting down
+                pass
+
+    def _wake(self, topic: str, queue_id: int, next_offset: int, tags_code: int | None) -> None:
+        waiters = self._waiters.get((topic, queue_id))
+        if not waiters:
+            return
+        code = None if tags_code is None else _int32(tags_code)
+        for w in waiters:
+            if w.future.done() or next_offset <= w.queue_offset:
+                continue
+            if code is not None and w.codes is not None and code not in w.codes:
+                continue
+            w.future.set_result(True)
+
+    async def _check_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.check_interval_s)
+            for (topic, queue_id) in list(self._waiters):
+                max_offset = self._max_offset(topic, queue_id)
+                self._wake(topic, queue_id, max_offset, None)

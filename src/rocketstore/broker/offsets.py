@@ -1,0 +1,110 @@
+"""Committed consumer offsets (RocketMQ's ConsumerOffsetManager): config/consumerOffset.json.
+
+File: ``{"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...},...}}``.  A Java broker writes the queue
+ids as bare integers (fastjson); we read that and write quoted keys, which is valid JSON and which fastjson
+reads back.  Writes go through a temporary file, fsync and rename, so a crash never leaves half a file.
+Offsets live in memory and are persisted every ``flushConsumerOffsetInterval`` (5 s) when changed and at
+shutdown.
+
+Thread-safety: commits come from the event loop; :meth:`persist` may run on another thread, so the table
+is snapshotted under a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from rocketstore.broker.config_files import read_json_file, write_json_atomically
+
+__all__ = ["ConsumerOffsetTable", "TOPIC_GROUP_SEPARATOR"]
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+class ConsumerOffsetTable:
+    def __init__(self, config_dir: str) -> None:
+        self.path = os.path.join(config_dir, "consumerOffset.json")
+        #: "topic@group" -> queue id -> next offset to consume
+        self.table: dict[str, dict[int, int]] = {}
+        self._lock = threading.Lock()
+        self._dirty = False
+
+    @staticmethod
+    def key(topic: str, group: str) -> str:
+        return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+
+    def load(self) -> None:
+        obj = read_json_file(self.path)
+        if not isinstance(obj, dict):
+            return
+        table = obj.get("offsetTable")
+        if not isinstance(table, dict):
+            return
+        loaded: dict[str, dict[int, int]] = {}
+        for key, queues in table.items():
+            if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
+                continue
+            entries: dict[int, int] = {}
+            for queue_id, offset in queues.items():
+                try:
+                    entries[int(queue_id)] = int(offset)
+                except (TypeError, ValueError):
+                    continue
+            loaded[str(key)] = entries
+        with self._lock:
+            self.table = loaded
+
+    def persist(self, force: bool = False) -> bool:
+        """Write the file if anything changed since the last write (or *force*); True if written."""
+        with self._lock:
+            if not self._dirty and not force:
+                return False
+            snapshot = {k: dict(sorted(v.items())) for k, v in self.table.items()}
+            self._dirty = False
+        try:
+            write_json_atomically(self.path, {"offsetTable": snapshot})
+        except OSError:
+            with self._lock:
+                self._dirty = True
+            raise
+        return True
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        key = self.key(topic, group)
+        with self._lock:
+            queues = self.table.get(key)
+            if queues is None:
+                queues = self.table[key] = {}
+            if queues.get(queue_id) != offset:
+                queues[queue_id] = offset
+                self._dirty = True
+
+    def query(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, or -1 when there is none."""
+        queues = self.table.get(self.key(topic, group))
+        if queues is None:
+            return -1
+        return queues.get(queue_id, -1)
+
+    def offsets(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.table.get(self.key(topic, group), {}))
+
+    def topics_of_group(self, group: str) -> list[str]:
+        suffix = TOPIC_GROUP_SEPARATOR + group
+        return sorted(k[: -len(suffix)] for k in self.table if k.endswith(suffix))
+
+    def groups_of_topic(self, topic: str) -> list[str]:
+        prefix = topic + TOPIC_GROUP_SEPARATOR
+        return sorted(k[len(prefix):] for k in self.table if k.startswith(prefix))
+
+    def remove_group(self, group: str) -> None:
+        suffix = TOPIC_GROUP_SEPARATOR + group
+        with self._lock:
+            for key in [k for k in self.table if k.endswith(suffix)]:
+                del self.table[key]
+                self._dirty = True
+
+    def all_json(self) -> dict[str, dict[int, int]]:
+        with self._lock:
+            return {k: dict(v) for k, v in self.table.items()}
