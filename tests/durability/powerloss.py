@@ -55,12 +55,17 @@ class PowerLossRecorder:
         """Write into *dest* one possible disk state of *store_dir* after a power loss now."""
         for src in sorted(store_dir.rglob("*")):
             rel = src.relative_to(store_dir)
+            if src.name.endswith(".allocating") and not src.exists():
+                continue
             target = dest / rel
             if src.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            current = src.read_bytes()
+            try:
+                current = src.read_bytes()
+            except FileNotFoundError:
+                continue  # renamed or deleted while we looked (a segment being allocated)
             if rel.name in ("abort", "lock") or rel.parts[0] == "config":
                 target.write_bytes(current)
                 continue

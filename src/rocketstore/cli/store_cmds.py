@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import os
+import stat
 import sys
 from typing import Any, TextIO
 
@@ -229,8 +230,23 @@ class ProgressBar:
         self.stream.flush()
 
 
+def _refuse_read_only_tree(root: str) -> None:
+    """Recovery writes in place: refuse a tree whose permission bits say read-only.
+
+    os.access is not enough: it answers yes to root, and a root shell would then rewrite a store that was
+    made read-only on purpose (a golden reference, an evidence copy).
+    """
+    for dirpath, _, filenames in os.walk(root):
+        for name in [".", *filenames]:
+            path = os.path.normpath(os.path.join(dirpath, name))
+            if not os.stat(path).st_mode & stat.S_IWUSR:
+                raise StoreConfigError(f"{path} is read-only; recover writes in place, so copy the store and "
+                                       f"recover the copy (or make the files writable)")
+
+
 def run_recover(args: argparse.Namespace) -> int:
     config = store_config_from_args(args)
+    _refuse_read_only_tree(config.store_path_root_dir)
     commit_log_dir = config.commit_log_dir
     total = 0
     if os.path.isdir(commit_log_dir):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from rocketstore.errors import MessageDecodeError, PropertiesTooLargeError
 
-__all__ = ["BatchEntry", "encode_batch", "decode_batch", "BATCH_ENTRY_HEADER"]
+__all__ = ["BATCH_ENTRY_HEADER", "BatchEntry", "decode_batch", "encode_batch"]
 
 BATCH_ENTRY_HEADER = struct.Struct(">iiiii")
 _PROP_LEN = struct.Struct(">h")

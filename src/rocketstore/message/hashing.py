@@ -9,7 +9,7 @@ Imports nothing from the rest of the package.
 
 from __future__ import annotations
 
-__all__ = ["java_string_hash", "tags_code", "index_key_hash", "index_key_hash_for_topic"]
+__all__ = ["index_key_hash", "index_key_hash_for_topic", "java_string_hash", "tags_code"]
 
 _MASK32 = 0xFFFFFFFF
 

@@ -14,7 +14,7 @@ import struct
 from rocketstore.errors import InvalidMessageIdError
 from rocketstore.message.host import HostAddress
 
-__all__ = ["encode_offset_message_id", "decode_offset_message_id"]
+__all__ = ["decode_offset_message_id", "encode_offset_message_id"]
 
 _PORT_OFFSET = struct.Struct(">iq")
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 from rocketstore.message.hashing import java_string_hash
 
 __all__ = [
+    "MAX_PROPERTIES_BYTES",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
-    "MAX_PROPERTIES_BYTES",
     "PropertyName",
-    "parse_properties",
-    "parse_properties_raw",
     "encode_properties",
     "java_hashmap_order",
+    "parse_properties",
+    "parse_properties_raw",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"

@@ -29,6 +29,7 @@ is left as zeros.  Imports only the errors, hashing, host and properties modules
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -44,32 +45,32 @@ from rocketstore.message.host import HostAddress
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 
 __all__ = [
-    "MESSAGE_MAGIC",
     "BLANK_MAGIC",
     "BLANK_RECORD",
     "BLANK_RECORD_BYTES",
+    "MESSAGE_MAGIC",
     "MIN_RECORD_BYTES",
-    "SysFlag",
-    "Message",
-    "StoredMessage",
-    "DispatchInfo",
-    "header_layout",
-    "record_size",
-    "body_crc",
-    "encode_record",
-    "draft_record",
-    "write_record",
-    "RecordDraft",
-    "decode_record",
-    "decode_dispatch_info",
-    "peek_record",
-    "RecordKind",
-    "store_timestamp_position",
-    "QUEUE_OFFSET_POS",
     "PHYSICAL_OFFSET_POS",
+    "QUEUE_OFFSET_POS",
     "SYS_FLAG_POS",
     "TOTAL_SIZE_MAGIC",
+    "DispatchInfo",
+    "Message",
+    "RecordDraft",
+    "RecordKind",
+    "StoredMessage",
+    "SysFlag",
+    "body_crc",
+    "decode_dispatch_info",
+    "decode_record",
+    "draft_record",
+    "encode_record",
+    "header_layout",
+    "peek_record",
+    "record_size",
+    "store_timestamp_position",
     "validate_topic",
+    "write_record",
 ]
 
 MESSAGE_MAGIC: Final = -626843481  # 0xDAA320A7 as a Java int
@@ -351,7 +352,7 @@ class RecordKind:
     INVALID = "INVALID"
 
 
-def peek_record(buf: bytes | bytearray | memoryview, pos: int, limit: int | None = None) -> tuple[str, int]:
+def peek_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int, limit: int | None = None) -> tuple[str, int]:
     """(kind, size) of the record at *pos*: MESSAGE or BLANK with their declared size, or INVALID."""
     end = len(buf) if limit is None else limit
     if pos + 8 > end:
@@ -366,7 +367,7 @@ def peek_record(buf: bytes | bytearray | memoryview, pos: int, limit: int | None
     return RecordKind.INVALID, size
 
 
-def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = False,
+def decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0, *, check_crc: bool = False,
                   with_body: bool = True, limit: int | None = None) -> StoredMessage:
     """Decode the message record at *pos*; MessageDecodeError if it is not a whole, consistent record."""
     end = len(buf) if limit is None else limit
@@ -408,7 +409,7 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
                          reconsume, prepared, body if with_body else b"", topic, props)
 
 
-def decode_dispatch_info(buf: bytes | bytearray | memoryview, pos: int, commit_log_offset: int,
+def decode_dispatch_info(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int, commit_log_offset: int,
                          *, check_crc: bool = False) -> DispatchInfo:
     """The dispatcher's view of the record at *pos*: no body copy unless the CRC is checked."""
     if check_crc:

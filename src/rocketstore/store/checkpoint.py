@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import struct
 
-__all__ = ["Checkpoint", "CHECKPOINT_LAYOUT", "CHECKPOINT_BYTES"]
+__all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_LAYOUT", "Checkpoint"]
 
 CHECKPOINT_LAYOUT = struct.Struct(">qqq")
 CHECKPOINT_BYTES = 4096

@@ -25,7 +25,7 @@ from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
 
-__all__ = ["Cleaner", "CleanReport", "disk_usage_ratio", "FORCE_CLEAN_RATIO", "DISK_FULL_RATIO"]
+__all__ = ["DISK_FULL_RATIO", "FORCE_CLEAN_RATIO", "CleanReport", "Cleaner", "disk_usage_ratio"]
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from rocketstore.message.record import (
 from rocketstore.store.file_queue import FileQueue
 from rocketstore.store.mapped_file import MappedFile
 
-__all__ = ["CommitLog", "AppendError"]
+__all__ = ["AppendError", "CommitLog"]
 
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
 
-__all__ = ["StoreConfig", "FlushDiskType", "BrokerRole", "parse_delay_levels", "read_properties_file"]
+__all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "read_properties_file"]
 
 
 class FlushDiskType:

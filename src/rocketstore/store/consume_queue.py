@@ -23,7 +23,7 @@ import numpy as np
 
 from rocketstore.store.file_queue import FileQueue
 
-__all__ = ["ConsumeQueue", "ConsumeQueueTable", "CQ_ENTRY", "CQ_ENTRY_BYTES", "CQ_DTYPE", "PRE_BLANK_SIZE"]
+__all__ = ["CQ_DTYPE", "CQ_ENTRY", "CQ_ENTRY_BYTES", "PRE_BLANK_SIZE", "ConsumeQueue", "ConsumeQueueTable"]
 
 CQ_ENTRY = struct.Struct(">qiq")
 CQ_ENTRY_BYTES = 20
@@ -127,7 +127,9 @@ class ConsumeQueue:
     # --- recovery and clean-up ----------------------------------------------------------------------------
 
     def load(self) -> None:
-        self.files.load()
+        # a short last segment (a crash while it was created by an older version, or a copy cut short) is
+        # treated as a torn tail, as for the commitlog
+        self.files.load(allow_short_tail=True)
 
     def recover(self) -> None:
         """Keep the valid prefix (offset >= 0 and size > 0), starting from the third-last segment."""

@@ -26,16 +26,12 @@ from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
 
-__all__ = ["Dispatcher", "SCHEDULE_TOPIC", "DispatchListener"]
+__all__ = ["SCHEDULE_TOPIC", "DispatchListener", "Dispatcher"]
 
 log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DispatchListener = Callable[[str, int, int, int, int], None]
-
-
-class DispatchStalledError(MessageDecodeError):
-    pass
 
 
 class Dispatcher:
@@ -108,8 +104,7 @@ class Dispatcher:
             commitlog = self.commitlog
             end = commitlog.max_offset if bound is None else bound
             count = 0
-            if self.reput_offset < commitlog.min_offset:
-                self.reput_offset = commitlog.min_offset
+            self.reput_offset = max(self.reput_offset, commitlog.min_offset)
             while self.reput_offset < end:
                 offset = self.reput_offset
                 mf = commitlog.files.find(offset)

@@ -12,13 +12,12 @@ from typing import Any
 
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import StoredMessage, decode_record
-from rocketstore.store.consume_queue import CQ_ENTRY_BYTES
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.message_store import MAX_TIMESTAMP, MessageStore
 from rocketstore.store.recovery import validate_record
 from rocketstore.store.results import GetMessageStatus
 
-__all__ = ["dump_store", "message_json", "commitlog_records"]
+__all__ = ["commitlog_records", "dump_store", "message_json"]
 
 
 def message_json(m: StoredMessage, queue_offset: int | None = None) -> dict[str, Any]:

@@ -42,6 +42,10 @@ class FileQueue:
         *allow_short_tail* the last one may be short (a torn tail: it is zero-filled back to size)."""
         if not os.path.isdir(self.directory):
             return
+        if self.writable:
+            for name in os.listdir(self.directory):
+                if name.endswith(".allocating"):  # a crash interrupted its allocation: it never held data
+                    os.unlink(os.path.join(self.directory, name))
         files: list[MappedFile] = []
         names = [n for n in sorted(os.listdir(self.directory))
                  if len(n) == 20 and n.isdigit() and os.path.isfile(os.path.join(self.directory, n))]

@@ -27,7 +27,7 @@ from rocketstore.message.hashing import index_key_hash_for_topic
 from rocketstore.message.record import SysFlag
 from rocketstore.store.mapped_file import MappedFile
 
-__all__ = ["IndexFile", "IndexService", "INDEX_HEADER", "INDEX_ENTRY"]
+__all__ = ["INDEX_ENTRY", "INDEX_HEADER", "IndexFile", "IndexService"]
 
 INDEX_HEADER = struct.Struct(">qqqqii")
 INDEX_ENTRY = struct.Struct(">iqii")
@@ -163,6 +163,9 @@ class IndexService:
         expected = _HEADER_BYTES + self.slot_count * 4 + self.entry_count * 20
         for name in sorted(os.listdir(self.directory)):
             path = os.path.join(self.directory, name)
+            if name.endswith(".allocating") and self.writable:
+                os.unlink(path)  # a crash interrupted its allocation: it never held data
+                continue
             if not name.isdigit() or os.path.getsize(path) != expected:
                 continue
             f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False)

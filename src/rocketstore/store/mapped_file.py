@@ -22,7 +22,7 @@ import time
 
 from rocketstore.errors import StoreError
 
-__all__ = ["MappedFile", "OS_PAGE_BYTES", "segment_name"]
+__all__ = ["OS_PAGE_BYTES", "MappedFile", "segment_name"]
 
 OS_PAGE_BYTES = 4096
 
@@ -45,11 +45,52 @@ def _allocate(fd: int, size_bytes: int) -> None:
         written += n
 
 
+def _create_allocated(path: str, size_bytes: int) -> int:
+    """Create *path* with all its blocks, atomically: a crash never leaves a short or sparse segment
+    under the real name (it is allocated under a temporary name, then renamed)."""
+    if os.path.exists(path):
+        raise FileExistsError(errno.EEXIST, "segment exists already", path)
+    tmp = path + ".allocating"
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _allocate(fd, size_bytes)
+        os.rename(tmp, path)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return fd
+
+
+def zero_tail(mm: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20) -> None:
+    """Zero *mm* from *pos* on, writing only chunks that hold something (no page dirtied for nothing)."""
+    size = len(mm)
+    while pos < size:
+        end = min(size, pos + chunk_bytes)
+        chunk = mm[pos:end]
+        if chunk.count(0) != len(chunk):
+            mm[pos:end] = bytes(end - pos)
+        pos = end
+
+
 class MappedFile:
     """A segment ``[start_offset, start_offset + size_bytes)`` of a file queue."""
 
-    __slots__ = ("path", "start_offset", "size_bytes", "writable", "wrote", "flushed", "_fd", "_mm",
-                 "_scratch_mtime_ms", "first_in_queue")
+    __slots__ = (
+        "_fd",
+        "_mm",
+        "_scratch_mtime_ms",
+        "first_in_queue",
+        "flushed",
+        "path",
+        "size_bytes",
+        "start_offset",
+        "writable",
+        "wrote",
+    )
 
     def __init__(self, path: str, start_offset: int, size_bytes: int, *, writable: bool, create: bool,
                  first_in_queue: bool = False, allow_short: bool = False) -> None:
@@ -63,18 +104,12 @@ class MappedFile:
         self._scratch_mtime_ms: int | None = None
         self._fd = -1
         if writable:
-            flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-            fd = os.open(path, flags, 0o644)
+            if create:
+                fd = _create_allocated(path, size_bytes)
+            else:
+                fd = os.open(path, os.O_RDWR)
             try:
-                if create:
-                    try:
-                        _allocate(fd, size_bytes)
-                    except OSError:
-                        os.close(fd)
-                        fd = -1
-                        os.unlink(path)
-                        raise
-                elif os.fstat(fd).st_size != size_bytes:
+                if not create and os.fstat(fd).st_size != size_bytes:
                     actual = os.fstat(fd).st_size
                     if not (allow_short and actual < size_bytes):
                         raise StoreError(f"{path}: size {actual} differs from the configured {size_bytes} bytes")
@@ -146,7 +181,7 @@ class MappedFile:
     def zero_from(self, pos: int) -> None:
         """Zero the bytes from *pos* to the end (a truncated tail must read as 'no record')."""
         if pos < self.size_bytes:
-            self._mm[pos:] = bytes(self.size_bytes - pos)
+            zero_tail(self._mm, pos)
 
     def warm(self) -> None:
         """Touch every page so the first writes do not fault (RocketMQ's warmMapedFileEnable)."""

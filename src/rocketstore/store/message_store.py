@@ -55,7 +55,7 @@ from rocketstore.store.index_file import IndexService
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetMessageStatus, GetResult, PutMessageStatus, PutResult, QueryResult
 
-__all__ = ["MessageStore", "MAX_TIMESTAMP"]
+__all__ = ["MAX_TIMESTAMP", "MessageStore"]
 
 MAX_TIMESTAMP = (1 << 63) - 1
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
@@ -627,7 +627,7 @@ class MessageStore:
         while True:
             bound = self._dispatch_bound()
             self._dispatcher.dispatch_available(bound)
-            if self._dispatcher.reput_offset >= bound and bound >= self._commitlog.max_offset:
+            if self._dispatcher.reput_offset >= bound >= self._commitlog.max_offset:
                 return True
             if self._group_commit is not None:
                 self._group_commit.request(self._commitlog.max_offset)

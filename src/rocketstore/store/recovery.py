@@ -107,11 +107,13 @@ def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
             continue
         reason = why
         break
+    if progress is not None:
+        progress(mf.size_bytes)  # the segment the walk ended in counts as scanned too
     return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
 
 
 def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool) -> bool:
-    size, magic = _HEAD.unpack_from(mf.buffer, 0)
+    magic = _HEAD.unpack_from(mf.buffer, 0)[1]
     if magic != MESSAGE_MAGIC:
         return False
     sys_flag = int.from_bytes(mf.buffer[36:40], "big", signed=True)

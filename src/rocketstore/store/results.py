@@ -10,7 +10,7 @@ from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.record import StoredMessage, decode_record
 
-__all__ = ["PutMessageStatus", "GetMessageStatus", "PutResult", "GetResult", "QueryResult"]
+__all__ = ["GetMessageStatus", "GetResult", "PutMessageStatus", "PutResult", "QueryResult"]
 
 
 class PutMessageStatus(enum.Enum):

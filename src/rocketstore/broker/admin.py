@@ -1,0 +1,219 @@
+"""Admin requests: GET_BROKER_RUNTIME_INFO (28), GET_BROKER_CONFIG (26), UPDATE_AND_CREATE_TOPIC (17),
+DELETE_TOPIC_IN_BROKER (215), GET_ALL_TOPIC_CONFIG (21), GET_TOPIC_STATS_INFO (202),
+GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST (204), GET_CONSUME_STATS (208),
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+DELETE_SUBSCRIPTIONGROUP (207), QUERY_TOPIC_CONSUME_BY_WHO (300), GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
+
+TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps (``{{mq}:{...}}``), which is what
+RocketMQ's admin tools parse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+from rocketstore.broker.groups import SubscriptionGroupConfig
+from rocketstore.broker.topics import topic_problem
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import TopicConfig
+from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+)
+from rocketstore.remoting.transport import Connection, RequestRouter
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["register"]
+
+
+def _mq(broker: Broker, topic: str, queue_id: int) -> dict[str, object]:
+    return {"brokerName": broker.config.broker_name, "queueId": queue_id, "topic": topic}
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    async def runtime_info(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        store = broker.store
+        now = int(time.time() * 1000)
+        table = {
+            "brokerVersionDesc": "V4_9_3",
+            "brokerVersion": str(MQ_VERSION),
+            "msgPutTotalYesterdayMorning": "0",
+            "msgPutTotalTodayMorning": "0",
+            "msgPutTotalTodayNow": str(broker.put_count),
+            "msgGetTotalYesterdayMorning": "0",
+            "msgGetTotalTodayMorning": "0",
+            "msgGetTotalTodayNow": str(broker.get_count),
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": "10000",
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": "100000",
+            "queryThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueCapacity": "20000",
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes),
+            "pageCacheLockTimeMills": "0",
+            "earliestMessageTimeStamp": str(store.earliest_message_time()),
+            "startAcceptSendRequestTimeStamp": "0",
+            "commitLogMinOffset": str(store.min_commit_log_offset),
+            "commitLogMaxOffset": str(store.max_commit_log_offset),
+            "bootTimestamp": str(broker.start_time_ms),
+            "runtime": f"[ {(now - broker.start_time_ms) // 1000} s ]",
+            "putMessageEntireTimeMax": "0",
+            "putTps": "0.0 0.0 0.0",
+            "getFoundTps": "0.0 0.0 0.0",
+            "remainHowManyDataToFlush": "0 B",
+            "pullHoldCount": str(broker.pull_hold.waiting_count),
+        }
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"table": table}))
+
+    async def broker_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        lines = []
+        for obj in (broker.config, broker.store_config):
+            for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+                value = getattr(obj, f.name)
+                if value is not None:
+                    lines.append(f"{f.name}={str(value).lower() if isinstance(value, bool) else value}")
+        version = fastjson.dumps(broker.topics.data_version.to_json()).decode()
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={"version": version},
+                                     body="\n".join(lines).encode())
+
+    async def create_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        problem = topic_problem(h.topic)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
+        if h.topic in broker.topics.system_topics:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"The topic[{h.topic}] is conflict with system topic.")
+        tc = TopicConfig(h.topic, h.read_queue_nums, h.write_queue_nums, h.perm, h.topic_filter_type,
+                         h.topic_sys_flag or 0, h.order)
+        broker.topics.update(tc)
+        broker.topic_created()
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def delete_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        if h.topic in broker.topics.system_topics:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"The topic[{h.topic}] is conflict with system topic.")
+        broker.topics.delete(h.topic)
+        broker.topic_created()
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def all_topic_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.dumps({"dataVersion": broker.topics.data_version.to_json(),
+                               "topicConfigTable": {t.topic_name: t.to_json() for t in broker.topics}})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    async def topic_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
+        tc = broker.topics.get(h.topic)
+        if tc is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{h.topic}] not exist")
+        store = broker.store
+        pairs = []
+        for q in range(tc.write_queue_nums):
+            max_offset = store.max_offset(h.topic, q)
+            last = store.store_time(h.topic, q, max_offset - 1) if max_offset > 0 else 0
+            pairs.append((_mq(broker, h.topic, q), {"lastUpdateTimestamp": max(0, last), "maxOffset": max_offset,
+                                                    "minOffset": store.min_offset(h.topic, q)}))
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps_object_keyed({}, "offsetTable", pairs))
+
+    async def consumer_connections(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        info = broker.clients.group(h.consumer_group)
+        if info is None or not info.channels:
+            return request.make_response(ResponseCode.CONSUMER_NOT_ONLINE,
+                                         remark=f"the consumer group[{h.consumer_group}] not online")
+        body = fastjson.dumps({
+            "connectionSet": [c.to_json() for c in info.channels.values()],
+            "consumeFromWhere": info.consume_from_where, "consumeType": info.consume_type,
+            "messageModel": info.message_model,
+            "subscriptionTable": {t: s.to_json() for t, s in info.subscriptions.items()}})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    async def producer_connections(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        channels = broker.clients.producer_channels(h.producer_group)
+        if not channels:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"the producer group[{h.producer_group}] not exist")
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=fastjson.dumps({"connectionSet": [c.to_json() for c in channels]}))
+
+    async def consume_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
+        group = h.consumer_group
+        topics = [h.topic] if h.topic and h.topic.strip() else broker.offsets.topics_of_group(group)
+        info = broker.clients.group(group)
+        store = broker.store
+        pairs = []
+        for topic in topics:
+            tc = broker.topics.get(topic)
+            if tc is None:
+                continue
+            if info is not None and info.subscriptions and topic not in info.subscriptions:
+                continue
+            for q in range(tc.read_queue_nums):
+                consumer_offset = max(0, broker.offsets.query(group, topic, q))
+                entry: dict[str, object] = {"brokerOffset": store.max_offset(topic, q),
+                                            "consumerOffset": consumer_offset, "lastTimestamp": 0}
+                if consumer_offset > 0:
+                    last = store.store_time(topic, q, consumer_offset - 1)
+                    if last > 0:
+                        entry["lastTimestamp"] = last
+                pairs.append((_mq(broker, topic, q), entry))
+        body = fastjson.dumps_object_keyed({"consumeTps": 0.0}, "offsetTable", pairs)
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    async def all_groups(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.dumps({"dataVersion": broker.groups.data_version.to_json(),
+                               "subscriptionGroupTable": {n: g.to_json() for n, g in broker.groups.table.items()}})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    async def update_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        obj = fastjson.loads(request.body) if request.body else None
+        if not isinstance(obj, dict) or not obj.get("groupName"):
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark="subscription group config missing")
+        broker.groups.update(SubscriptionGroupConfig.from_json(obj))
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def delete_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        group = request.ext_fields.get("groupName", "")
+        broker.groups.delete(group)
+        if request.ext_fields.get("removeOffset", "").lower() == "true":
+            broker.offsets.remove_group(group)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def consumed_by_whom(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        topic = request.ext_fields.get("topic", "")
+        groups = set(broker.clients.groups_subscribing(topic)) | set(broker.offsets.groups_of_topic(topic))
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"groupList": sorted(groups)}))
+
+    async def system_topics(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=fastjson.dumps({"topicList": sorted(broker.topics.system_topics)}))
+
+    router.add(RequestCode.GET_BROKER_RUNTIME_INFO, runtime_info)
+    router.add(RequestCode.GET_BROKER_CONFIG, broker_config)
+    router.add(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic)
+    router.add(RequestCode.DELETE_TOPIC_IN_BROKER, delete_topic)
+    router.add(RequestCode.GET_ALL_TOPIC_CONFIG, all_topic_config)
+    router.add(RequestCode.GET_TOPIC_STATS_INFO, topic_stats)
+    router.add(RequestCode.GET_CONSUMER_CONNECTION_LIST, consumer_connections)
+    router.add(RequestCode.GET_PRODUCER_CONNECTION_LIST, producer_connections)
+    router.add(RequestCode.GET_CONSUME_STATS, consume_stats)
+    router.add(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, all_groups)
+    router.add(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, update_group)
+    router.add(RequestCode.DELETE_SUBSCRIPTIONGROUP, delete_group)
+    router.add(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, consumed_by_whom)
+    router.add(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, system_topics)

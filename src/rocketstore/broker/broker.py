@@ -1,0 +1,211 @@
+"""Broker: a MessageStore behind a RemotingServer, with topic / group / offset tables, client bookkeeping,
+long polling and name server registration.
+
+    broker = Broker(BrokerConfig(...), StoreConfig(...))
+    await broker.start()          # binds, opens the store, loads config/*.json, registers, serves
+    ...
+    await broker.close()          # unregisters, closes connections, persists offsets, closes the store
+
+The listening socket is bound before the store opens so that with ``listenPort=0`` the store host (the
+STOREHOST of every record and the address in every offset message id) is the real ``brokerIP1:port``.
+Handlers live in one module per request family (send, pull, clients, offsets, query, admin); each gets
+this object.  Loop-bound: create, start and close it on one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from rocketstore.broker import admin, client_handlers, offset_handlers, pull, query, send
+from rocketstore.broker.clients import ClientRegistry
+from rocketstore.broker.config import BrokerConfig
+from rocketstore.broker.groups import SubscriptionGroupTable
+from rocketstore.broker.long_poll import PullHold
+from rocketstore.broker.offsets import ConsumerOffsetTable
+from rocketstore.broker.registration import Registrar
+from rocketstore.broker.topics import TopicTable
+from rocketstore.errors import RemotingError
+from rocketstore.message.host import HostAddress, parse_host
+from rocketstore.remoting.bodies import RegisterBrokerBody
+from rocketstore.remoting.codes import RequestCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import NotifyConsumerIdsChangedRequestHeader
+from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter
+from rocketstore.store.config import StoreConfig
+from rocketstore.store.message_store import MessageStore
+
+__all__ = ["Broker"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: ClientHousekeepingService scans every 10 s
+CLIENT_SCAN_INTERVAL_S = 10.0
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig | None = None, store_config: StoreConfig | None = None) -> None:
+        self.config = config or BrokerConfig()
+        self.store_config = store_config or StoreConfig()
+        self.router = RequestRouter()
+        for module in (send, pull, client_handlers, offset_handlers, query, admin):
+            module.register(self.router, self)
+        self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
+                                     on_connection_closed=self._connection_closed)
+        self.clients = ClientRegistry(self.config.channel_expired_timeout_ms)
+        self._store: MessageStore | None = None
+        self.topics: TopicTable
+        self.groups: SubscriptionGroupTable
+        self.offsets: ConsumerOffsetTable
+        self.pull_hold: PullHold
+        self.registrar: Registrar | None = None
+        self.address = ""
+        self.store_host: HostAddress | None = None
+        self.start_time_ms = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        #: store work that may block (sync flush waits for the disk) runs here, off the event loop
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocketstore-broker")
+        self.put_count = 0
+        self.get_count = 0
+        self.closed = False
+
+    @property
+    def store(self) -> MessageStore:
+        if self._store is None:
+            raise RuntimeError("the broker is not started")
+        return self._store
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        await self.server.start(cfg.listen_host, cfg.listen_port, start_serving=False)
+        ip = cfg.advertised_ip()
+        self.address = f"[{ip}]:{self.server.port}" if ":" in ip else f"{ip}:{self.server.port}"
+        self.store_host = parse_host(self.address)
+        self.store_config = self.store_config.replace(store_host=self.address)
+        try:
+            self._store = await loop.run_in_executor(self._executor, MessageStore.open, None, self.store_config)
+            config_dir = self.store_config.config_dir
+            self.topics = TopicTable(cfg, config_dir)
+            self.topics.load()
+            self.groups = SubscriptionGroupTable(config_dir, auto_create=cfg.auto_create_subscription_group)
+            self.groups.load()
+            self.offsets = ConsumerOffsetTable(config_dir)
+            self.offsets.load()
+            self.topics.persist()
+            self.pull_hold = PullHold(self.store.max_offset,
+                                      check_interval_s=5.0 if cfg.long_polling_enable else cfg.short_polling_time_ms / 1000)
+            self.store.add_dispatch_listener(self.pull_hold.on_dispatch)
+            self.pull_hold.start()
+            self.start_time_ms = int(time.time() * 1000)
+            await self.server.start_serving()
+            ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else self.server.port + 1
+            self.registrar = Registrar(
+                cfg.namesrv_addrs, cluster_name=cfg.broker_cluster_name, broker_name=cfg.broker_name,
+                broker_id=cfg.broker_id, broker_addr=self.address,
+                ha_server_addr=f"{cfg.broker_ip2 or ip}:{ha_port}", body=self._register_body,
+                period_s=cfg.register_period_s, timeout_s=cfg.register_broker_timeout_ms / 1000,
+                compressed=cfg.compressed_register)
+            await self.registrar.start()
+            self._tasks.append(loop.create_task(self._persist_offsets_loop()))
+            self._tasks.append(loop.create_task(self._scan_clients_loop()))
+        except BaseException:
+            await self.close()
+            raise
+
+    def _register_body(self) -> RegisterBrokerBody:
+        return RegisterBrokerBody(self.topics.registration_view(self.config.broker_permission),
+                                  self.topics.data_version)
+
+    async def close(self) -> None:
+        """Unregister, stop serving, persist the tables and close the store cleanly.  Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        if self.registrar is not None:
+            await self.registrar.close(unregister=True)
+        await self.server.close()
+        if self._store is not None:
+            self.pull_hold.close()
+            try:
+                self.offsets.persist(force=True)
+                self.topics.persist()
+                self.groups.persist()
+            except OSError:
+                log.exception("cannot persist the broker's config files")
+            store, self._store = self._store, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, store.close)
+        self._executor.shutdown(wait=True)
+
+    async def run_blocking(self, fn: Any, *args: Any) -> Any:
+        """Run store work that may block on the broker's executor."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    # --- background work ------------------------------------------------------------------------------
+
+    async def _persist_offsets_loop(self) -> None:
+        interval_s = max(0.1, self.config.flush_consumer_offset_interval_ms / 1000)
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.run_blocking(self.offsets.persist)
+            except OSError:
+                log.exception("cannot persist consumer offsets")
+
+    async def _scan_clients_loop(self) -> None:
+        while True:
+            await asyncio.sleep(CLIENT_SCAN_INTERVAL_S)
+            changed, dropped = self.clients.expire(int(time.time() * 1000))
+            for connection in dropped:
+                if isinstance(connection, Connection):
+                    connection.close()
+            for group in changed:
+                self.notify_consumer_ids_changed(group)
+
+    def _connection_closed(self, connection: Connection) -> None:
+        for group in self.clients.connection_closed(connection):
+            self.notify_consumer_ids_changed(group)
+
+    # --- services for the handlers --------------------------------------------------------------------
+
+    def topic_created(self) -> None:
+        """A topic was created or changed: register with the name servers again soon."""
+        if self.registrar is not None:
+            self.registrar.request_registration()
+
+    def notify_consumer_ids_changed(self, group: str) -> None:
+        """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of *group*, so they rebalance now."""
+        if not self.config.notify_consumer_ids_changed_enable:
+            return
+        cfg = self.groups.get(group) if hasattr(self, "groups") else None
+        if cfg is not None and not cfg.notify_consumer_ids_changed_enable:
+            return
+        info = self.clients.group(group)
+        if info is None:
+            return
+        ext = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
+        for connection in list(info.channels):
+            if isinstance(connection, Connection) and not connection.is_closed:
+                command = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, ext, oneway=True)
+                asyncio.get_running_loop().create_task(self._send_quietly(connection, command))
+
+    @staticmethod
+    async def _send_quietly(connection: Connection, command: RemotingCommand) -> None:
+        try:
+            await connection.oneway(command, 3.0)
+        except RemotingError as exc:
+            log.debug("cannot notify %s: %s", connection.peer_address, exc)

@@ -1,0 +1,140 @@
+"""Client management requests: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
+CHECK_CLIENT_CONFIG (46), LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42).
+
+A consumer heartbeat auto-creates the group config and the group's ``%RETRY%`` topic (registered with the
+name servers so consumers can route it) and, when the group gains a client, tells every client of the group
+to rebalance (NOTIFY_CONSUMER_IDS_CHANGED, oneway).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rocketstore.broker.clients import ClientChannel
+from rocketstore.broker.topics import retry_topic
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import HeartbeatData, Perm
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
+from rocketstore.remoting.transport import Connection, RequestRouter
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["register", "QueueLocks", "REBALANCE_LOCK_MAX_LIVE_MS"]
+
+#: rocketmq.broker.rebalance.lockMaxLiveTime
+REBALANCE_LOCK_MAX_LIVE_MS = 60_000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True)
+class _Lock:
+    client_id: str
+    last_update_ms: int
+
+
+class QueueLocks:
+    """RebalanceLockManager: (group, topic, brokerName, queueId) -> holder; a lock expires after 60 s."""
+
+    def __init__(self, max_live_ms: int = REBALANCE_LOCK_MAX_LIVE_MS) -> None:
+        self.max_live_ms = max_live_ms
+        self.locks: dict[tuple[str, str, str, int], _Lock] = {}
+
+    def try_lock(self, group: str, client_id: str, queues: list[tuple[str, str, int]], now_ms: int
+                 ) -> list[tuple[str, str, int]]:
+        granted = []
+        for topic, broker_name, queue_id in queues:
+            key = (group, topic, broker_name, queue_id)
+            lock = self.locks.get(key)
+            if lock is None or lock.client_id == client_id or lock.last_update_ms + self.max_live_ms < now_ms:
+                self.locks[key] = _Lock(client_id, now_ms)
+                granted.append((topic, broker_name, queue_id))
+        return granted
+
+    def unlock(self, group: str, client_id: str, queues: list[tuple[str, str, int]]) -> None:
+        for topic, broker_name, queue_id in queues:
+            key = (group, topic, broker_name, queue_id)
+            lock = self.locks.get(key)
+            if lock is not None and lock.client_id == client_id:
+                del self.locks[key]
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    locks = QueueLocks()
+
+    async def heart_beat(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        data = HeartbeatData.decode(request.body)
+        now = _now_ms()
+        conn.attributes["client_id"] = data.client_id
+        channel_args = (data.client_id, request.language.name, request.version, conn.peer_address, now)
+        for consumer in data.consumers:
+            group_cfg = broker.groups.find_or_create(consumer.group_name)
+            notify = broker.config.notify_consumer_ids_changed_enable
+            if group_cfg is not None:
+                notify = notify and group_cfg.notify_consumer_ids_changed_enable
+                topic = retry_topic(consumer.group_name)
+                if broker.topics.get(topic) is None:
+                    broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,
+                                                      2 if consumer.unit_mode else 0)
+                    broker.topic_created()
+            new_client, _ = broker.clients.register_consumer(consumer, ClientChannel(conn, *channel_args), now)
+            if new_client and notify:
+                broker.notify_consumer_ids_changed(consumer.group_name)
+        for group in data.producer_groups:
+            broker.clients.register_producer(group, ClientChannel(conn, *channel_args), now)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def unregister_client(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        if h.producer_group:
+            broker.clients.unregister_producer(h.producer_group, conn)
+        if h.consumer_group:
+            if broker.clients.unregister_consumer(h.consumer_group, conn):
+                broker.notify_consumer_ids_changed(h.consumer_group)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def consumer_list(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
+        ids = broker.clients.consumer_ids(h.consumer_group)
+        if not ids:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"no consumer for this group, {h.consumer_group}")
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"consumerIdList": ids}))
+
+    async def check_client_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def _mq_set(body: bytes) -> tuple[str, str, list[tuple[str, str, int]]]:
+        obj = fastjson.loads(body) if body else {}
+        if not isinstance(obj, dict):
+            return "", "", []
+        mqs = []
+        for mq in obj.get("mqSet") or []:
+            if isinstance(mq, dict):
+                mqs.append((str(mq.get("topic", "")), str(mq.get("brokerName", "")), int(mq.get("queueId", 0))))
+        return str(obj.get("consumerGroup", "")), str(obj.get("clientId", "")), mqs
+
+    async def lock_batch(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        group, client_id, mqs = _mq_set(request.body)
+        granted = locks.try_lock(group, client_id, mqs, _now_ms())
+        body = fastjson.dumps({"lockOKMQSet": [{"brokerName": b, "queueId": q, "topic": t} for t, b, q in granted]})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    async def unlock_batch(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        group, client_id, mqs = _mq_set(request.body)
+        locks.unlock(group, client_id, mqs)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    router.add(RequestCode.HEART_BEAT, heart_beat)
+    router.add(RequestCode.UNREGISTER_CLIENT, unregister_client)
+    router.add(RequestCode.GET_CONSUMER_LIST_BY_GROUP, consumer_list)
+    router.add(RequestCode.CHECK_CLIENT_CONFIG, check_client_config)
+    router.add(RequestCode.LOCK_BATCH_MQ, lock_batch)
+    router.add(RequestCode.UNLOCK_BATCH_MQ, unlock_batch)

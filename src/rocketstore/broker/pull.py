@@ -1,0 +1,156 @@
+"""PULL_MESSAGE (11): the 4.9.3 PullMessageProcessor's checks, status mapping and long polling.
+
+Checks in RocketMQ's order (remoting.md section 5.2); the subscription comes from the request when its
+sysFlag has the subscription bit (C++ and ali-ons always), else from the group's heartbeat (Java).  Tag
+codes are rebuilt from the tag strings, because the C++ client's heartbeat codeSet holds ``atoi(tag)``.
+
+GetMessageStatus -> response code: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20; NO_MESSAGE_IN_QUEUE /
+NO_MATCHED_LOGIC_QUEUE 21 if the requested offset is not 0, else 19; OFFSET_FOUND_NULL / OFFSET_OVERFLOW_ONE 19;
+OFFSET_OVERFLOW_BADLY / OFFSET_TOO_SMALL 21.  A 19 with the suspend bit waits (long polling) until a message
+for the queue is dispatched or ``suspendTimeoutMillis`` passes, then runs once more without suspension.
+The commit-offset bit stores ``commitOffset`` for the group whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from rocketstore.broker.topics import OFFSET_MOVED_EVENT
+from rocketstore.message.hashing import java_string_hash
+from rocketstore.message.record import Message
+from rocketstore.remoting.bodies import MessageModel, Perm, SubscriptionData, build_subscription
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.store.results import GetMessageStatus, GetResult
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["register", "pull_message", "PullSysFlag", "response_code_for_get_status"]
+
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+class PullSysFlag:
+    COMMIT_OFFSET = 0x1
+    SUSPEND = 0x2
+    SUBSCRIPTION = 0x4
+    CLASS_FILTER = 0x8
+    LITE_PULL = 0x10
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    async def handle(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        return await pull_message(broker, conn, request)
+
+    router.add(RequestCode.PULL_MESSAGE, handle)
+
+
+def response_code_for_get_status(status: GetMessageStatus, requested_offset: int) -> int:
+    if status is GetMessageStatus.FOUND:
+        return ResponseCode.SUCCESS
+    if status in (GetMessageStatus.MESSAGE_WAS_REMOVING, GetMessageStatus.NO_MATCHED_MESSAGE):
+        return ResponseCode.PULL_RETRY_IMMEDIATELY
+    if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+        return ResponseCode.PULL_OFFSET_MOVED if requested_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):
+        return ResponseCode.PULL_NOT_FOUND
+    return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
+
+
+def _tag_codes(sub: SubscriptionData) -> frozenset[int] | None:
+    if sub.matches_all:
+        return None
+    if sub.tags_set:
+        return frozenset(java_string_hash(t) for t in sub.tags_set)
+    return frozenset(sub.code_set)
+
+
+async def pull_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    h = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+    cfg = broker.config
+
+    def fail(code: int, remark: str) -> RemotingCommand:
+        return request.make_response(code, remark=remark)
+
+    if not Perm.readable(cfg.broker_permission):
+        return fail(ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_name}] pulling message is forbidden")
+    group_cfg = broker.groups.find_or_create(h.consumer_group)
+    if group_cfg is None:
+        return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                    f"subscription group [{h.consumer_group}] does not exist, {_FAQ}")
+    if not group_cfg.consume_enable:
+        return fail(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
+    has_suspend = bool(h.sys_flag & PullSysFlag.SUSPEND)
+    has_commit = bool(h.sys_flag & PullSysFlag.COMMIT_OFFSET)
+    has_subscription = bool(h.sys_flag & PullSysFlag.SUBSCRIPTION)
+    tc = broker.topics.get(h.topic)
+    if tc is None:
+        return fail(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please! {_FAQ}")
+    if not Perm.readable(tc.perm):
+        return fail(ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
+    if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
+        return fail(ResponseCode.SYSTEM_ERROR,
+                    f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
+                    f"[{tc.read_queue_nums}] consumer:[{conn.peer_address}]")
+    if has_subscription:
+        sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
+    else:
+        info = broker.clients.group(h.consumer_group)
+        if info is None:
+            return fail(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                        f"the consumer's group info not exist{_FAQ}")
+        if info.message_model == MessageModel.BROADCASTING and not group_cfg.consume_broadcast_enable:
+            return fail(ResponseCode.NO_PERMISSION,
+                        f"the consumer group[{h.consumer_group}] can not consume by broadcast way")
+        found = info.subscriptions.get(h.topic)
+        if found is None:
+            return fail(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{_FAQ}")
+        if found.sub_version < h.sub_version:
+            return fail(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        sub = found
+    if sub.expression_type != "TAG" and not cfg.enable_property_filter:
+        return fail(ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {sub.expression_type}")
+    codes = _tag_codes(sub)
+
+    result = _get(broker, h, codes)
+    # the commit offset rides on the original request only, whatever the pull finds
+    if has_commit:
+        broker.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+    code = response_code_for_get_status(result.status, h.queue_offset)
+    if code == ResponseCode.PULL_NOT_FOUND and has_suspend:
+        timeout_ms = h.suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_ms
+        await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000)
+        result = _get(broker, h, codes)
+        code = response_code_for_get_status(result.status, h.queue_offset)
+    if code == ResponseCode.PULL_OFFSET_MOVED:
+        _offset_moved_event(broker, h, result)
+    ext = PullMessageResponseHeader(suggest_which_broker_id=0, next_begin_offset=result.next_begin_offset,
+                                    min_offset=result.min_offset, max_offset=result.max_offset).to_ext_fields()
+    body = b"".join(result.records) if code == ResponseCode.SUCCESS else b""
+    return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)
+
+
+def _get(broker: Broker, h: PullMessageRequestHeader, codes: frozenset[int] | None) -> GetResult:
+    result = broker.store.get(h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), tags=codes)
+    broker.get_count += result.message_count
+    return result
+
+
+def _offset_moved_event(broker: Broker, h: PullMessageRequestHeader, result: GetResult) -> None:
+    """Record the offset correction in OFFSET_MOVED_EVENT (tags = keys = the group), as a master does."""
+    body = json.dumps({"consumerGroup": h.consumer_group,
+                       "messageQueue": {"brokerName": broker.config.broker_name, "queueId": h.queue_id,
+                                        "topic": h.topic},
+                       "offsetNew": result.next_begin_offset, "offsetRequest": h.queue_offset},
+                      separators=(",", ":")).encode()
+    message = Message.create(OFFSET_MOVED_EVENT, body, tags=h.consumer_group, keys=h.consumer_group,
+                             born_timestamp=int(time.time() * 1000), store_host=broker.store_host,
+                             born_host=broker.store_host)
+    if not broker.store.config.is_sync_flush:
+        broker.store.put(message)

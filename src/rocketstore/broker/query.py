@@ -1,0 +1,58 @@
+"""QUERY_MESSAGE (12, by key through the index) and VIEW_MESSAGE_BY_ID (33, by commitlog offset).
+
+Both answer with whole commitlog records in the body, as a Java broker does.  The store hands back decoded
+messages; they are laid out again with the message package's record encoder, which reproduces the stored
+bytes (every field, the properties string verbatim, the body CRC recomputed from the same body).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rocketstore.message.record import Message, StoredMessage, encode_record
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader
+from rocketstore.remoting.transport import Connection, RequestRouter
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["register", "raw_record"]
+
+
+def raw_record(m: StoredMessage) -> bytes:
+    """The commitlog record of a message read back from the store."""
+    message = Message(m.topic, m.body, {}, m.queue_id, m.flag, m.sys_flag, m.born_timestamp, m.born_host,
+                      m.store_host, m.reconsume_times, m.prepared_transaction_offset)
+    record, _ = encode_record(message, m.properties_string, store_host=m.store_host, born_host=m.born_host,
+                              store_timestamp=m.store_timestamp, queue_offset=m.queue_offset,
+                              commit_log_offset=m.commit_log_offset)
+    return bytes(record)
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    async def query_message(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
+        max_num = broker.store.config.default_query_max_num if h.unique_key_query else h.max_num
+        result = await broker.run_blocking(broker.store.query, h.topic, h.key, max_num, h.begin_timestamp_ms,
+                                           h.end_timestamp_ms)
+        if not result.messages:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
+                                         remark="can not find message, maybe time range not correct")
+        ext = QueryMessageResponseHeader(
+            index_last_update_timestamp_ms=result.index_last_update_timestamp,
+            index_last_update_commit_log_offset=result.index_last_update_phy_offset).to_ext_fields()
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
+                                     body=b"".join(raw_record(m) for m in result.messages))
+
+    async def view_message(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
+        message = broker.store.message_at(h.commit_log_offset)
+        if message is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"can not find message by the offset, {h.commit_log_offset}")
+        return request.make_response(ResponseCode.SUCCESS, body=raw_record(message))
+
+    router.add(RequestCode.QUERY_MESSAGE, query_message)
+    router.add(RequestCode.VIEW_MESSAGE_BY_ID, view_message)

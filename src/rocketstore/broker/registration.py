@@ -1,0 +1,108 @@
+"""Broker -> name server registration: REGISTER_BROKER to every name server at start and every 30 s,
+again (coalesced) whenever the topic set changes, UNREGISTER_BROKER at shutdown.
+
+Uses remoting.transport only.  Loop-bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from collections.abc import Callable
+
+from rocketstore.errors import RemotingError
+from rocketstore.remoting.bodies import RegisterBrokerBody
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
+from rocketstore.remoting.transport import ConnectionPool
+
+__all__ = ["Registrar"]
+
+log = logging.getLogger(__name__)
+
+
+class Registrar:
+    def __init__(self, namesrv_addrs: list[str], *, cluster_name: str, broker_name: str, broker_id: int,
+                 broker_addr: str, ha_server_addr: str, body: Callable[[], RegisterBrokerBody],
+                 period_s: float = 30.0, timeout_s: float = 6.0, compressed: bool = False) -> None:
+        self.namesrv_addrs = namesrv_addrs
+        self.cluster_name = cluster_name
+        self.broker_name = broker_name
+        self.broker_id = broker_id
+        self.broker_addr = broker_addr
+        self.ha_server_addr = ha_server_addr
+        self.body = body
+        self.period_s = period_s
+        self.timeout_s = timeout_s
+        self.compressed = compressed
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self._task: asyncio.Task[None] | None = None
+        self._again = asyncio.Event()
+        #: name server address -> True when its last registration succeeded
+        self.registered: dict[str, bool] = {}
+
+    async def start(self) -> None:
+        """Register once with every name server (failures are logged), then keep registering."""
+        await self.register_all()
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def request_registration(self) -> None:
+        """Register again soon (topic created or changed); several requests coalesce into one."""
+        self._again.set()
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._again.wait(), self.period_s)
+            except TimeoutError:
+                pass
+            self._again.clear()
+            try:
+                await self.register_all()
+            except Exception:
+                log.exception("registration with the name servers failed")
+
+    async def register_all(self) -> None:
+        if not self.namesrv_addrs:
+            return
+        body = self.body()
+        payload = body.encode_compressed() if self.compressed else body.encode()
+        header = RegisterBrokerRequestHeader(
+            broker_name=self.broker_name, broker_addr=self.broker_addr, cluster_name=self.cluster_name,
+            ha_server_addr=self.ha_server_addr, broker_id=self.broker_id, compressed=self.compressed,
+            body_crc32=zlib.crc32(payload) & 0x7FFFFFFF)
+        request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), payload)
+        await asyncio.gather(*(self._register_one(addr, request) for addr in self.namesrv_addrs))
+
+    async def _register_one(self, addr: str, request: RemotingCommand) -> None:
+        try:
+            response = await self.pool.request(addr, request, self.timeout_s)
+        except RemotingError as exc:
+            if self.registered.get(addr, True):
+                log.warning("cannot register with name server %s: %s", addr, exc)
+            self.registered[addr] = False
+            return
+        ok = response.code == ResponseCode.SUCCESS
+        if not ok:
+            log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
+        self.registered[addr] = ok
+
+    async def close(self, *, unregister: bool = True) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        if unregister and self.namesrv_addrs:
+            header = UnregisterBrokerRequestHeader(broker_name=self.broker_name, broker_addr=self.broker_addr,
+                                                   cluster_name=self.cluster_name, broker_id=self.broker_id)
+            request = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields())
+
+            async def one(addr: str) -> None:
+                try:
+                    await self.pool.request(addr, request, min(self.timeout_s, 2.0))
+                except RemotingError as exc:
+                    log.info("cannot unregister from name server %s: %s", addr, exc)
+
+            await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
+        await self.pool.close()

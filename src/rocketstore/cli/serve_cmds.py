@@ -1,0 +1,146 @@
+"""``serve``, ``namesrv`` and ``broker`` commands: run a name server and/or a broker until SIGINT/SIGTERM.
+
+    rocketstore serve [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf] [--host H]
+    rocketstore namesrv [--port 9876] [--host H]
+    rocketstore broker -c broker.conf [--store DIR] [--port P] [-n host:port] [--host H]
+
+Port 0 picks a free port; each command prints one line saying where it listens, then serves until
+interrupted and closes the store cleanly.  ``add_serve_commands(subparsers)`` wires the commands into the
+main parser; ``python -m rocketstore.cli.serve_cmds ...`` runs them on their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from rocketstore.broker import Broker, load_broker_conf
+from rocketstore.namesrv import NameServer
+from rocketstore.remoting.transport import run
+
+__all__ = ["add_serve_commands", "main", "serve", "serve_namesrv", "serve_broker"]
+
+
+def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("serve", help="run a name server and a broker in one process on a local store")
+    p.add_argument("--store", default=None, help="store directory (default: storePathRootDir or ./store)")
+    p.add_argument("--namesrv-port", type=int, default=9876, help="name server port (0: pick one; default 9876)")
+    p.add_argument("--broker-port", type=int, default=None,
+                   help="broker port (0: pick one; default: listenPort or 10911)")
+    p.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on and to advertise (127.0.0.1)")
+    p.set_defaults(func=_cmd_serve)
+
+    n = subparsers.add_parser("namesrv", help="run a name server")
+    n.add_argument("-p", "--port", type=int, default=9876, help="port (0: pick one; default 9876)")
+    n.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    n.set_defaults(func=_cmd_namesrv)
+
+    b = subparsers.add_parser("broker", help="run a broker that registers with name servers")
+    b.add_argument("-c", "--config", required=True, help="broker.conf (Java properties)")
+    b.add_argument("--store", default=None, help="store directory (overrides storePathRootDir)")
+    b.add_argument("-p", "--port", type=int, default=None, help="listen port (overrides listenPort; 0: pick one)")
+    b.add_argument("-n", "--namesrv", default=None, help="name server address(es) host:port;host:port")
+    b.add_argument("--host", default=None, help="interface to listen on (default: brokerIP1 or 127.0.0.1)")
+    b.set_defaults(func=_cmd_broker)
+
+
+def _overrides(**values: object) -> dict[str, str]:
+    return {k: str(v) for k, v in values.items() if v is not None}
+
+
+async def _wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread / platform without signals
+            pass
+    await stop.wait()
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+async def serve(store: str | None, namesrv_port: int, broker_port: int | None, config: str | None,
+                host: str) -> None:
+    namesrv = NameServer()
+    await namesrv.start(host, namesrv_port)
+    broker = None
+    try:
+        overrides = _overrides(listenPort=broker_port, namesrvAddr=f"{host}:{namesrv.port}")
+        if store is not None:
+            overrides["storePathRootDir"] = store
+        broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
+        broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", host))
+        broker = Broker(broker_cfg, store_cfg)
+        await broker.start()
+        _print(f"name server listening on {namesrv.address}; broker {broker_cfg.broker_name} listening on "
+               f"{broker.address} (store {broker.store_config.store_path_root_dir})")
+        await _wait_for_signal()
+    finally:
+        if broker is not None:
+            await broker.close()
+        await namesrv.close()
+
+
+async def serve_namesrv(port: int, host: str) -> None:
+    namesrv = NameServer()
+    await namesrv.start(host, port)
+    try:
+        _print(f"name server listening on {namesrv.address}")
+        await _wait_for_signal()
+    finally:
+        await namesrv.close()
+
+
+async def serve_broker(config: str, store: str | None, port: int | None, namesrv: str | None,
+                       host: str | None) -> None:
+    overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store)
+    broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
+    listen_host = host or props.get("brokerIP1") or "127.0.0.1"
+    broker_cfg = broker_cfg.replace(listen_host=listen_host, broker_ip1=props.get("brokerIP1", listen_host))
+    broker = Broker(broker_cfg, store_cfg)
+    await broker.start()
+    try:
+        _print(f"broker {broker_cfg.broker_name} listening on {broker.address} "
+               f"(store {broker.store_config.store_path_root_dir}; name servers "
+               f"{';'.join(broker_cfg.namesrv_addrs) or 'none'})")
+        await _wait_for_signal()
+    finally:
+        await broker.close()
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host))
+    return 0
+
+
+def _cmd_namesrv(args: argparse.Namespace) -> int:
+    run(serve_namesrv(args.port, args.host))
+    return 0
+
+
+def _cmd_broker(args: argparse.Namespace) -> int:
+    run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rocketstore", description="rocketstore name server / broker")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    add_serve_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""A minimal async pull consumer: queues from the route, PULL_MESSAGE with explicit offsets (optionally long
+polled), committed offsets on the broker, and the offset look-ups.
+
+    async with PullConsumer("127.0.0.1:9876", "my-group") as consumer:
+        for mq in await consumer.queues("TopicA"):
+            result = await consumer.pull(mq, await consumer.committed_offset(mq, default=0))
+            ...
+            await consumer.commit_offset(mq, result.next_begin_offset)
+
+Pulled records are decoded with the message package (compressed bodies are inflated) and re-filtered by
+tag on the client, as RocketMQ clients do.  Loop-bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from dataclasses import dataclass
+
+from rocketstore.client.errors import broker_error_for
+from rocketstore.client.route import MessageQueue, RouteCache, check
+from rocketstore.errors import MessageDecodeError
+from rocketstore.message.record import StoredMessage, SysFlag, decode_record
+from rocketstore.remoting.bodies import build_subscription
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import (
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from rocketstore.remoting.transport import ConnectionPool
+
+__all__ = ["PullConsumer", "PullResult", "PullStatus", "decode_messages"]
+
+
+class PullStatus:
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+_SUBSCRIPTION = 0x4
+_SUSPEND = 0x2
+_COMMIT = 0x1
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    status: str
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[StoredMessage]
+
+
+def decode_messages(body: bytes) -> list[StoredMessage]:
+    """The records of a pull / query body, compressed bodies inflated."""
+    messages = []
+    pos = 0
+    while pos < len(body):
+        m = decode_record(body, pos)
+        if m.sys_flag & SysFlag.COMPRESSED:
+            try:
+                m = dataclasses.replace(m, body=zlib.decompress(m.body))
+            except zlib.error as exc:
+                raise MessageDecodeError(f"compressed body does not inflate: {exc}", pos) from exc
+        messages.append(m)
+        pos += m.store_size
+    return messages
+
+
+class PullConsumer:
+    def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0) -> None:
+        self.group = group
+        self.timeout_s = timeout_s
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
+
+    async def __aenter__(self) -> PullConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def queues(self, topic: str) -> list[MessageQueue]:
+        return RouteCache.subscribe_queues(topic, await self.routes.route(topic, refresh=True))
+
+    async def _request(self, mq: MessageQueue, code: int, ext: dict[str, str], timeout_s: float | None = None,
+                       *, oneway: bool = False) -> RemotingCommand | None:
+        addr = await self.routes.broker_addr(mq)
+        request = RemotingCommand.request(code, ext, oneway=oneway)
+        if oneway:
+            await self.pool.oneway(addr, request)
+            return None
+        return await self.pool.request(addr, request, timeout_s or self.timeout_s)
+
+    async def pull(self, mq: MessageQueue, offset: int, max_count: int = 32, *, expression: str = "*",
+                   suspend_ms: int = 0, commit_offset: int | None = None) -> PullResult:
+        """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives."""
+        sub = build_subscription(mq.topic, expression)
+        sys_flag = _SUBSCRIPTION | (_SUSPEND if suspend_ms > 0 else 0) | (_COMMIT if commit_offset is not None else 0)
+        header = PullMessageRequestHeader(
+            consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=max_count, sys_flag=sys_flag, commit_offset=commit_offset or 0,
+            suspend_timeout_ms=suspend_ms, subscription=sub.sub_string, sub_version=0, expression_type="TAG")
+        response = await self._request(mq, RequestCode.PULL_MESSAGE, header.to_ext_fields(),
+                                       suspend_ms / 1000 + self.timeout_s)
+        assert response is not None
+        status = _PULL_STATUS.get(response.code)
+        if status is None:
+            raise broker_error_for(response.code, response.remark)
+        ext = response.ext_fields
+        messages = decode_messages(response.body) if status == PullStatus.FOUND else []
+        if sub.tags_set:
+            wanted = set(sub.tags_set)
+            messages = [m for m in messages if m.tags in wanted]
+        return PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
+                          int(ext.get("maxOffset", 0)), messages)
+
+    async def committed_offset(self, mq: MessageQueue, default: int = -1) -> int:
+        """The group's committed offset (the broker's QUERY_CONSUMER_OFFSET), or *default* if none."""
+        ext = QueryConsumerOffsetRequestHeader(consumer_group=self.group, topic=mq.topic,
+                                               queue_id=mq.queue_id).to_ext_fields()
+        response = await self._request(mq, RequestCode.QUERY_CONSUMER_OFFSET, ext)
+        assert response is not None
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return default
+        return int(check(response).ext_fields.get("offset", default))
+
+    async def commit_offset(self, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None:
+        ext = UpdateConsumerOffsetRequestHeader(consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id,
+                                                commit_offset=offset).to_ext_fields()
+        response = await self._request(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext, oneway=oneway)
+        if response is not None:
+            check(response)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        ext = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        response = await self._request(mq, RequestCode.GET_MAX_OFFSET, ext)
+        assert response is not None
+        return int(check(response).ext_fields["offset"])
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        ext = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        response = await self._request(mq, RequestCode.GET_MIN_OFFSET, ext)
+        assert response is not None
+        return int(check(response).ext_fields["offset"])
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        ext = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp_ms=timestamp_ms).to_ext_fields()
+        response = await self._request(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+        assert response is not None
+        return int(check(response).ext_fields["offset"])

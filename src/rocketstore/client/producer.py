@@ -1,0 +1,183 @@
+"""A minimal async producer: route from the name servers, round-robin over the publish queues, send
+(SEND_MESSAGE_V2) and send batches (SEND_BATCH_MESSAGE), with retries on another queue for retriable errors.
+
+    async with Producer("127.0.0.1:9876", "my-group") as producer:
+        result = await producer.send("TopicA", b"hello", tags="TagA", keys="order-1")
+
+Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
+instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
+offset message id is ``offset_msg_id``.  Loop-bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
+from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
+from rocketstore.errors import RemotingError
+from rocketstore.message.batch import BatchEntry, encode_batch
+from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import SendMessageRequestHeader
+from rocketstore.remoting.transport import ConnectionPool
+
+__all__ = ["Producer", "OutgoingMessage", "SendResult", "new_uniq_key"]
+
+_SEND_STATUS = {
+    ResponseCode.SUCCESS: "SEND_OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
+
+
+def _ip_bytes() -> bytes:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))
+            return socket.inet_aton(s.getsockname()[0])
+    except OSError:
+        return b"\x7f\x00\x00\x01"
+
+
+_FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
+_COUNTER = itertools.count()
+
+
+def _month_start_ms() -> int:
+    now = datetime.now(timezone.utc).astimezone()
+    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return int(start.timestamp() * 1000)
+
+
+_MONTH_START_MS = _month_start_ms()
+
+
+def new_uniq_key() -> str:
+    """A 32-hex-digit client message id in MessageClientIDSetter's layout."""
+    global _MONTH_START_MS
+    now = int(time.time() * 1000)
+    if now - _MONTH_START_MS > 32 * 86_400_000:
+        _MONTH_START_MS = _month_start_ms()
+    tail = struct.pack(">iH", (now - _MONTH_START_MS) & 0x7FFFFFFF, next(_COUNTER) & 0xFFFF)
+    return (_FIX + tail).hex().upper()
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingMessage:
+    body: bytes
+    tags: str | None = None
+    keys: str | list[str] | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    flag: int = 0
+
+    def property_map(self, uniq_key: str) -> dict[str, str]:
+        props = dict(self.properties)
+        if self.tags:
+            props[PropertyName.TAGS] = self.tags
+        if self.keys:
+            props[PropertyName.KEYS] = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
+        props[PropertyName.UNIQ_KEY] = uniq_key
+        props.setdefault(PropertyName.WAIT, "true")
+        return props
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    status: str
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+
+
+class Producer:
+    def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
+                 retry_times: int = 2) -> None:
+        self.group = group
+        self.timeout_s = timeout_s
+        self.retry_times = retry_times
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
+        self._next_queue = itertools.count(random.randrange(1024))
+
+    async def __aenter__(self) -> Producer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
+                   properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
+        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
+        uniq = new_uniq_key()
+        props = message.property_map(uniq)
+        return await self._send(topic, RequestCode.SEND_MESSAGE_V2, body, encode_properties(props), uniq,
+                                batch=False, queue_id=queue_id, flag=message.flag)
+
+    async def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
+                         queue_id: int | None = None) -> SendResult:
+        """Send messages of one topic as one batch; ``msg_id`` holds their UNIQ_KEYs joined by commas."""
+        if not messages:
+            raise ValueError("a batch needs at least one message")
+        keys = [new_uniq_key() for _ in messages]
+        entries = [BatchEntry(m.body, encode_properties(m.property_map(k)), m.flag) for m, k in zip(messages, keys)]
+        return await self._send(topic, RequestCode.SEND_BATCH_MESSAGE, encode_batch(entries), "", ",".join(keys),
+                                batch=True, queue_id=queue_id, flag=0)
+
+    async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
+                    queue_id: int | None, flag: int) -> SendResult:
+        last_error: Exception | None = None
+        failed_broker: str | None = None
+        for attempt in range(self.retry_times + 1):
+            route, known = await self.routes.publish_route(topic, refresh=attempt > 0)
+            queues = RouteCache.publish_queues(topic, route)
+            if queue_id is not None:
+                queues = [q for q in queues if q.queue_id == queue_id]
+            if not queues:
+                raise NoRouteError(topic, "no writeable queue")
+            candidates = [q for q in queues if q.broker_name != failed_broker] or queues
+            mq = candidates[next(self._next_queue) % len(candidates)]
+            bd = route.broker(mq.broker_name)
+            addr = bd.master_addr() if bd is not None else None
+            if addr is None:
+                raise NoRouteError(topic, f"broker {mq.broker_name} has no master")
+            header = SendMessageRequestHeader(
+                producer_group=self.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
+                default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=mq.queue_id, sys_flag=0,
+                born_timestamp=int(time.time() * 1000), flag=flag, properties=properties or None,
+                reconsume_times=0, unit_mode=False, batch=batch)
+            request = RemotingCommand.request(code, header.to_ext_fields_v2(), body)
+            try:
+                response = await self.pool.request(addr, request, self.timeout_s)
+            except RemotingError as exc:
+                last_error, failed_broker = exc, mq.broker_name
+                continue
+            status = _SEND_STATUS.get(response.code)
+            if status is None:
+                error = broker_error_for(response.code, response.remark)
+                if not error.retriable:
+                    raise error
+                last_error, failed_broker = error, mq.broker_name
+                continue
+            if not known:
+                self.routes.invalidate(topic)
+            ext = response.ext_fields
+            return SendResult(status, msg_id, ext.get("msgId", ""),
+                              MessageQueue(topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
+                              int(ext.get("queueOffset", "-1")))
+        if isinstance(last_error, (BrokerError, RemotingError)):
+            raise last_error
+        raise NoRouteError(topic, str(last_error))

@@ -1,0 +1,125 @@
+"""Routes from the name servers, cached per topic, and the message queues they imply.
+
+Publish queues: for each writeable QueueData (sorted by broker name) whose broker has a master address,
+queue ids 0..writeQueueNums-1; subscribe queues: readable QueueData, 0..readQueueNums-1 (routing.md 6).
+A topic the name server does not know falls back to TBW102's route (capped to 4 queues), as every RocketMQ
+client does, so the broker auto-creates it on the first send.
+
+Loop-bound.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rocketstore.client.errors import NoRouteError, broker_error_for
+from rocketstore.errors import RemotingError
+from rocketstore.remoting.bodies import Perm, QueueData, TopicRouteData
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import GetRouteInfoRequestHeader
+from rocketstore.remoting.transport import ConnectionPool
+
+__all__ = ["MessageQueue", "RouteCache", "AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "check"]
+
+AUTO_CREATE_TOPIC = "TBW102"
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+ROUTE_TTL_S = 30.0
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MessageQueue:
+    topic: str
+    broker_name: str
+    queue_id: int
+
+
+class RouteCache:
+    def __init__(self, namesrv_addrs: list[str], pool: ConnectionPool, *, timeout_s: float = 3.0) -> None:
+        if not namesrv_addrs:
+            raise ValueError("at least one name server address is needed")
+        self.namesrv_addrs = namesrv_addrs
+        self.pool = pool
+        self.timeout_s = timeout_s
+        self._routes: dict[str, tuple[float, TopicRouteData]] = {}
+
+    async def fetch(self, topic: str) -> TopicRouteData | None:
+        """The name servers' route for *topic* (None when they say TOPIC_NOT_EXIST)."""
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                          GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+        last_error: Exception | None = None
+        for addr in self.namesrv_addrs:
+            try:
+                response = await self.pool.request(addr, request, self.timeout_s)
+            except RemotingError as exc:
+                last_error = exc
+                continue
+            if response.code == ResponseCode.SUCCESS:
+                return TopicRouteData.decode(response.body)
+            if response.code == ResponseCode.TOPIC_NOT_EXIST:
+                return None
+            last_error = broker_error_for(response.code, response.remark)
+        raise NoRouteError(topic, str(last_error))
+
+    async def route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
+        cached = self._routes.get(topic)
+        if cached is not None and not refresh and time.monotonic() - cached[0] < ROUTE_TTL_S:
+            return cached[1]
+        route = await self.fetch(topic)
+        if route is None:
+            raise NoRouteError(topic, "the name servers do not know it")
+        self._routes[topic] = (time.monotonic(), route)
+        return route
+
+    async def publish_route(self, topic: str, *, refresh: bool = False) -> tuple[TopicRouteData, bool]:
+        """(route, True) for a known topic; (TBW102's route capped to 4 queues, False) for an unknown one."""
+        cached = self._routes.get(topic)
+        if cached is not None and not refresh and time.monotonic() - cached[0] < ROUTE_TTL_S:
+            return cached[1], True
+        route = await self.fetch(topic)
+        if route is not None:
+            self._routes[topic] = (time.monotonic(), route)
+            return route, True
+        template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
+        capped = tuple(QueueData(q.broker_name, min(q.read_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS),
+                                 min(q.write_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS), q.perm, q.topic_sys_flag)
+                       for q in template.queue_datas)
+        return TopicRouteData(capped, template.broker_datas), False
+
+    def invalidate(self, topic: str) -> None:
+        self._routes.pop(topic, None)
+
+    @staticmethod
+    def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+        queues = []
+        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+            bd = route.broker(qd.broker_name)
+            if not Perm.writeable(qd.perm) or bd is None or bd.master_addr() is None:
+                continue
+            queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(qd.write_queue_nums))
+        return queues
+
+    @staticmethod
+    def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+        queues = []
+        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+            if Perm.readable(qd.perm):
+                queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(qd.read_queue_nums))
+        return queues
+
+    async def broker_addr(self, mq: MessageQueue, *, master_only: bool = True) -> str:
+        route = await self.route(mq.topic)
+        bd = route.broker(mq.broker_name)
+        addr = None if bd is None else (bd.master_addr() if master_only else bd.any_addr())
+        if addr is None:
+            raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no {'master ' if master_only else ''}address")
+        return addr
+
+
+def check(response: RemotingCommand, *ok_codes: int) -> RemotingCommand:
+    """*response* if its code is SUCCESS (or one of *ok_codes*), else the matching BrokerError."""
+    if response.code == ResponseCode.SUCCESS or response.code in ok_codes:
+        return response
+    raise broker_error_for(response.code, response.remark)
+
