@@ -60,6 +60,10 @@ class PullHold:
     def waiting_count(self) -> int:
         return sum(len(w) for w in self._waiters.values())
 
+    def waiting(self, topic: str) -> dict[int, list[int]]:
+        """queue id -> offsets of the pulls parked on *topic* (for admin views and tests)."""
+        return {q: sorted(w.queue_offset for w in ws) for (t, q), ws in list(self._waiters.items()) if t == topic}
+
     async def wait(self, topic: str, queue_id: int, queue_offset: int, codes: frozenset[int] | None,
                    timeout_s: float) -> bool:
         """Park until a message at or after *queue_offset* may be there (True) or *timeout_s* passes (False)."""

@@ -417,33 +417,37 @@ def decode_dispatch_info(buf: bytes | bytearray | memoryview | mmap.mmap, pos: i
         return DispatchInfo(commit_log_offset, m.store_size, m.topic, m.queue_id, m.queue_offset, m.sys_flag,
                             m.store_timestamp, m.properties_string)
     end = len(buf)
-    if pos + 48 > end:
+    if pos + _HEADER_V4.size > end:
         raise MessageDecodeError("truncated header", commit_log_offset)
-    (size, magic, _, queue_id, _, queue_offset, _, sys_flag, _) = _PREFIX.unpack_from(buf, pos)
+    header = _HEADER_V4
+    fields = header.unpack_from(buf, pos)
+    sys_flag = fields[7]
+    if sys_flag & 0x30:  # an IPv6 host: the fixed part is longer
+        header = _HEADERS[(bool(sys_flag & SysFlag.BORNHOST_V6), bool(sys_flag & SysFlag.STOREHOST_V6))]
+        if pos + header.size > end:
+            raise MessageDecodeError("truncated header", commit_log_offset)
+        fields = header.unpack_from(buf, pos)
+    size, magic, queue_id, queue_offset, store_ts, body_len = (fields[0], fields[1], fields[3], fields[5],
+                                                               fields[11], fields[16])
     if magic != MESSAGE_MAGIC:
         raise MessageDecodeError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", commit_log_offset)
-    if size < MIN_RECORD_BYTES or pos + size > end:
-        raise MessageDecodeError(f"declared size {size} does not fit", commit_log_offset)
-    born = 20 if sys_flag & SysFlag.BORNHOST_V6 else 8
-    store = 20 if sys_flag & SysFlag.STOREHOST_V6 else 8
-    store_ts = _LONG.unpack_from(buf, pos + 48 + born)[0]
-    p = pos + 48 + born + 8 + store + 12
-    body_len = _INT.unpack_from(buf, p)[0]
     rec_end = pos + size
-    p += 4 + body_len
+    if size < MIN_RECORD_BYTES or rec_end > end:
+        raise MessageDecodeError(f"declared size {size} does not fit", commit_log_offset)
+    p = pos + header.size + body_len
     if body_len < 0 or p + 3 > rec_end:
         raise MessageDecodeError(f"body length {body_len} does not fit", commit_log_offset)
     topic_len = buf[p]
-    if p + 1 + topic_len + 2 > rec_end:
+    q = p + 1 + topic_len
+    if q + 2 > rec_end:
         raise MessageDecodeError(f"topic length {topic_len} does not fit", commit_log_offset)
+    props_len = (buf[q] << 8) | buf[q + 1]
+    if q + 2 + props_len != rec_end:
+        raise MessageDecodeError(f"properties length {props_len} disagrees with the record size",
+                                 commit_log_offset)
     try:
-        topic = bytes(buf[p + 1 : p + 1 + topic_len]).decode("utf-8")
-        p += 1 + topic_len
-        props_len = _PROP_LEN.unpack_from(buf, p)[0]
-        if props_len < 0 or p + 2 + props_len != rec_end:
-            raise MessageDecodeError(f"properties length {props_len} disagrees with the record size",
-                                     commit_log_offset)
-        props = bytes(buf[p + 2 : p + 2 + props_len]).decode("utf-8")
+        topic = bytes(buf[p + 1 : q]).decode("utf-8")
+        props = bytes(buf[q + 2 : rec_end]).decode("utf-8") if props_len else ""
     except UnicodeDecodeError as exc:
         raise MessageDecodeError("topic or properties are not UTF-8", commit_log_offset) from exc
     return DispatchInfo(commit_log_offset, size, topic, queue_id, queue_offset, sys_flag, store_ts, props)

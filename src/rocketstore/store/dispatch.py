@@ -21,7 +21,7 @@ from collections.abc import Callable
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.properties import PropertyName, parse_properties
-from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, SysFlag, decode_dispatch_info
+from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, TOTAL_SIZE_MAGIC, SysFlag, decode_dispatch_info
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
@@ -113,9 +113,9 @@ class Dispatcher:
                 pos = offset - mf.start_offset
                 limit = min(mf.wrote, end - mf.start_offset)
                 buf = mf.buffer
+                head = TOTAL_SIZE_MAGIC
                 while pos + 8 <= limit:
-                    size = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
-                    magic = int.from_bytes(buf[pos + 4 : pos + 8], "big", signed=True)
+                    size, magic = head.unpack_from(buf, pos)
                     if magic == BLANK_MAGIC:
                         pos = mf.size_bytes
                         break

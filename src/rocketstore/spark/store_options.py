@@ -1,0 +1,380 @@
+"""Options and planning of the ``rocketmq-store`` batch source, free of pyspark and pyarrow.
+
+Owns: parsing the reader options (Kafka-source style offsets, timestamps, tags, partition sizing), the
+store geometry detected from the files (a StoreConfig an executor can reopen the store with), the choice of
+topics and queues, and the plan: per queue a half-open queue-offset range ``[start, end)`` bounded by the
+max offsets seen at planning time, packed into partitions of balanced record counts.
+
+Imports the store facade and config; never pyspark (so planning is testable and importable without it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from rocketstore.errors import StoreConfigError
+from rocketstore.store.config import StoreConfig
+from rocketstore.store.message_store import MessageStore
+
+__all__ = [
+    "BATCH_MAX_BYTES",
+    "BATCH_ROWS",
+    "DEFAULT_MAX_RECORDS_PER_PARTITION",
+    "SCHEDULE_TOPIC",
+    "SYSTEM_TOPICS",
+    "OffsetSpec",
+    "QueueRange",
+    "StoreReadOptions",
+    "detect_config",
+    "first_offset_at_or_after",
+    "is_system_topic",
+    "pack_ranges",
+    "plan_ranges",
+    "select_queues",
+]
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: RocketMQ 4.9.3's TopicValidator.SYSTEM_TOPIC_SET; topics starting with ``rmq_sys_`` are system topics too.
+SYSTEM_TOPICS = frozenset({
+    "TBW102", SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
+})
+_SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+
+#: Rows per Arrow batch, and the body bytes after which a batch is cut early (bodies go up to 4 MiB each).
+BATCH_ROWS = 4096
+BATCH_MAX_BYTES = 32 << 20
+#: A partition of ~100k records takes a second or two of Python decoding: big enough to pay for its task.
+DEFAULT_MAX_RECORDS_PER_PARTITION = 100_000
+
+#: RocketMQ's default index geometry (maxHashSlotNum, maxIndexNum).
+_DEFAULT_INDEX = (5_000_000, 20_000_000)
+_SEGMENT_NAME = re.compile(r"\d{20}")
+_EARLIEST, _LATEST = -2, -1
+
+#: "earliest", "latest", or {topic: {queue_id: offset}} with -2 / -1 meaning earliest / latest.
+OffsetSpec = str | dict[str, dict[int, int]]
+
+
+def is_system_topic(topic: str) -> bool:
+    """RocketMQ's TopicValidator.isSystemTopic (the cluster- and broker-name topics are not knowable here)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(_SYSTEM_TOPIC_PREFIX)
+
+
+class QueueRange(NamedTuple):
+    """Queue offsets ``[start, end)`` of one queue, ``end`` never past the max offset seen when planning."""
+
+    topic: str
+    queue_id: int
+    start: int
+    end: int
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class StoreReadOptions:
+    """The reader options, validated.  Picklable: the reader carries it to the executors."""
+
+    path: str
+    config: StoreConfig
+    topics: tuple[str, ...] | None = None
+    topic_pattern: str | None = None
+    starting_offsets: OffsetSpec = "earliest"
+    ending_offsets: OffsetSpec = "latest"
+    starting_timestamp_ms: int | None = None
+    ending_timestamp_ms: int | None = None
+    tags: str | None = None
+    include_body: bool = True
+    min_partitions: int | None = None
+    max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StoreReadOptions:
+        """Validate Spark reader options (names are case-insensitive, as Spark treats them)."""
+        opts = {str(k).lower(): v for k, v in options.items() if v is not None}
+        path = opts.get("path")
+        if not path:
+            raise StoreConfigError("the rocketmq-store source needs option 'path' (the store directory)")
+        path = os.path.abspath(os.path.expanduser(str(path)))
+        if not os.path.isdir(path):
+            raise StoreConfigError(f"path {path!r} is not a directory")
+        topics = None
+        if opts.get("topics") is not None:
+            topics = tuple(t.strip() for t in str(opts["topics"]).split(",") if t.strip())
+            if not topics:
+                raise StoreConfigError("option 'topics' names no topic")
+        pattern = opts.get("topicpattern")
+        if topics is not None and pattern is not None:
+            raise StoreConfigError("give either 'topics' or 'topicPattern', not both")
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise StoreConfigError(f"topicPattern {pattern!r} is not a regular expression: {exc}") from exc
+        starting_ts = _optional_int(opts, "startingtimestamp", "startingTimestamp")
+        ending_ts = _optional_int(opts, "endingtimestamp", "endingTimestamp")
+        if starting_ts is not None and "startingoffsets" in opts:
+            raise StoreConfigError("give either 'startingOffsets' or 'startingTimestamp', not both")
+        if ending_ts is not None and "endingoffsets" in opts:
+            raise StoreConfigError("give either 'endingOffsets' or 'endingTimestamp', not both")
+        min_partitions = _optional_int(opts, "minpartitions", "minPartitions")
+        if min_partitions is not None and min_partitions < 1:
+            raise StoreConfigError("minPartitions must be at least 1")
+        max_records = _optional_int(opts, "maxrecordsperpartition", "maxRecordsPerPartition")
+        if max_records is not None and max_records < 1:
+            raise StoreConfigError("maxRecordsPerPartition must be at least 1")
+        tags = opts.get("tags")
+        return cls(
+            path=path,
+            config=detect_config(path, opts),
+            topics=topics,
+            topic_pattern=pattern,
+            starting_offsets=_parse_offsets(opts.get("startingoffsets", "earliest"), "startingOffsets"),
+            ending_offsets=_parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets"),
+            starting_timestamp_ms=starting_ts,
+            ending_timestamp_ms=ending_ts,
+            tags=str(tags).strip() if tags is not None and str(tags).strip() not in ("", "*") else None,
+            include_body=_parse_bool(opts.get("includebody", "true"), "includeBody"),
+            min_partitions=min_partitions,
+            max_records_per_partition=max_records or DEFAULT_MAX_RECORDS_PER_PARTITION,
+        )
+
+    def tag_set(self) -> frozenset[str] | None:
+        """The tags of ``"a || b"``; None when every message matches."""
+        if self.tags is None:
+            return None
+        return frozenset(t.strip() for t in self.tags.split("||") if t.strip()) or None
+
+
+def _optional_int(opts: dict[str, str], key: str, name: str) -> int | None:
+    raw = opts.get(key)
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        return int(str(raw).strip())
+    except ValueError as exc:
+        raise StoreConfigError(f"option {name}={raw!r} is not an integer") from exc
+
+
+def _parse_bool(raw: object, name: str) -> bool:
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise StoreConfigError(f"option {name}={raw!r} is not true or false")
+
+
+def _parse_offsets(raw: object, name: str) -> OffsetSpec:
+    text = str(raw).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreConfigError(f"option {name} is neither earliest, latest nor JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise StoreConfigError(f'option {name} must be a JSON object like {{"TopicA":{{"0":23,"1":-2}}}}')
+    spec: dict[str, dict[int, int]] = {}
+    for topic, queues in doc.items():
+        if not isinstance(queues, dict):
+            raise StoreConfigError(f"option {name}: the value for topic {topic!r} must be an object")
+        per_queue: dict[int, int] = {}
+        for qid, offset in queues.items():
+            try:
+                queue_id = int(qid)
+            except ValueError as exc:
+                raise StoreConfigError(f"option {name}: queue id {qid!r} of {topic!r} is not an integer") from exc
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < _EARLIEST:
+                raise StoreConfigError(f"option {name}: offset {offset!r} of {topic!r}/{qid} is not an "
+                                       "integer >= -2 (-2 earliest, -1 latest)")
+            per_queue[queue_id] = offset
+        spec[str(topic)] = per_queue
+    return spec
+
+
+# --- geometry ----------------------------------------------------------------------------------------------
+
+
+def _first_file_size(directory: str, depth: int) -> int | None:
+    """Size of the first (name order) file *depth* directories below *directory*, or None."""
+    try:
+        names = sorted(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for name in names:
+        full = os.path.join(directory, name)
+        if depth:
+            size = _first_file_size(full, depth - 1)
+            if size is not None:
+                return size
+        elif os.path.isfile(full) and not name.endswith(".allocating"):
+            return os.path.getsize(full)
+    return None
+
+
+def _positive(opts: Mapping[str, str], key: str, name: str) -> int | None:
+    value = _optional_int(dict(opts), key, name)
+    if value is not None and value <= 0:
+        raise StoreConfigError(f"option {name} must be positive")
+    return value
+
+
+def detect_config(path: str, options: Mapping[str, str] | None = None) -> StoreConfig:
+    """The StoreConfig to open *path* with: explicit geometry options, else what the files show.
+
+    Commitlog and consume-queue segment sizes are the sizes of the first such files.  The index geometry
+    cannot be read off a file size (two unknowns), so it is RocketMQ's default when the index files have
+    the default size, the ``indexSlots`` / ``indexEntries`` options when given, and otherwise the index is
+    left closed: reading by queue needs no index.  Options take lower-case keys (as Spark passes them).
+    """
+    opts = {k.lower(): v for k, v in (options or {}).items()}
+    defaults = StoreConfig()
+    segment = _positive(opts, "segmentbytes", "segmentBytes")
+    if segment is None:
+        segment = _commitlog_segment_size(os.path.join(path, "commitlog")) or defaults.mapped_file_size_commit_log
+    cq = _positive(opts, "consumequeuebytes", "consumeQueueBytes")
+    if cq is None:
+        cq = _first_file_size(os.path.join(path, "consumequeue"), 2) or defaults.mapped_file_size_consume_queue
+    slots = _positive(opts, "indexslots", "indexSlots")
+    entries = _positive(opts, "indexentries", "indexEntries")
+    index_enable = True
+    if slots is None and entries is None:
+        slots, entries = _DEFAULT_INDEX
+        index_size = _first_file_size(os.path.join(path, "index"), 0)
+        if index_size is None or index_size != StoreConfig(max_hash_slot_num=slots, max_index_num=entries) \
+                .index_file_bytes:
+            index_enable = False
+    else:
+        slots = slots if slots is not None else _DEFAULT_INDEX[0]
+        entries = entries if entries is not None else _DEFAULT_INDEX[1]
+    return StoreConfig(
+        store_path_root_dir=path,
+        mapped_file_size_commit_log=segment,
+        mapped_file_size_consume_queue=cq,
+        max_hash_slot_num=slots,
+        max_index_num=entries,
+        message_index_enable=index_enable,
+        # one get() may hand back a whole Arrow batch
+        max_transfer_count_on_message_in_disk=BATCH_ROWS,
+        max_transfer_count_on_message_in_memory=BATCH_ROWS,
+        max_transfer_bytes_on_message_in_disk=BATCH_MAX_BYTES,
+        max_transfer_bytes_on_message_in_memory=BATCH_MAX_BYTES,
+    )
+
+
+def _commitlog_segment_size(directory: str) -> int | None:
+    try:
+        names = sorted(n for n in os.listdir(directory) if _SEGMENT_NAME.fullmatch(n))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return os.path.getsize(os.path.join(directory, names[0])) if names else None
+
+
+# --- planning ----------------------------------------------------------------------------------------------
+
+
+def select_queues(topics: Mapping[str, list[int]], options: StoreReadOptions) -> list[tuple[str, int]]:
+    """(topic, queue id) pairs to read, in name order.  System topics only when named in ``topics``."""
+    if options.topics is not None:
+        wanted = [t for t in dict.fromkeys(options.topics) if t in topics]
+    elif options.topic_pattern is not None:
+        rx = re.compile(options.topic_pattern)
+        wanted = [t for t in topics if rx.fullmatch(t) and not is_system_topic(t)]
+    else:
+        wanted = [t for t in topics if not is_system_topic(t)]
+    return [(t, q) for t in sorted(wanted) for q in sorted(topics[t])]
+
+
+def _resolve(spec: OffsetSpec, topic: str, queue_id: int, default: int, low: int, high: int) -> int:
+    if isinstance(spec, str):
+        return low if spec == "earliest" else high
+    offset = spec.get(topic, {}).get(queue_id, default)
+    if offset == _EARLIEST:
+        return low
+    if offset == _LATEST:
+        return high
+    return min(max(offset, low), high)
+
+
+def first_offset_at_or_after(store: MessageStore, topic: str, queue_id: int, timestamp_ms: int,
+                             low: int, high: int) -> int:
+    """The first queue offset in ``[low, high)`` whose store time is >= *timestamp_ms*, else *high*.
+
+    Starts from RocketMQ's offset_by_time (the nearest entry, whose segment it picks by file mtime, which
+    a copied store does not keep) and settles the exact boundary by binary search on store times, which
+    are non-decreasing within a queue.
+    """
+    if low >= high:
+        return high
+    hint = min(max(store.offset_by_time(topic, queue_id, timestamp_ms), low), high - 1)
+    hint_time = store.store_time(topic, queue_id, hint)
+    if hint_time >= 0 and hint_time >= timestamp_ms:
+        lo, hi = low, hint  # the answer is hint or before it
+    else:
+        lo, hi = hint + 1, high
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if store.store_time(topic, queue_id, mid) >= timestamp_ms:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def plan_ranges(store: MessageStore, options: StoreReadOptions) -> list[QueueRange]:
+    """One range per selected queue with anything to read, against the store's max offsets right now."""
+    ranges: list[QueueRange] = []
+    for topic, queue_id in select_queues(store.topics(), options):
+        low = store.min_offset(topic, queue_id)
+        high = store.max_offset(topic, queue_id)  # the snapshot: nothing after it is ever read
+        if options.starting_timestamp_ms is not None:
+            start = first_offset_at_or_after(store, topic, queue_id, options.starting_timestamp_ms, low, high)
+        else:
+            start = _resolve(options.starting_offsets, topic, queue_id, _EARLIEST, low, high)
+        if options.ending_timestamp_ms is not None:
+            end = first_offset_at_or_after(store, topic, queue_id, options.ending_timestamp_ms, low, high)
+        else:
+            end = _resolve(options.ending_offsets, topic, queue_id, _LATEST, low, high)
+        if start < end:
+            ranges.append(QueueRange(topic, queue_id, start, end))
+    return ranges
+
+
+def pack_ranges(ranges: list[QueueRange], max_records: int,
+                min_partitions: int | None = None) -> list[tuple[QueueRange, ...]]:
+    """Cut and pack ranges, in order, into partitions of at most ``limit`` records each.
+
+    ``limit`` is *max_records*, lowered so that there are at least *min_partitions* partitions when there
+    are that many records.  Small queues share a partition (a task per tiny queue would cost more than it
+    reads); a long queue is split at offset boundaries.
+    """
+    total = sum(r.count for r in ranges)
+    limit = max_records
+    if min_partitions:
+        limit = min(limit, max(1, total // min_partitions))
+    limit = max(1, limit)
+    out: list[tuple[QueueRange, ...]] = []
+    current: list[QueueRange] = []
+    filled = 0
+    for r in ranges:
+        start = r.start
+        while start < r.end:
+            take = min(limit - filled, r.end - start)
+            current.append(QueueRange(r.topic, r.queue_id, start, start + take))
+            filled += take
+            start += take
+            if filled >= limit:
+                out.append(tuple(current))
+                current, filled = [], 0
+    if current:
+        out.append(tuple(current))
+    return out
