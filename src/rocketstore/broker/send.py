@@ -4,7 +4,7 @@ Follows the 4.9.3 SendMessageProcessor (remoting.md section 5.1): topic checks a
 request's default topic (TBW102), queue choice, ``%RETRY%`` -> ``%DLQ%`` redirection, CLUSTER added and WAIT
 dropped from the stored properties, born host = the connection's peer, store host = brokerIP1:listenPort,
 and PutMessageStatus -> response code.  A batch is decided by the header's batch flag (``batch`` / ``m``),
-not by the request code: C++ 1.2.x sends batches as code 10.
+not by the request code: C++ 1.2.x sends batches as code 10, with ``batch="1"``.
 
 Success-like answers carry msgId (offset message id(s)), queueId, queueOffset, MSG_REGION and TRACE_ON, all
 as strings.
@@ -63,6 +63,7 @@ PUT_STATUS_REMARKS: dict[PutMessageStatus, str | None] = {
         "exceed maxLmqConsumeQueueNum config num, default limit 2w."),
 }
 
+_V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 _SUCCESS_LIKE = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
 
@@ -111,8 +112,9 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
             return fail(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] has no writable queue")
         queue_id = random.randrange(tc.write_queue_nums)
 
+    batch = _is_batch(request, header.batch)
     reconsume_times = header.reconsume_times or 0
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not header.batch:
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         group_cfg = broker.groups.get(group)
         if group_cfg is None:
@@ -143,7 +145,7 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     born_host = _born_host(conn)
     store_host = broker.store_host
     try:
-        if header.batch:
+        if batch:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
                 return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
             if len(request.body) > broker.store.config.max_message_size:
@@ -164,6 +166,16 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     except MessageDecodeError as exc:
         return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
     return _answer(broker, request, result, region)
+
+
+def _is_batch(request: RemotingCommand, parsed: bool) -> bool:
+    """The batch flag.  rocketmq-client-cpp (1.2.x and 2.x) writes it with ``UtilAll::to_string(bool)``,
+    i.e. ``"1"``, which Java's Boolean.parseBoolean reads as false; we take ``"1"`` as true so C++ batches
+    are stored as their messages, not as one message holding the encoded batch."""
+    if parsed:
+        return True
+    raw = request.ext_fields.get("m" if request.code in _V2_CODES else "batch")
+    return raw is not None and raw.strip() == "1"
 
 
 def _born_host(conn: Connection):  # type: ignore[no-untyped-def]

@@ -159,6 +159,10 @@ class Connection(asyncio.Protocol):
                 error.__cause__ = cause
                 future.set_exception(error)
         self._can_write.set()
+        # nobody is left to answer: stop requests still being served (a long-polled pull would otherwise
+        # wait out its timeout for a client that has gone)
+        for task in list(self._tasks):
+            task.cancel()
         if not self._lost.done():
             self._lost.set_result(None)
         if self._on_close is not None:
