@@ -75,7 +75,7 @@ class QueueRange(NamedTuple):
     end: int
 
     @property
-    def count(self) -> int:
+    def record_count(self) -> int:
         return self.end - self.start
 
 
@@ -357,7 +357,7 @@ def pack_ranges(ranges: list[QueueRange], max_records: int,
     are that many records.  Small queues share a partition (a task per tiny queue would cost more than it
     reads); a long queue is split at offset boundaries.
     """
-    total = sum(r.count for r in ranges)
+    total = sum(r.record_count for r in ranges)
     limit = max_records
     if min_partitions:
         limit = min(limit, max(1, total // min_partitions))

@@ -21,7 +21,6 @@ import atexit
 import threading
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,12 +38,10 @@ from pyspark.sql.types import (
 )
 
 from rocketstore.errors import StoreConfigError
+from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import decode_record
-from rocketstore.store.config import StoreConfig
-from rocketstore.store.message_store import MessageStore
-from rocketstore.store.results import GetMessageStatus
 from rocketstore.spark.store_options import (
     BATCH_MAX_BYTES,
     BATCH_ROWS,
@@ -54,8 +51,11 @@ from rocketstore.spark.store_options import (
     pack_ranges,
     plan_ranges,
 )
+from rocketstore.store.config import StoreConfig
+from rocketstore.store.message_store import MessageStore
+from rocketstore.store.results import GetMessageStatus
 
-__all__ = ["FORMAT_NAME", "StorePartition", "StoreDataSource", "StoreReader", "store_schema"]
+__all__ = ["FORMAT_NAME", "StoreDataSource", "StorePartition", "StoreReader", "store_schema"]
 
 FORMAT_NAME = "rocketmq-store"
 
@@ -80,6 +80,7 @@ _COLUMNS: dict[str, tuple[DataType, bool]] = {
     "reconsumeTimes": (IntegerType(), False),
 }
 
+TAGS, KEYS, UNIQ_KEY = PropertyName.TAGS, PropertyName.KEYS, PropertyName.UNIQ_KEY
 #: statuses after which the loop goes on from next_begin_offset; any other means the queue ends here
 _GO_ON = frozenset({GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.OFFSET_TOO_SMALL,
                     GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.MESSAGE_WAS_REMOVING})
@@ -171,9 +172,11 @@ class StoreReader(DataSourceReader):
         builder = _BatchBuilder(self.columns, _arrow_schema(self.schema), self.options)
         codes = MessageStore.tag_codes(self.options.tags)
         for r in partition.ranges:
-            for raw_batch in _records(store, r, None if r.topic == SCHEDULE_TOPIC else codes):
-                for queue_offset, raw in raw_batch:
-                    if builder.add(queue_offset, raw):
+            for records in _records(store, r, None if r.topic == SCHEDULE_TOPIC else codes):
+                i = 0
+                while i < len(records):
+                    i = builder.extend(records, i)
+                    if builder.full:
                         yield builder.flush()
         if builder.rows:
             yield builder.flush()
@@ -204,7 +207,7 @@ class _BatchBuilder:
         self.include_body = options.include_body and "body" in columns
         self.tag_set = options.tag_set()
         self.need_props = bool({"tags", "keys", "properties", "uniqKey"} & set(columns)) or self.tag_set is not None
-        self._hosts: dict[tuple[bytes, int], str] = {}
+        self._hosts: dict[HostAddress, str] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -230,46 +233,70 @@ class _BatchBuilder:
         self.flag: list[int] = []
         self.reconsume: list[int] = []
 
-    def _host(self, ip: bytes, port: int, host: Any) -> str:
-        key = (ip, port)
-        text = self._hosts.get(key)
-        if text is None:
-            text = self._hosts[key] = str(host)
-        return text
-
-    def add(self, queue_offset: int, raw: bytes) -> bool:
-        m = decode_record(raw, with_body=self.include_body)
-        tags = keys = uniq = None
-        if self.need_props:
-            props = parse_properties(m.properties_string)
-            tags = props.get(PropertyName.TAGS)
-            if self.tag_set is not None and tags not in self.tag_set:
-                return False  # a tags-code (hash) match whose tag differs, as a RocketMQ client drops it
-            keys = props.get(PropertyName.KEYS)
-            uniq = props.get(PropertyName.UNIQ_KEY)
-            self.prop_keys.extend(props)
-            self.prop_values.extend(props.values())
-            self.prop_offsets.append(len(self.prop_keys))
-        self.rows += 1
-        self.topic.append(m.topic)
-        self.queue_id.append(m.queue_id)
-        self.queue_offset.append(queue_offset)
-        self.commit_log_offset.append(m.commit_log_offset)
-        self.msg_id.append(encode_offset_message_id(m.store_host, m.commit_log_offset))
-        self.tags.append(tags)
-        self.keys.append(keys)
-        self.uniq_key.append(uniq)
-        self.born_ms.append(m.born_timestamp)
-        self.store_ms.append(m.store_timestamp)
-        self.born_host.append(self._host(m.born_host.ip, m.born_host.port, m.born_host))
-        self.store_host.append(self._host(m.store_host.ip, m.store_host.port, m.store_host))
-        self.sys_flag.append(m.sys_flag)
-        self.flag.append(m.flag)
-        self.reconsume.append(m.reconsume_times)
-        if self.include_body:
-            self.body.append(m.body)
-            self.body_bytes += len(m.body)
+    @property
+    def full(self) -> bool:
         return self.rows >= BATCH_ROWS or self.body_bytes >= BATCH_MAX_BYTES
+
+    def extend(self, records: list[tuple[int, bytes]], i: int) -> int:
+        """Add ``records[i:]`` (queue offset, raw record) until the batch is full; returns where it stopped.
+
+        One loop over the records with every list's append bound to a local: this loop is the reader's cost.
+        """
+        with_body = self.include_body
+        need_props = self.need_props
+        tag_set = self.tag_set
+        hosts = self._hosts
+        topic, queue_id, queue_offset = self.topic.append, self.queue_id.append, self.queue_offset.append
+        commit_log_offset, msg_id = self.commit_log_offset.append, self.msg_id.append
+        tags_col, keys_col, uniq_col = self.tags.append, self.keys.append, self.uniq_key.append
+        prop_keys, prop_values, prop_offsets = self.prop_keys, self.prop_values, self.prop_offsets.append
+        born_ms, store_ms = self.born_ms.append, self.store_ms.append
+        born_host, store_host = self.born_host.append, self.store_host.append
+        sys_flag, flag, reconsume = self.sys_flag.append, self.flag.append, self.reconsume.append
+        body = self.body.append
+        rows, body_bytes = self.rows, self.body_bytes
+        n = len(records)
+        while i < n and rows < BATCH_ROWS and body_bytes < BATCH_MAX_BYTES:
+            q, raw = records[i]
+            i += 1
+            m = decode_record(raw, with_body=with_body)
+            if need_props:
+                props = parse_properties(m.properties_string)
+                tags = props.get(TAGS)
+                if tag_set is not None and tags not in tag_set:
+                    continue  # a tags-code (hash) match with another tag: a RocketMQ client drops it too
+                tags_col(tags)
+                keys_col(props.get(KEYS))
+                uniq_col(props.get(UNIQ_KEY))
+                prop_keys.extend(props)
+                prop_values.extend(props.values())
+                prop_offsets(len(prop_keys))
+            rows += 1
+            topic(m.topic)
+            queue_id(m.queue_id)
+            queue_offset(q)
+            commit_log_offset(m.commit_log_offset)
+            host = m.store_host
+            msg_id(encode_offset_message_id(host, m.commit_log_offset))
+            born_ms(m.born_timestamp)
+            store_ms(m.store_timestamp)
+            text = hosts.get(host)
+            if text is None:
+                text = hosts[host] = str(host)
+            store_host(text)
+            host = m.born_host
+            text = hosts.get(host)
+            if text is None:
+                text = hosts[host] = str(host)
+            born_host(text)
+            sys_flag(m.sys_flag)
+            flag(m.flag)
+            reconsume(m.reconsume_times)
+            if with_body:
+                body(m.body)
+                body_bytes += len(m.body)
+        self.rows, self.body_bytes = rows, body_bytes
+        return i
 
     def _array(self, name: str, typ: pa.DataType) -> pa.Array:
         n = self.rows

@@ -1,0 +1,79 @@
+"""Planning of the rocketmq-store source without a SparkSession: options, geometry, ranges, packing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark/pyarrow not installed: pip install 'rocketstore[spark]'")
+
+from rocketstore.errors import StoreConfigError
+from rocketstore.spark.store_options import (
+    QueueRange,
+    StoreReadOptions,
+    detect_config,
+    is_system_topic,
+    pack_ranges,
+    select_queues,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def test_golden_geometry_is_detected_and_the_odd_sized_index_left_closed(golden_dir: Path) -> None:
+    config = detect_config(str(golden_dir / "stores" / "clean"))
+    assert config.mapped_file_size_commit_log == 65536
+    assert config.mapped_file_size_consume_queue == 6000
+    assert config.message_index_enable is False
+    explicit = detect_config(str(golden_dir / "stores" / "clean"), {"indexSlots": "100", "indexEntries": "400"})
+    assert (explicit.max_hash_slot_num, explicit.max_index_num, explicit.message_index_enable) == (100, 400, True)
+    assert explicit.index_file_bytes == 8440
+
+
+def test_pack_ranges_splits_long_queues_and_shares_partitions_between_small_ones() -> None:
+    ranges = [QueueRange("A", 0, 0, 10), QueueRange("A", 1, 5, 7), QueueRange("B", 0, 100, 103)]
+    parts = pack_ranges(ranges, 4)
+    assert [sum(r.record_count for r in p) for p in parts] == [4, 4, 4, 3]
+    assert parts[2] == (QueueRange("A", 0, 8, 10), QueueRange("A", 1, 5, 7))
+    assert [r for p in parts for r in p if r.topic == "B"] == [QueueRange("B", 0, 100, 103)]
+    assert len(pack_ranges(ranges, 1000, min_partitions=5)) >= 5
+    assert len(pack_ranges(ranges, 1000)) == 1
+    assert pack_ranges([], 10, 3) == []
+
+
+def test_system_topics_need_naming() -> None:
+    topics = {"TopicA": [0, 1], "SCHEDULE_TOPIC_XXXX": [2], "rmq_sys_x": [0], "%RETRY%g": [0]}
+    assert is_system_topic("SCHEDULE_TOPIC_XXXX") and is_system_topic("rmq_sys_x") and not is_system_topic("%RETRY%g")
+    base = StoreReadOptions(path="/x", config=detect_config("/nonexistent"))
+    assert select_queues(topics, base) == [("%RETRY%g", 0), ("TopicA", 0), ("TopicA", 1)]
+    named = StoreReadOptions(path="/x", config=base.config, topics=("SCHEDULE_TOPIC_XXXX", "nope"))
+    assert select_queues(topics, named) == [("SCHEDULE_TOPIC_XXXX", 2)]
+    pattern = StoreReadOptions(path="/x", config=base.config, topic_pattern="Topic|.*sys.*|SCHEDULE.*")
+    assert select_queues(topics, pattern) == []
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({}, "needs option 'path'"),
+    ({"path": "/nonexistent/store"}, "is not a directory"),
+    ({"topics": " , "}, "names no topic"),
+    ({"startingOffsets": "[1]"}, "must be a JSON object"),
+    ({"startingOffsets": '{"T":{"0":-3}}'}, "integer >= -2"),
+    ({"endingOffsets": '{"T":{"x":1}}'}, "is not an integer"),
+    ({"startingOffsets": "earliest", "startingTimestamp": "5"}, "either 'startingOffsets' or 'startingTimestamp'"),
+    ({"includeBody": "maybe"}, "is not true or false"),
+    ({"minPartitions": "0"}, "at least 1"),
+    ({"topicPattern": "("}, "not a regular expression"),
+    ({"segmentBytes": "-1"}, "must be positive"),
+])
+def test_bad_options_are_refused(golden_dir: Path, options: dict[str, str], message: str) -> None:
+    full = {"path": str(golden_dir / "stores" / "clean"), **options} if "path" not in options and options else options
+    with pytest.raises(StoreConfigError, match=message):
+        StoreReadOptions.parse(full)
+
+
+def test_options_are_case_insensitive_and_tags_star_means_all(golden_dir: Path) -> None:
+    opts = StoreReadOptions.parse({"PATH": str(golden_dir / "stores" / "clean"), "TOPICPATTERN": "T.*",
+                                   "tags": " * ", "IncludeBody": "False"})
+    assert opts.topic_pattern == "T.*" and opts.tags is None and opts.include_body is False
+    assert StoreReadOptions.parse({"path": opts.path, "tags": "a || b ||"}).tag_set() == {"a", "b"}
