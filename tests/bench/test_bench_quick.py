@@ -1,0 +1,61 @@
+"""The benchmark suite runs end to end at smoke counts and every row it reports is well-formed.
+
+No performance assertions: the figures of a seconds-long run on a shared machine mean nothing; this only
+keeps ``python -m bench`` from rotting.  Optional peers (persist-queue, litequeue, redis-server) are used
+when present and skipped with a note when not, so the rows checked for presence need none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # bench/ sits at the repository root, beside src/
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.runner import main, run_suite
+
+REQUIRED_KEYS = {"name", "unit", "ours", "reference", "reference_value", "ratio", "target_ratio"}
+
+
+def _positive(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value > 0
+
+
+def test_smoke_suite_writes_well_formed_ratio_rows(tmp_path: Path) -> None:
+    results = tmp_path / "results" / "latest.json"
+    returned = run_suite("smoke", workdir=str(tmp_path), results_path=results)
+
+    rows = json.loads(results.read_text(encoding="utf-8"))
+    assert isinstance(rows, list) and rows
+    assert len(rows) == len(returned)
+    names = [row["name"] for row in rows]
+    assert len(set(names)) == len(names), "row names must be unique"
+    for row in rows:
+        assert REQUIRED_KEYS <= set(row), row
+        assert isinstance(row["name"], str) and row["name"].strip()
+        assert isinstance(row["unit"], str) and row["unit"].strip()
+        assert isinstance(row["reference"], str) and row["reference"].strip()
+        assert _positive(row["ours"]), row
+        assert _positive(row["reference_value"]), row
+        assert _positive(row["ratio"]), row
+        assert math.isclose(row["ratio"], row["ours"] / row["reference_value"], rel_tol=1e-9), row
+        assert row["target_ratio"] is None or _positive(row["target_ratio"]), row
+        assert row.get("better", "higher") in ("higher", "lower"), row
+    # the workloads that need no optional peer always report
+    for prefix in ("put 100 B", "put_batch 1 KiB", "get 100 B, raw records", "sync put 100 B, 1 thread: p50",
+                   "ingest 1 KiB", "abnormal recovery"):
+        assert any(name.startswith(prefix) for name in names), prefix
+
+
+def test_command_line_runs_one_workload_in_smoke_mode(tmp_path: Path) -> None:
+    results = tmp_path / "one.json"
+    assert main(["--smoke", "--only", "get", "--no-redis", "--results", str(results),
+                 "--workdir", str(tmp_path)]) == 0
+    rows = json.loads(results.read_text(encoding="utf-8"))
+    assert rows and all(row["name"].startswith("get ") for row in rows)
