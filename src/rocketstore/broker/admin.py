@@ -23,8 +23,8 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
-    GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
 )

@@ -20,23 +20,27 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from rocketstore.broker import admin, client_handlers, offset_handlers, pull, query, send
+from rocketstore.broker import admin, client_handlers, offset_handlers, pull, query, retry, send
+from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.groups import SubscriptionGroupTable
 from rocketstore.broker.long_poll import PullHold
 from rocketstore.broker.offsets import ConsumerOffsetTable
 from rocketstore.broker.registration import Registrar
+from rocketstore.broker.schedule import ScheduleService
 from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
 from rocketstore.message.host import HostAddress, parse_host
+from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import NotifyConsumerIdsChangedRequestHeader
 from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter
-from rocketstore.store.config import StoreConfig
+from rocketstore.store.config import BrokerRole, StoreConfig
 from rocketstore.store.message_store import MessageStore
+from rocketstore.store.results import PutMessageStatus, PutResult
 
 __all__ = ["Broker"]
 
@@ -53,7 +57,8 @@ class Broker:
         self.config = config or BrokerConfig()
         self.store_config = store_config or StoreConfig()
         self.router = RequestRouter()
-        for module in (send, pull, client_handlers, offset_handlers, query, admin):
+        self.queue_locks = QueueLocks()
+        for module in (send, pull, client_handlers, offset_handlers, query, retry, admin):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)
@@ -64,6 +69,7 @@ class Broker:
         self.offsets: ConsumerOffsetTable
         self.pull_hold: PullHold
         self.registrar: Registrar | None = None
+        self.schedule: ScheduleService | None = None
         self.address = ""
         self.store_host: HostAddress | None = None
         self.start_time_ms = 0
@@ -108,6 +114,10 @@ class Broker:
                                       check_interval_s=5.0 if cfg.long_polling_enable else cfg.short_polling_time_ms / 1000)
             self.store.add_dispatch_listener(self.pull_hold.on_dispatch)
             self.pull_hold.start()
+            if self.store_config.broker_role != BrokerRole.SLAVE:
+                self.schedule = ScheduleService(self.store, config_dir, self.put, lambda: int(time.time() * 1000))
+                self.schedule.load()
+                self.schedule.start()
             self.start_time_ms = int(time.time() * 1000)
             await self.server.start_serving()
             ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else self.server.port + 1
@@ -139,12 +149,22 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
         await self.server.close()
+        if self.schedule is not None:
+            await self.schedule.close()
         if self._store is not None:
-            self.pull_hold.close()
+            # the tables exist once the store is open, unless start() failed half-way
+            pull_hold = getattr(self, "pull_hold", None)
+            if pull_hold is not None:
+                pull_hold.close()
             try:
-                self.offsets.persist(force=True)
-                self.topics.persist()
-                self.groups.persist()
+                if self.schedule is not None:
+                    self.schedule.persist(force=True)
+                if hasattr(self, "offsets"):
+                    self.offsets.persist(force=True)
+                if hasattr(self, "topics"):
+                    self.topics.persist()
+                if hasattr(self, "groups"):
+                    self.groups.persist()
             except OSError:
                 log.exception("cannot persist the broker's config files")
             store, self._store = self._store, None
@@ -154,6 +174,23 @@ class Broker:
     async def run_blocking(self, fn: Any, *args: Any) -> Any:
         """Run store work that may block on the broker's executor."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def put(self, message: Message) -> PutResult:
+        """Store one message; off the loop when a sync flush makes the put wait for the disk."""
+        store = self.store
+        result: PutResult = (await self.run_blocking(store.put, message) if store.config.is_sync_flush
+                             else store.put(message))
+        if result.status is PutMessageStatus.PUT_OK:
+            self.put_count += 1
+        return result
+
+    async def put_batch(self, messages: list[Message]) -> PutResult:
+        store = self.store
+        result: PutResult = (await self.run_blocking(store.put_batch, messages) if store.config.is_sync_flush
+                             else store.put_batch(messages))
+        if result.status is PutMessageStatus.PUT_OK:
+            self.put_count += result.message_count
+        return result
 
     # --- background work ------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from rocketstore.remoting.transport import Connection, RequestRouter
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["register", "QueueLocks", "REBALANCE_LOCK_MAX_LIVE_MS"]
+__all__ = ["REBALANCE_LOCK_MAX_LIVE_MS", "QueueLocks", "register"]
 
 #: rocketmq.broker.rebalance.lockMaxLiveTime
 REBALANCE_LOCK_MAX_LIVE_MS = 60_000
@@ -67,7 +67,7 @@ class QueueLocks:
 
 
 def register(router: RequestRouter, broker: Broker) -> None:
-    locks = QueueLocks()
+    locks = broker.queue_locks
 
     async def heart_beat(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         data = HeartbeatData.decode(request.body)
@@ -95,9 +95,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         h = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
         if h.producer_group:
             broker.clients.unregister_producer(h.producer_group, conn)
-        if h.consumer_group:
-            if broker.clients.unregister_consumer(h.consumer_group, conn):
-                broker.notify_consumer_ids_changed(h.consumer_group)
+        if h.consumer_group and broker.clients.unregister_consumer(h.consumer_group, conn):
+            broker.notify_consumer_ids_changed(h.consumer_group)
         return request.make_response(ResponseCode.SUCCESS)
 
     async def consumer_list(conn: Connection, request: RemotingCommand) -> RemotingCommand:

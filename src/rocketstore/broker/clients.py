@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rocketstore.remoting.bodies import ConsumerData, SubscriptionData
 
-__all__ = ["ClientChannel", "ConsumerGroupInfo", "ClientRegistry"]
+__all__ = ["ClientChannel", "ClientRegistry", "ConsumerGroupInfo"]
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ from typing import Any
 from rocketstore.errors import ProtocolError
 from rocketstore.remoting import fastjson
 
-__all__ = ["write_json_atomically", "read_json_file"]
+__all__ = ["read_json_file", "write_json_atomically"]
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from rocketstore.store.results import GetMessageStatus
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["register", "first_message_in_disk"]
+__all__ = ["first_message_in_disk", "register"]
 
 
 def _memory_bytes() -> int:
@@ -111,7 +111,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
                                      body=fastjson.dumps({"offsetTable": broker.offsets.all_json()}))
 
     async def all_delay_offsets(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ResponseCode.SYSTEM_ERROR, remark="No delay offset in this broker")
+        if broker.schedule is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark="No delay offset in this broker")
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=fastjson.dumps({"offsetTable": broker.schedule.offset_table_json()}))
 
     router.add(RequestCode.QUERY_CONSUMER_OFFSET, query_consumer_offset)
     router.add(RequestCode.UPDATE_CONSUMER_OFFSET, update_consumer_offset)

@@ -17,7 +17,7 @@ import threading
 
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
 
-__all__ = ["ConsumerOffsetTable", "TOPIC_GROUP_SEPARATOR"]
+__all__ = ["TOPIC_GROUP_SEPARATOR", "ConsumerOffsetTable"]
 
 TOPIC_GROUP_SEPARATOR = "@"
 

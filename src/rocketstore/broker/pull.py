@@ -30,7 +30,7 @@ from rocketstore.store.results import GetMessageStatus, GetResult
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["register", "pull_message", "PullSysFlag", "response_code_for_get_status"]
+__all__ = ["PullSysFlag", "pull_message", "register", "response_code_for_get_status"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 

@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING
 from rocketstore.message.record import Message, StoredMessage, encode_record
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader
+from rocketstore.remoting.headers import (
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    ViewMessageRequestHeader,
+)
 from rocketstore.remoting.transport import Connection, RequestRouter
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["register", "raw_record"]
+__all__ = ["raw_record", "register"]
 
 
 def raw_record(m: StoredMessage) -> bytes:

@@ -24,7 +24,7 @@ from rocketstore.broker.topics import (
 )
 from rocketstore.errors import MessageDecodeError, MessageError
 from rocketstore.message.batch import decode_batch
-from rocketstore.message.host import parse_host
+from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm
@@ -37,7 +37,7 @@ from rocketstore.store.results import PutMessageStatus, PutResult
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["register", "send_message", "PUT_STATUS_REMARKS"]
+__all__ = ["PUT_STATUS_REMARKS", "register", "send_message"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -146,7 +146,7 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     store_host = broker.store_host
     try:
         if batch:
-            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
                 return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
             if len(request.body) > broker.store.config.max_message_size:
                 return fail(ResponseCode.MESSAGE_ILLEGAL, PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL])
@@ -165,7 +165,7 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
             result = await _put(broker, [message], batch=False)
     except MessageDecodeError as exc:
         return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
-    return _answer(broker, request, result, region)
+    return _answer(request, result, queue_id, region)
 
 
 def _is_batch(request: RemotingCommand, parsed: bool) -> bool:
@@ -178,34 +178,30 @@ def _is_batch(request: RemotingCommand, parsed: bool) -> bool:
     return raw is not None and raw.strip() == "1"
 
 
-def _born_host(conn: Connection):  # type: ignore[no-untyped-def]
-    try:
-        return parse_host(conn.peer)
-    except MessageError:
-        return None
+def _born_host(conn: Connection) -> HostAddress | None:
+    """The connection's peer as a record host, parsed once per connection (IPv4-mapped IPv6 -> IPv4)."""
+    host = conn.attributes.get("born_host")
+    if host is None:
+        try:
+            host = parse_host(conn.peer)
+        except MessageError:
+            return None
+        conn.attributes["born_host"] = host
+    return host  # type: ignore[return-value]
 
 
 async def _put(broker: Broker, messages: list[Message], *, batch: bool) -> PutResult:
-    store = broker.store
-    if batch:
-        fn, arg = store.put_batch, messages
-    else:
-        fn, arg = store.put, messages[0]  # type: ignore[assignment]
-    if store.config.is_sync_flush:
-        result: PutResult = await broker.run_blocking(fn, arg)
-    else:
-        result = fn(arg)  # type: ignore[arg-type]
-    if result.status is PutMessageStatus.PUT_OK:
-        broker.put_count += max(1, result.message_count)
-    return result
+    return await (broker.put_batch(messages) if batch else broker.put(messages[0]))
 
 
-def _answer(broker: Broker, request: RemotingCommand, result: PutResult, region: dict[str, str]) -> RemotingCommand:
+def _answer(request: RemotingCommand, result: PutResult, queue_id: int, region: dict[str, str]) -> RemotingCommand:
     code = response_code_for_put_status(result.status.name)
     if code not in _SUCCESS_LIKE:
         remark = PUT_STATUS_REMARKS.get(result.status, "UNKNOWN_ERROR DEFAULT")
         return request.make_response(code, remark=remark, ext_fields=region)
-    ext = SendMessageResponseHeader(msg_id=result.msg_id, queue_id=result.queue_id,
+    # queueId is the queue asked for (a delayed message really went to SCHEDULE_TOPIC_XXXX); queueOffset is
+    # where it was written, as the Java broker answers
+    ext = SendMessageResponseHeader(msg_id=result.msg_id, queue_id=queue_id,
                                     queue_offset=result.queue_offset).to_ext_fields()
     ext.update(region)
     return request.make_response(code, ext_fields=ext)

@@ -19,8 +19,18 @@ from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
 from rocketstore.remoting.bodies import DataVersion, Perm, TopicConfig
 
-__all__ = ["TopicTable", "AUTO_CREATE_TOPIC", "SCHEDULE_TOPIC", "OFFSET_MOVED_EVENT", "RETRY_GROUP_TOPIC_PREFIX",
-           "DLQ_GROUP_TOPIC_PREFIX", "SYSTEM_TOPIC_PREFIX", "retry_topic", "dlq_topic", "topic_problem"]
+__all__ = [
+    "AUTO_CREATE_TOPIC",
+    "DLQ_GROUP_TOPIC_PREFIX",
+    "OFFSET_MOVED_EVENT",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "SCHEDULE_TOPIC",
+    "SYSTEM_TOPIC_PREFIX",
+    "TopicTable",
+    "dlq_topic",
+    "retry_topic",
+    "topic_problem",
+]
 
 AUTO_CREATE_TOPIC = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"

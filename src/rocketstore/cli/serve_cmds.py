@@ -5,8 +5,10 @@
     rocketstore broker -c broker.conf [--store DIR] [--port P] [-n host:port] [--host H]
 
 Port 0 picks a free port; each command prints one line saying where it listens, then serves until
-interrupted and closes the store cleanly.  ``add_serve_commands(subparsers)`` wires the commands into the
-main parser; ``python -m rocketstore.cli.serve_cmds ...`` runs them on their own.
+interrupted and closes the store cleanly.  ``add_serve_commands(subparsers)`` (alias ``register``, the
+cli.main convention) wires the commands into the main parser, setting ``handler`` (and ``func``) to a
+function of the parsed namespace returning the exit status; ``python -m rocketstore.cli.serve_cmds ...``
+runs them on their own.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rocketstore.broker import Broker, load_broker_conf
 from rocketstore.namesrv import NameServer
 from rocketstore.remoting.transport import run
 
-__all__ = ["add_serve_commands", "main", "serve", "serve_namesrv", "serve_broker"]
+__all__ = ["add_serve_commands", "main", "serve", "serve_broker", "serve_namesrv"]
 
 
 def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,12 +35,14 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
                    help="broker port (0: pick one; default: listenPort or 10911)")
     p.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on and to advertise (127.0.0.1)")
-    p.set_defaults(func=_cmd_serve)
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    p.set_defaults(func=_cmd_serve, handler=_cmd_serve)
 
     n = subparsers.add_parser("namesrv", help="run a name server")
     n.add_argument("-p", "--port", type=int, default=9876, help="port (0: pick one; default 9876)")
     n.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
-    n.set_defaults(func=_cmd_namesrv)
+    n.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    n.set_defaults(func=_cmd_namesrv, handler=_cmd_namesrv)
 
     b = subparsers.add_parser("broker", help="run a broker that registers with name servers")
     b.add_argument("-c", "--config", required=True, help="broker.conf (Java properties)")
@@ -46,7 +50,11 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     b.add_argument("-p", "--port", type=int, default=None, help="listen port (overrides listenPort; 0: pick one)")
     b.add_argument("-n", "--namesrv", default=None, help="name server address(es) host:port;host:port")
     b.add_argument("--host", default=None, help="interface to listen on (default: brokerIP1 or 127.0.0.1)")
-    b.set_defaults(func=_cmd_broker)
+    b.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    b.set_defaults(func=_cmd_broker, handler=_cmd_broker)
+
+
+register = add_serve_commands
 
 
 def _overrides(**values: object) -> dict[str, str]:
@@ -117,29 +125,34 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
         await broker.close()
 
 
+def _setup_logging(args: argparse.Namespace) -> None:
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
+    _setup_logging(args)
     run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host))
     return 0
 
 
 def _cmd_namesrv(args: argparse.Namespace) -> int:
+    _setup_logging(args)
     run(serve_namesrv(args.port, args.host))
     return 0
 
 
 def _cmd_broker(args: argparse.Namespace) -> int:
+    _setup_logging(args)
     run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rocketstore", description="rocketstore name server / broker")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     add_serve_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return int(args.func(args))
+    return int(args.handler(args))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from dataclasses import dataclass
+from typing import Self
 
 from rocketstore.client.errors import broker_error_for
 from rocketstore.client.route import MessageQueue, RouteCache, check
@@ -44,7 +45,7 @@ class PullStatus:
     OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
 
 
-_PULL_STATUS = {
+_PULL_STATUS: dict[int, str] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
@@ -88,7 +89,7 @@ class PullConsumer:
         self.pool = ConnectionPool(connect_timeout_s=timeout_s)
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
 
-    async def __aenter__(self) -> PullConsumer:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -10,18 +10,18 @@ from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.codes import ResponseCode
 
 __all__ = [
-    "ClientError",
-    "NoRouteError",
     "BrokerError",
-    "SystemError_",
-    "SystemBusyError",
-    "RequestCodeNotSupportedError",
+    "ClientError",
     "MessageIllegalError",
-    "ServiceNotAvailableError",
     "NoPermissionError",
-    "TopicNotExistError",
-    "SubscriptionError",
+    "NoRouteError",
     "QueryNotFoundError",
+    "RequestCodeNotSupportedError",
+    "ServiceNotAvailableError",
+    "SubscriptionError",
+    "SystemBusyError",
+    "SystemError_",
+    "TopicNotExistError",
     "broker_error_for",
 ]
 

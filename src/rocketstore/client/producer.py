@@ -18,7 +18,8 @@ import socket
 import struct
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Self
 
 from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
@@ -30,9 +31,9 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import SendMessageRequestHeader
 from rocketstore.remoting.transport import ConnectionPool
 
-__all__ = ["Producer", "OutgoingMessage", "SendResult", "new_uniq_key"]
+__all__ = ["OutgoingMessage", "Producer", "SendResult", "new_uniq_key"]
 
-_SEND_STATUS = {
+_SEND_STATUS: dict[int, str] = {
     ResponseCode.SUCCESS: "SEND_OK",
     ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
@@ -54,7 +55,7 @@ _COUNTER = itertools.count()
 
 
 def _month_start_ms() -> int:
-    now = datetime.now(timezone.utc).astimezone()
+    now = datetime.now(UTC).astimezone()
     start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     return int(start.timestamp() * 1000)
 
@@ -80,8 +81,8 @@ class OutgoingMessage:
     properties: dict[str, str] = field(default_factory=dict)
     flag: int = 0
 
-    def property_map(self, uniq_key: str) -> dict[str, str]:
-        props = dict(self.properties)
+    def property_map(self, uniq_key: str) -> dict[str, str | None]:
+        props: dict[str, str | None] = dict(self.properties)
         if self.tags:
             props[PropertyName.TAGS] = self.tags
         if self.keys:
@@ -110,7 +111,7 @@ class Producer:
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
         self._next_queue = itertools.count(random.randrange(1024))
 
-    async def __aenter__(self) -> Producer:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

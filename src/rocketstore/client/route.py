@@ -21,7 +21,7 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetRouteInfoRequestHeader
 from rocketstore.remoting.transport import ConnectionPool
 
-__all__ = ["MessageQueue", "RouteCache", "AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "check"]
+__all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "MessageQueue", "RouteCache", "check"]
 
 AUTO_CREATE_TOPIC = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
@@ -92,7 +92,7 @@ class RouteCache:
 
     @staticmethod
     def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
-        queues = []
+        queues: list[MessageQueue] = []
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
             bd = route.broker(qd.broker_name)
             if not Perm.writeable(qd.perm) or bd is None or bd.master_addr() is None:
@@ -102,7 +102,7 @@ class RouteCache:
 
     @staticmethod
     def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
-        queues = []
+        queues: list[MessageQueue] = []
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
             if Perm.readable(qd.perm):
                 queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(qd.read_queue_nums))

@@ -36,7 +36,7 @@ from rocketstore.remoting.headers import (
 )
 from rocketstore.remoting.transport import Connection, RequestRouter
 
-__all__ = ["NameServerHandlers", "KVTable", "ORDER_TOPIC_CONFIG"]
+__all__ = ["ORDER_TOPIC_CONFIG", "KVTable", "NameServerHandlers"]
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 _FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."

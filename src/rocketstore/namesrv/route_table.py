@@ -29,7 +29,7 @@ from rocketstore.remoting.bodies import (
     encode_broker_data,
 )
 
-__all__ = ["RouteTable", "RegisterResult", "BrokerLive", "BROKER_EXPIRY_MS"]
+__all__ = ["BROKER_EXPIRY_MS", "BrokerLive", "RegisterResult", "RouteTable"]
 
 BROKER_EXPIRY_MS = 120_000
 

@@ -23,23 +23,23 @@ from rocketstore.message.hashing import java_string_hash
 from rocketstore.remoting import fastjson
 
 __all__ = [
-    "Perm",
-    "TopicConfig",
-    "DataVersion",
-    "RegisterBrokerBody",
-    "QueueData",
-    "BrokerData",
-    "TopicRouteData",
-    "SubscriptionData",
-    "ConsumerData",
-    "HeartbeatData",
-    "ConsumeType",
-    "MessageModel",
-    "ConsumeFromWhere",
-    "build_subscription",
     "MASTER_ID",
-    "topic_list_body",
+    "BrokerData",
+    "ConsumeFromWhere",
+    "ConsumeType",
+    "ConsumerData",
+    "DataVersion",
+    "HeartbeatData",
+    "MessageModel",
+    "Perm",
+    "QueueData",
+    "RegisterBrokerBody",
+    "SubscriptionData",
+    "TopicConfig",
+    "TopicRouteData",
+    "build_subscription",
     "encode_broker_data",
+    "topic_list_body",
 ]
 
 MASTER_ID = 0

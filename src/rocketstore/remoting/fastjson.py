@@ -22,7 +22,7 @@ from typing import Any
 
 from rocketstore.errors import ProtocolError
 
-__all__ = ["JsonBodyError", "loads", "dumps", "dumps_object_keyed"]
+__all__ = ["JsonBodyError", "dumps", "dumps_object_keyed", "loads"]
 
 _WS = " \t\r\n"
 _MAX_DEPTH = 200

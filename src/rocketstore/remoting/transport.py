@@ -25,7 +25,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
 from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command
@@ -34,17 +34,17 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import HeaderFieldError
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "DEFAULT_MAX_IN_FLIGHT",
     "Connection",
+    "ConnectionPool",
+    "RemotingServer",
     "RequestHandler",
     "RequestRouter",
-    "RemotingServer",
-    "ConnectionPool",
     "connect",
     "new_event_loop",
     "run",
     "split_address",
-    "DEFAULT_IDLE_TIMEOUT_S",
-    "DEFAULT_MAX_IN_FLIGHT",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,8 +119,8 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ---------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.peer = (str(peer[0]), int(peer[1]))
@@ -131,9 +131,13 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active_s = time.monotonic()
+        self._decoder.feed(data)
+        self._process_buffer()
+
+    def _process_buffer(self) -> None:
         decoder = self._decoder
-        decoder.feed(data)
-        while not self._closed:
+        # frames already buffered wait too while the in-flight limit is reached, not just the socket
+        while not self._closed and self._in_flight < self._max_in_flight:
             try:
                 command = decoder.next_command()
             except ProtocolError as exc:
@@ -211,12 +215,18 @@ class Connection(asyncio.Protocol):
                 await self.send(response)
         except ConnectionClosedError:
             pass
+        except RequestTimeoutError as exc:  # the peer stopped reading our answers: drop it
+            log.warning("closing %s: %s", self.peer_address, exc)
+            self.close(exc)
+        except RemotingError:  # an answer that cannot be encoded is a bug in its handler
+            log.exception("cannot answer request code %s from %s", request.code, self.peer_address)
         finally:
             self._in_flight -= 1
             if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
                 self._reading_paused = False
                 if not self._closed:
                     self._transport.resume_reading()
+                    self._process_buffer()
 
     # --- writing ------------------------------------------------------------------------------------
 

@@ -1,0 +1,94 @@
+"""CONSUMER_SEND_MSG_BACK (36): a consumer gives a message back for a later retry.
+
+As the 4.9.3 SendMessageProcessor does (remoting.md 5.10): the message read back by its commitlog offset is
+written again to ``%RETRY%<group>`` with a delay level (0 means 3 + reconsumeTimes) so it goes through
+SCHEDULE_TOPIC_XXXX and comes back later, or to ``%DLQ%<group>`` once it has been retried maxReconsumeTimes
+(16, or the request's value from clients of version >= V3_4_9) or when the level is negative.  The new record
+keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the original topic) and
+ORIGIN_MESSAGE_ID, and counts one more reconsume.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from rocketstore.broker.topics import dlq_topic, retry_topic
+from rocketstore.message.properties import PropertyName
+from rocketstore.message.record import Message
+from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import ConsumerSendMsgBackRequestHeader
+from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.store.results import PutMessageStatus
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["register"]
+
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    async def send_back(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+
+        def fail(code: int, remark: str) -> RemotingCommand:
+            return request.make_response(code, remark=remark)
+
+        group_cfg = broker.groups.get(h.group)
+        if group_cfg is None:
+            return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}{_FAQ}")
+        if not Perm.writeable(broker.config.broker_permission):
+            return fail(ResponseCode.NO_PERMISSION,
+                        f"the broker[{broker.config.broker_name}] sending message is forbidden")
+        if group_cfg.retry_queue_nums <= 0:
+            return request.make_response(ResponseCode.SUCCESS)
+
+        topic = retry_topic(h.group)
+        queue_id = random.randrange(group_cfg.retry_queue_nums)
+        tc = broker.topics.get(topic)
+        if tc is None:
+            tc = broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,
+                                                   2 if h.unit_mode else 0)
+            broker.topic_created()
+        if not Perm.writeable(tc.perm):
+            return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+
+        original = broker.store.message_at(h.commit_log_offset)
+        if original is None:
+            return fail(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.commit_log_offset}")
+        props = original.properties
+        props.setdefault(PropertyName.RETRY_TOPIC, original.topic)
+
+        max_reconsume = group_cfg.retry_max_times
+        if request.version >= MQVersion.V3_4_9 and h.max_reconsume_times is not None:
+            max_reconsume = h.max_reconsume_times
+        delay_level = h.delay_level
+        props.pop(PropertyName.DELAY, None)
+        if original.reconsume_times >= max_reconsume or delay_level < 0:
+            topic = dlq_topic(h.group)
+            queue_id = 0
+            dlq = broker.topics.get(topic)
+            if dlq is None:
+                dlq = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
+                broker.topic_created()
+            if not Perm.writeable(dlq.perm):
+                return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        else:
+            if delay_level == 0:
+                delay_level = 3 + original.reconsume_times
+            props[PropertyName.DELAY] = str(delay_level)
+        if not props.get(PropertyName.ORIGIN_MESSAGE_ID):
+            props[PropertyName.ORIGIN_MESSAGE_ID] = original.msg_id
+        message = Message(topic, original.body, props, queue_id, original.flag, original.sys_flag,
+                          original.born_timestamp, original.born_host, original.store_host,
+                          original.reconsume_times + 1)
+        result = await broker.put(message)
+        if result.status is PutMessageStatus.PUT_OK:
+            return request.make_response(ResponseCode.SUCCESS)
+        return fail(ResponseCode.SYSTEM_ERROR, result.status.name)
+
+    router.add(RequestCode.CONSUMER_SEND_MSG_BACK, send_back)

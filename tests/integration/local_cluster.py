@@ -1,0 +1,108 @@
+"""A name server + broker pair on 127.0.0.1 (ports picked by the OS) running on an event loop in a thread,
+for tests that drive it with real clients from the test thread or from subprocesses.
+
+    with LocalCluster(tmp_path / "store") as cluster:
+        cluster.namesrv_addr          # "127.0.0.1:PORT"
+        cluster.call(lambda: cluster.broker.offsets.offsets("group", "topic"))   # runs on the loop
+        cluster.run(some_coroutine())                                            # runs on the loop
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.namesrv import NameServer
+from rocketstore.remoting.transport import new_event_loop
+from rocketstore.store.config import StoreConfig
+
+T = TypeVar("T")
+
+#: small segments: test data is tiny and a 1 GiB commitlog / 420 MB index file would be wasteful
+SMALL_STORE: dict[str, Any] = {"mapped_file_size_commit_log": 8 << 20, "mapped_file_size_consume_queue": 20_000 * 20,
+                               "max_hash_slot_num": 1000, "max_index_num": 4000, "preallocate_commit_log": False}
+
+
+class LocalCluster:
+    def __init__(self, store_dir: Path | str, *, broker_name: str = "broker-a", timeout_s: float = 20.0,
+                 store_overrides: dict[str, Any] | None = None, **broker_overrides: Any) -> None:
+        self.store_dir = str(store_dir)
+        self.broker_name = broker_name
+        self.timeout_s = timeout_s
+        self.broker_overrides = broker_overrides
+        self.store_overrides = {**SMALL_STORE, **(store_overrides or {})}
+        self.loop = new_event_loop()  # uvloop when it is installed, as the CLI runs
+        self.thread = threading.Thread(target=self.loop.run_forever, name="test-cluster", daemon=True)
+        self.namesrv: NameServer
+        self.broker: Broker
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        try:
+            self.run(self._start())
+        except BaseException:
+            self._stop_loop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def _start(self) -> None:
+        self.namesrv = NameServer()
+        await self.namesrv.start("127.0.0.1", 0)
+        config = BrokerConfig(broker_name=self.broker_name, namesrv_addr=self.namesrv.address, listen_port=0,
+                              listen_host="127.0.0.1", broker_ip1="127.0.0.1", **self.broker_overrides)
+        self.broker = Broker(config, StoreConfig(store_path_root_dir=self.store_dir, **self.store_overrides))
+        await self.broker.start()
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.namesrv.address
+
+    @property
+    def broker_addr(self) -> str:
+        return self.broker.address
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout_s or self.timeout_s)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        async def wrapper() -> T:
+            return fn()
+
+        return self.run(wrapper())
+
+    def wait_until(self, fn: Callable[[], T], timeout_s: float, what: str) -> T:
+        """Poll *fn* on the loop until it returns something truthy; AssertionError after *timeout_s*."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = self.call(fn)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {value!r})")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        if not self.thread.is_alive():
+            return
+        try:
+            self.run(self._close(), 30.0)
+        finally:
+            self._stop_loop()
+
+    async def _close(self) -> None:
+        await self.broker.close()
+        await self.namesrv.close()
+
+    def _stop_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        if not self.thread.is_alive():
+            self.loop.close()

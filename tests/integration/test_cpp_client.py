@@ -1,0 +1,326 @@
+"""The official RocketMQ C++ client (PyPI ``rocketmq`` 0.4.4) against our name server and broker, unchanged.
+
+The client runs in subprocesses (cpp_client_runner.py) so that a hang is killable and its threads and logs
+stay out of the test process.  Skipped only when the wheel cannot be imported on this platform.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from local_cluster import LocalCluster
+
+from rocketstore.client import PullConsumer
+from rocketstore.remoting.fastjson import loads
+from rocketstore.remoting.transport import run
+
+RUNNER = Path(__file__).resolve().parent / "cpp_client_runner.py"
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["HOME"] = str(home)  # the C++ client writes $HOME/logs/rocketmq-cpp
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _probe() -> str | None:
+    try:
+        out = subprocess.run([sys.executable, str(RUNNER), "probe"], capture_output=True, text=True, timeout=30,
+                             check=False)
+    except subprocess.TimeoutExpired:
+        return "importing the rocketmq C++ client timed out"
+    if '"ok": true' in out.stdout:
+        return None
+    return f"the rocketmq C++ client (PyPI rocketmq 0.4.4) cannot be imported here: {out.stdout.strip()} " \
+           f"{out.stderr.strip()[-300:]}"
+
+
+_SKIP_REASON = _probe()
+pytestmark = pytest.mark.skipif(_SKIP_REASON is not None, reason=_SKIP_REASON or "")
+
+
+class Runner:
+    """One cpp_client_runner.py process, its JSON lines collected by a reader thread."""
+
+    def __init__(self, args: list[str], home: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(RUNNER), *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home))
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                self.lines.put(json.loads(line))
+
+    def next(self, deadline: float) -> dict[str, Any] | None:
+        try:
+            item = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        self.seen.append(item)
+        if "error" in item:
+            raise AssertionError(f"C++ client runner failed: {item['error']}")
+        return item
+
+    def collect_until(self, predicate: Any, timeout_s: float, what: str) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self.seen):
+            if self.next(deadline) is None:
+                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; got {self.seen[-5:]}; "
+                                     f"stderr: {self.stderr_tail()}")
+        return self.seen
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.seen.append(self.lines.get_nowait())
+            except queue.Empty:
+                return
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """Ask a consumer to shut down; kill it if it does not exit in time."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("stop\n")
+            self.proc.stdin.flush()
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        self.wait(timeout_s)
+
+    def wait(self, timeout_s: float) -> None:
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self._reader.join(5)
+        self.drain()
+
+    def stderr_tail(self) -> str:
+        if self.proc.poll() is None or self.proc.stderr is None:
+            return ""
+        return self.proc.stderr.read()[-500:]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def produce(cluster: LocalCluster, home: Path, topic: str, group: str, count: int, *extra: str
+            ) -> list[dict[str, Any]]:
+    runner = Runner(["produce", cluster.namesrv_addr, topic, group, str(count), *extra], home)
+    try:
+        runner.collect_until(lambda seen: any(s.get("done") for s in seen), 30, "the C++ producer")
+        runner.wait(10)
+    finally:
+        runner.kill()
+    return [s for s in runner.seen if "status" in s]
+
+
+def messages(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in seen if "body" in s]
+
+
+def wait_dispatched(cluster: LocalCluster, topic: str, count: int) -> None:
+    """Consume queues are written by the store's dispatch thread a moment after each put."""
+    cluster.wait_until(lambda: sum(cluster.broker.store.max_offset(topic, q) for q in range(8)) == count, 10,
+                       f"{count} messages in the consume queues of {topic}")
+
+
+def committed(cluster: LocalCluster, group: str, topic: str) -> dict[int, int]:
+    return cluster.call(lambda: cluster.broker.offsets.offsets(group, topic))
+
+
+def test_cpp_producer_and_push_consumer_round_trip_with_committed_offsets(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    topic, group, count = "CppTopic", "cpp-consumer-group", 24
+    with LocalCluster(store) as cluster:
+        sent = produce(cluster, tmp_path, topic, "cpp-producer-group", count)
+        assert [s["status"] for s in sent] == ["OK"] * count
+        ids = [s["msg_id"] for s in sent]
+        assert len(set(ids)) == count and all(len(i) == 32 for i in ids)
+
+        # what the broker stored, seen through our own client: every message once, with tags, keys, CLUSTER
+        wait_dispatched(cluster, topic, count)
+        stored = _pull_everything(cluster.namesrv_addr, topic)
+        assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï" for i in range(count))
+        for m in stored:
+            i = int(m.body.decode().split()[0].split("-")[1])
+            assert m.keys == f"key-{i}" and m.tags == ("TagA", "TagB")[i % 2]
+            assert m.properties["CLUSTER"] == "DefaultCluster" and "WAIT" not in m.properties
+            assert str(m.store_host) == cluster.broker_addr
+            assert m.properties["UNIQ_KEY"] in ids
+
+        consumer = Runner(["consume", cluster.namesrv_addr, topic, group], tmp_path)
+        try:
+            consumer.collect_until(lambda seen: len(messages(seen)) >= count, 30, f"{count} pushed messages")
+            consumer.stop()
+        finally:
+            consumer.kill()
+        got = messages(consumer.seen)
+        assert sorted(m["body"] for m in got) == sorted(f"body-{i} ünï" for i in range(count)), "each exactly once"
+        for m in got:
+            i = int(m["body"].split()[0].split("-")[1])
+            assert m["keys"] == f"key-{i}" and m["tags"] == ("TagA", "TagB")[i % 2] and m["topic"] == topic
+        assert sorted(m["id"] for m in got) == sorted(ids)
+
+        max_offsets = cluster.call(lambda: {q: cluster.broker.store.max_offset(topic, q) for q in range(4)})
+        assert sum(max_offsets.values()) == count
+        cluster.wait_until(lambda: cluster.broker.offsets.offsets(group, topic) == max_offsets, 15,
+                           "the consumer's offsets to be committed to the broker")
+
+    offset_file = loads((store / "config" / "consumerOffset.json").read_bytes())
+    assert {int(q): o for q, o in offset_file["offsetTable"][f"{topic}@{group}"].items()} == max_offsets
+
+    # the same group again, on a restarted broker: nothing old comes back, a new message does
+    with LocalCluster(store) as cluster:
+        assert committed(cluster, group, topic) == max_offsets
+        consumer = Runner(["consume", cluster.namesrv_addr, topic, group], tmp_path)
+        try:
+            consumer.collect_until(lambda seen: any(s.get("started") for s in seen), 20, "the consumer to start")
+            # caught up = a long-polled pull parked at the end of every queue
+            cluster.wait_until(lambda: {q: o[-1] for q, o in cluster.broker.pull_hold.waiting(topic).items()}
+                               == max_offsets, 20, "pulls parked at the end of every queue")
+            consumer.drain()
+            assert messages(consumer.seen) == [], "a second run must not receive consumed messages again"
+            produce(cluster, tmp_path, topic, "cpp-producer-group", 1)
+            consumer.collect_until(lambda seen: len(messages(seen)) >= 1, 20, "the new message")
+            consumer.stop()
+        finally:
+            consumer.kill()
+        assert [m["body"] for m in messages(consumer.seen)] == ["body-0 ünï"]
+    offset_file = loads((store / "config" / "consumerOffset.json").read_bytes())
+    assert sum(offset_file["offsetTable"][f"{topic}@{group}"].values()) == count + 1
+
+
+def test_cpp_batch_send_and_tag_filtered_push_consumer(tmp_path: Path) -> None:
+    topic = "CppBatchTopic"
+    with LocalCluster(tmp_path / "store") as cluster:
+        sent = produce(cluster, tmp_path, topic, "cpp-batch-producer", 12, "--batch", "4", "--tags", "TagA,TagB,TagC")
+        assert [s["status"] for s in sent] == ["OK"] * 3
+        wait_dispatched(cluster, topic, 12)
+        stored = _pull_everything(cluster.namesrv_addr, topic)
+        assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï" for i in range(12))
+
+        consumer = Runner(["consume", cluster.namesrv_addr, topic, "cpp-filter-group", "TagA || TagC"], tmp_path)
+        try:
+            want = sorted(f"body-{i} ünï" for i in range(12) if i % 3 != 1)
+            consumer.collect_until(lambda seen: len(messages(seen)) >= len(want), 30, "TagA and TagC messages")
+            cluster.wait_until(lambda: sum(len(o) for o in cluster.broker.pull_hold.waiting(topic).values()) >= 4,
+                               20, "the consumer to wait at the end of its queues")
+            consumer.stop()
+        finally:
+            consumer.kill()
+        got = messages(consumer.seen)
+        assert sorted(m["body"] for m in got) == want
+        assert {m["tags"] for m in got} == {"TagA", "TagC"}
+
+
+def test_cpp_compressed_bodies_reach_an_orderly_consumer_in_queue_order(tmp_path: Path) -> None:
+    """Bodies over 4 KiB are deflated by the C++ producer (sysFlag bit 0) and stored as they come; the orderly
+    consumer locks its queues (LOCK_BATCH_MQ) before pulling."""
+    topic, count, pad = "CppBigTopic", 8, 20_000
+    with LocalCluster(tmp_path / "store") as cluster:
+        sent = produce(cluster, tmp_path, topic, "cpp-big-producer", count, "--pad", str(pad))
+        assert [s["status"] for s in sent] == ["OK"] * count
+        wait_dispatched(cluster, topic, count)
+        stored = _pull_everything(cluster.namesrv_addr, topic)
+        assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï " + "x" * pad for i in range(count))
+        assert all(m.sys_flag & 1 for m in stored), "kept compressed in the store"
+
+        consumer = Runner(["consume", cluster.namesrv_addr, topic, "cpp-orderly-group", "*", "--orderly"], tmp_path)
+        try:
+            consumer.collect_until(lambda seen: len(messages(seen)) >= count, 30, "the big messages")
+            cluster.wait_until(lambda: len(cluster.broker.queue_locks.locks) == 4, 10, "all four queues locked")
+            consumer.stop()
+        finally:
+            consumer.kill()
+        got = messages(consumer.seen)
+        assert sorted(m["body"] for m in got) == sorted(f"body-{i} ünï " + "x" * pad for i in range(count))
+        for q in {m["queue_id"] for m in got}:
+            offsets = [m["queue_offset"] for m in got if m["queue_id"] == q]
+            assert offsets == sorted(offsets) == list(range(len(offsets))), f"queue {q} consumed in order"
+        # rocketmq-client-cpp 1.2.3's Rebalance::unlockAll leaves the first queue of each broker out of its
+        # UNLOCK_BATCH_MQ request (its map insert skips the first element); that lock expires after 60 s
+        locks = cluster.call(lambda: sorted(k[3] for k in cluster.broker.queue_locks.locks))
+        assert len(locks) <= 1, "the orderly consumer unlocked its queues when it shut down"
+
+
+#: every delay level 1 s (level 3, what a consumer's send-back uses first, included) so retries are quick
+FAST_DELAYS = {"message_delay_level": " ".join(["1s"] * 18)}
+
+
+def test_cpp_delayed_messages_and_consumer_retries_through_the_retry_topic(tmp_path: Path) -> None:
+    topic, group = "CppRetryTopic", "cpp-retry-group"
+    with LocalCluster(tmp_path / "store", store_overrides=FAST_DELAYS) as cluster:
+        # A first run of the group creates its %RETRY% topic (broker side, on the heartbeat).  The C++ client
+        # fetches routes when it starts and then only every 30 s, so only a later run consumes the retry
+        # topic at once; a first run would pick it up at its 10 s rebalance.
+        produce(cluster, tmp_path, topic, "cpp-delay-producer", 1, "--first", "100")
+        first = Runner(["consume", cluster.namesrv_addr, topic, group], tmp_path)
+        try:
+            first.collect_until(lambda seen: len(messages(seen)) >= 1, 20, "the warm-up message")
+            cluster.wait_until(lambda: cluster.namesrv.routes.route("%RETRY%" + group), 10,
+                               "the retry topic to be routed")
+            first.stop()
+        finally:
+            first.kill()
+
+        sent = produce(cluster, tmp_path, topic, "cpp-delay-producer", 3, "--delay", "2")
+        assert [s["status"] for s in sent] == ["OK"] * 3
+        assert cluster.call(lambda: cluster.broker.store.max_offset("SCHEDULE_TOPIC_XXXX", 1)) == 3, \
+            "delay level 2 waits in SCHEDULE_TOPIC_XXXX queue 1"
+        cluster.wait_until(lambda: sum(cluster.broker.store.max_offset(topic, q) for q in range(4)) == 4, 10,
+                           "the delayed messages to reach their topic")
+
+        consumer = Runner(["consume", cluster.namesrv_addr, topic, group, "*", "--fail-first"], tmp_path)
+        try:
+            consumer.collect_until(lambda seen: len(messages(seen)) >= 6, 30, "each message twice")
+            consumer.stop()
+        finally:
+            consumer.kill()
+        got = messages(consumer.seen)
+        bodies = [f"body-{i} ünï" for i in range(3)]
+        first_tries = sorted((m for m in got if m["failed"]), key=lambda m: m["body"])
+        retries = sorted((m for m in got if not m["failed"]), key=lambda m: m["body"])
+        assert [m["body"] for m in first_tries] == bodies and [m["body"] for m in retries] == bodies
+        assert {m["reconsume_times"] for m in first_tries} == {0}
+        assert {m["reconsume_times"] for m in retries} == {1}
+        assert {m["topic"] for m in got} == {topic}, "the client restores the original topic of a retry"
+        assert [m["keys"] for m in retries] == [f"key-{i}" for i in range(3)]
+        assert cluster.call(lambda: cluster.broker.store.max_offset("%RETRY%" + group, 0)) == 3
+
+
+def _pull_everything(namesrv_addr: str, topic: str) -> list[Any]:
+    async def go() -> list[Any]:
+        async with PullConsumer(namesrv_addr, "inspector-group") as consumer:
+            found = []
+            for mq in await consumer.queues(topic):
+                offset = 0
+                while True:
+                    result = await consumer.pull(mq, offset)
+                    found.extend(result.messages)
+                    if not result.messages:
+                        break
+                    offset = result.next_begin_offset
+            return found
+
+    return run(go())
