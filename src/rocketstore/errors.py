@@ -16,6 +16,7 @@ __all__ = [
     "MessageTooLargeError",
     "PropertiesTooLargeError",
     "InvalidTopicError",
+    "MessageFieldError",
     "InvalidMessageIdError",
     "StoreError",
     "CorruptFileError",
@@ -65,6 +66,10 @@ class PropertiesTooLargeError(MessageError):
         self.size_bytes = size_bytes
         self.limit_bytes = limit_bytes
         super().__init__(f"properties of {size_bytes} bytes exceed the limit of {limit_bytes} bytes")
+
+
+class MessageFieldError(MessageError):
+    """A numeric field of a message outside the range its record field can hold."""
 
 
 class InvalidTopicError(MessageError):

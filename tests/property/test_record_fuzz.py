@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from rocketstore.errors import MessageDecodeError, MessageError
+from rocketstore.errors import MessageDecodeError
 from rocketstore.message.batch import BatchEntry, decode_batch, encode_batch
 from rocketstore.message.host import HostAddress
 from rocketstore.message.properties import encode_properties, parse_properties
@@ -82,10 +82,6 @@ def test_any_batch_round_trips(entries: list[BatchEntry]) -> None:
     assert decode_batch(encode_batch(entries)) == entries
 
 
-#: Known bug, pinned by tests/unit/message/test_record.py::test_a_record_with_an_out_of_range_port_raises_message_decode_error
-#: (strict xfail): decode_record lets HostAddress's MessageError("port ... out of range") escape.  Until it is
-#: fixed the fuzzers tolerate exactly that error so they keep hunting for others; drop this when it XPASSes.
-TOLERATE_KNOWN_PORT_BUG = True
 
 
 def decode_allowing_decode_errors(data: bytes | bytearray, pos: int = 0) -> None:
@@ -94,9 +90,6 @@ def decode_allowing_decode_errors(data: bytes | bytearray, pos: int = 0) -> None
             decode_record(data, pos, **kwargs)  # type: ignore[arg-type]
         except MessageDecodeError:
             pass
-        except MessageError as exc:
-            if not (TOLERATE_KNOWN_PORT_BUG and "port" in str(exc) and "out of range" in str(exc)):
-                raise
 
 
 @FUZZ

@@ -38,6 +38,8 @@ from typing import Final, NamedTuple
 from rocketstore.errors import (
     InvalidTopicError,
     MessageDecodeError,
+    MessageError,
+    MessageFieldError,
     MessageTooLargeError,
     PropertiesTooLargeError,
 )
@@ -312,14 +314,22 @@ def draft_record(message: Message, properties_string: str | None = None, *, stor
         total += 12
     if total > max_message_bytes:
         raise MessageTooLargeError(total, max_message_bytes)
+    queue_id_value = message.queue_id if queue_id is None else queue_id
+    if not (_INT_MIN <= queue_id_value <= _INT_MAX and _INT_MIN <= message.flag <= _INT_MAX
+            and _INT_MIN <= sys_flag <= _INT_MAX and _INT_MIN <= message.reconsume_times <= _INT_MAX
+            and _LONG_MIN <= message.born_timestamp <= _LONG_MAX
+            and _LONG_MIN <= message.prepared_transaction_offset <= _LONG_MAX):
+        raise MessageFieldError("an int field is outside Java's int range or a long field outside long's")
     header = _HEADERS[(len(born_ip) == 16, len(store_ip) == 16)]
     tail = b"".join((body, _TOPIC_LEN_BYTES[len(topic_bytes)], topic_bytes, props_len.to_bytes(2, "big"), props))
-    return (header, total, zlib.crc32(body) & 0x7FFFFFFF, message.queue_id if queue_id is None else queue_id,
+    return (header, total, zlib.crc32(body) & 0x7FFFFFFF, queue_id_value,
             message.flag, sys_flag, message.born_timestamp, born_ip, born_host.port, store_ip, store_host.port,
             message.reconsume_times, message.prepared_transaction_offset, body_len, tail)
 
 
 _TOPIC_LEN_BYTES = [bytes([n]) for n in range(128)]
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def write_record(buf: bytearray | memoryview, pos: int, draft: RecordDraft, queue_offset: int,
@@ -404,9 +414,13 @@ def decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0,
         props = bytes(buf[p + 2 : p + 2 + props_len]).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MessageDecodeError("topic or properties are not UTF-8", pos) from exc
+    try:
+        born_host, store_host = HostAddress(born_ip, born_port), HostAddress(store_ip, store_port)
+    except MessageError as exc:
+        raise MessageDecodeError(f"host address out of range: {exc}", pos) from exc
     return StoredMessage(size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts,
-                         HostAddress(born_ip, born_port), store_ts, HostAddress(store_ip, store_port),
-                         reconsume, prepared, body if with_body else b"", topic, props)
+                         born_host, store_ts, store_host, reconsume, prepared, body if with_body else b"", topic,
+                         props)
 
 
 def decode_dispatch_info(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int, commit_log_offset: int,

@@ -159,6 +159,7 @@ _PROPERTY_ALIASES = {
     "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_ms",
     "cleanResourceInterval": "clean_resource_interval_ms",
     "warmMapedFileEnable": "warm_mapped_file_enable",
+    "checkCRCOnRecover": "check_crc_on_recover",
 }
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from rocketstore.errors import (
     InvalidTopicError,
     MessageDecodeError,
+    MessageFieldError,
     MessageTooLargeError,
     PropertiesTooLargeError,
     StoreClosedError,
@@ -36,6 +37,7 @@ from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import (
+    BLANK_MAGIC,
     Message,
     RecordDraft,
     StoredMessage,
@@ -43,6 +45,7 @@ from rocketstore.message.record import (
     decode_record,
     draft_record,
     store_timestamp_position,
+    validate_topic,
 )
 from rocketstore.store.checkpoint import Checkpoint
 from rocketstore.store.cleanup import Cleaner, CleanReport
@@ -68,6 +71,31 @@ def _total_memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 8 << 30
+
+
+def _lock_first_byte(fd: int) -> None:
+    """Exclusive lock on byte 0 of the lock file, conflicting with a Java broker's FileChannel.tryLock(0, 1).
+
+    On Linux an open-file-description lock: a classic POSIX record lock (lockf) is dropped as soon as the
+    process closes ANY descriptor of the file, e.g. a backup tool reading it in-process.  OFD and POSIX
+    locks on the same byte still conflict, so the Java broker stays locked out.  Raises OSError if held.
+    """
+    ofd_setlk = getattr(fcntl, "F_OFD_SETLK", None)
+    if ofd_setlk is None:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        return
+    # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padded to its C size
+    fcntl.fcntl(fd, ofd_setlk, struct.pack("@hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0))
+
+
+def _delay_level(properties: dict[str, str]) -> int:
+    delay = properties.get(PropertyName.DELAY)
+    if delay is None:
+        return 0
+    try:
+        return int(delay)
+    except ValueError:
+        return 0
 
 
 def _java_int(value: int) -> int:
@@ -136,8 +164,7 @@ class MessageStore:
                 raise StoreLockedError(root)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                # POSIX record lock on byte 0, the lock a Java broker takes with FileChannel.tryLock(0, 1)
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+                _lock_first_byte(fd)
             except OSError as exc:
                 os.close(fd)
                 raise StoreLockedError(root) from exc
@@ -338,7 +365,7 @@ class MessageStore:
                                 max_message_bytes=self.config.max_message_size)
         except PropertiesTooLargeError:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-        except (MessageTooLargeError, InvalidTopicError):
+        except (MessageTooLargeError, InvalidTopicError, MessageFieldError):
             return PutMessageStatus.MESSAGE_ILLEGAL
         except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
             return PutMessageStatus.MESSAGE_ILLEGAL
@@ -350,6 +377,11 @@ class MessageStore:
             if gate is not None:
                 return PutResult(gate)
         if PropertyName.DELAY in message.properties:
+            # RocketMQ checks the topic the producer named before the delay moves it to SCHEDULE_TOPIC_XXXX
+            try:
+                validate_topic(message.topic)
+            except (InvalidTopicError, TypeError):
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=str(message.topic), queue_id=message.queue_id)
             message = self._apply_delay(message)
         draft = self._draft(message)
         if draft.__class__ is PutMessageStatus:
@@ -402,7 +434,7 @@ class MessageStore:
         for message in batch:
             if message.topic != topic or message.queue_id != queue_id:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
-            if message.sys_flag & SysFlag.TRANSACTION_MASK or PropertyName.DELAY in message.properties:
+            if message.sys_flag & SysFlag.TRANSACTION_MASK or _delay_level(message.properties) > 0:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
             draft = self._draft(message)
             if draft.__class__ is PutMessageStatus:
@@ -473,14 +505,13 @@ class MessageStore:
         n = len(entries)
         phys = entries["offset"].tolist()
         sizes = entries["size"].tolist()
+        matched: list[bool] | None = None
         if codes is not None:
-            raw_codes = entries["tags_code"].astype("<i8")
-            as_int = ((raw_codes + 0x80000000) & 0xFFFFFFFF) - 0x80000000
             import numpy as np
 
-            candidates = np.flatnonzero(np.isin(as_int, np.fromiter(codes, dtype="<i8"))).tolist()
-        else:
-            candidates = range(n)
+            raw_codes = entries["tags_code"].astype("<i8")
+            as_int = ((raw_codes + 0x80000000) & 0xFFFFFFFF) - 0x80000000  # RocketMQ compares (int) tagsCode
+            matched = np.isin(as_int, np.fromiter(codes, dtype="<i8")).tolist()
         cfg = self.config
         commitlog = self._commitlog
         max_phy = commitlog.max_offset
@@ -492,7 +523,9 @@ class MessageStore:
         next_phy_file_start = None
         last_scanned_phy = 0
         stop_at = n
-        for i in candidates:
+        # RocketMQ's order per scanned entry: skip a removed segment, then "batch full?" (which sees every
+        # entry, matching or not), then the tag filter, then the read.
+        for i in range(n):
             offset_py = phys[i]
             size_py = sizes[i]
             last_scanned_phy = offset_py
@@ -513,6 +546,8 @@ class MessageStore:
                         count > cfg.max_transfer_count_on_message_in_memory - 1:
                     stop_at = i
                     break
+            if matched is not None and not matched[i]:
+                continue
             data = commitlog.read(offset_py, size_py)
             if data is None:
                 if not records:
@@ -696,7 +731,7 @@ class MessageStore:
                 self.flush()
                 if self._index is not None:
                     self._index.flush()
-                clean = self._dispatcher.reput_offset >= self._commitlog.max_offset
+                clean = self._dispatch_caught_up()
             except OSError as exc:
                 self._fence(exc)
         elif self._group_commit is not None:
@@ -704,6 +739,18 @@ class MessageStore:
         self._closed = True
         self._refuse_writes = True
         self._close_files(clean=clean)
+
+    def _dispatch_caught_up(self) -> bool:
+        """Dispatch has every record: it reached the end, or only the unused tail of a full segment is left."""
+        reput = self._dispatcher.reput_offset
+        end = self._commitlog.max_offset
+        if reput >= end:
+            return True
+        mf = self._commitlog.files.find(reput)
+        if mf is None or mf.start_offset + mf.size_bytes != end:
+            return False
+        head = self._commitlog.read_head(reput)
+        return head is None or head[1] == BLANK_MAGIC
 
     def _close_files(self, clean: bool) -> None:
         self._commitlog.close()

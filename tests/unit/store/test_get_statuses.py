@@ -204,9 +204,6 @@ def test_tag_filter_scan_examines_at_most_16000_bytes_of_entries(tmp_path: Path)
         assert store.get("T", 0, 0, max_count=1000, tags="A").next_begin_offset == 1000  # 1000 * 20 > 16000
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: with a tag filter, get() checks 'batch full' only at the next MATCHING "
-                                       "entry, so nextBeginOffset skips past unmatched entries RocketMQ had not "
-                                       "scanned (RocketMQ stops at the first entry after the batch is full)")
 def test_tag_filtered_batch_stops_at_the_entry_after_the_batch_is_full(store: MessageStore) -> None:
     fill(store, 4, tags=["A", "B", "B", "A"])
     got = store.get("T", 0, 0, max_count=1, tags="A")
@@ -587,8 +584,6 @@ def test_config_from_properties_brackets_an_ipv6_broker_ip() -> None:
     assert StoreConfig.from_properties({"brokerIP1": "2001:db8::1"}).store_host == "[2001:db8::1]:10911"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: config._snake turns checkCRCOnRecover into 'check_crcon_recover', so "
-                                       "the broker.conf name is silently ignored (needs an alias)")
 def test_config_from_properties_reads_check_crc_on_recover() -> None:
     assert StoreConfig.from_properties({"checkCRCOnRecover": "false"}).check_crc_on_recover is False
 

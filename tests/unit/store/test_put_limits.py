@@ -69,8 +69,6 @@ def test_topic_with_characters_outside_the_allowed_set_is_message_illegal(store:
     put_expecting(store, Message(topic, b"x"), PutMessageStatus.MESSAGE_ILLEGAL)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: MessageStore.put applies DELAY (topic := SCHEDULE_TOPIC_XXXX) before "
-                                       "checking the topic, so an invalid topic is stored as REAL_TOPIC")
 @pytest.mark.parametrize("topic", ["t" * 128, "", "a b"], ids=["128-chars", "empty", "space"])
 def test_invalid_topic_of_a_delayed_message_is_message_illegal(store: MessageStore, topic: str) -> None:
     put_expecting(store, Message.create(topic, b"x", properties={"DELAY": "1"}), PutMessageStatus.MESSAGE_ILLEGAL)
@@ -143,9 +141,6 @@ def test_a_failed_put_leaves_the_queue_offsets_dense(store: MessageStore) -> Non
     assert store.put(Message("T", b"b")).queue_offset == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: int field ranges are only checked when record.write_record packs "
-                                       "the draft under the commitlog lock, so put raises struct.error instead of "
-                                       "answering MESSAGE_ILLEGAL from MessageStore._draft")
 @pytest.mark.parametrize("field", [{"flag": 2**31}, {"reconsume_times": -(2**31) - 1}, {"born_timestamp": 2**63},
                                    {"prepared_transaction_offset": -(2**63) - 1}])
 def test_out_of_range_numeric_fields_are_message_illegal(store: MessageStore, field: dict[str, int]) -> None:
@@ -191,8 +186,6 @@ def test_batch_with_a_delayed_message_is_message_illegal(store: MessageStore, le
                         PutMessageStatus.MESSAGE_ILLEGAL)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: put_batch rejects any DELAY property; RocketMQ rejects only a delay "
-                                       "level > 0 (store-behaviour.md §2)")
 def test_batch_with_delay_level_zero_is_accepted(store: MessageStore) -> None:
     assert store.put_batch([Message.create("A", b"1", properties={"DELAY": "0"})]).ok
 
@@ -299,8 +292,6 @@ def test_lock_file_holds_the_ascii_word_lock(tmp_path: Path) -> None:
         assert (tmp_path / "lock").read_bytes()[:4] == b"lock"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the store lock is a POSIX lockf record lock, which the process loses "
-                                       "when ANY descriptor of the lock file is closed (e.g. a backup reading it)")
 def test_reading_the_lock_file_in_process_keeps_other_processes_out(tmp_path: Path) -> None:
     with MessageStore.open(tmp_path, SMALL):
         (tmp_path / "lock").read_bytes()  # open + close of another descriptor, as shutil.copytree does
