@@ -77,3 +77,26 @@ def test_put_answers_os_pagecache_busy_while_the_write_lock_is_held_too_long(tmp
             release.set()
             t.join()
         assert store.put(Message.create("Busy", b"y")).ok
+
+
+def test_sync_put_answers_flush_disk_timeout_and_consumers_never_see_it_before_it_is_durable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # RocketMQ issue 8239: consumers saw messages that a crash then erased.  Here the disk is slow: the put
+    # times out waiting for its sync, and until the sync lands no reader sees the message.
+    with MessageStore.open(tmp_path, _config(sync_flush_timeout_ms=100)) as store:
+        real = os.fdatasync
+        gate = threading.Event()
+
+        def slow(fd: int) -> None:
+            gate.wait(10)
+            real(fd)
+
+        monkeypatch.setattr(os, "fdatasync", slow)
+        result = store.put(Message.create("Slow", b"pending"))
+        assert result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        time.sleep(0.05)  # give the dispatcher every chance to (wrongly) publish it
+        assert store.max_offset("Slow", 0) == 0
+        assert store.get("Slow", 0, 0).status.name == "NO_MESSAGE_IN_QUEUE"
+        gate.set()
+        assert store.wait_dispatched(10)
+        assert store.get("Slow", 0, 0).messages[0].body == b"pending"

@@ -3,6 +3,7 @@ reopens to a prefix of what was written."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ from rocketstore import GetMessageStatus, Message, MessageStore, StoreConfig
 
 from .powerloss import PowerLossRecorder
 
-SEEDS = 100
+SEEDS = int(os.environ.get("ROCKETSTORE_POWERLOSS_SEEDS", "100"))
 
 
 def _config(flush_type: str) -> StoreConfig:
