@@ -106,9 +106,17 @@ class CommitLog:
         A record with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance
         the queue.
         """
-        size = draft[1]
-        if size + BLANK_RECORD_BYTES > self.segment_bytes:
-            raise AppendError("MESSAGE_ILLEGAL", f"a record of {size} bytes cannot fit a segment of "
+        return self.append_batch((draft,), queue_key, store_timestamp)
+
+    def append_batch(self, drafts: tuple[RecordDraft, ...] | list[RecordDraft], queue_key: tuple[str, int] | None,
+                     store_timestamp: int | None) -> tuple[int, int, int]:
+        """Place drafts contiguously in one segment, with consecutive queue offsets and one store time;
+        returns (first offset, first queue offset, store timestamp)."""
+        total = 0
+        for draft in drafts:
+            total += draft[1]
+        if total + BLANK_RECORD_BYTES > self.segment_bytes:
+            raise AppendError("MESSAGE_ILLEGAL", f"{total} bytes of records cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
         if not self.lock.acquire(True, self.lock_wait_s):
             raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
@@ -118,48 +126,21 @@ class CommitLog:
             try:
                 ts = now if store_timestamp is None else store_timestamp
                 mf = self.files.last()
-                if mf is None or size + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
-                    mf = self._segment_for(size)
-                pos = mf.wrote
-                offset = mf.start_offset + pos
-                queue_offset = self.queue_offsets.get(queue_key, 0) if queue_key is not None else 0
-                write_record(mf.buffer, pos, draft, queue_offset, offset, ts)
-                mf.wrote = pos + size
-                if queue_key is not None:
-                    self.queue_offsets[queue_key] = queue_offset + 1
-                self.last_store_timestamp = ts
-            finally:
-                self.lock_begin_ms = 0
-        finally:
-            self.lock.release()
-        return offset, queue_offset, ts
-
-    def append_batch(self, drafts: list[RecordDraft], queue_key: tuple[str, int],
-                     store_timestamp: int | None) -> tuple[int, int, int]:
-        """Place a batch contiguously in one segment; returns (first offset, first queue offset, ts)."""
-        total = sum(d[1] for d in drafts)
-        if total + BLANK_RECORD_BYTES > self.segment_bytes:
-            raise AppendError("MESSAGE_ILLEGAL", f"a batch of {total} bytes cannot fit a segment of "
-                                                 f"{self.segment_bytes} bytes")
-        if not self.lock.acquire(True, self.lock_wait_s):
-            raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
-        try:
-            now = int(time.time() * 1000)
-            self.lock_begin_ms = now
-            try:
-                ts = now if store_timestamp is None else store_timestamp
-                mf = self._segment_for(total)
+                if mf is None or total + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
+                    mf = self._segment_for(total)
                 pos = mf.wrote
                 first_offset = mf.start_offset + pos
-                first_queue_offset = self.queue_offsets.get(queue_key, 0)
+                first_queue_offset = self.queue_offsets.get(queue_key, 0) if queue_key is not None else 0
                 queue_offset = first_queue_offset
                 buf = mf.buffer
                 for draft in drafts:
                     write_record(buf, pos, draft, queue_offset, mf.start_offset + pos, ts)
                     pos += draft[1]
-                    queue_offset += 1
+                    if queue_key is not None:
+                        queue_offset += 1
                 mf.wrote = pos
-                self.queue_offsets[queue_key] = queue_offset
+                if queue_key is not None:
+                    self.queue_offsets[queue_key] = queue_offset
                 self.last_store_timestamp = ts
             finally:
                 self.lock_begin_ms = 0
