@@ -30,6 +30,9 @@ __all__ = ["RecoveryReport", "recover", "scan_valid_end", "validate_record"]
 log = logging.getLogger(__name__)
 
 _HEAD = struct.Struct(">ii")
+_CRC_AND_FLAG = struct.Struct(">i24xi")  # BODYCRC at +8 and SYSFLAG at +36, read from +8
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
 _BODY_AT = {0: 84, 0x10: 96, 0x20: 96, 0x30: 108}  # BODYLENGTH position by host-family bits
 
 
@@ -53,26 +56,24 @@ def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bo
         return "BLANK", size, ""
     if magic != MESSAGE_MAGIC:
         return "INVALID", 0, "no record magic" if magic == 0 and size == 0 else f"bad magic {magic & 0xFFFFFFFF:#x}"
-    if size < MIN_RECORD_BYTES or pos + size > limit:
+    end = pos + size
+    if size < MIN_RECORD_BYTES or end > limit:
         return "INVALID", 0, f"size {size} does not fit"
-    sys_flag = int.from_bytes(mm[pos + 36 : pos + 40], "big", signed=True)
-    body_at = _BODY_AT[sys_flag & 0x30]
-    body_len = int.from_bytes(mm[pos + body_at : pos + body_at + 4], "big", signed=True)
-    p = pos + body_at + 4 + body_len
-    if body_len < 0 or p + 3 > pos + size:
+    crc, sys_flag = _CRC_AND_FLAG.unpack_from(mm, pos + 8)
+    body_at = pos + _BODY_AT[sys_flag & 0x30]
+    body_len = _INT.unpack_from(mm, body_at)[0]
+    p = body_at + 4 + body_len
+    if body_len < 0 or p + 3 > end:
         return "INVALID", 0, "body length does not fit"
-    topic_len = mm[p]
-    q = p + 1 + topic_len
-    if q + 2 > pos + size or q + 2 + int.from_bytes(mm[q : q + 2], "big", signed=True) != pos + size:
+    q = p + 1 + mm[p]
+    if q + 2 > end or q + 2 + _SHORT.unpack_from(mm, q)[0] != end:
         return "INVALID", 0, "lengths disagree with the record size"
-    if q + 2 < pos + size and mm[pos + size - 1] == 0:
+    if q + 2 < end and mm[end - 1] == 0:
         # The body CRC does not cover topic and properties.  A properties string never ends in NUL, so a
         # record whose last byte is zero lost its end (a torn write into a zero-filled segment).
         return "INVALID", 0, "record ends in zero bytes (torn write)"
-    if check_crc:
-        crc = int.from_bytes(mm[pos + 8 : pos + 12], "big", signed=True)
-        if zlib.crc32(mm[pos + body_at + 4 : pos + body_at + 4 + body_len]) & 0x7FFFFFFF != crc:
-            return "INVALID", 0, "body CRC mismatch"
+    if check_crc and zlib.crc32(mm[body_at + 4 : p]) & 0x7FFFFFFF != crc:
+        return "INVALID", 0, "body CRC mismatch"
     return "MESSAGE", size, ""
 
 
