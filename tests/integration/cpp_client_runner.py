@@ -4,8 +4,10 @@ The C++ client spawns threads and does not always shut down cleanly, so tests ru
 subprocess they can kill, and talk to it in JSON lines on stdout:
 
     python cpp_client_runner.py produce NAMESRV TOPIC GROUP COUNT [--batch N] [--tags A,B] [--delay LEVEL] [--first I]
-                                                        [--pad N]
-        one {"i", "status", "msg_id", "offset", "t"} line per send, then {"done": true}
+                                                        [--pad N] [--mode sync|oneway|orderly]
+        one {"i", "status", "msg_id", "offset", "t"} line per send, then {"done": true}; --mode oneway sends with
+        send_oneway (status "ONEWAY", no id), --mode orderly with send_orderly(msg, i) (the wheel's hashing
+        selector: queue i % queue count)
     python cpp_client_runner.py consume NAMESRV TOPIC GROUP [EXPRESSION] [--fail-first] [--orderly]
         {"started": true}, then one {"body", "tags", "keys", "id", "queue_id", "queue_offset", "topic",
         "reconsume_times", "t", "failed"} line per delivery; with --fail-first the first delivery of each body
@@ -43,7 +45,7 @@ def _text(value: object) -> str:
 
 
 def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], batch: int, delay: int,
-            first: int, pad: int) -> None:
+            first: int, pad: int, mode: str = "sync") -> None:
     from rocketmq.client import Message, Producer
 
     producer = Producer(group)
@@ -68,8 +70,13 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
                 emit({"i": i, "n": n, "status": result.status.name, "msg_id": result.msg_id,
                       "offset": result.offset})
                 i += n
+            elif mode == "oneway":
+                producer.send_oneway(make(i))
+                emit({"i": i, "status": "ONEWAY", "t": time.time()})
+                i += 1
             else:
-                result = producer.send_sync(make(i))
+                msg = make(i)
+                result = producer.send_orderly(msg, i) if mode == "orderly" else producer.send_sync(msg)
                 emit({"i": i, "status": result.status.name, "msg_id": result.msg_id, "offset": result.offset,
                       "t": time.time()})
                 i += 1
@@ -110,6 +117,7 @@ def main(argv: list[str]) -> None:
     if command == "produce":
         tags = ["TagA", "TagB"]
         batch = delay = first = pad = 0
+        mode = "sync"
         rest = argv[5:]
         while rest:
             flag, value, rest = rest[0], rest[1], rest[2:]
@@ -123,7 +131,9 @@ def main(argv: list[str]) -> None:
                 first = int(value)
             elif flag == "--pad":
                 pad = int(value)
-        produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad)
+            elif flag == "--mode":
+                mode = value
+        produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad, mode)
     elif command == "consume":
         flags = {"--fail-first", "--orderly"}
         positional = [a for a in argv[1:] if a not in flags]

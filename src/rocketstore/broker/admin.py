@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.groups import SubscriptionGroupConfig
-from rocketstore.broker.topics import topic_problem
+from rocketstore.broker.topics import group_problem, topic_problem
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import TopicConfig
 from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
@@ -102,6 +102,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def delete_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        problem = topic_problem(h.topic)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
         if h.topic in broker.topics.system_topics:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
@@ -184,6 +187,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
         obj = fastjson.loads(request.body) if request.body else None
         if not isinstance(obj, dict) or not obj.get("groupName"):
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark="subscription group config missing")
+        problem = group_problem(str(obj["groupName"]))
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
         broker.groups.update(SubscriptionGroupConfig.from_json(obj))
         return request.make_response(ResponseCode.SUCCESS)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.clients import ClientChannel
-from rocketstore.broker.topics import retry_topic
+from rocketstore.broker.topics import group_problem, retry_topic, topic_problem
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import HeartbeatData, Perm
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -66,11 +66,34 @@ class QueueLocks:
                 del self.locks[key]
 
 
+def _heartbeat_problem(data: HeartbeatData) -> str | None:
+    """Why a heartbeat names an invalid group or subscription topic, or None.  Checked before anything is
+    registered: a consumer group is auto-created in subscriptionGroup.json with its %RETRY% topic."""
+    for consumer in data.consumers:
+        problem = group_problem(consumer.group_name)
+        if problem is None:
+            for sub in consumer.subscriptions:
+                problem = topic_problem(sub.topic)
+                if problem is not None:
+                    break
+        if problem is not None:
+            return problem
+    for group in data.producer_groups:
+        # producer groups live in memory only; a blank one (nothing to register) is let through as before
+        problem = group_problem(group) if group else None
+        if problem is not None:
+            return problem
+    return None
+
+
 def register(router: RequestRouter, broker: Broker) -> None:
     locks = broker.queue_locks
 
     async def heart_beat(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         data = HeartbeatData.decode(request.body)
+        problem = _heartbeat_problem(data)
+        if problem is not None:  # refuse the whole heartbeat: nothing of it is registered or created
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
         now = _now_ms()
         conn.attributes["client_id"] = data.client_id
         channel_args = (data.client_id, request.language.name, request.version, conn.peer_address, now)

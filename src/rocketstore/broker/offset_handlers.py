@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.topics import group_problem, topic_problem
 from rocketstore.message.record import PHYSICAL_OFFSET_POS
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -66,6 +67,9 @@ def first_message_in_disk(broker: Broker, topic: str, queue_id: int) -> bool:
 def register(router: RequestRouter, broker: Broker) -> None:
     async def query_consumer_offset(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        problem = group_problem(h.consumer_group) or topic_problem(h.topic)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
         offset = broker.offsets.query(h.consumer_group, h.topic, h.queue_id)
         if offset < 0:
             min_offset = broker.store.min_offset(h.topic, h.queue_id)
@@ -79,6 +83,12 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def update_consumer_offset(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        # the offset table is persisted as "topic@group" keys: only valid names get in
+        problem = group_problem(h.consumer_group) or topic_problem(h.topic)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
+        if h.queue_id < 0:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"queueId[{h.queue_id}] is illegal")
         broker.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return request.make_response(ResponseCode.SUCCESS)
 

@@ -17,7 +17,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from rocketstore.broker.topics import OFFSET_MOVED_EVENT
+from rocketstore.broker.topics import OFFSET_MOVED_EVENT, group_problem, topic_problem
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import MessageModel, Perm, SubscriptionData, build_subscription
@@ -79,6 +79,10 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
 
     if not Perm.readable(cfg.broker_permission):
         return fail(ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_name}] pulling message is forbidden")
+    # before find_or_create: a bad group name must not be auto-created into subscriptionGroup.json
+    problem = group_problem(h.consumer_group) or topic_problem(h.topic)
+    if problem is not None:
+        return fail(ResponseCode.SYSTEM_ERROR, problem)
     group_cfg = broker.groups.find_or_create(h.consumer_group)
     if group_cfg is None:
         return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from rocketstore.broker.topics import dlq_topic, retry_topic
+from rocketstore.broker.topics import dlq_topic, group_problem, retry_topic
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import Perm
@@ -38,6 +38,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
         def fail(code: int, remark: str) -> RemotingCommand:
             return request.make_response(code, remark=remark)
 
+        problem = group_problem(h.group)
+        if problem is not None:
+            return fail(ResponseCode.SYSTEM_ERROR, problem)
         group_cfg = broker.groups.get(h.group)
         if group_cfg is None:
             return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}{_FAQ}")

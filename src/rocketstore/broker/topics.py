@@ -28,6 +28,7 @@ __all__ = [
     "SYSTEM_TOPIC_PREFIX",
     "TopicTable",
     "dlq_topic",
+    "group_problem",
     "retry_topic",
     "topic_problem",
 ]
@@ -42,6 +43,9 @@ RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 _VALID_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+TOPIC_MAX_LENGTH = 127
+#: Validators.CHARACTER_MAX_LENGTH, the limit RocketMQ puts on group names
+GROUP_MAX_LENGTH = 255
 
 
 def retry_topic(group: str) -> str:
@@ -52,14 +56,34 @@ def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
 
 
-def topic_problem(topic: str) -> str | None:
-    """Why *topic* is not a valid topic name (TopicValidator), or None."""
+def topic_problem(topic: str | None) -> str | None:
+    """Why *topic* is not a valid topic name (TopicValidator's remarks), or None.
+
+    The charset leaves out '.', '/' and '\\', so a valid name can never climb out of consumequeue/ or
+    break a ``topic@group`` offset key; every request that names a topic is checked with this at the edge.
+    """
     if not topic or not topic.strip():
         return "The specified topic is blank."
     if not _VALID_CHARS.issuperset(topic):
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic) > 127:
+    if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
+    return None
+
+
+def group_problem(group: str | None) -> str | None:
+    """Why *group* is not a valid group name (the client-side Validators.checkGroup's remarks), or None.
+
+    A 4.9.3 broker takes any group and auto-creates it in subscriptionGroup.json, and a heartbeat also
+    creates ``%RETRY%<group>``; we apply the client's rule (topic charset, at most 255 characters) at the
+    edge so a bad name never reaches a config file.
+    """
+    if not group or not group.strip():
+        return "the specified group is blank"
+    if not _VALID_CHARS.issuperset(group):
+        return f"the specified group[{group[:300]}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
     return None
 
 

@@ -1,8 +1,15 @@
 """A minimal async producer: route from the name servers, round-robin over the publish queues, send
-(SEND_MESSAGE_V2) and send batches (SEND_BATCH_MESSAGE), with retries on another queue for retriable errors.
+(SEND_MESSAGE_V2) and send batches (SEND_BATCH_MESSAGE), with retries on another queue for retriable errors;
+oneway sends (no answer, no retry) and orderly sends (the queue chosen from a sharding key, never changed).
 
     async with Producer("127.0.0.1:9876", "my-group") as producer:
         result = await producer.send("TopicA", b"hello", tags="TagA", keys="order-1")
+        await producer.send_oneway("TopicA", b"fire and forget")
+        await producer.send_orderly("TopicA", b"step 1", "order-1")   # same key, same queue, in order
+
+Connections are opened on demand and reopened after a broker restart (the pool drops closed ones), so a
+producer outlives a broker that goes away and comes back on the same address: sends fail meanwhile
+(RemotingError / NoRouteError) and succeed again afterwards without any call to reconnect.
 
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
 instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
@@ -17,6 +24,7 @@ import random
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Self
@@ -25,13 +33,27 @@ from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_fo
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
 from rocketstore.errors import RemotingError
 from rocketstore.message.batch import BatchEntry, encode_batch
+from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import SendMessageRequestHeader
 from rocketstore.remoting.transport import ConnectionPool
 
-__all__ = ["OutgoingMessage", "Producer", "SendResult", "new_uniq_key"]
+__all__ = ["OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key"]
+
+#: ``selector(queues, sharding_key) -> one of queues``, as RocketMQ's MessageQueueSelector
+QueueSelector = Callable[[list[MessageQueue], object], MessageQueue]
+
+
+def hash_queue_selector(queues: list[MessageQueue], sharding_key: object) -> MessageQueue:
+    """SelectMessageQueueByHash: ``abs(key.hashCode() % len(queues))``; an int is its own hash code, as
+    the C++ client's hashing selector takes ``arg % size``."""
+    code = sharding_key if isinstance(sharding_key, int) else java_string_hash(str(sharding_key))
+    # Java's % keeps the dividend's sign
+    index = abs(code) % len(queues)
+    return queues[index]
 
 _SEND_STATUS: dict[int, str] = {
     ResponseCode.SUCCESS: "SEND_OK",
@@ -128,6 +150,74 @@ class Producer:
         return await self._send(topic, RequestCode.SEND_MESSAGE_V2, body, encode_properties(props), uniq,
                                 batch=False, queue_id=queue_id, flag=message.flag)
 
+    async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
+                          keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
+                          queue_id: int | None = None) -> None:
+        """Send without waiting for an answer (the request's oneway flag): nothing comes back, a failed
+        write raises, and there is no retry, as RocketMQ's sendOneway."""
+        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
+        props = message.property_map(new_uniq_key())
+        route, _ = await self.routes.publish_route(topic)
+        queues = RouteCache.publish_queues(topic, route)
+        if queue_id is not None:
+            queues = [q for q in queues if q.queue_id == queue_id]
+        if not queues:
+            raise NoRouteError(topic, "no writeable queue")
+        mq = queues[next(self._next_queue) % len(queues)]
+        addr = self._master_addr(route, mq)
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2,
+                                          self._header(topic, mq.queue_id, encode_properties(props), False,
+                                                       message.flag).to_ext_fields_v2(), body, oneway=True)
+        await self.pool.oneway(addr, request, self.timeout_s)
+
+    async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
+                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
+                           selector: QueueSelector = hash_queue_selector) -> SendResult:
+        """Send to the queue *selector* picks for *sharding_key* among the topic's publish queues, so that
+        messages with one key keep their order.  No retry on another queue (that would break the order);
+        a failure raises."""
+        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
+        uniq = new_uniq_key()
+        props = message.property_map(uniq)
+        route, known = await self.routes.publish_route(topic)
+        queues = RouteCache.publish_queues(topic, route)
+        if not queues:
+            raise NoRouteError(topic, "no writeable queue")
+        mq = selector(queues, sharding_key)
+        header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag)
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), body)
+        response = await self.pool.request(self._master_addr(route, mq), request, self.timeout_s)
+        result = self._result(response, uniq, mq)
+        if not known:
+            self.routes.invalidate(topic)
+        return result
+
+    def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int
+                ) -> SendMessageRequestHeader:
+        return SendMessageRequestHeader(
+            producer_group=self.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
+            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=queue_id, sys_flag=0,
+            born_timestamp=int(time.time() * 1000), flag=flag, properties=properties or None,
+            reconsume_times=0, unit_mode=False, batch=batch)
+
+    @staticmethod
+    def _master_addr(route: TopicRouteData, mq: MessageQueue) -> str:
+        bd = route.broker(mq.broker_name)
+        addr = bd.master_addr() if bd is not None else None
+        if addr is None:
+            raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no master")
+        return addr
+
+    @staticmethod
+    def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
+        status = _SEND_STATUS.get(response.code)
+        if status is None:
+            raise broker_error_for(response.code, response.remark)
+        ext = response.ext_fields
+        return SendResult(status, msg_id, ext.get("msgId", ""),
+                          MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
+                          int(ext.get("queueOffset", "-1")))
+
     async def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
                          queue_id: int | None = None) -> SendResult:
         """Send messages of one topic as one batch; ``msg_id`` holds their UNIQ_KEYs joined by commas."""
@@ -151,34 +241,23 @@ class Producer:
                 raise NoRouteError(topic, "no writeable queue")
             candidates = [q for q in queues if q.broker_name != failed_broker] or queues
             mq = candidates[next(self._next_queue) % len(candidates)]
-            bd = route.broker(mq.broker_name)
-            addr = bd.master_addr() if bd is not None else None
-            if addr is None:
-                raise NoRouteError(topic, f"broker {mq.broker_name} has no master")
-            header = SendMessageRequestHeader(
-                producer_group=self.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
-                default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=mq.queue_id, sys_flag=0,
-                born_timestamp=int(time.time() * 1000), flag=flag, properties=properties or None,
-                reconsume_times=0, unit_mode=False, batch=batch)
+            addr = self._master_addr(route, mq)
+            header = self._header(topic, mq.queue_id, properties, batch, flag)
             request = RemotingCommand.request(code, header.to_ext_fields_v2(), body)
             try:
                 response = await self.pool.request(addr, request, self.timeout_s)
+                result = self._result(response, msg_id, mq)
             except RemotingError as exc:
                 last_error, failed_broker = exc, mq.broker_name
                 continue
-            status = _SEND_STATUS.get(response.code)
-            if status is None:
-                error = broker_error_for(response.code, response.remark)
+            except BrokerError as error:
                 if not error.retriable:
-                    raise error
+                    raise
                 last_error, failed_broker = error, mq.broker_name
                 continue
             if not known:
                 self.routes.invalidate(topic)
-            ext = response.ext_fields
-            return SendResult(status, msg_id, ext.get("msgId", ""),
-                              MessageQueue(topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
-                              int(ext.get("queueOffset", "-1")))
+            return result
         if isinstance(last_error, (BrokerError, RemotingError)):
             raise last_error
         raise NoRouteError(topic, str(last_error))

@@ -9,7 +9,7 @@ import pytest
 
 from rocketstore.broker.config import BrokerConfig, load_broker_conf
 from rocketstore.broker.groups import SubscriptionGroupTable
-from rocketstore.broker.topics import TopicTable, topic_problem
+from rocketstore.broker.topics import TopicTable, group_problem, topic_problem
 from rocketstore.errors import StoreConfigError
 from rocketstore.remoting.bodies import Perm, TopicConfig
 
@@ -52,6 +52,17 @@ def test_topic_name_rules() -> None:
     assert topic_problem("") is not None and topic_problem("   ") is not None
     assert topic_problem("has space") is not None
     assert topic_problem("x" * 128) is not None and topic_problem("x" * 127) is None
+    for escaping in ("../x", "..", "a/b", "/abs", "a\\b", "dot.name", "nul\x00", "ünï"):
+        assert topic_problem(escaping) is not None, escaping
+
+
+def test_group_name_rules_are_the_topic_charset_up_to_255_characters() -> None:
+    assert group_problem("CID_good-group%|1") is None and group_problem("g" * 255) is None
+    assert group_problem("g" * 256) == "the specified group is longer than group max length 255."
+    assert group_problem("") == group_problem("  ") == "the specified group is blank"
+    for bad in ("../x", "a/b", "has space", "at@sign", "dot.name"):
+        problem = group_problem(bad)
+        assert problem is not None and "illegal characters" in problem, bad
 
 
 def test_subscription_groups_auto_create_and_persist(tmp_path: Path) -> None:
