@@ -99,17 +99,20 @@ def console_table(rows: list[Row]) -> str:
 
 
 def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, object], command: str,
-                   started: str, elapsed_s: float, chart: str | None, profile: dict[str, Any] | None) -> None:
+                   started: str, elapsed_s: float, chart: str | None, profile: dict[str, Any] | None,
+                   broker_profile: dict[str, Any] | None = None) -> None:
     lines: list[str] = []
     add = lines.append
     add("# Benchmarks")
     add("")
-    add("Embedded-store workloads of `rocketstore` (the broker and loopback workloads come when the broker "
-        "lands). Every figure is a **ratio against a peer or a ceiling measured in the same run**: each "
+    add("Workloads of `rocketstore`: the embedded store in this process, and the broker (`rocketstore serve` "
+        "in its own process) driven over TCP loopback by our client. Every figure is a **ratio against a peer or a ceiling measured in the same run**: each "
         "workload runs in rounds that alternate ours and its references (A B, B A, ...), and a row compares "
         "the median of ours with the median of the reference (latency percentiles pool every round's "
         "samples). The machines are shared and noisy: read the ratios, not the absolute numbers. `ratio` is "
-        "ours / reference; for latencies lower is better.")
+        "ours / reference; for latencies lower is better. The one exception is the group marked 'informational', "
+        "which divides by a figure from /work/shared/ANCHORS.md (the real RocketMQ broker on this machine "
+        "class, not measured in this run) and is left off the chart.")
     add("")
     add(f"Produced by `{command}` (from the repository root), started {started}, "
         f"took {elapsed_s / 60:.1f} min.")
@@ -162,11 +165,14 @@ def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, obj
         add(f"- Skipped: {text}")
     if profile:
         _profile_section(add, profile, rows)
+    if broker_profile:
+        _broker_profile_section(add, broker_profile, rows, notes)
     add("")
     add("## Reproduce")
     add("")
     add("```sh")
     add("pip install -e '.[bench]'            # persist-queue, litequeue, matplotlib")
+    add("pip install py-spy                   # optional: the broker profile is skipped without it")
     add("apt-get install -y redis-server      # optional: the Redis rows are skipped without it")
     add(f"{command}")
     add("```")
@@ -221,6 +227,52 @@ def _profile_section(add: Any, profile: dict[str, Any], rows: list[Row]) -> None
         add("(pyinstrument is not installed: only cProfile's views.)")
 
 
+def _broker_profile_section(add: Any, prof: dict[str, Any], rows: list[Row], notes: Notes) -> None:
+    size = f"{prof['body_bytes']} B"
+    add("")
+    add("## Where the broker's time goes")
+    add("")
+    row = next((r for r in rows if r.name.startswith(f"send {size}, one at a time")), None)
+    if row is not None:
+        add(f"Unprofiled (the row above): {row.ours:,.0f} sends/s one at a time against {row.reference_value:,.0f} "
+            "unpipelined Redis XADDs/s.")
+        add("")
+    cpu = notes.extra.get(f"cpu per one-at-a-time send {size}")
+    if isinstance(cpu, dict):
+        add(f"CPU per message in those rounds (from /proc and `time.process_time()`): broker process "
+            f"{cpu['broker']:.0f} µs, our client {cpu['client']:.0f} µs; redis-server {cpu['redis']:.1f} µs, "
+            f"its RESP client {cpu['rclient']:.1f} µs per XADD.")
+        add("")
+    add(f"py-spy (`py-spy record --pid <broker> --rate {prof['sample_rate']} --format raw --threads`, idle "
+        f"filter on) of the broker process for {prof['duration']} s of one-at-a-time {size} sends "
+        f"({prof['sends']:,} sends, {prof['rate']:,.0f}/s while sampled, broker CPU "
+        f"{prof['broker_cpu_per_send_us']:.0f} µs per send); {prof['samples']:,} samples in all. "
+        "py-spy's idle filter does not catch every wait here: own samples in `Runner.run` (the event "
+        "loop's epoll wait) and `Condition.wait` (the dispatch thread's 1 ms poll) are waiting, not work. "
+        "Samples per thread:")
+    add("")
+    add("| thread | samples | share |")
+    add("|---|---:|---:|")
+    total = prof["samples"] or 1
+    for thread, n in prof["threads"]:
+        add(f"| {thread} | {n:,} | {n / total:.1%} |")
+    add("")
+    add("Top functions by own samples (the innermost Python frame; C code and syscalls count to the Python "
+        "function that called them):")
+    add("")
+    add("| function | own samples | share |")
+    add("|---|---:|---:|")
+    for func, n in prof["own"]:
+        add(f"| `{func}` | {n:,} | {n / total:.1%} |")
+    add("")
+    add("Top functions by inclusive samples (the function or anything it called):")
+    add("")
+    add("| function | inclusive samples | share |")
+    add("|---|---:|---:|")
+    for func, n in prof["inclusive"]:
+        add(f"| `{func}` | {n:,} | {n / total:.1%} |")
+
+
 def _cprofile_table(add: Any, entries: list[dict[str, Any]], per: str) -> None:
     add(f"| function | calls | own time | share | µs {per} | cumulative |")
     add("|---|---:|---:|---:|---:|---:|")
@@ -238,6 +290,7 @@ def write_chart(rows: list[Row], path: str) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    rows = [r for r in rows if not r.group.startswith("informational")]  # not same-run: kept off the chart
     n = len(rows)
     fig, ax = plt.subplots(figsize=(13, max(4.0, 0.26 * n + 1.6)))
     ys = list(range(n))[::-1]
@@ -257,7 +310,7 @@ def write_chart(rows: list[Row], path: str) -> str | None:
     ax.set_xscale("log")
     ax.axvline(1.0, color="#444444", linewidth=0.6, linestyle=":")
     ax.set_xlabel("ratio: ours / same-run reference (log scale)")
-    ax.set_title("rocketstore embedded store vs same-run references\n"
+    ax.set_title("rocketstore (embedded store and broker over loopback) vs same-run references\n"
                  "black tick: target; green: met, red: not met, blue: no target", fontsize=10)
     ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.5)
     ax.set_axisbelow(True)

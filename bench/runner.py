@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results" / "latest.json"
 DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
 CHART_NAME = "bench/benchmarks.png"
-WORKLOADS = ("put", "get", "query", "sync", "recovery")
+WORKLOADS = ("put", "get", "query", "sync", "recovery", "broker")
 
 
 def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.PathLike[str] | None = None,
@@ -59,15 +59,20 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
         _peer_versions(notes)
         _method_notes(notes, sizes)
         for body in BODY_SIZES:
-            run_size(ctx, body, wanted)
+            run_size(ctx, body, wanted - {"broker"})
         if "recovery" in wanted:
             recovery_workload(ctx)
         profile = None
+        broker_profile = None
         if sizes.profile_puts and "put" in wanted:
             from bench.profile_put import profile_puts
 
             print(f"[profile: {sizes.profile_puts:,} puts]", flush=True)
             profile = profile_puts(sizes, ctx.path("profile-store"), sizes.profile_puts)
+        if "broker" in wanted:
+            from bench.broker_bench import broker_workloads
+
+            broker_profile = broker_workloads(sizes, base, notes, ctx.add, use_redis=use_redis)
     finally:
         if redis is not None:
             redis.stop()
@@ -88,7 +93,7 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
         if chart is None:
             notes.caveat("No chart: matplotlib is not installed (pip install -e '.[bench]').")
         write_markdown(str(markdown_path), rows, notes, info, command, started, elapsed,
-                       CHART_NAME if chart else None, profile)
+                       CHART_NAME if chart else None, profile, broker_profile)
         print(f"report -> {markdown_path}")
     return rows
 
@@ -136,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_const", dest="mode", const="quick",
                       help="a minute or two; writes bench/results/latest.json (the default)")
     mode.add_argument("--full", action="store_const", dest="mode", const="full",
-                      help="~10 minutes; also writes BENCHMARKS.md and bench/benchmarks.png")
+                      help="~10-12 minutes; also writes BENCHMARKS.md and bench/benchmarks.png")
     mode.add_argument("--smoke", action="store_const", dest="mode", const="smoke",
                       help="seconds: tiny counts, proves the suite runs (the test suite's mode)")
     parser.add_argument("--only", default=",".join(WORKLOADS),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -51,6 +52,24 @@ def test_smoke_suite_writes_well_formed_ratio_rows(tmp_path: Path) -> None:
     for prefix in ("put 100 B", "put_batch 1 KiB", "get 100 B, raw records", "sync put 100 B, 1 thread: p50",
                    "ingest 1 KiB", "abnormal recovery"):
         assert any(name.startswith(prefix) for name in names), prefix
+    # the broker-over-loopback rows need redis-server (every reference is Redis): present, or skipped with a note
+    broker_rows = [r for r in returned if r.group.startswith("broker over loopback")]
+    if shutil.which("redis-server") is not None:
+        for prefix in ("send 100 B, one at a time", "send 1 KiB, 64 in flight", "send_batch 100 B",
+                       "pull 1 KiB"):
+            assert any(r.name.startswith(prefix) for r in broker_rows), prefix
+    else:
+        assert not broker_rows
+
+
+def test_broker_rows_are_skipped_with_a_note_without_redis(tmp_path: Path) -> None:
+    from bench.broker_bench import broker_workloads
+    from bench.common import SIZES, Notes
+
+    notes = Notes()
+    rows: list[object] = []
+    assert broker_workloads(SIZES["smoke"], str(tmp_path), notes, rows.append, use_redis=False) is None
+    assert rows == [] and any("Broker over loopback" in text for text in notes.skipped)
 
 
 def test_command_line_runs_one_workload_in_smoke_mode(tmp_path: Path) -> None:
