@@ -23,9 +23,12 @@ log = logging.getLogger(__name__)
 
 
 class GroupCommit:
-    def __init__(self, flush: Callable[[], int], on_failure: Callable[[BaseException], None]) -> None:
-        """*flush* makes everything written durable and returns the durable end offset."""
+    def __init__(self, flush: Callable[[], int], on_failure: Callable[[BaseException], None],
+                 on_durable: Callable[[], None] | None = None) -> None:
+        """*flush* makes everything written durable and returns the durable end offset; *on_durable* is
+        called (on the flusher thread) after the durable offset moved."""
         self._flush = flush
+        self._on_durable = on_durable
         self._on_failure = on_failure
         lock = threading.Lock()
         #: writers wait here for durability; the flusher waits on its own condition for requests, so a
@@ -84,6 +87,8 @@ class GroupCommit:
             with self._cond:
                 self.durable_offset = max(self.durable_offset, durable)
                 self._cond.notify_all()
+            if self._on_durable is not None:
+                self._on_durable()
 
     def stop(self) -> None:
         with self._cond:
