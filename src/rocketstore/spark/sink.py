@@ -1,0 +1,211 @@
+"""The ``rocketmq`` sink: DataFrame rows sent to a broker, batch and streaming.
+
+    df.write.format("rocketmq").option("nameServer", "127.0.0.1:9876").option("topic", "TopicA").save()
+
+Columns: ``body`` (required, binary or string), ``topic`` (string; else the ``topic`` option), ``tags``,
+``keys`` (strings), ``properties`` (map<string,string>), ``queueId`` (int; else the producer picks a queue).
+Other columns are ignored.  Rows of one task going to the same topic and queue are sent as batches.
+
+Every message gets a UNIQ_KEY derived from (query id, batch id, partition, row) in streaming, and from
+(write id, 0, partition, row) in batch: when Spark replays a micro-batch after a failure the replayed
+messages carry the same keys as the first attempt, so a consumer can drop the duplicates (the broker is
+not transactional: at-least-once delivery, exactly-once recognisable).
+
+A send the broker refuses fails the task: a BrokerError naming the response code, or SendRefusedError
+naming a non-SEND_OK status.  Commit messages carry counts; the driver prints the totals per batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructType,
+)
+
+from rocketstore.message.properties import PropertyName
+from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
+from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
+
+__all__ = ["BrokerBatchWriter", "BrokerStreamWriter", "SinkCommitMessage", "SinkOptions", "check_sink_schema",
+           "uniq_key_for"]
+
+#: a batch request body stays well under the broker's 4 MiB maxMessageSize
+_BATCH_MAX_BYTES = 1 << 20
+_QUERY_ID_PROPERTY = "sql.streaming.queryId"
+_BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+def uniq_key_for(write_id: str, batch_id: int, partition_id: int, row: int) -> str:
+    """32 upper-case hex digits, the length of RocketMQ's client message ids, fixed by the four inputs."""
+    return hashlib.md5(f"{write_id}/{batch_id}/{partition_id}/{row}".encode()).hexdigest().upper()
+
+
+def check_sink_schema(schema: StructType, options: Mapping[str, str]) -> StructType:
+    """Refuse a DataFrame the sink cannot send (before any task runs)."""
+    types = {f.name: f.dataType for f in schema.fields}
+
+    def expect(name: str, *allowed: type) -> None:
+        dt = types.get(name)
+        if dt is not None and not isinstance(dt, allowed):
+            raise SparkOptionError(f"column {name} is {dt.simpleString()}; the rocketmq sink needs "
+                                   f"{' or '.join(a().simpleString() for a in allowed)}")
+
+    if "body" not in types:
+        raise SparkOptionError("the rocketmq sink needs a 'body' column (binary or string)")
+    expect("body", BinaryType, StringType)
+    expect("topic", StringType)
+    expect("tags", StringType)
+    expect("keys", StringType)
+    expect("queueId", IntegerType, LongType, ShortType)
+    props = types.get("properties")
+    if props is not None and not (isinstance(props, MapType) and isinstance(props.keyType, StringType)
+                                  and isinstance(props.valueType, StringType)):
+        raise SparkOptionError(f"column properties is {props.simpleString()}; the sink needs map<string,string>")
+    has_topic_option = any(str(k).lower() == "topic" and v for k, v in options.items())
+    if "topic" not in types and not has_topic_option:
+        raise SparkOptionError("the rocketmq sink needs a 'topic' column or the 'topic' option")
+    return schema
+
+
+@dataclass
+class SinkCommitMessage(WriterCommitMessage):
+    partition_id: int
+    message_count: int = 0
+    body_bytes: int = 0
+    send_count: int = 0
+    per_topic: dict[str, int] = field(default_factory=dict)
+
+
+def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
+    index = batch.schema.get_field_index(name)
+    return None if index < 0 else batch.column(index).to_pylist()
+
+
+def write_partition(options: SinkOptions, write_id: str, batch_id: int,
+                    batches: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
+    """Send every row of this task's batches; the UNIQ_KEYs are fixed by (write id, batch, partition, row)."""
+    context = TaskContext.get()
+    partition_id = context.partitionId() if context is not None else 0
+    report = SinkCommitMessage(partition_id)
+    pending: dict[tuple[str, int | None], tuple[list[OutgoingRecord], list[int]]] = {}
+    row = 0
+    with BrokerSession(options.name_server, options.producer_group, timeout_s=options.timeout_s) as session:
+
+        def flush(key: tuple[str, int | None]) -> None:
+            records, _ = pending.pop(key)
+            if records:
+                session.send(key[0], records, key[1])
+                report.send_count += 1
+
+        for batch in batches:
+            bodies = _column(batch, "body") or []
+            topics = _column(batch, "topic")
+            tags = _column(batch, "tags")
+            keys = _column(batch, "keys")
+            props = _column(batch, "properties")
+            queue_ids = _column(batch, "queueId")
+            for i, body in enumerate(bodies):
+                topic = (topics[i] if topics is not None else None) or options.topic
+                if not topic:
+                    raise SparkOptionError(f"row {row} of partition {partition_id} has no topic (column and option "
+                                           "both empty)")
+                if body is None:
+                    raise SparkOptionError(f"row {row} of partition {partition_id} has a null body")
+                data = body.encode() if isinstance(body, str) else bytes(body)  # type: ignore[call-overload]
+                properties: dict[str, str] = {}
+                if props is not None and props[i]:
+                    properties.update((str(k), str(v)) for k, v in props[i] if v is not None)  # type: ignore[attr-defined]
+                if tags is not None and tags[i]:
+                    properties[PropertyName.TAGS] = str(tags[i])
+                if keys is not None and keys[i]:
+                    properties[PropertyName.KEYS] = str(keys[i])
+                properties[PropertyName.UNIQ_KEY] = uniq_key_for(write_id, batch_id, partition_id, row)
+                row += 1
+                qid = queue_ids[i] if queue_ids is not None else None
+                key = (str(topic), None if qid is None else int(qid))  # type: ignore[call-overload]
+                records, size = pending.setdefault(key, ([], [0]))
+                if records and size[0] + len(data) > _BATCH_MAX_BYTES:
+                    flush(key)
+                    records, size = pending.setdefault(key, ([], [0]))
+                records.append(OutgoingRecord(data, properties))
+                size[0] += len(data)
+                report.message_count += 1
+                report.body_bytes += len(data)
+                report.per_topic[key[0]] = report.per_topic.get(key[0], 0) + 1
+                if len(records) >= options.batch_messages:
+                    flush(key)
+        for key in list(pending):
+            flush(key)
+    return report
+
+
+def _totals(messages: list[WriterCommitMessage | None]) -> SinkCommitMessage:
+    total = SinkCommitMessage(-1)
+    for m in messages:
+        if isinstance(m, SinkCommitMessage):
+            total.message_count += m.message_count
+            total.body_bytes += m.body_bytes
+            total.send_count += m.send_count
+            for topic, n in m.per_topic.items():
+                total.per_topic[topic] = total.per_topic.get(topic, 0) + n
+    return total
+
+
+def _describe(total: SinkCommitMessage) -> str:
+    topics = ", ".join(f"{t}={n}" for t, n in sorted(total.per_topic.items())) or "none"
+    return f"{total.message_count} messages, {total.body_bytes} body bytes in {total.send_count} sends ({topics})"
+
+
+class BrokerBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("rocketmq")``; the write id is drawn once on the driver, so task retries reuse it."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.write_id = uuid.uuid4().hex
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:  # type: ignore[override]
+        return write_partition(self.options, self.write_id, 0, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        print(f"rocketmq sink: write {self.write_id}: {_describe(_totals(messages))}", file=sys.stderr)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        print(f"rocketmq sink: write {self.write_id} aborted after {_describe(_totals(messages))} were sent "
+              "(they stay on the broker)", file=sys.stderr)
+
+
+class BrokerStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("rocketmq")``: keys from the query id (stable across restarts) and batch id."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.fallback_id = uuid.uuid4().hex
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:  # type: ignore[override]
+        context = TaskContext.get()
+        query_id = context.getLocalProperty(_QUERY_ID_PROPERTY) if context is not None else None
+        batch = context.getLocalProperty(_BATCH_ID_PROPERTY) if context is not None else None
+        return write_partition(self.options, query_id or self.fallback_id, int(batch or 0), iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+        print(f"rocketmq sink: batch {batchId}: {_describe(_totals(messages))}", file=sys.stderr)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+        print(f"rocketmq sink: batch {batchId} aborted after {_describe(_totals(messages))} were sent "
+              "(a replay sends them again with the same UNIQ_KEYs)", file=sys.stderr)

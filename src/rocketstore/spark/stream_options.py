@@ -1,0 +1,298 @@
+"""Options and offset planning of the ``rocketmq`` source and sink (a running broker), free of pyspark.
+
+Offsets, as Spark checkpoints them, are JSON ``{topic: {"brokerName:queueId": queueOffset}}``: a queue
+lives on one broker, and two brokers may both have queue 0 of a topic.  An offset is the next queue offset
+to read; a micro-batch reads ``[start, end)`` of every queue, so replaying a batch from the checkpoint reads
+exactly the same messages (the partitions are a pure function of the two offsets).
+
+Option names follow Spark's Kafka source where they fit; docs/spark.md lists them.
+Imports the client's MessageQueue and the error base only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from rocketstore.client import MessageQueue
+from rocketstore.errors import RocketStoreError
+from rocketstore.spark.store_options import is_system_topic
+
+__all__ = [
+    "Offsets",
+    "PullRange",
+    "SinkOptions",
+    "SourceOptions",
+    "SparkOptionError",
+    "limit_offsets",
+    "plan_pull_ranges",
+    "queue_key",
+    "queue_of",
+]
+
+#: {topic: {"brokerName:queueId": offset}}
+Offsets = dict[str, dict[str, int]]
+_EARLIEST, _LATEST = -2, -1
+DEFAULT_PULL_BATCH = 32
+
+
+class SparkOptionError(RocketStoreError):
+    """An option of the ``rocketmq`` source or sink that cannot be used."""
+
+
+def queue_key(mq: MessageQueue) -> str:
+    return f"{mq.broker_name}:{mq.queue_id}"
+
+
+def queue_of(topic: str, key: str) -> MessageQueue:
+    broker, _, qid = key.rpartition(":")
+    if not broker or not qid.isdigit():
+        raise SparkOptionError(f"offset key {key!r} of topic {topic!r} is not 'brokerName:queueId'")
+    return MessageQueue(topic, broker, int(qid))
+
+
+class PullRange(NamedTuple):
+    """Queue offsets ``[start, end)`` of one queue; ``fresh`` when the queue appeared after the start."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    start: int
+    end: int
+    fresh: bool = False
+
+    @property
+    def queue(self) -> MessageQueue:
+        return MessageQueue(self.topic, self.broker_name, self.queue_id)
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    # Spark hands a case-insensitive mapping; iterate it rather than dict() it
+    return {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+
+
+def _int(opts: dict[str, str], key: str, name: str, minimum: int | None = None) -> int | None:
+    raw = opts.get(key)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError as exc:
+        raise SparkOptionError(f"option {name}={raw!r} is not an integer") from exc
+    if minimum is not None and value < minimum:
+        raise SparkOptionError(f"option {name} must be at least {minimum}")
+    return value
+
+
+def _bool(opts: dict[str, str], key: str, name: str, default: bool) -> bool:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    text = raw.strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise SparkOptionError(f"option {name}={raw!r} is not true or false")
+
+
+def _name_server(opts: dict[str, str]) -> str:
+    ns = opts.get("nameserver") or opts.get("namesrvaddr")
+    if not ns:
+        raise SparkOptionError("the rocketmq source and sink need option 'nameServer' (host:port[;host:port])")
+    return ns
+
+
+OffsetSpec = str | dict[str, dict[str, int]]
+
+
+def _offsets_spec(raw: str, name: str, allowed: tuple[str, ...]) -> OffsetSpec:
+    text = raw.strip()
+    if text.lower() in allowed:
+        return text.lower()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SparkOptionError(f"option {name} is neither {' nor '.join(allowed)} nor JSON: {exc}") from exc
+    if not isinstance(doc, dict) or not all(isinstance(v, dict) for v in doc.values()):
+        raise SparkOptionError(f'option {name} must be a JSON object like {{"TopicA":{{"broker-a:0":23,"1":-2}}}}')
+    spec: dict[str, dict[str, int]] = {}
+    for topic, queues in doc.items():
+        for key, offset in queues.items():
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < _EARLIEST:
+                raise SparkOptionError(f"option {name}: offset {offset!r} of {topic}/{key} is not an integer >= -2")
+            if not str(key).isdigit():
+                queue_of(topic, str(key))  # validates the form
+        spec[str(topic)] = {str(k): v for k, v in queues.items()}
+    return spec
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The ``rocketmq`` reader options, validated.  Picklable (partitions carry it to executors)."""
+
+    name_server: str
+    subscribe: tuple[str, ...] | None = None
+    subscribe_pattern: str | None = None
+    assign: dict[str, tuple[str, ...]] | None = None
+    starting_offsets: OffsetSpec = "latest"
+    ending_offsets: OffsetSpec = "latest"
+    starting_timestamp_ms: int | None = None
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    tags: str = "*"
+    consumer_group: str | None = None
+    pull_batch: int = DEFAULT_PULL_BATCH
+    timeout_s: float = 5.0
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+        opts = _lower(options)
+        chosen = [k for k in ("subscribe", "subscribepattern", "assign") if opts.get(k)]
+        if len(chosen) != 1:
+            raise SparkOptionError("give exactly one of 'subscribe', 'subscribePattern' or 'assign'")
+        subscribe = pattern = assign = None
+        if "subscribe" in chosen:
+            subscribe = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
+            if not subscribe:
+                raise SparkOptionError("option 'subscribe' names no topic")
+        elif "subscribepattern" in chosen:
+            pattern = opts["subscribepattern"]
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SparkOptionError(f"subscribePattern {pattern!r} is not a regular expression: {exc}") from exc
+        else:
+            try:
+                doc = json.loads(opts["assign"])
+            except json.JSONDecodeError as exc:
+                raise SparkOptionError(f"option assign is not JSON: {exc}") from exc
+            if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
+                raise SparkOptionError('option assign must look like {"TopicA":["broker-a:0", 1]}')
+            assign = {str(t): tuple(str(q) for q in qs) for t, qs in doc.items()}
+        starting_ts = _int(opts, "startingtimestamp", "startingTimestamp", 0)
+        if starting_ts is not None and "startingoffsets" in opts:
+            raise SparkOptionError("give either 'startingOffsets' or 'startingTimestamp', not both")
+        default_start = "latest" if streaming else "earliest"
+        group = opts.get("consumergroup") or None
+        start = _offsets_spec(opts.get("startingoffsets", default_start), "startingOffsets",
+                              ("earliest", "latest", "group"))
+        if start == "group" and group is None:
+            raise SparkOptionError("startingOffsets=group needs option 'consumerGroup'")
+        end = _offsets_spec(opts.get("endingoffsets", "latest"), "endingOffsets", ("latest",))
+        if streaming and "endingoffsets" in opts:
+            raise SparkOptionError("endingOffsets is for batch queries only")
+        max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 1)
+        if max_per_trigger is not None and not streaming:
+            raise SparkOptionError("maxOffsetsPerTrigger is for streaming queries only")
+        tags = (opts.get("tags") or "*").strip() or "*"
+        timeout_ms = _int(opts, "timeoutms", "timeoutMs", 1) or 5000
+        return cls(name_server=_name_server(opts), subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
+                   starting_offsets=start, ending_offsets=end, starting_timestamp_ms=starting_ts,
+                   max_offsets_per_trigger=max_per_trigger,
+                   min_partitions=_int(opts, "minpartitions", "minPartitions", 1),
+                   fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
+                   tags=tags, consumer_group=group,
+                   pull_batch=_int(opts, "pullbatchsize", "pullBatchSize", 1) or DEFAULT_PULL_BATCH,
+                   timeout_s=timeout_ms / 1000)
+
+    @property
+    def pull_group(self) -> str:
+        """The group pulls are made under: the consumerGroup when given (offsets are only committed in commit())."""
+        return self.consumer_group or "spark-rocketmq-reader"
+
+    def wants_topic(self, topic: str) -> bool:
+        if self.subscribe is not None:
+            return topic in self.subscribe
+        if self.assign is not None:
+            return topic in self.assign
+        assert self.subscribe_pattern is not None
+        return not is_system_topic(topic) and re.fullmatch(self.subscribe_pattern, topic) is not None
+
+    def wants_queue(self, mq: MessageQueue) -> bool:
+        if self.assign is None:
+            return True
+        wanted = self.assign.get(mq.topic, ())
+        return str(mq.queue_id) in wanted or queue_key(mq) in wanted
+
+    @staticmethod
+    def spec_offset(spec: dict[str, dict[str, int]], mq: MessageQueue) -> int | None:
+        """The offset *spec* gives *mq* ("broker:qid" first, then a bare queue id), or None."""
+        per_topic = spec.get(mq.topic, {})
+        value = per_topic.get(queue_key(mq))
+        return per_topic.get(str(mq.queue_id)) if value is None else value
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """The ``rocketmq`` writer options, validated."""
+
+    name_server: str
+    topic: str | None = None
+    producer_group: str = "spark-rocketmq-writer"
+    batch_messages: int = 64
+    timeout_s: float = 5.0
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
+        opts = _lower(options)
+        return cls(name_server=_name_server(opts), topic=opts.get("topic") or None,
+                   producer_group=opts.get("producergroup") or "spark-rocketmq-writer",
+                   batch_messages=_int(opts, "batchmessages", "batchMessages", 1) or 64,
+                   timeout_s=(_int(opts, "timeoutms", "timeoutMs", 1) or 5000) / 1000)
+
+
+def limit_offsets(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
+    """*latest* cut so that at most *max_rows* entries lie between *start* and it, shared out in proportion
+    to each queue's backlog (Kafka's maxOffsetsPerTrigger); deterministic for the same inputs."""
+    lags: list[tuple[str, str, int, int]] = []  # topic, key, from, backlog
+    for topic, queues in sorted(latest.items()):
+        for key, end in sorted(queues.items()):
+            begin = start.get(topic, {}).get(key, 0)
+            lags.append((topic, key, begin, max(0, end - begin)))
+    total = sum(lag for *_, lag in lags)
+    if total <= max_rows:
+        return latest
+    shares = [lag * max_rows // total for *_, lag in lags]
+    left = max_rows - sum(shares)
+    for i, (*_, lag) in enumerate(lags):  # hand out what the rounding left, in key order
+        if left == 0:
+            break
+        if shares[i] < lag:
+            shares[i] += 1
+            left -= 1
+    out: Offsets = {}
+    for (topic, key, begin, _), share in zip(lags, shares):
+        out.setdefault(topic, {})[key] = begin + share
+    return out
+
+
+def plan_pull_ranges(start: Offsets, end: Offsets, min_partitions: int | None) -> list[list[PullRange]]:
+    """The micro-batch ``start -> end`` as partitions of queue ranges; a pure function of its arguments.
+
+    A queue in *end* but not in *start* appeared after the previous batch and is read from 0 (its reader
+    skips up to the queue's minimum without calling that data loss).  Queues are cut into equal pieces
+    until there are at least *min_partitions* ranges.
+    """
+    ranges = []
+    for topic, queues in sorted(end.items()):
+        for key, until in sorted(queues.items()):
+            mq = queue_of(topic, key)
+            known = start.get(topic, {}).get(key)
+            begin = 0 if known is None else known
+            if until > begin:
+                ranges.append(PullRange(topic, mq.broker_name, mq.queue_id, begin, until, known is None))
+    if min_partitions is None or len(ranges) >= min_partitions or not ranges:
+        return [[r] for r in ranges]
+    total = sum(r.end - r.start for r in ranges)
+    pieces: list[list[PullRange]] = []
+    for r in ranges:
+        count = max(1, round(min_partitions * (r.end - r.start) / total))
+        step = -(-(r.end - r.start) // count)
+        for s in range(r.start, r.end, step):
+            pieces.append([r._replace(start=s, end=min(r.end, s + step))])
+    return pieces

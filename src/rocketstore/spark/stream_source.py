@@ -1,0 +1,380 @@
+"""The ``rocketmq`` data source: topics of a running broker (found through its name server) as a streaming
+or batch DataFrame, and the ``rocketmq`` sink (sink.py) under the same name.
+
+    spark.readStream.format("rocketmq").option("nameServer", "127.0.0.1:9876")
+         .option("subscribe", "TopicA").option("startingOffsets", "earliest").load()
+
+Offsets are ``{topic: {"brokerName:queueId": nextQueueOffset}}`` (stream_options).  The driver side
+(initialOffset / latestOffset / commit, in Spark's planner worker) asks the broker for min / max offsets; a
+partition is a list of queue ranges ``[start, end)`` that an executor pulls with the client, dropping
+anything at or past ``end``, so a batch replayed from the checkpoint yields the same rows.  After Spark
+commits a batch, the end offsets are committed to the broker for ``consumerGroup`` (when given), so
+RocketMQ tools show the query's lag.
+
+pyspark and pyarrow are imported at module level: only ``register`` and Spark's workers import this module.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StringType, StructField, StructType
+
+from rocketstore.client import MessageQueue, PullStatus
+from rocketstore.client.errors import ClientError
+from rocketstore.message.host import HostAddress
+from rocketstore.message.message_id import encode_offset_message_id
+from rocketstore.message.properties import PropertyName, parse_properties
+from rocketstore.message.record import StoredMessage
+from rocketstore.spark.broker_io import BrokerSession
+from rocketstore.spark.store_source import _arrow_schema, store_schema
+from rocketstore.spark.stream_options import (
+    Offsets,
+    PullRange,
+    SourceOptions,
+    SparkOptionError,
+    limit_offsets,
+    plan_pull_ranges,
+    queue_key,
+)
+
+__all__ = ["FORMAT_NAME", "BrokerBatchReader", "BrokerStreamReader", "DataLossError", "RocketMQDataSource",
+           "source_schema"]
+
+FORMAT_NAME = "rocketmq"
+
+
+class DataLossError(ClientError):
+    """Messages of a planned range are gone (retention, or a broker that lost data) and failOnDataLoss is on."""
+
+
+def source_schema() -> StructType:
+    """The store source's columns with ``brokerName`` after ``topic``."""
+    fields = list(store_schema().fields)
+    fields.insert(1, StructField("brokerName", StringType(), False))
+    return StructType(fields)
+
+
+_KNOWN = {f.name: f for f in source_schema().fields}
+
+
+def _checked(schema: StructType) -> StructType:
+    for f in schema.fields:
+        known = _KNOWN.get(f.name)
+        if known is None or known.dataType.simpleString() != f.dataType.simpleString():
+            raise SparkOptionError(f"column {f.name} {f.dataType.simpleString()} is not one of the rocketmq "
+                                   f"source's columns ({', '.join(_KNOWN)})")
+    return schema
+
+
+class RocketMQDataSource(DataSource):
+    """``format("rocketmq")``: streaming and batch reads from a broker, streaming and batch writes to it."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> StructType:
+        return source_schema()
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BrokerBatchReader(SourceOptions.parse(self.options, streaming=False), _checked(schema))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return BrokerStreamReader(SourceOptions.parse(self.options, streaming=True), _checked(schema))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from rocketstore.spark.sink import BrokerBatchWriter, SinkOptions, check_sink_schema
+
+        return BrokerBatchWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from rocketstore.spark.sink import BrokerStreamWriter, SinkOptions, check_sink_schema
+
+        return BrokerStreamWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options))
+
+
+class BrokerPartition(InputPartition):
+    def __init__(self, options: SourceOptions, ranges: list[PullRange]) -> None:
+        super().__init__([tuple(r) for r in ranges])
+        self.options = options
+        self.ranges = ranges
+
+
+# --- driver side: which queues, which offsets ------------------------------------------------------------
+
+
+class _Planner:
+    """Offset look-ups for the driver; owns one BrokerSession (closed by close())."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._session: BrokerSession | None = None
+
+    @property
+    def session(self) -> BrokerSession:
+        if self._session is None:
+            self._session = BrokerSession(self.options.name_server, self.options.pull_group,
+                                          timeout_s=self.options.timeout_s)
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def queues(self) -> list[MessageQueue]:
+        opts = self.options
+        if opts.subscribe is not None:
+            topics: Sequence[str] = opts.subscribe
+        elif opts.assign is not None:
+            topics = sorted(opts.assign)
+        else:
+            topics = [t for t in self.session.topics() if opts.wants_topic(t)]
+        queues: list[MessageQueue] = []
+        for topic in topics:
+            try:
+                found = self.session.queues(topic)
+            except ClientError:
+                if opts.subscribe_pattern is not None:
+                    continue  # listed a moment ago, gone now
+                found = []  # a subscribed topic that does not exist yet: no queues until it does
+            queues.extend(mq for mq in found if opts.wants_queue(mq))
+        return sorted(queues)
+
+    def latest(self) -> Offsets:
+        out: Offsets = {}
+        for mq in self.queues():
+            out.setdefault(mq.topic, {})[queue_key(mq)] = self.session.max_offset(mq)
+        return out
+
+    def resolve(self, spec: object, *, default: int) -> Offsets:
+        """Concrete offsets for an ``earliest`` / ``latest`` / ``group`` / JSON / timestamp start or end."""
+        out: Offsets = {}
+        s = self.session
+        for mq in self.queues():
+            if self.options.starting_timestamp_ms is not None and spec is self.options.starting_offsets:
+                offset = s.search_offset(mq, self.options.starting_timestamp_ms)
+            elif spec == "earliest":
+                offset = s.min_offset(mq)
+            elif spec == "latest":
+                offset = s.max_offset(mq)
+            elif spec == "group":
+                offset = s.committed_offset(mq, -1)
+                if offset < 0:
+                    offset = s.min_offset(mq)
+            else:
+                assert isinstance(spec, dict)
+                wanted = SourceOptions.spec_offset(spec, mq)
+                wanted = default if wanted is None else wanted
+                low, high = s.min_offset(mq), s.max_offset(mq)
+                offset = low if wanted == -2 else high if wanted == -1 else min(max(wanted, low), high)
+            out.setdefault(mq.topic, {})[queue_key(mq)] = offset
+        return out
+
+
+def _merge_forward(start: Offsets, latest: Offsets) -> Offsets:
+    """*latest* for every queue it has, never behind *start*; queues only *start* has keep their offset."""
+    out: Offsets = {t: dict(q) for t, q in start.items()}
+    for topic, queues in latest.items():
+        for key, offset in queues.items():
+            out.setdefault(topic, {})[key] = max(offset, start.get(topic, {}).get(key, offset))
+    return out
+
+
+class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.planner = _Planner(options)
+        self._target: Offsets | None = None
+
+    def initialOffset(self) -> dict:
+        return self.planner.resolve(self.options.starting_offsets, default=-2)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if n is None else ReadMaxRows(n)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self.planner.latest()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        latest = self._target if self._target is not None else self.planner.latest()
+        end = _merge_forward(start, latest)
+        if isinstance(limit, ReadMaxRows):
+            end = _merge_forward(start, limit_offsets(start, end, limit.max_rows))
+        return end
+
+    def reportLatestOffset(self) -> dict | None:
+        return None  # one more round of look-ups per trigger is not worth a progress field
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return [BrokerPartition(self.options, group)
+                for group in plan_pull_ranges(start, end, self.options.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        assert isinstance(partition, BrokerPartition)
+        return read_ranges(partition.options, partition.ranges, self.schema)
+
+    def commit(self, end: dict) -> None:
+        if self.options.consumer_group is None:
+            return
+        committed = {mq: offset for topic, queues in end.items() for key, offset in queues.items()
+                     for mq in [_queue(topic, key)]}
+        self.planner.session.commit_offsets(committed)
+
+    def stop(self) -> None:
+        self.planner.close()
+
+
+def _queue(topic: str, key: str) -> MessageQueue:
+    broker, _, qid = key.rpartition(":")
+    return MessageQueue(topic, broker, int(qid))
+
+
+class BrokerBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        planner = _Planner(self.options)
+        try:
+            start = planner.resolve(self.options.starting_offsets, default=-2)
+            end = planner.resolve(self.options.ending_offsets, default=-1)
+        finally:
+            planner.close()
+        ranges = plan_pull_ranges(start, end, self.options.min_partitions)
+        return [BrokerPartition(self.options, group) for group in ranges] or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        if not isinstance(partition, BrokerPartition):
+            return iter(())
+        return read_ranges(partition.options, partition.ranges, self.schema)
+
+
+# --- executor side: pulling a range -------------------------------------------------------------------
+
+
+def _pull_range(session: BrokerSession, options: SourceOptions, r: PullRange) -> Iterator[list[StoredMessage]]:
+    mq = r.queue
+    offset = r.start
+    while offset < r.end:
+        got = session.pull(mq, offset, min(options.pull_batch, r.end - offset), options.tags)
+        if got.status == PullStatus.FOUND:
+            yield [m for m in got.messages if offset <= m.queue_offset < r.end]
+        elif got.status == PullStatus.OFFSET_ILLEGAL and offset < got.min_offset and r.fresh:
+            pass  # a queue read from 0 because it is new: starting at its minimum loses nothing
+        elif got.status in (PullStatus.OFFSET_ILLEGAL, PullStatus.NO_NEW_MSG):
+            lost_to = got.min_offset if offset < got.min_offset else r.end
+            message = (f"{mq.topic} {mq.broker_name}:{mq.queue_id}: queue offsets [{offset}, {min(lost_to, r.end)}) "
+                       f"are gone from the broker ({got.status}, queue now [{got.min_offset}, {got.max_offset}))")
+            if options.fail_on_data_loss:
+                raise DataLossError(message + "; set failOnDataLoss=false to skip them")
+            print(f"rocketmq source: skipping lost messages: {message}", file=sys.stderr)
+            if lost_to >= r.end:
+                return
+            offset = lost_to
+            continue
+        following = got.next_begin_offset
+        if got.status == PullStatus.OFFSET_ILLEGAL:
+            following = got.min_offset
+        if following <= offset:
+            raise ClientError(f"pull of {mq} at {offset} made no progress ({got.status}, next {following})")
+        offset = following
+
+
+def read_ranges(options: SourceOptions, ranges: list[PullRange], schema: StructType) -> Iterator[pa.RecordBatch]:
+    arrow_schema = _arrow_schema(StructType([f for f in schema.fields]))
+    builder = _Columns([f.name for f in schema.fields], arrow_schema)
+    with BrokerSession(options.name_server, options.pull_group, timeout_s=options.timeout_s) as session:
+        for r in ranges:
+            for messages in _pull_range(session, options, r):
+                builder.add(r.broker_name, messages)
+                if builder.rows >= 4096:
+                    yield builder.flush()
+    if builder.rows:
+        yield builder.flush()
+
+
+class _Columns:
+    """Column lists of one Arrow batch of pulled messages."""
+
+    def __init__(self, names: list[str], schema: pa.Schema) -> None:
+        self.names = names
+        self.schema = schema
+        self._hosts: dict[HostAddress, str] = {}
+        self.rows = 0
+        self.cols: dict[str, list[object]] = {n: [] for n in names}
+        self.prop_offsets: list[int] = [0]
+        self.prop_keys: list[str] = []
+        self.prop_values: list[str] = []
+
+    def _host(self, host: HostAddress) -> str:
+        text = self._hosts.get(host)
+        if text is None:
+            text = self._hosts[host] = str(host)
+        return text
+
+    def add(self, broker_name: str, messages: list[StoredMessage]) -> None:
+        cols = self.cols
+        for m in messages:
+            props = parse_properties(m.properties_string)
+            values = {
+                "topic": m.topic, "brokerName": broker_name, "queueId": m.queue_id, "queueOffset": m.queue_offset,
+                "commitLogOffset": m.commit_log_offset, "body": m.body, "tags": props.get(PropertyName.TAGS),
+                "keys": props.get(PropertyName.KEYS), "uniqKey": props.get(PropertyName.UNIQ_KEY),
+                "bornTimestamp": m.born_timestamp * 1000, "storeTimestamp": m.store_timestamp * 1000,
+                "sysFlag": m.sys_flag, "flag": m.flag, "reconsumeTimes": m.reconsume_times,
+            }
+            for name, col in cols.items():
+                if name in values:
+                    col.append(values[name])
+                elif name == "msgId":
+                    col.append(encode_offset_message_id(m.store_host, m.commit_log_offset))
+                elif name == "bornHost":
+                    col.append(self._host(m.born_host))
+                elif name == "storeHost":
+                    col.append(self._host(m.store_host))
+            if "properties" in cols:
+                self.prop_keys.extend(props)
+                self.prop_values.extend(props.values())
+                self.prop_offsets.append(len(self.prop_keys))
+            self.rows += 1
+
+    def flush(self) -> pa.RecordBatch:
+        arrays = []
+        for field in self.schema:
+            if field.name == "properties":
+                arr = pa.MapArray.from_arrays(pa.array(self.prop_offsets, pa.int32()),
+                                              pa.array(self.prop_keys, pa.string()),
+                                              pa.array(self.prop_values, pa.string()))
+                arrays.append(arr if arr.type.equals(field.type) else arr.cast(field.type))
+            elif pa.types.is_timestamp(field.type):
+                arrays.append(pa.array(np.asarray(self.cols[field.name], dtype=np.int64), field.type))
+            else:
+                arrays.append(pa.array(self.cols[field.name], field.type))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        self.rows = 0
+        self.cols = {n: [] for n in self.names}
+        self.prop_offsets, self.prop_keys, self.prop_values = [0], [], []
+        return batch
+
