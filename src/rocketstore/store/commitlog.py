@@ -150,56 +150,35 @@ class CommitLog:
 
     # --- reading ----------------------------------------------------------------------------------------
 
-    def read(self, offset: int, size_bytes: int) -> bytes | None:
-        """*size_bytes* at *offset* if they lie inside one segment below the written end, else None."""
+    def _locate(self, offset: int, size_bytes: int) -> tuple[MappedFile, int] | None:
+        """(segment, position) when *size_bytes* at *offset* lie inside one segment below the written end."""
         mf = self.files.find(offset)
         if mf is None:
             return None
         pos = offset - mf.start_offset
         if size_bytes <= 0 or pos + size_bytes > mf.wrote:
             return None
-        return mf.buffer[pos : pos + size_bytes]
+        return mf, pos
 
-    def read_record(self, offset: int) -> bytes | None:
-        """The whole record starting at *offset* (its TOTALSIZE decides the length), else None."""
-        mf = self.files.find(offset)
-        if mf is None:
+    def read(self, offset: int, size_bytes: int) -> bytes | None:
+        """*size_bytes* at *offset* if they lie inside one segment below the written end, else None."""
+        found = self._locate(offset, size_bytes)
+        if found is None:
             return None
-        pos = offset - mf.start_offset
-        if pos + 8 > mf.wrote:
-            return None
-        size = _INT.unpack_from(mf.buffer, pos)[0]
-        if size <= 0 or pos + size > mf.wrote:
-            return None
-        return mf.buffer[pos : pos + size]
+        mf, pos = found
+        return mf.buffer[pos : pos + size_bytes]
 
     def read_head(self, offset: int) -> tuple[int, int] | None:
         """(TOTALSIZE, MAGICCODE) at *offset* within written data."""
-        mf = self.files.find(offset)
-        if mf is None:
+        found = self._locate(offset, 8)
+        if found is None:
             return None
-        pos = offset - mf.start_offset
-        if pos + 8 > mf.wrote:
-            return None
-        return TOTAL_SIZE_MAGIC.unpack_from(mf.buffer, pos)
+        return TOTAL_SIZE_MAGIC.unpack_from(found[0].buffer, found[1])
 
-    def read_long(self, offset: int) -> int | None:
-        mf = self.files.find(offset)
-        if mf is None:
-            return None
-        pos = offset - mf.start_offset
-        if pos + 8 > mf.wrote:
-            return None
-        return _LONG.unpack_from(mf.buffer, pos)[0]
-
-    def read_int(self, offset: int) -> int | None:
-        mf = self.files.find(offset)
-        if mf is None:
-            return None
-        pos = offset - mf.start_offset
-        if pos + 4 > mf.wrote:
-            return None
-        return _INT.unpack_from(mf.buffer, pos)[0]
+    def read_record(self, offset: int) -> bytes | None:
+        """The whole record starting at *offset* (its TOTALSIZE decides the length), else None."""
+        head = self.read_head(offset)
+        return None if head is None else self.read(offset, head[0])
 
     # --- durability ------------------------------------------------------------------------------------
 
