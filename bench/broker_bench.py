@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BODY_SIZES, Notes, Row, Sizes, alternate, median, size_label
-from bench.peers import RedisError, RedisServer, RespConnection, encode_command
+from bench.peers import RedisServer, RespConnection, encode_command
 
 __all__ = ["ANCHOR_CPP_SEND_SYNC", "BrokerProcess", "TcpRedis", "broker_workloads"]
 
@@ -170,7 +170,7 @@ def _free_port() -> int:
 class TcpResp(RespConnection):
     """A RESP connection over TCP loopback (TCP_NODELAY), which also reads array replies (XREAD)."""
 
-    def __init__(self, port: int, timeout_s: float = 30.0) -> None:  # noqa: D107 - no super(): no unix socket
+    def __init__(self, port: int, timeout_s: float = 30.0) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._buf = b""
@@ -199,40 +199,15 @@ class TcpRedis(RedisServer):
         self.version = ""
         self._sock_dir = ""
 
-    def start(self, appendfsync: str = "everysec", timeout_s: float = 15.0) -> None:
-        exe = self.executable()
-        if exe is None:
-            raise FileNotFoundError("redis-server is not on PATH")
-        os.makedirs(self.directory, exist_ok=True)
+    def _listen_args(self) -> list[str]:
         self.port = _free_port()
-        args = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory,
-                "--appendonly", "yes", "--appendfsync", appendfsync, "--save", "",
-                "--auto-aof-rewrite-percentage", "0", "--daemonize", "no", "--protected-mode", "no",
-                "--logfile", os.path.join(self.directory, "redis.log")]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout_s
-        last: BaseException | None = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self.proc.returncode}")
-            try:
-                conn = TcpResp(self.port, timeout_s=5.0)
-                try:
-                    if conn.call(b"PING") == b"PONG":
-                        info = conn.call(b"INFO", b"server")
-                        if isinstance(info, bytes):
-                            for line in info.decode(errors="replace").splitlines():
-                                if line.startswith("redis_version:"):
-                                    self.version = line.split(":", 1)[1].strip()
-                        return
-                finally:
-                    conn.close()
-            except (OSError, RedisError) as exc:
-                last = exc
-            threading.Event().wait(0.02)
-        self.stop()
-        raise RuntimeError(f"redis-server did not answer within {timeout_s} s: {last}")
+        return ["--port", str(self.port), "--bind", "127.0.0.1"]
+
+    def _connect(self, timeout_s: float) -> RespConnection:
+        return TcpResp(self.port, timeout_s=timeout_s)
+
+    def start(self, appendfsync: str = "everysec", timeout_s: float = 15.0) -> None:
+        super().start(appendfsync, timeout_s)
 
     def stop(self) -> None:
         proc = self.proc

@@ -208,12 +208,19 @@ class RedisServer:
     def executable() -> str | None:
         return shutil.which("redis-server")
 
+    def _listen_args(self) -> list[str]:
+        """Where the server listens (subclasses listen elsewhere)."""
+        return ["--port", "0", "--unixsocket", self.socket_path, "--unixsocketperm", "700"]
+
+    def _connect(self, timeout_s: float) -> RespConnection:
+        return RespConnection(self.socket_path, timeout_s=timeout_s)
+
     def start(self, appendfsync: str = "always", timeout_s: float = 15.0) -> None:
         exe = self.executable()
         if exe is None:
             raise FileNotFoundError("redis-server is not on PATH")
         os.makedirs(self.directory, exist_ok=True)
-        args = [exe, "--port", "0", "--unixsocket", self.socket_path, "--unixsocketperm", "700",
+        args = [exe, *self._listen_args(),
                 "--dir", self.directory, "--appendonly", "yes", "--appendfsync", appendfsync, "--save", "",
                 "--auto-aof-rewrite-percentage", "0", "--daemonize", "no", "--protected-mode", "no",
                 "--logfile", os.path.join(self.directory, "redis.log")]
@@ -226,7 +233,7 @@ class RedisServer:
                 raise RuntimeError(f"redis-server exited with {self.proc.returncode}; see "
                                    f"{os.path.join(self.directory, 'redis.log')}")
             try:
-                conn = RespConnection(self.socket_path, timeout_s=5.0)
+                conn = self._connect(timeout_s=5.0)
                 try:
                     if conn.call(b"PING") == b"PONG":
                         info = conn.call(b"INFO", b"server")
