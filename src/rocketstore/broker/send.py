@@ -114,6 +114,7 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
 
     batch = _is_batch(request, header.batch)
     reconsume_times = header.reconsume_times or 0
+    to_dlq = False
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         group_cfg = broker.groups.get(group)
@@ -131,11 +132,14 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
             if not Perm.writeable(dlq.perm):
                 return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is not writable")
             queue_id = 0
+            to_dlq = True
 
     sys_flag = header.sys_flag
     if tc.topic_filter_type == "MULTI_TAG":
         sys_flag |= SysFlag.MULTI_TAGS
     props = parse_properties(header.properties or "")
+    if to_dlq:  # Java's setDelayTimeLevel(0): a dead letter is stored at once, not scheduled
+        props.pop(PropertyName.DELAY, None)
     if props.get(PropertyName.TRAN_MSG) == "true":
         # Half messages need the transaction topics and the check service, which this broker lacks.
         return fail(ResponseCode.NO_PERMISSION,

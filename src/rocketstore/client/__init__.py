@@ -1,10 +1,14 @@
-"""A minimal asyncio RocketMQ client on remoting.transport: producer and pull consumer with a route cache.
+"""A minimal asyncio RocketMQ client on remoting.transport: producer, pull consumer and push consumer
+(with a blocking wrapper) over a route cache.
 
 Imports remoting and message only (never store, broker or namesrv).
 """
 
+from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.blocking_push import BlockingPushConsumer
 from rocketstore.client.consumer import PullConsumer, PullResult, PullStatus, decode_messages
 from rocketstore.client.errors import BrokerError, ClientError, NoRouteError, broker_error_for
+from rocketstore.client.offset_store import LocalFileOffsetStore, OffsetStoreError, RemoteOffsetStore
 from rocketstore.client.producer import (
     OutgoingMessage,
     Producer,
@@ -13,21 +17,41 @@ from rocketstore.client.producer import (
     hash_queue_selector,
     new_uniq_key,
 )
+from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
+from rocketstore.client.push_types import (
+    ConsumedMessage,
+    ConsumeFromWhere,
+    ConsumeStatus,
+    MessageHandler,
+    MessageModel,
+)
 from rocketstore.client.route import MessageQueue, RouteCache
 
 __all__ = [
+    "BlockingPushConsumer",
     "BrokerError",
     "ClientError",
+    "ConsumeFromWhere",
+    "ConsumeStatus",
+    "ConsumedMessage",
+    "LocalFileOffsetStore",
+    "MessageHandler",
+    "MessageModel",
     "MessageQueue",
     "NoRouteError",
+    "OffsetStoreError",
     "OutgoingMessage",
     "Producer",
     "PullConsumer",
     "PullResult",
     "PullStatus",
+    "PushConsumer",
+    "PushConsumerSettings",
     "QueueSelector",
+    "RemoteOffsetStore",
     "RouteCache",
     "SendResult",
+    "allocate_averagely",
     "broker_error_for",
     "decode_messages",
     "hash_queue_selector",

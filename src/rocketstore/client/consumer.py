@@ -33,7 +33,7 @@ from rocketstore.remoting.headers import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from rocketstore.remoting.transport import ConnectionPool
+from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
 __all__ = ["PullConsumer", "PullResult", "PullStatus", "decode_messages"]
 
@@ -83,10 +83,13 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
 
 
 class PullConsumer:
-    def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0) -> None:
+    def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0,
+                 handler: RequestHandler | None = None) -> None:
+        """*handler* answers requests the brokers send back on our connections (a push consumer's
+        NOTIFY_CONSUMER_IDS_CHANGED)."""
         self.group = group
         self.timeout_s = timeout_s
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler)
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
 
     async def __aenter__(self) -> Self:

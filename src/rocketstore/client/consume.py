@@ -1,0 +1,222 @@
+"""Handing pulled messages to the user's handler: concurrently or in order (RocketMQ's
+ConsumeMessageConcurrentlyService and ConsumeMessageOrderlyService).
+
+Concurrently: each batch of ``consume_batch_size`` messages is handled on its own, at most
+``consume_concurrency`` at once.  RECONSUME_LATER (or an exception) in CLUSTERING gives each message back
+to the broker (CONSUMER_SEND_MSG_BACK, delay level 0 so the broker picks ``3 + reconsumeTimes``; if that
+fails, a copy is sent to the retry topic; if that fails too, the message stays held and is handled here
+again after ``local_retry_delay_s``).  In BROADCASTING a failed message is dropped, as Java does.  The
+queue's offset moves to the smallest message still held.
+
+Orderly: one task per queue handles one batch at a time, in offset order, only while the queue's broker
+lock is held (CLUSTERING).  RECONSUME_LATER suspends the queue for ``suspend_current_queue_s`` and handles
+the same messages again with their reconsume count raised; a message past ``max_reconsume_times`` is sent
+to the retry topic with that count, which the broker turns into a DLQ message.
+
+Sync handlers run on a thread pool, async ones on the loop.  Loop-bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from rocketstore.client.process_queue import ProcessQueue
+from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus, MessageHandler
+from rocketstore.client.route import MessageQueue
+from rocketstore.client.send_back import resend_to_retry_topic, send_back
+from rocketstore.errors import RocketStoreError
+
+if TYPE_CHECKING:
+    from rocketstore.client.push_consumer import PushConsumer
+
+__all__ = ["Consumption"]
+
+log = logging.getLogger(__name__)
+
+#: how long an orderly queue whose lock could not be taken waits before trying again (Java: 3 s)
+RELOCK_WAIT_S = 3.0
+
+
+class Consumption:
+    """The consume side of one PushConsumer.  Loop-bound."""
+
+    def __init__(self, pc: PushConsumer, handler: MessageHandler, executor: ThreadPoolExecutor) -> None:
+        self.pc = pc
+        self.handler = handler
+        self.executor = executor
+        self._semaphore = asyncio.Semaphore(pc.settings.consume_concurrency)
+        call = getattr(handler, "__call__", None)  # noqa: B004 - an object with an async __call__ counts
+        self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+        self._queued: set[asyncio.Task[None]] = set()  # waiting for a consume slot
+        self._running: set[asyncio.Task[None]] = set()  # in a handler or processing its result
+        self._delayed: set[asyncio.Task[None]] = set()  # local retries waiting out their delay
+        self._orderly: dict[MessageQueue, tuple[ProcessQueue, asyncio.Task[None]]] = {}
+        #: handler calls made (successful or not)
+        self.calls = 0
+
+    # --- queue life cycle ------------------------------------------------------------------------------
+
+    def queue_added(self, pq: ProcessQueue) -> None:
+        if self.pc.orderly:
+            task = asyncio.get_running_loop().create_task(self._orderly_loop(pq))
+            self._orderly[pq.mq] = (pq, task)
+
+    def queue_removed(self, pq: ProcessQueue) -> None:
+        entry = self._orderly.pop(pq.mq, None)
+        if entry is not None and entry[0] is pq:
+            entry[1].cancel()
+
+    def dispatch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        """New messages are held by *pq*: concurrently, start their batches; orderly, the queue's task
+        picks them up."""
+        if self.pc.orderly:
+            return
+        size = self.pc.settings.consume_batch_size
+        for i in range(0, len(messages), size):
+            self._submit(pq, messages[i : i + size])
+
+    def _submit(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        task = asyncio.get_running_loop().create_task(self._consume_concurrently(pq, messages))
+        self._queued.add(task)
+        task.add_done_callback(self._queued.discard)
+
+    async def stop(self) -> None:
+        """Drop what has not started (it stays unacknowledged, so it is pulled again by whoever owns the
+        queue next) and wait for the handlers in progress."""
+        for task in self._delayed | self._queued:
+            task.cancel()
+        for pq, task in list(self._orderly.values()):
+            async with pq.consume_lock:  # the batch in hand finishes and commits first
+                task.cancel()
+        waiting = [*self._delayed, *self._queued, *self._running, *(t for _, t in self._orderly.values())]
+        await asyncio.gather(*waiting, return_exceptions=True)
+        self._orderly.clear()
+
+    # --- calling the handler -----------------------------------------------------------------------------
+
+    async def call_handler(self, messages: list[ConsumedMessage]) -> ConsumeStatus:
+        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER."""
+        self.calls += 1
+        try:
+            if self._is_async:
+                result = await self.handler(list(messages))  # type: ignore[misc]
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(self.executor, self.handler, list(messages))
+                if inspect.isawaitable(result):
+                    result = await result
+        except Exception:
+            log.exception("handler of group %s failed on %d message(s)", self.pc.group, len(messages))
+            return ConsumeStatus.RECONSUME_LATER
+        if result == ConsumeStatus.CONSUME_SUCCESS:
+            return ConsumeStatus.CONSUME_SUCCESS
+        return ConsumeStatus.RECONSUME_LATER
+
+    # --- concurrently ------------------------------------------------------------------------------------
+
+    async def _consume_concurrently(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        async with self._semaphore:
+            self._queued.discard(task)
+            self._running.add(task)
+            try:
+                await self._consume_batch(pq, messages)
+            finally:
+                self._running.discard(task)
+
+    async def _consume_batch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        if pq.dropped:
+            return
+        status = await self.call_handler(messages)
+        if pq.dropped:  # rebalanced away meanwhile: the new owner consumes them again
+            return
+        again: list[ConsumedMessage] = []
+        if status is ConsumeStatus.RECONSUME_LATER:
+            if self.pc.clustering:
+                for m in messages:
+                    if not await self._give_back(m):
+                        again.append(m.with_reconsume_times(m.reconsume_times + 1))
+            else:
+                log.warning("BROADCASTING drops %d message(s) its handler did not consume", len(messages))
+        retried = {m.queue_offset for m in again}
+        offset = pq.remove(m for m in messages if m.queue_offset not in retried)
+        if offset >= 0 and not pq.dropped:
+            self.pc.offsets.update(pq.mq, offset, increase_only=True)
+        if again:
+            for m in again:  # still held, with the raised count
+                if m.queue_offset in pq.messages:
+                    pq.messages[m.queue_offset] = m
+            task = asyncio.get_running_loop().create_task(self._retry_later(pq, again))
+            self._delayed.add(task)
+            task.add_done_callback(self._delayed.discard)
+
+    async def _retry_later(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        await asyncio.sleep(self.pc.settings.local_retry_delay_s)
+        if not pq.dropped and not self.pc.stopping:
+            self._submit(pq, messages)
+
+    async def _give_back(self, m: ConsumedMessage) -> bool:
+        """Send-back, else a copy to the retry topic; False if neither worked."""
+        max_times = self.pc.settings.max_reconsume_times
+        try:
+            await send_back(self.pc.consumer, m, delay_level=0, max_reconsume_times=max_times)
+            return True
+        except (RocketStoreError, OSError) as exc:
+            log.warning("send-back of %s failed (%s); sending a copy to the retry topic", m.msg_id, exc)
+        try:
+            await resend_to_retry_topic(self.pc.consumer, m, reconsume_times=m.reconsume_times + 1,
+                                        max_reconsume_times=max_times)
+            return True
+        except (RocketStoreError, OSError) as exc:
+            log.warning("cannot give %s back (%s); it will be handled here again", m.msg_id, exc)
+            return False
+
+    # --- orderly -----------------------------------------------------------------------------------------
+
+    async def _orderly_loop(self, pq: ProcessQueue) -> None:
+        pc, s = self.pc, self.pc.settings
+        while not pq.dropped and not pc.stopping:
+            if not pq.messages:
+                await pq.wait_arrived(1.0)
+                continue
+            if pc.clustering and (not pq.locked or pq.lock_expired(s.lock_max_live_s)):
+                if not await pc.lock_one(pq):
+                    await asyncio.sleep(RELOCK_WAIT_S)
+                continue
+            suspend = False
+            async with pq.consume_lock:
+                if pq.dropped or pc.stopping:
+                    return
+                messages = pq.take(s.consume_batch_size)
+                status = await self.call_handler(messages)
+                again = [] if status is ConsumeStatus.CONSUME_SUCCESS else await self._check_reconsume_times(messages)
+                if again:
+                    pq.put_back(again)
+                    suspend = True
+                else:
+                    offset = pq.commit()
+                    if offset >= 0 and not pq.dropped:
+                        pc.offsets.update(pq.mq, offset, increase_only=False)
+            if suspend:
+                await asyncio.sleep(s.suspend_current_queue_s)
+
+    async def _check_reconsume_times(self, messages: Iterable[ConsumedMessage]) -> list[ConsumedMessage]:
+        """The messages to handle again (count raised); those past the limit go to the DLQ instead."""
+        max_times = self.pc.settings.max_reconsume_times
+        again = []
+        for m in messages:
+            if m.reconsume_times >= max_times:
+                try:
+                    await resend_to_retry_topic(self.pc.consumer, m, reconsume_times=m.reconsume_times,
+                                                max_reconsume_times=max_times)
+                    continue
+                except (RocketStoreError, OSError) as exc:
+                    log.warning("cannot send %s to the DLQ (%s); handling it again", m.msg_id, exc)
+            again.append(m.with_reconsume_times(m.reconsume_times + 1))
+        return again

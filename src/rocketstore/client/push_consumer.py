@@ -1,0 +1,466 @@
+"""An asyncio push consumer (RocketMQ's DefaultMQPushConsumer): the group shares the queues, the client
+pulls them with long polling and calls a handler with the messages.
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        ...
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async with PushConsumer("127.0.0.1:9876", "my-group", {"TopicA": "TagA || TagB"}, handle) as consumer:
+        ...   # messages flow until the block ends (shutdown: in-flight handlers finish, offsets are committed)
+
+What runs, and why (the Java behaviour kept):
+
+* Heartbeats to every broker of the subscribed topics, with the subscriptions and, for CLUSTERING, the
+  group's ``%RETRY%<group>`` topic ("*"), so the broker knows the group and routes retries back to it.
+* Rebalance every ``rebalance_interval_s`` and at once on NOTIFY_CONSUMER_IDS_CHANGED: each member splits
+  the sorted queues among the sorted client ids (:func:`allocate_averagely`); a queue that leaves stops
+  being pulled, its offset is committed (orderly: after the batch in hand, then unlocked); a new queue
+  starts at the committed offset or where ``consume_from_where`` says (RebalancePushImpl's rules).
+* One pull loop per queue (:mod:`rocketstore.client.pull_loop`); consumption concurrent or orderly
+  (:mod:`rocketstore.client.consume`).
+* Offsets persisted every ``persist_interval_s`` and at shutdown: to the broker (CLUSTERING) or to
+  ``<offset_dir>/<client id>/<group>/offsets.json`` (BROADCASTING; pass ``instance_name`` to keep the
+  same file across restarts, since the default client id is unique per consumer).
+* Orderly CLUSTERING: queues are locked on the broker before they are consumed, the locks renewed every
+  ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.
+
+Loop-bound: create, start and shut it down on one event loop.  :class:`BlockingPushConsumer` runs one in a
+thread for code without a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+from rocketstore.client import group_requests
+from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.consume import Consumption
+from rocketstore.client.consumer import PullConsumer
+from rocketstore.client.errors import ClientError, NoRouteError
+from rocketstore.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteOffsetStore,
+    default_offset_dir,
+)
+from rocketstore.client.process_queue import ProcessQueue, wait_event
+from rocketstore.client.pull_loop import pull_loop
+from rocketstore.client.push_types import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    ConsumeFromWhere,
+    MessageHandler,
+    MessageModel,
+    local_ip,
+    new_instance_name,
+    retry_topic,
+)
+from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.bodies import (
+    ConsumerData,
+    ConsumeType,
+    HeartbeatData,
+    SubscriptionData,
+    build_subscription,
+)
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.transport import Connection
+
+__all__ = ["PushConsumer", "PushConsumerSettings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushConsumerSettings:
+    """Everything but the name servers, group, subscriptions and handler; Java's defaults unless noted."""
+
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    #: CONSUME_FROM_TIMESTAMP's start, ms since the epoch; None: half an hour before start()
+    consume_timestamp_ms: int | None = None
+    orderly: bool = False
+    #: messages per handler call (consumeMessageBatchMaxSize)
+    consume_batch_size: int = 1
+    #: messages per pull (pullBatchSize)
+    pull_batch_size: int = 32
+    #: concurrently: send-backs before the DLQ; orderly: local retries before the DLQ
+    max_reconsume_times: int = 16
+    #: handler calls at once (consumeThreadMax; sync handlers run on a pool of this many threads)
+    consume_concurrency: int = 20
+    #: client id = ``ip@instance_name``; None: ``pid#nanos``, unique per consumer
+    instance_name: str | None = None
+    #: Java waits 30 s / 20 s; a few seconds costs one small request and notices a lost NOTIFY sooner
+    heartbeat_interval_s: float = 10.0
+    rebalance_interval_s: float = 10.0
+    persist_interval_s: float = 5.0
+    route_refresh_interval_s: float = 30.0
+    lock_renew_interval_s: float = 20.0
+    #: a lock not renewed for this long is not trusted any more (the broker keeps it 60 s)
+    lock_max_live_s: float = 30.0
+    #: orderly RECONSUME_LATER: pause before the same messages are handled again
+    suspend_current_queue_s: float = 1.0
+    #: concurrently: a message that cannot be sent back is handled again here after this pause
+    local_retry_delay_s: float = 5.0
+    #: how long the broker may hold a pull with no message (brokerSuspendMaxTimeMillis)
+    long_poll_ms: int = 15_000
+    pull_threshold_for_queue: int = 1000
+    pull_threshold_bytes_for_queue: int = 100 << 20
+    #: concurrently: stop pulling while the held offsets span more than this (consumeConcurrentlyMaxSpan)
+    consume_max_span: int = 2000
+    pull_delay_on_error_s: float = 3.0
+    #: BROADCASTING offsets go under this directory (default ``~/.rocketmq_offsets``)
+    offset_dir: str | None = None
+    timeout_s: float = 3.0
+
+    def check(self) -> None:
+        for name in ("consume_batch_size", "pull_batch_size", "consume_concurrency", "pull_threshold_for_queue"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.max_reconsume_times < 0:
+            raise ValueError("max_reconsume_times must not be negative")
+
+
+class PushConsumer:
+    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
+                 settings: PushConsumerSettings | None = None, **settings_kw: object) -> None:
+        """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``); *settings* or keyword
+        arguments naming :class:`PushConsumerSettings` fields."""
+        if not subscriptions:
+            raise ValueError("a push consumer needs at least one subscription")
+        if settings is None:
+            settings = PushConsumerSettings(**settings_kw)  # type: ignore[arg-type]
+        elif settings_kw:
+            raise ValueError("pass settings or keyword settings, not both")
+        settings.check()
+        self.settings = settings
+        self.group = group
+        self.client_id = f"{local_ip()}@{settings.instance_name or new_instance_name()}"
+        self.clustering = settings.message_model is MessageModel.CLUSTERING
+        self.orderly = settings.orderly
+        version = int(time.time() * 1000)
+        self.subscriptions: dict[str, SubscriptionData] = {
+            topic: build_subscription(topic, expr, version) for topic, expr in subscriptions.items()}
+        if self.clustering:  # copySubscription: retries come back through the group's retry topic
+            self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
+        self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve)
+        self.offsets: OffsetStore
+        if self.clustering:
+            self.offsets = RemoteOffsetStore(self.consumer)
+        else:
+            base = Path(settings.offset_dir) if settings.offset_dir else default_offset_dir()
+            self.offsets = LocalFileOffsetStore(base / self.client_id / group / "offsets.json")
+        self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+        self._executor = ThreadPoolExecutor(settings.consume_concurrency, thread_name_prefix=f"consume-{group}")
+        self.consumption = Consumption(self, handler, self._executor)
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._background: list[asyncio.Task[None]] = []
+        self._rebalance_wanted = asyncio.Event()
+        self._wake = asyncio.Event()  # set once, at shutdown
+        self._rebalance_lock = asyncio.Lock()
+        self._route_at: dict[str, float] = {}
+        self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
+        self._timestamp_ms = settings.consume_timestamp_ms
+        self.started = False
+        self.stopping = False
+        #: rebalances done (tests and callers wait on it)
+        self.rebalance_count = 0
+
+    # --- life cycle ------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        if self.started:
+            raise ClientError("the push consumer is already started")
+        self.started = True
+        if self._timestamp_ms is None:
+            self._timestamp_ms = int(time.time() * 1000) - 30 * 60_000
+        try:
+            await self.offsets.load()
+            for topic in self.subscriptions:
+                await self._queues(topic, refresh=True)
+            await self._heartbeat_all()
+            await self.rebalance()
+        except BaseException:  # nothing may stay open behind a failed start (async with never exits)
+            self.stopping = True
+            await self._stop_queues()
+            await self.consumer.close()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        loop = asyncio.get_running_loop()
+        s = self.settings
+        self._background = [loop.create_task(self._every(s.heartbeat_interval_s, self._heartbeat_all)),
+                            loop.create_task(self._rebalance_loop()),
+                            loop.create_task(self._every(s.persist_interval_s, self.persist_offsets))]
+        if self.orderly and self.clustering:
+            self._background.append(loop.create_task(self._every(s.lock_renew_interval_s, self.lock_all)))
+
+    async def shutdown(self) -> None:
+        """Stop pulling, let handlers in progress finish, commit offsets, unlock, unregister, close."""
+        if not self.started or self.stopping:
+            return
+        self.stopping = True
+        # the loops see ``stopping`` and end at their next wake-up (woken now); they are not cancelled,
+        # so a request of theirs in flight is not cut half-way
+        self._wake.set()
+        self._rebalance_wanted.set()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        async with self._rebalance_lock:  # a rebalance in progress finishes first
+            await self._stop_queues()
+            await self.quietly("persist offsets", self.persist_offsets())
+            if self.orderly and self.clustering:
+                await self._unlock(list(self.process_queues))
+            for pq in self.process_queues.values():
+                pq.dropped = True
+            for addr in sorted(set(self._brokers.values())):
+                await self.quietly(f"unregister from {addr}", group_requests.unregister(
+                    self.consumer.pool, addr, self.client_id, self.group, self.settings.timeout_s))
+        await self.consumer.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _stop_queues(self) -> None:
+        """Stop the pull loops and the consumption (handlers in progress finish)."""
+        pulls = list(self._pull_tasks.values())
+        for task in pulls:
+            task.cancel()
+        await asyncio.gather(*pulls, return_exceptions=True)
+        self._pull_tasks.clear()
+        await self.consumption.stop()
+
+    async def _every(self, interval_s: float, fn: Callable[[], Awaitable[None]]) -> None:
+        while not self.stopping:
+            await wait_event(self._wake, interval_s)
+            if not self.stopping:
+                await self.quietly(getattr(fn, "__name__", "periodic task"), fn())
+
+    @staticmethod
+    async def quietly(what: str, coro: Awaitable[None]) -> None:
+        """Await *coro*; a client-side failure is logged (the next period tries again)."""
+        try:
+            await coro
+        except (RocketStoreError, OSError) as exc:
+            log.warning("%s failed: %s", what, exc)
+
+    # --- requests from brokers -----------------------------------------------------------------------
+
+    async def _serve(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            self._rebalance_wanted.set()
+            return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
+        return None if request.is_oneway else request.make_response(
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
+
+    # --- routes and heartbeats -------------------------------------------------------------------------
+
+    async def _queues(self, topic: str, *, refresh: bool = False) -> list[MessageQueue]:
+        """The topic's subscribe queues, the route re-read every ``route_refresh_interval_s``; [] while
+        the name servers do not know the topic (a retry topic right after the group's first heartbeat)."""
+        now = time.monotonic()
+        stale = refresh or now - self._route_at.get(topic, -1e9) > self.settings.route_refresh_interval_s
+        try:
+            route = await self.consumer.routes.route(topic, refresh=stale)
+        except NoRouteError as exc:
+            log.debug("no route for %s yet: %s", topic, exc)
+            return []
+        if stale:
+            self._route_at[topic] = now
+        for bd in route.broker_datas:
+            addr = bd.master_addr()
+            if addr is not None:
+                self._brokers[bd.broker_name] = addr
+        return sorted(RouteCache.subscribe_queues(topic, route))
+
+    def heartbeat_data(self) -> HeartbeatData:
+        consumer = ConsumerData(self.group, ConsumeType.PASSIVELY, str(self.settings.message_model),
+                                str(self.settings.consume_from_where), tuple(self.subscriptions.values()))
+        return HeartbeatData(self.client_id, (), (consumer,))
+
+    async def _heartbeat_all(self) -> None:
+        data = self.heartbeat_data()
+        for addr in sorted(set(self._brokers.values())):
+            await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(
+                self.consumer.pool, addr, data, self.settings.timeout_s))
+
+    # --- rebalance ------------------------------------------------------------------------------------
+
+    async def _rebalance_loop(self) -> None:
+        while not self.stopping:
+            await wait_event(self._rebalance_wanted, self.settings.rebalance_interval_s)
+            self._rebalance_wanted.clear()
+            await self.quietly("rebalance", self.rebalance())
+
+    def assignment(self, topic: str | None = None) -> set[MessageQueue]:
+        """The queues this consumer owns now (of *topic*, or all)."""
+        return {mq for mq, pq in self.process_queues.items()
+                if not pq.dropped and (topic is None or mq.topic == topic)}
+
+    async def rebalance(self) -> None:
+        async with self._rebalance_lock:
+            if self.stopping:
+                return
+            for topic in list(self.subscriptions):
+                try:
+                    mine = await self._allocation(topic)
+                except (RocketStoreError, OSError) as exc:
+                    log.warning("rebalance of %s failed: %s", topic, exc)
+                    continue
+                if mine is not None:
+                    await self._update_assignment(topic, mine)
+            self.rebalance_count += 1
+
+    async def _allocation(self, topic: str) -> set[MessageQueue] | None:
+        """The queues of *topic* this member should own; None when that cannot be known now."""
+        queues = await self._queues(topic)
+        if not queues:
+            return None
+        if not self.clustering:
+            return set(queues)
+        addr = self._brokers.get(queues[0].broker_name)
+        if addr is None:
+            return None
+        ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group, self.settings.timeout_s)
+        if not ids:
+            return None
+        return set(allocate_averagely(self.client_id, queues, sorted(ids)))
+
+    async def _update_assignment(self, topic: str, mine: set[MessageQueue]) -> None:
+        for mq, pq in list(self.process_queues.items()):
+            # a queue dropped earlier whose release had to wait is released now, and re-added if it is ours
+            if mq.topic == topic and (mq not in mine or pq.dropped):
+                pq.dropped = True
+                pq.wake()
+                if await self._release(mq, pq):
+                    del self.process_queues[mq]
+        for mq in sorted(mine - set(self.process_queues)):
+            if self.orderly and self.clustering and mq not in await self._lock([mq]):
+                continue  # another member still holds it; the next rebalance tries again
+            self.offsets.remove(mq)  # removeDirtyOffset
+            try:
+                offset = await self.compute_pull_from_where(mq)
+            except (RocketStoreError, OSError) as exc:
+                log.warning("cannot compute where to pull %s from: %s", mq, exc)
+                continue
+            pq = ProcessQueue(mq)
+            if self.orderly and self.clustering:
+                pq.locked, pq.last_lock_s, pq.previously_locked = True, time.monotonic(), True
+            self.process_queues[mq] = pq
+            self._pull_tasks[mq] = asyncio.get_running_loop().create_task(pull_loop(self, pq, offset))
+            self.consumption.queue_added(pq)
+            log.info("%s now consumes %s from offset %d", self.client_id, mq, offset)
+
+    async def _release(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """removeUnnecessaryMessageQueue: stop pulling, commit, (orderly) unlock; False to retry later."""
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if self.orderly and self.clustering:
+            try:  # the batch in hand finishes (and commits) first
+                async with asyncio.timeout(1.0):
+                    await pq.consume_lock.acquire()
+            except TimeoutError:
+                return False
+            try:
+                await self._persist_one(mq)
+                await self._unlock([mq])
+            finally:
+                pq.consume_lock.release()
+        else:
+            await self._persist_one(mq)
+        self.consumption.queue_removed(pq)
+        self.offsets.remove(mq)
+        log.info("%s gave up %s", self.client_id, mq)
+        return True
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """RebalancePushImpl.computePullFromWhere: the stored offset, else by ``consume_from_where``
+        (a retry topic starts at 0 for LAST and at its end for TIMESTAMP)."""
+        last = await self.offsets.read_store(mq)
+        if last >= 0:
+            return last
+        where = self.settings.consume_from_where
+        is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            if is_retry:
+                return await self.consumer.max_offset(mq)
+            assert self._timestamp_ms is not None
+            return await self.consumer.search_offset(mq, self._timestamp_ms)
+        return 0 if is_retry else await self.consumer.max_offset(mq)
+
+    # --- offsets ----------------------------------------------------------------------------------------
+
+    async def persist_offsets(self) -> None:
+        await self.offsets.persist([mq for mq, pq in self.process_queues.items() if not pq.dropped]
+                                   if not self.stopping else list(self.process_queues))
+
+    async def _persist_one(self, mq: MessageQueue) -> None:
+        await self.quietly(f"commit offset of {mq}", self.offsets.persist([mq]))
+
+    # --- locks (orderly clustering) ----------------------------------------------------------------------
+
+    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ per broker; the granted queues (a failing broker grants nothing)."""
+        granted: set[MessageQueue] = set()
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker_name, group in by_broker.items():
+            addr = self._brokers.get(broker_name)
+            if addr is None:
+                continue
+            try:
+                granted |= await group_requests.lock_queues(self.consumer.pool, addr, self.group, self.client_id,
+                                                            group, self.settings.timeout_s)
+            except (RocketStoreError, OSError) as exc:
+                log.warning("cannot lock queues on %s: %s", addr, exc)
+        return granted
+
+    async def lock_all(self) -> None:
+        """Renew the locks of every held queue (RebalanceImpl.lockAll)."""
+        pqs = {mq: pq for mq, pq in self.process_queues.items() if not pq.dropped}
+        if not pqs:
+            return
+        granted = await self._lock(list(pqs))
+        now = time.monotonic()
+        for mq, pq in pqs.items():
+            if mq in granted:
+                pq.locked, pq.last_lock_s = True, now
+                pq.wake()
+            else:
+                pq.locked = False
+
+    async def lock_one(self, pq: ProcessQueue) -> bool:
+        if pq.mq in await self._lock([pq.mq]):
+            pq.locked, pq.last_lock_s = True, time.monotonic()
+            return True
+        return False
+
+    async def _unlock(self, mqs: list[MessageQueue]) -> None:
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker_name, group in by_broker.items():
+            addr = self._brokers.get(broker_name)
+            if addr is not None:
+                await self.quietly(f"unlock on {addr}", group_requests.unlock_queues(
+                    self.consumer.pool, addr, self.group, self.client_id, group, self.settings.timeout_s))
+        for mq in mqs:
+            pq = self.process_queues.get(mq)
+            if pq is not None:
+                pq.locked = False
