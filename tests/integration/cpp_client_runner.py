@@ -8,11 +8,11 @@ subprocess they can kill, and talk to it in JSON lines on stdout:
         one {"i", "status", "msg_id", "offset", "t"} line per send, then {"done": true}; --mode oneway sends with
         send_oneway (status "ONEWAY", no id), --mode orderly with send_orderly(msg, i) (the wheel's hashing
         selector: queue i % queue count)
-    python cpp_client_runner.py consume NAMESRV TOPIC GROUP [EXPRESSION] [--fail-first] [--orderly]
+    python cpp_client_runner.py consume NAMESRV TOPIC GROUP [EXPRESSION] [--fail-first | --fail-always] [--orderly]
         {"started": true}, then one {"body", "tags", "keys", "id", "queue_id", "queue_offset", "topic",
         "reconsume_times", "t", "failed"} line per delivery; with --fail-first the first delivery of each body
-        raises (RECONSUME_LATER); a "stop" line (or EOF) on stdin shuts the consumer down, then
-        {"shutdown": true}
+        raises (RECONSUME_LATER), with --fail-always every delivery does; a "stop" line (or EOF) on stdin shuts
+        the consumer down, then {"shutdown": true}
 
 Message i has body ``body-i ünï`` (plus a space and N "x" with --pad N), key ``key-i`` and tag TAGS[i % len(TAGS)].  Exits with os._exit so a
 hanging C++ destructor cannot keep the process alive.  The C++ client logs to $HOME/logs/rocketmq-cpp:
@@ -85,14 +85,15 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
     emit({"done": True})
 
 
-def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: bool, orderly: bool) -> None:
+def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: bool, orderly: bool,
+            fail_always: bool = False) -> None:
     from rocketmq.client import PushConsumer
 
     failed: set[str] = set()
 
     def on_message(msg) -> None:  # type: ignore[no-untyped-def]
         body = _text(msg.body)
-        fail = fail_first and body not in failed
+        fail = fail_always or (fail_first and body not in failed)
         emit({"topic": _text(msg.topic), "body": body, "tags": _text(msg.tags), "keys": _text(msg.keys),
               "id": _text(msg.id), "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
               "reconsume_times": msg.reconsume_times, "t": time.time(), "failed": fail})
@@ -135,10 +136,10 @@ def main(argv: list[str]) -> None:
                 mode = value
         produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad, mode)
     elif command == "consume":
-        flags = {"--fail-first", "--orderly"}
+        flags = {"--fail-first", "--fail-always", "--orderly"}
         positional = [a for a in argv[1:] if a not in flags]
         consume(positional[0], positional[1], positional[2], positional[3] if len(positional) > 3 else "*",
-                "--fail-first" in argv, "--orderly" in argv)
+                "--fail-first" in argv, "--orderly" in argv, "--fail-always" in argv)
     elif command == "probe":
         import rocketmq.client  # noqa: F401
 

@@ -127,3 +127,20 @@ class Runner:
 def messages(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The delivery lines of a consumer run."""
     return [s for s in seen if "body" in s]
+
+
+def collect_all_until(runners: list[Runner], predicate: Any, timeout_s: float, what: str) -> None:
+    """Gather the lines of several runners until ``predicate([runner.seen, ...])`` holds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for runner in runners:
+            runner.drain()
+            errors = [s["error"] for s in runner.seen if "error" in s]
+            if errors:
+                raise AssertionError(f"C++ client runner failed: {errors[0]}")
+        if predicate([runner.seen for runner in runners]):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; got "
+                                 f"{[r.seen[-3:] for r in runners]}")
+        time.sleep(0.05)

@@ -6,13 +6,15 @@ stay out of the test process.  Skipped only when the wheel cannot be imported on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from cpp_driver import Runner, messages, requires_cpp_client
+from cpp_driver import Runner, collect_all_until, messages, requires_cpp_client
 from local_cluster import LocalCluster
+from serve_process import cli
 
-from rocketstore.client import PullConsumer
+from rocketstore.client import Producer, PullConsumer
 from rocketstore.remoting.fastjson import loads
 from rocketstore.remoting.transport import run
 
@@ -198,6 +200,134 @@ def test_cpp_delayed_messages_and_consumer_retries_through_the_retry_topic(tmp_p
         assert {m["topic"] for m in got} == {topic}, "the client restores the original topic of a retry"
         assert [m["keys"] for m in retries] == [f"key-{i}" for i in range(3)]
         assert cluster.call(lambda: cluster.broker.store.max_offset("%RETRY%" + group, 0)) == 3
+
+
+def test_cpp_consumer_that_always_fails_gets_retries_with_growing_count_then_the_dlq(tmp_path: Path) -> None:
+    """rocketmq-client-cpp 1.x sends CONSUMER_SEND_MSG_BACK without maxReconsumeTimes (its header has group,
+    offset and delayLevel 0 only), so the broker applies the subscription group's retryMaxTimes: set to 2 here
+    through ``rocketstore group update``.  Deliveries 0, 1 and 2 fail; the third send-back goes to %DLQ%.
+    (The Python binding has no set_max_reconsume_times; the group config is the way, as for a Java client
+    that leaves maxReconsumeTimes at -1.)"""
+    topic, group = "CppDlqTopic", "cpp-dlq-group"
+    with LocalCluster(tmp_path / "store", store_overrides=FAST_DELAYS) as cluster:
+        ns = ("--namesrv", cluster.namesrv_addr)
+        update = cli("group", "update", group, "--retry-max-times", "2", *ns)
+        assert update.returncode == 0, update.stderr
+        assert cluster.call(lambda: cluster.broker.groups.get(group).retry_max_times) == 2  # type: ignore[union-attr]
+
+        # warm-up run: creates the group's %RETRY% topic, so the next run routes it from its start
+        produce(cluster, tmp_path, topic, "cpp-dlq-producer", 1, "--first", "100")
+        first = Runner(["consume", cluster.namesrv_addr, topic, group], tmp_path)
+        try:
+            first.collect_until(lambda seen: len(messages(seen)) >= 1, 30, "the warm-up message")
+            cluster.wait_until(lambda: cluster.namesrv.routes.route("%RETRY%" + group), 10, "the retry route")
+            first.stop()
+        finally:
+            first.kill()
+
+        # One message: rocketmq-client-cpp 1.x hands a pulled batch to its C wrapper, which stops at the first
+        # failing callback and sends the whole batch back, so messages behind it in the retry queue would
+        # come back without ever reaching the callback (the broker side is the same either way).
+        [sent] = produce(cluster, tmp_path, topic, "cpp-dlq-producer", 1)
+        assert sent["status"] == "OK"
+        body = "body-0 ünï"
+        consumer = Runner(["consume", cluster.namesrv_addr, topic, group, "*", "--fail-always"], tmp_path)
+        try:
+            consumer.collect_until(lambda seen: len([m for m in messages(seen) if m["body"] == body]) >= 3, 120,
+                                   "three failed deliveries")
+            cluster.wait_until(lambda: cluster.broker.store.max_offset("%DLQ%" + group, 0) == 1, 60,
+                               "the message in the DLQ")
+            consumer.stop()
+        finally:
+            consumer.kill()
+        tries = [m for m in messages(consumer.seen) if m["body"] == body]
+        assert [m["reconsume_times"] for m in tries] == [0, 1, 2], "one delivery per count, in order, no more"
+        assert {m["topic"] for m in tries} == {topic} and all(m["failed"] for m in tries)
+        assert {m["id"] for m in tries} == {sent["msg_id"]}, "the same message id every time"
+        retry_topic = "%RETRY%" + group
+        retried = cluster.call(lambda: cluster.broker.store.get(retry_topic, 0, 0, 32).messages)
+        assert [(m.body.decode(), m.reconsume_times) for m in retried] == [(body, 1), (body, 2)]
+
+        [dead] = cluster.call(lambda: cluster.broker.store.get("%DLQ%" + group, 0, 0, 32).messages)
+        assert (dead.body.decode(), dead.reconsume_times, dead.keys) == (body, 3, "key-0")
+        assert dead.properties["RETRY_TOPIC"] == topic and dead.properties["UNIQ_KEY"] == sent["msg_id"]
+        assert dead.properties["ORIGIN_MESSAGE_ID"]
+
+        # mqadmin-style progress: the topic and the retry topic, both fully consumed once the client committed
+        cluster.wait_until(lambda: cluster.broker.offsets.offsets(group, retry_topic) == {0: 2}, 30,
+                           "the retry topic's offset to be committed")
+        progress = cli("group", "progress", group, "--json", *ns)
+        assert progress.returncode == 0, progress.stderr
+        rows = json.loads(progress.stdout)["queues"]
+        assert {r["topic"] for r in rows} == {topic, retry_topic}
+        assert [(r["brokerOffset"], r["consumerOffset"], r["diff"]) for r in rows if r["topic"] == retry_topic] \
+            == [(2, 2, 0)]
+        assert sum(r["brokerOffset"] for r in rows if r["topic"] == topic) == 2
+        assert sum(r["diff"] for r in rows) == 0
+
+
+def test_two_cpp_push_consumers_in_one_group_split_the_queues_and_get_each_message_once(tmp_path: Path) -> None:
+    """Clustering: the group's queues are divided between its two clients (the broker tells them of each
+    other with NOTIFY_CONSUMER_IDS_CHANGED; the C++ client also rebalances every 20 s).  Probe rounds, one
+    message per queue, run until the split shows (each queue served by one client, both serving); after
+    that every message reaches exactly one of them."""
+    topic, group, queues = "CppSplitTopic", "cpp-split-group", 4
+    with LocalCluster(tmp_path / "store") as cluster:
+        created = cli("topic", "create", topic, "-r", str(queues), "-w", str(queues), "--namesrv", cluster.namesrv_addr)
+        assert created.returncode == 0, created.stderr
+        cluster.wait_until(lambda: cluster.namesrv.routes.route(topic), 10, "the topic's route")
+        for name in "ab":
+            (tmp_path / name).mkdir()
+        runners = [Runner(["consume", cluster.namesrv_addr, topic, group], tmp_path / name) for name in "ab"]
+        try:
+            collect_all_until(runners, lambda seens: all(any(s.get("started") for s in seen) for seen in seens),
+                              30, "both consumers to start")
+            cluster.wait_until(lambda: len(cluster.broker.clients.consumer_ids(group)) == 2, 30,
+                               "two clients in the group")
+
+            def send(bodies_by_queue: dict[int, list[str]]) -> None:
+                async def go() -> None:
+                    async with Producer(cluster.namesrv_addr, "split-producer") as producer:
+                        for q, bodies in bodies_by_queue.items():
+                            for body in bodies:
+                                await producer.send(topic, body.encode(), queue_id=q)
+
+                run(go())
+
+            def queues_of(seen: list[dict[str, Any]], prefix: str) -> set[int]:
+                return {m["queue_id"] for m in messages(seen) if m["body"].startswith(prefix)}
+
+            for probe in range(12):
+                prefix = f"probe-{probe}-"
+                send({q: [f"{prefix}{q}"] for q in range(queues)})
+                collect_all_until(runners, lambda seens, p=prefix: len(
+                    {m["body"] for seen in seens for m in messages(seen) if m["body"].startswith(p)}) == queues,
+                    60, f"probe round {probe}")
+                qa, qb = (queues_of(r.seen, prefix) for r in runners)
+                if qa and qb and not qa & qb:
+                    break
+            else:
+                raise AssertionError("the two consumers never split the queues between them")
+
+            main = {q: [f"main-{q}-{i}" for i in range(10)] for q in range(queues)}
+            send(main)
+            wanted = sorted(b for bodies in main.values() for b in bodies)
+            collect_all_until(runners, lambda seens: len(
+                {m["body"] for seen in seens for m in messages(seen) if m["body"].startswith("main-")}) == len(wanted),
+                60, "every main message")
+            for r in runners:
+                r.stop()
+        finally:
+            for r in runners:
+                r.kill()
+        got = [[m for m in messages(r.seen) if m["body"].startswith("main-")] for r in runners]
+        assert sorted(m["body"] for m in got[0] + got[1]) == wanted, "each message exactly once in the group"
+        qa, qb = ({m["queue_id"] for m in g} for g in got)
+        assert qa and qb and not qa & qb and qa | qb == set(range(queues)), (qa, qb)
+        for g in got:
+            for q in {m["queue_id"] for m in g}:
+                offsets = [m["queue_offset"] for m in g if m["queue_id"] == q]
+                assert sorted(offsets) == list(range(min(offsets), min(offsets) + 10))
 
 
 def _pull_everything(namesrv_addr: str, topic: str) -> list[Any]:

@@ -4,8 +4,9 @@ GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST (204), GET_CONS
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
 DELETE_SUBSCRIPTIONGROUP (207), QUERY_TOPIC_CONSUME_BY_WHO (300), GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
 
-TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps (``{{mq}:{...}}``), which is what
-RocketMQ's admin tools parse.
+ConsumeStats' consumeTps is the group's rate over the last minute (broker.stats), summed over its topics as
+RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps
+(``{{mq}:{...}}``), which is what RocketMQ's admin tools parse.
 """
 
 from __future__ import annotations
@@ -160,12 +161,14 @@ def register(router: RequestRouter, broker: Broker) -> None:
         info = broker.clients.group(group)
         store = broker.store
         pairs = []
+        tps = 0.0
         for topic in topics:
             tc = broker.topics.get(topic)
             if tc is None:
                 continue
             if info is not None and info.subscriptions and topic not in info.subscriptions:
                 continue
+            tps += broker.consume_rates.tps(group, topic)
             for q in range(tc.read_queue_nums):
                 consumer_offset = max(0, broker.offsets.query(group, topic, q))
                 entry: dict[str, object] = {"brokerOffset": store.max_offset(topic, q),
@@ -175,7 +178,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
                     if last > 0:
                         entry["lastTimestamp"] = last
                 pairs.append((_mq(broker, topic, q), entry))
-        body = fastjson.dumps_object_keyed({"consumeTps": 0.0}, "offsetTable", pairs)
+        body = fastjson.dumps_object_keyed({"consumeTps": tps}, "offsetTable", pairs)
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
     async def all_groups(conn: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -15,6 +15,7 @@ this object.  Loop-bound: create, start and close it on one event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from rocketstore.broker.long_poll import PullHold
 from rocketstore.broker.offsets import ConsumerOffsetTable
 from rocketstore.broker.registration import Registrar
 from rocketstore.broker.schedule import ScheduleService
+from rocketstore.broker.stats import ConsumeRates
 from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
 from rocketstore.message.host import HostAddress, parse_host
@@ -78,6 +80,8 @@ class Broker:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocketstore-broker")
         self.put_count = 0
         self.get_count = 0
+        #: messages handed out per (group, topic) over the last minute: GET_CONSUME_STATS's consumeTps
+        self.consume_rates = ConsumeRates()
         self.closed = False
 
     @property
@@ -115,7 +119,9 @@ class Broker:
             self.store.add_dispatch_listener(self.pull_hold.on_dispatch)
             self.pull_hold.start()
             if self.store_config.broker_role != BrokerRole.SLAVE:
-                self.schedule = ScheduleService(self.store, config_dir, self.put, lambda: int(time.time() * 1000))
+                self.schedule = ScheduleService(self.store, config_dir,
+                                                functools.partial(self.put, apply_delay=False),
+                                                lambda: int(time.time() * 1000))
                 self.schedule.load()
                 self.schedule.start()
             self.start_time_ms = int(time.time() * 1000)
@@ -175,11 +181,12 @@ class Broker:
         """Run store work that may block on the broker's executor."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
-    async def put(self, message: Message) -> PutResult:
-        """Store one message; off the loop when a sync flush makes the put wait for the disk."""
+    async def put(self, message: Message, *, apply_delay: bool = True) -> PutResult:
+        """Store one message; off the loop when a sync flush makes the put wait for the disk.
+        ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries)."""
         store = self.store
-        result: PutResult = (await self.run_blocking(store.put, message) if store.config.is_sync_flush
-                             else store.put(message))
+        result: PutResult = (await self.run_blocking(functools.partial(store.put, message, apply_delay=apply_delay))
+                             if store.config.is_sync_flush else store.put(message, apply_delay=apply_delay))
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += 1
         return result

@@ -16,16 +16,22 @@ from typing import Any
 from rocketstore.errors import ProtocolError
 from rocketstore.remoting import fastjson
 
-__all__ = ["read_json_file", "write_json_atomically"]
+__all__ = ["read_json_file", "write_json_atomically", "write_text_atomically"]
 
 log = logging.getLogger(__name__)
 
 
 def write_json_atomically(path: str, obj: Any) -> None:
     """Replace *path* with *obj* as JSON; a crash leaves either the old or the new file, never half of one."""
+    write_text_atomically(path, json.dumps(fastjson_plain(obj), ensure_ascii=False, indent=1, sort_keys=False))
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    """Replace *path* with *text* (UTF-8), as :func:`write_json_atomically`: for files whose exact text
+    matters (delayOffset.json is written in fastjson's own format)."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    data = json.dumps(fastjson_plain(obj), ensure_ascii=False, indent=1, sort_keys=False).encode("utf-8")
+    data = text.encode("utf-8")
     tmp = path + ".tmp"
     with open(tmp, "wb") as fh:
         fh.write(data)

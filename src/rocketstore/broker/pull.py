@@ -143,6 +143,7 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
 def _get(broker: Broker, h: PullMessageRequestHeader, codes: frozenset[int] | None) -> GetResult:
     result = broker.store.get(h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), tags=codes)
     broker.get_count += result.message_count
+    broker.consume_rates.record(h.consumer_group, h.topic, result.message_count)
     return result
 
 

@@ -1,14 +1,23 @@
 """Delayed delivery (RocketMQ's ScheduleMessageService): moves due messages out of SCHEDULE_TOPIC_XXXX.
 
 The store files a message with ``DELAY=n`` under SCHEDULE_TOPIC_XXXX queue n-1 with REAL_TOPIC / REAL_QID
-properties.  For each level this service reads that queue from its delivery offset; a message is due at
-``store time + delay of its level`` (what the consume queue's tagsCode holds).  A due message is written
-again to its real topic and queue with the same body, flag, sysFlag, born time/host, store host and
-reconsume count, without DELAY (RocketMQ keeps DELAY in the stored properties string but clears it from
-the map; the store here only takes a map, so DELAY is dropped, REAL_TOPIC / REAL_QID stay as in RocketMQ).
+properties; its consume-queue tagsCode is the delivery time, ``store time + delay of its level``.  For each
+level this service reads that queue from its delivery offset and writes every due message again to its
+real topic and queue with the same body, flag, sysFlag, born time/host, store host, reconsume count and
+the same properties string: DELAY stays in it, as in the records RocketMQ 4.9.3 writes (its messageTimeup
+builds the properties string first and then clears DELAY from the property map only, so the delivered
+record is not delayed again).  Here the put is asked not to apply the delay instead.
 
-Delivery offsets persist in ``config/delayOffset.json`` (``{"offsetTable":{level:offset}}``) every 10 s
-and at shutdown.  Runs on masters only.  Loop-bound.
+Due is decided from the record's store time plus the level's current delay, which is the tagsCode the
+dispatcher wrote as long as the delay levels are not reconfigured between the put and the delivery.  As
+in RocketMQ, a delivery time further ahead than one whole delay (the clock went back) counts as due now.
+
+Delivery offsets persist in ``config/delayOffset.json`` every 10 s and at shutdown, in the exact text
+RocketMQ writes (fastjson's pretty format of DelayOffsetSerializeWrapper: integer keys unquoted, a tab
+indent, e.g. ``{\\n\\t"offsetTable":{1:1,2:1\\n\\t}\\n}``); only levels that delivered something have an entry.
+On load the offsets are clamped into their queue's [min, max], as correctDelayOffset does.
+
+Runs on masters only.  Loop-bound: every method but :meth:`persist` runs on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -19,28 +28,44 @@ import os
 import threading
 from collections.abc import Awaitable, Callable
 
-from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.broker.config_files import read_json_file, write_text_atomically
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.properties import PropertyName
-from rocketstore.message.record import Message, decode_record
+from rocketstore.message.record import Message, StoredMessage, decode_record
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import GetMessageStatus, PutMessageStatus, PutResult
 
-__all__ = ["SCHEDULE_TOPIC", "ScheduleService"]
+__all__ = ["SCHEDULE_TOPIC", "ScheduleService", "encode_delay_offsets"]
 
 log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: transactional half messages never come out of the schedule topic (RocketMQ logs "[BUG]" and drops them)
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 #: RocketMQ's DELAY_FOR_A_WHILE
 POLL_INTERVAL_S = 0.1
 #: RocketMQ's DELAY_FOR_A_PERIOD, after a failed delivery
 RETRY_AFTER_FAILURE_S = 10.0
+#: RocketMQ's flushDelayOffsetInterval default
 FLUSH_INTERVAL_S = 10.0
+
+
+def encode_delay_offsets(offsets: dict[int, int]) -> str:
+    """delayOffset.json's text as RocketMQ 4.9.3 writes it (``JSON.toJSONString(wrapper, true)``).
+
+    fastjson's pretty printer puts a new line before each bean field and before a non-empty map's closing
+    brace, but none between the entries of a map with non-string keys; the ConcurrentHashMap iterates
+    small integer keys in ascending order.
+    """
+    entries = ",".join(f"{level}:{offset}" for level, offset in sorted(offsets.items()))
+    return '{\n\t"offsetTable":{' + entries + ("\n\t" if offsets else "") + "}\n}"
 
 
 class ScheduleService:
     def __init__(self, store: MessageStore, config_dir: str, put: Callable[[Message], Awaitable[PutResult]],
                  clock_ms: Callable[[], int]) -> None:
+        """*put* stores a delivered message without applying its DELAY again; *clock_ms* is wall time in
+        ms (injected so that tests can replay a recorded timeline)."""
         self.store = store
         self.path = os.path.join(config_dir, "delayOffset.json")
         self.levels = store.config.delay_levels_ms()
@@ -53,6 +78,7 @@ class ScheduleService:
         self.delivered_count = 0
 
     def load(self) -> None:
+        """Read delayOffset.json (or its .bak) and clamp each offset into its queue's range."""
         obj = read_json_file(self.path)
         table = obj.get("offsetTable") if isinstance(obj, dict) else None
         if isinstance(table, dict):
@@ -60,15 +86,26 @@ class ScheduleService:
                 try:
                     self.offsets[int(level)] = int(offset)
                 except (TypeError, ValueError):
-                    continue
+                    log.error("ignoring delay offset %r: %r in %s", level, offset, self.path)
+        queues = set(self.store.topics().get(SCHEDULE_TOPIC, ()))
+        for level, offset in list(self.offsets.items()):
+            if level - 1 not in queues:
+                continue
+            low, high = self.store.min_offset(SCHEDULE_TOPIC, level - 1), self.store.max_offset(SCHEDULE_TOPIC, level - 1)
+            corrected = min(max(offset, low), high)
+            if corrected != offset:
+                log.error("delay offset of level %d corrected from %d to %d (queue holds %d..%d)", level, offset,
+                          corrected, low, high)
+                self.offsets[level] = corrected
+                self._dirty = True
 
     def persist(self, force: bool = False) -> None:
         with self._lock:
             if not self._dirty and not force:
                 return
-            snapshot = dict(sorted(self.offsets.items()))
+            snapshot = dict(self.offsets)
             self._dirty = False
-        write_json_atomically(self.path, {"offsetTable": snapshot})
+        write_text_atomically(self.path, encode_delay_offsets(snapshot))
 
     def offset_table_json(self) -> dict[int, int]:
         return dict(sorted(self.offsets.items()))
@@ -127,7 +164,6 @@ class ScheduleService:
                     if result.status is GetMessageStatus.OFFSET_FOUND_NULL:
                         continue
                 return True
-            now = self._clock_ms()
             for record, queue_offset in zip(result.records, result.queue_offsets):
                 try:
                     stored = decode_record(record)
@@ -135,26 +171,38 @@ class ScheduleService:
                     log.error("skipping an undecodable delayed record at %s/%s: %s", level, queue_offset, exc)
                     self._advance(level, queue_offset + 1)
                     continue
-                if stored.store_timestamp + delay_ms > now:
+                now = self._clock_ms()
+                deliver_at = stored.store_timestamp + delay_ms
+                if deliver_at > now + delay_ms:  # RocketMQ's correctDeliverTimestamp: the clock went back
+                    deliver_at = now
+                if deliver_at > now:
                     return True
-                props = stored.properties
-                real_topic = props.get(PropertyName.REAL_TOPIC)
-                real_qid = props.get(PropertyName.REAL_QID)
-                if not real_topic or real_qid is None or not real_qid.lstrip("-").isdigit():
-                    log.error("delayed message at %s/%s has no REAL_TOPIC/REAL_QID; dropped", level, queue_offset)
-                    self._advance(level, queue_offset + 1)
-                    continue
-                props.pop(PropertyName.DELAY, None)
-                message = Message(real_topic, stored.body, props, int(real_qid), stored.flag, stored.sys_flag,
-                                  stored.born_timestamp, stored.born_host, stored.store_host, stored.reconsume_times)
-                put = await self._put(message)
-                if put.status is not PutMessageStatus.PUT_OK:
-                    log.warning("delayed delivery to %s failed: %s", real_topic, put.status.name)
-                    return False
-                self.delivered_count += 1
+                message = self._delivery(stored.properties, stored, level, queue_offset)
+                if message is not None:
+                    put = await self._put(message)
+                    if put.status is not PutMessageStatus.PUT_OK:
+                        log.warning("delayed delivery to %s failed: %s", message.topic, put.status.name)
+                        return False
+                    self.delivered_count += 1
                 self._advance(level, queue_offset + 1)
             offset = result.next_begin_offset
             self._advance(level, offset)
+
+    @staticmethod
+    def _delivery(props: dict[str, str], stored: StoredMessage, level: int, queue_offset: int) -> Message | None:
+        """The message to write to the real topic, or None for one that cannot be delivered (logged)."""
+        real_topic = props.get(PropertyName.REAL_TOPIC)
+        real_qid = props.get(PropertyName.REAL_QID)
+        if not real_topic or real_qid is None or not real_qid.lstrip("-").isdigit():
+            log.error("delayed message at %s/%s has no REAL_TOPIC/REAL_QID; dropped", level, queue_offset)
+            return None
+        if real_topic == TRANS_HALF_TOPIC:
+            log.error("delayed message at %s/%s names the half topic as its real topic; dropped", level,
+                      queue_offset)
+            return None
+        # properties unchanged, DELAY included: the record RocketMQ writes keeps it (see the module docstring)
+        return Message(real_topic, stored.body, props, int(real_qid), stored.flag, stored.sys_flag,
+                       stored.born_timestamp, stored.born_host, stored.store_host, stored.reconsume_times)
 
     def _advance(self, level: int, offset: int) -> None:
         with self._lock:

@@ -387,13 +387,18 @@ class MessageStore:
         except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
             return PutMessageStatus.MESSAGE_ILLEGAL
 
-    def put(self, message: Message) -> PutResult:
-        """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not."""
+    def put(self, message: Message, *, apply_delay: bool = True) -> PutResult:
+        """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not.
+
+        ``apply_delay=False`` stores a message carrying DELAY in its own topic and queue: the schedule
+        service's delivery, whose record keeps DELAY in its properties as RocketMQ's does (RocketMQ clears
+        DELAY from the property map it checks, not from the properties string it writes).
+        """
         if self._refuse_writes or self._commitlog.lock_begin_ms:
             gate = self._write_gate()
             if gate is not None:
                 return PutResult(gate)
-        if PropertyName.DELAY in message.properties:
+        if apply_delay and PropertyName.DELAY in message.properties:
             # RocketMQ checks the topic the producer named before the delay moves it to SCHEDULE_TOPIC_XXXX
             try:
                 validate_topic(message.topic)

@@ -1,0 +1,265 @@
+"""Admin commands against a running name server and brokers (what mqadmin does), through client.admin:
+
+    rocketstore topic create TOPIC [-c CLUSTER | -b BROKER_ADDR] [-r 8] [-w 8] [-p 6] [--order]
+    rocketstore topic list
+    rocketstore topic status TOPIC                 per queue: min / max offset, last update time
+    rocketstore group progress GROUP [-t TOPIC]    per queue: broker / consumer offset, lag; totals, TPS
+    rocketstore group update GROUP [--retry-max-times N] [--retry-queue-nums N] [-c CLUSTER]
+    rocketstore message query -t TOPIC -k KEY [--begin T --end T] [--max N] [--full-body]
+    rocketstore message query --id MSG_ID [-t TOPIC] [--full-body]
+
+Every command takes ``--namesrv HOST:PORT`` (env ROCKETSTORE_NAMESRV, default 127.0.0.1:9876) and
+``--json``.  Errors print one line on stderr and exit 1 (2 for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+
+from rocketstore.cli.output import (
+    add_common,
+    fail,
+    format_time,
+    message_json,
+    print_json,
+    print_message,
+    print_table,
+    run_command,
+)
+from rocketstore.client.admin import MAX_TIMESTAMP_MS, AdminClient, check_name
+from rocketstore.client.errors import ClientError
+from rocketstore.message.record import StoredMessage
+from rocketstore.remoting.bodies import Perm
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    _register_topic(subparsers)
+    _register_group(subparsers)
+    _register_message(subparsers)
+
+
+def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    topic = subparsers.add_parser("topic", help="create, list and inspect topics")
+    commands = topic.add_subparsers(dest="topic_command", metavar="ACTION")
+    commands.required = True
+
+    create = commands.add_parser("create", help="create or update a topic on brokers")
+    create.add_argument("topic")
+    where = create.add_mutually_exclusive_group()
+    where.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
+    where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+    create.add_argument("-r", "--read-queues", type=int, default=8, help="read queue count (default 8)")
+    create.add_argument("-w", "--write-queues", type=int, default=8, help="write queue count (default 8)")
+    create.add_argument("-p", "--perm", type=int, default=Perm.READ | Perm.WRITE,
+                        help="permission: 2 write, 4 read, 6 both (default 6)")
+    create.add_argument("-o", "--order", action="store_true", help="an ordered topic")
+    add_common(create)
+    create.set_defaults(handler=_topic_create)
+
+    listing = commands.add_parser("list", help="every topic the name server knows")
+    add_common(listing)
+    listing.set_defaults(handler=_topic_list)
+
+    status = commands.add_parser("status", help="per queue: min and max offset, last update time")
+    status.add_argument("topic")
+    add_common(status)
+    status.set_defaults(handler=_topic_status)
+
+
+def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    group = subparsers.add_parser("group", help="consumer group progress and settings")
+    commands = group.add_subparsers(dest="group_command", metavar="ACTION")
+    commands.required = True
+
+    progress = commands.add_parser("progress", help="per queue: broker offset, consumer offset, lag")
+    progress.add_argument("group")
+    progress.add_argument("-t", "--topic", help="only this topic (default: every topic the group consumed)")
+    add_common(progress)
+    progress.set_defaults(handler=_group_progress)
+
+    update = commands.add_parser("update", help="create or update a subscription group on the brokers")
+    update.add_argument("group")
+    update.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
+    update.add_argument("--retry-max-times", type=int, default=16,
+                        help="deliveries through the retry topic before the DLQ (default 16)")
+    update.add_argument("--retry-queue-nums", type=int, default=1, help="retry topic queues (default 1)")
+    update.add_argument("--disable", action="store_true", help="forbid the group to consume")
+    add_common(update)
+    update.set_defaults(handler=_group_update)
+
+
+def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    message = subparsers.add_parser("message", help="find messages by key or id")
+    commands = message.add_subparsers(dest="message_command", metavar="ACTION")
+    commands.required = True
+
+    query = commands.add_parser("query", help="by key (-t TOPIC -k KEY) or by id (--id, offset msg id or UNIQ_KEY)")
+    query.add_argument("-t", "--topic", help="the topic (needed for a key, and for an id that is a UNIQ_KEY)")
+    what = query.add_mutually_exclusive_group(required=True)
+    what.add_argument("-k", "--key", help="a KEYS token")
+    what.add_argument("-i", "--id", help="an offset message id or a client message id (UNIQ_KEY)")
+    query.add_argument("--begin", help="with --key: stored at or after (ms since the epoch or ISO time; the "
+                                       "index keeps times to the second, so reach a second back)")
+    query.add_argument("--end", help="with --key: stored at or before (ms since the epoch or ISO time)")
+    query.add_argument("--max", type=int, default=64, help="with --key: at most this many (default 64)")
+    add_common(query, full_body=True)
+    query.set_defaults(handler=_message_query)
+
+
+def _admin(args: argparse.Namespace) -> AdminClient:
+    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s)
+
+
+# --- topic ---------------------------------------------------------------------------------------------------
+
+
+def _topic_create(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            targets = await admin.create_topic(args.topic, cluster=args.cluster, broker_addr=args.broker,
+                                               read_queue_nums=args.read_queues, write_queue_nums=args.write_queues,
+                                               perm=args.perm, order=args.order)
+        if args.json:
+            print_json({"topic": args.topic, "brokers": targets, "readQueueNums": args.read_queues,
+                        "writeQueueNums": args.write_queues, "perm": args.perm, "order": args.order})
+        else:
+            for addr in targets:
+                print(f"created topic {args.topic} on {addr}: {args.read_queues} read / {args.write_queues} write "
+                      f"queues, perm {args.perm}{', ordered' if args.order else ''}")
+        return 0
+
+    return run_command(go())
+
+
+def _topic_list(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            topics = await admin.topic_list()
+        if args.json:
+            print_json(topics)
+        else:
+            for t in topics:
+                print(t)
+        return 0
+
+    return run_command(go())
+
+
+def _topic_status(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            stats = await admin.topic_stats(args.topic)
+        if args.json:
+            print_json([{"topic": s.topic, "brokerName": s.broker_name, "queueId": s.queue_id,
+                         "minOffset": s.min_offset, "maxOffset": s.max_offset,
+                         "lastUpdateTimestamp": s.last_update_timestamp_ms} for s in stats])
+            return 0
+        print_table(["BROKER", "QID", "MIN OFFSET", "MAX OFFSET", "LAST UPDATED"],
+                    [(s.broker_name, s.queue_id, s.min_offset, s.max_offset, format_time(s.last_update_timestamp_ms))
+                     for s in stats], right=(1, 2, 3))
+        return 0
+
+    return run_command(go())
+
+
+# --- group ---------------------------------------------------------------------------------------------------
+
+
+def _group_progress(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            progress = await admin.consume_progress(args.group, args.topic)
+        if args.json:
+            print_json({"group": progress.group, "consumeTps": progress.consume_tps,
+                        "diffTotal": progress.total_lag,
+                        "queues": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id,
+                                    "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset,
+                                    "diff": q.lag, "lastTimestamp": q.last_timestamp_ms} for q in progress.queues]})
+            return 0
+        print_table(["TOPIC", "BROKER", "QID", "BROKER OFFSET", "CONSUMER OFFSET", "DIFF", "LAST TIME"],
+                    [(q.topic, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.lag,
+                      format_time(q.last_timestamp_ms)) for q in progress.queues], right=(2, 3, 4, 5))
+        print()
+        print(f"Consume TPS: {progress.consume_tps:.2f}")
+        print(f"Diff Total: {progress.total_lag}")
+        return 0
+
+    return run_command(go())
+
+
+def _group_update(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            targets = await admin.update_subscription_group(
+                args.group, cluster=args.cluster, retry_max_times=args.retry_max_times,
+                retry_queue_nums=args.retry_queue_nums, consume_enable=not args.disable)
+        if args.json:
+            print_json({"group": args.group, "brokers": targets, "retryMaxTimes": args.retry_max_times,
+                        "retryQueueNums": args.retry_queue_nums, "consumeEnable": not args.disable})
+        else:
+            for addr in targets:
+                print(f"updated group {args.group} on {addr}: retryMaxTimes {args.retry_max_times}, "
+                      f"retryQueueNums {args.retry_queue_nums}{', consuming disabled' if args.disable else ''}")
+        return 0
+
+    return run_command(go())
+
+
+# --- message -------------------------------------------------------------------------------------------------
+
+
+def parse_time_ms(text: str | None, default: int) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 time (local time when it has no zone)."""
+    if text is None:
+        return default
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text.strip()).timestamp() * 1000)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch or ISO 8601)") from exc
+
+
+def _message_query(args: argparse.Namespace) -> int:
+    if args.key is not None and args.topic is None:
+        return fail("a query by key needs the topic (-t TOPIC)")
+    try:
+        begin, end = parse_time_ms(args.begin, 0), parse_time_ms(args.end, MAX_TIMESTAMP_MS)
+    except argparse.ArgumentTypeError as exc:
+        return fail(str(exc))
+
+    async def go() -> int:
+        async with _admin(args) as admin:
+            found = await _find(admin, args, begin, end)
+        if not found:
+            what = f"key {args.key!r}" if args.key is not None else f"id {args.id!r}"
+            return fail(f"no message with {what}" + (f" in topic {args.topic}" if args.topic else ""))
+        if args.json:
+            print_json([message_json(m, args.full_body) for m in found])
+            return 0
+        for i, m in enumerate(found):
+            if i:
+                print()
+            if len(found) > 1:
+                print(f"--- message {i + 1} of {len(found)} ---")
+            print_message(m, args.full_body)
+        return 0
+
+    return run_command(go())
+
+
+async def _find(admin: AdminClient, args: argparse.Namespace, begin: int, end: int) -> list[StoredMessage]:
+    if args.key is not None:
+        return await admin.query_by_key(check_name("topic", args.topic), args.key, max_count=args.max,
+                                        begin_ms=begin, end_ms=end)
+    # mqadmin's queryMsgById: an offset message id names the broker that stored the message; any other id
+    # (the client's UNIQ_KEY, same length) is looked up in the topic's index
+    if await admin.is_broker_message_id(args.id):
+        return [await admin.view_message(args.id)]
+    if args.topic is None:
+        raise ClientError(f"{args.id} is not an offset message id of a known broker; give the topic (-t TOPIC) "
+                          "to look it up as a client message id (UNIQ_KEY)")
+    return await admin.query_by_uniq_key(check_name("topic", args.topic), args.id, begin_ms=begin, end_ms=end)

@@ -1,0 +1,244 @@
+"""``send`` and ``consume``: a producer and a pull consumer from the command line (client.Producer and
+client.PullConsumer).
+
+    rocketstore send TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--delay-level N] [--count N]
+                                [--queue Q] [--group G]
+    rocketstore consume TOPIC --group G [--tags 'A || B'] [--from first|last] [--max N] [--timeout S]
+
+``send`` prints one row per send result; in BODY and --keys, ``{i}`` becomes the message's number
+(0..count-1).  ``BODY`` ``-`` reads the body from stdin.  ``consume`` pulls every queue of the topic with
+long polling, from the group's committed offsets (a queue without one starts at its first or last
+message, --from), prints each message, commits what it printed, and stops after --max messages or when
+none has come for --timeout seconds.  Errors print one line on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+from rocketstore.cli.output import (
+    add_common,
+    body_text,
+    fail,
+    message_json,
+    print_json,
+    print_table,
+    run_command,
+)
+from rocketstore.client import MessageQueue, Producer, PullConsumer, PullStatus
+from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
+from rocketstore.message.properties import PropertyName
+from rocketstore.message.record import StoredMessage
+
+__all__ = ["register"]
+
+#: how long one pull may be held by the broker: bounds how late a stop takes effect
+PULL_SUSPEND_MS = 1000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    send = subparsers.add_parser("send", help="send messages and print the send results")
+    send.add_argument("topic")
+    send.add_argument("body", help="message body ('-': read stdin); {i} becomes the message number")
+    send.add_argument("--tags", help="the message tag")
+    send.add_argument("--keys", help="keys, separated by spaces; {i} becomes the message number")
+    send.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    send.add_argument("--delay-level", type=int, default=0, help="delay level (1 = 1s, 2 = 5s, 3 = 10s, ...)")
+    send.add_argument("--count", type=int, default=1, help="how many messages (default 1)")
+    send.add_argument("--queue", type=int, help="send to this queue id only")
+    send.add_argument("--group", default="rocketstore-cli-producer", help="producer group")
+    add_common(send)
+    send.set_defaults(handler=_send)
+
+    consume = subparsers.add_parser("consume", help="pull messages as a group, print them, commit offsets")
+    consume.add_argument("topic")
+    consume.add_argument("-g", "--group", required=True, help="consumer group (its offsets are committed)")
+    consume.add_argument("--tags", default="*", help="tag expression, e.g. 'TagA || TagB' (default *)")
+    consume.add_argument("--from", dest="start", choices=("first", "last"), default="first",
+                         help="where a queue without a committed offset starts (default first)")
+    consume.add_argument("--max", type=int, help="stop after this many messages")
+    consume.add_argument("--timeout", type=float, default=5.0,
+                         help="stop when no message came for this many seconds (default 5)")
+    add_common(consume, full_body=True)
+    consume.set_defaults(handler=_consume)
+
+
+# --- send ----------------------------------------------------------------------------------------------------
+
+
+def _properties(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--property wants KEY=VALUE, not {pair!r}")
+        out[key] = value
+    return out
+
+
+def _send(args: argparse.Namespace) -> int:
+    try:
+        properties = _properties(args.property)
+        check_name("topic", args.topic)
+    except (ValueError, InvalidNameError) as exc:
+        return fail(str(exc))
+    if args.count < 1:
+        return fail("--count must be at least 1")
+    if args.delay_level < 0:
+        return fail("--delay-level must be 0 (none) or a level from 1")
+    if args.delay_level:
+        properties[PropertyName.DELAY] = str(args.delay_level)
+    body_template = sys.stdin.buffer.read() if args.body == "-" else args.body.encode("utf-8")
+
+    async def go() -> int:
+        results = []
+        async with Producer(args.namesrv, args.group, timeout_s=args.request_timeout_s) as producer:
+            for i in range(args.count):
+                body = body_template.replace(b"{i}", str(i).encode())
+                keys = args.keys.replace("{i}", str(i)) if args.keys else None
+                results.append(await producer.send(args.topic, body, tags=args.tags, keys=keys,
+                                                   properties=properties, queue_id=args.queue))
+        if args.json:
+            print_json([{"status": r.status, "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
+                         "topic": r.message_queue.topic, "brokerName": r.message_queue.broker_name,
+                         "queueId": r.message_queue.queue_id, "queueOffset": r.queue_offset} for r in results])
+            return 0
+        print_table(["#", "STATUS", "MSG ID", "OFFSET MSG ID", "BROKER", "QID", "QUEUE OFFSET"],
+                    [(i, r.status, r.msg_id, r.offset_msg_id, r.message_queue.broker_name, r.message_queue.queue_id,
+                      r.queue_offset) for i, r in enumerate(results)], right=(0, 5, 6))
+        return 0
+
+    return run_command(go())
+
+
+# --- consume -------------------------------------------------------------------------------------------------
+
+
+class _Consumption:
+    """The state the per-queue pull loops share (all on one event loop, so no locks)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.messages: list[StoredMessage] = []
+        self.committed: dict[MessageQueue, int] = {}
+        self.last_message_at = time.monotonic()
+        self.stop = asyncio.Event()
+
+    def take(self, batch: list[StoredMessage]) -> list[StoredMessage]:
+        """As many of *batch* as the limit still allows, counted at once (before any await)."""
+        if self.limit is not None:
+            batch = batch[: max(0, self.limit - len(self.messages))]
+        self.messages.extend(batch)
+        if batch:
+            self.last_message_at = time.monotonic()
+        if self.limit is not None and len(self.messages) >= self.limit:
+            self.stop.set()
+        return batch
+
+
+def _consume(args: argparse.Namespace) -> int:
+    if args.max is not None and args.max < 1:
+        return fail("--max must be at least 1")
+    try:
+        check_name("topic", args.topic)
+        check_name("group", args.group)
+    except InvalidNameError as exc:
+        return fail(str(exc))
+
+    async def go() -> int:
+        state = _Consumption(args.max)
+        async with PullConsumer(args.namesrv, args.group, timeout_s=args.request_timeout_s) as consumer:
+            queues = await consumer.queues(args.topic)
+            starts = await _start_offsets(args, consumer, queues)
+            loops = [asyncio.ensure_future(_pull_loop(consumer, mq, starts[mq], args, state)) for mq in queues]
+            try:
+                while not state.stop.is_set():
+                    idle = args.timeout - (time.monotonic() - state.last_message_at)
+                    if idle <= 0:
+                        break
+                    try:
+                        await asyncio.wait_for(state.stop.wait(), idle)
+                    except TimeoutError:
+                        pass
+            finally:
+                state.stop.set()
+                results = await asyncio.gather(*loops, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
+        if args.json:
+            print_json({"group": args.group, "topic": args.topic,
+                        "messages": [message_json(m, args.full_body) for m in state.messages],
+                        "committed": [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": offset}
+                                      for mq, offset in sorted(state.committed.items())]})
+        else:
+            print(f"consumed {len(state.messages)} message(s) from {args.topic} as {args.group}; committed "
+                  + (", ".join(f"{mq.broker_name}/{mq.queue_id}={o}" for mq, o in sorted(state.committed.items()))
+                     or "nothing"))
+        return 0
+
+    return run_command(go())
+
+
+async def _start_offsets(args: argparse.Namespace, consumer: PullConsumer,
+                         queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+    """The group's committed offsets; --from for a topic the group never committed on.
+
+    The committed offsets come from the broker's consume stats, which list only the topics a group has
+    offsets for: QUERY_CONSUMER_OFFSET cannot tell, as a broker answers 0 for a queue the group never
+    committed on while the queue's first message is still in memory (RocketMQ's rule for new groups).
+    """
+    async with AdminClient(args.namesrv, timeout_s=args.request_timeout_s) as admin:
+        try:
+            progress = await admin.consume_progress(args.group, None)
+        except NoConsumeProgressError:  # a new group
+            rows = {}
+        else:
+            rows = {(q.broker_name, q.queue_id): q.consumer_offset for q in progress.queues if q.topic == args.topic}
+    starts = {}
+    for mq in queues:
+        committed = rows.get((mq.broker_name, mq.queue_id))
+        if committed is None:
+            committed = await (consumer.min_offset(mq) if args.start == "first" else consumer.max_offset(mq))
+        starts[mq] = committed
+    return starts
+
+
+async def _pull_loop(consumer: PullConsumer, mq: MessageQueue, offset: int, args: argparse.Namespace,
+                     state: _Consumption) -> None:
+    try:
+        await _pull_queue(consumer, mq, offset, args, state)
+    except BaseException:
+        state.stop.set()  # one queue failing (broker gone, ...) ends the whole run with its error
+        raise
+
+
+async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, args: argparse.Namespace,
+                      state: _Consumption) -> None:
+    while not state.stop.is_set():
+        result = await consumer.pull(mq, offset, 32, expression=args.tags, suspend_ms=PULL_SUSPEND_MS)
+        if result.status == PullStatus.OFFSET_ILLEGAL:
+            offset = result.next_begin_offset
+            continue
+        taken = state.take(result.messages)
+        for m in taken:
+            if not args.json:
+                _print_line(m, args.full_body)
+        if len(taken) < len(result.messages):
+            next_offset = taken[-1].queue_offset + 1 if taken else offset
+        else:
+            next_offset = result.next_begin_offset
+        if next_offset != offset:
+            offset = next_offset
+            await consumer.commit_offset(mq, offset)
+            state.committed[mq] = offset
+
+
+def _print_line(m: StoredMessage, full_body: bool) -> None:
+    text, encoding, truncated = body_text(m.body, full_body)
+    body = text.replace("\n", "\\n") + (" ..." if truncated else "") + (" (base64)" if encoding == "base64" else "")
+    print(f"q{m.queue_id}@{m.queue_offset}  {m.uniq_key or m.msg_id}  tags={m.tags or '-'}  keys={m.keys or '-'}  "
+          f"reconsume={m.reconsume_times}  {body}", flush=True)

@@ -1,0 +1,139 @@
+"""What the client-side commands (admin_cmds, client_cmds) share: the ``--namesrv`` and ``--json`` options,
+running one coroutine with errors as one line, aligned tables, times, and messages as text or JSON.
+
+Bodies print as text when they are UTF-8 without control characters (tabs and new lines allowed), else as
+base64; either is cut at :data:`BODY_PREVIEW_CHARS` unless the command was given ``--full-body``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+from collections.abc import Coroutine, Sequence
+from datetime import datetime
+from typing import Any
+
+from rocketstore.errors import RocketStoreError
+from rocketstore.message.record import StoredMessage
+from rocketstore.remoting.transport import run
+
+__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "fail", "format_time",
+           "message_json", "namesrv_list", "print_json", "print_message", "print_table", "run_command"]
+
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+BODY_PREVIEW_CHARS = 256
+
+
+def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False) -> None:
+    """``--namesrv`` (env ROCKETSTORE_NAMESRV, default 127.0.0.1:9876), ``--json`` and ``--timeout-s``."""
+    parser.add_argument("-n", "--namesrv", type=namesrv_list,
+                        default=os.environ.get("ROCKETSTORE_NAMESRV", DEFAULT_NAMESRV),
+                        help="name server(s) HOST:PORT[;HOST:PORT] (env ROCKETSTORE_NAMESRV; "
+                             f"default {DEFAULT_NAMESRV})")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--request-timeout-s", type=float, default=5.0, help="per request (default 5)")
+    if full_body:
+        parser.add_argument("--full-body", action="store_true",
+                            help=f"print whole bodies (default: the first {BODY_PREVIEW_CHARS} characters)")
+
+
+def namesrv_list(text: str) -> str:
+    """``HOST:PORT[;HOST:PORT...]`` checked (argparse type): a bad one is a usage error, not a traceback."""
+    parts = [p.strip() for p in text.split(";") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("no name server address")
+    for part in parts:
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"not HOST:PORT: {part!r}")
+    return ";".join(parts)
+
+
+def fail(message: str) -> int:
+    print(f"rocketstore: error: {message}", file=sys.stderr)
+    return 1
+
+
+def run_command(coro: Coroutine[Any, Any, int]) -> int:
+    """Run a command's coroutine; a RocketStoreError (no route, refused connection, broker error, bad name)
+    or an OSError becomes one line on stderr and exit status 1, never a traceback."""
+    try:
+        return run(coro)
+    except BrokenPipeError:  # the reader went away (``| head``): nothing left to say
+        return 1
+    except (TimeoutError, RocketStoreError, OSError) as exc:
+        return fail(str(exc) or type(exc).__name__)
+
+
+def format_time(ms: int) -> str:
+    """Local time as mqadmin prints it (``yyyy-MM-dd HH:mm:ss``); ``-`` for none."""
+    if ms <= 0:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, right: Sequence[int] = ()) -> None:
+    """Columns padded to their widest cell; column indexes in *right* right-aligned (numbers)."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for row in cells:
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        print("  ".join(parts).rstrip())
+
+
+def print_json(obj: object) -> None:
+    print(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def body_text(body: bytes, full: bool) -> tuple[str, str, bool]:
+    """(text, encoding "utf-8" or "base64", truncated)."""
+    try:
+        text = body.decode("utf-8")
+        encoding = "utf-8" if all(c.isprintable() or c in "\n\t\r" for c in text) else "base64"
+    except UnicodeDecodeError:
+        encoding = "base64"
+    if encoding == "base64":
+        text = base64.b64encode(body).decode("ascii")
+    truncated = not full and len(text) > BODY_PREVIEW_CHARS
+    return (text[:BODY_PREVIEW_CHARS] if truncated else text), encoding, truncated
+
+
+def message_json(m: StoredMessage, full_body: bool) -> dict[str, Any]:
+    text, encoding, truncated = body_text(m.body, full_body)
+    return {
+        "topic": m.topic, "queueId": m.queue_id, "queueOffset": m.queue_offset,
+        "commitLogOffset": m.commit_log_offset, "storeSize": m.store_size, "msgId": m.uniq_key or m.msg_id,
+        "offsetMsgId": m.msg_id, "tags": m.tags, "keys": m.keys, "flag": m.flag, "sysFlag": m.sys_flag,
+        "bornTimestamp": m.born_timestamp, "bornHost": str(m.born_host), "storeTimestamp": m.store_timestamp,
+        "storeHost": str(m.store_host), "reconsumeTimes": m.reconsume_times,
+        "properties": dict(sorted(m.properties.items())), "bodyLength": len(m.body), "bodyEncoding": encoding,
+        "body": text, "bodyTruncated": truncated,
+    }
+
+
+def print_message(m: StoredMessage, full_body: bool) -> None:
+    """One message as a block of ``Name: value`` lines, its properties and its body."""
+    j = message_json(m, full_body)
+    rows = [
+        ("Topic", m.topic), ("Queue", f"{m.queue_id} @ offset {m.queue_offset}"),
+        ("Msg ID", j["msgId"]), ("Offset Msg ID", m.msg_id), ("Tags", m.tags or "-"), ("Keys", m.keys or "-"),
+        ("Born", f"{format_time(m.born_timestamp)} ({m.born_timestamp}) from {m.born_host}"),
+        ("Stored", f"{format_time(m.store_timestamp)} ({m.store_timestamp}) on {m.store_host}"),
+        ("Commitlog", f"offset {m.commit_log_offset}, {m.store_size} bytes"),
+        ("Reconsume Times", m.reconsume_times), ("Flag / SysFlag", f"{m.flag} / {m.sys_flag}"),
+    ]
+    width = max(len(name) for name, _ in rows) + 1
+    for name, value in rows:
+        print(f"{(name + ':').ljust(width)} {value}")
+    print("Properties:")
+    for key, value in j["properties"].items():
+        print(f"  {key}={value}")
+    note = " (truncated, --full-body shows all)" if j["bodyTruncated"] else ""
+    print(f"Body ({len(m.body)} bytes, {j['bodyEncoding']}){note}:")
+    print("  " + j["body"].replace("\n", "\n  "))

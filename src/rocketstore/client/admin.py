@@ -1,0 +1,359 @@
+"""An async admin client, the part of RocketMQ's MQAdminExt the ``rocketstore`` admin commands need.
+
+    async with AdminClient("127.0.0.1:9876") as admin:
+        await admin.create_topic("Orders", cluster="DefaultCluster", read_queue_nums=4, write_queue_nums=4)
+        topics = await admin.topic_list()
+        stats = await admin.topic_stats("Orders")                 # per queue: min, max, last update
+        progress = await admin.consume_progress("order-readers")  # per queue: broker/consumer offset, lag
+        [message] = await admin.query_by_key("Orders", "order-1")
+        message = await admin.view_message(offset_msg_id)
+
+Name server requests: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), GET_BROKER_CLUSTER_INFO (106),
+GET_ROUTEINFO_BY_TOPIC (105), PUT_KV_CONFIG (100).  Broker requests: UPDATE_AND_CREATE_TOPIC (17), GET_TOPIC_STATS_INFO (202),
+GET_CONSUME_STATS (208), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), QUERY_MESSAGE (12) and
+VIEW_MESSAGE_BY_ID (33).  Like mqadmin, each asks every broker concerned and merges the answers.
+
+A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
+is not a topic or group RocketMQ would accept raises InvalidNameError before anything is sent.
+Imports remoting and message only.  Loop-bound.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Self
+
+from rocketstore.client.consumer import decode_messages
+from rocketstore.client.errors import ClientError, broker_error_for
+from rocketstore.client.route import RouteCache, check
+from rocketstore.errors import InvalidMessageIdError, RemotingError
+from rocketstore.message.message_id import decode_offset_message_id
+from rocketstore.message.record import StoredMessage
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import BrokerData, Perm, TopicRouteData
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import (
+    CreateTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryMessageRequestHeader,
+    ViewMessageRequestHeader,
+)
+from rocketstore.remoting.transport import ConnectionPool
+
+__all__ = [
+    "MAX_TIMESTAMP_MS",
+    "AdminClient",
+    "ClusterInfo",
+    "ConsumeProgress",
+    "InvalidNameError",
+    "NoConsumeProgressError",
+    "QueueProgress",
+    "QueueStats",
+    "check_name",
+]
+
+MAX_TIMESTAMP_MS = (1 << 63) - 1
+#: the name server's KV namespace of ordered topics' configs
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+#: TopicValidator / group names: the characters RocketMQ allows, at most 127 of them
+_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
+
+
+class NoConsumeProgressError(ClientError):
+    """No broker holds a committed offset of the group (on the topic asked about)."""
+
+
+class InvalidNameError(ClientError):
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind = kind
+        self.name = name
+        super().__init__(f"invalid {kind} name {name!r}: use 1 to 127 of the characters a-z A-Z 0-9 _ - % |")
+
+
+def check_name(kind: str, name: str) -> str:
+    """*name* if RocketMQ accepts it as a topic or group name, else InvalidNameError."""
+    if not _NAME.match(name):
+        raise InvalidNameError(kind, name)
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    brokers: dict[str, BrokerData]
+    clusters: dict[str, list[str]]
+
+    def masters(self, cluster: str | None = None) -> dict[str, str]:
+        """broker name -> master address, of one cluster or of all."""
+        names = self.clusters.get(cluster, []) if cluster is not None else list(self.brokers)
+        out = {}
+        for name in sorted(names):
+            bd = self.brokers.get(name)
+            addr = bd.master_addr() if bd is not None else None
+            if addr is not None:
+                out[name] = addr
+        return out
+
+    def addresses(self) -> set[str]:
+        return {a for bd in self.brokers.values() for a in bd.broker_addrs.values()}
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    topic: str
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp_ms: int
+
+    @property
+    def lag(self) -> int:
+        """mqadmin's Diff: messages stored but not yet consumed by the group."""
+        return self.broker_offset - self.consumer_offset
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeProgress:
+    group: str
+    queues: list[QueueProgress]
+    consume_tps: float
+
+    @property
+    def total_lag(self) -> int:
+        return sum(q.lag for q in self.queues)
+
+
+def _mq_fields(key: Any) -> dict[str, Any]:
+    """A fastjson object key (a tuple of (name, value) pairs from fastjson.loads) as a dict."""
+    if isinstance(key, tuple):
+        return dict(key)
+    raise ClientError(f"unexpected message queue key in a broker answer: {key!r}")
+
+
+class AdminClient:
+    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
+        self.timeout_s = timeout_s
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.namesrv_addrs = [a for a in namesrv_addr.split(";") if a]
+        self.routes = RouteCache(self.namesrv_addrs, self.pool, timeout_s=timeout_s)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    # --- plumbing ----------------------------------------------------------------------------------------
+
+    async def _call(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
+                    *ok_codes: int) -> RemotingCommand:
+        response = await self.pool.request(addr, RemotingCommand.request(code, ext or {}, body), self.timeout_s)
+        return check(response, *ok_codes)
+
+    async def _namesrv(self, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
+        last: Exception | None = None
+        for addr in self.namesrv_addrs:
+            try:
+                return await self._call(addr, code, ext)
+            except RemotingError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    @staticmethod
+    def _json(response: RemotingCommand) -> dict[Any, Any]:
+        obj = fastjson.loads(response.body) if response.body else {}
+        if not isinstance(obj, dict):
+            raise ClientError(f"unexpected answer body: {response.body[:200]!r}")
+        return obj
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """The topic's route (NoRouteError if the name servers do not know it)."""
+        return await self.routes.route(check_name("topic", topic), refresh=True)
+
+    async def _topic_masters(self, topic: str) -> dict[str, str]:
+        route = await self.route(topic)
+        out = {}
+        for qd in route.queue_datas:
+            bd = route.broker(qd.broker_name)
+            addr = bd.master_addr() if bd is not None else None
+            if addr is not None:
+                out[qd.broker_name] = addr
+        return dict(sorted(out.items()))
+
+    # --- name server ---------------------------------------------------------------------------------------
+
+    async def topic_list(self) -> list[str]:
+        obj = self._json(await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
+        return sorted(str(t) for t in obj.get("topicList", []))
+
+    async def cluster_info(self) -> ClusterInfo:
+        obj = self._json(await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO))
+        brokers = {str(n): BrokerData.from_json(b) for n, b in (obj.get("brokerAddrTable") or {}).items()}
+        clusters = {str(c): sorted(str(n) for n in names) for c, names in (obj.get("clusterAddrTable") or {}).items()}
+        return ClusterInfo(brokers, clusters)
+
+    # --- topics ------------------------------------------------------------------------------------------
+
+    async def create_topic(self, topic: str, *, cluster: str | None = None, broker_addr: str | None = None,
+                           read_queue_nums: int = 8, write_queue_nums: int = 8, perm: int = Perm.READ | Perm.WRITE,
+                           order: bool = False) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on one broker, on every master of *cluster*, or (neither given) on every
+        master the name servers know.  Returns the addresses written to.
+
+        An ordered topic created on a cluster also gets its order config on the name servers, as mqadmin
+        updateTopic -o does: ``brokerName:writeQueueNums`` of each broker, joined by ``;``, under
+        ORDER_TOPIC_CONFIG / topic (PUT_KV_CONFIG)."""
+        check_name("topic", topic)
+        if read_queue_nums < 1 or write_queue_nums < 1:
+            raise ClientError("a topic needs at least one read and one write queue")
+        if broker_addr is not None:
+            targets = [broker_addr]
+        else:
+            info = await self.cluster_info()
+            if cluster is not None and cluster not in info.clusters:
+                known = ", ".join(sorted(info.clusters)) or "none"
+                raise ClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
+            targets = list(info.masters(cluster).values())
+            if not targets:
+                raise ClientError("no master broker is registered with the name server")
+        header = CreateTopicRequestHeader(topic=topic, default_topic="TBW102", read_queue_nums=read_queue_nums,
+                                          write_queue_nums=write_queue_nums, perm=perm,
+                                          topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=order)
+        for addr in targets:
+            await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+        if order and broker_addr is None:
+            names = sorted(info.masters(cluster))
+            conf = ";".join(f"{name}:{write_queue_nums}" for name in names)
+            ext = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=conf).to_ext_fields()
+            for addr in self.namesrv_addrs:
+                await self._call(addr, RequestCode.PUT_KV_CONFIG, ext)
+        return targets
+
+    async def topic_stats(self, topic: str) -> list[QueueStats]:
+        """GET_TOPIC_STATS_INFO from every master of the topic, sorted by broker and queue."""
+        out = []
+        ext = GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
+        for addr in (await self._topic_masters(topic)).values():
+            table = self._json(await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext)).get("offsetTable") or {}
+            for key, value in table.items():
+                mq = _mq_fields(key)
+                out.append(QueueStats(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
+                                      int(value.get("minOffset", 0)), int(value.get("maxOffset", 0)),
+                                      int(value.get("lastUpdateTimestamp", 0))))
+        return sorted(out, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+
+    # --- consumer groups -----------------------------------------------------------------------------------
+
+    async def consume_progress(self, group: str, topic: str | None = None) -> ConsumeProgress:
+        """GET_CONSUME_STATS from every master that may hold the group's offsets (those of *topic*, or all),
+        rows sorted as mqadmin sorts message queues (topic, broker, queue: retry topic rows included)."""
+        check_name("group", group)
+        if topic is not None:
+            masters = await self._topic_masters(topic)
+        else:
+            masters = (await self.cluster_info()).masters()
+        ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic or "").to_ext_fields()
+        rows: list[QueueProgress] = []
+        tps = 0.0
+        for addr in masters.values():
+            obj = self._json(await self._call(addr, RequestCode.GET_CONSUME_STATS, ext))
+            tps += float(obj.get("consumeTps") or 0.0)
+            for key, value in (obj.get("offsetTable") or {}).items():
+                mq = _mq_fields(key)
+                rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
+                                          int(value.get("brokerOffset", 0)), int(value.get("consumerOffset", 0)),
+                                          int(value.get("lastTimestamp", 0))))
+        if not rows:
+            raise NoConsumeProgressError(f"no consume progress for group {group!r}"
+                              + (f" on topic {topic!r}" if topic else "")
+                              + ": it has not committed any offset (or no broker knows it)")
+        rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
+        return ConsumeProgress(group, rows, tps)
+
+    async def update_subscription_group(self, group: str, *, cluster: str | None = None,
+                                        retry_max_times: int = 16, retry_queue_nums: int = 1,
+                                        consume_enable: bool = True) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on every master (of *cluster*).  retryMaxTimes is what a
+        broker uses for a send-back that does not say maxReconsumeTimes (C++ 1.x clients)."""
+        check_name("group", group)
+        info = await self.cluster_info()
+        targets = list(info.masters(cluster).values())
+        if not targets:
+            raise ClientError("no master broker is registered with the name server")
+        body = fastjson.dumps({"groupName": group, "consumeEnable": consume_enable, "consumeFromMinEnable": True,
+                               "consumeBroadcastEnable": True, "retryQueueNums": retry_queue_nums,
+                               "retryMaxTimes": retry_max_times, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
+                               "notifyConsumerIdsChangedEnable": True})
+        for addr in targets:
+            await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        return targets
+
+    # --- messages ----------------------------------------------------------------------------------------
+
+    async def view_message(self, msg_id: str) -> StoredMessage:
+        """The message of an offset message id, read from the broker the id names (VIEW_MESSAGE_BY_ID)."""
+        host, offset = decode_offset_message_id(msg_id)
+        ext = ViewMessageRequestHeader(commit_log_offset=offset).to_ext_fields()
+        response = await self._call(str(host), RequestCode.VIEW_MESSAGE_BY_ID, ext)
+        messages = decode_messages(response.body)
+        if not messages:
+            raise ClientError(f"broker {host} returned no message for {msg_id}")
+        return messages[0]
+
+    async def is_broker_message_id(self, msg_id: str) -> bool:
+        """Whether *msg_id* decodes as an offset message id naming a broker the name servers know (an
+        UNIQ_KEY has the same length, so the host decides which kind of id it is)."""
+        try:
+            host, _ = decode_offset_message_id(msg_id)
+        except InvalidMessageIdError:
+            return False
+        return str(host) in (await self.cluster_info()).addresses()
+
+    async def _query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int,
+                     unique: bool) -> list[StoredMessage]:
+        header = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_count, begin_timestamp_ms=begin_ms,
+                                           end_timestamp_ms=end_ms, unique_key_query=unique)
+        found: list[StoredMessage] = []
+        for addr in (await self._topic_masters(topic)).values():
+            response = await self.pool.request(
+                addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields()), self.timeout_s)
+            if response.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            if response.code != ResponseCode.SUCCESS:
+                raise broker_error_for(response.code, response.remark)
+            found.extend(decode_messages(response.body))
+        # the index matches on the key's hash only: keep the messages that really carry the key
+        if unique:
+            hits = [m for m in found if m.topic == topic and m.uniq_key == key]
+        else:
+            hits = [m for m in found if m.topic == topic and key in (m.keys or "").split(" ")]
+        hits.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset))
+        return hits[:max_count] if not unique else hits
+
+    async def query_by_key(self, topic: str, key: str, *, max_count: int = 64, begin_ms: int = 0,
+                           end_ms: int = MAX_TIMESTAMP_MS) -> list[StoredMessage]:
+        """Messages of *topic* with *key* among their KEYS, stored in [begin_ms, end_ms]."""
+        return await self._query(topic, key, max_count, begin_ms, end_ms, False)
+
+    async def query_by_uniq_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0,
+                                end_ms: int = MAX_TIMESTAMP_MS) -> list[StoredMessage]:
+        """Messages of *topic* whose UNIQ_KEY (the client message id) is *uniq_key*."""
+        return await self._query(topic, uniq_key, 32, begin_ms, end_ms, True)
