@@ -11,12 +11,22 @@ from local_cluster import LocalCluster
 from rocketstore.broker.schedule import SCHEDULE_TOPIC
 from rocketstore.client import Producer
 from rocketstore.message.record import StoredMessage
-from rocketstore.remoting.transport import run
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.transport import ConnectionPool, run
 from rocketstore.store.message_store import MessageStore
 
 #: level 3 is 10 s (as RocketMQ's default): ample time to stop the broker before it is due, even on a busy machine
 LEVELS = {"message_delay_level": "1s 2s 10s"}
 TOPIC = "DelayRestart"
+
+
+async def _request(addr: str, code: int) -> RemotingCommand:
+    pool = ConnectionPool()
+    try:
+        return await pool.request(addr, RemotingCommand.request(code, {}), 5)
+    finally:
+        await pool.close()
 
 
 def _all(store: MessageStore, topic: str, queue_id: int) -> list[StoredMessage]:
@@ -81,5 +91,8 @@ def test_broker_loads_the_real_delay_offsets_and_delivers_only_what_is_left(gold
         assert late.body == b"delayed 10s (not yet due at shutdown)"
         assert late.properties["DELAY"] == "3" and late.properties["REAL_QID"] == "0"
         assert str(late.store_host) == "127.0.0.1:10911" and late.born_timestamp == 1700000000002
+        # mqadmin's GET_ALL_DELAY_OFFSET answer: the compact fastjson text, integer keys unquoted
+        answer = cluster.run(_request(cluster.broker_addr, RequestCode.GET_ALL_DELAY_OFFSET))
+        assert answer.code == ResponseCode.SUCCESS and answer.body == b'{"offsetTable":{1:1,2:1,3:1}}'
     text = (path / "config" / "delayOffset.json").read_text(encoding="utf-8")
     assert text == '{\n\t"offsetTable":{1:1,2:1,3:1\n\t}\n}'

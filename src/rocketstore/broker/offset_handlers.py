@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.schedule import encode_delay_offsets
 from rocketstore.broker.topics import group_problem, topic_problem
 from rocketstore.message.record import PHYSICAL_OFFSET_POS
 from rocketstore.remoting import fastjson
@@ -124,7 +125,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if broker.schedule is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark="No delay offset in this broker")
         return request.make_response(ResponseCode.SUCCESS,
-                                     body=fastjson.dumps({"offsetTable": broker.schedule.offset_table_json()}))
+                                     body=encode_delay_offsets(broker.schedule.offsets, pretty=False).encode())
 
     router.add(RequestCode.QUERY_CONSUMER_OFFSET, query_consumer_offset)
     router.add(RequestCode.UPDATE_CONSUMER_OFFSET, update_consumer_offset)

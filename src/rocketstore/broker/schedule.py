@@ -50,14 +50,17 @@ RETRY_AFTER_FAILURE_S = 10.0
 FLUSH_INTERVAL_S = 10.0
 
 
-def encode_delay_offsets(offsets: dict[int, int]) -> str:
-    """delayOffset.json's text as RocketMQ 4.9.3 writes it (``JSON.toJSONString(wrapper, true)``).
+def encode_delay_offsets(offsets: dict[int, int], *, pretty: bool = True) -> str:
+    """delayOffset.json's text as RocketMQ 4.9.3 writes it (``JSON.toJSONString(wrapper, true)``), or with
+    ``pretty=False`` the compact form its GET_ALL_DELAY_OFFSET answer carries (``{"offsetTable":{1:1,2:1}}``).
 
     fastjson's pretty printer puts a new line before each bean field and before a non-empty map's closing
     brace, but none between the entries of a map with non-string keys; the ConcurrentHashMap iterates
     small integer keys in ascending order.
     """
     entries = ",".join(f"{level}:{offset}" for level, offset in sorted(offsets.items()))
+    if not pretty:
+        return '{"offsetTable":{' + entries + "}}"
     return '{\n\t"offsetTable":{' + entries + ("\n\t" if offsets else "") + "}\n}"
 
 
