@@ -30,7 +30,7 @@ from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import SendMessageResponseHeader, parse_send_message_header
+from rocketstore.remoting.headers import parse_send_message_header
 from rocketstore.remoting.transport import Connection, RequestRouter
 from rocketstore.store.results import PutMessageStatus, PutResult
 
@@ -205,8 +205,9 @@ def _answer(request: RemotingCommand, result: PutResult, queue_id: int, region: 
         return request.make_response(code, remark=remark, ext_fields=region)
     # queueId is the queue asked for (a delayed message really went to SCHEDULE_TOPIC_XXXX); queueOffset is
     # where it was written, as the Java broker answers
-    ext = SendMessageResponseHeader(msg_id=result.msg_id, queue_id=queue_id,
-                                    queue_offset=result.queue_offset).to_ext_fields()
+    # SendMessageResponseHeader(...).to_ext_fields() written out (a frozen dataclass per send costs more
+    # than the rest of this function); tests/unit/broker/test_send_answer.py holds them equal
+    ext = {"msgId": result.msg_id, "queueId": str(queue_id), "queueOffset": str(result.queue_offset)}
     ext.update(region)
     return request.make_response(code, ext_fields=ext)
 

@@ -10,6 +10,8 @@ Imports only :mod:`rocketstore.message.hashing`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rocketstore.message.hashing import java_string_hash
 
 __all__ = [
@@ -110,7 +112,7 @@ def java_hashmap_order(names: tuple[str, ...]) -> tuple[int, ...]:
     return order
 
 
-def encode_properties(properties: dict[str, str | None]) -> str:
+def encode_properties(properties: Mapping[str, str | None]) -> str:
     """Serialise as the Java broker does: Java HashMap order, no trailing separator, None values skipped."""
     if not properties:
         return ""

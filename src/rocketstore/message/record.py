@@ -332,7 +332,7 @@ _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def write_record(buf: bytearray | memoryview, pos: int, draft: RecordDraft, queue_offset: int,
+def write_record(buf: bytearray | memoryview | mmap.mmap, pos: int, draft: RecordDraft, queue_offset: int,
                  commit_log_offset: int, store_timestamp: int) -> None:
     """Lay *draft* down at *pos* of *buf* with its final offsets and store time."""
     (header, total, crc, queue_id, flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port, reconsume,

@@ -7,7 +7,6 @@ clocks, no counters -- the connection assigns `opaque`.  Imports only remoting.c
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -128,4 +127,6 @@ class RemotingCommand:
 
     def with_opaque(self, opaque: int) -> RemotingCommand:
         """A copy carrying the request id the connection assigned."""
-        return dataclasses.replace(self, opaque=opaque)
+        # positional construction: dataclasses.replace re-inspects the fields on every call (per request)
+        return RemotingCommand(self.code, self.language, self.version, opaque, self.flag, self.remark,
+                               self.ext_fields, self.body, self.serialize_type)

@@ -255,20 +255,25 @@ class Connection(asyncio.Protocol):
     async def request(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
         """Send a request and await its response; RequestTimeoutError after *timeout_s*."""
         opaque = self._next_opaque()
-        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
         self._pending[opaque] = future
-        deadline = time.monotonic() + timeout_s
+        # One timer handle on the future instead of asyncio.wait_for (which adds a wrapper, callbacks and
+        # a cancellation dance to every request): the same deadline, counted from the send.
+        timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
         try:
-            await self.send(command.with_opaque(opaque), timeout_s)
-            remaining = max(0.0, deadline - time.monotonic())
-            try:
-                return await asyncio.wait_for(future, remaining)
-            except TimeoutError as exc:
-                raise RequestTimeoutError(
-                    f"no response from {self.peer_address} to request code {command.code} "
-                    f"within {timeout_s} s") from exc
+            self._write(command.with_opaque(opaque))
+            if not self._can_write.is_set():
+                await self._drain(timeout_s)
+            return await future
         finally:
+            timer.cancel()
             self._pending.pop(opaque, None)
+
+    def _expire(self, future: asyncio.Future[RemotingCommand], code: int, timeout_s: float) -> None:
+        if not future.done():
+            future.set_exception(RequestTimeoutError(
+                f"no response from {self.peer_address} to request code {code} within {timeout_s} s"))
 
     async def oneway(self, command: RemotingCommand, timeout_s: float = 5.0) -> None:
         """Send a request flagged oneway; nothing comes back."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 
 from rocketstore.errors import StoreError
 from rocketstore.message.record import (
@@ -31,6 +32,8 @@ __all__ = ["AppendError", "CommitLog"]
 
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
+#: facts kept for the dispatcher at most; past this (nobody dispatching) records are decoded again instead
+FACTS_MAX = 1 << 18
 
 
 class AppendError(StoreError):
@@ -57,6 +60,11 @@ class CommitLog:
         self.segment_guard: Callable[[], str | None] | None = None
         #: how long an append waits for the lock before answering OS_PAGECACHE_BUSY instead of piling up
         self.lock_wait_s = 1.0
+        #: what the writer knew about each record it placed, in commitlog order, for the dispatcher (so
+        #: live records need no decoding): (commit_log_offset, size, topic, queue_id, queue_offset,
+        #: sys_flag, store_timestamp, tags_code, uniq_key, keys).  Appended under the lock; the dispatcher
+        #: pops from the left.  Records appended without facts are decoded by the dispatcher.
+        self.facts: deque[tuple] = deque()  # type: ignore[type-arg]
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -100,18 +108,57 @@ class CommitLog:
         return mf
 
     def append(self, draft: RecordDraft, queue_key: tuple[str, int] | None,
-               store_timestamp: int | None) -> tuple[int, int, int]:
+               store_timestamp: int | None, meta: tuple[str, int, str | None, str | None] | None = None,
+               ) -> tuple[int, int, int]:
         """Place one record draft; returns (commit_log_offset, queue_offset, store_timestamp).
 
         A record with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance
         the queue.
         """
-        return self.append_batch((draft,), queue_key, store_timestamp)
+        # One record: append_batch's work without its loops and per-draft bookkeeping (the put hot path).
+        size = draft[1]
+        if size + BLANK_RECORD_BYTES > self.segment_bytes:
+            raise AppendError("MESSAGE_ILLEGAL", f"{size} bytes of records cannot fit a segment of "
+                                                 f"{self.segment_bytes} bytes")
+        lock = self.lock
+        if not lock.acquire(True, self.lock_wait_s):
+            raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
+        try:
+            now = int(time.time() * 1000)
+            self.lock_begin_ms = now
+            try:
+                ts = now if store_timestamp is None else store_timestamp
+                mf = self.files.last()
+                if mf is None or size + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
+                    mf = self._segment_for(size)
+                pos = mf.wrote
+                offset = mf.start_offset + pos
+                if queue_key is not None:
+                    queue_offset = self.queue_offsets.get(queue_key, 0)
+                    write_record(mf.buffer, pos, draft, queue_offset, offset, ts)
+                    self.queue_offsets[queue_key] = queue_offset + 1
+                else:
+                    queue_offset = 0
+                    write_record(mf.buffer, pos, draft, 0, offset, ts)
+                mf.wrote = pos + size
+                facts = self.facts
+                if meta is not None and len(facts) < FACTS_MAX:
+                    facts.append((offset, size, meta[0], draft[3], queue_offset, draft[5], ts, meta[1], meta[2],
+                                  meta[3]))
+                self.last_store_timestamp = ts
+            finally:
+                self.lock_begin_ms = 0
+        finally:
+            lock.release()
+        return offset, queue_offset, ts
 
     def append_batch(self, drafts: tuple[RecordDraft, ...] | list[RecordDraft], queue_key: tuple[str, int] | None,
-                     store_timestamp: int | None) -> tuple[int, int, int]:
+                     store_timestamp: int | None,
+                     metas: Sequence[tuple[str, int, str | None, str | None]] | None = None,
+                     ) -> tuple[int, int, int]:
         """Place drafts contiguously in one segment, with consecutive queue offsets and one store time;
-        returns (first offset, first queue offset, store timestamp)."""
+        returns (first offset, first queue offset, store timestamp).  *metas* (topic, tags_code, uniq_key,
+        keys) per draft, when given, become dispatch facts."""
         total = 0
         for draft in drafts:
             total += draft[1]
@@ -133,8 +180,16 @@ class CommitLog:
                 first_queue_offset = self.queue_offsets.get(queue_key, 0) if queue_key is not None else 0
                 queue_offset = first_queue_offset
                 buf = mf.buffer
+                start = mf.start_offset
+                facts = self.facts if metas is not None and len(self.facts) < FACTS_MAX else None
+                i = 0
                 for draft in drafts:
-                    write_record(buf, pos, draft, queue_offset, mf.start_offset + pos, ts)
+                    write_record(buf, pos, draft, queue_offset, start + pos, ts)
+                    if facts is not None:
+                        meta = metas[i]  # type: ignore[index]
+                        facts.append((start + pos, draft[1], meta[0], draft[3], queue_offset, draft[5], ts,
+                                      meta[1], meta[2], meta[3]))
+                        i += 1
                     pos += draft[1]
                     if queue_key is not None:
                         queue_offset += 1

@@ -85,6 +85,38 @@ class ConsumeQueue:
         mf.append(CQ_ENTRY.pack(commit_log_offset, size, tags_code))
         return True
 
+    def put_run(self, facts: list[tuple]) -> int | None:  # type: ignore[type-arg]
+        """``put`` for each dispatch fact (commit_log_offset, size, _, _, queue_offset, _, _, tags_code, ...)
+        of this queue, in order; returns the queue offset of the first gap, or None.  Consecutive entries
+        that fit the current file go in with one write."""
+        i = 0
+        n = len(facts)
+        max_phy = self.max_physic_offset
+        while i < n and facts[i][0] + facts[i][1] <= max_phy:
+            i += 1  # built already
+        if i == n:
+            return None
+        first = facts[i][4]
+        count = n - i
+        mf = self.files.last()
+        if (first and facts[-1][4] - first == count - 1 and mf is not None
+                and mf.start_offset + mf.wrote == first * CQ_ENTRY_BYTES
+                and mf.wrote + count * CQ_ENTRY_BYTES <= mf.size_bytes):
+            pack = CQ_ENTRY.pack
+            data = b"".join([pack(f[0], f[1], f[7]) for f in facts[i:]] if i else
+                            [pack(f[0], f[1], f[7]) for f in facts])
+            pos = mf.wrote
+            mf.buffer[pos : pos + len(data)] = data
+            mf.wrote = pos + len(data)
+            last = facts[-1]
+            self.max_physic_offset = last[0] + last[1]
+            return None
+        bad = None
+        for f in facts[i:]:
+            if not self.put(f[0], f[1], f[7], f[4]) and bad is None:
+                bad = f[4]
+        return bad
+
     # --- reading --------------------------------------------------------------------------------------------
 
     def entries(self, queue_offset: int, max_count: int) -> tuple[np.ndarray, int] | None:

@@ -215,6 +215,50 @@ class IndexService:
                 if key:
                     f = self._put(f, index_key_hash_for_topic(topic, key), commit_log_offset, store_timestamp)
 
+    def build_many(self, records: list[tuple[str, int, int, int, str | None, str | None]]) -> None:
+        """``build`` for a run of records in commitlog order, each (topic, commit_log_offset,
+        store_timestamp, sys_flag, uniq_key, keys); the same entries, written a run at a time."""
+        import numpy as np
+
+        from rocketstore.store.index_bulk import index_key_hashes, put_keys
+
+        f = self._last_writable()
+        floor = f.end_phy_offset
+        topics: list[str] = []
+        keys: list[str] = []
+        offsets: list[int] = []
+        stamps: list[int] = []
+        for topic, offset, ts, sys_flag, uniq, text in records:
+            if offset < floor or sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_ROLLBACK_TYPE:
+                continue
+            if uniq is not None:
+                topics.append(topic)
+                keys.append(uniq)
+                offsets.append(offset)
+                stamps.append(ts)
+            if text:
+                for key in text.split(" "):
+                    if key:
+                        topics.append(topic)
+                        keys.append(key)
+                        offsets.append(offset)
+                        stamps.append(ts)
+        if not keys:
+            return
+        if len(keys) < 8:
+            for topic, key, offset, ts in zip(topics, keys, offsets, stamps):
+                f = self._put(f, index_key_hash_for_topic(topic, key), offset, ts)
+            return
+        hashes = index_key_hashes(topics, keys)
+        offs = np.asarray(offsets, dtype=np.int64)
+        tss = np.asarray(stamps, dtype=np.int64)
+        done = 0
+        while done < len(keys):
+            n = put_keys(f, hashes[done:], offs[done:], tss[done:])
+            done += n
+            if done < len(keys):
+                f = self._last_writable()
+
     def _put(self, f: IndexFile, key_hash: int, commit_log_offset: int, store_timestamp: int) -> IndexFile:
         while not f.put_key(key_hash, commit_log_offset, store_timestamp):
             f = self._last_writable()

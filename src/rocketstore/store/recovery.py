@@ -18,14 +18,23 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, MIN_RECORD_BYTES, store_timestamp_position
+from rocketstore.message.hashing import tags_code
+from rocketstore.message.properties import parse_properties
+from rocketstore.message.record import (
+    BLANK_MAGIC,
+    MESSAGE_MAGIC,
+    MIN_RECORD_BYTES,
+    header_layout,
+    store_timestamp_position,
+)
 from rocketstore.store.checkpoint import Checkpoint
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.dispatch import Dispatcher
 from rocketstore.store.mapped_file import MappedFile
+from rocketstore.store.recovery_scan import scan_chunk
 
-__all__ = ["RecoveryReport", "recover", "scan_valid_end", "validate_record"]
+__all__ = ["RecoveryReport", "recover", "scan_and_dispatch", "scan_valid_end", "validate_record"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,9 @@ _CRC_AND_FLAG = struct.Struct(">i24xi")  # BODYCRC at +8 and SYSFLAG at +36, rea
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _BODY_AT = {0: 84, 0x10: 96, 0x20: 96, 0x30: 108}  # BODYLENGTH position by host-family bits
+_LAYOUTS = {bits: header_layout(bool(bits & 0x10), bool(bits & 0x20)) for bits in (0, 0x10, 0x20, 0x30)}
+#: records whose facts are collected before they are dispatched as one run
+_FACTS_RUN = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +125,128 @@ def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
     return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
 
 
+def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, dispatcher: Dispatcher,
+                      progress: Callable[[int], None] | None = None) -> tuple[int, int, str | None]:
+    """``scan_valid_end`` that also re-dispatches every valid record: the same checks as
+    ``validate_record``, and from the same reads the facts ``Dispatcher.dispatch_facts`` takes, dispatched
+    a run at a time (abnormal recovery walks every record of the store, so one decode per record and
+    batched queue and index writes matter)."""
+    files = commitlog.files.files
+    if not files:
+        return 0, 0, None
+    records = 0
+    index = start_index
+    mf = files[index]
+    pos = 0
+    reason: str | None = None
+    facts: list[tuple] = []  # type: ignore[type-arg]
+    head = _HEAD
+    crc32 = zlib.crc32
+    topics: dict[bytes, str] = {}
+    schedule = "SCHEDULE_TOPIC_XXXX"
+    while True:
+        mm = mf.buffer
+        limit = mf.size_bytes
+        base = mf.start_offset
+        chunked = True
+        while True:
+            if chunked:
+                try:
+                    got = scan_chunk(mm, pos, limit, base, check_crc, dispatcher.tags_code_of, topics)
+                except UnicodeDecodeError:
+                    got = None
+                if got is None:
+                    chunked = False  # the rest of this segment one record at a time
+                    continue
+                pos, chunk, reason = got
+                dispatcher.dispatch_facts(chunk)
+                records += len(chunk)
+                if reason is None:
+                    continue
+                break
+            if pos + 8 > limit:
+                reason = "end of segment"
+                break
+            size, magic = head.unpack_from(mm, pos)
+            if magic != MESSAGE_MAGIC:
+                if magic == BLANK_MAGIC:
+                    reason = "BLANK"
+                elif magic == 0 and size == 0:
+                    reason = "no record magic"
+                else:
+                    reason = f"bad magic {magic & 0xFFFFFFFF:#x}"
+                break
+            end = pos + size
+            if size < MIN_RECORD_BYTES or end > limit:
+                reason = f"size {size} does not fit"
+                break
+            sys_flag = _INT.unpack_from(mm, pos + 36)[0]
+            layout = _LAYOUTS[sys_flag & 0x30]
+            if pos + layout.size + 3 > end:
+                reason = "body length does not fit"
+                break
+            (_, _, crc, queue_id, _, queue_offset, _, _, _, _, _, store_ts, _, _, _, _,
+             body_len) = layout.unpack_from(mm, pos)
+            body_at = pos + layout.size
+            p = body_at + body_len
+            if body_len < 0 or p + 3 > end:
+                reason = "body length does not fit"
+                break
+            q = p + 1 + mm[p]
+            if q + 2 > end or q + 2 + ((mm[q] << 8) | mm[q + 1]) != end or mm[q] & 0x80:
+                reason = "lengths disagree with the record size"
+                break
+            if q + 2 < end and mm[end - 1] == 0:
+                reason = "record ends in zero bytes (torn write)"
+                break
+            if check_crc and crc32(mm[body_at:p]) & 0x7FFFFFFF != crc:
+                reason = "body CRC mismatch"
+                break
+            raw_topic = mm[p + 1 : q]
+            topic = topics.get(raw_topic)
+            try:
+                if topic is None:
+                    topic = raw_topic.decode("utf-8")
+                    topics[raw_topic] = topic
+                props = parse_properties(mm[q + 2 : end].decode("utf-8")) if q + 2 < end else {}
+            except UnicodeDecodeError:
+                # let the dispatcher's own decoder report it, in order
+                dispatcher.dispatch_facts(facts)
+                facts = []
+                dispatcher.dispatch_record(base + pos, mm, pos)
+                pos = end
+                records += 1
+                continue
+            if topic == schedule:
+                code = dispatcher.tags_code_of(topic, props, store_ts)
+            else:
+                tags = props.get("TAGS")
+                code = tags_code(tags) if tags else 0
+            facts.append((base + pos, size, topic, queue_id, queue_offset, sys_flag, store_ts, code,
+                          props.get("UNIQ_KEY"), props.get("KEYS")))
+            pos = end
+            records += 1
+            if len(facts) >= _FACTS_RUN:
+                dispatcher.dispatch_facts(facts)
+                facts = []
+        dispatcher.dispatch_facts(facts)
+        facts = []
+        if reason == "BLANK":
+            reason = None
+            index += 1
+            if progress is not None:
+                progress(mf.size_bytes)
+            if index >= len(files):
+                return mf.start_offset + mf.size_bytes, records, None
+            mf = files[index]
+            pos = 0
+            continue
+        break
+    if progress is not None:
+        progress(mf.size_bytes)
+    return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
+
+
 def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool) -> bool:
     magic = _HEAD.unpack_from(mf.buffer, 0)[1]
     if magic != MESSAGE_MAGIC:
@@ -156,10 +290,10 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
             if cq.max_physic_offset > rebuild_from:
                 cq.truncate_dirty(rebuild_from)
 
-        def on_record(mf: MappedFile, pos: int, size: int) -> None:
-            dispatcher.dispatch_record(mf.start_offset + pos, mf.buffer, pos)
-
-    end, records, reason = scan_valid_end(commitlog, start, check_crc, on_record, progress)
+    if abnormal:
+        end, records, reason = scan_and_dispatch(commitlog, start, check_crc, dispatcher, progress)
+    else:
+        end, records, reason = scan_valid_end(commitlog, start, check_crc, on_record, progress)
     # bytes after `end` that held anything: what the cut discards
     truncated = 0
     for mf in commitlog.files.files:
