@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results" / "latest.json"
 DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
 CHART_NAME = "bench/benchmarks.png"
-WORKLOADS = ("put", "get", "query", "sync", "recovery", "broker")
+WORKLOADS = ("put", "get", "query", "sync", "recovery", "broker", "rebuild")
 
 
 def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.PathLike[str] | None = None,
@@ -69,6 +69,10 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
 
             print(f"[profile: {sizes.profile_puts:,} puts]", flush=True)
             profile = profile_puts(sizes, ctx.path("profile-store"), sizes.profile_puts)
+        if "rebuild" in wanted:
+            from bench.rebuild_bench import rebuild_workload
+
+            rebuild_workload(mode, base, notes, ctx.add)
         if "broker" in wanted:
             from bench.broker_bench import broker_workloads
 

@@ -3,6 +3,7 @@
     rocketstore pipeline archive --store DIR --output PARQUET_DIR
     rocketstore pipeline archive --name-server HOST:PORT --topic T --checkpoint DIR --output DIR [--available-now]
     rocketstore pipeline report --store DIR --output DIR
+    rocketstore pipeline rebuild STORE_DIR [--output DIR | --in-place] [--skip-bad]
 
 Spark runs ``local[*]`` unless ``--master URL`` says otherwise; progress is printed on stderr.
 """
@@ -47,6 +48,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--output", required=True, help="directory for report.html, report.png and CSVs")
     report.set_defaults(handler=_report)
 
+    from rocketstore.cli.store_cmds import _geometry_parent
+
+    rebuild = commands.add_parser(
+        "rebuild", parents=[_geometry_parent()],
+        help="rebuild consume queues, index files and checkpoint from the commitlog",
+        description="Scan the commitlog of DIR in parallel on Spark and write complete consumequeue/ and index/ "
+                    "directories plus a checkpoint: into --output (default DIR.rebuilt), or into DIR itself "
+                    "with --in-place (the store must be closed). A damaged record stops the job with its "
+                    "commitlog offset unless --skip-bad is given.")
+    rebuild.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    target = rebuild.add_mutually_exclusive_group()
+    target.add_argument("--output", help="new directory for consumequeue/, index/ and checkpoint "
+                                         "(default DIR.rebuilt; must be absent or empty)")
+    target.add_argument("--in-place", action="store_true", help="replace DIR's own files (store closed)")
+    rebuild.add_argument("--skip-bad", action="store_true",
+                         help="skip the rest of a segment holding a damaged record instead of stopping")
+    rebuild.add_argument("--range-mb", type=int, default=64, help="commitlog MiB per Spark partition (64)")
+    rebuild.set_defaults(handler=_rebuild)
+
 
 def _archive(args: argparse.Namespace) -> int:
     streaming = args.name_server is not None
@@ -89,4 +109,52 @@ def _report(args: argparse.Namespace) -> int:
             spark.stop()
     print(result.html_path)
     print(result.png_path)
+    return 0
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    import os
+
+    from rocketstore.cli.store_cmds import ProgressBar, store_config_from_args
+    from rocketstore.spark.jobs import build_session
+    from rocketstore.spark.rebuild import rebuild_with_spark
+
+    config = store_config_from_args(args, check_index=False)
+    root = config.store_path_root_dir
+    output = None if args.in_place else (args.output or root.rstrip(os.sep) + ".rebuilt")
+    _progress(f"starting Spark ({args.master})")
+    spark, created = build_session(args.master, "rocketstore-rebuild")
+    bars: list[ProgressBar] = []
+    try:
+        def on_plan(plan) -> None:  # type: ignore[no-untyped-def]
+            _progress(f"scanning {plan.commit_log_bytes / 1048576:.1f} MiB of commitlog in {len(plan.ranges)} "
+                      f"partitions")
+            bars.append(ProgressBar(sum(r.end - r.begin for r in plan.ranges), sys.stderr, label="rebuild"))
+
+        report = rebuild_with_spark(spark, root, config, output_dir=output, in_place=args.in_place,
+                                    skip_bad=args.skip_bad, range_bytes=max(1, args.range_mb) << 20,
+                                    progress=lambda n: bars[0](n), on_plan=on_plan)
+        if bars:
+            bars[0].finish()
+    finally:
+        if created:
+            spark.stop()
+    lines = [f"rebuilt {'in place: ' + root if report.in_place else report.output_dir}",
+             (f"  commitlog:        [{report.commit_log_min_offset}, {report.valid_end}), {report.record_count} "
+              f"records" + (f", stopped at a torn tail: {report.stop_reason}" if report.stop_reason else "")),
+             f"  consume queues:   {report.queue_count} queues, {report.cq_entry_count} entries",
+             f"  index:            {report.index_file_count} files, {report.index_key_count} keys",
+             (f"  checkpoint:       physic {report.checkpoint[0]}, logics {report.checkpoint[1]}, "
+              f"index {report.checkpoint[2]}"),
+             f"  took:             {report.seconds:.1f} s"]
+    for start, end, reason in report.skipped:
+        lines.append(f"SKIPPED commitlog [{start}, {end}): {reason}")
+    lines.extend(f"warning: {w}" for w in report.warnings)
+    if report.abort_file_present:
+        lines.append("note: the store's abort file is present (it was not shut down cleanly); the next open "
+                     "still runs abnormal recovery from the checkpoint's segment")
+    if not report.in_place:
+        lines.append(f"to use them: with the store closed, replace {root}/consumequeue, index and checkpoint "
+                     f"with those in {report.output_dir} (or run with --in-place)")
+    print("\n".join(lines))
     return 0
