@@ -13,10 +13,13 @@ Imports store pieces, never the facade.
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.properties import parse_properties
@@ -260,6 +263,24 @@ def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool
     return store_ts <= bound
 
 
+def _used_bytes_after(buffer: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20) -> int:
+    """``len(buffer[pos:].rstrip(b"\\0"))`` without copying the tail: a preallocated segment's tail is
+    mostly zeros (up to a whole 1 GiB segment), so scan it backwards a chunk at a time through a numpy view."""
+    view = np.frombuffer(buffer, dtype=np.uint8)
+    chunk = view[:0]
+    try:
+        stop = len(view)
+        while stop > pos:
+            start = max(pos, stop - chunk_bytes)
+            chunk = view[start:stop]
+            if chunk.any():
+                return start + int(np.flatnonzero(chunk)[-1]) + 1 - pos
+            stop = start
+        return 0
+    finally:
+        del view, chunk  # the mmap cannot close while a view exports its buffer
+
+
 def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatcher, checkpoint: Checkpoint,
             *, abnormal: bool, check_crc: bool, index_safe: bool,
             progress: Callable[[int], None] | None = None) -> RecoveryReport:
@@ -298,7 +319,7 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     truncated = 0
     for mf in commitlog.files.files:
         if mf.end_offset > end:
-            truncated += len(mf.buffer[max(0, end - mf.start_offset) :].rstrip(b"\x00"))
+            truncated += _used_bytes_after(mf.buffer, max(0, end - mf.start_offset))
     commitlog.files.set_positions(end)
     commitlog.files.truncate_after(end)
     if max_phy_in_queues >= end:
