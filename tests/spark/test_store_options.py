@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark/pyarrow not installed: pip install 'rocketstore[spark]'")
@@ -14,6 +15,7 @@ from rocketstore.spark.store_options import (
     StoreReadOptions,
     detect_config,
     is_system_topic,
+    pack_in_commit_log_order,
     pack_ranges,
     select_queues,
 )
@@ -40,6 +42,22 @@ def test_pack_ranges_splits_long_queues_and_shares_partitions_between_small_ones
     assert len(pack_ranges(ranges, 1000, min_partitions=5)) >= 5
     assert len(pack_ranges(ranges, 1000)) == 1
     assert pack_ranges([], 10, 3) == []
+
+
+def test_commit_log_order_packing_cuts_stretches_of_the_commitlog_into_queue_ranges() -> None:
+    # two queues written alternately in runs of 2: A0 A1 B0 B1 A2 A3 B2 B3 ...
+    ranges = [QueueRange("A", 0, 0, 6), QueueRange("B", 1, 10, 16)]
+    a = np.array([0, 1, 4, 5, 8, 9]) * 100
+    b = np.array([2, 3, 6, 7, 10, 11]) * 100
+    parts = pack_in_commit_log_order(ranges, [a, b], 5)
+    assert parts == [(QueueRange("A", 0, 0, 3), QueueRange("B", 1, 10, 12)),
+                     (QueueRange("A", 0, 3, 6), QueueRange("B", 1, 12, 14)),
+                     (QueueRange("B", 1, 14, 16),)]
+    assert len(parts) == len(pack_ranges(ranges, 5))
+    assert len(pack_in_commit_log_order(ranges, [a, b], 1000, min_partitions=4)) == 4
+    assert pack_in_commit_log_order([], [], 10) == []
+    with pytest.raises(ValueError):
+        pack_in_commit_log_order(ranges, [a[:2], b], 5)
 
 
 def test_system_topics_need_naming() -> None:

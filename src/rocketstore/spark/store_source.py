@@ -2,15 +2,22 @@
 
     spark.read.format("rocketmq-store").option("path", "/data/store").option("topics", "TopicA").load()
 
-Planning (``partitions()``, in a Python worker on the driver) opens the store read-only, takes a snapshot
-of every selected queue's max offset and cuts the queues into queue-offset ranges (store_options).  Each
-partition carries ``(path, StoreConfig)``; the executor reopens the store read-only from them and reads its
-ranges through ``MessageStore.get``, never past the snapshot, so a live store yields a consistent prefix of
-every queue.  Rows come out as Arrow record batches built column by column (lists per batch, one Arrow
-array per column), never as per-row tuples.
+Planning (``partitions()``, in a Python worker on the driver) snapshots every selected queue's max offset
+and cuts the queues into queue-offset ranges (store_options).  Two ways, chosen by the store's state:
+
+* a cleanly closed store (no ``abort`` file, queue tails that check out): planned through a StoreSnapshot,
+  which trusts the consume queues and never walks the commitlog; partitions are stretches of the commitlog
+  in offset order (each still a tuple of queue ranges), and the executor copies whole commitlog spans and
+  checks every record against its consume-queue entry;
+* anything else (a live store, a crashed one): planned through a recovering read-only MessageStore open;
+  the executor reopens it the same way and reads its ranges through ``MessageStore.get``.
+
+Either way nothing past the planning snapshot is read, so a live store yields a consistent prefix of every
+queue, and records become Arrow batches column by column with numpy (arrow_decode), never row by row.
 
 pyspark and pyarrow are imported here, at module level: this module is only imported by
-``rocketstore.spark.register`` and by Spark's workers.  Imports the store facade and the record codec.
+``rocketstore.spark.register`` and by Spark's workers.  Imports the store facade, the store snapshot and
+the Arrow decoder.
 
 Thread-safety: the per-worker store cache is guarded by a lock; a reader object is used by one task.
 """
@@ -21,6 +28,7 @@ import atexit
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -37,23 +45,23 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rocketstore.errors import StoreConfigError
-from rocketstore.message.host import HostAddress
-from rocketstore.message.message_id import encode_offset_message_id
-from rocketstore.message.properties import PropertyName, parse_properties
-from rocketstore.message.record import decode_record
+from rocketstore.errors import CorruptFileError, StoreConfigError
+from rocketstore.spark.arrow_decode import record_batch
 from rocketstore.spark.store_options import (
     BATCH_MAX_BYTES,
     BATCH_ROWS,
     SCHEDULE_TOPIC,
     QueueRange,
     StoreReadOptions,
+    pack_in_commit_log_order,
     pack_ranges,
     plan_ranges,
 )
 from rocketstore.store.config import StoreConfig
+from rocketstore.store.consume_queue import PRE_BLANK_SIZE
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import GetMessageStatus
+from rocketstore.store.snapshot import StoreSnapshot, closed_cleanly
 
 __all__ = ["FORMAT_NAME", "StoreDataSource", "StorePartition", "StoreReader", "store_schema"]
 
@@ -80,7 +88,6 @@ _COLUMNS: dict[str, tuple[DataType, bool]] = {
     "reconsumeTimes": (IntegerType(), False),
 }
 
-TAGS, KEYS, UNIQ_KEY = PropertyName.TAGS, PropertyName.KEYS, PropertyName.UNIQ_KEY
 #: statuses after which the loop goes on from next_begin_offset; any other means the queue ends here
 _GO_ON = frozenset({GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.OFFSET_TOO_SMALL,
                     GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.MESSAGE_WAS_REMOVING})
@@ -126,15 +133,21 @@ def _arrow_schema(schema: StructType) -> pa.Schema:
 
 
 class StorePartition(InputPartition):
-    """Queue ranges to read, plus what the executor reopens the store from."""
+    """Queue ranges to read, plus what the executor reopens the store from.
 
-    def __init__(self, path: str, config: StoreConfig, snapshot_id: str, ranges: tuple[QueueRange, ...]) -> None:
+    ``trusted``: planned from a StoreSnapshot of a cleanly closed store, so the executor reads consume-queue
+    entries and commitlog spans straight from the files; otherwise it reopens the store with recovery.
+    """
+
+    def __init__(self, path: str, config: StoreConfig, snapshot_id: str, ranges: tuple[QueueRange, ...],
+                 trusted: bool = False) -> None:
         super().__init__(ranges)
         self.path = path
         self.config = config
         #: shared by the partitions of one scan: a worker reuses its open store only within one snapshot
         self.snapshot_id = snapshot_id
         self.ranges = ranges
+        self.trusted = trusted
 
 
 class StoreDataSource(DataSource):
@@ -159,27 +172,159 @@ class StoreReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]
         opts = self.options
+        snapshot_id = uuid.uuid4().hex
+        if closed_cleanly(opts.path):
+            groups = _plan_trusted(opts)
+            if groups is not None:
+                return [StorePartition(opts.path, opts.config, snapshot_id, g, trusted=True) for g in groups]
         with MessageStore.open(opts.path, opts.config, read_only=True) as store:
             ranges = plan_ranges(store, opts)
-        snapshot_id = uuid.uuid4().hex
         return [StorePartition(opts.path, opts.config, snapshot_id, group)
                 for group in pack_ranges(ranges, opts.max_records_per_partition, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         if not isinstance(partition, StorePartition) or not partition.ranges:
             return  # no queue to read: Spark plans one empty partition
-        store = _worker_store(partition.path, partition.config, partition.snapshot_id)
-        builder = _BatchBuilder(self.columns, _arrow_schema(self.schema), self.options)
-        codes = MessageStore.tag_codes(self.options.tags)
-        for r in partition.ranges:
-            for records in _records(store, r, None if r.topic == SCHEDULE_TOPIC else codes):
-                i = 0
-                while i < len(records):
-                    i = builder.extend(records, i)
-                    if builder.full:
-                        yield builder.flush()
-        if builder.rows:
-            yield builder.flush()
+        opts = self.options
+        schema = _arrow_schema(self.schema)
+        codes = MessageStore.tag_codes(opts.tags)
+        tag_set = opts.tag_set()
+        if partition.trusted:
+            chunks = _snapshot_chunks(_worker_snapshot(partition), partition.ranges, codes)
+        else:
+            store = _worker_store(partition.path, partition.config, partition.snapshot_id)
+            chunks = _store_chunks(store, partition.ranges, codes)
+        for buf, positions, queue_offsets, expect in chunks:
+            batch = record_batch(buf, positions, queue_offsets, schema, include_body=opts.include_body,
+                                 tag_set=tag_set, expect=expect)
+            if batch.num_rows:
+                yield batch
+
+
+def _plan_trusted(opts: StoreReadOptions) -> list[tuple[QueueRange, ...]] | None:
+    """Partitions in commitlog order from a StoreSnapshot; None when the queues' tails do not check out
+    (a copy cut short, say): then the caller plans through a recovering open."""
+    with StoreSnapshot.open(opts.path, opts.config) as snap:
+        if not snap.tails_agree():
+            return None
+        ranges = plan_ranges(snap, opts)
+        offsets = []
+        for r in ranges:
+            queue_offsets, entries = snap.entries(r.topic, r.queue_id, r.start, r.end)
+            if len(queue_offsets) != r.record_count:
+                return None  # a consume-queue segment is missing inside the range
+            offsets.append(entries["offset"].astype(np.int64))
+    return pack_in_commit_log_order(ranges, offsets, opts.max_records_per_partition, opts.min_partitions)
+
+
+#: (record buffer, record positions in it, queue offsets, (commitlog offsets, sizes) the records must have)
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]
+
+
+def _as_java_int(codes: np.ndarray) -> np.ndarray:
+    """RocketMQ compares ``(int) tagsCode``."""
+    return ((codes.astype(np.int64) + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+def _snapshot_chunks(snap: StoreSnapshot, ranges: tuple[QueueRange, ...], codes: frozenset[int] | None
+                     ) -> Iterator[Chunk]:
+    """The partition's records in commitlog order, a batch at a time, read as whole commitlog spans."""
+    offsets, sizes, queue_offsets = [], [], []
+    wanted = None if codes is None else np.fromiter(codes, dtype=np.int64)
+    for r in ranges:
+        qo, entries = snap.entries(r.topic, r.queue_id, r.start, r.end)
+        if wanted is not None and r.topic != SCHEDULE_TOPIC:  # schedule-topic tags codes are delivery times
+            keep = np.isin(_as_java_int(entries["tags_code"]), wanted)
+            qo, entries = qo[keep], entries[keep]
+        offsets.append(entries["offset"].astype(np.int64))
+        sizes.append(entries["size"].astype(np.int64))
+        queue_offsets.append(qo)
+    if not offsets:
+        return
+    offset = np.concatenate(offsets)
+    size = np.concatenate(sizes)
+    queue_offset = np.concatenate(queue_offsets)
+    broken = np.flatnonzero((size <= 0) | (size == PRE_BLANK_SIZE) | (offset < 0))
+    if len(broken):
+        raise CorruptFileError(snap.config.consume_queue_dir, int(offset[broken[0]]),
+                               "a consume-queue entry inside the planned range is not a record's")
+    present = offset >= snap.min_commit_log_offset  # older records were deleted since planning
+    order = np.argsort(offset, kind="stable")
+    order = order[present[order]]
+    offset, size, queue_offset = offset[order], size[order], queue_offset[order]
+    segment = offset // snap.config.mapped_file_size_commit_log
+    n = len(offset)
+    i = 0
+    while i < n:
+        j = min(n, i + BATCH_ROWS)
+        j = i + int(np.searchsorted(segment[i:j], segment[i], side="right"))  # one segment per batch
+        cum = np.cumsum(size[i:j])
+        j = i + max(1, int(np.searchsorted(cum, BATCH_MAX_BYTES, side="right")))
+        got = _read_spans(snap, offset[i:j], size[i:j])
+        if got is not None:
+            buf, positions, keep = got
+            yield buf, positions, queue_offset[i:j][keep], (offset[i:j][keep], size[i:j][keep])
+        i = j
+
+
+def _read_spans(snap: StoreSnapshot, offset: np.ndarray, size: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(buffer, positions, kept) for records of one segment: a view of their whole span when they fill
+    at least half of it, else one copy per run of adjacent records.  Records whose bytes are gone (the
+    segment was deleted after planning) are dropped, as ``MessageStore.get`` skips them."""
+    lo = int(offset[0])
+    hi = int(offset[-1] + size[-1])
+    if int(size.sum()) * 2 >= hi - lo:
+        view = snap.span_view(lo, hi - lo)  # zero-copy: the batch's columns are copies, not views of it
+        if view is not None:
+            return view, offset - lo, np.ones(len(offset), dtype=bool)
+    breaks = np.flatnonzero(offset[1:] != offset[:-1] + size[:-1]) + 1
+    run_first = np.concatenate(([0], breaks))
+    run_last = np.concatenate((breaks, [len(offset)])) - 1
+    pieces = []
+    keep = np.ones(len(offset), dtype=bool)
+    run_base = np.zeros(len(run_first), dtype=np.int64)
+    filled = 0
+    for k, (a, b) in enumerate(zip(run_first.tolist(), run_last.tolist())):
+        start = int(offset[a])
+        raw = snap.read_span(start, int(offset[b] + size[b]) - start)
+        if raw is None:
+            keep[a : b + 1] = False
+            continue
+        run_base[k] = filled - start
+        pieces.append(raw)
+        filled += len(raw)
+    if not keep.any():
+        return None
+    run_of = np.repeat(np.arange(len(run_first)), run_last - run_first + 1)
+    positions = (offset + run_base[run_of])[keep]
+    return np.frombuffer(b"".join(pieces), dtype=np.uint8), positions, keep
+
+
+def _store_chunks(store: MessageStore, ranges: tuple[QueueRange, ...], codes: frozenset[int] | None
+                  ) -> Iterator[Chunk]:
+    """The partition's records through ``MessageStore.get`` (a recovered store), a batch at a time."""
+    raws: list[bytes] = []
+    queue_offsets: list[int] = []
+    filled = 0
+    for r in ranges:
+        for records in _records(store, r, None if r.topic == SCHEDULE_TOPIC else codes):
+            for q, raw in records:
+                raws.append(raw)
+                queue_offsets.append(q)
+                filled += len(raw)
+                if len(raws) >= BATCH_ROWS or filled >= BATCH_MAX_BYTES:
+                    yield _joined(raws, queue_offsets)
+                    raws, queue_offsets, filled = [], [], 0
+    if raws:
+        yield _joined(raws, queue_offsets)
+
+
+def _joined(raws: list[bytes], queue_offsets: list[int]) -> Chunk:
+    lengths = np.fromiter((len(r) for r in raws), dtype=np.int64, count=len(raws))
+    positions = np.zeros(len(raws), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=positions[1:])
+    return np.frombuffer(b"".join(raws), dtype=np.uint8), positions, np.array(queue_offsets, dtype=np.int64), None
 
 
 def _records(store: MessageStore, r: QueueRange, codes: frozenset[int] | None) -> Iterator[list[tuple[int, bytes]]]:
@@ -198,174 +343,42 @@ def _records(store: MessageStore, r: QueueRange, codes: frozenset[int] | None) -
         offset = got.next_begin_offset
 
 
-class _BatchBuilder:
-    """Column lists for one Arrow batch; ``add`` says when the batch is full."""
-
-    def __init__(self, columns: tuple[str, ...], schema: pa.Schema, options: StoreReadOptions) -> None:
-        self.columns = columns
-        self.schema = schema
-        self.include_body = options.include_body and "body" in columns
-        self.tag_set = options.tag_set()
-        self.need_props = bool({"tags", "keys", "properties", "uniqKey"} & set(columns)) or self.tag_set is not None
-        self._hosts: dict[HostAddress, str] = {}
-        self._reset()
-
-    def _reset(self) -> None:
-        self.rows = 0
-        self.body_bytes = 0
-        self.topic: list[str] = []
-        self.queue_id: list[int] = []
-        self.queue_offset: list[int] = []
-        self.commit_log_offset: list[int] = []
-        self.msg_id: list[str] = []
-        self.body: list[bytes] = []
-        self.tags: list[str | None] = []
-        self.keys: list[str | None] = []
-        self.uniq_key: list[str | None] = []
-        self.prop_offsets: list[int] = [0]
-        self.prop_keys: list[str] = []
-        self.prop_values: list[str] = []
-        self.born_ms: list[int] = []
-        self.store_ms: list[int] = []
-        self.born_host: list[str] = []
-        self.store_host: list[str] = []
-        self.sys_flag: list[int] = []
-        self.flag: list[int] = []
-        self.reconsume: list[int] = []
-
-    @property
-    def full(self) -> bool:
-        return self.rows >= BATCH_ROWS or self.body_bytes >= BATCH_MAX_BYTES
-
-    def extend(self, records: list[tuple[int, bytes]], i: int) -> int:
-        """Add ``records[i:]`` (queue offset, raw record) until the batch is full; returns where it stopped.
-
-        One loop over the records with every list's append bound to a local: this loop is the reader's cost.
-        """
-        with_body = self.include_body
-        need_props = self.need_props
-        tag_set = self.tag_set
-        hosts = self._hosts
-        topic, queue_id, queue_offset = self.topic.append, self.queue_id.append, self.queue_offset.append
-        commit_log_offset, msg_id = self.commit_log_offset.append, self.msg_id.append
-        tags_col, keys_col, uniq_col = self.tags.append, self.keys.append, self.uniq_key.append
-        prop_keys, prop_values, prop_offsets = self.prop_keys, self.prop_values, self.prop_offsets.append
-        born_ms, store_ms = self.born_ms.append, self.store_ms.append
-        born_host, store_host = self.born_host.append, self.store_host.append
-        sys_flag, flag, reconsume = self.sys_flag.append, self.flag.append, self.reconsume.append
-        body = self.body.append
-        rows, body_bytes = self.rows, self.body_bytes
-        n = len(records)
-        while i < n and rows < BATCH_ROWS and body_bytes < BATCH_MAX_BYTES:
-            q, raw = records[i]
-            i += 1
-            m = decode_record(raw, with_body=with_body)
-            if need_props:
-                props = parse_properties(m.properties_string)
-                tags = props.get(TAGS)
-                if tag_set is not None and tags not in tag_set:
-                    continue  # a tags-code (hash) match with another tag: a RocketMQ client drops it too
-                tags_col(tags)
-                keys_col(props.get(KEYS))
-                uniq_col(props.get(UNIQ_KEY))
-                prop_keys.extend(props)
-                prop_values.extend(props.values())
-                prop_offsets(len(prop_keys))
-            rows += 1
-            topic(m.topic)
-            queue_id(m.queue_id)
-            queue_offset(q)
-            commit_log_offset(m.commit_log_offset)
-            host = m.store_host
-            msg_id(encode_offset_message_id(host, m.commit_log_offset))
-            born_ms(m.born_timestamp)
-            store_ms(m.store_timestamp)
-            text = hosts.get(host)
-            if text is None:
-                text = hosts[host] = str(host)
-            store_host(text)
-            host = m.born_host
-            text = hosts.get(host)
-            if text is None:
-                text = hosts[host] = str(host)
-            born_host(text)
-            sys_flag(m.sys_flag)
-            flag(m.flag)
-            reconsume(m.reconsume_times)
-            if with_body:
-                body(m.body)
-                body_bytes += len(m.body)
-        self.rows, self.body_bytes = rows, body_bytes
-        return i
-
-    def _array(self, name: str, typ: pa.DataType) -> pa.Array:
-        n = self.rows
-        if name == "topic":
-            return pa.array(self.topic, typ)
-        if name == "queueId":
-            return pa.array(self.queue_id, typ)
-        if name == "queueOffset":
-            return pa.array(self.queue_offset, typ)
-        if name == "commitLogOffset":
-            return pa.array(self.commit_log_offset, typ)
-        if name == "msgId":
-            return pa.array(self.msg_id, typ)
-        if name == "body":
-            return pa.array(self.body, typ) if self.include_body else pa.nulls(n, typ)
-        if name == "tags":
-            return pa.array(self.tags, typ)
-        if name == "keys":
-            return pa.array(self.keys, typ)
-        if name == "uniqKey":
-            return pa.array(self.uniq_key, typ)
-        if name == "properties":
-            arr = pa.MapArray.from_arrays(pa.array(self.prop_offsets, pa.int32()), pa.array(self.prop_keys, pa.string()),
-                                          pa.array(self.prop_values, pa.string()))
-            return arr if arr.type.equals(typ) else arr.cast(typ)
-        if name in ("bornTimestamp", "storeTimestamp"):
-            ms = self.born_ms if name == "bornTimestamp" else self.store_ms
-            return pa.array(np.asarray(ms, dtype=np.int64) * 1000, typ)
-        if name == "bornHost":
-            return pa.array(self.born_host, typ)
-        if name == "storeHost":
-            return pa.array(self.store_host, typ)
-        if name == "sysFlag":
-            return pa.array(self.sys_flag, typ)
-        if name == "flag":
-            return pa.array(self.flag, typ)
-        return pa.array(self.reconsume, typ)  # reconsumeTimes
-
-    def flush(self) -> pa.RecordBatch:
-        arrays = [self._array(f.name, f.type) for f in self.schema]
-        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        self._reset()
-        return batch
-
-
-# --- one open store per Python worker and snapshot ---------------------------------------------------------
+# --- one open store (or snapshot) per Python worker and scan -----------------------------------------------
 
 _cache_lock = threading.Lock()
-_cached: tuple[tuple[str, StoreConfig, str], MessageStore] | None = None
+_cached: tuple[tuple[str, str, StoreConfig, str], MessageStore | StoreSnapshot] | None = None
 
 
-def _worker_store(path: str, config: StoreConfig, snapshot_id: str) -> MessageStore:
-    """The store opened read-only for this snapshot, opened once per reused Python worker.
+def _cached_open(kind: str, path: str, config: StoreConfig, snapshot_id: str) -> MessageStore | StoreSnapshot:
+    """The store (``kind`` "store": recovering read-only open) or snapshot (``kind`` "snapshot") for this
+    scan, opened once per reused Python worker.
 
-    Opening runs recovery (in private memory), which costs far more than reading a small partition; the
-    partitions of one scan that land on the same worker share one open.  A new snapshot id (a new scan)
-    opens afresh, so a live store is always seen at least as far as the snapshot.
+    A recovering open costs far more than reading a small partition; the partitions of one scan that land
+    on the same worker share one open.  A new snapshot id (a new scan) opens afresh, so a live store is
+    always seen at least as far as the snapshot.
     """
     global _cached
-    key = (path, config, snapshot_id)
+    key = (kind, path, config, snapshot_id)
     with _cache_lock:
         if _cached is not None and _cached[0] == key:
             return _cached[1]
         if _cached is not None:
             _cached[1].close()
             _cached = None
-        store = MessageStore.open(path, config, read_only=True)
-        _cached = (key, store)
-        return store
+        if kind == "store":
+            opened: MessageStore | StoreSnapshot = MessageStore.open(path, config, read_only=True)
+        else:
+            opened = StoreSnapshot.open(path, config, check_queues=False)
+        _cached = (key, opened)
+        return opened
+
+
+def _worker_store(path: str, config: StoreConfig, snapshot_id: str) -> MessageStore:
+    return cast(MessageStore, _cached_open("store", path, config, snapshot_id))
+
+
+def _worker_snapshot(partition: StorePartition) -> StoreSnapshot:
+    return cast(StoreSnapshot, _cached_open("snapshot", partition.path, partition.config, partition.snapshot_id))
 
 
 @atexit.register
