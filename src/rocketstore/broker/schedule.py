@@ -32,6 +32,7 @@ from rocketstore.broker.config_files import read_json_file, write_text_atomicall
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message, StoredMessage, decode_record
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import GetMessageStatus, PutMessageStatus, PutResult
 
@@ -39,7 +40,6 @@ __all__ = ["SCHEDULE_TOPIC", "ScheduleService", "encode_delay_offsets"]
 
 log = logging.getLogger(__name__)
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 #: transactional half messages never come out of the schedule topic (RocketMQ logs "[BUG]" and drops them)
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 #: RocketMQ's DELAY_FOR_A_WHILE

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
 from rocketstore.remoting.bodies import DataVersion, Perm, TopicConfig
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -37,7 +38,6 @@ AUTO_CREATE_TOPIC = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SCHEDULE_TOPIC_QUEUE_NUMS = 18
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"

@@ -23,6 +23,7 @@ import numpy as np
 
 from rocketstore.errors import StoreConfigError
 from rocketstore.store.config import StoreConfig
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
 
 __all__ = [
     "BATCH_MAX_BYTES",
@@ -44,7 +45,6 @@ __all__ = [
     "select_queues",
 ]
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 #: RocketMQ 4.9.3's TopicValidator.SYSTEM_TOPIC_SET; topics starting with ``rmq_sys_`` are system topics too.
 SYSTEM_TOPICS = frozenset({
     "TBW102", SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",

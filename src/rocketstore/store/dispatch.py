@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.properties import PropertyName, parse_properties
-from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, TOTAL_SIZE_MAGIC, SysFlag, decode_dispatch_info
+from rocketstore.message.record import (
+    BLANK_MAGIC,
+    MESSAGE_MAGIC,
+    TOTAL_SIZE_MAGIC,
+    SysFlag,
+    decode_dispatch_info,
+)
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
@@ -38,6 +44,24 @@ log = logging.getLogger(__name__)
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DispatchListener = Callable[[str, int, int, int, int], None]
+
+
+def tags_code_of(topic: str, props: Mapping[str, str], store_timestamp: int, delay_levels_ms: Mapping[int, int],
+                 max_delay_level: int) -> int:
+    """A record's consume-queue tagsCode: the hash of its TAGS, except in SCHEDULE_TOPIC_XXXX, where it is
+    the delivery time (store time + its DELAY level's delay, the level capped at the highest; 1 s for a
+    level with no configured delay)."""
+    if topic == SCHEDULE_TOPIC:
+        delay = props.get(PropertyName.DELAY)
+        if delay is not None:
+            try:
+                level = int(delay)
+            except ValueError:
+                level = 0
+            if level > 0:
+                level = min(level, max_delay_level)
+                return store_timestamp + delay_levels_ms.get(level, 1000)
+    return tags_code(props.get(PropertyName.TAGS))
 
 
 class Dispatcher:
@@ -59,17 +83,7 @@ class Dispatcher:
         self.io_error: OSError | None = None
 
     def tags_code_of(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
-        if topic == SCHEDULE_TOPIC:
-            delay = props.get(PropertyName.DELAY)
-            if delay is not None:
-                try:
-                    level = int(delay)
-                except ValueError:
-                    level = 0
-                if level > 0:
-                    level = min(level, self.max_delay_level)
-                    return store_timestamp + self.delay_levels_ms.get(level, 1000)
-        return tags_code(props.get(PropertyName.TAGS))
+        return tags_code_of(topic, props, store_timestamp, self.delay_levels_ms, self.max_delay_level)
 
     def dispatch_record(self, commit_log_offset: int, buf, pos: int, *, check_crc: bool = False) -> int:  # type: ignore[no-untyped-def]
         """Dispatch the message record at *pos* of *buf* (commitlog offset given); returns its size."""

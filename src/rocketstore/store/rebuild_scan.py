@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocketstore.message.columnar import SCAN_COLUMNS, header_dtype
 from rocketstore.message.hashing import index_key_hash_for_topic, tags_code
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import (
@@ -45,11 +46,11 @@ from rocketstore.message.record import (
     header_layout,
     store_timestamp_position,
 )
+from rocketstore.store.dispatch import SCHEDULE_TOPIC, tags_code_of
 from rocketstore.store.rebuild_props import ChunkProperties
 
 __all__ = ["SCHEDULE_TOPIC", "RangeFacts", "ScanRange", "TagsRule", "scan_range"]
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 CHUNK_RECORDS = 16384
 #: RocketMQ's default maxMessageSize (4 MiB) plus a blank record: no record holds a longer run of zeros
 ZERO_RUN_BYTES = (4 << 20) + 8
@@ -82,11 +83,7 @@ _STORE_TS_POS = np.array([store_timestamp_position(0), store_timestamp_position(
                          dtype=np.int64)
 _MAGIC_BYTES = struct.pack(">i", MESSAGE_MAGIC)
 #: the fixed header of a record with IPv4 hosts as a numpy record (offsets from record.py's layout)
-_V4_HEADER = np.dtype({"names": ["size", "crc", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "body_len"],
-                       "formats": [">i4", ">i4", ">i4", ">i8", ">i4", ">i8", ">i4"],
-                       "offsets": [_V4_FIELDS[0], _CRC_POS, _QUEUE_ID_POS, QUEUE_OFFSET_POS, SYS_FLAG_POS,
-                                   store_timestamp_position(0), _V4_FIELDS[-1]],
-                       "itemsize": header_layout(False, False).size})
+_V4_HEADER = header_dtype(SCAN_COLUMNS)
 _V4_SPAN = np.arange(_V4_HEADER.itemsize, dtype=np.int64)
 _ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
 
@@ -109,18 +106,9 @@ class TagsRule:
     delay_levels_ms: tuple[tuple[int, int], ...]
 
     def schedule_code(self, props: dict[str, str], store_timestamp: int) -> int:
-        """``Dispatcher.tags_code_of`` for the schedule topic."""
+        """The dispatcher's tagsCode for a schedule-topic record (its delivery time)."""
         levels = dict(self.delay_levels_ms)
-        delay = props.get(PropertyName.DELAY)
-        if delay is not None:
-            try:
-                level = int(delay)
-            except ValueError:
-                level = 0
-            if level > 0:
-                level = min(level, max(levels) if levels else 0)
-                return store_timestamp + levels.get(level, 1000)
-        return tags_code(props.get(PropertyName.TAGS))
+        return tags_code_of(SCHEDULE_TOPIC, props, store_timestamp, levels, max(levels) if levels else 0)
 
 
 @dataclass

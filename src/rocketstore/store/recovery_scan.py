@@ -18,21 +18,21 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rocketstore.message.columnar import SCAN_COLUMNS, header_dtype
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.properties import parse_properties
 from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, MIN_RECORD_BYTES
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
 
 __all__ = ["CHUNK_RECORDS", "scan_chunk"]
 
 #: records per chunk: bounds the gather's temporaries (~6 MB) and is the dispatch run length
 CHUNK_RECORDS = 8192
 _HEAD = struct.Struct(">ii")
-_V4_BYTES = 88  # TOTALSIZE .. BODYLENGTH with IPv4 born and store hosts
-_V4 = np.dtype({"names": ["size", "crc", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "body_len"],
-                "formats": [">i4", ">i4", ">i4", ">i8", ">i4", ">i8", ">i4"],
-                "offsets": [0, 8, 12, 20, 36, 56, 84], "itemsize": _V4_BYTES})
+#: TOTALSIZE .. BODYLENGTH of a record with IPv4 born and store hosts (positions from record.py's layout)
+_V4 = header_dtype(SCAN_COLUMNS)
+_V4_BYTES = _V4.itemsize
 _SPAN = np.arange(_V4_BYTES, dtype=np.int64)
-_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 
 def _stop_reason(size: int, magic: int) -> str:
@@ -134,7 +134,7 @@ def scan_chunk(mm: mmap.mmap, pos: int, limit: int, base: int, check_crc: bool,
             if len(topics) < 4096:
                 topics[raw_topic] = topic
         props = parse_properties(data[q + 2 : end].decode("utf-8")) if q + 2 < end else {}
-        if topic == _SCHEDULE_TOPIC:
+        if topic == SCHEDULE_TOPIC:
             code = schedule_code(topic, props, ts_l[i])
         else:
             tags = props.get("TAGS")
