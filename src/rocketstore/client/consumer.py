@@ -21,7 +21,7 @@ from typing import Self
 from rocketstore.client.errors import broker_error_for
 from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import MessageDecodeError
-from rocketstore.message.record import StoredMessage, SysFlag, decode_record
+from rocketstore.message.record import StoredMessage, SysFlag, decode_records
 from rocketstore.remoting.bodies import build_subscription
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -68,16 +68,14 @@ class PullResult:
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
     """The records of a pull / query body, compressed bodies inflated."""
-    messages = []
+    messages = decode_records(body)
     pos = 0
-    while pos < len(body):
-        m = decode_record(body, pos)
+    for i, m in enumerate(messages):
         if m.sys_flag & SysFlag.COMPRESSED:
             try:
-                m = dataclasses.replace(m, body=zlib.decompress(m.body))
+                messages[i] = dataclasses.replace(m, body=zlib.decompress(m.body))
             except zlib.error as exc:
                 raise MessageDecodeError(f"compressed body does not inflate: {exc}", pos) from exc
-        messages.append(m)
         pos += m.store_size
     return messages
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -65,6 +66,7 @@ __all__ = [
     "body_crc",
     "decode_dispatch_info",
     "decode_record",
+    "decode_records",
     "draft_record",
     "encode_record",
     "header_layout",
@@ -265,6 +267,46 @@ class StoredMessage:
         return encode_offset_message_id(self.store_host, self.commit_log_offset)
 
 
+def _slot_setters() -> tuple[Callable[[StoredMessage, object], None], ...]:
+    names = ("store_size", "body_crc", "queue_id", "flag", "queue_offset", "commit_log_offset", "sys_flag",
+             "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times",
+             "prepared_transaction_offset", "body", "topic", "properties_string")
+    if names != StoredMessage.__slots__:  # the fast constructor below must set every field, in order
+        raise AssertionError(f"StoredMessage fields changed: {StoredMessage.__slots__}")
+    return tuple(getattr(StoredMessage, n).__set__ for n in names)
+
+
+(_S_SIZE, _S_CRC, _S_QID, _S_FLAG, _S_QOFF, _S_PHY, _S_SYS, _S_BORN_TS, _S_BORN, _S_STORE_TS, _S_STORE, _S_RECONSUME,
+ _S_PREPARED, _S_BODY, _S_TOPIC, _S_PROPS) = _slot_setters()
+_new_object = object.__new__
+
+
+def _stored_message(size: int, crc: int, queue_id: int, flag: int, queue_offset: int, physical_offset: int,
+                    sys_flag: int, born_ts: int, born_host: HostAddress, store_ts: int, store_host: HostAddress,
+                    reconsume: int, prepared: int, body: bytes, topic: str, props: str) -> StoredMessage:
+    """``StoredMessage(...)`` for already-checked fields, about 1.5x cheaper: the frozen dataclass's
+    ``__init__`` looks up ``object.__setattr__`` for each of the 16 fields, this sets the slots directly.
+    The result is an ordinary StoredMessage (equal, hashable and frozen like any other)."""
+    m = _new_object(StoredMessage)
+    _S_SIZE(m, size)
+    _S_CRC(m, crc)
+    _S_QID(m, queue_id)
+    _S_FLAG(m, flag)
+    _S_QOFF(m, queue_offset)
+    _S_PHY(m, physical_offset)
+    _S_SYS(m, sys_flag)
+    _S_BORN_TS(m, born_ts)
+    _S_BORN(m, born_host)
+    _S_STORE_TS(m, store_ts)
+    _S_STORE(m, store_host)
+    _S_RECONSUME(m, reconsume)
+    _S_PREPARED(m, prepared)
+    _S_BODY(m, body)
+    _S_TOPIC(m, topic)
+    _S_PROPS(m, props)
+    return m
+
+
 class DispatchInfo(NamedTuple):
     """What the dispatcher needs from a record, read without copying its body (a NamedTuple: one per
     record on the dispatch hot path)."""
@@ -377,6 +419,108 @@ def peek_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int, limit
     return RecordKind.INVALID, size
 
 
+#: Decoded topic names and host addresses, shared by every record: a pull answers dozens of records of one
+#: topic from one or two hosts, and HostAddress's validating constructor costs more than the lookup.
+_TOPIC_NAMES: dict[bytes, str] = {}
+_HOSTS: dict[tuple[bytes, int], HostAddress] = {}
+_CACHE_LIMIT: Final = 4096
+
+
+def _host(ip: bytes, port: int) -> HostAddress:
+    """The (cached) HostAddress of *ip*, *port*; MessageError when the port is out of range."""
+    key = (ip, port)
+    host = _HOSTS.get(key)
+    if host is None:
+        host = HostAddress(ip, port)
+        if len(_HOSTS) >= _CACHE_LIMIT:
+            _HOSTS.clear()
+        _HOSTS[key] = host
+    return host
+
+
+def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0,
+                   end: int | None = None) -> list[StoredMessage]:
+    """Every record of *buf* from *pos* to *end*, back to back (a pull or query body).
+
+    The same records and the same MessageDecodeError as :func:`decode_record` called in a loop: an IPv4
+    record whose fixed part unpacks with one struct call and whose fields all check out is built here; any
+    other record (IPv6 hosts, or one that fails a check) goes through :func:`decode_record`, which says what
+    is wrong with it.
+    """
+    if type(buf) is not bytes:
+        buf = bytes(buf)  # one copy, so that every slice below is already the bytes it needs
+    if end is None:
+        end = len(buf)
+    out: list[StoredMessage] = []
+    append = out.append
+    unpack = _HEADER_V4.unpack_from
+    topics = _TOPIC_NAMES
+    hosts = _HOSTS
+    last_topic_len, last_raw_topic, last_topic = -1, b"", ""
+    last_born = last_store = None
+    last_born_ip = last_store_ip = b""
+    last_born_port = last_store_port = -1
+    while pos < end:
+        if pos + 88 > end:
+            m = decode_record(buf, pos, limit=end)  # raises: no record this short is whole
+            append(m)
+            pos += m.store_size
+            continue
+        (size, magic, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, born_ip, born_port,
+         store_ts, store_ip, store_port, reconsume, prepared, body_len) = unpack(buf, pos)
+        rec_end = pos + size
+        p = pos + 88 + body_len
+        if (magic != MESSAGE_MAGIC or sys_flag & 0x30 or size < MIN_RECORD_BYTES or rec_end > end
+                or body_len < 0 or p + 3 > rec_end):
+            m = decode_record(buf, pos, limit=end)
+            append(m)
+            pos += m.store_size
+            continue
+        topic_len = buf[p]
+        q = p + 1 + topic_len
+        if topic_len > 127 or q + 2 > rec_end or buf[q] & 0x80 or q + 2 + ((buf[q] << 8) | buf[q + 1]) != rec_end:
+            m = decode_record(buf, pos, limit=end)  # raises: topic / properties length
+            append(m)
+            pos += m.store_size
+            continue
+        # consecutive records mostly share their topic and hosts: compare with the last ones before any lookup
+        topic: str | None
+        if topic_len == last_topic_len and buf.startswith(last_raw_topic, p + 1):
+            topic = last_topic
+        else:
+            last_raw_topic = buf[p + 1 : q]
+            topic = topics.get(last_raw_topic)
+        born_host = last_born if born_ip == last_born_ip and born_port == last_born_port else hosts.get(
+            (born_ip, born_port))
+        store_host = last_store if store_ip == last_store_ip and store_port == last_store_port else hosts.get(
+            (store_ip, store_port))
+        try:
+            if topic is None:
+                topic = last_raw_topic.decode("utf-8")
+                if len(topics) >= _CACHE_LIMIT:
+                    topics.clear()
+                topics[last_raw_topic] = topic
+            props = buf[q + 2 : rec_end].decode("utf-8")
+            if born_host is None:
+                born_host = _host(born_ip, born_port)
+            if store_host is None:
+                store_host = _host(store_ip, store_port)
+        except (UnicodeDecodeError, MessageError):
+            last_topic_len = -1
+            m = decode_record(buf, pos, limit=end)  # raises: not UTF-8 / host out of range
+            append(m)
+            pos += m.store_size
+            continue
+        last_topic_len, last_topic = topic_len, topic
+        last_born, last_born_ip, last_born_port = born_host, born_ip, born_port
+        last_store, last_store_ip, last_store_port = store_host, store_ip, store_port
+        append(_stored_message(size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts,
+                               born_host, store_ts, store_host, reconsume, prepared, buf[pos + 88 : p],
+                               topic, props))
+        pos = rec_end
+    return out
+
+
 def decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0, *, check_crc: bool = False,
                   with_body: bool = True, limit: int | None = None) -> StoredMessage:
     """Decode the message record at *pos*; MessageDecodeError if it is not a whole, consistent record."""
@@ -415,7 +559,7 @@ def decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0,
     except UnicodeDecodeError as exc:
         raise MessageDecodeError("topic or properties are not UTF-8", pos) from exc
     try:
-        born_host, store_host = HostAddress(born_ip, born_port), HostAddress(store_ip, store_port)
+        born_host, store_host = _host(born_ip, born_port), _host(store_ip, store_port)
     except MessageError as exc:
         raise MessageDecodeError(f"host address out of range: {exc}", pos) from exc
     return StoredMessage(size, crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts,

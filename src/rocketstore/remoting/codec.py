@@ -37,7 +37,7 @@ from rocketstore.errors import FrameTooLargeError, ProtocolError
 from rocketstore.remoting.codes import LanguageCode, SerializeType
 from rocketstore.remoting.command import RemotingCommand
 
-__all__ = ["MAX_FRAME_BYTES", "encode_command", "decode_command", "FrameDecoder"]
+__all__ = ["MAX_FRAME_BYTES", "FrameDecoder", "decode_command", "encode_command", "encode_command_parts"]
 
 # Java's com.rocketmq.remoting.frameMaxLength default; like Netty's frame decoder we count the 4-byte
 # length prefix in it.
@@ -74,6 +74,14 @@ _JSON_ENCODER = json.JSONEncoder(
 
 def encode_command(cmd: RemotingCommand) -> bytes:
     """The whole frame for `cmd`, 4-byte total length included."""
+    head, body = encode_command_parts(cmd)
+    return head + body if body else head
+
+
+def encode_command_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+    """The frame for `cmd` as (length words + header, body), the two pieces that joined are
+    :func:`encode_command`'s frame: a transport can write them without copying a large body into a new
+    buffer first (a pull response carries up to megabytes of records)."""
     serialize_type = cmd.serialize_type
     if serialize_type == SerializeType.JSON:
         header = _encode_json_header(cmd)
@@ -88,7 +96,7 @@ def encode_command(cmd: RemotingCommand) -> bytes:
     if total > _INT32_MAX:
         raise ProtocolError(f"frame of {total} bytes does not fit the 32-bit frame length")
     prefix = _PREFIX.pack(total, (int(serialize_type) << 24) | len(header))
-    return b"".join((prefix, header, body))
+    return prefix + header, body
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:

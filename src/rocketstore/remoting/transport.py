@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
-from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command
+from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command_parts
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import HeaderFieldError
@@ -53,6 +53,8 @@ DEFAULT_IDLE_TIMEOUT_S = 120.0
 #: Long-polled pulls stay in flight for up to 15 s each; a C++ push consumer keeps one per assigned queue.
 DEFAULT_MAX_IN_FLIGHT = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 3.0
+#: Bodies from this size on are handed to the transport beside the header instead of joined to it.
+_SEPARATE_BODY_BYTES = 16384
 
 #: ``await handler(connection, request)`` -> the response, or None to send nothing.
 RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
@@ -234,7 +236,11 @@ class Connection(asyncio.Protocol):
         if self._closed or self._transport is None or self._transport.is_closing():
             error = ConnectionClosedError(f"connection to {self.peer_address} is closed")
             raise error from self._close_cause
-        self._transport.write(encode_command(command))
+        head, body = encode_command_parts(command)
+        if len(body) >= _SEPARATE_BODY_BYTES:
+            self._transport.writelines((head, body))  # uvloop: one vectored send, no joined copy
+        else:
+            self._transport.write(head + body)
         self.last_active_s = time.monotonic()
 
     async def _drain(self, timeout_s: float) -> None:

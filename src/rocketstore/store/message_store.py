@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import mmap
 import os
 import struct
 import threading
@@ -596,8 +597,11 @@ class MessageStore:
             return GetResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
         entries, _ = found
         n = len(entries)
-        phys = entries["offset"].tolist()
-        sizes = entries["size"].tolist()
+        # Without a tag filter a full batch ends the scan at entry max_count: convert that many to Python ints
+        # first, and the rest only if the scan goes on (entries skipped in a removed segment).
+        converted = n if codes is not None else min(n, max_count + 1)
+        phys = entries["offset"][:converted].tolist()
+        sizes = entries["size"][:converted].tolist()
         matched: list[bool] | None = None
         if codes is not None:
             import numpy as np
@@ -616,9 +620,13 @@ class MessageStore:
         next_phy_file_start = None
         last_scanned_phy = 0
         stop_at = n
+        seg_start, seg_wrote = 0, -1
+        seg_buf: bytes | mmap.mmap = b""
         # RocketMQ's order per scanned entry: skip a removed segment, then "batch full?" (which sees every
         # entry, matching or not), then the tag filter, then the read.
         for i in range(n):
+            if i == converted:
+                phys, sizes, converted = entries["offset"].tolist(), entries["size"].tolist(), n
             offset_py = phys[i]
             size_py = sizes[i]
             last_scanned_phy = offset_py
@@ -641,7 +649,21 @@ class MessageStore:
                     break
             if matched is not None and not matched[i]:
                 continue
-            data = commitlog.read(offset_py, size_py)
+            # Records of one pull mostly share a segment: slice its mapping directly while they do, and ask
+            # the commitlog (which finds the segment, or says it is gone) for the first and any other.
+            pos = offset_py - seg_start
+            data = None
+            if 0 <= pos and pos + size_py <= seg_wrote and size_py > 0:
+                try:
+                    data = seg_buf[pos : pos + size_py]
+                except ValueError:  # its mapping was closed meanwhile (segment deleted): ask the commitlog
+                    seg_wrote = -1
+            if data is None:
+                data = commitlog.read(offset_py, size_py)
+                if data is not None:
+                    seg = commitlog.files.find(offset_py)
+                    if seg is not None:
+                        seg_start, seg_wrote, seg_buf = seg.start_offset, seg.wrote, seg.buffer
             if data is None:
                 if not records:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
