@@ -113,7 +113,9 @@ def test_live_store_reads_a_consistent_prefix_of_every_queue(tmp_path: Path, loa
 
     def write() -> None:
         i = 0
-        while not stop.is_set() and i < 200_000:
+        # paced and capped: the tiny geometry makes a file per 64 messages, and the writer holds two
+        # descriptors per file (its own and the mmap's), so an unpaced writer runs into the fd limit
+        while not stop.is_set() and i < 120_000:
             q = i % queues
             result = store.put(Message.create("Live", f"{q}-{written[q]}".encode() * 3, queue_id=q, tags="t"))
             if not result.ok or result.queue_offset != written[q]:
@@ -121,8 +123,8 @@ def test_live_store_reads_a_consistent_prefix_of_every_queue(tmp_path: Path, loa
                 return
             written[q] += 1
             i += 1
-            if i % 50 == 0:
-                time.sleep(0.001)  # pacing, leaves CPU for Spark on two cores
+            if i % 10 == 0:
+                time.sleep(0.004)  # at most ~2,500 messages/s: leaves CPU for Spark on two cores
 
     writer = threading.Thread(target=write, name="live-writer", daemon=True)
     writer.start()

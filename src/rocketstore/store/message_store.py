@@ -223,8 +223,11 @@ class MessageStore:
                                     clean_file_forcibly_enable=cfg.clean_file_forcibly_enable)
             self._commitlog.segment_guard = self._segment_guard
             self._commitlog.lock_wait_s = cfg.os_page_cache_busy_timeout_ms / 1000
-        except BaseException:
-            self._close_files(clean=False)
+        except BaseException as exc:
+            try:
+                self._close_files(clean=False)
+            except Exception as cleanup_exc:  # noqa: BLE001 - the open's own error is the one to report
+                exc.add_note(f"(closing the half-open store also failed: {cleanup_exc!r})")
             raise
 
     def _rebuild_queue_offsets(self) -> None:
