@@ -274,7 +274,10 @@ def _used_bytes_after(buffer: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20) -
             start = max(pos, stop - chunk_bytes)
             chunk = view[start:stop]
             if chunk.any():
-                return start + int(np.flatnonzero(chunk)[-1]) + 1 - pos
+                # a copy: on a live store the writer may change these bytes under a read-only mapping
+                found = np.flatnonzero(chunk.copy())
+                if len(found):
+                    return start + int(found[-1]) + 1 - pos
             stop = start
         return 0
     finally:
