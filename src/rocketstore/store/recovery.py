@@ -33,7 +33,7 @@ from rocketstore.message.record import (
 from rocketstore.store.checkpoint import Checkpoint
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
-from rocketstore.store.dispatch import Dispatcher
+from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 from rocketstore.store.mapped_file import MappedFile
 from rocketstore.store.recovery_scan import scan_chunk
 
@@ -146,7 +146,7 @@ def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, d
     head = _HEAD
     crc32 = zlib.crc32
     topics: dict[bytes, str] = {}
-    schedule = "SCHEDULE_TOPIC_XXXX"
+    schedule = SCHEDULE_TOPIC
     while True:
         mm = mf.buffer
         limit = mf.size_bytes
