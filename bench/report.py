@@ -88,6 +88,42 @@ def _target(row: Row) -> str:
     return f"{op} {row.target_ratio:g}x " + ("met" if row.met else "**not met**")
 
 
+def _targets_section(add: Any, rows: list[Row], notes: Notes) -> None:
+    """Every row the issue sets a target for, met or not, before the long tables."""
+    targeted = [r for r in rows if r.target_ratio is not None]
+    if not targeted and not notes.absolute:
+        return
+    met = sum(1 for r in targeted if r.met) + sum(1 for *_, ok in notes.absolute if ok)
+    add("## Targets at a glance")
+    add("")
+    add(f"{met} of {len(targeted) + len(notes.absolute)} targets met in this run.")
+    add("")
+    add("| workload | against | ratio | target |")
+    add("|---|---|---:|---|")
+    for r in targeted:
+        add(f"| {r.name} | {r.reference} | {_ratio(r)} | {_target(r)} |")
+    for what, measured, limit, ok in notes.absolute:
+        add(f"| {what} | (absolute) | {measured} | {limit} {'met' if ok else '**not met**'} |")
+    add("")
+
+
+def _history_section(add: Any) -> None:
+    """bench/HISTORY.md, kept by hand: what was tried against each missed target and what it gave.
+
+    A ``--full`` run rewrites everything else in BENCHMARKS.md, so the record of attempts lives beside the
+    bench and is copied in, not typed into the generated file where the next run would erase it.
+    """
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "HISTORY.md")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except FileNotFoundError:
+        return
+    add("")
+    for line in text.splitlines():
+        add(line)
+
+
 def console_table(rows: list[Row]) -> str:
     out = []
     width = max((len(r.name) for r in rows), default=10)
@@ -117,6 +153,7 @@ def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, obj
     add(f"Produced by `{command}` (from the repository root), started {started}, "
         f"took {elapsed_s / 60:.1f} min.")
     add("")
+    _targets_section(add, rows, notes)
     add("## Machine")
     add("")
     add("| what | value |")
@@ -167,6 +204,7 @@ def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, obj
         _profile_section(add, profile, rows)
     if broker_profile:
         _broker_profile_section(add, broker_profile, rows, notes)
+    _history_section(add)
     add("")
     add("## Reproduce")
     add("")
