@@ -154,6 +154,7 @@ class FileQueue:
     def create_next(self, start_hint: int = 0) -> MappedFile:
         """Append a new empty segment after the last one (or at the aligned *start_hint* if empty)."""
         last = self.last()
+        mf: MappedFile | None
         if last is None:
             start = start_hint - start_hint % self.segment_bytes
             mf = self._make(start, True)
