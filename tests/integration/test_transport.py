@@ -249,3 +249,106 @@ def test_cpp_style_request_gets_a_json_answer_with_string_ext_fields() -> None:
             await server.close()
 
     run(go)
+
+
+def test_immediate_handlers_answer_without_a_task_and_keep_the_order_requests_start_in() -> None:
+    async def go() -> None:
+        started: list[str] = []
+        immediate_answers: list[str] = []
+
+        def now(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+            x = request.ext_fields["x"]
+            if x == "defer":
+                return None  # this one needs the async handler
+            if x == "bad":
+                raise ValueError("boom")
+            started.append(x)
+            immediate_answers.append(x)
+            return request.make_response(ResponseCode.SUCCESS, ext_fields={"echo": x, "how": "now"})
+
+        async def later(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+            started.append(request.ext_fields["x"])
+            await asyncio.sleep(0.05)
+            return request.make_response(ResponseCode.SUCCESS, ext_fields={"echo": request.ext_fields["x"],
+                                                                           "how": "later"})
+
+        router = RequestRouter()
+        router.add(1000, later, immediate=now)
+        server = await start(router)
+        client = await connect(server.address)
+        try:
+            # 64 pipelined requests: all answered by the immediate path, each under its own opaque
+            replies = await asyncio.gather(*(client.request(RemotingCommand.request(1000, {"x": str(i)}), 5)
+                                             for i in range(64)))
+            assert [(r.ext_fields["echo"], r.ext_fields["how"]) for r in replies] == [(str(i), "now")
+                                                                                   for i in range(64)]
+            # a request the immediate path declines goes to the async handler, and those queued behind it
+            # follow it there, started in the order they came
+            started.clear()
+            replies = await asyncio.gather(*(client.request(RemotingCommand.request(1000, {"x": x}), 5)
+                                             for x in ("defer", "a", "b")))
+            assert started == ["defer", "a", "b"]
+            assert [r.ext_fields["how"] for r in replies] == ["later", "later", "later"]
+            # once they are done, the immediate path serves again
+            reply = await client.request(RemotingCommand.request(1000, {"x": "c"}), 5)
+            assert reply.ext_fields["how"] == "now"
+            # an exception in the immediate path is a SYSTEM_ERROR answer, as in the async handler
+            reply = await client.request(RemotingCommand.request(1000, {"x": "bad"}), 5)
+            assert reply.code == ResponseCode.SYSTEM_ERROR and "boom" in (reply.remark or "")
+            # oneway: served, never answered
+            immediate_answers.clear()
+            await client.oneway(RemotingCommand.request(1000, {"x": "quiet"}))
+            await poll(lambda: immediate_answers == ["quiet"], 5, "the oneway request to be served")
+            reply = await client.request(RemotingCommand.request(1000, {"x": "d"}), 5)
+            assert reply.ext_fields["echo"] == "d" and client.pending_count == 0
+        finally:
+            await client.aclose()
+            await server.close()
+
+    run(go)
+
+
+class CountingTransport:
+    """Delegates to a transport, counting the writes handed to it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.writes = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        self.inner.write(data)
+
+    def writelines(self, data: Any) -> None:
+        self.writes += 1
+        self.inner.writelines(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_answers_to_frames_read_together_leave_together() -> None:
+    async def go() -> None:
+        router = RequestRouter()
+        router.add(1000, echo, immediate=lambda conn, request: request.make_response(
+            ResponseCode.SUCCESS, ext_fields={"echo": request.ext_fields["x"]}))
+        server = await start(router)
+        client = await connect(server.address)
+        try:
+            await client.request(RemotingCommand.request(1000, {"x": "first"}), 5)
+            (served,) = server.connections
+            counting = CountingTransport(served._transport)
+            served._transport = counting  # type: ignore[assignment]
+            # the 32 frames arrive in one write from the client, so the server answers them in few
+            client_counting = CountingTransport(client._transport)
+            client._transport = client_counting  # type: ignore[assignment]
+            replies = await asyncio.gather(*(client.request(RemotingCommand.request(1000, {"x": str(i)}), 5)
+                                             for i in range(32)))
+            assert [r.ext_fields["echo"] for r in replies] == [str(i) for i in range(32)]
+            assert client_counting.writes == 1
+            assert counting.writes < 8
+        finally:
+            await client.aclose()
+            await server.close()
+
+    run(go)

@@ -13,9 +13,22 @@ from rocketstore.remoting import (
     FrameDecoder,
     LanguageCode,
     RemotingCommand,
+    RequestCode,
     SerializeType,
     decode_command,
     encode_command,
+)
+from rocketstore.remoting.codec import (
+    _encode_json_header,
+    _encode_json_header_reference,
+    encode_command_parts,
+)
+from rocketstore.remoting.headers import (
+    _SEND_V2_NAMES,
+    HeaderFieldError,
+    SendMessageRequestHeader,
+    _decode,
+    _specs,
 )
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -177,3 +190,73 @@ def test_stream_fed_whole_bytewise_or_chunked_yields_the_same_commands(
 
     chunked.feed(next_frame[len(trailing) :])
     assert drain(chunked) == [next_command]
+
+
+# --- the hand-written fast paths equal their plain statements ---------------------------------------
+
+# Surrogates included: both encoders must write them as '?'.
+ANY_TEXT = st.text(max_size=20)
+EXT_VALUES = ANY_TEXT | st.none() | st.integers() | st.booleans()
+
+
+@st.composite
+def json_commands(draw: st.DrawFn) -> tuple[RemotingCommand, int]:
+    """Commands the JSON encoder may meet, odd ones included (non-string extFields values, None values,
+    IntEnum codes, out-of-range numbers, unknown languages)."""
+    number = st.integers(-(2**31), 2**31 - 1) | st.integers() | st.sampled_from([True, RequestCode.SEND_MESSAGE_V2])
+    command = RemotingCommand(
+        code=draw(number),
+        language=draw(st.sampled_from(LanguageCode) | st.integers(-2, 20)),
+        version=draw(number),
+        opaque=draw(number),
+        flag=draw(number),
+        remark=draw(st.none() | ANY_TEXT),
+        ext_fields=draw(st.dictionaries(ANY_TEXT, EXT_VALUES, max_size=6)),
+    )
+    return command, draw(number)
+
+
+@ROUND_TRIP
+@given(json_commands())
+def test_fast_json_header_encoder_matches_the_reference(case: tuple[RemotingCommand, int]) -> None:
+    command, opaque = case
+    try:
+        expected: bytes | type[ProtocolError] = _encode_json_header_reference(command, opaque)
+    except ProtocolError:
+        expected = ProtocolError
+    try:
+        got: bytes | type[ProtocolError] = _encode_json_header(command, opaque)
+    except ProtocolError:
+        got = ProtocolError
+    assert got == expected
+
+
+@ROUND_TRIP
+@given(commands(), INT32)
+def test_encoding_with_an_opaque_equals_encoding_the_renumbered_command(command: RemotingCommand,
+                                                                       opaque: int) -> None:
+    assert encode_command(command, opaque) == encode_command(command.with_opaque(opaque))
+    head, body = encode_command_parts(command, opaque)
+    assert head + body == encode_command(command.with_opaque(opaque))
+
+
+DIGITS = st.text(st.sampled_from("0123456789"), min_size=1, max_size=21)
+SEND_VALUES = st.none() | DIGITS | st.sampled_from(["-1", "+3", " 1", "true", "TRUE", "1", "", "\u0661"]) | ANY_TEXT
+
+
+@FUZZ
+@given(st.fixed_dictionaries({}, optional={name: SEND_VALUES for name in "abcdefghijklm"}), st.booleans())
+def test_fast_send_header_reader_matches_the_generic_reader(fields: dict[str, str], v2: bool) -> None:
+    if not v2:
+        fields = {v1: fields[v2_name] for v1, v2_name in _SEND_V2_NAMES.items() if v2_name in fields}
+    specs = _specs(SendMessageRequestHeader, v2=v2)
+    try:
+        expected: object = _decode(SendMessageRequestHeader, specs, fields)
+    except HeaderFieldError as exc:
+        expected = (exc.field_name, exc.reason)
+    parse = SendMessageRequestHeader.from_ext_fields_v2 if v2 else SendMessageRequestHeader.from_ext_fields
+    try:
+        got: object = parse(fields)
+    except HeaderFieldError as exc:
+        got = (exc.field_name, exc.reason)
+    assert got == expected

@@ -185,16 +185,33 @@ class Broker:
         """Store one message; off the loop when a sync flush makes the put wait for the disk.
         ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries)."""
         store = self.store
-        result: PutResult = (await self.run_blocking(functools.partial(store.put, message, apply_delay=apply_delay))
-                             if store.config.is_sync_flush else store.put(message, apply_delay=apply_delay))
+        if not store.config.is_sync_flush:
+            return self.put_now(message, apply_delay=apply_delay)
+        result: PutResult = await self.run_blocking(functools.partial(store.put, message, apply_delay=apply_delay))
+        if result.status is PutMessageStatus.PUT_OK:
+            self.put_count += 1
+        return result
+
+    def put_now(self, message: Message, *, apply_delay: bool = True) -> PutResult:
+        """Store one message on the calling thread (the loop): only for ASYNC_FLUSH, where a put does not
+        wait for the disk (the send handler's immediate path checks that first)."""
+        result = self.store.put(message, apply_delay=apply_delay)
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += 1
         return result
 
     async def put_batch(self, messages: list[Message]) -> PutResult:
         store = self.store
-        result: PutResult = (await self.run_blocking(store.put_batch, messages) if store.config.is_sync_flush
-                             else store.put_batch(messages))
+        if not store.config.is_sync_flush:
+            return self.put_batch_now(messages)
+        result: PutResult = await self.run_blocking(store.put_batch, messages)
+        if result.status is PutMessageStatus.PUT_OK:
+            self.put_count += result.message_count
+        return result
+
+    def put_batch_now(self, messages: list[Message]) -> PutResult:
+        """put_batch on the calling thread: only for ASYNC_FLUSH, as :meth:`put_now`."""
+        result = self.store.put_batch(messages)
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += result.message_count
         return result

@@ -23,7 +23,7 @@ from rocketstore.broker.topics import (
     topic_problem,
 )
 from rocketstore.errors import MessageDecodeError, MessageError
-from rocketstore.message.batch import decode_batch
+from rocketstore.message.batch import decode_batch_fields
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import Message, SysFlag
@@ -37,7 +37,7 @@ from rocketstore.store.results import PutMessageStatus, PutResult
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["PUT_STATUS_REMARKS", "register", "send_message"]
+__all__ = ["PUT_STATUS_REMARKS", "register", "send_message", "send_message_now"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -64,6 +64,7 @@ PUT_STATUS_REMARKS: dict[PutMessageStatus, str | None] = {
 }
 
 _V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
+_CODE_FOR_STATUS = {status: response_code_for_put_status(status.name) for status in PutMessageStatus}
 _SUCCESS_LIKE = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
 
@@ -72,8 +73,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
     async def handle(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         return await send_message(broker, conn, request)
 
+    def handle_now(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        return send_message_now(broker, conn, request)
+
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-        router.add(code, handle)
+        router.add(code, handle, immediate=handle_now)
 
 
 def _region_fields(broker: Broker) -> dict[str, str]:
@@ -81,6 +85,33 @@ def _region_fields(broker: Broker) -> dict[str, str]:
 
 
 async def send_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    prepared = _prepare(broker, conn, request)
+    if isinstance(prepared, RemotingCommand):
+        return prepared
+    messages, batch, queue_id, region = prepared
+    result = await (broker.put_batch(messages) if batch else broker.put(messages[0]))
+    return _answer(request, result, queue_id, region)
+
+
+def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+    """:func:`send_message` run to the end synchronously, for the transport's immediate path (no task per
+    send); None under SYNC_FLUSH, where a put waits for the disk and so must run off the loop."""
+    if broker.store.config.is_sync_flush:
+        return None
+    prepared = _prepare(broker, conn, request)
+    if isinstance(prepared, RemotingCommand):
+        return prepared
+    messages, batch, queue_id, region = prepared
+    result = broker.put_batch_now(messages) if batch else broker.put_now(messages[0])
+    return _answer(request, result, queue_id, region)
+
+
+#: the messages to store, whether as a batch, the queue id asked for, the region extFields
+_Prepared = tuple[list[Message], bool, int, dict[str, str]]
+
+
+def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | _Prepared:
+    """Everything before the put: the checks (a failure is returned as the response) and the messages."""
     header = parse_send_message_header(request.code, request.ext_fields)
     region = _region_fields(broker)
 
@@ -154,22 +185,21 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
                 return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
             if len(request.body) > broker.store.config.max_message_size:
                 return fail(ResponseCode.MESSAGE_ILLEGAL, PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL])
-            entries = decode_batch(request.body)
+            born_timestamp = header.born_timestamp
+            wait = PropertyName.WAIT
             messages = []
-            for entry in entries:
-                entry_props = parse_properties(entry.properties_string)
-                entry_props.pop(PropertyName.WAIT, None)
+            for entry_body, entry_properties, entry_flag in decode_batch_fields(request.body):
+                entry_props = parse_properties(entry_properties)
+                entry_props.pop(wait, None)
                 entry_props.update(props)
-                messages.append(Message(topic, entry.body, entry_props, queue_id, entry.flag, sys_flag,
-                                        header.born_timestamp, born_host, store_host, reconsume_times))
-            result = await _put(broker, messages, batch=True)
+                messages.append(Message(topic, entry_body, entry_props, queue_id, entry_flag, sys_flag,
+                                        born_timestamp, born_host, store_host, reconsume_times))
         else:
-            message = Message(topic, request.body, props, queue_id, header.flag, sys_flag, header.born_timestamp,
-                              born_host, store_host, reconsume_times)
-            result = await _put(broker, [message], batch=False)
+            messages = [Message(topic, request.body, props, queue_id, header.flag, sys_flag, header.born_timestamp,
+                                born_host, store_host, reconsume_times)]
     except MessageDecodeError as exc:
         return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
-    return _answer(request, result, queue_id, region)
+    return messages, batch, queue_id, region
 
 
 def _is_batch(request: RemotingCommand, parsed: bool) -> bool:
@@ -194,12 +224,10 @@ def _born_host(conn: Connection) -> HostAddress | None:
     return host  # type: ignore[return-value]
 
 
-async def _put(broker: Broker, messages: list[Message], *, batch: bool) -> PutResult:
-    return await (broker.put_batch(messages) if batch else broker.put(messages[0]))
-
-
 def _answer(request: RemotingCommand, result: PutResult, queue_id: int, region: dict[str, str]) -> RemotingCommand:
-    code = response_code_for_put_status(result.status.name)
+    code = _CODE_FOR_STATUS.get(result.status)
+    if code is None:
+        code = response_code_for_put_status(result.status.name)
     if code not in _SUCCESS_LIKE:
         remark = PUT_STATUS_REMARKS.get(result.status, "UNKNOWN_ERROR DEFAULT")
         return request.make_response(code, remark=remark, ext_fields=region)
@@ -207,7 +235,7 @@ def _answer(request: RemotingCommand, result: PutResult, queue_id: int, region: 
     # where it was written, as the Java broker answers
     # SendMessageResponseHeader(...).to_ext_fields() written out (a frozen dataclass per send costs more
     # than the rest of this function); tests/unit/broker/test_send_answer.py holds them equal
-    ext = {"msgId": result.msg_id, "queueId": str(queue_id), "queueOffset": str(result.queue_offset)}
-    ext.update(region)
+    ext = {"msgId": result.msg_id, "queueId": str(queue_id), "queueOffset": str(result.queue_offset),
+           "MSG_REGION": region["MSG_REGION"], "TRACE_ON": region["TRACE_ON"]}
     return request.make_response(code, ext_fields=ext)
 

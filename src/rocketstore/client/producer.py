@@ -36,8 +36,8 @@ from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting.bodies import TopicRouteData
-from rocketstore.remoting.codes import RequestCode, ResponseCode
-from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, RequestCode, ResponseCode, SerializeType
+from rocketstore.remoting.command import RemotingCommand, new_command
 from rocketstore.remoting.headers import SendMessageRequestHeader
 from rocketstore.remoting.transport import ConnectionPool
 
@@ -74,6 +74,7 @@ def _ip_bytes() -> bytes:
 
 _DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
+_FIX_HEX = _FIX.hex().upper()
 _COUNTER = itertools.count()
 
 
@@ -92,8 +93,8 @@ def new_uniq_key() -> str:
     now = int(time.time() * 1000)
     if now - _MONTH_START_MS > 32 * 86_400_000:
         _MONTH_START_MS = _month_start_ms()
-    tail = struct.pack(">iH", (now - _MONTH_START_MS) & 0x7FFFFFFF, next(_COUNTER) & 0xFFFF)
-    return (_FIX + tail).hex().upper()
+    # the hex of struct.pack(">iH", ms, counter) appended to the fixed part's, without packing per key
+    return f"{_FIX_HEX}{(now - _MONTH_START_MS) & 0x7FFFFFFF:08X}{next(_COUNTER) & 0xFFFF:04X}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,29 @@ class OutgoingMessage:
         props[PropertyName.UNIQ_KEY] = uniq_key
         props.setdefault(PropertyName.WAIT, "true")
         return props
+
+
+def _properties_template(with_tags: bool) -> str:
+    """The property string of a message with only (tags,) UNIQ_KEY and WAIT as encode_properties lays it
+    out, with ``{0}`` for the tags and ``{1}`` for the key: str.format inserts the values verbatim."""
+    props: dict[str, str | None] = {PropertyName.TAGS: "\x00{0}\x00"} if with_tags else {}
+    props[PropertyName.UNIQ_KEY] = "\x00{1}\x00"
+    props[PropertyName.WAIT] = "true"
+    # property names are constants without braces; the markers keep any brace of theirs from mattering
+    text = encode_properties(props).replace("{", "{{").replace("}", "}}")
+    return text.replace("\x00{{0}}\x00", "{0}").replace("\x00{{1}}\x00", "{1}")
+
+
+_TAGGED_PROPERTIES = _properties_template(True)
+_UNTAGGED_PROPERTIES = _properties_template(False)
+
+
+def _property_text(message: OutgoingMessage, uniq_key: str) -> str:
+    """``encode_properties(message.property_map(uniq_key))``, from a template for the usual message
+    without keys or user properties."""
+    if message.properties or message.keys:
+        return encode_properties(message.property_map(uniq_key))
+    return (_TAGGED_PROPERTIES if message.tags else _UNTAGGED_PROPERTIES).format(message.tags, uniq_key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +171,14 @@ class Producer:
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
-        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         uniq = new_uniq_key()
-        props = message.property_map(uniq)
-        return await self._send(topic, RequestCode.SEND_MESSAGE_V2, body, encode_properties(props), uniq,
-                                batch=False, queue_id=queue_id, flag=message.flag)
+        if properties or keys:
+            text = encode_properties(OutgoingMessage(body, tags, keys, dict(properties)
+                                                     if properties else {}).property_map(uniq))
+        else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
+            text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
+        return await self._send(topic, RequestCode.SEND_MESSAGE_V2, body, text, uniq, batch=False,
+                                queue_id=queue_id, flag=0)
 
     async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
@@ -237,8 +264,9 @@ class Producer:
         if status is None:
             raise broker_error_for(response.code, response.remark)
         ext = response.ext_fields
+        queue_id = int(ext.get("queueId", mq.queue_id))
         return SendResult(status, msg_id, ext.get("msgId", ""),
-                          MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
+                          mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
                           int(ext.get("queueOffset", "-1")))
 
     async def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
@@ -247,7 +275,7 @@ class Producer:
         if not messages:
             raise ValueError("a batch needs at least one message")
         keys = [new_uniq_key() for _ in messages]
-        entries = [BatchEntry(m.body, encode_properties(m.property_map(k)), m.flag) for m, k in zip(messages, keys)]
+        entries = [BatchEntry(m.body, _property_text(m, k), m.flag) for m, k in zip(messages, keys)]
         return await self._send(topic, RequestCode.SEND_BATCH_MESSAGE, encode_batch(entries), "", ",".join(keys),
                                 batch=True, queue_id=queue_id, flag=0)
 
@@ -262,11 +290,14 @@ class Producer:
                 queues = [q for q in queues if q.queue_id == queue_id]
             if not queues:
                 raise NoRouteError(topic, "no writeable queue")
-            candidates = [q for q in queues if q.broker_name != failed_broker] or queues
+            candidates = queues if failed_broker is None else (
+                [q for q in queues if q.broker_name != failed_broker] or queues)
             mq = candidates[next(self._next_queue) % len(candidates)]
             addr = self._master_addr(route, mq)
-            request = RemotingCommand.request(code, self._ext_fields_v2(topic, mq.queue_id, properties, batch, flag),
-                                              body)
+            # the ext dict is ours: no copy as RemotingCommand.request would make
+            request = new_command(code, LanguageCode.JAVA, MQ_VERSION, 0, 0, None,
+                                  self._ext_fields_v2(topic, mq.queue_id, properties, batch, flag), body,
+                                  SerializeType.JSON)
             try:
                 response = await self.pool.request(addr, request, self.timeout_s)
                 result = self._result(response, msg_id, mq)

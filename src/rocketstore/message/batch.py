@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from rocketstore.errors import MessageDecodeError, PropertiesTooLargeError
 
-__all__ = ["BATCH_ENTRY_HEADER", "BatchEntry", "decode_batch", "encode_batch"]
+__all__ = ["BATCH_ENTRY_HEADER", "BatchEntry", "decode_batch", "decode_batch_fields", "encode_batch"]
 
 BATCH_ENTRY_HEADER = struct.Struct(">iiiii")
 _PROP_LEN = struct.Struct(">h")
@@ -48,26 +48,36 @@ def encode_batch(entries: list[BatchEntry]) -> bytes:
 
 def decode_batch(data: bytes | memoryview) -> list[BatchEntry]:
     """Entries of a batch body; MessageDecodeError at the first inconsistent entry."""
-    entries: list[BatchEntry] = []
+    return [BatchEntry(body, props, flag) for body, props, flag in decode_batch_fields(data)]
+
+
+def decode_batch_fields(data: bytes | memoryview) -> list[tuple[bytes, str, int]]:
+    """:func:`decode_batch` as plain (body, properties string, flag) tuples: what the broker's send
+    handler reads, once per message of every batch, without a frozen dataclass per entry."""
+    entries: list[tuple[bytes, str, int]] = []
+    if type(data) is not bytes:
+        data = bytes(data)
+    unpack_header = BATCH_ENTRY_HEADER.unpack_from
+    unpack_prop_len = _PROP_LEN.unpack_from
     pos = 0
     end = len(data)
     while pos < end:
         if pos + 20 > end:
             raise MessageDecodeError("truncated batch entry header", pos)
-        _, _, _, flag, body_len = BATCH_ENTRY_HEADER.unpack_from(data, pos)
+        _, _, _, flag, body_len = unpack_header(data, pos)
         p = pos + 20
         if body_len < 0 or p + body_len + 2 > end:
             raise MessageDecodeError(f"batch entry body length {body_len} does not fit", pos)
-        body = bytes(data[p : p + body_len])
+        body = data[p : p + body_len]
         p += body_len
-        props_len = _PROP_LEN.unpack_from(data, p)[0]
+        (props_len,) = unpack_prop_len(data, p)
         p += 2
         if props_len < 0 or p + props_len > end:
             raise MessageDecodeError(f"batch entry properties length {props_len} does not fit", pos)
         try:
-            props = bytes(data[p : p + props_len]).decode("utf-8")
+            props = data[p : p + props_len].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MessageDecodeError("batch entry properties are not UTF-8", pos) from exc
-        entries.append(BatchEntry(body, props, flag))
+        entries.append((body, props, flag))
         pos = p + props_len
     return entries

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from typing import NoReturn
 
 from rocketstore.errors import FrameTooLargeError, ProtocolError
 from rocketstore.remoting.codes import LanguageCode, SerializeType
-from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.command import RemotingCommand, new_command
 
 __all__ = ["MAX_FRAME_BYTES", "FrameDecoder", "decode_command", "encode_command", "encode_command_parts"]
 
@@ -52,6 +53,9 @@ _HEADER_LENGTH_MASK = 0xFFFFFF
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
 _LANGUAGE_BY_NAME = {language.name: language for language in LanguageCode}
+_SERIALIZE_TYPES = (SerializeType.JSON, SerializeType.ROCKETMQ)
+_JSON_WHITESPACE = " \t\n\r"
+_SMALL_COPY_BYTES = 16384
 
 # code, language, version, opaque, flag, remark, extFields
 _Fields = tuple[int, LanguageCode, int, int, int, str | None, dict[str, str]]
@@ -67,39 +71,100 @@ _JSON_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_con
 _JSON_ENCODER = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False
 )
+# The string encoder json.dumps(..., ensure_ascii=False) uses (the C one when _json is built): a quoted,
+# escaped JSON string.
+_quote_json: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+# Language -> its JSON value (quoted name), for members and the plain ints equal to them.
+_LANGUAGE_JSON: dict[object, str] = {language: f'"{language.name}"' for language in LanguageCode}
 
 
 # --- encoding ---------------------------------------------------------------------------------------
 
 
-def encode_command(cmd: RemotingCommand) -> bytes:
-    """The whole frame for `cmd`, 4-byte total length included."""
-    head, body = encode_command_parts(cmd)
-    return head + body if body else head
+def encode_command(cmd: RemotingCommand, opaque: int | None = None) -> bytes:
+    """The whole frame for `cmd`, 4-byte total length included, built with one copy of the body.
+    *opaque*, when given, replaces ``cmd.opaque`` on the wire (a connection numbering its requests)."""
+    prefix, header, body = _encode_pieces(cmd, opaque)
+    return b"".join((prefix, header, body))
 
 
-def encode_command_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+def encode_command_parts(cmd: RemotingCommand, opaque: int | None = None) -> tuple[bytes, bytes]:
     """The frame for `cmd` as (length words + header, body), the two pieces that joined are
     :func:`encode_command`'s frame: a transport can write them without copying a large body into a new
     buffer first (a pull response carries up to megabytes of records)."""
-    serialize_type = cmd.serialize_type
-    if serialize_type == SerializeType.JSON:
-        header = _encode_json_header(cmd)
-    elif serialize_type == SerializeType.ROCKETMQ:
-        header = _encode_binary_header(cmd)
-    else:
-        raise ProtocolError(f"unknown serialize type {serialize_type!r}")
-    if len(header) > _HEADER_LENGTH_MASK:
-        raise ProtocolError(f"header of {len(header)} bytes does not fit the 24-bit header length")
-    body = cmd.body
-    total = 4 + len(header) + len(body)
-    if total > _INT32_MAX:
-        raise ProtocolError(f"frame of {total} bytes does not fit the 32-bit frame length")
-    prefix = _PREFIX.pack(total, (int(serialize_type) << 24) | len(header))
+    prefix, header, body = _encode_pieces(cmd, opaque)
     return prefix + header, body
 
 
-def _encode_json_header(cmd: RemotingCommand) -> bytes:
+def _encode_pieces(cmd: RemotingCommand, opaque: int | None) -> tuple[bytes, bytes, bytes]:
+    serialize_type = cmd.serialize_type
+    if opaque is None:
+        opaque = cmd.opaque
+    if serialize_type == SerializeType.JSON:
+        header = _encode_json_header(cmd, opaque)
+    elif serialize_type == SerializeType.ROCKETMQ:
+        header = _encode_binary_header(cmd, opaque)
+    else:
+        raise ProtocolError(f"unknown serialize type {serialize_type!r}")
+    header_length = len(header)
+    if header_length > _HEADER_LENGTH_MASK:
+        raise ProtocolError(f"header of {header_length} bytes does not fit the 24-bit header length")
+    body = cmd.body
+    total = 4 + header_length + len(body)
+    if total > _INT32_MAX:
+        raise ProtocolError(f"frame of {total} bytes does not fit the 32-bit frame length")
+    return _PREFIX.pack(total, (int(serialize_type) << 24) | header_length), header, body
+
+
+def _encode_json_header(cmd: RemotingCommand, opaque: int) -> bytes:
+    """The JSON header, written out by hand: the output :func:`_encode_json_header_reference` gives (keys
+    in alphabetical order as fastjson sorts bean properties, compact, strings escaped by json's own C
+    string encoder) without building a dict and running the generic encoder for every frame.  A unit test
+    holds the two equal."""
+    code, flag, version = cmd.code, cmd.flag, cmd.version
+    # type() is int: bool and int subclasses (IntEnum codes) take the checked path, which returns a plain int
+    if type(code) is not int or not _INT32_MIN <= code <= _INT32_MAX:
+        code = _checked_int(code, "code", _INT32_MIN, _INT32_MAX)
+    if type(flag) is not int or not _INT32_MIN <= flag <= _INT32_MAX:
+        flag = _checked_int(flag, "flag", _INT32_MIN, _INT32_MAX)
+    if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+        opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+    if type(version) is not int or not _INT32_MIN <= version <= _INT32_MAX:
+        version = _checked_int(version, "version", _INT32_MIN, _INT32_MAX)
+    language = _LANGUAGE_JSON.get(cmd.language)
+    if language is None:
+        language = '"' + _checked_language(cmd.language).name + '"'
+    ext_fields = cmd.ext_fields
+    ext = ""
+    if ext_fields:
+        quote = _quote_json
+        items = []
+        for key, value in ext_fields.items():
+            if type(value) is not str:
+                if value is None:  # Java skips null header fields
+                    continue
+                if not isinstance(key, str):
+                    raise ProtocolError(f"extFields key {key!r} is not a string")
+                value = _java_text(value, key)
+            elif type(key) is not str and not isinstance(key, str):
+                raise ProtocolError(f"extFields key {key!r} is not a string")
+            items.append(quote(key) + ":" + quote(value))
+        if items:
+            ext = ',"extFields":{' + ",".join(items) + "}"
+    remark = cmd.remark
+    remark_text = "" if remark is None else ',"remark":' + _quote_json(_java_text(remark, "remark"))
+    text = (f'{{"code":{code}{ext},"flag":{flag},"language":{language},"opaque":{opaque}{remark_text},'
+            f'"serializeTypeCurrentRPC":"JSON","version":{version}}}')
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates become '?' exactly as Java's String.getBytes(UTF_8) does.
+        return text.encode("utf-8", "replace")
+
+
+def _encode_json_header_reference(cmd: RemotingCommand, opaque: int) -> bytes:
+    """The JSON header through a dict and :mod:`json`'s encoder: the plain statement of the format that
+    :func:`_encode_json_header` must reproduce byte for byte (tests compare them)."""
     # Insertion order is the output order: alphabetical, as fastjson sorts bean properties.
     obj: dict[str, object] = {"code": _checked_int(cmd.code, "code", _INT32_MIN, _INT32_MAX)}
     ext = _output_ext_fields(cmd.ext_fields)
@@ -107,23 +172,22 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
         obj["extFields"] = ext
     obj["flag"] = _checked_int(cmd.flag, "flag", _INT32_MIN, _INT32_MAX)
     obj["language"] = _checked_language(cmd.language).name
-    obj["opaque"] = _checked_int(cmd.opaque, "opaque", _INT32_MIN, _INT32_MAX)
+    obj["opaque"] = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
     if cmd.remark is not None:
         obj["remark"] = _java_text(cmd.remark, "remark")
     obj["serializeTypeCurrentRPC"] = "JSON"
     obj["version"] = _checked_int(cmd.version, "version", _INT32_MIN, _INT32_MAX)
-    # Lone surrogates become '?' exactly as Java's String.getBytes(UTF_8) does.
     return _JSON_ENCODER.encode(obj).encode("utf-8", "replace")
 
 
-def _encode_binary_header(cmd: RemotingCommand) -> bytes:
+def _encode_binary_header(cmd: RemotingCommand, opaque: int) -> bytes:
     remark = b"" if cmd.remark is None else _java_text(cmd.remark, "remark").encode("utf-8", "replace")
     parts = [
         _BINARY_FIXED.pack(
             _checked_int(cmd.code, "code", _INT16_MIN, _INT16_MAX),
             int(_checked_language(cmd.language)),
             _checked_int(cmd.version, "version", _INT16_MIN, _INT16_MAX),
-            _checked_int(cmd.opaque, "opaque", _INT32_MIN, _INT32_MAX),
+            _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX),
             _checked_int(cmd.flag, "flag", _INT32_MIN, _INT32_MAX),
             len(remark),
         ),
@@ -166,7 +230,7 @@ def _checked_int(value: object, name: str, low: int, high: int) -> int:
 
 def _checked_language(value: object) -> LanguageCode:
     try:
-        return LanguageCode(value)
+        return LanguageCode(value)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ProtocolError(f"unknown language {value!r}") from exc
 
@@ -203,63 +267,86 @@ def _decode_frame(buf: bytes | bytearray, start: int, end: int) -> RemotingComma
     header_end = header_start + header_length
     if header_end > end:
         raise ProtocolError(f"header length {header_length} exceeds the {end - header_start} bytes left")
-    header = bytes(buf[header_start:header_end])
-    if serialize_type == SerializeType.JSON:
-        fields = _decode_json_header(header)
-    elif serialize_type == SerializeType.ROCKETMQ:
-        fields = _decode_binary_header(header)
+    if serialize_type == 0:  # SerializeType.JSON
+        fields = _decode_json_header(buf, header_start, header_end)
+    elif serialize_type == 1:  # SerializeType.ROCKETMQ
+        fields = _decode_binary_header(bytes(buf[header_start:header_end]))
     else:
         raise ProtocolError(f"unknown serialize type {serialize_type}")
     code, language, version, opaque, flag, remark, ext_fields = fields
-    return RemotingCommand(
-        code=code,
-        language=language,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext_fields,
-        body=_copy(buf, header_end, end),
-        serialize_type=SerializeType(serialize_type),
-    )
+    return new_command(code, language, version, opaque, flag, remark, ext_fields, _copy(buf, header_end, end),
+                       _SERIALIZE_TYPES[serialize_type])
 
 
 def _copy(buf: bytes | bytearray, start: int, end: int) -> bytes:
     if type(buf) is bytes:
         return buf[start:end]
+    if end - start < _SMALL_COPY_BYTES:  # a memoryview costs more than a second copy of a small body
+        return bytes(buf[start:end])
     with memoryview(buf) as view:  # one copy instead of bytearray slice + bytes()
         return bytes(view[start:end])
 
 
-def _decode_json_header(header: bytes) -> _Fields:
+def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields:
     try:
         # Strict UTF-8: fastjson gives up on malformed UTF-8 too (the Java broker then drops the connection).
-        text = header.decode("utf-8")
-        obj = _JSON_DECODER.decode(text)
+        # (A slice copy is cheaper than a memoryview for a header of a few hundred bytes.)
+        text = buf[start:end].decode("utf-8")
+        # raw_decode skips json's two whitespace regex matches per header; what it leaves over (C++ ends its
+        # header with a newline) must be JSON whitespace, as decode() would insist.
+        if text[:1] == "{":
+            obj, parsed_end = _JSON_DECODER.raw_decode(text)
+            if parsed_end != len(text) and text[parsed_end:].strip(_JSON_WHITESPACE):
+                obj = _JSON_DECODER.decode(text)  # raises the usual "Extra data" error
+        else:
+            obj = _JSON_DECODER.decode(text)
     except (ValueError, RecursionError, ArithmeticError) as exc:
         # ValueError covers UnicodeDecodeError, JSONDecodeError and over-long integer literals.
         raise ProtocolError(f"JSON header is not valid: {exc}") from exc
     if type(obj) is not dict:
         raise ProtocolError(f"JSON header is a {type(obj).__name__}, not an object")
-    if obj.get("code") is None:
+    get = obj.get
+    code = get("code")
+    if code is None:
         raise ProtocolError("JSON header has no code")
-    code = _json_int(obj, "code")
-    language = _json_language(obj.get("language"))
-    version = _json_int(obj, "version")
-    opaque = _json_int(obj, "opaque")
-    flag = _json_int(obj, "flag")
-    raw_remark = obj.get("remark")
+    # The common case inline (a plain int in range, a known language name); anything else takes the
+    # general readers below, which also raise.
+    if type(code) is not int or not _INT32_MIN <= code <= _INT32_MAX:
+        code = _json_int(obj, "code")
+    raw_language = get("language")
+    language = _LANGUAGE_BY_NAME.get(raw_language) if type(raw_language) is str else None
+    if language is None:
+        language = _json_language(raw_language)
+    version = get("version")
+    if type(version) is not int or not _INT32_MIN <= version <= _INT32_MAX:
+        version = _json_int(obj, "version")
+    opaque = get("opaque")
+    if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+        opaque = _json_int(obj, "opaque")
+    flag = get("flag")
+    if type(flag) is not int or not _INT32_MIN <= flag <= _INT32_MAX:
+        flag = _json_int(obj, "flag")
+    raw_remark = get("remark")
     remark = None if raw_remark is None else _scalar_text(raw_remark, "remark")
-    raw_ext = obj.get("extFields")
-    ext_fields: dict[str, str] = {}
-    if raw_ext is not None:
-        if type(raw_ext) is not dict:
-            raise ProtocolError(f"extFields is a {type(raw_ext).__name__}, not an object")
-        for key, value in raw_ext.items():
-            if type(value) is str:
-                ext_fields[key] = value
-            elif value is not None:  # null values are dropped, as ali-ons drops undefined ones
-                ext_fields[key] = _scalar_text(value, key)
+    raw_ext = get("extFields")
+    ext_fields: dict[str, str]
+    if raw_ext is None:
+        ext_fields = {}
+    elif type(raw_ext) is not dict:
+        raise ProtocolError(f"extFields is a {type(raw_ext).__name__}, not an object")
+    else:
+        # The decoder's fresh dict is kept as it is when every value is already a string (what every
+        # client but ali-ons sends); JSON object keys are always strings.
+        ext_fields = raw_ext
+        for raw_value in raw_ext.values():
+            if type(raw_value) is not str:
+                ext_fields = {}
+                for key, value in raw_ext.items():
+                    if type(value) is str:
+                        ext_fields[key] = value
+                    elif value is not None:  # null values are dropped, as ali-ons drops undefined ones
+                        ext_fields[key] = _scalar_text(value, key)
+                break
     # serializeTypeCurrentRPC and any unknown keys are ignored on purpose.
     return code, language, version, opaque, flag, remark, ext_fields
 
@@ -365,7 +452,7 @@ class FrameDecoder:
     Not thread-safe: one decoder per connection, driven by one task.
     """
 
-    __slots__ = ("_buffer", "_max_frame_bytes", "_error")
+    __slots__ = ("_buffer", "_error", "_max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
         if max_frame_bytes < 8:

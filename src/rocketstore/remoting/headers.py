@@ -291,13 +291,107 @@ class SendMessageRequestHeader(CommandHeader):
     max_reconsume_times: int | None = _opt("maxReconsumeTimes", _INT)
 
     @classmethod
+    def from_ext_fields(cls, ext_fields: Mapping[str, str]) -> Self:
+        """Parse the v1 spelling (producerGroup ... batch).  Raises HeaderFieldError."""
+        header = _decode_send_fast(cls, _SEND_V1_WIRE, ext_fields) if cls is SendMessageRequestHeader else None
+        if header is None:
+            header = _decode(cls, _specs(cls), ext_fields)
+        return header  # type: ignore[no-any-return]
+
+    @classmethod
     def from_ext_fields_v2(cls, ext_fields: Mapping[str, str]) -> Self:
         """Parse the one-letter spelling (a = producerGroup ... m = batch)."""
-        header: Self = _decode(cls, _specs(cls, v2=True), ext_fields)
-        return header
+        header = _decode_send_fast(cls, _SEND_V2_WIRE, ext_fields) if cls is SendMessageRequestHeader else None
+        if header is None:
+            header = _decode(cls, _specs(cls, v2=True), ext_fields)
+        return header  # type: ignore[no-any-return]
 
     def to_ext_fields_v2(self) -> dict[str, str]:
         return _encode(self, _specs(type(self), v2=True))
+
+
+# The send header's wire names in field order, both spellings.
+_SEND_V1_WIRE = tuple(f.metadata["wire"] for f in dataclasses.fields(SendMessageRequestHeader))
+_SEND_V2_WIRE = tuple(_SEND_V2_NAMES[name] for name in _SEND_V1_WIRE)
+_SEND_SETTERS = tuple(getattr(SendMessageRequestHeader, f.name).__set__
+                      for f in dataclasses.fields(SendMessageRequestHeader))
+_new = object.__new__
+
+
+def _decode_send_fast(cls: type, wire: tuple[str, ...], ext_fields: Mapping[str, str]) -> Any:
+    """The send header read without the generic field table, for the well-formed header every send
+    carries: plain decimal numbers that cannot overflow their Java type, strings where strings belong.
+    Returns None for anything else (a sign, a missing or odd field), and the caller then runs the generic
+    reader, which gives the same value or raises the precise HeaderFieldError.  One send costs one of
+    these, so the slots are filled directly instead of through the frozen dataclass's keyword ``__init__``.
+    """
+    get = ext_fields.get
+    (w_group, w_topic, w_default_topic, w_queue_nums, w_queue_id, w_sys_flag, w_born, w_flag, w_properties,
+     w_reconsume, w_unit_mode, w_batch, w_max_reconsume) = wire
+    group, topic, default_topic = get(w_group), get(w_topic), get(w_default_topic)
+    if type(group) is not str or type(topic) is not str or type(default_topic) is not str:
+        return None
+    # at most 9 digits fit an int, 18 a long, whatever the digits
+    raw = get(w_queue_nums)
+    if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
+        return None
+    queue_nums = int(raw)
+    raw = get(w_queue_id)
+    if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
+        return None
+    queue_id = int(raw)
+    raw = get(w_sys_flag)
+    if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
+        return None
+    sys_flag = int(raw)
+    raw = get(w_born)
+    if type(raw) is not str or not raw.isdecimal() or len(raw) > 18:
+        return None
+    born = int(raw)
+    raw = get(w_flag)
+    if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
+        return None
+    flag = int(raw)
+    properties = get(w_properties)
+    if properties is not None and type(properties) is not str:
+        return None
+    raw = get(w_reconsume)
+    reconsume: int | None = None
+    if raw is not None:
+        if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
+            return None
+        reconsume = int(raw)
+    raw = get(w_unit_mode)
+    if raw is not None and type(raw) is not str:
+        return None
+    unit_mode = raw is not None and parse_java_boolean(raw)
+    raw = get(w_batch)
+    if raw is not None and type(raw) is not str:
+        return None
+    batch = raw is not None and parse_java_boolean(raw)
+    raw = get(w_max_reconsume)
+    max_reconsume: int | None = None
+    if raw is not None:
+        if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
+            return None
+        max_reconsume = int(raw)
+    header: Any = _new(cls)
+    (s_group, s_topic, s_default_topic, s_queue_nums, s_queue_id, s_sys_flag, s_born, s_flag, s_properties,
+     s_reconsume, s_unit_mode, s_batch, s_max_reconsume) = _SEND_SETTERS
+    s_group(header, group)
+    s_topic(header, topic)
+    s_default_topic(header, default_topic)
+    s_queue_nums(header, queue_nums)
+    s_queue_id(header, queue_id)
+    s_sys_flag(header, sys_flag)
+    s_born(header, born)
+    s_flag(header, flag)
+    s_properties(header, properties)
+    s_reconsume(header, reconsume)
+    s_unit_mode(header, unit_mode)
+    s_batch(header, batch)
+    s_max_reconsume(header, max_reconsume)
+    return header
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,13 @@ most ``max_in_flight`` requests per connection run at once (reading pauses until
 Responses to JSON requests are JSON with every extFields value a string (RemotingCommand.make_response and
 the codec see to it) because the C++ client ignores non-string values.
 
+Per-frame costs, because a send is a round trip of small frames: a router may give a code an *immediate*
+handler (:meth:`RequestRouter.add`), a plain function run as the frame is decoded, which answers without a
+task per request (a send whose put does not wait for the disk) or declines and leaves the request to the
+async handler.  Frames go through an outbox: the answers to the frames of one read leave in one write, and
+requests that coroutines issue within one loop iteration leave together at its end, so 64 concurrent
+sends cost one send() each way rather than 64.
+
 Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  Thread-safety: a Connection and a
 RemotingServer belong to the loop that created them; call them from that loop only.
 """
@@ -28,7 +35,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
-from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command_parts
+from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command, encode_command_parts
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import HeaderFieldError
@@ -38,6 +45,7 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "Connection",
     "ConnectionPool",
+    "ImmediateHandler",
     "RemotingServer",
     "RequestHandler",
     "RequestRouter",
@@ -58,6 +66,9 @@ _SEPARATE_BODY_BYTES = 16384
 
 #: ``await handler(connection, request)`` -> the response, or None to send nothing.
 RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
+#: ``immediate(connection, request)`` -> the response, computed synchronously on the loop, or None when
+#: this request needs the async handler after all (see :meth:`RequestRouter.add`).
+ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 
 T = TypeVar("T")
 
@@ -97,6 +108,15 @@ class Connection(asyncio.Protocol):
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                  on_close: Callable[[Connection], None] | None = None) -> None:
         self._handler = handler
+        #: code -> the handler's synchronous fast path, when it has one (RequestRouter.immediate_handler)
+        self._immediate_for: Callable[[int], ImmediateHandler | None] | None = getattr(
+            handler, "immediate_handler", None)
+        #: requests with an immediate handler that are being served by a task (see _start_request)
+        self._deferred_count = 0
+        #: encoded frames not yet handed to the transport (see _write, _write_soon, _process_buffer)
+        self._outbox: list[bytes] = []
+        self._holding = False
+        self._flush_scheduled = False
         self._decoder = FrameDecoder(max_frame_bytes)
         self._max_in_flight = max(1, max_in_flight)
         self._on_close = on_close
@@ -138,22 +158,32 @@ class Connection(asyncio.Protocol):
 
     def _process_buffer(self) -> None:
         decoder = self._decoder
-        # frames already buffered wait too while the in-flight limit is reached, not just the socket
-        while not self._closed and self._in_flight < self._max_in_flight:
-            try:
-                command = decoder.next_command()
-            except ProtocolError as exc:
-                log.warning("closing %s: %s", self.peer_address, exc)
-                self.close(exc)
-                return
-            if command is None:
-                return
-            if command.is_response:
-                future = self._pending.pop(command.opaque, None)
-                if future is not None and not future.done():
-                    future.set_result(command)
-                continue
-            self._start_request(command)
+        # Answers written while these frames are handled (the immediate path) wait in the outbox and leave
+        # in one write at the end: 64 pipelined sends cost one send() instead of 64.
+        self._holding = True
+        try:
+            # frames already buffered wait too while the in-flight limit is reached, not just the socket
+            while not self._closed and self._in_flight < self._max_in_flight:
+                try:
+                    command = decoder.next_command()
+                except ProtocolError as exc:
+                    log.warning("closing %s: %s", self.peer_address, exc)
+                    self._holding = False
+                    self._flush()  # the answers to the frames before the bad one still go out
+                    self.close(exc)
+                    return
+                if command is None:
+                    return
+                if command.is_response:
+                    future = self._pending.pop(command.opaque, None)
+                    if future is not None and not future.done():
+                        future.set_result(command)
+                    continue
+                self._start_request(command)
+        finally:
+            self._holding = False
+            if self._outbox:
+                self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -191,15 +221,54 @@ class Connection(asyncio.Protocol):
                 self._write(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                                   remark=f" request type {request.code} not supported"))
             return
+        deferred = False
+        immediate = self._immediate_for(request.code) if self._immediate_for is not None else None
+        if immediate is not None:
+            # Answer on the spot, without a task, when the handler can (a send with asynchronous flush).
+            # Only while the peer reads our answers (else the task path below waits for the drain) and no
+            # earlier request of such a code is still in a task, so requests are still served in order.
+            if self._deferred_count == 0 and self._can_write.is_set() and self._answer_now(immediate, request):
+                return
+            deferred = True
+            self._deferred_count += 1
         self._in_flight += 1
         if self._in_flight >= self._max_in_flight and not self._reading_paused and self._transport is not None:
             self._reading_paused = True
             self._transport.pause_reading()
-        task = asyncio.get_running_loop().create_task(self._serve(request))
+        task = asyncio.get_running_loop().create_task(self._serve(request, deferred))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self, request: RemotingCommand) -> None:
+    def _answer_now(self, immediate: ImmediateHandler, request: RemotingCommand) -> bool:
+        """Run *immediate*; False when it declined (the request then goes to the async handler)."""
+        try:
+            response = immediate(self, request)
+        except (HeaderFieldError, RemotingError) as exc:
+            response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            log.exception("request code %s from %s failed", request.code, self.peer_address)
+            response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+        if response is None:
+            return False
+        self._reply(request, response)
+        return True
+
+    def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Write the response to *request* unless it was oneway or the connection has closed meanwhile."""
+        if request.is_oneway or self._closed:
+            return
+        if response.opaque != request.opaque or not response.is_response:
+            log.error("a handler of request code %s returned a response that does not answer its request",
+                      request.code)
+            return
+        try:
+            self._write(response)
+        except ConnectionClosedError:
+            pass
+        except RemotingError:  # an answer that cannot be encoded is a bug in its handler
+            log.exception("cannot answer request code %s from %s", request.code, self.peer_address)
+
+    async def _serve(self, request: RemotingCommand, deferred: bool = False) -> None:
         assert self._handler is not None
         try:
             try:
@@ -223,6 +292,8 @@ class Connection(asyncio.Protocol):
         except RemotingError:  # an answer that cannot be encoded is a bug in its handler
             log.exception("cannot answer request code %s from %s", request.code, self.peer_address)
         finally:
+            if deferred:
+                self._deferred_count -= 1
             self._in_flight -= 1
             if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
                 self._reading_paused = False
@@ -232,16 +303,49 @@ class Connection(asyncio.Protocol):
 
     # --- writing ------------------------------------------------------------------------------------
 
-    def _write(self, command: RemotingCommand) -> None:
-        if self._closed or self._transport is None or self._transport.is_closing():
+    def _enqueue(self, command: RemotingCommand, opaque: int | None) -> None:
+        """Encode one frame into the outbox; *opaque* replaces the command's own (a request being numbered).
+        Raises ConnectionClosedError on a closed connection and ProtocolError for a command that cannot
+        be encoded, before anything is queued."""
+        transport = self._transport
+        if self._closed or transport is None or transport.is_closing():
             error = ConnectionClosedError(f"connection to {self.peer_address} is closed")
             raise error from self._close_cause
-        head, body = encode_command_parts(command)
-        if len(body) >= _SEPARATE_BODY_BYTES:
-            self._transport.writelines((head, body))  # uvloop: one vectored send, no joined copy
+        if len(command.body) >= _SEPARATE_BODY_BYTES:
+            self._outbox.extend(encode_command_parts(command, opaque))  # no joined copy of a large body
         else:
-            self._transport.write(head + body)
+            self._outbox.append(encode_command(command, opaque))
         self.last_active_s = time.monotonic()
+
+    def _write(self, command: RemotingCommand, opaque: int | None = None) -> None:
+        """Write one frame now (after whatever the outbox holds), or at the end of the frames being
+        processed when called from a handler's immediate path."""
+        self._enqueue(command, opaque)
+        if not self._holding:
+            self._flush()
+
+    def _write_soon(self, command: RemotingCommand, opaque: int) -> None:
+        """Queue one request frame and write it at the end of this loop iteration, together with the
+        requests other coroutines queue meanwhile (one send() for many concurrent requests)."""
+        self._enqueue(command, opaque)
+        if not self._flush_scheduled and not self._holding:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Hand the outbox to the transport in one (vectored) write."""
+        self._flush_scheduled = False
+        out = self._outbox
+        if not out:
+            return
+        self._outbox = []
+        transport = self._transport
+        if self._closed or transport is None or transport.is_closing():
+            return  # the requests among these fail through connection_lost
+        if len(out) == 1:
+            transport.write(out[0])
+        else:
+            transport.writelines(out)
 
     async def _drain(self, timeout_s: float) -> None:
         if self._can_write.is_set():
@@ -268,7 +372,7 @@ class Connection(asyncio.Protocol):
         # a cancellation dance to every request): the same deadline, counted from the send.
         timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
         try:
-            self._write(command.with_opaque(opaque))
+            self._write_soon(command, opaque)
             if not self._can_write.is_set():
                 await self._drain(timeout_s)
             return await future
@@ -343,9 +447,20 @@ class RequestRouter:
 
     def __init__(self, handlers: Mapping[int, RequestHandler] | None = None) -> None:
         self.handlers: dict[int, RequestHandler] = dict(handlers or {})
+        self.immediate_handlers: dict[int, ImmediateHandler] = {}
 
-    def add(self, code: int, handler: RequestHandler) -> None:
+    def add(self, code: int, handler: RequestHandler, *, immediate: ImmediateHandler | None = None) -> None:
+        """Serve *code* with *handler*.  *immediate*, if given, is tried first, synchronously, as the frame
+        is decoded: it answers without the cost of a task per request (a send whose put does not wait for
+        the disk), or returns None and the request goes to *handler* as usual.  It must not block."""
         self.handlers[int(code)] = handler
+        if immediate is None:
+            self.immediate_handlers.pop(int(code), None)
+        else:
+            self.immediate_handlers[int(code)] = immediate
+
+    def immediate_handler(self, code: int) -> ImmediateHandler | None:
+        return self.immediate_handlers.get(code)
 
     async def __call__(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
         handler = self.handlers.get(request.code)

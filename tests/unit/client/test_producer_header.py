@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import struct
+import time
 
 import pytest
 
-from rocketstore.client.producer import Producer
+import rocketstore.client.producer as producer_module
+from rocketstore.client.producer import OutgoingMessage, Producer, _property_text, new_uniq_key
+from rocketstore.message.properties import encode_properties
 
 
 @pytest.mark.parametrize(("properties", "batch", "flag", "queue_id"),
@@ -26,3 +30,27 @@ def test_fast_ext_fields_match_the_send_message_header(properties: str, batch: b
             await producer.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("message", [
+    OutgoingMessage(b"x", "TagA"), OutgoingMessage(b"x"), OutgoingMessage(b"x", ""),
+    OutgoingMessage(b"x", "a{0}b}{1}{"), OutgoingMessage(b"x", "TagA", "k1"),
+    OutgoingMessage(b"x", None, ["k1", "k2"]), OutgoingMessage(b"x", "T", None, {"p": "q", "WAIT": "false"}),
+])
+def test_property_text_templates_equal_encode_properties(message: OutgoingMessage) -> None:
+    for key in ("C0A80001000000000000000000000000", "K{1}{0}"):
+        assert _property_text(message, key) == encode_properties(message.property_map(key))
+
+
+def test_uniq_keys_follow_the_message_client_id_layout() -> None:
+    before = int(time.time() * 1000) - producer_module._MONTH_START_MS
+    keys = [new_uniq_key() for _ in range(3)]
+    after = int(time.time() * 1000) - producer_module._MONTH_START_MS
+    for key in keys:
+        raw = bytes.fromhex(key)
+        assert len(raw) == 16 and key == raw.hex().upper()
+        assert raw[:10] == producer_module._FIX
+        ms, _ = struct.unpack(">iH", raw[10:])
+        assert before <= ms <= after
+    counters = [struct.unpack(">H", bytes.fromhex(k)[14:])[0] for k in keys]
+    assert counters[1] == (counters[0] + 1) & 0xFFFF and counters[2] == (counters[1] + 1) & 0xFFFF
