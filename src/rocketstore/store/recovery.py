@@ -2,10 +2,12 @@
 
 Normal recovery (no abort file: the last close was clean) walks the last three segments and cuts after
 the last valid record.  Abnormal recovery (abort file present: a crash) starts from the newest segment
-whose first record is older than the checkpoint says is safe, re-dispatches every valid record from there
-(the dispatcher's idempotency skips what was already built) and cuts the same way.  Either way consume
-queue entries pointing past the cut are dropped.  A record is valid when it decodes whole and, with
-``check_crc``, its body CRC matches.
+whose first record is older than the checkpoint says is safe, checks every consume-queue entry from there
+against the walked records and rebuilds each queue from its first entry that disagrees, indexes the records
+the index does not cover yet (``_Redispatch``), and cuts the same way.  Either way consume queue entries
+pointing past the cut are dropped.  A record is valid when it decodes whole and, with ``check_crc``, its
+body CRC matches (``validate_record``, the one-record reference; the walks themselves go a chunk of records
+at a time through recovery_scan and must agree with it).
 
 Imports store pieces, never the facade.
 """
@@ -13,7 +15,6 @@ Imports store pieces, never the facade.
 from __future__ import annotations
 
 import logging
-import mmap
 import struct
 import zlib
 from collections.abc import Callable
@@ -21,21 +22,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rocketstore.message.hashing import tags_code
-from rocketstore.message.properties import parse_properties
+from rocketstore.message.hashing import index_key_hash_for_topic
+from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import (
     BLANK_MAGIC,
     MESSAGE_MAGIC,
     MIN_RECORD_BYTES,
-    header_layout,
+    SysFlag,
     store_timestamp_position,
 )
 from rocketstore.store.checkpoint import Checkpoint
 from rocketstore.store.commitlog import CommitLog
-from rocketstore.store.consume_queue import ConsumeQueueTable
+from rocketstore.store.consume_queue import (
+    CQ_DTYPE,
+    CQ_ENTRY_BYTES,
+    PRE_BLANK_SIZE,
+    ConsumeQueue,
+    ConsumeQueueTable,
+)
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
+from rocketstore.store.index_bulk import put_keys
+from rocketstore.store.index_file import IndexService
 from rocketstore.store.mapped_file import MappedFile
-from rocketstore.store.recovery_scan import scan_chunk
+from rocketstore.store.rebuild_props import ChunkProperties
+from rocketstore.store.recovery_scan import Chunk, SegmentReader, UniformProperties
 
 __all__ = ["RecoveryReport", "recover", "scan_and_dispatch", "scan_valid_end", "validate_record"]
 
@@ -46,9 +56,9 @@ _CRC_AND_FLAG = struct.Struct(">i24xi")  # BODYCRC at +8 and SYSFLAG at +36, rea
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _BODY_AT = {0: 84, 0x10: 96, 0x20: 96, 0x30: 108}  # BODYLENGTH position by host-family bits
-_LAYOUTS = {bits: header_layout(bool(bits & 0x10), bool(bits & 0x20)) for bits in (0, 0x10, 0x20, 0x30)}
-#: records whose facts are collected before they are dispatched as one run
-_FACTS_RUN = 8192
+#: properties bytes parsed at once in abnormal recovery (a chunk of records with 32 KiB properties each
+#: would otherwise copy half a GiB)
+_PROPS_PIECE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,126 +138,308 @@ def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
     return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
 
 
+class _QueueCheck:
+    """One consume queue's state in abnormal recovery: while ``verifying``, the walk's records of this queue
+    are compared with the entries from ``next_entry`` on; after the first disagreement the queue is cut
+    there and its records are re-dispatched."""
+
+    __slots__ = ("cq", "next_entry", "verifying")
+
+    def __init__(self, cq: ConsumeQueue | None, next_entry: int, verifying: bool) -> None:
+        self.cq = cq
+        self.next_entry = next_entry
+        self.verifying = verifying
+
+
+def _first_entry_from(cq: ConsumeQueue, commit_log_offset: int) -> int:
+    """Queue offset of the first real entry (not pre-blank fill) pointing at or past *commit_log_offset*
+    (``max_offset`` when none): a binary search, entries being in commitlog order."""
+    lo, hi = cq.first_queue_offset_on_disk, cq.max_offset
+    while lo < hi:
+        mid = (lo + hi) // 2
+        entry = cq.entry(mid)
+        if entry is not None and entry[1] != PRE_BLANK_SIZE and entry[0] >= commit_log_offset:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _cut_queue(cq: ConsumeQueue, queue_offset: int) -> None:
+    """Drop the entries from *queue_offset* on (the segment holding it is zeroed from there)."""
+    if cq.max_offset <= queue_offset:
+        return
+    cq.files.truncate_after(queue_offset * CQ_ENTRY_BYTES)
+    prev = cq.entry(queue_offset - 1) if queue_offset > 0 else None
+    cq.max_physic_offset = prev[0] + prev[1] if prev is not None and prev[1] != PRE_BLANK_SIZE else -1
+
+
+def _entries(cq: ConsumeQueue, queue_offset: int, count: int) -> np.ndarray:
+    """Up to *count* entries (``CQ_DTYPE``) from *queue_offset*, fewer where the queue ends."""
+    parts: list[np.ndarray] = []
+    got = 0
+    while got < count:
+        found = cq.entries(queue_offset + got, count - got)
+        if found is None or not len(found[0]):
+            break
+        parts.append(found[0])
+        got += len(found[0])
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=CQ_DTYPE)
+
+
+def _put_index_keys(index: IndexService, offsets: np.ndarray, stamps: np.ndarray, hashes: np.ndarray) -> None:
+    """Append hashed index keys in order, rolling to a new index file when one fills (what
+    ``IndexService.build_many`` does once it has hashed its keys)."""
+    done = 0
+    f = index._last_writable()
+    while done < len(hashes):
+        done += put_keys(f, hashes[done:], offsets[done:], stamps[done:])
+        if done < len(hashes):
+            f = index._last_writable()
+
+
+class _Redispatch:
+    """Brings consume queues and index in line with the records abnormal recovery walks, a chunk at a time.
+
+    RocketMQ re-dispatches every record and lets the consume queue skip what it holds already (an entry
+    whose record ends at or below the queue's maxPhysicOffset) and the index skip what lies below its last
+    file's endPhyOffset.  Here a queue's entries are *checked* against the walk instead (commitlog offset,
+    size and tagsCode of each record at its queue offset, compared in numpy), so an entry a torn write left
+    plausible but wrong is found (20-byte entries straddle pages and sectors: a tear can spare the offset and
+    size and hit the tagsCode); from the first disagreement on, the queue is cut and rebuilt from the
+    records.  Properties are parsed for the whole chunk at once, tags and keys hashed in numpy
+    (``UniformProperties`` for one producer's fixed layout, else ``ChunkProperties``; schedule-topic and
+    non-ASCII records one by one, with the dispatcher's own rules); only queued records and records the
+    index does not cover yet need them.  Index keys go in with ``index_bulk.put_keys``.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, queues: ConsumeQueueTable, rebuild_from: int) -> None:
+        self.dispatcher = dispatcher
+        self.queues = queues
+        self.rebuild_from = rebuild_from
+        self.checks: dict[tuple[str, int], _QueueCheck] = {}
+        self.topics: dict[bytes, int] = {}
+        self.names: list[str | None] = []
+        index = dispatcher.index
+        #: RocketMQ's buildIndex skips records below the newest index file's endPhyOffset
+        self.index_floor = index.files[-1].end_phy_offset if index is not None and index.files else 0
+
+    def feed(self, reader: SegmentReader, chunk: Chunk, base: int) -> None:
+        n = len(chunk)
+        if not n:
+            return
+        dispatcher = self.dispatcher
+        offsets = chunk.start + base
+        tids = reader.topic_ids(chunk, self.topics, self.names)
+        names = self.names
+        ok = np.array([name is not None for name in names], dtype=bool)[tids]
+        tx = chunk.sys_flag & SysFlag.TRANSACTION_MASK
+        queued = ok & ((tx == SysFlag.TRANSACTION_NOT_TYPE) | (tx == SysFlag.TRANSACTION_COMMIT_TYPE))
+        index = dispatcher.index
+        need_index = ok & (offsets >= self.index_floor) if index is not None else np.zeros(n, dtype=bool)
+        if not ok.all():
+            for i in np.flatnonzero(~ok).tolist():
+                self._undecodable(base + int(chunk.start[i]))
+        tags = np.zeros(n, dtype=np.int64)
+        key_rows: list[np.ndarray] = []
+        key_hashes: list[np.ndarray] = []
+        sel = np.flatnonzero(queued | need_index)
+        if len(sel):
+            # properties are copied out a piece at a time: at most _PROPS_PIECE_BYTES of them at once
+            text_bytes = np.cumsum(chunk.size[sel] - (chunk.props_at[sel] + 2 - chunk.start[sel]))
+            cuts = np.searchsorted(text_bytes, np.arange(1, int(text_bytes[-1]) // _PROPS_PIECE_BYTES + 1)
+                                   * _PROPS_PIECE_BYTES)
+            for piece in np.split(sel, np.unique(cuts[(cuts > 0) & (cuts < len(sel))])):
+                rows, hashes = self._properties(reader, chunk, offsets, tids, tx, piece, queued, need_index,
+                                                tags, ok)
+                key_rows.append(rows)
+                key_hashes.append(hashes)
+        queued &= ok  # a record whose properties are not UTF-8 gets no entry (the dispatcher's rule)
+        need_cq = np.zeros(n, dtype=bool)
+        if queued.any():
+            self._check_queues(chunk, offsets, tids, queued, tags, need_cq)
+        if need_cq.any():
+            rows = np.flatnonzero(need_cq)
+            count = len(rows)
+            dispatcher.dispatch_facts(list(zip(
+                offsets[rows].tolist(), chunk.size[rows].tolist(), [names[t] for t in tids[rows].tolist()],
+                chunk.queue_id[rows].tolist(), chunk.queue_offset[rows].tolist(), chunk.sys_flag[rows].tolist(),
+                chunk.store_timestamp[rows].tolist(), tags[rows].tolist(), [None] * count, [None] * count)))
+        if key_rows and sum(len(r) for r in key_rows):
+            rows = np.concatenate(key_rows)
+            _put_index_keys(index, offsets[rows], chunk.store_timestamp[rows],  # type: ignore[arg-type]
+                            np.concatenate(key_hashes))
+        dispatcher.last_store_timestamp = int(chunk.store_timestamp[-1])
+
+    def _undecodable(self, offset: int) -> None:
+        """What the dispatcher does with a record it cannot decode: no entry, no keys, the error noted."""
+        self.dispatcher.error = f"topic or properties are not UTF-8 at commitlog offset {offset}"
+        log.error("dispatch: %s", self.dispatcher.error)
+
+    def _check_queues(self, chunk: Chunk, offsets: np.ndarray, tids: np.ndarray, queued: np.ndarray,
+                      tags: np.ndarray, need_cq: np.ndarray) -> None:
+        sel = np.flatnonzero(queued)
+        key = (tids[sel] << 32) | (chunk.queue_id[sel] & 0xFFFFFFFF)
+        first = key[0]
+        if (key == first).all():  # one queue in this chunk (the common case): no grouping
+            groups = [(int(first), sel)]
+        else:
+            order = np.argsort(key, kind="stable")
+            sorted_key = key[order]
+            cuts = np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1
+            groups = [(int(sorted_key[a]), sel[order[a:b]])
+                      for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(sel)])]
+        for k, idx in groups:
+            topic = self.names[k >> 32]
+            queue_id = int(chunk.queue_id[idx[0]])
+            check = self.checks.get((topic, queue_id))  # type: ignore[arg-type]
+            if check is None:
+                check = self._start_check(topic, queue_id)  # type: ignore[arg-type]
+            if not check.verifying:
+                need_cq[idx] = True
+                continue
+            e0 = check.next_entry
+            have = _entries(check.cq, e0, len(idx))  # type: ignore[arg-type]
+            m = len(have)
+            ok = ((chunk.queue_offset[idx[:m]] == e0 + np.arange(m, dtype=np.int64))
+                  & (have["offset"] == offsets[idx[:m]]) & (have["size"] == chunk.size[idx[:m]])
+                  & (have["tags_code"] == tags[idx[:m]]))
+            good = m if ok.all() else int(np.argmin(ok))
+            check.next_entry = e0 + good
+            if good < len(idx):
+                # the first entry that disagrees: everything from it on is rebuilt from the records
+                _cut_queue(check.cq, check.next_entry)  # type: ignore[arg-type]
+                check.verifying = False
+                need_cq[idx[good:]] = True
+
+    def _start_check(self, topic: str, queue_id: int) -> _QueueCheck:
+        cq = self.queues.get(topic, queue_id)
+        if cq is None or cq.max_offset == 0:
+            check = _QueueCheck(cq, 0, False)
+        else:
+            check = _QueueCheck(cq, _first_entry_from(cq, self.rebuild_from), True)
+        self.checks[(topic, queue_id)] = check
+        return check
+
+    def _properties(self, reader: SegmentReader, chunk: Chunk, offsets: np.ndarray, tids: np.ndarray,
+                    tx: np.ndarray, sel: np.ndarray, queued: np.ndarray, need_index: np.ndarray,
+                    tags: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Parse the properties of the records *sel* of *chunk*: their tagsCodes go into *tags* (queued
+        records), records that turn out undecodable are cleared in *ok*; returns (record, hash) of their
+        index keys in dispatch order (records the index needs)."""
+        dispatcher = self.dispatcher
+        names = self.names
+        ends = chunk.start + chunk.size
+        text_at = chunk.props_at[sel] + 2
+        text_len = ends[sel] - text_at
+        props: UniformProperties | ChunkProperties | None = None
+        if (text_len == text_len[0]).all():
+            props = UniformProperties.build(reader.arr, text_at, int(text_len[0]))
+        if props is None:
+            props = ChunkProperties(reader.arr, text_at, ends[sel])
+        sel_tids = tids[sel]
+        odd_topic = np.array([name is None or name == SCHEDULE_TOPIC or not name.isascii() for name in names],
+                             dtype=bool)
+        slow = props.non_ascii | odd_topic[sel_tids]
+        queued_sel = queued[sel]
+        if queued_sel.any():
+            tags[sel] = np.where(queued_sel, props.tags_codes(), 0)
+        indexed = need_index[sel] & (tx[sel] != SysFlag.TRANSACTION_ROLLBACK_TYPE)
+        key_rec = key_hash = np.zeros(0, dtype=np.int64)
+        if indexed.any():
+            key_rec, key_hash = props.key_hashes(sel_tids, [name or "" for name in names], indexed & ~slow)
+        if slow.any():
+            extra_rec: list[int] = []
+            extra_hash: list[int] = []
+            mm = reader.mm
+            for j in np.flatnonzero(slow).tolist():
+                i = int(sel[j])
+                topic = names[int(sel_tids[j])]
+                try:
+                    if topic is None:
+                        raise UnicodeDecodeError("utf-8", b"", 0, 1, "topic is not UTF-8")
+                    lo, hi = int(chunk.props_at[i]) + 2, int(ends[i])
+                    text = mm[lo:hi].decode("utf-8") if hi > lo else ""
+                except UnicodeDecodeError:
+                    ok[i] = False
+                    tags[i] = 0
+                    self._undecodable(int(offsets[i]))
+                    continue
+                parsed = parse_properties(text) if text else {}
+                if queued_sel[j]:
+                    tags[i] = dispatcher.tags_code_of(topic, parsed, int(chunk.store_timestamp[i]))
+                if indexed[j]:
+                    uniq = parsed.get(PropertyName.UNIQ_KEY)
+                    if uniq is not None:
+                        extra_rec.append(j)
+                        extra_hash.append(index_key_hash_for_topic(topic, uniq))
+                    keys = parsed.get(PropertyName.KEYS)
+                    if keys:
+                        for key in keys.split(PropertyName.KEY_SEPARATOR):
+                            if key:
+                                extra_rec.append(j)
+                                extra_hash.append(index_key_hash_for_topic(topic, key))
+            if extra_rec:
+                rec = np.concatenate((key_rec, np.asarray(extra_rec, dtype=np.int64)))
+                hashes = np.concatenate((key_hash, np.asarray(extra_hash, dtype=np.int64)))
+                order = np.argsort(rec, kind="stable")  # keys stay in record order, each record's in its own
+                key_rec, key_hash = rec[order], hashes[order]
+        return sel[key_rec], key_hash
+
+    def finish(self) -> None:
+        """After the walk: entries no walked record vouched for go (they point at records that are not
+        there: past the last one of their queue, or in a queue the walk never met)."""
+        for check in self.checks.values():
+            if check.verifying and check.cq is not None:
+                _cut_queue(check.cq, check.next_entry)
+        for cq in self.queues:
+            if (cq.topic, cq.queue_id) not in self.checks and cq.max_physic_offset > self.rebuild_from:
+                cq.truncate_dirty(self.rebuild_from)
+
+
 def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, dispatcher: Dispatcher,
                       progress: Callable[[int], None] | None = None) -> tuple[int, int, str | None]:
-    """``scan_valid_end`` that also re-dispatches every valid record: the same checks as
-    ``validate_record``, and from the same reads the facts ``Dispatcher.dispatch_facts`` takes, dispatched
-    a run at a time (abnormal recovery walks every record of the store, so one decode per record and
-    batched queue and index writes matter)."""
+    """Abnormal recovery's walk from segment *start_index*: ``scan_valid_end``'s checks, a chunk of records
+    at a time (recovery_scan), with consume queues and index brought in line with every valid record
+    (``_Redispatch``).  Returns (valid end offset, records, why it stopped)."""
     files = commitlog.files.files
     if not files:
         return 0, 0, None
+    redo = _Redispatch(dispatcher, dispatcher.queues, files[start_index].start_offset)
+    end, records, reason = _walk_chunks(files, start_index, check_crc, redo.feed, progress)
+    redo.finish()
+    return end, records, reason
+
+
+def _walk_chunks(files: list[MappedFile], start_index: int, check_crc: bool,
+                 feed: Callable[[SegmentReader, Chunk, int], None] | None,
+                 progress: Callable[[int], None] | None) -> tuple[int, int, str | None]:
+    """``scan_valid_end`` (without ``on_record``) a chunk of records at a time; *feed* sees each chunk."""
     records = 0
     index = start_index
-    mf = files[index]
-    pos = 0
-    reason: str | None = None
-    facts: list[tuple] = []  # type: ignore[type-arg]
-    head = _HEAD
-    crc32 = zlib.crc32
-    topics: dict[bytes, str] = {}
-    schedule = SCHEDULE_TOPIC
     while True:
-        mm = mf.buffer
-        limit = mf.size_bytes
-        base = mf.start_offset
-        chunked = True
-        while True:
-            if chunked:
-                try:
-                    got = scan_chunk(mm, pos, limit, base, check_crc, dispatcher.tags_code_of, topics)
-                except UnicodeDecodeError:
-                    got = None
-                if got is None:
-                    chunked = False  # the rest of this segment one record at a time
-                    continue
-                pos, chunk, reason = got
-                dispatcher.dispatch_facts(chunk)
+        mf = files[index]
+        with SegmentReader(mf.buffer, mf.size_bytes) as reader:
+            pos = 0
+            while True:
+                chunk = reader.chunk(pos, check_crc)
+                if feed is not None:
+                    feed(reader, chunk, mf.start_offset)
                 records += len(chunk)
-                if reason is None:
-                    continue
-                break
-            if pos + 8 > limit:
-                reason = "end of segment"
-                break
-            size, magic = head.unpack_from(mm, pos)
-            if magic != MESSAGE_MAGIC:
-                if magic == BLANK_MAGIC:
-                    reason = "BLANK"
-                elif magic == 0 and size == 0:
-                    reason = "no record magic"
-                else:
-                    reason = f"bad magic {magic & 0xFFFFFFFF:#x}"
-                break
-            end = pos + size
-            if size < MIN_RECORD_BYTES or end > limit:
-                reason = f"size {size} does not fit"
-                break
-            sys_flag = _INT.unpack_from(mm, pos + 36)[0]
-            layout = _LAYOUTS[sys_flag & 0x30]
-            if pos + layout.size + 3 > end:
-                reason = "body length does not fit"
-                break
-            (_, _, crc, queue_id, _, queue_offset, _, _, _, _, _, store_ts, _, _, _, _,
-             body_len) = layout.unpack_from(mm, pos)
-            body_at = pos + layout.size
-            p = body_at + body_len
-            if body_len < 0 or p + 3 > end:
-                reason = "body length does not fit"
-                break
-            q = p + 1 + mm[p]
-            if q + 2 > end or q + 2 + ((mm[q] << 8) | mm[q + 1]) != end or mm[q] & 0x80:
-                reason = "lengths disagree with the record size"
-                break
-            if q + 2 < end and mm[end - 1] == 0:
-                reason = "record ends in zero bytes (torn write)"
-                break
-            if check_crc and crc32(mm[body_at:p]) & 0x7FFFFFFF != crc:
-                reason = "body CRC mismatch"
-                break
-            raw_topic = mm[p + 1 : q]
-            topic = topics.get(raw_topic)
-            try:
-                if topic is None:
-                    topic = raw_topic.decode("utf-8")
-                    topics[raw_topic] = topic
-                props = parse_properties(mm[q + 2 : end].decode("utf-8")) if q + 2 < end else {}
-            except UnicodeDecodeError:
-                # let the dispatcher's own decoder report it, in order
-                dispatcher.dispatch_facts(facts)
-                facts = []
-                dispatcher.dispatch_record(base + pos, mm, pos)
-                pos = end
-                records += 1
-                continue
-            if topic == schedule:
-                code = dispatcher.tags_code_of(topic, props, store_ts)
-            else:
-                tags = props.get("TAGS")
-                code = tags_code(tags) if tags else 0
-            facts.append((base + pos, size, topic, queue_id, queue_offset, sys_flag, store_ts, code,
-                          props.get("UNIQ_KEY"), props.get("KEYS")))
-            pos = end
-            records += 1
-            if len(facts) >= _FACTS_RUN:
-                dispatcher.dispatch_facts(facts)
-                facts = []
-        dispatcher.dispatch_facts(facts)
-        facts = []
+                pos = chunk.next_pos
+                if chunk.reason is not None:
+                    break
+        reason = chunk.reason
+        if progress is not None:
+            progress(mf.size_bytes)  # the segment the walk ended in counts as scanned too
         if reason == "BLANK":
-            reason = None
             index += 1
-            if progress is not None:
-                progress(mf.size_bytes)
             if index >= len(files):
                 return mf.start_offset + mf.size_bytes, records, None
-            mf = files[index]
-            pos = 0
             continue
-        break
-    if progress is not None:
-        progress(mf.size_bytes)
-    return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
+        return mf.start_offset + pos, records, reason if reason != "no record magic" else None
 
 
 def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool) -> bool:
@@ -263,22 +455,24 @@ def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool
     return store_ts <= bound
 
 
-def _used_bytes_after(buffer: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20) -> int:
+def _used_bytes_after(mf: MappedFile, pos: int, chunk_bytes: int = 1 << 20) -> int:
     """``len(buffer[pos:].rstrip(b"\\0"))`` without copying the tail: a preallocated segment's tail is
-    mostly zeros (up to a whole 1 GiB segment), so scan it backwards a chunk at a time through a numpy view."""
-    view = np.frombuffer(buffer, dtype=np.uint8)
+    mostly zeros (up to a whole 1 GiB segment), so scan it backwards a chunk at a time through a numpy view,
+    and only where the file system says data may be (``MappedFile.data_ranges``)."""
+    view = np.frombuffer(mf.buffer, dtype=np.uint8)
     chunk = view[:0]
     try:
-        stop = len(view)
-        while stop > pos:
-            start = max(pos, stop - chunk_bytes)
-            chunk = view[start:stop]
-            if chunk.any():
-                # a copy: on a live store the writer may change these bytes under a read-only mapping
-                found = np.flatnonzero(chunk.copy())
-                if len(found):
-                    return start + int(found[-1]) + 1 - pos
-            stop = start
+        for low, high in reversed(mf.data_ranges(pos, len(view))):
+            stop = high
+            while stop > low:
+                start = max(low, stop - chunk_bytes)
+                chunk = view[start:stop]
+                if chunk.any():
+                    # a copy: on a live store the writer may change these bytes under a read-only mapping
+                    found = np.flatnonzero(chunk.copy())
+                    if len(found):
+                        return start + int(found[-1]) + 1 - pos
+                stop = start
         return 0
     finally:
         del view, chunk  # the mmap cannot close while a view exports its buffer
@@ -298,7 +492,6 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
         return RecoveryReport(abnormal, 0, 0, 0, 0, None)
     if not abnormal:
         start = max(0, len(files) - 3)
-        on_record = None
     else:
         start = 0
         for i in range(len(files) - 1, -1, -1):
@@ -306,23 +499,18 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
                 start = i
                 break
 
-        # Entries for records from the start segment on are rebuilt from the commitlog: they may have been
-        # written back only in part (a torn page can leave an entry with a plausible but wrong size).
-        # Entries before it were durable when the checkpoint was written.
-        rebuild_from = files[start].start_offset
-        for cq in queues:
-            if cq.max_physic_offset > rebuild_from:
-                cq.truncate_dirty(rebuild_from)
-
     if abnormal:
+        # Entries for records from the start segment on are checked against the commitlog (a torn page can
+        # leave an entry with a plausible but wrong size) and rebuilt from the first that disagrees; entries
+        # before it were durable when the checkpoint was written.
         end, records, reason = scan_and_dispatch(commitlog, start, check_crc, dispatcher, progress)
     else:
-        end, records, reason = scan_valid_end(commitlog, start, check_crc, on_record, progress)
+        end, records, reason = _walk_chunks(files, start, check_crc, None, progress)
     # bytes after `end` that held anything: what the cut discards
     truncated = 0
     for mf in commitlog.files.files:
         if mf.end_offset > end:
-            truncated += _used_bytes_after(mf.buffer, max(0, end - mf.start_offset))
+            truncated += _used_bytes_after(mf, max(0, end - mf.start_offset))
     commitlog.files.set_positions(end)
     commitlog.files.truncate_after(end)
     if max_phy_in_queues >= end:
