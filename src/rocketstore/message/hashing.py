@@ -9,13 +9,33 @@ Imports nothing from the rest of the package.
 
 from __future__ import annotations
 
-__all__ = ["index_key_hash", "index_key_hash_for_topic", "java_string_hash", "tags_code"]
+__all__ = ["index_key_hash", "index_key_hash_for_topic", "index_key_hash_with_prefix",
+           "index_key_prefix", "java_string_hash", "tags_code"]
 
 _MASK32 = 0xFFFFFFFF
 
 
+# An ASCII string's hash without a Python step per character.  Its exact polynomial
+# sum(c[i] * 31**(n-1-i)) is a number written in base 31 with "digits" c[i] up to 127; splitting each
+# c[i] into c[i] % 31 + 31 * (c[i] // 31) turns it into two proper base-31 numerals, which bytes.translate
+# writes and int(..., 31) reads, both in C.  Measured ~4x faster than the loop for a 32-character
+# UNIQ_KEY, ~1.8x for a 9-character key.
+_DIGITS31 = b"0123456789abcdefghijklmnopqrstu"
+_LOW_DIGIT = bytes(_DIGITS31[c % 31] for c in range(128)) + bytes(128)
+_HIGH_DIGIT = bytes(_DIGITS31[c // 31] for c in range(128)) + bytes(128)
+#: int() refuses longer numerals in a non-power-of-two base (sys.int_info.str_digits_check_threshold)
+_NUMERAL_MAX = 4000
+_POW31: list[int] = [1]
+for _ in range(_NUMERAL_MAX):
+    _POW31.append((_POW31[-1] * 31) & _MASK32)
+
+
 def _hash_utf16_units(text: str, start: int = 0) -> int:
     h = start
+    if text.isascii() and 0 < len(text) <= _NUMERAL_MAX:
+        raw = text.encode()
+        return (h * _POW31[len(raw)] + int(raw.translate(_LOW_DIGIT), 31)
+                + 31 * int(raw.translate(_HIGH_DIGIT), 31)) & _MASK32
     for ch in text:
         c = ord(ch)
         if c < 0x10000:
@@ -71,12 +91,27 @@ def index_key_hash(topic: str, key: str) -> int:
 _TOPIC_PREFIX_CACHE: dict[str, int] = {}
 
 
-def index_key_hash_for_topic(topic: str, key: str) -> int:
-    """Same as :func:`index_key_hash`, with the ``topic#`` prefix state cached per topic (dispatch hot path)."""
+def index_key_prefix(topic: str) -> int:
+    """The unsigned 32-bit hash state after ``topic#``: the hash of ``topic#key`` is this state times
+    31**(UTF-16 length of key) plus the hash of *key*, mod 2**32 (which lets a vectorised hasher hash only
+    the keys).  Cached per topic."""
     prefix = _TOPIC_PREFIX_CACHE.get(topic)
     if prefix is None:
         prefix = _hash_utf16_units(topic + "#")
         if len(_TOPIC_PREFIX_CACHE) >= _TAGS_CACHE_MAX:
             _TOPIC_PREFIX_CACHE.clear()
         _TOPIC_PREFIX_CACHE[topic] = prefix
+    return prefix
+
+
+def index_key_hash_with_prefix(prefix: int, key: str) -> int:
+    """:func:`index_key_hash` of ``topic#key`` from the topic's :func:`index_key_prefix` state."""
+    return _fold_key_hash(_hash_utf16_units(key, prefix))
+
+
+def index_key_hash_for_topic(topic: str, key: str) -> int:
+    """Same as :func:`index_key_hash`, with the ``topic#`` prefix state cached per topic (dispatch hot path)."""
+    prefix = _TOPIC_PREFIX_CACHE.get(topic)
+    if prefix is None:
+        prefix = index_key_prefix(topic)
     return _fold_key_hash(_hash_utf16_units(key, prefix))

@@ -117,6 +117,45 @@ class ConsumeQueue:
                 bad = f[4]
         return bad
 
+    def put_entries(self, commit_log_offsets: np.ndarray, sizes: np.ndarray, tags_codes: np.ndarray,
+                    queue_offsets: np.ndarray) -> int | None:
+        """``put`` for each entry of these int64 columns (in commitlog order, so their record ends ascend);
+        returns the queue offset of the first gap, or None.
+
+        The bytes are those of ``put`` called entry by entry: the already-built prefix is skipped with one
+        search, then each stretch of consecutive queue offsets that continues the newest file and fits
+        in it is written as one block (``put``'s own fast path, for a whole stretch); every other entry
+        (the first of a new file, pre-blank fill, a gap, an entry built already) goes through ``put``."""
+        n = len(commit_log_offsets)
+        ends = commit_log_offsets + sizes
+        i = int(np.searchsorted(ends, self.max_physic_offset, side="right"))  # built already
+        bad: int | None = None
+        while i < n:
+            first = int(queue_offsets[i])
+            mf = self.files.last()
+            if first and mf is not None and mf.start_offset + mf.wrote == first * CQ_ENTRY_BYTES:
+                count = min(n - i, (mf.size_bytes - mf.wrote) // CQ_ENTRY_BYTES)
+                if count > 1:
+                    stretch = queue_offsets[i : i + count] - first
+                    breaks = np.flatnonzero(stretch != np.arange(count))
+                    if len(breaks):
+                        count = int(breaks[0])
+                if count > 1:
+                    block = np.empty(count, dtype=CQ_DTYPE)
+                    block["offset"] = commit_log_offsets[i : i + count]
+                    block["size"] = sizes[i : i + count]
+                    block["tags_code"] = tags_codes[i : i + count]
+                    pos = mf.wrote
+                    mf.buffer[pos : pos + count * CQ_ENTRY_BYTES] = block.view(np.uint8)  # type: ignore[call-overload]
+                    mf.wrote = pos + count * CQ_ENTRY_BYTES
+                    i += count
+                    self.max_physic_offset = int(ends[i - 1])
+                    continue
+            if not self.put(int(commit_log_offsets[i]), int(sizes[i]), int(tags_codes[i]), first) and bad is None:
+                bad = first
+            i += 1
+        return bad
+
     # --- reading --------------------------------------------------------------------------------------------
 
     def entries(self, queue_offset: int, max_count: int) -> tuple[np.ndarray, int] | None:

@@ -22,8 +22,11 @@ import os
 import struct
 import threading
 import time
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import compress
 
-from rocketstore.message.hashing import index_key_hash_for_topic
+from rocketstore.message.hashing import index_key_hash_for_topic, index_key_prefix
 from rocketstore.message.record import SysFlag
 from rocketstore.store.mapped_file import MappedFile
 
@@ -34,6 +37,12 @@ INDEX_ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _HEADER_BYTES = 40
 _MAX_INT = 0x7FFFFFFF
+#: the transaction-type bits of a sys flag (both set = rollback, the only type the index skips); a run with
+#: none set anywhere, the common case, is recognised with one C-level pass
+_TX_BITS = SysFlag.TRANSACTION_MASK
+#: below this many records a run is indexed key by key: the vectorised path costs a few dozen numpy calls
+#: per run, more than a handful of ``put_key`` calls
+_BULK_MIN_RECORDS = 32
 
 
 class IndexFile:
@@ -74,7 +83,9 @@ class IndexFile:
                                self.begin_phy_offset, self.end_phy_offset, self.hash_slot_count,
                                self.index_count)
 
-    def put_key(self, key_hash: int, commit_log_offset: int, store_timestamp: int) -> bool:
+    def put_key(self, key_hash: int, commit_log_offset: int, store_timestamp: int, *, header: bool = True) -> bool:
+        """Append one entry (RocketMQ's putKey); False when the file is full.  ``header=False`` leaves the
+        header bytes (and the modification time) for the caller to write once after a run of keys."""
         if self.index_count >= self.entry_count:
             return False
         buf = self.file.buffer
@@ -99,8 +110,9 @@ class IndexFile:
         self.index_count += 1
         self.end_phy_offset = commit_log_offset
         self.end_timestamp = store_timestamp
-        self._write_header()
-        self.file.touch_modified()
+        if header:
+            self._write_header()
+            self.file.touch_modified()
         return True
 
     def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
@@ -218,46 +230,155 @@ class IndexService:
     def build_many(self, records: list[tuple[str, int, int, int, str | None, str | None]]) -> None:
         """``build`` for a run of records in commitlog order, each (topic, commit_log_offset,
         store_timestamp, sys_flag, uniq_key, keys); the same entries, written a run at a time."""
+        if not records:
+            return
+        topics, offsets, stamps, sys_flags, uniqs, keys = zip(*records)
+        if any(map(_TX_BITS.__and__, sys_flags)):
+            keep = [flag & SysFlag.TRANSACTION_MASK != SysFlag.TRANSACTION_ROLLBACK_TYPE for flag in sys_flags]
+            topics, offsets, stamps, uniqs, keys = (tuple(compress(col, keep))
+                                                   for col in (topics, offsets, stamps, uniqs, keys))
+        self.build_run(topics, offsets, stamps, uniqs, keys)
+
+    def build_run(self, topics: Sequence[str], offsets: Sequence[int], stamps: Sequence[int],
+                  uniqs: Sequence[str | None], keys: Sequence[str | None]) -> None:
+        """``build`` for a run of records given as columns, in commitlog order, none of them a rollback:
+        topic, commitlog offset, store time, UNIQ_KEY (indexed when not None) and KEYS (each non-empty
+        space-separated token indexed).  The entries (UNIQ_KEY then the tokens, record by record) are
+        listed without a Python step per record in the common shapes (at most one token per KEYS), hashed
+        in one vectorised pass and appended with ``put_keys``; files roll exactly as ``build`` rolls them."""
+        if not offsets:
+            return
+        f = self._last_writable()
+        # offsets ascend: the records already indexed (re-dispatch after recovery) are a prefix
+        skip = bisect_left(offsets, f.end_phy_offset)
+        if skip:
+            if skip == len(offsets):
+                return
+            topics, offsets, stamps, uniqs, keys = (topics[skip:], offsets[skip:], stamps[skip:], uniqs[skip:],
+                                                    keys[skip:])
+        n = len(offsets)
+        if n < _BULK_MIN_RECORDS:
+            for topic, offset, ts, uniq, text in zip(topics, offsets, stamps, uniqs, keys):
+                if uniq is not None:
+                    h = index_key_hash_for_topic(topic, uniq)
+                    if not f.put_key(h, offset, ts, header=False):
+                        f = self._put(f, h, offset, ts)
+                if text:
+                    for key in text.split(" ") if " " in text else (text,):
+                        if key:
+                            h = index_key_hash_for_topic(topic, key)
+                            if not f.put_key(h, offset, ts, header=False):
+                                f = self._put(f, h, offset, ts)
+            f._write_header()  # once for the run (a file that filled meanwhile wrote its own on rolling)
+            f.file.touch_modified()
+            return
         import numpy as np
 
-        from rocketstore.store.index_bulk import index_key_hashes, put_keys
+        from rocketstore.store.index_bulk import joined_key_hashes, put_keys
 
-        f = self._last_writable()
-        floor = f.end_phy_offset
-        topics: list[str] = []
-        keys: list[str] = []
-        offsets: list[int] = []
-        stamps: list[int] = []
-        for topic, offset, ts, sys_flag, uniq, text in records:
-            if offset < floor or sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_ROLLBACK_TYPE:
-                continue
+        first_topic = topics[0]
+        prefixes: np.ndarray | int
+        if topics.count(first_topic) == n:
+            prefixes = index_key_prefix(first_topic)
+        else:
+            prefixes = np.fromiter(map(index_key_prefix, topics), dtype=np.uint64, count=n)
+        # A record's entries are its UNIQ_KEY (when not None), then its KEYS tokens.  Each column is joined
+        # into one NUL-separated string and hashed whole (a None makes the join fail: that is how a column
+        # with gaps is noticed without a Python step per record in the common case), then the two columns'
+        # hashes are interleaved record by record and the absent ones dropped.
+        has_uniq: list[bool] | None = None  # None: every record has one
+        try:
+            uniq_text: str | None = "\x00".join(uniqs)  # type: ignore[arg-type]
+        except TypeError:
+            # (count(None) is a pointer comparison for each None, a slower one for each string)
+            if uniqs[0] is None and uniqs.count(None) == n:
+                uniq_text = None
+            else:
+                has_uniq = [u is not None for u in uniqs]
+                uniqs = [u if u is not None else "" for u in uniqs]
+                uniq_text = "\x00".join(uniqs)  # type: ignore[arg-type]
+        try:
+            key_text: str | None = "\x00".join(keys)  # type: ignore[arg-type]
+        except TypeError:
+            if keys[0] is None and keys.count(None) == n:
+                key_text = None
+            else:
+                keys = [k or "" for k in keys]
+                key_text = "\x00".join(keys)  # type: ignore[arg-type]
+        owners: np.ndarray | None = None  # None: entry i belongs to record i
+        if key_text is not None and " " in key_text:
+            # some KEYS hold several tokens: list the entries one by one
+            names, owner_list = self._tokens(uniqs if has_uniq is None else
+                                             [u if h else None for u, h in zip(uniqs, has_uniq)],
+                                             keys)  # type: ignore[arg-type]
+            if not names:
+                return
+            owners = np.asarray(owner_list, dtype=np.intp)
+            hashes = joined_key_hashes(prefixes if isinstance(prefixes, int) else prefixes[owners],
+                                       "\x00".join(names), names)
+        else:
+            has_key: np.ndarray | None = None  # None: every record has a (one-token) KEYS
+            if key_text is not None and (key_text[:1] == "\x00" or key_text[-1:] == "\x00" or "\x00\x00" in key_text
+                                         or not key_text):
+                has_key = np.fromiter(map(bool, keys), dtype=bool, count=n)  # empty KEYS: no entry
+                if not has_key.any():
+                    key_text = None
+            if uniq_text is None and key_text is None:
+                return
+            if key_text is None:
+                hashes = joined_key_hashes(prefixes, uniq_text, uniqs)  # type: ignore[arg-type]
+                keep = None if has_uniq is None else np.asarray(has_uniq, dtype=bool)
+                step = 1
+            elif uniq_text is None:
+                hashes = joined_key_hashes(prefixes, key_text, keys)  # type: ignore[arg-type]
+                keep = has_key
+                step = 1
+            else:
+                hashes = np.empty(2 * n, dtype=np.int64)
+                hashes[0::2] = joined_key_hashes(prefixes, uniq_text, uniqs)  # type: ignore[arg-type]
+                hashes[1::2] = joined_key_hashes(prefixes, key_text, keys)  # type: ignore[arg-type]
+                keep = None
+                if has_uniq is not None or has_key is not None:
+                    keep = np.ones(2 * n, dtype=bool)
+                    if has_uniq is not None:
+                        keep[0::2] = has_uniq
+                    if has_key is not None:
+                        keep[1::2] = has_key
+                step = 2
+            if keep is not None:
+                hashes = hashes[keep]
+                owners = np.flatnonzero(keep)
+                if step == 2:
+                    owners >>= 1
+            elif step == 2:
+                owners = np.repeat(np.arange(n, dtype=np.intp), 2)
+        offs = np.fromiter(offsets, dtype=np.int64, count=n)
+        tss = np.fromiter(stamps, dtype=np.int64, count=n)
+        if owners is not None:
+            offs = offs[owners]
+            tss = tss[owners]
+        done = 0
+        total = len(hashes)
+        while done < total:
+            done += put_keys(f, hashes[done:], offs[done:], tss[done:])
+            if done < total:
+                f = self._last_writable()
+
+    @staticmethod
+    def _tokens(uniqs: Sequence[str | None], texts: Sequence[str]) -> tuple[list[str], list[int]]:
+        """The keys to index, in order, and the record each belongs to: UNIQ_KEY, then KEYS' tokens."""
+        names: list[str] = []
+        owners: list[int] = []
+        for i, (uniq, text) in enumerate(zip(uniqs, texts)):
             if uniq is not None:
-                topics.append(topic)
-                keys.append(uniq)
-                offsets.append(offset)
-                stamps.append(ts)
+                names.append(uniq)
+                owners.append(i)
             if text:
                 for key in text.split(" "):
                     if key:
-                        topics.append(topic)
-                        keys.append(key)
-                        offsets.append(offset)
-                        stamps.append(ts)
-        if not keys:
-            return
-        if len(keys) < 8:
-            for topic, key, offset, ts in zip(topics, keys, offsets, stamps):
-                f = self._put(f, index_key_hash_for_topic(topic, key), offset, ts)
-            return
-        hashes = index_key_hashes(topics, keys)
-        offs = np.asarray(offsets, dtype=np.int64)
-        tss = np.asarray(stamps, dtype=np.int64)
-        done = 0
-        while done < len(keys):
-            n = put_keys(f, hashes[done:], offs[done:], tss[done:])
-            done += n
-            if done < len(keys):
-                f = self._last_writable()
+                        names.append(key)
+                        owners.append(i)
+        return names, owners
 
     def _put(self, f: IndexFile, key_hash: int, commit_log_offset: int, store_timestamp: int) -> IndexFile:
         while not f.put_key(key_hash, commit_log_offset, store_timestamp):

@@ -108,3 +108,23 @@ def test_index_key_hash_for_topic_cache_does_not_leak_between_topics() -> None:
     assert index_key_hash_for_topic("A", "k") == abs(reference_hash("A#k"))
     assert index_key_hash_for_topic("B", "k") == abs(reference_hash("B#k"))
     assert index_key_hash_for_topic("A", "k") == abs(reference_hash("A#k"))
+
+
+@pytest.mark.parametrize("length", [1, 2, 9, 32, 127, 3999, 4000, 4001, 9000])
+def test_ascii_hash_by_base31_numerals_equals_the_utf16_reference_at_every_length(length: int) -> None:
+    """ASCII strings are hashed by reading two base-31 numerals (up to int()'s digit limit), longer ones
+    character by character: both must agree with the reference, for every byte value 0..127."""
+    import random
+
+    rng = random.Random(length)
+    text = "".join(chr(rng.randrange(128)) for _ in range(length))
+    text = (text + "\x00\x7f~ ")[:length]
+    assert java_string_hash(text) == reference_hash(text)
+    assert index_key_hash("T", text) == abs(reference_hash("T#" + text)) % 2**31
+
+
+def test_index_key_hash_with_prefix_equals_index_key_hash() -> None:
+    from rocketstore.message.hashing import index_key_hash_with_prefix, index_key_prefix
+
+    for topic, key in (("TopicA", "k1"), ("T", ""), ("\u4e2d", "\U0001F600x"), ("T", "polygenelubricants")):
+        assert index_key_hash_with_prefix(index_key_prefix(topic), key) == index_key_hash(topic, key)
