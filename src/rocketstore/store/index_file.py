@@ -25,10 +25,14 @@ import time
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import compress
+from typing import TYPE_CHECKING
 
 from rocketstore.message.hashing import index_key_hash_for_topic, index_key_prefix
 from rocketstore.message.record import SysFlag
 from rocketstore.store.mapped_file import MappedFile
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["INDEX_ENTRY", "INDEX_HEADER", "IndexFile", "IndexService"]
 
@@ -274,7 +278,7 @@ class IndexService:
             return
         import numpy as np
 
-        from rocketstore.store.index_bulk import joined_key_hashes, put_keys
+        from rocketstore.store.index_bulk import joined_key_hashes
 
         first_topic = topics[0]
         prefixes: np.ndarray | int
@@ -357,10 +361,20 @@ class IndexService:
         if owners is not None:
             offs = offs[owners]
             tss = tss[owners]
+        self.put_hashed(hashes, offs, tss, f)
+
+    def put_hashed(self, hashes: np.ndarray, offsets: np.ndarray, stamps: np.ndarray,
+                   f: IndexFile | None = None) -> None:
+        """Append entries whose key hashes are already computed (numpy arrays of equal length, in
+        commitlog order), rolling to a new index file whenever one fills, as ``build`` rolls."""
+        from rocketstore.store.index_bulk import put_keys
+
+        if f is None:
+            f = self._last_writable()
         done = 0
         total = len(hashes)
         while done < total:
-            done += put_keys(f, hashes[done:], offs[done:], tss[done:])
+            done += put_keys(f, hashes[done:], offsets[done:], stamps[done:])
             if done < total:
                 f = self._last_writable()
 

@@ -41,8 +41,6 @@ from rocketstore.store.consume_queue import (
     ConsumeQueueTable,
 )
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
-from rocketstore.store.index_bulk import put_keys
-from rocketstore.store.index_file import IndexService
 from rocketstore.store.mapped_file import MappedFile
 from rocketstore.store.rebuild_props import ChunkProperties
 from rocketstore.store.recovery_scan import Chunk, SegmentReader, UniformProperties
@@ -189,17 +187,6 @@ def _entries(cq: ConsumeQueue, queue_offset: int, count: int) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=CQ_DTYPE)
 
 
-def _put_index_keys(index: IndexService, offsets: np.ndarray, stamps: np.ndarray, hashes: np.ndarray) -> None:
-    """Append hashed index keys in order, rolling to a new index file when one fills (what
-    ``IndexService.build_many`` does once it has hashed its keys)."""
-    done = 0
-    f = index._last_writable()
-    while done < len(hashes):
-        done += put_keys(f, hashes[done:], offsets[done:], stamps[done:])
-        if done < len(hashes):
-            f = index._last_writable()
-
-
 class _Redispatch:
     """Brings consume queues and index in line with the records abnormal recovery walks, a chunk at a time.
 
@@ -212,7 +199,7 @@ class _Redispatch:
     records.  Properties are parsed for the whole chunk at once, tags and keys hashed in numpy
     (``UniformProperties`` for one producer's fixed layout, else ``ChunkProperties``; schedule-topic and
     non-ASCII records one by one, with the dispatcher's own rules); only queued records and records the
-    index does not cover yet need them.  Index keys go in with ``index_bulk.put_keys``.
+    index does not cover yet need them.  Index keys go in with ``IndexService.put_hashed``.
     """
 
     def __init__(self, dispatcher: Dispatcher, queues: ConsumeQueueTable, rebuild_from: int) -> None:
@@ -267,10 +254,9 @@ class _Redispatch:
                 offsets[rows].tolist(), chunk.size[rows].tolist(), [names[t] for t in tids[rows].tolist()],
                 chunk.queue_id[rows].tolist(), chunk.queue_offset[rows].tolist(), chunk.sys_flag[rows].tolist(),
                 chunk.store_timestamp[rows].tolist(), tags[rows].tolist(), [None] * count, [None] * count)))
-        if key_rows and sum(len(r) for r in key_rows):
+        if index is not None and key_rows and sum(len(r) for r in key_rows):
             rows = np.concatenate(key_rows)
-            _put_index_keys(index, offsets[rows], chunk.store_timestamp[rows],  # type: ignore[arg-type]
-                            np.concatenate(key_hashes))
+            index.put_hashed(np.concatenate(key_hashes), offsets[rows], chunk.store_timestamp[rows])
         dispatcher.last_store_timestamp = int(chunk.store_timestamp[-1])
 
     def _undecodable(self, offset: int) -> None:
