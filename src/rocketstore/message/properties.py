@@ -10,7 +10,8 @@ Imports only :mod:`rocketstore.message.hashing`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 
 from rocketstore.message.hashing import java_string_hash
 
@@ -112,14 +113,50 @@ def java_hashmap_order(names: tuple[str, ...]) -> tuple[int, ...]:
     return order
 
 
+#: names in insertion order -> (a %-format with the names in Java HashMap order and a ``%s`` per value,
+#: an itemgetter of the values in that order), or None for names the format cannot hold.  The writer's
+#: hot path: one C-level format instead of a Python-level join of pairs.
+_FORMATS: dict[tuple[str, ...], tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]]] | None] = {}
+
+
+def _format_of(names: tuple[str, ...]) -> tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]]] | None:
+    """The (format, value getter) of a properties map with these *names*, cached."""
+    shape: tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]]] | None = None
+    if all(type(name) is str for name in names):
+        ordered = [names[i] for i in java_hashmap_order(names)]
+        fmt = PROPERTY_SEPARATOR.join(name.replace("%", "%%") + NAME_VALUE_SEPARATOR + "%s" for name in ordered)
+        if len(ordered) == 1:
+            # an itemgetter of one name returns the bare value: ask for it twice and print the copy empty
+            shape = (fmt + "%.0s", operator.itemgetter(ordered[0], ordered[0]))
+        else:
+            shape = (fmt, operator.itemgetter(*ordered))
+    if len(_FORMATS) >= _ORDER_CACHE_MAX:
+        _FORMATS.clear()
+    _FORMATS[names] = shape
+    return shape
+
+
 def encode_properties(properties: Mapping[str, str | None]) -> str:
-    """Serialise as the Java broker does: Java HashMap order, no trailing separator, None values skipped."""
+    """Serialise as the Java broker does: Java HashMap order, no trailing separator, None values skipped.
+
+    TypeError when a name or value is neither a str nor (a value) None."""
     if not properties:
         return ""
+    names = tuple(properties)
+    shape = _FORMATS.get(names, False)
+    if shape is False:
+        shape = _format_of(names)  # type: ignore[arg-type]
+    if shape is not None:
+        fmt, values_of = shape  # type: ignore[misc]
+        values = values_of(properties)
+        try:
+            "".join(values)  # type: ignore[arg-type]  # every value a str (a None is skipped below; "%s" would print anything)
+        except TypeError:
+            pass
+        else:
+            return fmt % values
     items = list(properties.items())
-    order = _ORDER_CACHE.get(tuple(properties))
-    if order is None:
-        order = java_hashmap_order(tuple(properties))
+    order = java_hashmap_order(names)
     try:
         return PROPERTY_SEPARATOR.join([items[i][0] + NAME_VALUE_SEPARATOR + items[i][1] for i in order])  # type: ignore[operator]
     except TypeError:  # a None value: skipped, as Java skips null values

@@ -29,6 +29,7 @@ is left as zeros.  Imports only the errors, hashing, host and properties modules
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import struct
 import zlib
@@ -67,9 +68,11 @@ __all__ = [
     "decode_dispatch_info",
     "decode_record",
     "decode_records",
+    "draft_message",
     "draft_record",
     "encode_record",
     "header_layout",
+    "host_bytes",
     "peek_record",
     "record_size",
     "store_timestamp_position",
@@ -123,11 +126,21 @@ class SysFlag:
         return t == 0 or t == SysFlag.TRANSACTION_COMMIT_TYPE
 
 
+def _header_format(born_v6: bool, store_v6: bool, *, packed_hosts: bool = False) -> str:
+    """The struct format of TOTALSIZE through BODYLENGTH: a host is IP bytes + int port, or with
+    *packed_hosts* one bytes field of both (the writer packs a host's 8 or 20 bytes once, not per record)."""
+    if packed_hosts:
+        born = "20s" if born_v6 else "8s"
+        store = "20s" if store_v6 else "8s"
+    else:
+        born = "16si" if born_v6 else "4si"
+        store = "16si" if store_v6 else "4si"
+    return ">iiiiiqqiq" + born + "q" + store + "iqi"
+
+
 def header_layout(born_v6: bool, store_v6: bool) -> struct.Struct:
     """The fixed part of a record, TOTALSIZE through BODYLENGTH, for the given host families."""
-    born = "16si" if born_v6 else "4si"
-    store = "16si" if store_v6 else "4si"
-    return struct.Struct(">iiiiiqqiq" + born + "q" + store + "iqi")
+    return struct.Struct(_header_format(born_v6, store_v6))
 
 
 _HEADERS: Final = {
@@ -137,6 +150,11 @@ _HEADERS: Final = {
     (True, True): header_layout(True, True),
 }
 _HEADER_V4: Final = _HEADERS[(False, False)]
+#: The same bytes as ``_HEADERS``, for writing: hosts as packed (IP, port) fields, see :func:`host_bytes`.
+#: Indexed by the sysFlag's host bits >> 4 (0: both IPv4, 1: IPv6 born host, 2: IPv6 store host, 3: both).
+_WRITE_HEADERS: Final = tuple(struct.Struct(_header_format(bool(bits & 1), bool(bits & 2), packed_hosts=True))
+                              for bits in range(4))
+_WRITE_HEADER_V4: Final = _WRITE_HEADERS[0]
 
 
 def store_timestamp_position(sys_flag: int) -> int:
@@ -323,67 +341,104 @@ class DispatchInfo(NamedTuple):
 
 #: A record ready to be placed: everything but QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP, which the
 #: writer fills in under its lock.  A plain tuple (not a dataclass) because it is built once per put:
-#: (header struct, total size, body crc, queue id, flag, sys flag, born ts, born ip, born port, store ip,
-#:  store port, reconsume times, prepared offset, body length, tail = body + topic + properties).
+#: (header struct, total size, body crc, queue id, flag, sys flag, born ts, born host bytes, store host
+#:  bytes, reconsume times, prepared offset, body length, tail = body + topic + properties).
+#: Callers read only its size (``draft[1]``), queue id (``draft[3]``) and sys flag (``draft[5]``).
 RecordDraft = tuple
+
+_TOPIC_LEN_BYTES = [bytes([n]) for n in range(128)]
+#: queue id, flag, sys flag, reconsume times (ints), born timestamp, prepared offset (longs): packing them
+#: is the range check (one C call instead of a dozen comparisons); the bytes are thrown away.
+_FIELD_RANGES: Final = struct.Struct(">iiiiqq")
+_pack_field_ranges = _FIELD_RANGES.pack
+#: topic -> TOPICLENGTH byte + topic bytes, for topics that passed validate_topic
+_TOPIC_PARTS: dict[str, bytes] = {}
+
+
+def host_bytes(host: HostAddress) -> bytes:
+    """A host as a record stores it: the IP bytes, then the port as an int (8 bytes for IPv4, 20 for IPv6)."""
+    return host.ip + _INT.pack(host.port)
+
+
+def _topic_part(topic: str) -> bytes:
+    """TOPICLENGTH + TOPIC of a record, or InvalidTopicError (see validate_topic)."""
+    encoded = validate_topic(topic)
+    part = _TOPIC_LEN_BYTES[len(encoded)] + encoded
+    if len(_TOPIC_PARTS) < 65536:
+        _TOPIC_PARTS[topic] = part
+    return part
+
+
+def draft_message(message: Message, properties: bytes, born: bytes, store: bytes,
+                  max_message_bytes: int = 0x7FFFFFFF) -> RecordDraft:
+    """Validate and pre-encode *message*, given its properties string as UTF-8 and both hosts as
+    :func:`host_bytes` (the put path prepares those once per host, not per record).
+
+    Raises, checking in this order, InvalidTopicError, PropertiesTooLargeError, MessageTooLargeError and
+    MessageFieldError (an int field outside Java's int range, a long field outside long's), and builds
+    nothing then."""
+    topic_part = _TOPIC_PARTS.get(message.topic)
+    if topic_part is None:
+        topic_part = _topic_part(message.topic)
+    props_len = len(properties)
+    if props_len > 32767:
+        raise PropertiesTooLargeError(props_len)
+    body = message.body
+    body_len = len(body)
+    total = 90 + body_len + len(topic_part) + props_len  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
+    sys_flag = message.sys_flag & ~0x30
+    if len(born) + len(store) != 16:  # an IPv6 host
+        if len(born) == 20:
+            sys_flag |= SysFlag.BORNHOST_V6
+            total += 12
+        if len(store) == 20:
+            sys_flag |= SysFlag.STOREHOST_V6
+            total += 12
+    if total > max_message_bytes:
+        raise MessageTooLargeError(total, max_message_bytes)
+    queue_id = message.queue_id
+    flag = message.flag
+    born_ts = message.born_timestamp
+    reconsume = message.reconsume_times
+    prepared = message.prepared_transaction_offset
+    if flag or sys_flag or reconsume or prepared or not (0 <= queue_id <= 0x7FFFFFFF and
+                                                        -0x8000000000000000 <= born_ts <= 0x7FFFFFFFFFFFFFFF):
+        # the usual message has these at 0 and a sane queue id and born time: check the rest only if not
+        try:
+            _pack_field_ranges(queue_id, flag, sys_flag, reconsume, born_ts, prepared)
+        except struct.error as exc:
+            raise MessageFieldError("an int field is outside Java's int range or a long field outside long's: "
+                                    f"{exc}") from exc
+    return (_WRITE_HEADERS[sys_flag >> 4 & 3], total, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, sys_flag,
+            born_ts, born, store, reconsume, prepared, body_len,
+            b"".join((body, topic_part, props_len.to_bytes(2, "big"), properties)))
 
 
 def draft_record(message: Message, properties_string: str | None = None, *, store_host: HostAddress,
                  born_host: HostAddress, max_message_bytes: int = 0x7FFFFFFF,
                  topic: str | None = None, queue_id: int | None = None) -> RecordDraft:
-    """Validate and pre-encode *message*; raises InvalidTopicError, PropertiesTooLargeError or
-    MessageTooLargeError (and builds nothing then)."""
-    topic_bytes = _VALID_TOPICS.get(message.topic if topic is None else topic)
-    if topic_bytes is None:
-        topic_bytes = validate_topic(message.topic if topic is None else topic)
+    """Validate and pre-encode *message* (optionally under another *topic* / *queue_id*); raises
+    InvalidTopicError, PropertiesTooLargeError, MessageTooLargeError or MessageFieldError (and builds
+    nothing then).  See :func:`draft_message` for the put path's cheaper form."""
+    if topic is not None or queue_id is not None:
+        message = dataclasses.replace(message, topic=message.topic if topic is None else topic,
+                                      queue_id=message.queue_id if queue_id is None else queue_id)
+    if _TOPIC_PARTS.get(message.topic) is None:
+        _topic_part(message.topic)  # a bad topic is reported before anything else
     if properties_string is None:
         properties_string = encode_properties(message.properties)
-    props = properties_string.encode("utf-8")
-    props_len = len(props)
-    if props_len > 32767:
-        raise PropertiesTooLargeError(props_len)
-    body = message.body
-    body_len = len(body)
-    born_ip = born_host.ip
-    store_ip = store_host.ip
-    sys_flag = message.sys_flag & ~0x30
-    total = 91 + body_len + len(topic_bytes) + props_len
-    if len(born_ip) == 16:
-        sys_flag |= SysFlag.BORNHOST_V6
-        total += 12
-    if len(store_ip) == 16:
-        sys_flag |= SysFlag.STOREHOST_V6
-        total += 12
-    if total > max_message_bytes:
-        raise MessageTooLargeError(total, max_message_bytes)
-    queue_id_value = message.queue_id if queue_id is None else queue_id
-    if not (_INT_MIN <= queue_id_value <= _INT_MAX and _INT_MIN <= message.flag <= _INT_MAX
-            and _INT_MIN <= sys_flag <= _INT_MAX and _INT_MIN <= message.reconsume_times <= _INT_MAX
-            and _LONG_MIN <= message.born_timestamp <= _LONG_MAX
-            and _LONG_MIN <= message.prepared_transaction_offset <= _LONG_MAX):
-        raise MessageFieldError("an int field is outside Java's int range or a long field outside long's")
-    header = _HEADERS[(len(born_ip) == 16, len(store_ip) == 16)]
-    tail = b"".join((body, _TOPIC_LEN_BYTES[len(topic_bytes)], topic_bytes, props_len.to_bytes(2, "big"), props))
-    return (header, total, zlib.crc32(body) & 0x7FFFFFFF, queue_id_value,
-            message.flag, sys_flag, message.born_timestamp, born_ip, born_host.port, store_ip, store_host.port,
-            message.reconsume_times, message.prepared_transaction_offset, body_len, tail)
-
-
-_TOPIC_LEN_BYTES = [bytes([n]) for n in range(128)]
-_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+    return draft_message(message, properties_string.encode("utf-8"), host_bytes(born_host),
+                         host_bytes(store_host), max_message_bytes)
 
 
 def write_record(buf: bytearray | memoryview | mmap.mmap, pos: int, draft: RecordDraft, queue_offset: int,
                  commit_log_offset: int, store_timestamp: int) -> None:
     """Lay *draft* down at *pos* of *buf* with its final offsets and store time."""
-    (header, total, crc, queue_id, flag, sys_flag, born_ts, born_ip, born_port, store_ip, store_port, reconsume,
-     prepared, body_len, tail) = draft
+    (header, total, crc, queue_id, flag, sys_flag, born_ts, born, store, reconsume, prepared, body_len,
+     tail) = draft
     header.pack_into(buf, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, commit_log_offset,
-                     sys_flag, born_ts, born_ip, born_port, store_timestamp, store_ip, store_port, reconsume,
-                     prepared, body_len)
-    start = pos + header.size
-    buf[start : pos + total] = tail
+                     sys_flag, born_ts, born, store_timestamp, store, reconsume, prepared, body_len)
+    buf[pos + header.size : pos + total] = tail
 
 
 def encode_record(message: Message, properties_string: str | None = None, *,

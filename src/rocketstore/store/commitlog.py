@@ -21,6 +21,7 @@ from rocketstore.message.record import (
     BLANK_MAGIC,
     BLANK_RECORD,
     BLANK_RECORD_BYTES,
+    MESSAGE_MAGIC,
     TOTAL_SIZE_MAGIC,
     RecordDraft,
     write_record,
@@ -34,6 +35,7 @@ _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
 #: facts kept for the dispatcher at most; past this (nobody dispatching) records are decoded again instead
 FACTS_MAX = 1 << 18
+_time_ns = time.time_ns
 
 
 class AppendError(StoreError):
@@ -121,34 +123,42 @@ class CommitLog:
             raise AppendError("MESSAGE_ILLEGAL", f"{size} bytes of records cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
         lock = self.lock
-        if not lock.acquire(True, self.lock_wait_s):
+        # a free lock is taken without parsing a timeout (most appends)
+        if not lock.acquire(False) and not lock.acquire(True, self.lock_wait_s):
             raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
         try:
-            now = int(time.time() * 1000)
+            now = _time_ns() // 1_000_000
             self.lock_begin_ms = now
-            try:
-                ts = now if store_timestamp is None else store_timestamp
-                mf = self.files.last()
-                if mf is None or size + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
-                    mf = self._segment_for(size)
-                pos = mf.wrote
-                offset = mf.start_offset + pos
-                if queue_key is not None:
-                    queue_offset = self.queue_offsets.get(queue_key, 0)
-                    write_record(mf.buffer, pos, draft, queue_offset, offset, ts)
-                    self.queue_offsets[queue_key] = queue_offset + 1
-                else:
-                    queue_offset = 0
-                    write_record(mf.buffer, pos, draft, 0, offset, ts)
-                mf.wrote = pos + size
+            ts = now if store_timestamp is None else store_timestamp
+            mf = self.files.last()
+            if mf is None or size + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
+                mf = self._segment_for(size)
+            pos = mf.wrote
+            offset = mf.start_offset + pos
+            if queue_key is not None:
+                queue_offsets = self.queue_offsets
+                queue_offset = queue_offsets.get(queue_key, 0)
+            else:
+                queue_offset = 0
+            # rocketstore.message.record.write_record inlined (a call is ~6% of a put): keep the two in step;
+            # tests/unit/store/test_put_path.py compares what a put writes with encode_record's bytes
+            (header, _, crc, queue_id, flag, sys_flag, born_ts, born, store, reconsume, prepared, body_len,
+             tail) = draft
+            buf = mf.buffer
+            header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, offset,
+                             sys_flag, born_ts, born, ts, store, reconsume, prepared, body_len)
+            buf[pos + header.size : pos + size] = tail
+            if queue_key is not None:
+                queue_offsets[queue_key] = queue_offset + 1
+            mf.wrote = pos + size
+            if meta is not None:
                 facts = self.facts
-                if meta is not None and len(facts) < FACTS_MAX:
+                if len(facts) < FACTS_MAX:
                     facts.append((offset, size, meta[0], draft[3], queue_offset, draft[5], ts, meta[1], meta[2],
                                   meta[3]))
-                self.last_store_timestamp = ts
-            finally:
-                self.lock_begin_ms = 0
+            self.last_store_timestamp = ts
         finally:
+            self.lock_begin_ms = 0
             lock.release()
         return offset, queue_offset, ts
 
@@ -165,42 +175,47 @@ class CommitLog:
         if total + BLANK_RECORD_BYTES > self.segment_bytes:
             raise AppendError("MESSAGE_ILLEGAL", f"{total} bytes of records cannot fit a segment of "
                                                  f"{self.segment_bytes} bytes")
-        if not self.lock.acquire(True, self.lock_wait_s):
+        lock = self.lock
+        if not lock.acquire(False) and not lock.acquire(True, self.lock_wait_s):
             raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
         try:
-            now = int(time.time() * 1000)
+            now = _time_ns() // 1_000_000
             self.lock_begin_ms = now
-            try:
-                ts = now if store_timestamp is None else store_timestamp
-                mf = self.files.last()
-                if mf is None or total + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
-                    mf = self._segment_for(total)
-                pos = mf.wrote
-                first_offset = mf.start_offset + pos
-                first_queue_offset = self.queue_offsets.get(queue_key, 0) if queue_key is not None else 0
-                queue_offset = first_queue_offset
-                buf = mf.buffer
-                start = mf.start_offset
-                facts = self.facts if metas is not None and len(self.facts) < FACTS_MAX else None
-                i = 0
+            ts = now if store_timestamp is None else store_timestamp
+            mf = self.files.last()
+            if mf is None or total + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
+                mf = self._segment_for(total)
+            pos = mf.wrote
+            start = mf.start_offset
+            first_offset = start + pos
+            first_queue_offset = self.queue_offsets.get(queue_key, 0) if queue_key is not None else 0
+            queue_offset = first_queue_offset
+            step = 0 if queue_key is None else 1
+            buf = mf.buffer
+            facts = self.facts
+            if metas is None or len(facts) >= FACTS_MAX:
                 for draft in drafts:
                     write_record(buf, pos, draft, queue_offset, start + pos, ts)
-                    if facts is not None:
-                        meta = metas[i]  # type: ignore[index]
-                        facts.append((start + pos, draft[1], meta[0], draft[3], queue_offset, draft[5], ts,
-                                      meta[1], meta[2], meta[3]))
-                        i += 1
                     pos += draft[1]
-                    if queue_key is not None:
-                        queue_offset += 1
-                mf.wrote = pos
-                if queue_key is not None:
-                    self.queue_offsets[queue_key] = queue_offset
-                self.last_store_timestamp = ts
-            finally:
-                self.lock_begin_ms = 0
+                    queue_offset += step
+            else:
+                described = []
+                for draft, meta in zip(drafts, metas):
+                    offset = start + pos
+                    write_record(buf, pos, draft, queue_offset, offset, ts)
+                    size = draft[1]
+                    described.append((offset, size, meta[0], draft[3], queue_offset, draft[5], ts, meta[1], meta[2],
+                                      meta[3]))
+                    pos += size
+                    queue_offset += step
+                facts.extend(described)  # after every write: a failed batch leaves no facts behind
+            mf.wrote = pos
+            if queue_key is not None:
+                self.queue_offsets[queue_key] = queue_offset
+            self.last_store_timestamp = ts
         finally:
-            self.lock.release()
+            self.lock_begin_ms = 0
+            lock.release()
         return first_offset, first_queue_offset, ts
 
     # --- reading ----------------------------------------------------------------------------------------

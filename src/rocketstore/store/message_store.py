@@ -47,7 +47,8 @@ from rocketstore.message.record import (
     StoredMessage,
     SysFlag,
     decode_record,
-    draft_record,
+    draft_message,
+    host_bytes,
     store_timestamp_position,
     validate_topic,
 )
@@ -65,6 +66,13 @@ from rocketstore.store.results import GetMessageStatus, GetResult, PutMessageSta
 __all__ = ["MAX_TIMESTAMP", "MessageStore"]
 
 MAX_TIMESTAMP = (1 << 63) - 1
+_DELAY = PropertyName.DELAY
+_TAGS = PropertyName.TAGS
+_KEYS = PropertyName.KEYS
+_UNIQ_KEY = PropertyName.UNIQ_KEY
+_WAIT = PropertyName.WAIT
+_PUT_OK = PutMessageStatus.PUT_OK
+_new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
 _LOCKED_PATHS: set[str] = set()
 _LOCKED_PATHS_GUARD = threading.Lock()
@@ -121,7 +129,11 @@ class MessageStore:
         self._refuse_writes = read_only or config.broker_role == BrokerRole.SLAVE
         self._lock_fd = -1
         self._store_host = parse_host(config.store_host)
-        self._born_host_default = self._store_host
+        #: both hosts as records store them, packed once (the put path's default born and store host)
+        self._store_host_bytes = host_bytes(self._store_host)
+        self._max_message_bytes = config.max_message_size
+        #: (host, host_bytes(host)) of the last explicit host a put carried: a broker's messages repeat it
+        self._last_host: tuple[HostAddress | None, bytes] = (None, b"")
         self._delay_levels = config.delay_levels_ms()
         self._max_delay_level = max(self._delay_levels)
         self._memory_for_hot_bytes = int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
@@ -141,6 +153,9 @@ class MessageStore:
         self._dispatch_wake = threading.Lock()
         self._dispatch_wake.acquire()
         self._dispatch_idle = False
+        #: sync flush: the dispatcher sleeps with this flag up instead, so that puts (whose records are not
+        #: durable yet) do not wake it for nothing; the group commit wakes it for durable records
+        self._dispatch_waits_for_sync = False
         self._dispatch_thread: threading.Thread | None = None
         self._flusher: AsyncFlusher | None = None
         self._group_commit: GroupCommit | None = None
@@ -283,23 +298,51 @@ class MessageStore:
         return gc.durable_offset if gc is not None else self._commitlog.max_offset
 
     def _dispatch_loop(self) -> None:
+        # A wake-up that finds fewer than this many records waiting first sleeps this long, so that records
+        # arriving one at a time (a broker's sends, each between two socket reads that free the GIL) are
+        # dispatched a batch at a time: one GIL hand-over and one run's fixed cost per batch, not per
+        # record (dispatching a run of 1 cost ~30 µs per record here, a run of 64 ~6).  Consumers see a
+        # record at most ~1 ms later, RocketMQ's own reput cadence (it polls every 1 ms).  A busy writer
+        # (a put loop holding the GIL) already leaves hundreds waiting by the time this thread runs.
+        gather_records = 64
+        gather_s = 0.001
+        # After a long run (writers busy: a put loop, a burst of sends) the thread pauses before looking
+        # again, unless a backlog is building up.  Each look costs the writers a GIL hand-over (the put loop
+        # is made to stop and wait for the run), and a run has a fixed cost of some 60 numpy calls: a pause
+        # makes runs several times longer and hand-overs as much rarer.  Consumers then see a record up to
+        # ~10 ms later, but only while the writers are that busy; with a backlog the loop does not pause, so
+        # dispatch keeps up with any put rate.
+        busy_records = 256
+        busy_pause_s = 0.01
+        backlog_bytes = 1 << 20
         stop = self._threads_stop
         dispatcher = self._dispatcher
         wake = self._dispatch_wake
+        sync_flush = self._group_commit is not None
         while not stop.is_set():
             failing = dispatcher.io_error is not None
-            if dispatcher.dispatch_available(self._dispatch_bound()) == 0:
+            count = dispatcher.dispatch_available(self._dispatch_bound())
+            if count >= busy_records:
+                if self._dispatch_bound() - dispatcher.reput_offset < backlog_bytes:
+                    stop.wait(busy_pause_s)
+            elif count == 0:
                 if dispatcher.io_error is not None:
                     stop.wait(0.5)
                 else:
                     # Sleep until a put (or, in sync mode, a sync) wakes us, instead of RocketMQ's 1 ms poll,
                     # which costs the writers GIL time for nothing.  The flag goes up before the re-check, and
                     # writers look at it after appending, so no record can slip in unseen.
-                    self._dispatch_idle = True
+                    if sync_flush:
+                        self._dispatch_waits_for_sync = True
+                    else:
+                        self._dispatch_idle = True
+                    woken = False
                     if dispatcher.reput_offset >= self._dispatch_bound():
-                        wake.acquire(True, 0.1)
-                    self._dispatch_idle = False
+                        woken = wake.acquire(True, 0.1)
+                    self._dispatch_idle = self._dispatch_waits_for_sync = False
                     wake.acquire(False)  # consume a wake-up that came meanwhile: its record is seen below
+                    if woken and len(self._commitlog.facts) < gather_records and not stop.is_set():
+                        time.sleep(gather_s)
             if failing != (dispatcher.io_error is not None):
                 self._update_refuse_writes()
 
@@ -310,7 +353,7 @@ class MessageStore:
             pass  # already released: one wake-up is enough
 
     def _wake_dispatch(self) -> None:
-        if self._dispatch_idle:
+        if self._dispatch_idle or self._dispatch_waits_for_sync:
             self._release_dispatch()
 
     def _sync_commit_log(self) -> int:
@@ -385,6 +428,15 @@ class MessageStore:
         new_props[PropertyName.REAL_QID] = str(message.queue_id)
         return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)
 
+    def _host_bytes(self, host: HostAddress) -> bytes:
+        """``host_bytes(host)``, remembered for the last host seen (thread-safe: one tuple swapped whole)."""
+        last = self._last_host
+        if last[0] is host:
+            return last[1]
+        packed = host_bytes(host)
+        self._last_host = (host, packed)
+        return packed
+
     def _draft(self, message: Message, props_text: str) -> RecordDraft | PutMessageStatus:
         """Validate and pre-encode; RocketMQ's status when the message cannot be stored."""
         try:
@@ -392,9 +444,12 @@ class MessageStore:
                 return PutMessageStatus.MESSAGE_ILLEGAL
             if not 0 <= message.queue_id <= 0x7FFFFFFF:
                 return PutMessageStatus.MESSAGE_ILLEGAL
-            return draft_record(message, props_text, store_host=message.store_host or self._store_host,
-                                born_host=message.born_host or self._born_host_default,
-                                max_message_bytes=self.config.max_message_size)
+            born = message.born_host
+            store = message.store_host
+            return draft_message(message, props_text.encode("utf-8"),
+                                 self._store_host_bytes if born is None else self._host_bytes(born),
+                                 self._store_host_bytes if store is None else self._host_bytes(store),
+                                 self.config.max_message_size)
         except PropertiesTooLargeError:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
         except (MessageTooLargeError, InvalidTopicError, MessageFieldError):
@@ -437,7 +492,7 @@ class MessageStore:
             gate = self._write_gate()
             if gate is not None:
                 return PutResult(gate)
-        if apply_delay and PropertyName.DELAY in message.properties:
+        if apply_delay and _DELAY in message.properties:
             # RocketMQ checks the topic the producer named before the delay moves it to SCHEDULE_TOPIC_XXXX
             try:
                 validate_topic(message.topic)
@@ -456,22 +511,34 @@ class MessageStore:
             n = len(props)
             if props_text.count(_NAME_VALUE_SEPARATOR) == n and props_text.count(_PROPERTY_SEPARATOR) == n - 1 \
                     and topic != SCHEDULE_TOPIC:
-                tags = props.get(PropertyName.TAGS)
-                meta = (topic, tags_code(tags) if tags else 0, props.get(PropertyName.UNIQ_KEY) or None,
-                        props.get(PropertyName.KEYS))
+                tags = props.get(_TAGS)
+                meta = (topic, tags_code(tags) if tags else 0, props.get(_UNIQ_KEY) or None, props.get(_KEYS))
             else:
                 meta = None
         else:
             props_text = ""
             meta = (topic, 0, None, None)
-        draft = self._draft(message, props_text)
-        if draft.__class__ is PutMessageStatus:
-            return PutResult(draft, topic=message.topic, queue_id=message.queue_id)  # type: ignore[arg-type]
-        tx = draft[5] & SysFlag.TRANSACTION_MASK  # type: ignore[index]
-        queue_key = (message.topic, message.queue_id) if tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE else None
+        queue_id = message.queue_id
+        # _draft inlined (the put hot path): the same checks, in the same order
         try:
-            offset, queue_offset, ts = self._commitlog.append(draft, queue_key, message.store_timestamp,  # type: ignore[arg-type]
-                                                              meta)
+            if len(props_text) > 32767 or len(topic) > 127 or not 0 <= queue_id <= 0x7FFFFFFF:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            born = message.born_host
+            store = message.store_host
+            draft = draft_message(message, props_text.encode("utf-8"),
+                                  self._store_host_bytes if born is None else self._host_bytes(born),
+                                  self._store_host_bytes if store is None else self._host_bytes(store),
+                                  self._max_message_bytes)
+        except PropertiesTooLargeError:
+            return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id)
+        except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
+                AttributeError, struct.error):
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+        try:
+            # NOT (0) and COMMIT (8) records take a queue offset, PREPARED (4) and ROLLBACK (12) do not: bit 4
+            offset, queue_offset, ts = self._commitlog.append(
+                draft, None if draft[5] & SysFlag.TRANSACTION_PREPARED_TYPE else (topic, queue_id),  # type: ignore[index]
+                message.store_timestamp, meta)
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
         except (OSError, ValueError, IndexError) as exc:
@@ -480,11 +547,12 @@ class MessageStore:
         if self._dispatch_idle:
             self._release_dispatch()
         size = draft[1]  # type: ignore[index]
-        status = PutMessageStatus.PUT_OK
+        status = _PUT_OK
         if self._group_commit is not None:
-            status = self._await_durable(offset + size, props.get(PropertyName.WAIT))
-        return PutResult(status, offset, size, queue_offset, ts, 1, message.topic, message.queue_id, "",
-                         message.store_host or self._store_host)
+            status = self._await_durable(offset + size, props.get(_WAIT))
+        # PutResult(...) without the namedtuple's Python-level __new__: every field, in order
+        return _new_tuple(PutResult, (status, offset, size, queue_offset, ts, 1, topic, queue_id, "",
+                                      message.store_host or self._store_host, ()))
 
     def _await_durable(self, end_offset: int, wait: str | None) -> PutMessageStatus:
         gc = self._group_commit
@@ -513,31 +581,42 @@ class MessageStore:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         topic, queue_id = batch[0].topic, batch[0].queue_id
         drafts: list[RecordDraft] = []
+        sizes: list[int] = []
         metas: list[tuple[str, int, str | None, str | None]] | None = []
-        total = 0
-        ts_pos = -1
+        draft_of = self._draft
         for message in batch:
             if message.topic != topic or message.queue_id != queue_id:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
-            if message.sys_flag & SysFlag.TRANSACTION_MASK or _delay_level(message.properties) > 0:
+            props = message.properties
+            if message.sys_flag & SysFlag.TRANSACTION_MASK or (props.get(_DELAY) is not None
+                                                               and _delay_level(props) > 0):
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
-            props_text = self._properties_text(message.properties)
-            if props_text.__class__ is PutMessageStatus:
-                return PutResult(props_text, topic=topic, queue_id=queue_id)  # type: ignore[arg-type]
-            draft = self._draft(message, props_text)  # type: ignore[arg-type]
+            if props:
+                try:
+                    props_text = encode_properties(props)
+                except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
+                    return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            else:
+                props_text = ""
+            draft = draft_of(message, props_text)
             if draft.__class__ is PutMessageStatus:
                 return PutResult(draft, topic=topic, queue_id=queue_id)  # type: ignore[arg-type]
             if metas is not None:
-                meta = self._fact_meta(topic, message.properties, props_text)  # type: ignore[arg-type]
-                if meta is None:
-                    metas = None
+                # _fact_meta inlined
+                if not props:
+                    metas.append((topic, 0, None, None))
+                elif props_text.count(_NAME_VALUE_SEPARATOR) == len(props) \
+                        and props_text.count(_PROPERTY_SEPARATOR) == len(props) - 1 and topic != SCHEDULE_TOPIC:
+                    tags = props.get(_TAGS)
+                    metas.append((topic, tags_code(tags) if tags else 0, props.get(_UNIQ_KEY) or None,
+                                  props.get(_KEYS)))
                 else:
-                    metas.append(meta)
-            total += draft[1]  # type: ignore[index]
+                    metas = None
+            sizes.append(draft[1])  # type: ignore[index]
             drafts.append(draft)  # type: ignore[arg-type]
-        if total > self.config.max_message_size:
+        total = sum(sizes)
+        if total > self._max_message_bytes:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"batch of {total} bytes exceeds maxMessageSize")
-        del ts_pos
         try:
             offset, queue_offset, ts = self._commitlog.append_batch(drafts, (topic, queue_id), batch[0].store_timestamp,
                                                                     metas)
@@ -548,9 +627,9 @@ class MessageStore:
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
         if self._dispatch_idle:
             self._release_dispatch()
-        status = self._await_durable(offset + total, None)
-        return PutResult(status, offset, total, queue_offset, ts, len(drafts), topic, queue_id, "",
-                         batch[0].store_host or self._store_host, tuple(d[1] for d in drafts))
+        status = self._await_durable(offset + total, None) if self._group_commit is not None else _PUT_OK
+        return _new_tuple(PutResult, (status, offset, total, queue_offset, ts, len(drafts), topic, queue_id, "",
+                                      batch[0].store_host or self._store_host, tuple(sizes)))
 
     # --- reading -----------------------------------------------------------------------------------------
 
