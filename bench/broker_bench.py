@@ -13,6 +13,11 @@ Per body size (100 B, 1 KiB), one topic (auto-created: 4 queues), tag ``TagA``, 
   both are broker settings, and this bench's broker.conf raises them (:data:`PULL_BROKER_PROPS`) so that one
   pull may carry as many messages as one XREAD.  The row label says so.
 
+Each also against NATS JetStream when ``nats-server`` is installed (bench/nats_peer.py: acknowledged publishes
+one or 64 in flight, pull-consumer fetches of 1000), and the one-at-a-time send against the round-trip
+ceiling: an echo of a frame of the same size between two Python processes, on asyncio and on uvloop
+(bench/echo.py).
+
 At 100 B, if the official C++ client (PyPI ``rocketmq``) imports, its ``send_sync`` loop (in a subprocess)
 joins the one-at-a-time rounds; its rate is also set against the real RocketMQ broker's figure from
 /work/shared/ANCHORS.md, as an informational row (not measured in this run).
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import os
 import queue
@@ -43,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BODY_SIZES, Notes, Row, Sizes, alternate, median, size_label
+from bench.echo import EchoServer, echo_rate, uvloop_available
+from bench.nats_peer import NatsJetStream
 from bench.peers import RedisServer, RespConnection, encode_command
 
 __all__ = ["ANCHOR_CPP_SEND_SYNC", "BrokerProcess", "TcpRedis", "broker_workloads"]
@@ -50,6 +58,10 @@ __all__ = ["ANCHOR_CPP_SEND_SYNC", "BrokerProcess", "TcpRedis", "broker_workload
 SRC = Path(__file__).resolve().parents[1] / "src"
 ADDR = re.compile(r"listening on (\d+\.\d+\.\d+\.\d+:\d+)")
 GROUP = "broker over loopback (broker in its own process), async flush"
+CEILING_GROUP = "broker over loopback: against the round-trip ceiling (echo, no work)"
+#: bytes a send request adds to its body (frame and header lengths, the JSON header with the V2 extFields and
+#: TAGS/UNIQ_KEY/WAIT properties: 359 for our producer's): the echo ceiling's frame is the body plus this
+SEND_HEADER_BYTES = 360
 ANCHOR_GROUP = "informational: against a figure from ANCHORS.md (not measured in this run)"
 #: ANCHORS.md: the real RocketMQ 4.9.3 broker, official C++ client send_sync loop, 1 thread, 100 B, async flush
 ANCHOR_CPP_SEND_SYNC = 2623.0
@@ -550,9 +562,16 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
     base = os.path.join(workdir, "broker")
     redis = TcpRedis(os.path.join(base, "redis"))
     broker = BrokerProcess(os.path.join(base, "serve"), small=bs.small_store)
+    nats: NatsJetStream | None = None
+    echos: list[EchoServer] = []
     client: OurClient | None = None
     profile = None
     try:
+        nats = _start_nats(os.path.join(base, "nats"), notes)
+        for kind in ("asyncio", "uvloop") if uvloop_available() else ("asyncio",):
+            echo = EchoServer(kind)
+            echo.start()
+            echos.append(echo)
         try:
             redis.start("everysec")
         except (OSError, RuntimeError) as exc:
@@ -566,7 +585,8 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
         if bs.cpp_n > 0 and not cpp:
             notes.skip("C++ client row: PyPI rocketmq (librocketmq) does not import here")
         for body_bytes in BODY_SIZES:
-            _one_size(client, broker, redis, bs, body_bytes, notes, add, cpp and body_bytes == 100, base)
+            _one_size(client, broker, redis, bs, body_bytes, notes, add, cpp and body_bytes == 100, base,
+                      nats, echos)
         if bs.profile_s:
             print(f"[broker profile: py-spy for {bs.profile_s} s of one-at-a-time 100 B sends]", flush=True)
             profile = profile_broker(client, broker, base, "BenchProfile", b"x" * 100, bs.profile_s, notes)
@@ -575,13 +595,36 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
             client.close()
         broker.stop()
         redis.stop()
+        if nats is not None:
+            nats.stop()
+        for echo in echos:
+            echo.stop()
         shutil.rmtree(base, ignore_errors=True)
     _notes(notes, bs)
     return profile
 
 
+def _start_nats(directory: str, notes: Notes) -> NatsJetStream | None:
+    """The NATS JetStream peer, or None with a note saying why it is left out."""
+    if NatsJetStream.executable() is None:
+        notes.skip("NATS JetStream rows: nats-server is not on PATH (apt-get install -y nats-server)")
+        return None
+    nats = NatsJetStream(directory)
+    try:
+        nats.start()
+    except (OSError, RuntimeError, ConnectionError) as exc:
+        notes.skip(f"NATS JetStream rows: could not start nats-server: {exc}")
+        nats.stop()
+        return None
+    notes.extra["peer:NATS JetStream (loopback rows)"] = (
+        f"nats-server {nats.version} -js, TCP 127.0.0.1, one file-storage stream (JetStream syncs on a timer: "
+        "an async-flush peer)")
+    return nats
+
+
 def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: BrokerSizes, body_bytes: int,
-              notes: Notes, add: Callable[[Row], None], cpp: bool, workdir: str) -> None:
+              notes: Notes, add: Callable[[Row], None], cpp: bool, workdir: str, nats: NatsJetStream | None,
+              echos: list[EchoServer]) -> None:
     label = size_label(body_bytes)
     body = bytes((i * 7 + 3) % 251 for i in range(body_bytes))
     topic = f"BenchLoop{body_bytes}"
@@ -592,6 +635,9 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
     t_start = time.perf_counter()
     client.send_rate(topic, body, 50)  # warm up: route, topic creation, connection
     redis.xadd_tcp_rate(stream, body, 50)
+    subject = f"bench.loop{body_bytes}"
+    if nats is not None:
+        nats.publish_rate(subject, body, 50)
 
     cpu: dict[str, list[float]] = {"broker": [], "client": [], "redis": [], "rclient": []}
 
@@ -613,9 +659,22 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
     if cpp:
         sides["cpp"] = lambda: cpp_send_rate(workdir, broker.namesrv_addr, f"BenchCpp{body_bytes}", bs.cpp_n,
                                              body_bytes)
+    if nats is not None:
+        sides["nats1"] = lambda: nats.publish_rate(subject, body, bs.redis_n)
+    frame = body_bytes + SEND_HEADER_BYTES
+    for echo in echos:
+        sides[f"echo-{echo.kind}"] = functools.partial(echo_rate, echo, frame, bs.redis_n)
     m = {k: median(v) for k, v in alternate(bs.rounds, sides).items()}
     add(Row(GROUP, f"send {label}, one at a time (Producer.send) vs Redis XADD unpipelined", "msgs/s",
             m["ours1"], "Redis XADD over TCP loopback, appendfsync everysec, 1 in flight", m["redis1"], 1.0))
+    if nats is not None:
+        add(Row(GROUP, f"send {label}, one at a time (Producer.send) vs NATS JetStream publish, 1 in flight",
+                "msgs/s", m["ours1"], "NATS JetStream publish (acknowledged) over TCP loopback, 1 in flight",
+                m["nats1"]))
+    for echo in echos:
+        add(Row(CEILING_GROUP, f"send {label}, one at a time (Producer.send) vs an echo round trip ({echo.kind})",
+                "msgs/s", m["ours1"], f"{frame} B echoed over TCP loopback, {echo.kind} Protocol server "
+                f"process and client, 1 in flight", m[f"echo-{echo.kind}"]))
     if cpu["broker"]:
         notes.extra[f"cpu per one-at-a-time send {label}"] = {k: median(v) * 1e6 for k, v in cpu.items()}
     if cpp:
@@ -631,12 +690,20 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
         "batch": lambda: client.batch_rate(topic, body, bs.batch_n),
         "redis64": lambda: redis.xadd_tcp_rate(stream, body, bs.redis_pipe_n, depth=64),
     }
+    if nats is not None:
+        sides["nats64"] = lambda: nats.publish_rate(subject, body, bs.redis_pipe_n, depth=64)
     m = {k: median(v) for k, v in alternate(bs.rounds, sides).items()}
     ref64 = "Redis XADD over TCP loopback, appendfsync everysec, 64-deep pipeline"
     add(Row(GROUP, f"send {label}, 64 in flight on one connection (asyncio) vs Redis XADD pipeline 64", "msgs/s",
             m["ours64"], ref64, m["redis64"]))
     add(Row(GROUP, f"send_batch {label}, 64 per batch vs Redis XADD pipeline 64", "msgs/s", m["batch"], ref64,
             m["redis64"], 1.0))
+    if nats is not None:
+        nref64 = "NATS JetStream publish over TCP loopback, 64 acknowledgements in flight"
+        add(Row(GROUP, f"send {label}, 64 in flight on one connection (asyncio) vs NATS JetStream publish, "
+                "64 in flight", "msgs/s", m["ours64"], nref64, m["nats64"]))
+        add(Row(GROUP, f"send_batch {label}, 64 per batch vs NATS JetStream publish, 64 in flight", "msgs/s",
+                m["batch"], nref64, m["nats64"]))
 
     # consume: pre-fill (untimed) queue 0 of a topic and a stream with the same count, then read it all
     n = bs.pull_n
@@ -647,10 +714,20 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
     mq = client.queue0(pull_topic, n)
     redis.fill(rstream, body, (n // 64 + 1) * 64)
     sides = {"pull": lambda: client.pull_rate(mq, n), "xread": lambda: redis.xread_rate(rstream, n)}
+    fetch_n = n - n % PULL_BATCH
+    read_subject = f"bench.read{body_bytes}"
+    if nats is not None and fetch_n:
+        nats.fill(read_subject, body, fetch_n)
+        sides["fetch"] = lambda: nats.fetch_rate(read_subject, fetch_n, PULL_BATCH)
     m = {k: median(v) for k, v in alternate(bs.rounds, sides).items()}
-    add(Row(GROUP, f"pull {label}, {PULL_BATCH} per pull (broker's maxTransferCount/BytesOnMessageInMemory raised "
-            f"from 32 / 256 KiB to {PULL_BATCH} / 4 MiB), decoded, vs Redis XREAD {XREAD_COUNT} per call",
-            "msgs/s", m["pull"], f"Redis XREAD COUNT {XREAD_COUNT} over TCP loopback (parsed)", m["xread"], 1.0))
+    pull_name = (f"pull {label}, {PULL_BATCH} per pull (broker's maxTransferCount/BytesOnMessageInMemory raised "
+                 f"from 32 / 256 KiB to {PULL_BATCH} / 4 MiB), decoded")
+    add(Row(GROUP, f"{pull_name}, vs Redis XREAD {XREAD_COUNT} per call", "msgs/s", m["pull"],
+            f"Redis XREAD COUNT {XREAD_COUNT} over TCP loopback (parsed)", m["xread"], 1.0))
+    if "fetch" in m:
+        add(Row(GROUP, f"{pull_name}, vs NATS JetStream fetch of {PULL_BATCH}", "msgs/s", m["pull"],
+                f"NATS JetStream pull consumer (ack none), batch {PULL_BATCH} over TCP loopback, payloads "
+                "collected", m["fetch"]))
     print(f"  ({time.perf_counter() - t_start:.1f} s)", flush=True)
 
 
@@ -673,6 +750,18 @@ def _notes(notes: Notes, bs: BrokerSizes) -> None:
         "ordinary RocketMQ broker settings; the send rows do not use them), records decoded by the client "
         f"into StoredMessage objects, against XREAD COUNT {XREAD_COUNT} with the reply parsed into Python "
         "lists.")
+    notes.caveat(
+        "NATS JetStream rows: a private `nats-server -js` (Debian's package) on a TCP loopback port, one "
+        "file-storage stream, spoken to over a raw socket with pre-encoded PUB frames (no client library), "
+        "each publish acknowledged by JetStream ({\"stream\":..,\"seq\":..} on the reply subject), one or "
+        f"64 in flight; the read side is a durable pull consumer with ack_policy none, {PULL_BATCH} messages "
+        "per MSG.NEXT request, payloads collected into a list. Informational rows (no target in issue 7).")
+    notes.caveat(
+        f"Echo ceiling: a frame of the body + {SEND_HEADER_BYTES} B (the size of our send request) written by "
+        "an asyncio.Protocol client in the bench process and echoed back by an asyncio.Protocol server in its "
+        "own process, one in flight, a Future per round trip; once on the standard loop and once on uvloop "
+        "(both sides). No parsing, no work: the most a Python client and server can do one round trip at a "
+        "time on this machine.")
     if bs.cpp_n:
         notes.caveat(
             "C++ client rows: the official client (PyPI `rocketmq` 0.4.4) in a subprocess, `send_sync` of a "

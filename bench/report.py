@@ -212,6 +212,7 @@ def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, obj
     add("pip install -e '.[bench]'            # persist-queue, litequeue, matplotlib")
     add("pip install py-spy                   # optional: the broker profile is skipped without it")
     add("apt-get install -y redis-server      # optional: the Redis rows are skipped without it")
+    add("apt-get install -y nats-server       # optional: the NATS JetStream rows are skipped without it")
     add(f"{command}")
     add("```")
     add("")
