@@ -220,3 +220,46 @@ def test_consume_stops_with_one_line_when_the_broker_goes_away(tmp_path: Path) -
         proc.kill()
     assert proc.returncode == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("rocketstore: error: ") and out == ""
+
+
+def test_group_status_and_consume_directly_reach_a_connected_push_consumer(tmp_path: Path) -> None:
+    from rocketstore.client import ConsumedMessage, ConsumeStatus, PushConsumer
+
+    handled: list[bytes] = []
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        handled.extend(m.body for m in messages)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    with LocalCluster(tmp_path / "store") as cluster:
+        ns = ("--namesrv", cluster.namesrv_addr)
+        ok_json("topic", "create", "StatusCli", "-r", "2", "-w", "2", "-b", cluster.broker_addr, *ns)
+        sent = ok_json("send", "StatusCli", "status {i}", "--count", "4", *ns)
+        consumer = PushConsumer(cluster.namesrv_addr, "cli-status-group", {"StatusCli": "*"}, handle,
+                                heartbeat_interval_s=0.5, rebalance_interval_s=0.5, persist_interval_s=0.2,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.run(consumer.start())
+        try:
+            cluster.wait_until(lambda: len(handled) == 4, 20, "the 4 messages consumed")
+            status = ok_json("group", "status", "cli-status-group", *ns)
+            assert status["broker"] == cluster.broker_addr
+            [client] = status["clients"]
+            assert client["clientId"] == consumer.client_id and client["language"] == "JAVA"
+            info = client["runningInfo"]
+            assert info["properties"]["consumerGroup"] == "cli-status-group"
+            assert {s["topic"] for s in info["subscriptionSet"]} == {"StatusCli", "%RETRY%cli-status-group"}
+            text = ok("group", "status", "cli-status-group", *ns)
+            assert consumer.client_id in text and "subscribes StatusCli: *" in text and "PULL TPS" in text
+
+            offset_id = sent[2]["offsetMsgId"]
+            out = ok("group", "consume-directly", "cli-status-group", "--client", consumer.client_id,
+                     "--id", offset_id, *ns)
+            assert out.startswith("CR_SUCCESS in ")
+            assert handled.count(b"status 2") == 2  # once from the queue, once handed directly
+
+            gone = cli("group", "consume-directly", "cli-status-group", "--client", "1.2.3.4@nobody",
+                       "--id", offset_id, *ns)
+            assert "not online" in one_line_error(gone)
+        finally:
+            cluster.run(consumer.shutdown())
+        assert "not online" in one_line_error(cli("group", "status", "cli-status-group", *ns))

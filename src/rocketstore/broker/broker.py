@@ -21,7 +21,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from rocketstore.broker import admin, client_handlers, offset_handlers, pull, query, retry, send
+from rocketstore.broker import (
+    admin,
+    client_handlers,
+    consumer_calls,
+    offset_handlers,
+    pull,
+    query,
+    retry,
+    send,
+)
 from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
@@ -60,7 +69,7 @@ class Broker:
         self.store_config = store_config or StoreConfig()
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
-        for module in (send, pull, client_handlers, offset_handlers, query, retry, admin):
+        for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)

@@ -5,6 +5,8 @@
     rocketstore topic status TOPIC                 per queue: min / max offset, last update time
     rocketstore group progress GROUP [-t TOPIC]    per queue: broker / consumer offset, lag; totals, TPS
     rocketstore group update GROUP [--retry-max-times N] [--retry-queue-nums N] [-c CLUSTER]
+    rocketstore group status GROUP [--client ID] [--jstack]    each client's settings, queues held, rates
+    rocketstore group consume-directly GROUP --client ID --id MSG_ID [-t TOPIC]    one message to one client
     rocketstore message query -t TOPIC -k KEY [--begin T --end T] [--max N] [--full-body]
     rocketstore message query --id MSG_ID [-t TOPIC] [--full-body]
 
@@ -30,7 +32,8 @@ from rocketstore.cli.output import (
 from rocketstore.client.admin import MAX_TIMESTAMP_MS, AdminClient, check_name
 from rocketstore.client.errors import ClientError
 from rocketstore.message.record import StoredMessage
-from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import CMResult, ConsumerRunningInfo, Perm
 
 __all__ = ["register"]
 
@@ -89,6 +92,23 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     update.add_argument("--disable", action="store_true", help="forbid the group to consume")
     add_common(update)
     update.set_defaults(handler=_group_update)
+
+    status = commands.add_parser("status", help="ask each connected client of the group about itself: settings, "
+                                               "subscriptions, queues held, pull and consume rates")
+    status.add_argument("group")
+    status.add_argument("--client", help="only this client id (default: every connected client)")
+    status.add_argument("--jstack", action="store_true", help="include each client's thread stacks")
+    add_common(status)
+    status.set_defaults(handler=_group_status)
+
+    direct = commands.add_parser("consume-directly", help="have one client of the group handle one stored "
+                                                         "message now, outside its queues, and say how it went")
+    direct.add_argument("group")
+    direct.add_argument("--client", required=True, help="the client id (see `group status`)")
+    direct.add_argument("-i", "--id", required=True, help="an offset message id, or a UNIQ_KEY with -t")
+    direct.add_argument("-t", "--topic", help="the topic, when --id is a UNIQ_KEY")
+    add_common(direct)
+    direct.set_defaults(handler=_group_consume_directly)
 
 
 def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -204,6 +224,75 @@ def _group_update(args: argparse.Namespace) -> int:
                 print(f"updated group {args.group} on {addr}: retryMaxTimes {args.retry_max_times}, "
                       f"retryQueueNums {args.retry_queue_nums}{', consuming disabled' if args.disable else ''}")
         return 0
+
+    return run_command(go())
+
+
+def _group_status(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            broker_addr, clients = await admin.consumer_connections(args.group)
+            if args.client is not None:
+                clients = [c for c in clients if c.client_id == args.client]
+                if not clients:
+                    return fail(f"client {args.client!r} of group {args.group!r} is not connected to {broker_addr}")
+            infos = [(c, await admin.consumer_running_info(args.group, c.client_id, jstack=args.jstack,
+                                                           broker_addr=broker_addr)) for c in clients]
+        if args.json:
+            print_json({"group": args.group, "broker": broker_addr, "clients": [
+                {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language,
+                 "version": c.version, "runningInfo": _running_info_json(info)}
+                for c, info in infos]})
+            return 0
+        for c, info in infos:
+            props = info.properties
+            print(f"client {c.client_id} ({c.language}, {c.client_addr}) via {broker_addr}")
+            print(f"  type {props.get('PROP_CONSUME_TYPE', '?')}, orderly {props.get('PROP_CONSUMEORDERLY', '?')}, "
+                  f"threads {props.get('PROP_THREADPOOL_CORE_SIZE', '?')}, version "
+                  f"{props.get('PROP_CLIENT_VERSION', '?')}, started "
+                  f"{format_time(int(props.get('PROP_CONSUMER_START_TIMESTAMP', '0') or 0))}")
+            for sub in sorted(info.subscriptions, key=lambda x: x.topic):
+                print(f"  subscribes {sub.topic}: {sub.sub_string}")
+            print_table(["TOPIC", "BROKER", "QID", "COMMITTED", "CACHED", "CACHED MIN", "CACHED MAX", "LOCKED",
+                         "LAST PULL"],
+                        [(t, b, q, v.commit_offset, v.cached_msg_count, v.cached_msg_min_offset,
+                          v.cached_msg_max_offset, "yes" if v.locked else "no", format_time(v.last_pull_timestamp))
+                         for (t, b, q), v in sorted(info.mq_table.items())], right=(2, 3, 4, 5, 6))
+            print_table(["TOPIC", "PULL RT ms", "PULL TPS", "CONSUME RT ms", "OK TPS", "FAILED TPS",
+                         "FAILED (1 h)"],
+                        [(t, f"{v.pull_rt:.1f}", f"{v.pull_tps:.1f}", f"{v.consume_rt:.1f}",
+                          f"{v.consume_ok_tps:.1f}", f"{v.consume_failed_tps:.1f}", v.consume_failed_msgs)
+                         for t, v in sorted(info.status_table.items())], right=(1, 2, 3, 4, 5, 6))
+            if info.jstack:
+                print(info.jstack)
+            print()
+        return 0
+
+    return run_command(go())
+
+
+def _running_info_json(info: ConsumerRunningInfo) -> dict[str, object]:
+    """ConsumerRunningInfo as plain JSON: the mqTable (keyed by MessageQueue objects on the wire) as a list."""
+    out: dict[str, object] = {
+        "properties": info.properties, "subscriptionSet": [s.to_json() for s in info.subscriptions],
+        "mqTable": [{"topic": t, "brokerName": b, "queueId": q, **v.to_json()}
+                    for (t, b, q), v in sorted(info.mq_table.items())],
+        "statusTable": {t: v.to_json() for t, v in sorted(info.status_table.items())}}
+    if info.jstack is not None:
+        out["jstack"] = info.jstack
+    return out
+
+
+def _group_consume_directly(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            result = await admin.consume_message_directly(args.group, args.client, args.id, args.topic)
+        if args.json:
+            print_json(fastjson.loads(result.encode()))
+        else:
+            print(f"{result.consume_result} in {result.spent_time_ms} ms"
+                  + (f": {result.remark}" if result.remark else ""))
+        return 0 if result.consume_result == CMResult.SUCCESS else 1
 
     return run_command(go())
 

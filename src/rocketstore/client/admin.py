@@ -31,11 +31,20 @@ from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import BrokerData, Perm, TopicRouteData
+from rocketstore.remoting.bodies import (
+    BrokerData,
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+    Perm,
+    TopicRouteData,
+)
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
@@ -49,6 +58,7 @@ __all__ = [
     "AdminClient",
     "ClusterInfo",
     "ConsumeProgress",
+    "ConsumerConnection",
     "InvalidNameError",
     "NoConsumeProgressError",
     "QueueProgress",
@@ -57,6 +67,9 @@ __all__ = [
 ]
 
 MAX_TIMESTAMP_MS = (1 << 63) - 1
+#: a broker waits up to 10 s for a consumer it calls (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY):
+#: the admin waits longer, so that the broker's own CONSUME_MSG_TIMEOUT answer is what it sees
+CALL_CONSUMER_TIMEOUT_S = 12.0
 #: the name server's KV namespace of ordered topics' configs
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 #: TopicValidator / group names: the characters RocketMQ allows, at most 127 of them
@@ -137,6 +150,16 @@ class ConsumeProgress:
         return sum(q.lag for q in self.queues)
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerConnection:
+    """One client of a consumer group as a broker sees it (GET_CONSUMER_CONNECTION_LIST)."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+
 def _mq_fields(key: Any) -> dict[str, Any]:
     """A fastjson object key (a tuple of (name, value) pairs from fastjson.loads) as a dict."""
     if isinstance(key, tuple):
@@ -163,8 +186,9 @@ class AdminClient:
     # --- plumbing ----------------------------------------------------------------------------------------
 
     async def _call(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
-                    *ok_codes: int) -> RemotingCommand:
-        response = await self.pool.request(addr, RemotingCommand.request(code, ext or {}, body), self.timeout_s)
+                    *ok_codes: int, timeout_s: float | None = None) -> RemotingCommand:
+        response = await self.pool.request(addr, RemotingCommand.request(code, ext or {}, body),
+                                           timeout_s or self.timeout_s)
         return check(response, *ok_codes)
 
     async def _namesrv(self, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
@@ -287,6 +311,64 @@ class AdminClient:
                               + ": it has not committed any offset (or no broker knows it)")
         rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
         return ConsumeProgress(group, rows, tps)
+
+    async def consumer_connections(self, group: str) -> tuple[str, list[ConsumerConnection]]:
+        """(broker address, the group's clients) from the first master that has the group online: those
+        of the group's retry topic first (where a clustering group's clients heartbeat), then every master.
+        ClientError when no broker has it online."""
+        check_name("group", group)
+        masters: list[str] = []
+        try:
+            masters.extend((await self._topic_masters(f"%RETRY%{group}")).values())
+        except (ClientError, RemotingError):
+            pass  # no retry topic (a BROADCASTING group, or never consumed): ask every master
+        masters.extend(a for a in (await self.cluster_info()).masters().values() if a not in masters)
+        ext = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
+        for addr in masters:
+            response = await self.pool.request(addr, RemotingCommand.request(
+                RequestCode.GET_CONSUMER_CONNECTION_LIST, ext), self.timeout_s)
+            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                continue
+            obj = self._json(check(response))
+            clients = [ConsumerConnection(str(c.get("clientId", "")), str(c.get("clientAddr", "")),
+                                          str(c.get("language", "")), int(c.get("version", 0)))
+                       for c in obj.get("connectionSet") or []]
+            return addr, sorted(clients, key=lambda c: c.client_id)
+        raise ClientError(f"the consumer group {group!r} is not online on any broker")
+
+    async def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False,
+                                    broker_addr: str | None = None) -> ConsumerRunningInfo:
+        """What consumer *client_id* of *group* reports about itself, asked through the broker it is connected
+        to (*broker_addr*, else the one :meth:`consumer_connections` finds)."""
+        if broker_addr is None:
+            broker_addr, _ = await self.consumer_connections(group)
+        ext = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id,
+                                                  jstack_enable=jstack).to_ext_fields()
+        response = await self._call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext,
+                                    timeout_s=max(self.timeout_s, CALL_CONSUMER_TIMEOUT_S))
+        return ConsumerRunningInfo.decode(response.body)
+
+    async def consume_message_directly(self, group: str, client_id: str, msg_id: str,
+                                       topic: str | None = None) -> ConsumeMessageDirectlyResult:
+        """Have consumer *client_id* of *group* handle one stored message now, outside its queues (mqadmin
+        consumeMessage): *msg_id* is an offset message id, or a UNIQ_KEY with its *topic*."""
+        check_name("group", group)
+        if await self.is_broker_message_id(msg_id):
+            host, _ = decode_offset_message_id(msg_id)
+            broker_addr, offset_id = str(host), msg_id
+        else:
+            if topic is None:
+                raise ClientError(f"{msg_id!r} is not an offset message id of a known broker; give its topic to "
+                                  "look it up as a UNIQ_KEY")
+            found = await self.query_by_uniq_key(topic, msg_id)
+            if not found:
+                raise ClientError(f"no message of topic {topic!r} has the UNIQ_KEY {msg_id!r}")
+            broker_addr, offset_id = str(found[0].store_host), found[0].msg_id
+        ext = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id,
+                                                        msg_id=offset_id).to_ext_fields()
+        response = await self._call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext,
+                                    timeout_s=max(self.timeout_s, CALL_CONSUMER_TIMEOUT_S))
+        return ConsumeMessageDirectlyResult.decode(response.body)
 
     async def update_subscription_group(self, group: str, *, cluster: str | None = None,
                                         retry_max_times: int = 16, retry_queue_nums: int = 1,

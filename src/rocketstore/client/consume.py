@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus, Messag
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.send_back import resend_to_retry_topic, send_back
 from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.bodies import CMResult, ConsumeMessageDirectlyResult
 
 if TYPE_CHECKING:
     from rocketstore.client.push_consumer import PushConsumer
@@ -99,23 +101,51 @@ class Consumption:
 
     # --- calling the handler -----------------------------------------------------------------------------
 
-    async def call_handler(self, messages: list[ConsumedMessage]) -> ConsumeStatus:
-        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER."""
+    async def call_handler(self, messages: list[ConsumedMessage], topic: str) -> ConsumeStatus:
+        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER.  The call
+        counts in the consumer's figures for *topic* (the queue's topic, a retry topic for retries)."""
         self.calls += 1
+        began = time.monotonic()
         try:
-            if self._is_async:
-                result = await self.handler(list(messages))  # type: ignore[misc]
-            else:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self.executor, self.handler, list(messages))
-                if inspect.isawaitable(result):
-                    result = await result
+            result = await self._run_handler(messages)
         except Exception:
             log.exception("handler of group %s failed on %d message(s)", self.pc.group, len(messages))
-            return ConsumeStatus.RECONSUME_LATER
-        if result == ConsumeStatus.CONSUME_SUCCESS:
-            return ConsumeStatus.CONSUME_SUCCESS
-        return ConsumeStatus.RECONSUME_LATER
+            result = None
+        status = ConsumeStatus.CONSUME_SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else \
+            ConsumeStatus.RECONSUME_LATER
+        ok = len(messages) if status is ConsumeStatus.CONSUME_SUCCESS else 0
+        self.pc.stats.consumed(topic, (time.monotonic() - began) * 1000, ok, len(messages) - ok)
+        return status
+
+    async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
+        """What the handler returns for *messages* (a copy of the list); its exceptions propagate."""
+        if self._is_async:
+            return await self.handler(list(messages))  # type: ignore[misc]
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self.executor, self.handler, list(messages))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def consume_directly(self, message: ConsumedMessage) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY: hand *message* to the handler outside the queues (an operator
+        re-running one message); nothing is committed or sent back whatever the handler says."""
+        began = time.monotonic()
+        remark: str | None = None
+        try:
+            result = await self._run_handler([message])
+        except Exception as exc:
+            log.exception("handler of group %s raised on a directly consumed message", self.pc.group)
+            outcome, remark = CMResult.THROW_EXCEPTION, f"{type(exc).__name__}: {exc}"
+        else:
+            if result is None:
+                outcome = CMResult.RETURN_NULL
+            elif result == ConsumeStatus.CONSUME_SUCCESS:
+                outcome = CMResult.SUCCESS
+            else:
+                outcome = CMResult.LATER
+        return ConsumeMessageDirectlyResult(outcome, order=self.pc.orderly, auto_commit=True, remark=remark,
+                                            spent_time_ms=int((time.monotonic() - began) * 1000))
 
     # --- concurrently ------------------------------------------------------------------------------------
 
@@ -133,7 +163,7 @@ class Consumption:
     async def _consume_batch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
         if pq.dropped:
             return
-        status = await self.call_handler(messages)
+        status = await self.call_handler(messages, pq.mq.topic)
         if pq.dropped:  # rebalanced away meanwhile: the new owner consumes them again
             return
         again: list[ConsumedMessage] = []
@@ -194,7 +224,7 @@ class Consumption:
                 if pq.dropped or pc.stopping:
                     return
                 messages = pq.take(s.consume_batch_size)
-                status = await self.call_handler(messages)
+                status = await self.call_handler(messages, pq.mq.topic)
                 again = [] if status is ConsumeStatus.CONSUME_SUCCESS else await self._check_reconsume_times(messages)
                 if again:
                     pq.put_back(again)

@@ -49,6 +49,8 @@ class ProcessQueue:
         #: orderly: the pull offset was re-read from the store once the lock was first held
         self.previously_locked = False
         self.last_pull_s = time.monotonic()
+        #: when handled messages last left the queue (monotonic; the queue's creation at first)
+        self.last_consume_s = self.last_pull_s
         #: held while an orderly batch is being handled, so a rebalance can wait for it before unlocking
         self.consume_lock = asyncio.Lock()
         self._arrived = asyncio.Event()
@@ -98,6 +100,7 @@ class ProcessQueue:
         for m in messages:
             if self.messages.pop(m.queue_offset, None) is not None:
                 self.body_bytes -= len(m.body)
+        self.last_consume_s = time.monotonic()
         self._freed.set()
         return next(iter(self.messages)) if self.messages else self.queue_offset_max + 1
 
@@ -122,6 +125,7 @@ class ProcessQueue:
             offset = next(iter(self.messages))
         self.body_bytes -= sum(len(m.body) for m in self.consuming.values())
         self.consuming.clear()
+        self.last_consume_s = time.monotonic()
         self._freed.set()
         return offset
 

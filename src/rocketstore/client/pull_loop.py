@@ -63,6 +63,7 @@ async def pull_loop(pc: PushConsumer, pq: ProcessQueue, offset: int) -> None:
                     continue
                 pq.previously_locked = True
         committed = pc.offsets.read_memory(mq) if pc.clustering else -1
+        began = time.monotonic()
         try:
             result = await pc.consumer.pull(mq, offset, s.pull_batch_size, expression=expression,
                                             suspend_ms=s.long_poll_ms,
@@ -75,6 +76,7 @@ async def pull_loop(pc: PushConsumer, pq: ProcessQueue, offset: int) -> None:
         if pq.dropped:
             return
         if result.status == PullStatus.FOUND:
+            pc.stats.pulled(mq.topic, (pq.last_pull_s - began) * 1000, len(result.messages))
             offset = result.next_begin_offset
             messages = [ConsumedMessage.from_stored(m, mq.broker_name, pc.group) for m in result.messages]
             added = pq.put(messages)

@@ -32,7 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import threading
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from typing import Self
 from rocketstore.client import group_requests
 from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.consume import Consumption
+from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.offset_store import (
@@ -54,6 +58,7 @@ from rocketstore.client.process_queue import ProcessQueue, wait_event
 from rocketstore.client.pull_loop import pull_loop
 from rocketstore.client.push_types import (
     RETRY_GROUP_TOPIC_PREFIX,
+    ConsumedMessage,
     ConsumeFromWhere,
     MessageHandler,
     MessageModel,
@@ -63,15 +68,23 @@ from rocketstore.client.push_types import (
 )
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.record import decode_record
 from rocketstore.remoting.bodies import (
     ConsumerData,
+    ConsumerRunningInfo,
     ConsumeType,
     HeartbeatData,
+    ProcessQueueInfo,
+    QueueKey,
     SubscriptionData,
     build_subscription,
 )
-from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+)
 from rocketstore.remoting.transport import Connection
 
 __all__ = ["PushConsumer", "PushConsumerSettings"]
@@ -143,6 +156,7 @@ class PushConsumer:
         settings.check()
         self.settings = settings
         self.group = group
+        self.namesrv_addr = namesrv_addr
         self.client_id = f"{local_ip()}@{settings.instance_name or new_instance_name()}"
         self.clustering = settings.message_model is MessageModel.CLUSTERING
         self.orderly = settings.orderly
@@ -171,6 +185,9 @@ class PushConsumer:
         self._timestamp_ms = settings.consume_timestamp_ms
         self.started = False
         self.stopping = False
+        self.start_timestamp_ms = 0
+        #: per-topic pull and consume figures (GET_CONSUMER_RUNNING_INFO)
+        self.stats = ConsumeStats()
         #: rebalances done (tests and callers wait on it)
         self.rebalance_count = 0
 
@@ -187,6 +204,7 @@ class PushConsumer:
         if self.started:
             raise ClientError("the push consumer is already started")
         self.started = True
+        self.start_timestamp_ms = int(time.time() * 1000)
         if self._timestamp_ms is None:
             self._timestamp_ms = int(time.time() * 1000) - 30 * 60_000
         try:
@@ -261,8 +279,79 @@ class PushConsumer:
         if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self._rebalance_wanted.set()
             return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+            if header.consumer_group != self.group:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, remark=(
+                    f"The Consumer Group <{header.consumer_group}> not exist in this consumer"))
+            body = self.running_info(jstack=header.jstack_enable).encode()
+            return request.make_response(ResponseCode.SUCCESS, body=body)
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            return await self._consume_directly(request)
         return None if request.is_oneway else request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
+
+    async def _consume_directly(self, request: RemotingCommand) -> RemotingCommand:
+        header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
+        if header.consumer_group != self.group:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=(
+                f"The Consumer Group <{header.consumer_group}> not exist in this consumer"))
+        try:
+            stored = decode_record(request.body or b"")
+        except (RocketStoreError, ValueError) as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"cannot decode the message: {exc}")
+        message = ConsumedMessage.from_stored(stored, header.broker_name or "", self.group)
+        result = await self.consumption.consume_directly(message)
+        return request.make_response(ResponseCode.SUCCESS, body=result.encode())
+
+    def running_info(self, *, jstack: bool = False) -> ConsumerRunningInfo:
+        """What GET_CONSUMER_RUNNING_INFO answers: settings (under Java's property names), subscriptions,
+        the queues held, per-topic figures and, if asked, the stacks of this process's threads."""
+        s = self.settings
+        props = {
+            "consumerGroup": self.group, "namesrvAddr": self.namesrv_addr, "messageModel": str(s.message_model),
+            "consumeFromWhere": str(s.consume_from_where),
+            "consumeTimestamp": time.strftime("%Y%m%d%H%M%S", time.localtime((self._timestamp_ms or 0) / 1000)),
+            "consumeThreadMin": str(s.consume_concurrency), "consumeThreadMax": str(s.consume_concurrency),
+            "consumeConcurrentlyMaxSpan": str(s.consume_max_span),
+            "pullThresholdForQueue": str(s.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(s.pull_threshold_bytes_for_queue >> 20),
+            "pullBatchSize": str(s.pull_batch_size), "consumeMessageBatchMaxSize": str(s.consume_batch_size),
+            "maxReconsumeTimes": str(s.max_reconsume_times),
+            "suspendCurrentQueueTimeMillis": str(int(s.suspend_current_queue_s * 1000)),
+            "heartbeatBrokerInterval": str(int(s.heartbeat_interval_s * 1000)),
+            "persistConsumerOffsetInterval": str(int(s.persist_interval_s * 1000)),
+            "pollNameServerInterval": str(int(s.route_refresh_interval_s * 1000)),
+            "clientIP": self.client_id.split("@", 1)[0], "instanceName": self.client_id.split("@", 1)[-1],
+            "unitMode": "false",
+            ConsumerRunningInfo.PROP_NAMESERVER_ADDR: self.namesrv_addr,
+            ConsumerRunningInfo.PROP_THREADPOOL_CORE_SIZE: str(s.consume_concurrency),
+            ConsumerRunningInfo.PROP_CONSUME_ORDERLY: "true" if self.orderly else "false",
+            ConsumerRunningInfo.PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
+            ConsumerRunningInfo.PROP_CLIENT_VERSION: MQVersion(MQ_VERSION).name,
+            ConsumerRunningInfo.PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp_ms),
+        }
+        wall_ms, mono = time.time() * 1000, time.monotonic()
+
+        def wall(monotonic_s: float) -> int:
+            return int(wall_ms - (mono - monotonic_s) * 1000) if monotonic_s > 0 else 0
+
+        table: dict[QueueKey, ProcessQueueInfo] = {}
+        for mq, pq in self.process_queues.items():
+            held = list(pq.messages)
+            consuming = list(pq.consuming)
+            table[(mq.topic, mq.broker_name, mq.queue_id)] = ProcessQueueInfo(
+                commit_offset=self.offsets.read_memory(mq),
+                cached_msg_min_offset=held[0] if held else 0, cached_msg_max_offset=held[-1] if held else 0,
+                cached_msg_count=len(held), cached_msg_size_mib=pq.body_bytes >> 20,
+                transaction_msg_min_offset=min(consuming) if consuming else 0,
+                transaction_msg_max_offset=max(consuming) if consuming else 0,
+                transaction_msg_count=len(consuming), locked=pq.locked,
+                last_lock_timestamp=wall(pq.last_lock_s), dropped=pq.dropped,
+                last_pull_timestamp=wall(pq.last_pull_s), last_consume_timestamp=wall(pq.last_consume_s))
+        status = {topic: self.stats.status(topic) for topic in self.subscriptions}
+        return ConsumerRunningInfo(props, tuple(self.subscriptions.values()), table, status,
+                                   thread_stacks() if jstack else None)
 
     # --- routes and heartbeats -------------------------------------------------------------------------
 
@@ -464,3 +553,17 @@ class PushConsumer:
             pq = self.process_queues.get(mq)
             if pq is not None:
                 pq.locked = False
+
+
+def thread_stacks() -> str:
+    """Every thread's stack in this process, most recent call last (the ``jstack`` of a running info)."""
+    frames = sys._current_frames()
+    out = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or -1)
+        out.append(f'"{thread.name}" daemon={thread.daemon} ident={thread.ident}\n')
+        if frame is not None:
+            out.extend(traceback.format_stack(frame))
+        out.append("\n")
+    return "".join(out)
+

@@ -178,6 +178,7 @@ class MQVersion(IntEnum):
     """Version ordinals seen on the wire (the `version` field), for the few version-dependent rules."""
 
     V3_0_11 = 37  # name server: REGISTER_BROKER bodies are RegisterBrokerBody from here on
+    V3_1_8_SNAPSHOT = 62  # a broker calls back (GET_CONSUMER_RUNNING_INFO...) only clients from here on
     V3_1_8 = 63  # rocketmq-client-cpp 1.2.3 / 1.2.4
     V3_4_9 = 121  # ali-ons; from here on a request's maxReconsumeTimes is honoured
     V4_0_0 = 213

@@ -65,6 +65,8 @@ __all__ = [
     "GetTopicStatsInfoRequestHeader",
     "GetConsumerConnectionListRequestHeader",
     "GetProducerConnectionListRequestHeader",
+    "GetConsumerRunningInfoRequestHeader",
+    "ConsumeMessageDirectlyResultRequestHeader",
     "GetConsumeStatsRequestHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
@@ -615,6 +617,26 @@ class GetProducerConnectionListRequestHeader(CommandHeader):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumerRunningInfoRequestHeader(CommandHeader):
+    """Admin -> broker -> the consumer (the broker forwards the same extFields)."""
+
+    consumer_group: str = _req("consumerGroup")
+    client_id: str = _req("clientId")
+    jstack_enable: bool = _opt("jstackEnable", _BOOL, False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
+    """CONSUME_MESSAGE_DIRECTLY, admin -> broker -> the consumer; the broker adds brokerName and the stored
+    record as the body."""
+
+    consumer_group: str = _req("consumerGroup")
+    client_id: str | None = _opt("clientId")
+    msg_id: str | None = _opt("msgId")
+    broker_name: str | None = _opt("brokerName")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
     consumer_group: str = _req("consumerGroup")
     topic: str | None = _opt("topic")  # blank: every topic the group has offsets for
@@ -758,6 +780,8 @@ REQUEST_HEADER_TYPES: dict[int, type[CommandHeader]] = {
     RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
     RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
     RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
+    RequestCode.GET_CONSUMER_RUNNING_INFO: GetConsumerRunningInfoRequestHeader,
+    RequestCode.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
     RequestCode.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerRequestHeader,
     RequestCode.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
     RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
