@@ -16,8 +16,9 @@ from rocketstore import Message, MessageStore, PutMessageStatus, StoreConfig
 
 
 def _config(**kw: object) -> StoreConfig:
-    base = dict(mapped_file_size_commit_log=8192, mapped_file_size_consume_queue=20 * 16, max_hash_slot_num=8,
-                max_index_num=16, flush_disk_type="SYNC_FLUSH", sync_flush_timeout_ms=2000)
+    base: dict[str, object] = {"mapped_file_size_commit_log": 8192, "mapped_file_size_consume_queue": 20 * 16,
+                               "max_hash_slot_num": 8, "max_index_num": 16, "flush_disk_type": "SYNC_FLUSH",
+                               "sync_flush_timeout_ms": 2000}
     base.update(kw)
     return StoreConfig(**base)  # type: ignore[arg-type]
 

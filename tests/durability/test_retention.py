@@ -13,8 +13,9 @@ HOUR_MS = 3_600_000
 
 
 def _config(**kw: object) -> StoreConfig:
-    base = dict(mapped_file_size_commit_log=4096, mapped_file_size_consume_queue=20 * 8, max_hash_slot_num=8,
-                max_index_num=16, preallocate_commit_log=False, file_reserved_time_h=72, delete_when="99")
+    base: dict[str, object] = {"mapped_file_size_commit_log": 4096, "mapped_file_size_consume_queue": 20 * 8,
+                               "max_hash_slot_num": 8, "max_index_num": 16, "preallocate_commit_log": False,
+                               "file_reserved_time_h": 72, "delete_when": "99"}
     base.update(kw)
     return StoreConfig(**base)  # type: ignore[arg-type]
 
@@ -103,7 +104,7 @@ def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0:
         return False
     return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True).returncode == 0
+                          capture_output=True, check=False).returncode == 0
 
 
 def test_real_small_filesystem_fills_up_with_a_clear_status_and_no_crash(tmp_path: Path) -> None:
@@ -135,4 +136,4 @@ def test_real_small_filesystem_fills_up_with_a_clear_status_and_no_crash(tmp_pat
                 m = store.message_at(offset)
                 assert m is not None and m.keys == key
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)

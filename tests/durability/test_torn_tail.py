@@ -32,7 +32,7 @@ def _write(store_dir: Path, count: int) -> list[tuple[int, int, str]]:
 
 
 def _last_segment(store_dir: Path) -> Path:
-    return sorted((store_dir / "commitlog").iterdir())[-1]
+    return max((store_dir / "commitlog").iterdir())
 
 
 def _surviving_keys(store_dir: Path) -> list[str]:

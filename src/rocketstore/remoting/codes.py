@@ -11,13 +11,13 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = [
-    "RequestCode",
-    "ResponseCode",
-    "LanguageCode",
-    "SerializeType",
-    "MQVersion",
     "MQ_VERSION",
     "PUT_STATUS_RESPONSE_CODES",
+    "LanguageCode",
+    "MQVersion",
+    "RequestCode",
+    "ResponseCode",
+    "SerializeType",
     "response_code_for_put_status",
 ]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, SerializeType
 
-__all__ = ["RemotingCommand", "RESPONSE_FLAG", "ONEWAY_FLAG", "new_command"]
+__all__ = ["ONEWAY_FLAG", "RESPONSE_FLAG", "RemotingCommand", "new_command"]
 
 RESPONSE_FLAG = 0x1
 ONEWAY_FLAG = 0x2

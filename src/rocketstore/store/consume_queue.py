@@ -77,10 +77,9 @@ class ConsumeQueue:
         current = mf.start_offset + mf.wrote
         if expect < current:
             return True  # built already (RocketMQ checks this for every entry but the first; so do we, for all)
-        if queue_offset != 0:
-            if expect != current:
-                # RocketMQ logs "[BUG]" and appends anyway, misplacing every later entry; we refuse.
-                return False
+        if queue_offset != 0 and expect != current:
+            # RocketMQ logs "[BUG]" and appends anyway, misplacing every later entry; we refuse.
+            return False
         self.max_physic_offset = commit_log_offset + size
         mf.append(CQ_ENTRY.pack(commit_log_offset, size, tags_code))
         return True

@@ -535,7 +535,7 @@ def test_commands_are_hashable_despite_their_ext_fields_dict() -> None:
 
 
 def test_language_codes_have_the_binary_ordinals_of_the_spec() -> None:
-    names = "JAVA CPP DOTNET PYTHON DELPHI ERLANG RUBY OTHER HTTP GO PHP OMS".split()
+    names = ["JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS"]
 
     assert [(language.name, language.value) for language in LanguageCode] == list(
         zip(names, range(12), strict=True)
