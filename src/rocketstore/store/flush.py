@@ -16,40 +16,58 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 __all__ = ["AsyncFlusher", "GroupCommit"]
 
 log = logging.getLogger(__name__)
 
-#: At most this long between two hand-overs of newly durable records to ``on_durable`` (the dispatcher)
-#: while syncs follow each other, and the longest an idle group commit keeps them before handing them
-#: over.  Each wake-up of the dispatcher costs the writers the GIL for a fixed ~20 µs plus ~3 µs a record,
-#: so one wake-up per sync (one record per sync with one writer) cost more than the dispatch itself;
-#: RocketMQ's ReputMessageService polls on the same 1 ms period.
-HAND_OVER_S = 0.001
+#: The longest an idle group commit (no sync pending) keeps newly durable records before handing them to
+#: ``on_durable`` (the dispatcher): consumers of a store that just went quiet see its last records ~1 ms
+#: after they became durable, RocketMQ's ReputMessageService's polling period.
+HAND_OVER_IDLE_S = 0.001
+#: While syncs follow each other (writers waiting), at most one hand-over per this period.  A dispatch run
+#: holds the GIL that the writers and this thread need, and its cost is mostly fixed (measured on the
+#: 2-core dev box, 100 B records from facts: ~12 µs a record in runs of 32, ~6 in runs of 64, ~2.5 in runs
+#: of 256), so handing over every 1 ms of a busy stream (runs of 5-30 records) made dispatch a third of
+#: the GIL time of 64 sync writers and kept delaying the flusher's return from fdatasync at 1 writer.  Every
+#: 10 ms measured +10-35 % sync puts/s at 64 writers and up to +25 % at 1 writer (A/B, session 4 in
+#: bench/HISTORY.md); consumers then see records up to ~10 ms after they became durable while writers are
+#: busy, the same bound the dispatch thread keeps for a busy async store (its 10 ms pause after a long run).
+#: The price: at 1 writer the put that meets a dispatch run waits for it (p99 ~0.4 -> ~0.8 ms).
+HAND_OVER_BUSY_S = 0.01
+
+
+#: A waiting writer looks at the durable offset at least this often, whether or not its gate was opened: a
+#: writer a sync covered is normally woken by another thread (below), but if every other thread is gone
+#: while the next sync hangs on the disk, this bounds how late it learns that it is durable.
+WAIT_SLICE_S = 0.01
 
 
 class GroupCommit:
     """One flusher thread syncs the commitlog for the writers waiting on it, in groups.
 
-    Hand-offs between threads are what a sync put costs besides the fdatasync (each wake-up of a thread
-    that then has to win the GIL costs tens of µs on a loaded machine), so the protocol keeps them few:
+    Hand-offs between threads are what a sync put costs besides the fdatasync: every time the GIL passes
+    to a thread that sleeps, it stays idle for that thread's wake-up (~10 µs on the 2-core VM), and a
+    woken thread that finds the GIL taken sleeps a second time.  So the protocol keeps wake-ups few and
+    times them to moments the GIL is about to be free:
 
     * the flusher sleeps on a plain locked Lock and only a writer that finds it idle releases it;
-    * the writers a sync covered are released in a chain, oldest first: the flusher opens the first
-      gate and each woken writer opens the next one.  Releasing them all at once woke every one of them
-      only to queue for the GIL (and for each other) a second time, and the order in which they then won
-      it was arbitrary, which is what made the p99 at 64 writers several times the p50;
+    * the writers a sync covered join a FIFO of gates to open (oldest first), and a thread opens one just
+      before it gives up the GIL: a writer right before it blocks on its own gate, the flusher right before
+      its next fdatasync, and every remaining one when it goes idle (nobody else may come to open them).
+      The woken writer then finds the GIL free instead of queueing for it behind the thread that woke
+      it.  Waking each one as soon as the previous one ran (the earlier chain) or all at once made them
+      queue for the GIL, and the order in which they then won it was arbitrary: A/B on 64 writers, the
+      FIFO cut the p99 ack latency from 12-14 ms to 7.5-9 ms (session 4 in bench/HISTORY.md);
     * the dispatcher is told about durable records just before the next sync starts, so that it works
-      while this thread waits on the disk, at most every ``HAND_OVER_S``, and otherwise after
-      ``HAND_OVER_S`` of idleness.
+      while this thread waits on the disk, at most every ``HAND_OVER_BUSY_S``, and otherwise after
+      ``HAND_OVER_IDLE_S`` of idleness.
 
-    Durability: a writer's gate opens only after a sync that started after its record was in place
-    returned, and ``durable_offset`` only moves to the end offset read before that sync started.  The
-    sync runs on this thread, never on a writer, so ``wait_durable`` keeps its timeout even when the
-    disk stalls.
+    Durability: a writer returns True only once ``durable_offset`` covers its end, and ``durable_offset``
+    only moves to the end offset read before a sync started, after that sync returned.  The sync runs on
+    this thread, never on a writer, so ``wait_durable`` keeps its timeout even when the disk stalls.
     """
 
     def __init__(self, flush: Callable[[], int], on_failure: Callable[[BaseException], None],
@@ -65,9 +83,11 @@ class GroupCommit:
         self._wake = threading.Lock()
         self._wake.acquire()
         self._idle = False
-        #: waiting writers, oldest first, each ``[end_offset, gate, next_gate]``: *gate* is a held Lock the
-        #: writer sleeps on; *next_gate* is the gate it opens once woken (set when a sync covered both)
-        self._waiters: list[list[Any]] = []
+        #: writers waiting for a sync, in registration order: (end_offset, gate), *gate* a held Lock the
+        #: writer sleeps on
+        self._waiters: list[tuple[int, threading.Lock]] = []
+        #: gates of writers a finished sync covered, oldest first, not opened yet
+        self._ready: deque[threading.Lock] = deque()
         self._requested = 0
         self.durable_offset = 0
         self._handed_over = 0  # the durable offset on_durable was last called for
@@ -92,7 +112,7 @@ class GroupCommit:
             return True
         gate = threading.Lock()
         gate.acquire()
-        waiter: list[Any] = [end_offset, gate, None]
+        waiter = (end_offset, gate)
         with self._lock:
             if self.durable_offset >= end_offset:
                 return True
@@ -101,23 +121,32 @@ class GroupCommit:
             self._waiters.append(waiter)
             self._requested = max(self._requested, end_offset)
             idle = self._idle
+            ready = self._ready
+            baton = ready.popleft() if ready else None
         if idle:
             self._wake_flusher()
+        if baton is not None:
+            baton.release()  # this thread gives up the GIL right below: the woken writer finds it free
         woken = False
         try:
-            woken = gate.acquire(True, timeout_s)
+            if timeout_s <= WAIT_SLICE_S:
+                woken = gate.acquire(True, timeout_s)
+            else:
+                deadline = time.monotonic() + timeout_s
+                woken = gate.acquire(True, WAIT_SLICE_S)
+                while not woken and self.durable_offset < end_offset and self.failed is None \
+                        and not self._stopped:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    woken = gate.acquire(True, min(left, WAIT_SLICE_S))
         finally:
-            if woken:
-                nxt = waiter[2]
-            else:  # timed out (or interrupted): leave the queue, or pass the chain on if a sync took us out
+            if not woken:  # timed out, covered without a wake-up, or interrupted: leave the queue
                 with self._lock:
-                    if waiter in self._waiters:
+                    try:
                         self._waiters.remove(waiter)
-                        nxt = None
-                    else:
-                        nxt = waiter[2]
-            if nxt is not None:
-                nxt.release()
+                    except ValueError:
+                        pass  # a sync covered it: its gate is in _ready, opened later for nobody (harmless)
         return self.durable_offset >= end_offset
 
     def request(self, end_offset: int) -> None:
@@ -130,22 +159,22 @@ class GroupCommit:
         if idle:
             self._wake_flusher()
 
-    def _release_covered(self, durable: int) -> None:
-        """Take the writers *durable* covers out of the queue and start their chain.  Holds the lock."""
+    def _take_covered(self, durable: int) -> None:
+        """Move the writers *durable* covers from the queue to the gates to open.  Holds the lock."""
         waiters = self._waiters
-        ready = [w for w in waiters if w[0] <= durable]
-        if not ready:
-            return
-        # (ends are not in queue order: a writer can register before one that appended ahead of it)
-        self._waiters = [] if len(ready) == len(waiters) else [w for w in waiters if w[0] > durable]
-        for i in range(len(ready) - 1):
-            ready[i][2] = ready[i + 1][1]
-        ready[0][1].release()
+        covered = [w for w in waiters if w[0] <= durable]
+        if covered:
+            # (ends are not in queue order: a writer can register before one that appended ahead of it)
+            self._waiters = [] if len(covered) == len(waiters) else [w for w in waiters if w[0] > durable]
+            self._ready.extend([w[1] for w in covered])
 
     def _release_all(self) -> None:
         """Open every gate at once (stop, failed sync).  Holds the lock."""
-        ready, self._waiters = self._waiters, []
-        for waiter in ready:
+        ready, self._ready = self._ready, deque()
+        waiters, self._waiters = self._waiters, []
+        for gate in ready:
+            gate.release()
+        for waiter in waiters:
             waiter[1].release()
 
     def _hand_over(self) -> None:
@@ -160,21 +189,32 @@ class GroupCommit:
         lock = self._lock
         wake = self._wake
         while True:
+            baton = None
             with lock:
                 pending = self._requested > self.durable_offset
                 self._idle = not pending
-                if not pending and self._stopped:
+                if pending:
+                    if self._ready:
+                        baton = self._ready.popleft()
+                elif self._stopped:
                     self._release_all()
                     break
+                else:
+                    ready, self._ready = self._ready, deque()
             if not pending:
+                for gate in ready:  # going to sleep: nobody else may come to open these
+                    gate.release()
                 if self._handed_over < self.durable_offset:
-                    if not wake.acquire(True, HAND_OVER_S):
+                    if not wake.acquire(True, HAND_OVER_IDLE_S):
                         self._hand_over()  # nothing followed the last sync: the dispatcher gets it now
                 else:
                     wake.acquire()
                 continue
-            if self._handed_over < self.durable_offset and time.monotonic() - self._handed_over_at >= HAND_OVER_S:
+            if self._handed_over < self.durable_offset and \
+                    time.monotonic() - self._handed_over_at >= HAND_OVER_BUSY_S:
                 self._hand_over()  # the dispatcher works while this thread waits on the disk
+            if baton is not None:
+                baton.release()  # this thread gives up the GIL in the fdatasync right below
             try:
                 durable = self._flush()
             except BaseException as exc:  # a failed fdatasync is final: fence, fail every waiter
@@ -187,7 +227,7 @@ class GroupCommit:
             with lock:
                 self.durable_offset = max(self.durable_offset, durable)
                 if self._waiters:
-                    self._release_covered(self.durable_offset)
+                    self._take_covered(self.durable_offset)
         self._hand_over()
 
     def stop(self) -> None:
