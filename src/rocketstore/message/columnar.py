@@ -45,14 +45,12 @@ from rocketstore.message.record import (
 
 __all__ = [
     "HEADER_FIELDS",
-    "SCAN_COLUMNS",
     "PropertyColumns",
     "RecordColumns",
     "decode_columns",
     "find_pairs",
     "find_values",
     "gather",
-    "header_dtype",
     "header_fields",
     "host_texts",
     "message_ids",
@@ -93,21 +91,6 @@ def header_fields(layout: struct.Struct) -> dict[str, tuple[int, int, str | None
     if len(out) != len(HEADER_FIELDS):
         raise ValueError(f"header layout {fmt!r} does not have the {len(HEADER_FIELDS)} record header fields")
     return out
-
-
-#: the header fields the commitlog scanners (recovery, rebuild) read, under their column names
-SCAN_COLUMNS: Final = {"total_size": "size", "body_crc": "crc", "queue_id": "queue_id", "queue_offset": "queue_offset",
-                       "sys_flag": "sys_flag", "store_timestamp": "store_timestamp", "body_length": "body_len"}
-
-
-def header_dtype(columns: dict[str, str], born_v6: bool = False, store_v6: bool = False) -> np.dtype:
-    """A structured big-endian dtype over a whole record header (itemsize = the header's size) showing the
-    header fields named in *columns* (HEADER_FIELDS name -> column name): the commitlog scanners view
-    gathered header bytes through it, with every position taken from record.py's layout."""
-    layout = header_layout(born_v6, store_v6)
-    fields = header_fields(layout)
-    return np.dtype({"names": list(columns.values()), "formats": [fields[f][2] for f in columns],
-                     "offsets": [fields[f][0] for f in columns], "itemsize": layout.size})
 
 
 #: (born_v6, store_v6) -> (header size, fields)

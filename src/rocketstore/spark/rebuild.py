@@ -2,10 +2,12 @@
 
     report = rebuild_with_spark(spark, "/data/store", config, output_dir="/data/store-rebuilt")
 
-Planning cuts the commitlog segments into byte ranges (store.rebuild.plan_rebuild); each range is one Spark
-partition, whose task opens the segment file and returns the range's dispatch facts as numpy arrays
-(store.rebuild_scan).  The driver chains the ranges, decides the commitlog's valid end and writes the files
-(store.rebuild), so executors need the commitlog (a shared file system on a cluster) and the driver the
+Planning cuts the commitlog segments into byte ranges (store.rebuild.plan_rebuild); a Spark partition holds a
+few neighbouring ranges (``TASK_BYTES`` at most, and no more partitions than needed to keep every core busy),
+and its task opens the segment files and returns each range's dispatch facts as numpy arrays
+(store.rebuild_scan).  A task costs Spark tens of milliseconds whatever it does, as much as scanning a few
+MiB, hence more than one range per task when ranges are small.  The driver chains the ranges, decides the
+commitlog's valid end and writes the files (store.rebuild), so executors need the commitlog (a shared file system on a cluster) and the driver the
 output directory.  Progress is the commitlog bytes of the partitions done so far, from an accumulator the
 tasks add to when they finish.
 
@@ -28,9 +30,20 @@ from rocketstore.store.rebuild import (
 )
 from rocketstore.store.rebuild_scan import RangeFacts, ScanRange, TagsRule, scan_range
 
-__all__ = ["rebuild_with_spark", "spark_scan"]
+__all__ = ["TASK_BYTES", "partition_count", "rebuild_with_spark", "spark_scan"]
 
 Progress = Callable[[int], None]
+#: commitlog bytes one task scans at most: bounds how coarse progress gets (accumulators reach the driver
+#: when a task ends) and how unequal the cores' shares can be
+TASK_BYTES = 256 << 20
+
+
+def partition_count(ranges: Sequence[ScanRange], cores: int) -> int:
+    """Partitions for *ranges*: as few tasks as keep *cores* busy, each of at most ``TASK_BYTES`` (or one
+    range, if a range is larger).  ``parallelize`` cuts the list into contiguous, equal-count slices."""
+    widest = max(r.end - r.begin for r in ranges)
+    per_task = max(1, min(-(-len(ranges) // max(1, cores)), TASK_BYTES // max(1, widest)))
+    return -(-len(ranges) // per_task)
 
 
 def _scan_partition(check_crc: bool, rule: TagsRule, accumulator: Any) -> Callable[[Iterator[ScanRange]],
@@ -53,7 +66,7 @@ def spark_scan(spark: Any, plan: RebuildPlan, progress: Progress | None = None,
             return []
         sc = spark.sparkContext
         accumulator = sc.accumulator(0)
-        rdd = sc.parallelize(list(ranges), len(ranges)).mapPartitions(
+        rdd = sc.parallelize(list(ranges), partition_count(ranges, int(sc.defaultParallelism))).mapPartitions(
             _scan_partition(plan.check_crc, plan.rule, accumulator))
         result: list[list[RangeFacts]] = []
         failure: list[BaseException] = []

@@ -6,12 +6,15 @@ store time, tagsCode, and the index key hashes (UNIQ_KEY, then each KEYS token; 
 validity rules are recovery's (``recovery.validate_record``, with the body CRC when asked), so the place a
 range stops (an end-of-file blank, or the first invalid record) is where recovery's walk would stop.
 
-Only following the TOTALSIZE chain, the body CRC and the topic look-up run per record in Python.  Header
-fields, length checks, the properties (TAGS / KEYS / UNIQ_KEY located by byte comparisons over the whole
-chunk) and Java's String.hashCode (prefix sums over powers of 31 modulo 2**64, whose low 32 bits are
-Java's int arithmetic) are numpy operations per chunk.  Records whose properties or topic are not ASCII,
-and SCHEDULE_TOPIC_XXXX records (their tagsCode is a delivery time), go through the dispatcher's own
-per-record rules (``parse_properties``, ``hashing``) instead.
+The walk, the length checks and the body CRCs are abnormal recovery's own (``recovery_scan.SegmentReader``:
+runs of equal-size records checked with one strided read, header fields as numpy columns, one tight CRC
+loop), and so is the topic look-up (each distinct topic compared with all records at once).  Properties
+are parsed a chunk at a time by groups of one properties length: a group of one producer's shape (same
+names, same value lengths) is a ``recovery_scan.UniformProperties`` byte matrix whose values hash with one
+matrix product, the other records go to ``rebuild_props.ChunkProperties`` (values located by byte
+comparisons over the chunk, Java's String.hashCode from prefix sums over powers of 31 modulo 2**64).
+Records whose properties or topic are not ASCII, and SCHEDULE_TOPIC_XXXX records (their tagsCode is a
+delivery time), go through the dispatcher's own per-record rules (``parse_properties``, ``hashing``).
 
 A range that does not begin at offset 0 of its segment starts at the first position that carries the
 message magic, a plausible size and its own commitlog offset in PHYSICALOFFSET; the caller checks that
@@ -26,65 +29,28 @@ import mmap
 import os
 import struct
 import time
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from rocketstore.message.columnar import SCAN_COLUMNS, header_dtype
 from rocketstore.message.hashing import index_key_hash_for_topic, tags_code
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import (
-    BLANK_MAGIC,
     MESSAGE_MAGIC,
     MIN_RECORD_BYTES,
     PHYSICAL_OFFSET_POS,
-    QUEUE_OFFSET_POS,
-    SYS_FLAG_POS,
     TOTAL_SIZE_MAGIC,
     SysFlag,
-    header_layout,
-    store_timestamp_position,
 )
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, tags_code_of
 from rocketstore.store.rebuild_props import ChunkProperties
+from rocketstore.store.recovery_scan import CHUNK_RECORDS, Chunk, SegmentReader, UniformProperties
 
 __all__ = ["SCHEDULE_TOPIC", "RangeFacts", "ScanRange", "TagsRule", "scan_range"]
 
-CHUNK_RECORDS = 16384
 #: RocketMQ's default maxMessageSize (4 MiB) plus a blank record: no record holds a longer run of zeros
 ZERO_RUN_BYTES = (4 << 20) + 8
-
-
-def _field_offsets(layout: struct.Struct) -> list[int]:
-    """Byte offset of every field of a big-endian struct layout (no padding with '>')."""
-    offsets = []
-    pos = 0
-    fmt = layout.format[1:]
-    i = 0
-    while i < len(fmt):
-        j = i
-        while fmt[j].isdigit():
-            j += 1
-        code = fmt[i : j + 1]
-        offsets.append(pos)
-        pos += struct.calcsize(">" + code)
-        i = j + 1
-    return offsets
-
-
-_V4_FIELDS = _field_offsets(header_layout(False, False))
-_CRC_POS = _V4_FIELDS[2]
-_QUEUE_ID_POS = _V4_FIELDS[3]
-#: BODYLENGTH's position and where the body starts, by the sysFlag's host-family bits
-_BODY_LEN_POS = np.array([header_layout(bool(b & SysFlag.BORNHOST_V6), bool(b & SysFlag.STOREHOST_V6)).size - 4
-                          for b in range(0x31)], dtype=np.int64)
-_STORE_TS_POS = np.array([store_timestamp_position(0), store_timestamp_position(SysFlag.BORNHOST_V6)],
-                         dtype=np.int64)
 _MAGIC_BYTES = struct.pack(">i", MESSAGE_MAGIC)
-#: the fixed header of a record with IPv4 hosts as a numpy record (offsets from record.py's layout)
-_V4_HEADER = header_dtype(SCAN_COLUMNS)
-_V4_SPAN = np.arange(_V4_HEADER.itemsize, dtype=np.int64)
 _ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
 
 
@@ -184,18 +150,6 @@ class RangeFacts:
 # --- the scan ---------------------------------------------------------------------------------------
 
 
-def _be(arr: np.ndarray, idx: np.ndarray, nbytes: int) -> np.ndarray:
-    """Signed big-endian integers of *nbytes* at byte positions *idx* of *arr*."""
-    v = np.zeros(len(idx), dtype=np.uint64)
-    for j in range(nbytes):
-        v = (v << np.uint64(8)) | arr[idx + j].astype(np.uint64)
-    if nbytes == 8:
-        return v.view(np.int64)
-    s = v.astype(np.int64)
-    top = 1 << (8 * nbytes - 1)
-    return np.where(s >= top, s - 2 * top, s)
-
-
 def _find_start(mm: mmap.mmap, scan: ScanRange) -> int | None:
     """First record start in [begin, end): message magic, a size that fits, its own offset inside.
 
@@ -219,31 +173,6 @@ def _find_start(mm: mmap.mmap, scan: ScanRange) -> int | None:
                 struct.unpack_from(">q", mm, c + PHYSICAL_OFFSET_POS)[0] == scan.base + c:
             return c
         pos = c + 1
-
-
-def _walk(mm: mmap.mmap, pos: int, scan: ScanRange, max_records: int) -> tuple[list[int], int, str, str]:
-    """Follow TOTALSIZE from *pos*; (record starts, where it stopped, stop kind, reason)."""
-    starts: list[int] = []
-    add = starts.append
-    unpack = TOTAL_SIZE_MAGIC.unpack_from
-    limit = scan.segment_bytes
-    end = scan.end
-    while len(starts) < max_records:
-        if pos >= end:
-            return starts, pos, "next", ""
-        if pos + 8 > limit:
-            return starts, pos, "invalid", "end of segment"
-        size, magic = unpack(mm, pos)
-        if magic != MESSAGE_MAGIC:
-            if magic == BLANK_MAGIC:
-                return starts, pos, "blank", ""
-            return starts, pos, "invalid", ("no record magic" if magic == 0 and size == 0
-                                            else f"bad magic {magic & 0xFFFFFFFF:#x}")
-        if size < MIN_RECORD_BYTES or pos + size > limit:
-            return starts, pos, "invalid", f"size {size} does not fit"
-        add(pos)
-        pos += size
-    return starts, pos, "more", ""
 
 
 class _Chunk:
@@ -293,33 +222,38 @@ def _scan(mm: mmap.mmap, scan: ScanRange, check_crc: bool, rule: TagsRule, start
         start = 0 if scan.begin == 0 else _find_start(mm, scan)
     if start is None:
         return RangeFacts(scan, None, scan.end, "next")
-    arr = np.frombuffer(mm, dtype=np.uint8)
     topics: dict[bytes, int] = {}
-    topic_names: list[str] = []
+    names: list[str | None] = []  # the reader's topic ids; None: a name that is not UTF-8
     out = _Chunk()
     undecodable: list[tuple[int, str]] = []
     pos = start
     n_before = 0
-    try:
-        while True:
-            starts, stop_pos, kind, reason = _walk(mm, pos, scan, CHUNK_RECORDS)
-            n_ok, bad_reason = _chunk(mm, arr, np.asarray(starts, dtype=np.int64), scan, check_crc, rule, topics,
-                                      topic_names, out, undecodable, n_before)
-            n_before += n_ok
-            if n_ok < len(starts):
-                kind, stop_pos, reason = "invalid", starts[n_ok], bad_reason
+    kind, reason = "next", ""
+    with SegmentReader(mm, scan.segment_bytes) as reader:
+        while pos < scan.end:
+            chunk = reader.chunk(pos, check_crc, _records_to_end(mm, pos, scan))
+            inside = int(np.searchsorted(chunk.start, scan.end))  # records starting in the range
+            if inside < len(chunk):
+                pos = int(chunk.start[inside])
+                chunk = _prefix(chunk, inside)
+            else:
+                pos = chunk.next_pos
+            if len(chunk):
+                _dispatch_facts(reader, chunk, scan, rule, topics, names, out, undecodable, n_before)
+                n_before += len(chunk)
+            if chunk.reason is not None and pos < scan.end:
+                kind, reason = ("blank", "") if chunk.reason == "BLANK" else ("invalid", chunk.reason)
                 break
-            pos = stop_pos
-            if kind != "more":
-                break
-    finally:
-        del arr
-    facts = RangeFacts(scan, start, stop_pos, kind, reason, topic_names)
+    # the reader numbers every distinct topic; the facts list only the decodable ones (-1: not UTF-8)
+    remap = np.full(len(names) + 1, -1, dtype=np.int64)
+    topic_names = [name for name in names if name is not None]
+    remap[[i for i, name in enumerate(names) if name is not None]] = np.arange(len(topic_names))
+    facts = RangeFacts(scan, start, pos, kind, reason, topic_names)
     facts.position = out.joined("position", np.int64)
     facts.size = out.joined("size", np.int32)
     facts.queue_id = out.joined("queue_id", np.int32)
     facts.queue_offset = out.joined("queue_offset", np.int64)
-    facts.topic = out.joined("topic", np.int32)
+    facts.topic = remap[out.joined("topic", np.int64)].astype(np.int32)
     facts.sys_flag = out.joined("sys_flag", np.int32)
     facts.store_timestamp = out.joined("store_timestamp", np.int64)
     facts.tags_code = out.joined("tags_code", np.int64)
@@ -331,106 +265,119 @@ def _scan(mm: mmap.mmap, scan: ScanRange, check_crc: bool, rule: TagsRule, start
     return facts
 
 
-def _chunk(mm: mmap.mmap, arr: np.ndarray, starts: np.ndarray, scan: ScanRange, check_crc: bool, rule: TagsRule,
-           topics: dict[bytes, int], topic_names: list[str], out: _Chunk, undecodable: list[tuple[int, str]],
-           n_before: int) -> tuple[int, str]:
-    """Validate and extract the walked records at *starts*; returns (valid prefix length, why it ended)."""
-    n = len(starts)
-    if n == 0:
-        return 0, ""
-    last = len(arr) - 1
-    v4 = None
-    if int(starts[-1]) + _V4_HEADER.itemsize <= len(arr):
-        # one gather of every record's fixed header, read through a structured view (IPv4 hosts)
-        v4 = arr[starts[:, None] + _V4_SPAN].view(_V4_HEADER).ravel()
-        if (v4["sys_flag"] & 0x30).any():
-            v4 = None
-    if v4 is not None:
-        size = v4["size"].astype(np.int64)
-        sys_flag = v4["sys_flag"].astype(np.int64)
-        body_len = v4["body_len"].astype(np.int64)
-        body_len_at = starts + _BODY_LEN_POS[0]
-    else:
-        size = _be(arr, starts, 4)
-        sys_flag = _be(arr, starts + SYS_FLAG_POS, 4)
-        hosts = (sys_flag & 0x30).astype(np.int64)
-        body_len_at = starts + _BODY_LEN_POS[hosts]
-        body_len = _be(arr, np.minimum(body_len_at, last - 3), 4)
-    ends = starts + size
-    body_at = body_len_at + 4
-    body_end = body_at + body_len
-    body_ok = (body_len >= 0) & (body_end + 3 <= ends)
-    tl_at = np.where(body_ok, body_end, starts)
-    props_at = tl_at + 1 + arr[tl_at]
-    lengths_ok = body_ok & (props_at + 2 <= ends)
-    pl_at = np.where(lengths_ok, props_at, starts)
-    props_len = _be(arr, pl_at, 2)
-    lengths_ok &= pl_at + 2 + props_len == ends
-    torn = (pl_at + 2 < ends) & (arr[ends - 1] == 0)
-    valid = lengths_ok & ~torn
-    n_ok = n
-    reason = ""
-    if not valid.all():
-        n_ok = int(np.argmin(valid))
-        reason = ("body length does not fit" if not body_ok[n_ok] else
-                  "lengths disagree with the record size" if not lengths_ok[n_ok] else
-                  "record ends in zero bytes (torn write)")
-    if check_crc and n_ok:
-        crc = (v4["crc"][:n_ok] if v4 is not None else _be(arr, starts[:n_ok] + _CRC_POS, 4)).tolist()
-        a_l = body_at[:n_ok].tolist()
-        b_l = body_end[:n_ok].tolist()
-        mv = memoryview(mm)
-        try:
-            crc32 = zlib.crc32
-            for i in range(n_ok):
-                if crc32(mv[a_l[i] : b_l[i]]) & 0x7FFFFFFF != crc[i]:
-                    n_ok, reason = i, "body CRC mismatch"
-                    break
-        finally:
-            mv.release()
-    if n_ok == 0:
-        return 0, reason
-    starts, ends, sys_flag, body_end, props_at = (starts[:n_ok], ends[:n_ok], sys_flag[:n_ok], body_end[:n_ok],
-                                                  props_at[:n_ok])
-    if v4 is not None:
-        store_ts = v4["store_timestamp"][:n_ok].astype(np.int64)
-        queue_id = v4["queue_id"][:n_ok].astype(np.int64)
-        queue_offset = v4["queue_offset"][:n_ok].astype(np.int64)
-    else:
-        store_ts = _be(arr, starts + _STORE_TS_POS[(sys_flag & SysFlag.BORNHOST_V6) >> 4], 8)
-        queue_id = _be(arr, starts + _QUEUE_ID_POS, 4)
-        queue_offset = _be(arr, starts + QUEUE_OFFSET_POS, 8)
-    # topics: one slice and dict look-up per record
-    topic_ids = np.empty(n_ok, dtype=np.int64)
-    t_a = (body_end + 1).tolist()
-    t_b = props_at.tolist()
-    topic_ok = np.ones(n_ok, dtype=bool)
-    for i in range(n_ok):
-        raw = mm[t_a[i] : t_b[i]]
-        tid = topics.get(raw)
-        if tid is None:
-            try:
-                name = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                topic_ok[i] = False
-                topic_ids[i] = -1
-                continue
-            tid = topics[raw] = len(topic_names)
-            topic_names.append(name)
-        topic_ids[i] = tid
-    props = ChunkProperties(arr, props_at + 2, ends)
-    slow = props.non_ascii | ~topic_ok
-    schedule_id = next((i for i, t in enumerate(topic_names) if t == SCHEDULE_TOPIC), None)
-    if schedule_id is not None:
-        slow |= topic_ids == schedule_id
-    non_ascii_topics = np.array([not t.isascii() for t in topic_names] + [True], dtype=bool)
-    slow |= non_ascii_topics[topic_ids]
+def _records_to_end(mm: mmap.mmap, pos: int, scan: ScanRange) -> int:
+    """How many records to walk from *pos*: as many as start before the range's end if every record had the
+    size of the one at *pos* (the walk then stops near the end instead of checking CRCs past it; a guess
+    that falls short only costs another chunk)."""
+    if pos + 8 > scan.segment_bytes:
+        return 1
+    size = TOTAL_SIZE_MAGIC.unpack_from(mm, pos)[0]
+    if size < MIN_RECORD_BYTES:
+        return 1
+    return max(1, min(CHUNK_RECORDS, -(-(scan.end - pos) // size)))
+
+
+def _prefix(chunk: Chunk, n: int) -> Chunk:
+    """The first *n* records of *chunk* (the rest start past the range's end)."""
+    return replace(chunk, start=chunk.start[:n], size=chunk.size[:n], queue_id=chunk.queue_id[:n],
+                   queue_offset=chunk.queue_offset[:n], sys_flag=chunk.sys_flag[:n],
+                   store_timestamp=chunk.store_timestamp[:n], topic_len_at=chunk.topic_len_at[:n],
+                   props_at=chunk.props_at[:n], reason=None)
+
+
+#: records of one properties length worth a byte matrix of their own (fewer go to the general parser)
+_UNIFORM_MIN_RECORDS = 32
+
+
+class _Properties:
+    """The properties of a chunk's records, parsed by groups of one properties length: a group whose
+    records share one shape (one producer: same names, same value lengths) is a ``UniformProperties`` byte
+    matrix, every other record goes to one ``ChunkProperties``.  Keys that grow a digit, or a few producers
+    in turn, still get the matrix.  Answers are per record of the chunk, in its order, the same as one
+    ``ChunkProperties`` over the whole chunk gives."""
+
+    def __init__(self, arr: np.ndarray, text_at: np.ndarray, ends: np.ndarray) -> None:
+        self.n = n = len(text_at)
+        text_len = ends - text_at
+        #: (record numbers within the chunk, ascending, or None for all of them; their parser)
+        self.parts: list[tuple[np.ndarray | None, UniformProperties | ChunkProperties]] = []
+        if n and not (text_len != text_len[0]).any():
+            uniform = UniformProperties.build(arr, text_at, int(text_len[0]))
+            self.parts.append((None, uniform if uniform is not None else ChunkProperties(arr, text_at, ends)))
+        elif n:
+            order = np.argsort(text_len, kind="stable")  # stable: record numbers ascend within a length
+            rest: list[np.ndarray] = []
+            for idx in np.split(order, np.flatnonzero(np.diff(text_len[order])) + 1):
+                uniform = None
+                if len(idx) >= _UNIFORM_MIN_RECORDS:
+                    uniform = UniformProperties.build(arr, text_at[idx], int(text_len[idx[0]]))
+                if uniform is not None:
+                    self.parts.append((idx, uniform))
+                else:
+                    rest.append(idx)
+            if rest:
+                idx = np.sort(np.concatenate(rest))
+                self.parts.append((idx, ChunkProperties(arr, text_at[idx], ends[idx])))
+        self.non_ascii = self._scatter([p.non_ascii for _, p in self.parts], bool)
+
+    @property
+    def whole(self) -> UniformProperties | ChunkProperties | None:
+        """The one parser of every record, when there is one."""
+        return self.parts[0][1] if len(self.parts) == 1 and self.parts[0][0] is None else None
+
+    def _scatter(self, values: list[np.ndarray], dtype: type) -> np.ndarray:
+        if self.whole is not None:
+            return np.asarray(values[0], dtype=dtype)
+        out: np.ndarray = np.zeros(self.n, dtype=dtype)
+        for (idx, _), v in zip(self.parts, values):
+            out[idx] = v
+        return out
+
+    def present(self, name: str) -> np.ndarray:
+        """Records carrying a non-empty *name* property (``parse_properties`` drops empty values)."""
+        raw = name.encode()
+        # a uniform group has the same pairs in every row, each with a non-empty value
+        return self._scatter([np.full(p.n, raw in p.pairs, dtype=bool) if isinstance(p, UniformProperties)
+                              else p.present(name) for _, p in self.parts], bool)
+
+    def tags_codes(self) -> np.ndarray:
+        return self._scatter([p.tags_codes() for _, p in self.parts], np.int64)
+
+    def key_hashes(self, topic_ids: np.ndarray, topic_names: list[str],
+                   indexed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(record, folded hash) of every index key in dispatch order: by record, UNIQ_KEY then KEYS."""
+        whole = self.whole
+        if whole is not None:
+            return whole.key_hashes(topic_ids, topic_names, indexed)
+        recs: list[np.ndarray] = [np.zeros(0, np.int64)]
+        hashes: list[np.ndarray] = [np.zeros(0, np.int64)]
+        for idx, p in self.parts:
+            assert idx is not None
+            rec, h = p.key_hashes(topic_ids[idx], topic_names, indexed[idx])
+            recs.append(idx[rec])
+            hashes.append(h)
+        rec = np.concatenate(recs)
+        order = np.argsort(rec, kind="stable")  # a record is in one group: its own keys stay in order
+        return rec[order].astype(np.int64), np.concatenate(hashes)[order].astype(np.int64)
+
+
+def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: TagsRule, topics: dict[bytes, int],
+                    names: list[str | None], out: _Chunk, undecodable: list[tuple[int, str]], n_before: int) -> None:
+    """Topic, tagsCode and index keys of the valid records of *chunk* (numbered from *n_before*), into *out*."""
+    mm = reader.mm
+    n = len(chunk)
+    starts, ends, sys_flag = chunk.start, chunk.start + chunk.size, chunk.sys_flag
+    topic_ids = reader.topic_ids(chunk, topics, names)
+    topic_ok = np.array([name is not None for name in names], dtype=bool)[topic_ids]
+    odd_topic = np.array([name is None or name == SCHEDULE_TOPIC or not name.isascii() for name in names],
+                         dtype=bool)
+    props = _Properties(reader.arr, chunk.props_at + 2, ends)
+    slow = props.non_ascii | odd_topic[topic_ids]
     tx = sys_flag & SysFlag.TRANSACTION_MASK
     tags = props.tags_codes()
-    uniq_present, keys_present = props.present(PropertyName.UNIQ_KEY), props.present(PropertyName.KEYS)
-    index_call = uniq_present | keys_present
-    dispatched = np.ones(n_ok, dtype=bool)
-    key_rec, key_hash = props.key_hashes(topic_ids, topic_names, tx != _ROLLBACK)
+    index_call = props.present(PropertyName.UNIQ_KEY) | props.present(PropertyName.KEYS)
+    dispatched = np.ones(n, dtype=bool)
+    key_rec, key_hash = props.key_hashes(topic_ids, [name or "" for name in names], tx != _ROLLBACK)
     fast_keys = ~slow[key_rec]
     key_rec, key_hash = key_rec[fast_keys], key_hash[fast_keys]
     slow_idx = np.flatnonzero(slow)
@@ -439,7 +386,7 @@ def _chunk(mm: mmap.mmap, arr: np.ndarray, starts: np.ndarray, scan: ScanRange, 
         extra_hash: list[int] = []
         for i in slow_idx.tolist():
             offset = scan.base + int(starts[i])
-            raw_props = mm[t_b[i] + 2 : int(ends[i])]
+            raw_props = mm[int(chunk.props_at[i]) + 2 : int(ends[i])]
             try:
                 if not topic_ok[i]:
                     raise UnicodeDecodeError("utf-8", b"", 0, 1, "topic is not UTF-8")
@@ -450,8 +397,8 @@ def _chunk(mm: mmap.mmap, arr: np.ndarray, starts: np.ndarray, scan: ScanRange, 
                 undecodable.append((offset, "topic or properties are not UTF-8"))
                 continue
             parsed = parse_properties(text) if text else {}
-            topic = topic_names[topic_ids[i]]
-            ts = int(store_ts[i])
+            topic = names[topic_ids[i]] or ""
+            ts = int(chunk.store_timestamp[i])
             tags[i] = (rule.schedule_code(parsed, ts) if topic == SCHEDULE_TOPIC
                        else tags_code(parsed.get(PropertyName.TAGS)))
             uniq = parsed.get(PropertyName.UNIQ_KEY)
@@ -472,7 +419,6 @@ def _chunk(mm: mmap.mmap, arr: np.ndarray, starts: np.ndarray, scan: ScanRange, 
             hashes = np.concatenate((key_hash, np.asarray(extra_hash, dtype=np.int64)))
             order = np.argsort(rec, kind="stable")  # fast and slow records interleave; keys stay in order
             key_rec, key_hash = rec[order], hashes[order]
-    out.add(position=starts, size=size[:n_ok], queue_id=queue_id, queue_offset=queue_offset, topic=topic_ids, sys_flag=sys_flag,
-            store_timestamp=store_ts, tags_code=tags, dispatched=dispatched, index_call=index_call,
-            key_record=key_rec + n_before, key_hash=key_hash)
-    return n_ok, reason
+    out.add(position=starts, size=chunk.size, queue_id=chunk.queue_id, queue_offset=chunk.queue_offset,
+            topic=topic_ids, sys_flag=sys_flag, store_timestamp=chunk.store_timestamp, tags_code=tags,
+            dispatched=dispatched, index_call=index_call, key_record=key_rec + n_before, key_hash=key_hash)

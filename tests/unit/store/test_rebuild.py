@@ -12,6 +12,7 @@ import shutil
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rocketstore.errors import CorruptFileError, StoreConfigError, StoreLockedError
@@ -130,7 +131,7 @@ def test_queue_starting_after_retention_gets_the_dispatchers_pre_blank_fill(vari
     _rebuild(store, tmp_path / "out")
     ours = _tree(tmp_path / "out" / "consumequeue")
     assert ours == _tree(reference / "consumequeue")
-    first_files = {}
+    first_files: dict[str, str] = {}
     for name in ours:
         queue, file_name = name.rsplit("/", 1)
         first_files[queue] = min(first_files.get(queue, file_name), file_name)
@@ -242,3 +243,114 @@ def test_empty_commitlog_rebuilds_to_empty_queues(tmp_path: Path) -> None:
     assert report.record_count == 0 and report.queue_count == 0 and report.index_file_count == 0
     assert (tmp_path / "out" / "checkpoint").stat().st_size == 4096
     assert os.listdir(tmp_path / "out") == ["checkpoint"]
+
+
+def _producer_messages() -> list[Message]:
+    """Runs of one producer's messages (one properties shape: the scan's byte-matrix path) mixed with
+    shapes it must leave to the general parser: keys that grow a digit, keys with spaces, non-ASCII tags,
+    rollback records inside a run, delayed (schedule-topic) records, two topics taking turns."""
+    rng = random.Random(7)
+    body = rng.randbytes(120)
+    out: list[Message] = []
+
+    def add(topic: str, tags: str, keys: str | None, uniq: str, **kwargs: object) -> None:
+        out.append(Message.create(topic, body, tags=tags, keys=keys, uniq_key=uniq, queue_id=len(out) % 2,
+                                  **kwargs))  # type: ignore[arg-type]
+
+    for i in range(300):  # one shape; a rollback now and then
+        flag = {"sys_flag": SysFlag.TRANSACTION_ROLLBACK_TYPE} if i % 37 == 5 else {}
+        add("Orders", f"Tag{i % 7}", f"key-{i:05d}", f"UNIQ{i:08d}", **flag)
+    for i in range(120):  # keys grow a digit: two lengths, each uniform
+        add("Orders", "TagA", f"k-{i}", f"UNIQ{i:08d}")
+    for i in range(60):  # non-ASCII tags of one byte length: uniform rows, per-record rules
+        add("Orders", "тег", f"key-{i:05d}", f"UNIQ{i:08d}")
+    for i in range(60):  # several keys: tokens of varying place, the general parser
+        add("Orders", "TagB", f"a b{i:03d}", f"UNIQ{i:08d}")
+    for i in range(80):  # two topics of one name length taking turns, one properties shape
+        add("Pay_" + "AB"[i % 2], "TagC", f"key-{i:05d}", f"UNIQ{i:08d}")
+    for i in range(40):  # delayed: the schedule topic's tagsCode is a delivery time
+        add("Orders", "TagD", f"key-{i:05d}", f"UNIQ{i:08d}", properties={"DELAY": "2"})
+    for i in range(200):  # one shape again, the bulk of a later segment
+        add("Orders", f"Tag{i % 3}", f"key-{i:05d}", f"UNIQ{i:08d}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def producer_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("producer") / "store"
+    _write_store(path, _producer_messages())
+    return path
+
+
+@pytest.mark.parametrize("range_bytes", [SEGMENT, 4096, 1000])
+def test_producer_runs_rebuild_byte_identical_to_the_dispatchers(producer_store: Path, tmp_path: Path,
+                                                                 range_bytes: int) -> None:
+    # range ends fall inside runs of one properties shape (4096 and 1000 are no multiple of the record size)
+    reference = _dispatcher_reference(producer_store, tmp_path / "ref")
+    _rebuild(producer_store, tmp_path / "out", range_bytes=range_bytes)
+    assert _tree(tmp_path / "out" / "consumequeue") == _tree(reference / "consumequeue")
+    assert _index_contents(tmp_path / "out") == _index_contents(reference)
+
+
+def test_uniform_and_general_properties_agree_record_by_record(producer_store: Path) -> None:
+    """The grouped parser (byte matrices for one-shape groups) against ChunkProperties over the same records."""
+    from rocketstore.store.rebuild_props import ChunkProperties
+    from rocketstore.store.rebuild_scan import _Properties
+    from rocketstore.store.recovery_scan import SegmentReader, UniformProperties
+
+    kinds: set[type] = set()
+    non_ascii = 0
+    for seg in sorted((producer_store / "commitlog").iterdir()):
+        data = bytearray(seg.read_bytes())
+        arr = np.frombuffer(bytes(data), dtype=np.uint8)
+        with SegmentReader(data, len(data)) as reader:  # type: ignore[arg-type]
+            chunk = reader.chunk(0, True)
+        assert len(chunk) > 100
+        text_at, ends = chunk.props_at + 2, chunk.start + chunk.size
+        grouped, general = _Properties(arr, text_at, ends), ChunkProperties(arr, text_at, ends)
+        kinds |= {type(p) for _, p in grouped.parts}
+        assert grouped.non_ascii.tolist() == general.non_ascii.tolist()
+        non_ascii += int(grouped.non_ascii.sum())
+        fast = ~grouped.non_ascii
+        assert grouped.tags_codes()[fast].tolist() == general.tags_codes()[fast].tolist()
+        for name in ("UNIQ_KEY", "KEYS", "TAGS", "DELAY"):
+            assert grouped.present(name).tolist() == general.present(name).tolist()
+        topics = np.zeros(len(chunk), dtype=np.int64)
+        indexed = fast & (np.arange(len(chunk)) % 5 != 3)
+        g_rec, g_hash = grouped.key_hashes(topics, ["Orders"], indexed)
+        c_rec, c_hash = general.key_hashes(topics, ["Orders"], indexed)
+        assert g_rec.tolist() == c_rec.tolist() and g_hash.tolist() == c_hash.tolist()
+    assert kinds == {UniformProperties, ChunkProperties}, "both parsers should be exercised"
+    assert non_ascii == 60
+
+
+def test_range_boundary_inside_a_uniform_run_splits_it_exactly(producer_store: Path) -> None:
+    plan = plan_rebuild(str(producer_store), CONFIG.replace(store_path_root_dir=str(producer_store)), SEGMENT)
+    first = plan.ranges[0]
+    whole = scan_range(first, True, plan.rule)
+    cut = int(whole.position[150]) + 17  # inside record 150 of the first one-shape run
+    head = scan_range(first.__class__(first.path, first.base, first.segment_bytes, 0, cut), True, plan.rule)
+    tail = scan_range(first.__class__(first.path, first.base, first.segment_bytes, cut, first.end), True, plan.rule)
+    assert head.stop == "next" and head.next_pos == tail.first_pos == int(whole.position[151])
+    assert head.record_count == 151 and head.record_count + tail.record_count == whole.record_count
+    for name in ("position", "queue_offset", "tags_code", "store_timestamp", "dispatched", "index_call"):
+        joined = np.concatenate((getattr(head, name), getattr(tail, name)))
+        assert joined.tolist() == getattr(whole, name).tolist(), name
+    keys = np.concatenate((head.key_hash, tail.key_hash))
+    assert keys.tolist() == whole.key_hash.tolist()
+    assert np.concatenate((head.key_record, tail.key_record + head.record_count)).tolist() == \
+        whole.key_record.tolist()
+
+
+def test_spark_partitions_group_small_ranges_up_to_the_task_bound() -> None:
+    from rocketstore.spark.rebuild import TASK_BYTES, partition_count
+    from rocketstore.store.rebuild_scan import ScanRange
+
+    def ranges(count: int, width: int) -> list[ScanRange]:
+        return [ScanRange("seg", 0, count * width, i * width, (i + 1) * width) for i in range(count)]
+
+    assert partition_count(ranges(7, 32 << 20), 2) == 2  # small ranges: one task per core
+    assert partition_count(ranges(9, 128 << 20), 2) == 5  # two ranges fill a task
+    assert partition_count(ranges(3, TASK_BYTES * 2), 2) == 3  # a range wider than the bound is a task
+    assert partition_count(ranges(1000, 32 << 20), 4) == 125  # 8 ranges of 32 MiB a task, not 4 tasks
+    assert partition_count(ranges(5, 1 << 20), 8) == 5
