@@ -7,9 +7,9 @@ few neighbouring ranges (``TASK_BYTES`` at most, and no more partitions than nee
 and its task opens the segment files and returns each range's dispatch facts as numpy arrays
 (store.rebuild_scan).  A task costs Spark tens of milliseconds whatever it does, as much as scanning a few
 MiB, hence more than one range per task when ranges are small.  The driver chains the ranges, decides the
-commitlog's valid end and writes the files (store.rebuild), so executors need the commitlog (a shared file system on a cluster) and the driver the
-output directory.  Progress is the commitlog bytes of the partitions done so far, from an accumulator the
-tasks add to when they finish.
+commitlog's valid end and writes the files (store.rebuild), so executors need the commitlog (a shared file
+system on a cluster) and the driver the output directory.  Progress is the commitlog bytes of the partitions
+done so far, from an accumulator the tasks add to when they finish.
 
 Uses the RDD API (classic Spark, local or a cluster); pyspark is imported by the caller's session only.
 """
