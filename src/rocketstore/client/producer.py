@@ -78,23 +78,32 @@ _FIX_HEX = _FIX.hex().upper()
 _COUNTER = itertools.count()
 
 
-def _month_start_ms() -> int:
+def _month_bounds_ms() -> tuple[int, int]:
+    """(start of this month, start of the next one) in ms, local time, as MessageClientIDSetter keeps them."""
     now = datetime.now(UTC).astimezone()
     start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return int(start.timestamp() * 1000)
+    following = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    return int(start.timestamp() * 1000), int(following.timestamp() * 1000)
 
 
-_MONTH_START_MS = _month_start_ms()
+_MONTH_START_MS, _NEXT_MONTH_START_MS = _month_bounds_ms()
 
 
 def new_uniq_key() -> str:
-    """A 32-hex-digit client message id in MessageClientIDSetter's layout."""
-    global _MONTH_START_MS
+    """A 32-hex-digit client message id in MessageClientIDSetter's layout.
+
+    The time part is the ms since the start of the month cast to a Java int, as the Java client writes it:
+    from the 25th day of a month on it no longer fits 31 bits and is written as a negative int (its low 32
+    bits), not folded back to a small positive number."""
+    global _MONTH_START_MS, _NEXT_MONTH_START_MS
     now = int(time.time() * 1000)
-    if now - _MONTH_START_MS > 32 * 86_400_000:
-        _MONTH_START_MS = _month_start_ms()
-    # the hex of struct.pack(">iH", ms, counter) appended to the fixed part's, without packing per key
-    return f"{_FIX_HEX}{(now - _MONTH_START_MS) & 0x7FFFFFFF:08X}{next(_COUNTER) & 0xFFFF:04X}"
+    if now >= _NEXT_MONTH_START_MS:
+        _MONTH_START_MS, _NEXT_MONTH_START_MS = _month_bounds_ms()
+    diff = now - _MONTH_START_MS
+    if -1_000_000 < diff < 0:  # the clock stepped back over the month's start (NTP): Java writes 0
+        diff = 0
+    # the hex of struct.pack(">IH", ms, counter) appended to the fixed part's, without packing per key
+    return f"{_FIX_HEX}{diff & 0xFFFFFFFF:08X}{next(_COUNTER) & 0xFFFF:04X}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,31 @@ def test_uniq_keys_follow_the_message_client_id_layout() -> None:
         raw = bytes.fromhex(key)
         assert len(raw) == 16 and key == raw.hex().upper()
         assert raw[:10] == producer_module._FIX
-        ms, _ = struct.unpack(">iH", raw[10:])
-        assert before <= ms <= after
+        ms, _ = struct.unpack(">IH", raw[10:])  # Java's (int) cast of the ms: its low 32 bits
+        assert (ms - before) % (1 << 32) <= after - before
     counters = [struct.unpack(">H", bytes.fromhex(k)[14:])[0] for k in keys]
     assert counters[1] == (counters[0] + 1) & 0xFFFF and counters[2] == (counters[1] + 1) & 0xFFFF
+
+
+def _key_ms(key: str) -> int:
+    return struct.unpack(">i", bytes.fromhex(key)[10:14])[0]
+
+
+def test_uniq_keys_late_in_a_month_carry_javas_negative_int(monkeypatch: pytest.MonkeyPatch) -> None:
+    start, following = producer_module._month_bounds_ms()
+    monkeypatch.setattr(producer_module, "_MONTH_START_MS", start)
+    monkeypatch.setattr(producer_module, "_NEXT_MONTH_START_MS", following)
+    late = start + 26 * 86_400_000 + 5  # past 2**31 ms into the month: Java's (int) cast goes negative
+    monkeypatch.setattr(producer_module.time, "time", lambda: late / 1000)
+    expected = 26 * 86_400_000 + 5 - (1 << 32)
+    assert abs(_key_ms(new_uniq_key()) - expected) <= 1
+
+
+def test_uniq_keys_count_from_the_next_month_once_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    start, following = producer_module._month_bounds_ms()
+    monkeypatch.setattr(producer_module, "_MONTH_START_MS", start - 31 * 86_400_000)
+    monkeypatch.setattr(producer_module, "_NEXT_MONTH_START_MS", start)
+    now = start + 1234
+    monkeypatch.setattr(producer_module.time, "time", lambda: now / 1000)
+    assert abs(_key_ms(new_uniq_key()) - 1234) <= 1
+    assert (producer_module._MONTH_START_MS, producer_module._NEXT_MONTH_START_MS) == (start, following)
