@@ -42,6 +42,7 @@ from rocketstore.broker.schedule import ScheduleService
 from rocketstore.broker.stats import ConsumeRates
 from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
+from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import RegisterBrokerBody
@@ -209,7 +210,7 @@ class Broker:
             self.put_count += 1
         return result
 
-    async def put_batch(self, messages: list[Message]) -> PutResult:
+    async def put_batch(self, messages: list[Message] | MessageBatch) -> PutResult:
         store = self.store
         if not store.config.is_sync_flush:
             return self.put_batch_now(messages)
@@ -218,7 +219,7 @@ class Broker:
             self.put_count += result.message_count
         return result
 
-    def put_batch_now(self, messages: list[Message]) -> PutResult:
+    def put_batch_now(self, messages: list[Message] | MessageBatch) -> PutResult:
         """put_batch on the calling thread: only for ASYNC_FLUSH, as :meth:`put_now`."""
         result = self.store.put_batch(messages)
         if result.status is PutMessageStatus.PUT_OK:

@@ -23,9 +23,9 @@ from rocketstore.broker.topics import (
     topic_problem,
 )
 from rocketstore.errors import MessageDecodeError, MessageError
-from rocketstore.message.batch import decode_batch_fields
+from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
-from rocketstore.message.properties import PropertyName, parse_properties
+from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
@@ -88,8 +88,8 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared
-    messages, batch, queue_id, region = prepared
-    result = await (broker.put_batch(messages) if batch else broker.put(messages[0]))
+    item, queue_id, region = prepared
+    result = await (broker.put_batch(item) if isinstance(item, MessageBatch) else broker.put(item))
     return _answer(request, result, queue_id, region)
 
 
@@ -101,13 +101,13 @@ def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand)
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared
-    messages, batch, queue_id, region = prepared
-    result = broker.put_batch_now(messages) if batch else broker.put_now(messages[0])
+    item, queue_id, region = prepared
+    result = broker.put_batch_now(item) if isinstance(item, MessageBatch) else broker.put_now(item)
     return _answer(request, result, queue_id, region)
 
 
-#: the messages to store, whether as a batch, the queue id asked for, the region extFields
-_Prepared = tuple[list[Message], bool, int, dict[str, str]]
+#: what to store (one message, or a batch), the queue id asked for, the region extFields
+_Prepared = tuple[Message | MessageBatch, int, dict[str, str]]
 
 
 def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | _Prepared:
@@ -175,31 +175,29 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         # Half messages need the transaction topics and the check service, which this broker lacks.
         return fail(ResponseCode.NO_PERMISSION,
                     f"the broker[{broker.config.broker_name}] sending transaction message is forbidden")
-    props.pop(PropertyName.WAIT, None)
-    props[PropertyName.CLUSTER] = broker.config.broker_cluster_name
     born_host = _born_host(conn)
     store_host = broker.store_host
-    try:
-        if batch:
-            if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
-                return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
-            if len(request.body) > broker.store.config.max_message_size:
-                return fail(ResponseCode.MESSAGE_ILLEGAL, PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL])
-            born_timestamp = header.born_timestamp
-            wait = PropertyName.WAIT
-            messages = []
-            for entry_body, entry_properties, entry_flag in decode_batch_fields(request.body):
-                entry_props = parse_properties(entry_properties)
-                entry_props.pop(wait, None)
-                entry_props.update(props)
-                messages.append(Message(topic, entry_body, entry_props, queue_id, entry_flag, sys_flag,
-                                        born_timestamp, born_host, store_host, reconsume_times))
-        else:
-            messages = [Message(topic, request.body, props, queue_id, header.flag, sys_flag, header.born_timestamp,
-                                born_host, store_host, reconsume_times)]
-    except MessageDecodeError as exc:
-        return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
-    return messages, batch, queue_id, region
+    if batch:
+        if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+            return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
+        if len(request.body) > broker.store.config.max_message_size:
+            return fail(ResponseCode.MESSAGE_ILLEGAL, PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL])
+        # As RocketMQ 4.9.3's batch send: the header's properties as sent (WAIT too) plus CLUSTER become the
+        # batch's own properties string, which the store appends to each entry's properties bytes as they
+        # came (MessageExtBatchEncoder); the entries are not parsed here.
+        props[PropertyName.CLUSTER] = broker.config.broker_cluster_name
+        try:
+            message_batch = MessageBatch.from_body(
+                topic, queue_id, request.body, batch_properties=encode_properties(props), sys_flag=sys_flag,
+                born_timestamp=header.born_timestamp, born_host=born_host, store_host=store_host,
+                reconsume_times=reconsume_times)
+        except MessageDecodeError as exc:
+            return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
+        return message_batch, queue_id, region
+    props.pop(PropertyName.WAIT, None)
+    props[PropertyName.CLUSTER] = broker.config.broker_cluster_name
+    return (Message(topic, request.body, props, queue_id, header.flag, sys_flag, header.born_timestamp, born_host,
+                    store_host, reconsume_times), queue_id, region)
 
 
 def _is_batch(request: RemotingCommand, parsed: bool) -> bool:

@@ -11,7 +11,8 @@ Imports only :mod:`rocketstore.message.hashing`.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 
 from rocketstore.message.hashing import java_string_hash
 
@@ -21,6 +22,7 @@ __all__ = [
     "PROPERTY_SEPARATOR",
     "PropertyName",
     "encode_properties",
+    "encode_properties_column",
     "java_hashmap_order",
     "parse_properties",
     "parse_properties_raw",
@@ -162,3 +164,59 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
     except TypeError:  # a None value: skipped, as Java skips null values
         return PROPERTY_SEPARATOR.join([items[i][0] + NAME_VALUE_SEPARATOR + items[i][1]  # type: ignore[operator]
                                         for i in order if items[i][1] is not None])
+
+
+#: names -> whether their Java HashMap order is independent of insertion order (no two share a bucket)
+_ORDER_FREE: dict[tuple[str, ...], bool] = {}
+
+
+def _order_free(names: tuple[str, ...]) -> bool:
+    """True when no two of *names* share a bucket of the HashMap that holds them: then every insertion
+    order of these names iterates alike, so one cached format serves every map holding them."""
+    free = _ORDER_FREE.get(names)
+    if free is None:
+        table = 16
+        while len(names) > table * 3 // 4:
+            table *= 2
+        free = len({_spread(name) & (table - 1) for name in names}) == len(names)
+        if len(_ORDER_FREE) >= _ORDER_CACHE_MAX:
+            _ORDER_FREE.clear()
+        _ORDER_FREE[names] = free
+    return free
+
+
+def encode_properties_column(maps: Sequence[Mapping[str, str | None]]) -> list[bytes] | None:
+    """``encode_properties(m).encode()`` for each of *maps* when they all hold the first one's names with
+    str values (a producer's batch) and those names' Java HashMap order does not depend on insertion order;
+    None for anything else, which the caller encodes map by map.
+
+    One %-format of the whole column instead of one per map: the cached format repeated with a 0x00
+    between copies, filled once and split once (refused when a value holds a 0x00 itself).  The same
+    number of names, every one found, is the same set of names."""
+    n = len(maps)
+    if not n:
+        return []
+    first = maps[0]
+    count = len(first)
+    if list(map(len, maps)).count(count) != n:
+        return None
+    if not count:
+        return [b""] * n
+    names = tuple(first)
+    if not _order_free(names):
+        return None
+    shape = _FORMATS.get(names, False)
+    if shape is False:
+        shape = _format_of(names)
+    if shape is None:
+        return None
+    fmt, values_of = shape  # type: ignore[misc]
+    try:
+        values = tuple(chain.from_iterable(map(values_of, maps)))
+        "".join(values)  # type: ignore[arg-type]  # every value a str (a None is skipped by encode_properties)
+    except (KeyError, TypeError):
+        return None
+    text = "\x00".join([fmt] * n) % values
+    if text.count("\x00") != n - 1:
+        return None
+    return text.encode("utf-8").split(b"\x00")

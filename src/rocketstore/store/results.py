@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from rocketstore.message.host import HostAddress
-from rocketstore.message.message_id import encode_offset_message_id
+from rocketstore.message.message_id import encode_offset_message_id, encode_offset_message_ids
 from rocketstore.message.record import StoredMessage, decode_record
 
 __all__ = ["GetMessageStatus", "GetResult", "PutMessageStatus", "PutResult", "QueryResult"]
@@ -74,12 +74,7 @@ class PutResult(NamedTuple):
             return ""
         if not self.record_sizes:
             return encode_offset_message_id(self.store_host, self.commit_log_offset)
-        ids = []
-        offset = self.commit_log_offset
-        for size in self.record_sizes:
-            ids.append(encode_offset_message_id(self.store_host, offset))
-            offset += size
-        return ",".join(ids)
+        return encode_offset_message_ids(self.store_host, self.commit_log_offset, self.record_sizes)
 
 
 @dataclass(frozen=True, slots=True)
