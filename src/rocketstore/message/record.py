@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
-import operator
 import struct
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
 from typing import Final, NamedTuple
 
 from rocketstore.errors import (
@@ -60,7 +58,6 @@ __all__ = [
     "QUEUE_OFFSET_POS",
     "SYS_FLAG_POS",
     "TOTAL_SIZE_MAGIC",
-    "BatchDraft",
     "DispatchInfo",
     "Message",
     "RecordDraft",
@@ -71,10 +68,8 @@ __all__ = [
     "decode_dispatch_info",
     "decode_record",
     "decode_records",
-    "draft_batch",
     "draft_message",
     "draft_record",
-    "encode_batch_draft",
     "encode_record",
     "header_layout",
     "host_bytes",
@@ -444,166 +439,6 @@ def write_record(buf: bytearray | memoryview | mmap.mmap, pos: int, draft: Recor
     header.pack_into(buf, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, commit_log_offset,
                      sys_flag, born_ts, born, store_timestamp, store, reconsume, prepared, body_len)
     buf[pos + header.size : pos + total] = tail
-
-
-class BatchDraft(NamedTuple):
-    """The records of a batch ready to be placed (see :func:`draft_batch`): columns of what differs between
-    them, one value of what they share.  :func:`encode_batch_draft` lays them down once the writer knows
-    QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP.  Callers read ``total``, ``sizes``, ``queue_id`` and
-    ``sys_flag``."""
-
-    header: struct.Struct
-    #: the struct of a whole record when every record has one size (the usual batch), else None
-    layout: struct.Struct | None
-    total: int
-    sizes: list[int]
-    crcs: list[int]
-    queue_id: int
-    flags: Sequence[int]
-    sys_flag: int
-    born_timestamp: int
-    born: bytes
-    store: bytes
-    reconsume_times: int
-    prepared_offset: int
-    body_lengths: list[int]
-    bodies: Sequence[bytes]
-    topic_part: bytes
-    properties_lengths: list[int]
-    properties: Sequence[bytes]
-    suffixes: Sequence[bytes]
-
-
-_add = operator.add
-_pack_prop_len = _PROP_LEN.pack
-_CRC_MASK: Final = 0x7FFFFFFF
-_crc_mask = _CRC_MASK.__and__
-_crc32 = zlib.crc32
-#: (host bits, body, topic part, properties, suffix lengths) -> the struct of a whole record of that shape
-_RECORD_LAYOUTS: dict[tuple[int, int, int, int, int], struct.Struct] = {}
-_RECORD_LAYOUTS_MAX = 1024
-
-
-def _record_layout(host_bits: int, body_len: int, topic_part_len: int, props_len: int,
-                   suffix_len: int) -> struct.Struct:
-    """The fixed fields, BODY, TOPICLENGTH + TOPIC, PROPLENGTH, the entry's PROPERTIES and the appended
-    suffix of a record of this shape as one struct: one pack per record instead of a header pack and a
-    join of five parts."""
-    key = (host_bits, body_len, topic_part_len, props_len, suffix_len)
-    layout = _RECORD_LAYOUTS.get(key)
-    if layout is None:
-        header_format = _WRITE_HEADERS[host_bits].format
-        layout = struct.Struct(f"{header_format}{body_len}s{topic_part_len}sh{props_len}s{suffix_len}s")
-        if len(_RECORD_LAYOUTS) >= _RECORD_LAYOUTS_MAX:
-            _RECORD_LAYOUTS.clear()
-        _RECORD_LAYOUTS[key] = layout
-    return layout
-
-
-def draft_batch(topic: str, queue_id: int, flags: Sequence[int], bodies: Sequence[bytes],
-                properties: Sequence[bytes], suffix: bytes = b"", *, sys_flag: int = 0, born_timestamp: int = 0,
-                born: bytes, store: bytes, reconsume_times: int = 0, prepared_offset: int = 0,
-                max_message_bytes: int = 0x7FFFFFFF) -> BatchDraft:
-    """Validate and pre-encode the records of a batch: one record per ``bodies[i]`` with ``flags[i]`` and
-    everything else shared; hosts as :func:`host_bytes`.
-
-    Record i's properties are ``properties[i]`` (UTF-8, as given), then, when *suffix* is non-empty, a
-    0x02 separator unless ``properties[i]`` is empty or already ends with one, then *suffix*: what RocketMQ's
-    batch encoder writes for an entry's properties followed by the batch's own.
-
-    Raises what :func:`draft_message` raises (InvalidTopicError, PropertiesTooLargeError,
-    MessageTooLargeError, MessageFieldError), each checked over the whole batch in that order, and builds
-    nothing then.  The work per record is a few C-level passes over columns, no Python step per record."""
-    topic_part = _TOPIC_PARTS.get(topic)
-    if topic_part is None:
-        topic_part = _topic_part(topic)
-    n = len(bodies)
-    props_lens = list(map(len, properties))
-    entry_props_len = props_lens[0] if n else 0
-    same_props_len = props_lens.count(entry_props_len) == n
-    suffixes: Sequence[bytes]
-    if not suffix:
-        suffixes = [b""] * n
-        suffix_len = 0
-    else:
-        separated = b"\x02" + suffix
-        if 0 in props_lens or any(map(bytes.endswith, properties, repeat(b"\x02"))):
-            suffixes = [separated if length and not p.endswith(b"\x02") else suffix
-                        for p, length in zip(properties, props_lens)]
-            props_lens = list(map(_add, props_lens, map(len, suffixes)))
-            suffix_len = -1 if suffixes.count(suffixes[0]) != n else len(suffixes[0])
-        else:
-            suffixes = [separated] * n
-            suffix_len = len(separated)
-            props_lens = list(map(_add, props_lens, repeat(suffix_len)))
-    longest_props = max(props_lens, default=0)
-    if longest_props > 32767:
-        raise PropertiesTooLargeError(longest_props)
-    sys_flag &= ~0x30
-    fixed = 90 + len(topic_part)  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
-    if len(born) == 20:
-        sys_flag |= SysFlag.BORNHOST_V6
-        fixed += 12
-    if len(store) == 20:
-        sys_flag |= SysFlag.STOREHOST_V6
-        fixed += 12
-    body_lens = list(map(len, bodies))
-    body_len = body_lens[0] if n else 0
-    layout = None
-    if same_props_len and suffix_len >= 0 and body_lens.count(body_len) == n and n:
-        # the usual batch: one record size, one layout
-        size = fixed + body_len + props_lens[0]
-        if size > max_message_bytes:
-            raise MessageTooLargeError(size, max_message_bytes)
-        sizes = [size] * n
-        layout = _record_layout(sys_flag >> 4 & 3, body_len, len(topic_part), entry_props_len, suffix_len)
-    else:
-        sizes = list(map(_add, map(_add, body_lens, props_lens), repeat(fixed)))
-        largest = max(sizes, default=0)
-        if largest > max_message_bytes:
-            raise MessageTooLargeError(largest, max_message_bytes)
-    if queue_id < 0:
-        raise MessageFieldError(f"queue id {queue_id} is negative")
-    try:
-        _pack_field_ranges(queue_id, min(flags, default=0), sys_flag, reconsume_times, born_timestamp,
-                           prepared_offset)
-        _pack_field_ranges(queue_id, max(flags, default=0), sys_flag, reconsume_times, born_timestamp,
-                           prepared_offset)
-    except struct.error as exc:
-        raise MessageFieldError("an int field is outside Java's int range or a long field outside long's: "
-                                f"{exc}") from exc
-    crcs = list(map(_crc_mask, map(_crc32, bodies)))
-    return BatchDraft(_WRITE_HEADERS[sys_flag >> 4 & 3], layout, sum(sizes), sizes, crcs, queue_id, flags, sys_flag,
-                      born_timestamp, born, store, reconsume_times, prepared_offset, body_lens, bodies, topic_part,
-                      props_lens, properties, suffixes)
-
-
-def encode_batch_draft(draft: BatchDraft, queue_offset: int, commit_log_offset: int, store_timestamp: int, *,
-                       queue_step: int = 1) -> bytes:
-    """The records of *draft* back to back, the first at *commit_log_offset* with *queue_offset* (the next
-    ones *queue_step* further each, 0 for records that take no queue entry), all stamped *store_timestamp*.
-
-    Every record is packed and joined by C-level iteration (map / zip / chain): the records of a batch of
-    64 cost a few dozen Python steps in all."""
-    sizes = draft.sizes
-    n = len(sizes)
-    queue_offsets = range(queue_offset, queue_offset + n) if queue_step else repeat(queue_offset, n)
-    layout = draft.layout
-    if layout is not None:
-        size = sizes[0]
-        return b"".join(map(layout.pack, sizes, repeat(MESSAGE_MAGIC), draft.crcs, repeat(draft.queue_id),
-                            draft.flags, queue_offsets, range(commit_log_offset, commit_log_offset + n * size, size),
-                            repeat(draft.sys_flag), repeat(draft.born_timestamp), repeat(draft.born),
-                            repeat(store_timestamp), repeat(draft.store), repeat(draft.reconsume_times),
-                            repeat(draft.prepared_offset), draft.body_lengths, draft.bodies, repeat(draft.topic_part),
-                            draft.properties_lengths, draft.properties, draft.suffixes))
-    headers = map(draft.header.pack, sizes, repeat(MESSAGE_MAGIC), draft.crcs, repeat(draft.queue_id), draft.flags,
-                  queue_offsets, accumulate(sizes, initial=commit_log_offset), repeat(draft.sys_flag),
-                  repeat(draft.born_timestamp), repeat(draft.born), repeat(store_timestamp), repeat(draft.store),
-                  repeat(draft.reconsume_times), repeat(draft.prepared_offset), draft.body_lengths)
-    return b"".join(chain.from_iterable(zip(headers, draft.bodies, repeat(draft.topic_part),
-                                            map(_pack_prop_len, draft.properties_lengths), draft.properties,
-                                            draft.suffixes)))
 
 
 def encode_record(message: Message, properties_string: str | None = None, *,

@@ -18,15 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, repeat
 
 from rocketstore.errors import StoreError
+from rocketstore.message.batch_draft import BatchDraft, encode_batch_draft
 from rocketstore.message.record import (
     BLANK_MAGIC,
     BLANK_RECORD,
     BLANK_RECORD_BYTES,
     MESSAGE_MAGIC,
     TOTAL_SIZE_MAGIC,
-    BatchDraft,
     RecordDraft,
-    encode_batch_draft,
     write_record,
 )
 from rocketstore.store.file_queue import FileQueue

@@ -37,6 +37,7 @@ from rocketstore.errors import (
     StoreLockedError,
 )
 from rocketstore.message.batch import MessageBatch, key_columns
+from rocketstore.message.batch_draft import BatchDraft, draft_batch
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.message_id import decode_offset_message_id
@@ -50,13 +51,11 @@ from rocketstore.message.properties import (
 )
 from rocketstore.message.record import (
     BLANK_MAGIC,
-    BatchDraft,
     Message,
     RecordDraft,
     StoredMessage,
     SysFlag,
     decode_record,
-    draft_batch,
     draft_message,
     host_bytes,
     store_timestamp_position,

@@ -35,6 +35,7 @@ from rocketstore.message.batch import (
     key_columns,
     split_batch,
 )
+from rocketstore.message.batch_draft import draft_batch, encode_batch_draft
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.message_id import encode_offset_message_id, encode_offset_message_ids
@@ -43,8 +44,6 @@ from rocketstore.message.record import (
     Message,
     SysFlag,
     decode_record,
-    draft_batch,
-    encode_batch_draft,
     encode_record,
 )
 from rocketstore.store.config import StoreConfig
