@@ -19,13 +19,11 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import mmap
-import operator
 import os
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
-from itertools import repeat
 
 from rocketstore.errors import (
     InvalidTopicError,
@@ -36,8 +34,8 @@ from rocketstore.errors import (
     StoreClosedError,
     StoreLockedError,
 )
-from rocketstore.message.batch import MessageBatch, key_columns
-from rocketstore.message.batch_draft import BatchDraft, draft_batch
+from rocketstore.message.batch import MessageBatch
+from rocketstore.message.batch_draft import BatchDraft
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.message_id import decode_offset_message_id
@@ -46,8 +44,6 @@ from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPAR
 from rocketstore.message.properties import (
     PropertyName,
     encode_properties,
-    encode_properties_column,
-    parse_properties,
 )
 from rocketstore.message.record import (
     BLANK_MAGIC,
@@ -61,6 +57,7 @@ from rocketstore.message.record import (
     store_timestamp_position,
     validate_topic,
 )
+from rocketstore.store.batch_put import BatchMeta, delay_level, draft_message_batch, draft_message_list
 from rocketstore.store.checkpoint import Checkpoint
 from rocketstore.store.cleanup import Cleaner, CleanReport
 from rocketstore.store.commitlog import AppendError, CommitLog
@@ -82,15 +79,6 @@ _UNIQ_KEY = PropertyName.UNIQ_KEY
 _WAIT = PropertyName.WAIT
 _PUT_OK = PutMessageStatus.PUT_OK
 _new_tuple = tuple.__new__
-#: put_batch's column readers: what a usual batch's messages share, and what differs between them
-_BATCH_SHARED_FIELDS = operator.attrgetter("topic", "queue_id", "sys_flag", "born_timestamp", "born_host",
-                                           "store_host", "reconsume_times", "prepared_transaction_offset")
-_MESSAGE_PROPERTIES = operator.attrgetter("properties")
-_MESSAGE_FLAG = operator.attrgetter("flag")
-_MESSAGE_BODY = operator.attrgetter("body")
-_contains = operator.contains
-#: a DELAY pair can only be in an entry's properties bytes if this is
-_DELAY_PAIR = PropertyName.DELAY.encode() + b"\x01"
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
 _LOCKED_PATHS: set[str] = set()
 _LOCKED_PATHS_GUARD = threading.Lock()
@@ -118,27 +106,9 @@ def _lock_first_byte(fd: int) -> None:
     fcntl.fcntl(fd, ofd_setlk, struct.pack("@hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0))
 
 
-def _delay_level(properties: dict[str, str]) -> int:
-    delay = properties.get(PropertyName.DELAY)
-    if delay is None:
-        return 0
-    try:
-        return int(delay)
-    except ValueError:
-        return 0
-
-
 def _java_int(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - 0x100000000 if value & 0x80000000 else value
-
-
-def _tags_codes(tags: list[str | None]) -> list[int]:
-    """tags_code of each record's TAGS: one hash for a batch of one tag (the usual), else one lookup each."""
-    first = tags[0]
-    if tags.count(first) == len(tags):
-        return [tags_code(first)] * len(tags)
-    return list(map(tags_code, tags))
 
 
 class MessageStore:
@@ -619,110 +589,22 @@ class MessageStore:
         return self._append_batch(draft, draft.sizes, first.topic, first.queue_id, first.store_timestamp, meta,
                                   first.store_host)
 
-    def _draft_messages(self, batch: list[Message]
-                        ) -> tuple[BatchDraft, tuple[str, list[int], list[str | None], list[str | None]] | None] | None:
-        """The batch's draft and dispatch facts when every message shares every field but body, flag and
-        properties (the usual batch) and nothing in it is refused; None otherwise (the caller then checks
-        message by message).  Column-wise: a few C-level passes over the batch instead of a draft per
-        message."""
-        n = len(batch)
-        shared = list(map(_BATCH_SHARED_FIELDS, batch))
-        if shared.count(shared[0]) != n:
-            return None
-        topic, queue_id, sys_flag, born_ts, born, store, reconsume, prepared = shared[0]
-        if sys_flag & SysFlag.TRANSACTION_MASK or topic == SCHEDULE_TOPIC:
-            return None
-        props_of = list(map(_MESSAGE_PROPERTIES, batch))
-        try:
-            if any(map(_contains, props_of, repeat(_DELAY))):
-                return None
-            # (properties over 32767 bytes make draft_batch raise; the checked path then says which status)
-            counts = list(map(len, props_of))
-            props_bytes = encode_properties_column(props_of)
-            if props_bytes is not None:
-                # the facts come from the dicts when each says what its stored string says (see _fact_meta):
-                # with every value a str, a string holds at least one 0x01 per pair and one 0x02 between
-                # pairs, so the batch's totals equal the pairs' exactly when each message's do
-                pairs = sum(counts)
-                joined = b"".join(props_bytes)
-                agree = joined.count(b"\x01") == pairs and \
-                    joined.count(b"\x02") == pairs - (n - counts.count(0))
-            else:
-                texts = list(map(encode_properties, props_of))
-                props_bytes = list(map(str.encode, texts))
-                agree = list(map(str.count, texts, repeat(_NAME_VALUE_SEPARATOR))) == counts and \
-                    list(map(str.count, texts, repeat(_PROPERTY_SEPARATOR))) == [c - 1 if c else 0 for c in counts]
-            draft = draft_batch(topic, queue_id, list(map(_MESSAGE_FLAG, batch)), list(map(_MESSAGE_BODY, batch)),
-                                props_bytes, sys_flag=sys_flag, born_timestamp=born_ts,
-                                born=self._store_host_bytes if born is None else self._host_bytes(born),
-                                store=self._store_host_bytes if store is None else self._host_bytes(store),
-                                reconsume_times=reconsume, prepared_offset=prepared,
-                                max_message_bytes=self._max_message_bytes)
-            if not agree:
-                return draft, None
-            tags = list(map(dict.get, props_of, repeat(_TAGS)))
-            uniq = list(map(dict.get, props_of, repeat(_UNIQ_KEY)))
-            keys = list(map(dict.get, props_of, repeat(_KEYS)))
-        except (OverflowError, ValueError, TypeError, AttributeError, struct.error, InvalidTopicError,
-                MessageFieldError, MessageTooLargeError, PropertiesTooLargeError):
-            return None
-        if "" in uniq:
-            uniq = [u or None for u in uniq]
-        return draft, (topic, _tags_codes(tags), uniq, keys)
+    def _draft_messages(self, batch: list[Message]) -> tuple[BatchDraft, BatchMeta | None] | None:
+        """:func:`draft_message_list` with this store's hosts and size limit."""
+        return draft_message_list(batch, self._store_host_bytes, self._host_bytes, self._max_message_bytes)
 
     def _put_message_batch(self, batch: MessageBatch) -> PutResult:
         """put_batch of a MessageBatch: RocketMQ's putMessages of a MessageExtBatch."""
-        topic, queue_id = batch.topic, batch.queue_id
-        n = len(batch.bodies)
-        if not n:
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        if len(batch.flags) != n or len(batch.properties) != n:
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a flag and properties for every body")
-        if batch.sys_flag & SysFlag.TRANSACTION_MASK:
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
-        suffix = batch.batch_properties
-        shared = parse_properties(suffix) if suffix else {}
-        props = batch.properties
-        try:
-            # one decode checks every entry: an ASCII separator keeps one entry's broken end from pairing up
-            # with the next one's start
-            joined = b"\x02".join(props)
-            if not joined.isascii():
-                joined.decode("utf-8")
-        except (UnicodeDecodeError, TypeError):
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-        # DELAY as a reader of each stored string finds it: the batch's own value when it has one (it comes
-        # last), else the entry's
-        if _DELAY in shared:
-            delayed = _delay_level(shared) > 0
-        elif _DELAY_PAIR in joined:
-            delayed = any(_delay_level(parse_properties(p.decode("utf-8"))) > 0 for p in props)
-        else:
-            delayed = False
-        if delayed:
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
-        born, store = batch.born_host, batch.store_host
-        try:
-            draft = draft_batch(topic, queue_id, batch.flags, batch.bodies, props, suffix.encode("utf-8"),
-                                sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp,
-                                born=self._store_host_bytes if born is None else self._host_bytes(born),
-                                store=self._store_host_bytes if store is None else self._host_bytes(store),
-                                reconsume_times=batch.reconsume_times, max_message_bytes=self._max_message_bytes)
-        except PropertiesTooLargeError:
-            return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id)
-        except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
-                AttributeError, struct.error):
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-        meta = None
-        if topic != SCHEDULE_TOPIC:
-            tags, uniq, keys = key_columns(props, shared)
-            meta = (topic, _tags_codes(tags), uniq, keys)
-        return self._append_batch(draft, draft.sizes, topic, queue_id, batch.store_timestamp, meta, store)
+        drafted = draft_message_batch(batch, self._store_host_bytes, self._host_bytes, self._max_message_bytes)
+        if isinstance(drafted, PutResult):
+            return drafted
+        draft, meta = drafted
+        return self._append_batch(draft, draft.sizes, batch.topic, batch.queue_id, batch.store_timestamp, meta,
+                                  batch.store_host)
 
     def _append_batch(self, draft: BatchDraft | list[RecordDraft], sizes: list[int], topic: str, queue_id: int,
                       store_timestamp: int | None,
-                      meta: tuple[str, list[int], list[str | None], list[str | None]] | None,
-                      store_host: HostAddress | None) -> PutResult:
+                      meta: BatchMeta | None, store_host: HostAddress | None) -> PutResult:
         """Place a drafted batch (*sizes*: its records') and answer for it: the end of every put_batch path."""
         total = sum(sizes)
         if total > self._max_message_bytes:
@@ -753,7 +635,7 @@ class MessageStore:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
             props = message.properties
             if message.sys_flag & SysFlag.TRANSACTION_MASK or (props.get(_DELAY) is not None
-                                                               and _delay_level(props) > 0):
+                                                               and delay_level(props) > 0):
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
             if props:
                 try:

@@ -1,0 +1,183 @@
+"""What put_batch checks and drafts before the commitlog places a batch: column-wise, no store state.
+
+Two kinds of batch reach the store.  A list of :class:`Message` (the embedded API) is drafted in one piece
+by :func:`draft_message_list` when its messages share every field but body, flag and properties (the usual
+batch); anything else it hands back to the store's message-by-message path, which names the first refused
+message's status.  A :class:`MessageBatch` (a broker's batch send) is checked and drafted by
+:func:`draft_message_batch` the way RocketMQ 4.9.3 stores a MessageExtBatch: each entry's properties bytes
+as sent, then the batch's own properties string.
+
+Both return the draft and the dispatch facts of its records (:data:`BatchMeta`), or say why the batch is
+refused.  The store's hosts come in as *store_host_bytes* (the store's own, for a message without one) and
+*host_bytes* (a cached ``host_bytes`` of any other).
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from collections.abc import Callable
+from itertools import repeat
+
+from rocketstore.errors import (
+    InvalidTopicError,
+    MessageFieldError,
+    MessageTooLargeError,
+    PropertiesTooLargeError,
+)
+from rocketstore.message.batch import MessageBatch, key_columns
+from rocketstore.message.batch_draft import BatchDraft, draft_batch
+from rocketstore.message.hashing import tags_code
+from rocketstore.message.host import HostAddress
+from rocketstore.message.properties import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    PropertyName,
+    encode_properties,
+    encode_properties_column,
+    parse_properties,
+)
+from rocketstore.message.record import Message, SysFlag
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
+from rocketstore.store.results import PutMessageStatus, PutResult
+
+__all__ = ["BatchMeta", "delay_level", "draft_message_batch", "draft_message_list", "tags_codes"]
+
+#: dispatch facts of a batch's records: (topic, tags codes, uniq keys, keys), one of each per record
+BatchMeta = tuple[str, list[int], list[str | None], list[str | None]]
+
+_DELAY = PropertyName.DELAY
+_TAGS = PropertyName.TAGS
+_KEYS = PropertyName.KEYS
+_UNIQ_KEY = PropertyName.UNIQ_KEY
+#: what a usual batch's messages share, and the columns that differ between them
+_SHARED_FIELDS = operator.attrgetter("topic", "queue_id", "sys_flag", "born_timestamp", "born_host", "store_host",
+                                     "reconsume_times", "prepared_transaction_offset")
+_PROPERTIES = operator.attrgetter("properties")
+_FLAG = operator.attrgetter("flag")
+_BODY = operator.attrgetter("body")
+_contains = operator.contains
+#: a DELAY pair can only be in an entry's properties bytes if this is
+_DELAY_PAIR = PropertyName.DELAY.encode() + b"\x01"
+
+
+def delay_level(properties: dict[str, str]) -> int:
+    """The DELAY property as a number, 0 when absent or not a number (as RocketMQ reads it)."""
+    delay = properties.get(_DELAY)
+    if delay is None:
+        return 0
+    try:
+        return int(delay)
+    except ValueError:
+        return 0
+
+
+def tags_codes(tags: list[str | None]) -> list[int]:
+    """tags_code of each record's TAGS: one hash for a batch of one tag (the usual), else one lookup each."""
+    first = tags[0]
+    if tags.count(first) == len(tags):
+        return [tags_code(first)] * len(tags)
+    return list(map(tags_code, tags))
+
+
+def draft_message_list(batch: list[Message], store_host_bytes: bytes, host_bytes: Callable[[HostAddress], bytes],
+                       max_message_bytes: int) -> tuple[BatchDraft, BatchMeta | None] | None:
+    """The draft and dispatch facts of a non-empty list of messages when every message shares every field
+    but body, flag and properties (the usual batch) and nothing in it is refused; None otherwise (the caller
+    then checks message by message).  The facts are None when a properties map may not say what its stored
+    string says (a separator inside a name or value): the dispatcher then decodes the records.  A few
+    C-level passes over the batch instead of a draft per message."""
+    n = len(batch)
+    shared = list(map(_SHARED_FIELDS, batch))
+    if shared.count(shared[0]) != n:
+        return None
+    topic, queue_id, sys_flag, born_ts, born, store, reconsume, prepared = shared[0]
+    if sys_flag & SysFlag.TRANSACTION_MASK or topic == SCHEDULE_TOPIC:
+        return None
+    props_of = list(map(_PROPERTIES, batch))
+    try:
+        if any(map(_contains, props_of, repeat(_DELAY))):
+            return None
+        # (properties over 32767 bytes make draft_batch raise; the checked path then says which status)
+        counts = list(map(len, props_of))
+        props_bytes = encode_properties_column(props_of)
+        if props_bytes is not None:
+            # with every value a str, a string holds at least one 0x01 per pair and one 0x02 between pairs, so
+            # the batch's totals equal the pairs' exactly when each message's do
+            pairs = sum(counts)
+            joined = b"".join(props_bytes)
+            agree = joined.count(b"\x01") == pairs and joined.count(b"\x02") == pairs - (n - counts.count(0))
+        else:
+            texts = list(map(encode_properties, props_of))
+            props_bytes = list(map(str.encode, texts))
+            agree = list(map(str.count, texts, repeat(NAME_VALUE_SEPARATOR))) == counts and \
+                list(map(str.count, texts, repeat(PROPERTY_SEPARATOR))) == [c - 1 if c else 0 for c in counts]
+        draft = draft_batch(topic, queue_id, list(map(_FLAG, batch)), list(map(_BODY, batch)), props_bytes,
+                            sys_flag=sys_flag, born_timestamp=born_ts,
+                            born=store_host_bytes if born is None else host_bytes(born),
+                            store=store_host_bytes if store is None else host_bytes(store),
+                            reconsume_times=reconsume, prepared_offset=prepared, max_message_bytes=max_message_bytes)
+        if not agree:
+            return draft, None
+        tags = list(map(dict.get, props_of, repeat(_TAGS)))
+        uniq = list(map(dict.get, props_of, repeat(_UNIQ_KEY)))
+        keys = list(map(dict.get, props_of, repeat(_KEYS)))
+    except (OverflowError, ValueError, TypeError, AttributeError, struct.error, InvalidTopicError,
+            MessageFieldError, MessageTooLargeError, PropertiesTooLargeError):
+        return None
+    if "" in uniq:
+        uniq = [u or None for u in uniq]
+    return draft, (topic, tags_codes(tags), uniq, keys)
+
+
+def draft_message_batch(batch: MessageBatch, store_host_bytes: bytes, host_bytes: Callable[[HostAddress], bytes],
+                        max_message_bytes: int) -> tuple[BatchDraft, BatchMeta | None] | PutResult:
+    """The draft and dispatch facts of a MessageBatch, or the refusal RocketMQ's putMessages answers: an
+    empty batch, entries that are not UTF-8, a transactional or delayed batch, a record too large
+    (MESSAGE_ILLEGAL), properties too long (PROPERTIES_SIZE_EXCEEDED)."""
+    topic, queue_id = batch.topic, batch.queue_id
+    n = len(batch.bodies)
+    if not n:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+    if len(batch.flags) != n or len(batch.properties) != n:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a flag and properties for every body")
+    if batch.sys_flag & SysFlag.TRANSACTION_MASK:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+    suffix = batch.batch_properties
+    shared = parse_properties(suffix) if suffix else {}
+    props = batch.properties
+    try:
+        # one decode checks every entry: an ASCII separator keeps one entry's broken end from pairing up with
+        # the next one's start
+        joined = b"\x02".join(props)
+        if not joined.isascii():
+            joined.decode("utf-8")
+    except (UnicodeDecodeError, TypeError):
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+    # DELAY as a reader of each stored string finds it: the batch's own value when it has one (it comes
+    # last), else the entry's
+    if _DELAY in shared:
+        delayed = delay_level(shared) > 0
+    elif _DELAY_PAIR in joined:
+        delayed = any(delay_level(parse_properties(p.decode("utf-8"))) > 0 for p in props)
+    else:
+        delayed = False
+    if delayed:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+    born, store = batch.born_host, batch.store_host
+    try:
+        draft = draft_batch(topic, queue_id, batch.flags, batch.bodies, props, suffix.encode("utf-8"),
+                            sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp,
+                            born=store_host_bytes if born is None else host_bytes(born),
+                            store=store_host_bytes if store is None else host_bytes(store),
+                            reconsume_times=batch.reconsume_times, max_message_bytes=max_message_bytes)
+    except PropertiesTooLargeError:
+        return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id)
+    except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
+            AttributeError, struct.error):
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+    meta = None
+    if topic != SCHEDULE_TOPIC:
+        tags, uniq, keys = key_columns(props, shared)
+        meta = (topic, tags_codes(tags), uniq, keys)
+    return draft, meta
