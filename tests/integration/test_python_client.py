@@ -135,6 +135,32 @@ def test_batch_send_stores_each_message_with_consecutive_offsets(cluster: LocalC
     arun(go)
 
 
+def test_a_uniform_batch_arrives_with_its_keys_tags_and_the_brokers_properties(cluster: LocalCluster) -> None:
+    """The usual batch (one tags value, one body length, no keys): the client packs it column-wise and the
+    broker stores each entry's properties as sent plus the batch's own (WAIT, CLUSTER), as RocketMQ does."""
+    async def go() -> None:
+        bodies = [f"u{i:03d}".encode() for i in range(64)]
+        async with Producer(cluster.namesrv_addr, "py-uniform") as producer:
+            result = await producer.send_batch("PyUniform", [OutgoingMessage(b, tags="TagU") for b in bodies],
+                                               queue_id=1)
+        uniq_keys = result.msg_id.split(",")
+        assert result.status == "SEND_OK" and len(uniq_keys) == 64 and len(set(uniq_keys)) == 64
+        async with PullConsumer(cluster.namesrv_addr, "py-uniform-consumer") as consumer:
+            await routed(consumer, "PyUniform")
+            got = []
+            while len(got) < 64:
+                pulled = await consumer.pull(MessageQueue("PyUniform", "broker-a", 1), len(got), suspend_ms=5000)
+                got += pulled.messages
+        assert [m.body for m in got] == bodies
+        assert [m.queue_offset for m in got] == list(range(64))
+        assert [m.properties["UNIQ_KEY"] for m in got] == uniq_keys
+        assert {m.tags for m in got} == {"TagU"}
+        assert {(m.properties.get("WAIT"), m.properties.get("CLUSTER")) for m in got} == \
+            {("true", cluster.broker.config.broker_cluster_name)}
+
+    arun(go)
+
+
 def test_long_polled_pull_wakes_up_when_a_message_arrives(cluster: LocalCluster) -> None:
     async def go() -> None:
         async with Producer(cluster.namesrv_addr, "lp-producer") as producer, \

@@ -14,6 +14,12 @@ producer outlives a broker that goes away and comes back on the same address: se
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
 instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
 offset message id is ``offset_msg_id``.  Loop-bound.
+
+Per-message client CPU is part of every round trip, so the send paths avoid per-message Python work where
+the bytes allow: a batch's keys come from one %-format and the usual batch (one tags value, flag and body
+length, no keys or user properties) is packed one struct per entry without BatchEntry objects; the request's
+extFields are a copy of a per-(topic, queue) template; the route, publish queues, master addresses and
+the pool's connection are looked up without a coroutine while they stay valid.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice, repeat
+from operator import attrgetter
 from typing import Self
 
 from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
@@ -39,9 +47,10 @@ from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, RequestCode, ResponseCode, SerializeType
 from rocketstore.remoting.command import RemotingCommand, new_command
 from rocketstore.remoting.headers import SendMessageRequestHeader
-from rocketstore.remoting.transport import ConnectionPool
+from rocketstore.remoting.transport import Connection, ConnectionPool
 
-__all__ = ["OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key"]
+__all__ = ["OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key",
+           "new_uniq_keys"]
 
 #: ``selector(queues, sharding_key) -> one of queues``, as RocketMQ's MessageQueueSelector
 QueueSelector = Callable[[list[MessageQueue], object], MessageQueue]
@@ -73,6 +82,10 @@ def _ip_bytes() -> bytes:
 
 
 _DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
+# plain ints: an IntEnum code takes the frame encoder's checked (slower) path
+_SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_SUCCESS = int(ResponseCode.SUCCESS)
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
 _FIX_HEX = _FIX.hex().upper()
 _COUNTER = itertools.count()
@@ -95,6 +108,12 @@ def new_uniq_key() -> str:
     The time part is the ms since the start of the month cast to a Java int, as the Java client writes it:
     from the 25th day of a month on it no longer fits 31 bits and is written as a negative int (its low 32
     bits), not folded back to a small positive number."""
+    # the hex of struct.pack(">IH", ms, counter) appended to the fixed part's, without packing per key
+    return f"{_FIX_HEX}{_month_ms():08X}{next(_COUNTER) & 0xFFFF:04X}"
+
+
+def _month_ms() -> int:
+    """The key's time field now: ms since the start of the month, as the low 32 bits of Java's int."""
     global _MONTH_START_MS, _NEXT_MONTH_START_MS
     now = int(time.time() * 1000)
     if now >= _NEXT_MONTH_START_MS:
@@ -102,8 +121,25 @@ def new_uniq_key() -> str:
     diff = now - _MONTH_START_MS
     if -1_000_000 < diff < 0:  # the clock stepped back over the month's start (NTP): Java writes 0
         diff = 0
-    # the hex of struct.pack(">IH", ms, counter) appended to the fixed part's, without packing per key
-    return f"{_FIX_HEX}{diff & 0xFFFFFFFF:08X}{next(_COUNTER) & 0xFFFF:04X}"
+    return diff & 0xFFFFFFFF
+
+
+_KEY_CHARS = len(_FIX_HEX) + 12
+_LOW16 = 0xFFFF.__and__
+#: count -> (the keys' fixed and time hex, the %-format of that many keys joined by commas), for the last ms
+_KEYS_FORMAT: dict[int, tuple[str, str]] = {}
+
+
+def new_uniq_keys(count: int) -> str:
+    """*count* :func:`new_uniq_key` keys joined by commas (a batch's ``msg_id``), made in one %-format: the
+    clock is read once (keys made within one ms share it anyway) and the counter advances by *count*."""
+    head = f"{_FIX_HEX}{_month_ms():08X}"
+    cached = _KEYS_FORMAT.get(count)
+    if cached is None or cached[0] != head:
+        if len(_KEYS_FORMAT) >= 64:
+            _KEYS_FORMAT.clear()
+        cached = _KEYS_FORMAT[count] = (head, ",".join([head + "%04X"] * count))  # hex digits: no % inside
+    return cached[1] % tuple(map(_LOW16, islice(_COUNTER, count)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +184,50 @@ def _property_text(message: OutgoingMessage, uniq_key: str) -> str:
     return (_TAGGED_PROPERTIES if message.tags else _UNTAGGED_PROPERTIES).format(message.tags, uniq_key)
 
 
+_message_body = attrgetter("body")
+_message_tags = attrgetter("tags")
+_message_keys = attrgetter("keys")
+_message_properties = attrgetter("properties")
+_message_flag = attrgetter("flag")
+#: (body length, properties before the key, after it) -> the struct of one whole batch entry of that shape
+_ENTRY_LAYOUTS: dict[tuple[int, int, int], struct.Struct] = {}
+
+
+def _uniform_batch_body(messages: list[OutgoingMessage], keys_text: str) -> bytes | None:
+    """``encode_batch`` of *messages* with the keys of *keys_text*, column-wise, for the usual batch: every
+    message with the same tags, flag and body length and no keys or user properties.  Then the entries
+    differ in body and key only, and each is one struct pack of (length words, body, the property text's
+    constant part before the key, the key, the part after it): no BatchEntry and no property string per
+    message.  None for any other batch (the caller goes through encode_batch).  A unit test holds this
+    equal to encode_batch."""
+    count = len(messages)
+    first = messages[0]
+    tags, flag = first.tags, first.flag
+    bodies = list(map(_message_body, messages))
+    body_length = len(bodies[0])
+    if (list(map(_message_tags, messages)).count(tags) != count or any(map(_message_keys, messages))
+            or any(map(_message_properties, messages)) or list(map(_message_flag, messages)).count(flag) != count
+            or list(map(len, bodies)).count(body_length) != count):
+        return None
+    before, after = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).split("{1}")
+    head = before.format(tags).encode()
+    tail = after.format(tags).encode()
+    key_length = _KEY_CHARS
+    properties_length = len(head) + key_length + len(tail)
+    if properties_length > 32767:
+        return None  # encode_batch raises PropertiesTooLargeError
+    shape = (body_length, len(head), len(tail))
+    layout = _ENTRY_LAYOUTS.get(shape)
+    if layout is None:
+        if len(_ENTRY_LAYOUTS) >= 256:
+            _ENTRY_LAYOUTS.clear()
+        layout = _ENTRY_LAYOUTS[shape] = struct.Struct(
+            f">iiiii{body_length}sh{len(head)}s{key_length}s{len(tail)}s")
+    keys = keys_text.encode().split(b",")
+    return b"".join(map(layout.pack, repeat(layout.size), repeat(0), repeat(0), repeat(flag), repeat(body_length),
+                        bodies, repeat(properties_length), repeat(head), keys, repeat(tail)))
+
+
 @dataclass(frozen=True, slots=True)
 class SendResult:
     status: str
@@ -155,6 +235,36 @@ class SendResult:
     offset_msg_id: str
     message_queue: MessageQueue
     queue_offset: int
+
+
+_SEND_RESULT_SETTERS = tuple(getattr(SendResult, name).__set__ for name in (
+    "status", "msg_id", "offset_msg_id", "message_queue", "queue_offset"))
+
+
+def _new_send_result(status: str, msg_id: str, offset_msg_id: str, message_queue: MessageQueue,
+                     queue_offset: int) -> SendResult:
+    """``SendResult(...)`` filling the slots directly (as remoting's new_command does): the frozen
+    dataclass's ``__init__`` goes through ``object.__setattr__`` by name, a cost paid once per send."""
+    result = object.__new__(SendResult)
+    set_status, set_msg_id, set_offset_msg_id, set_queue, set_offset = _SEND_RESULT_SETTERS
+    set_status(result, status)
+    set_msg_id(result, msg_id)
+    set_offset_msg_id(result, offset_msg_id)
+    set_queue(result, message_queue)
+    set_offset(result, queue_offset)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Targets:
+    """Where a topic's sends may go under one route: its publish queues and each broker's master address
+    (publish queues exist only for brokers with one), worked out once per route rather than per send."""
+
+    route: TopicRouteData
+    queues: list[MessageQueue]
+    addrs: dict[str, str]
+    #: queue id -> the queues with that id (a send to a chosen queue id)
+    by_queue_id: dict[int, list[MessageQueue]]
 
 
 class Producer:
@@ -166,8 +276,12 @@ class Producer:
         self.pool = ConnectionPool(connect_timeout_s=timeout_s)
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
         self._next_queue = itertools.count(random.randrange(1024))
-        #: topic -> (the route they came from, its publish queues): recomputed only when the route changes
-        self._publish_queues: dict[str, tuple[TopicRouteData, list[MessageQueue]]] = {}
+        #: topic -> where its sends go under the route last seen: recomputed only when the route changes
+        self._targets: dict[str, _Targets] = {}
+        #: (group, topic, queue id, batch, flag) -> the SEND_MESSAGE_V2 extFields that do not change per send
+        self._ext_templates: dict[tuple[str, str, int, bool, int], dict[str, str]] = {}
+        #: address -> the pool's connection last used there, taken again while it is open (pool.get otherwise)
+        self._connections: dict[str, Connection] = {}
 
     async def __aenter__(self) -> Self:
         return self
@@ -186,8 +300,7 @@ class Producer:
                                                      if properties else {}).property_map(uniq))
         else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
-        return await self._send(topic, RequestCode.SEND_MESSAGE_V2, body, text, uniq, batch=False,
-                                queue_id=queue_id, flag=0)
+        return await self._send(topic, _SEND_MESSAGE_V2, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
 
     async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
@@ -231,13 +344,17 @@ class Producer:
             self.routes.invalidate(topic)
         return result
 
-    def _queues_of(self, topic: str, route: TopicRouteData) -> list[MessageQueue]:
-        cached = self._publish_queues.get(topic)
-        if cached is not None and cached[0] is route:
-            return cached[1]
+    def _targets_of(self, topic: str, route: TopicRouteData) -> _Targets:
+        targets = self._targets.get(topic)
+        if targets is not None and targets.route is route:
+            return targets
         queues = RouteCache.publish_queues(topic, route)
-        self._publish_queues[topic] = (route, queues)
-        return queues
+        addrs = {mq.broker_name: self._master_addr(route, mq) for mq in queues}
+        by_queue_id: dict[int, list[MessageQueue]] = {}
+        for mq in queues:
+            by_queue_id.setdefault(mq.queue_id, []).append(mq)
+        targets = self._targets[topic] = _Targets(route, queues, addrs, by_queue_id)
+        return targets
 
     def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int
                 ) -> SendMessageRequestHeader:
@@ -249,14 +366,22 @@ class Producer:
 
     def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int) -> dict[str, str]:
         """``self._header(...).to_ext_fields_v2()`` written out: the same dict (same keys, values and
-        order, a unit test compares them) without building and walking a 13-field frozen dataclass per send."""
-        ext = {"a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT,
-               "e": str(queue_id), "f": "0", "g": str(int(time.time() * 1000)), "h": str(flag)}
+        order, a unit test compares them) without building and walking a 13-field frozen dataclass per send.
+        A copy of a per-(topic, queue, ...) template with the born timestamp and the properties filled in."""
+        key = (self.group, topic, queue_id, batch, flag)
+        template = self._ext_templates.get(key)
+        if template is None:
+            if len(self._ext_templates) >= 4096:
+                self._ext_templates.clear()
+            template = self._ext_templates[key] = {
+                "a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT, "e": str(queue_id),
+                "f": "0", "g": "", "h": str(flag), "i": "", "j": "0", "k": "false", "m": "true" if batch else "false"}
+        ext = template.copy()
+        ext["g"] = str(int(time.time() * 1000))
         if properties:
             ext["i"] = properties
-        ext["j"] = "0"
-        ext["k"] = "false"
-        ext["m"] = "true" if batch else "false"
+        else:
+            del ext["i"]
         return ext
 
     @staticmethod
@@ -269,10 +394,16 @@ class Producer:
 
     @staticmethod
     def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
+        ext = response.ext_fields
+        if response.code == _SUCCESS:  # the usual answer: the queue asked for, a decimal offset
+            queue_id_text = ext.get("queueId")
+            offset_text = ext.get("queueOffset")
+            if (queue_id_text is not None and offset_text is not None and queue_id_text.isdecimal()
+                    and int(queue_id_text) == mq.queue_id):
+                return _new_send_result("SEND_OK", msg_id, ext.get("msgId", ""), mq, int(offset_text))
         status = _SEND_STATUS.get(response.code)
         if status is None:
             raise broker_error_for(response.code, response.remark)
-        ext = response.ext_fields
         queue_id = int(ext.get("queueId", mq.queue_id))
         return SendResult(status, msg_id, ext.get("msgId", ""),
                           mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
@@ -283,32 +414,43 @@ class Producer:
         """Send messages of one topic as one batch; ``msg_id`` holds their UNIQ_KEYs joined by commas."""
         if not messages:
             raise ValueError("a batch needs at least one message")
-        keys = [new_uniq_key() for _ in messages]
-        entries = [BatchEntry(m.body, _property_text(m, k), m.flag) for m, k in zip(messages, keys)]
-        return await self._send(topic, RequestCode.SEND_BATCH_MESSAGE, encode_batch(entries), "", ",".join(keys),
-                                batch=True, queue_id=queue_id, flag=0)
+        keys_text = new_uniq_keys(len(messages))
+        body = _uniform_batch_body(messages, keys_text)
+        if body is None:
+            body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag)
+                                 for m, k in zip(messages, keys_text.split(","))])
+        return await self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id,
+                                flag=0)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int) -> SendResult:
         last_error: Exception | None = None
         failed_broker: str | None = None
         for attempt in range(self.retry_times + 1):
-            route, known = await self.routes.publish_route(topic, refresh=attempt > 0)
-            queues = self._queues_of(topic, route)
-            if queue_id is not None:
-                queues = [q for q in queues if q.queue_id == queue_id]
+            # a fresh cached route without a coroutine (the usual case), else the route cache's full path
+            route = self.routes.fresh_route(topic) if attempt == 0 else None
+            if route is None:
+                route, known = await self.routes.publish_route(topic, refresh=attempt > 0)
+            else:
+                known = True
+            targets = self._targets_of(topic, route)
+            queues = targets.queues if queue_id is None else targets.by_queue_id.get(queue_id, [])
             if not queues:
                 raise NoRouteError(topic, "no writeable queue")
             candidates = queues if failed_broker is None else (
                 [q for q in queues if q.broker_name != failed_broker] or queues)
             mq = candidates[next(self._next_queue) % len(candidates)]
-            addr = self._master_addr(route, mq)
+            addr = targets.addrs[mq.broker_name]
             # the ext dict is ours: no copy as RemotingCommand.request would make
             request = new_command(code, LanguageCode.JAVA, MQ_VERSION, 0, 0, None,
                                   self._ext_fields_v2(topic, mq.queue_id, properties, batch, flag), body,
                                   SerializeType.JSON)
             try:
-                response = await self.pool.request(addr, request, self.timeout_s)
+                # the pool's connection, without pool.request's two coroutines per send while it stays open
+                connection = self._connections.get(addr)
+                if connection is None or connection.is_closed:
+                    connection = self._connections[addr] = await self.pool.get(addr)
+                response = await connection.request(request, self.timeout_s)
                 result = self._result(response, msg_id, mq)
             except RemotingError as exc:
                 last_error, failed_broker = exc, mq.broker_name

@@ -72,11 +72,19 @@ class RouteCache:
         self._routes[topic] = (time.monotonic(), route)
         return route
 
+    def fresh_route(self, topic: str) -> TopicRouteData | None:
+        """The cached route of *topic* while it is fresh, else None: a send's check without a coroutine."""
+        cached = self._routes.get(topic)
+        if cached is not None and time.monotonic() - cached[0] < ROUTE_TTL_S:
+            return cached[1]
+        return None
+
     async def publish_route(self, topic: str, *, refresh: bool = False) -> tuple[TopicRouteData, bool]:
         """(route, True) for a known topic; (TBW102's route capped to 4 queues, False) for an unknown one."""
-        cached = self._routes.get(topic)
-        if cached is not None and not refresh and time.monotonic() - cached[0] < ROUTE_TTL_S:
-            return cached[1], True
+        if not refresh:
+            cached = self.fresh_route(topic)
+            if cached is not None:
+                return cached, True
         route = await self.fetch(topic)
         if route is not None:
             self._routes[topic] = (time.monotonic(), route)

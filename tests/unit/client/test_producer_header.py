@@ -1,4 +1,5 @@
-"""The producer's hand-written SEND_MESSAGE_V2 extFields equal the typed header's rendering."""
+"""The producer's hand-written SEND_MESSAGE_V2 extFields equal the typed header's rendering; its uniq keys and
+property texts; the SendResult read from an answer."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import time
 import pytest
 
 import rocketstore.client.producer as producer_module
-from rocketstore.client.producer import OutgoingMessage, Producer, _property_text, new_uniq_key
+from rocketstore.client.errors import BrokerError
+from rocketstore.client.producer import OutgoingMessage, Producer, SendResult, _property_text, new_uniq_key
+from rocketstore.client.route import MessageQueue
 from rocketstore.message.properties import encode_properties
+from rocketstore.remoting.codes import ResponseCode
+from rocketstore.remoting.command import RemotingCommand
 
 
 @pytest.mark.parametrize(("properties", "batch", "flag", "queue_id"),
@@ -78,3 +83,51 @@ def test_uniq_keys_count_from_the_next_month_once_it_starts(monkeypatch: pytest.
     monkeypatch.setattr(producer_module.time, "time", lambda: now / 1000)
     assert abs(_key_ms(new_uniq_key()) - 1234) <= 1
     assert (producer_module._MONTH_START_MS, producer_module._NEXT_MONTH_START_MS) == (start, following)
+
+
+def test_ext_fields_from_the_template_are_fresh_dicts_that_follow_the_group() -> None:
+    async def go() -> None:
+        producer = Producer("127.0.0.1:9876", "g1")
+        try:
+            first = producer._ext_fields_v2("TopicA", 2, "", True, 0)
+            first["b"] = "changed"
+            for properties, batch in (("p\x01q", False), ("", True), ("r\x01s", True), ("", False)):
+                fast = producer._ext_fields_v2("TopicA", 2, properties, batch, 0)
+                typed = producer._header("TopicA", 2, properties, batch, 0).to_ext_fields_v2()
+                assert fast.pop("g").isdecimal() and typed.pop("g").isdecimal()
+                assert list(fast.items()) == list(typed.items())
+            producer.group = "g2"
+            assert producer._ext_fields_v2("TopicA", 2, "", True, 0)["a"] == "g2"
+        finally:
+            await producer.close()
+
+    asyncio.run(go())
+
+
+MQ = MessageQueue("TopicA", "broker-a", 3)
+OK_EXT = {"msgId": "7F000001000027E50000000000001234", "queueId": "3", "queueOffset": "41",
+          "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+
+
+@pytest.mark.parametrize(("code", "ext", "expected"), [
+    (ResponseCode.SUCCESS, OK_EXT, SendResult("SEND_OK", "K", OK_EXT["msgId"], MQ, 41)),
+    (ResponseCode.SUCCESS, {**OK_EXT, "queueId": "03"}, SendResult("SEND_OK", "K", OK_EXT["msgId"], MQ, 41)),
+    (ResponseCode.SUCCESS, {**OK_EXT, "queueId": "1"},
+     SendResult("SEND_OK", "K", OK_EXT["msgId"], MessageQueue("TopicA", "broker-a", 1), 41)),
+    (ResponseCode.SUCCESS, {"queueId": "3"}, SendResult("SEND_OK", "K", "", MQ, -1)),
+    (ResponseCode.SUCCESS, {}, SendResult("SEND_OK", "K", "", MQ, -1)),
+    (ResponseCode.FLUSH_DISK_TIMEOUT, OK_EXT, SendResult("FLUSH_DISK_TIMEOUT", "K", OK_EXT["msgId"], MQ, 41)),
+    (ResponseCode.SLAVE_NOT_AVAILABLE, {**OK_EXT, "queueOffset": "7"},
+     SendResult("SLAVE_NOT_AVAILABLE", "K", OK_EXT["msgId"], MQ, 7)),
+])
+def test_send_results_read_from_the_answer(code: int, ext: dict[str, str], expected: SendResult) -> None:
+    response = RemotingCommand.response(code, 5, ext_fields=ext)
+    result = Producer._result(response, "K", MQ)
+    assert result == expected and type(result) is SendResult
+    assert (result.message_queue is MQ) == (expected.message_queue == MQ)
+
+
+def test_a_refused_send_raises_the_brokers_error() -> None:
+    response = RemotingCommand.response(ResponseCode.TOPIC_NOT_EXIST, 5, remark="no topic", ext_fields=OK_EXT)
+    with pytest.raises(BrokerError, match="no topic"):
+        Producer._result(response, "K", MQ)
