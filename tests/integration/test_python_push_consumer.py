@@ -34,6 +34,7 @@ from rocketstore.client import (
     allocate_averagely,
 )
 from rocketstore.client.errors import NoRouteError
+from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.errors import ConnectionClosedError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -178,6 +179,41 @@ def test_message_that_cannot_be_given_back_is_handled_again_here(cluster: LocalC
         assert stored(cluster, f"%RETRY%{group}") == []
 
     arun(go)
+
+
+def test_a_queue_whose_pull_loop_died_is_taken_again_by_the_next_rebalance(cluster: LocalCluster) -> None:
+    """RocketMQ's rebalance drops a queue whose pulls stopped (ProcessQueue.isPullExpired) and takes it again
+    in the same pass: a consumer whose pull loop is gone keeps receiving that queue's messages."""
+    topic, group = "PushStalled", "push-stalled-group"
+    got: list[bytes] = []
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        got.extend(m.body for m in messages)
+        return SUCCESS
+
+    async def go() -> None:
+        await create_topic(cluster, topic, queue_count=1)
+        async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, **FAST) as consumer:
+            mq = MessageQueue(topic, "broker-a", 0)
+            await eventually(lambda: mq in consumer.assignment(topic), 10, "the queue to be assigned")
+            await send_all(cluster, topic, 1, prefix="before")
+            await eventually(lambda: got == [b"before0"], 10, "the first message")
+            dead = consumer._pull_tasks[mq]
+            dead.cancel()  # the pull loop ends as an unexpected error would end it
+            await asyncio.gather(dead, return_exceptions=True)
+            await send_all(cluster, topic, 2, prefix="after")
+            await eventually(lambda: got == [b"before0", b"after0", b"after1"], 10,
+                             "the messages sent after the pull loop died")
+            assert consumer._pull_tasks[mq] is not dead
+
+    arun(go)
+
+
+def test_a_process_queue_not_pulled_for_the_idle_limit_is_pull_expired() -> None:
+    pq = ProcessQueue(MessageQueue("T", "broker-a", 0))
+    assert not pq.pull_expired(120.0)
+    pq.last_pull_s -= 121.0
+    assert pq.pull_expired(120.0) and not pq.pull_expired(130.0)
 
 
 # --- 2. clustering: the group shares the queues --------------------------------------------------------------

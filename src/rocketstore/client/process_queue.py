@@ -69,6 +69,11 @@ class ProcessQueue:
             return 0
         return next(reversed(self.messages)) - next(iter(self.messages))
 
+    def pull_expired(self, max_idle_s: float) -> bool:
+        """The pull loop has not come round for *max_idle_s* (it stamps ``last_pull_s`` every turn, flow
+        control included): it is stuck or gone."""
+        return time.monotonic() - self.last_pull_s > max_idle_s
+
     def lock_expired(self, max_live_s: float) -> bool:
         return time.monotonic() - self.last_lock_s > max_live_s
 

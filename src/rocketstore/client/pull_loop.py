@@ -47,6 +47,7 @@ async def pull_loop(pc: PushConsumer, pq: ProcessQueue, offset: int) -> None:
     mq = pq.mq
     expression = pc.subscriptions[mq.topic].sub_string
     while not pq.dropped and not pc.stopping:
+        pq.last_pull_s = time.monotonic()  # every turn, as Java's pullMessage stamps it before flow control
         if _flow_controlled(pc, pq):
             await pq.wait_freed(FLOW_CONTROL_CHECK_S)
             continue

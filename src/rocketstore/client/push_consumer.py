@@ -130,6 +130,9 @@ class PushConsumerSettings:
     #: concurrently: stop pulling while the held offsets span more than this (consumeConcurrentlyMaxSpan)
     consume_max_span: int = 2000
     pull_delay_on_error_s: float = 3.0
+    #: a queue whose pull loop has not come round for this long (or has died) is dropped and taken again by
+    #: the next rebalance (Java's ProcessQueue.isPullExpired, rocketmq.client.pull.pullMaxIdleTime)
+    pull_max_idle_s: float = 120.0
     #: BROADCASTING offsets go under this directory (default ``~/.rocketmq_offsets``)
     offset_dir: str | None = None
     timeout_s: float = 3.0
@@ -426,10 +429,20 @@ class PushConsumer:
             return None
         return set(allocate_averagely(self.client_id, queues, sorted(ids)))
 
+    def _pull_stalled(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """The queue's pull loop died or has not come round for pull_max_idle_s: RocketMQ's rebalance drops
+        such a queue ("pull is pause") so that the same pass takes it again with a new pull loop."""
+        task = self._pull_tasks.get(mq)
+        stalled = (task is not None and task.done()) or pq.pull_expired(self.settings.pull_max_idle_s)
+        if stalled:
+            log.warning("%s: the pull of %s stalled (last pull %.0f s ago): dropped and taken again",
+                        self.client_id, mq, time.monotonic() - pq.last_pull_s)
+        return stalled
+
     async def _update_assignment(self, topic: str, mine: set[MessageQueue]) -> None:
         for mq, pq in list(self.process_queues.items()):
             # a queue dropped earlier whose release had to wait is released now, and re-added if it is ours
-            if mq.topic == topic and (mq not in mine or pq.dropped):
+            if mq.topic == topic and (mq not in mine or pq.dropped or self._pull_stalled(mq, pq)):
                 pq.dropped = True
                 pq.wake()
                 if await self._release(mq, pq):
