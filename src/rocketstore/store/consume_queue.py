@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -30,6 +33,27 @@ CQ_ENTRY_BYTES = 20
 CQ_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
 PRE_BLANK_SIZE = 0x7FFFFFFF
 _PRE_BLANK = CQ_ENTRY.pack(0, PRE_BLANK_SIZE, 0)
+
+
+#: (commit_log_offset, size, tags_code) of a dispatch fact, and its queue offset
+_ENTRY_FIELDS = itemgetter(0, 1, 7)
+_QUEUE_OFFSET = itemgetter(4)
+_ENTRIES_STRUCTS: dict[int, struct.Struct] = {}
+
+
+def _fact_end(fact: tuple) -> int:  # type: ignore[type-arg]
+    return fact[0] + fact[1]  # type: ignore[no-any-return]
+
+
+def _entries_struct(count: int) -> struct.Struct:
+    """The layout of *count* consecutive entries, so a run of them is packed into the file with one call
+    (cached: run lengths repeat)."""
+    layout = _ENTRIES_STRUCTS.get(count)
+    if layout is None:
+        layout = struct.Struct(">" + "qiq" * count)
+        if len(_ENTRIES_STRUCTS) < 1024:
+            _ENTRIES_STRUCTS[count] = layout
+    return layout
 
 
 class ConsumeQueue:
@@ -84,36 +108,44 @@ class ConsumeQueue:
         mf.append(CQ_ENTRY.pack(commit_log_offset, size, tags_code))
         return True
 
-    def put_run(self, facts: list[tuple]) -> int | None:  # type: ignore[type-arg]
+    def put_run(self, facts: Sequence[tuple]) -> int | None:  # type: ignore[type-arg]
         """``put`` for each dispatch fact (commit_log_offset, size, _, _, queue_offset, _, _, tags_code, ...)
-        of this queue, in order; returns the queue offset of the first gap, or None.  Consecutive entries
-        that fit the current file go in with one write."""
-        i = 0
+        of this queue, in commitlog order; returns the queue offset of the first gap, or None.
+
+        The bytes are those of ``put`` called fact by fact: the already-built prefix is skipped with one
+        search, then each stretch of consecutive queue offsets that continues the newest file is packed into
+        it with one call (as much of the stretch as fits); every other entry (the first of a new file,
+        pre-blank fill, a gap, an entry built already) goes through ``put``."""
         n = len(facts)
-        max_phy = self.max_physic_offset
-        while i < n and facts[i][0] + facts[i][1] <= max_phy:
-            i += 1  # built already
-        if i == n:
-            return None
-        first = facts[i][4]
-        count = n - i
-        mf = self.files.last()
-        if (first and facts[-1][4] - first == count - 1 and mf is not None
-                and mf.start_offset + mf.wrote == first * CQ_ENTRY_BYTES
-                and mf.wrote + count * CQ_ENTRY_BYTES <= mf.size_bytes):
-            pack = CQ_ENTRY.pack
-            data = b"".join([pack(f[0], f[1], f[7]) for f in facts[i:]] if i else
-                            [pack(f[0], f[1], f[7]) for f in facts])
-            pos = mf.wrote
-            mf.buffer[pos : pos + len(data)] = data
-            mf.wrote = pos + len(data)
-            last = facts[-1]
-            self.max_physic_offset = last[0] + last[1]
-            return None
-        bad = None
-        for f in facts[i:]:
-            if not self.put(f[0], f[1], f[7], f[4]) and bad is None:
-                bad = f[4]
+        i = 0
+        if facts[0][0] + facts[0][1] <= self.max_physic_offset:
+            i = bisect_right(facts, self.max_physic_offset, key=_fact_end)  # built already (record ends ascend)
+        bad: int | None = None
+        while i < n:
+            fact = facts[i]
+            first = fact[4]
+            mf = self.files.last()
+            if first and mf is not None and mf.start_offset + mf.wrote == first * CQ_ENTRY_BYTES:
+                count = min(n - i, (mf.size_bytes - mf.wrote) // CQ_ENTRY_BYTES)
+                stretch = facts[i : i + count] if i or count < n else facts
+                if count > 1:
+                    numbers = list(map(_QUEUE_OFFSET, stretch))
+                    if numbers[-1] - first != count - 1 or numbers != list(range(first, first + count)):
+                        # the stretch ends at the first queue offset that does not follow on
+                        count = next(k for k, number in enumerate(numbers, first) if number != k) - first
+                        stretch = stretch[:count]
+                if count:
+                    pos = mf.wrote
+                    _entries_struct(count).pack_into(mf.buffer, pos,
+                                                     *chain.from_iterable(map(_ENTRY_FIELDS, stretch)))
+                    mf.wrote = pos + count * CQ_ENTRY_BYTES
+                    last = stretch[-1]
+                    self.max_physic_offset = last[0] + last[1]
+                    i += count
+                    continue
+            if not self.put(fact[0], fact[1], fact[7], first) and bad is None:
+                bad = first
+            i += 1
         return bad
 
     def put_entries(self, commit_log_offsets: np.ndarray, sizes: np.ndarray, tags_codes: np.ndarray,

@@ -12,12 +12,15 @@ sees a record a crash could still erase), and for each one:
 Records this process wrote arrive as facts (``CommitLog.facts``: what the writer already knew, in order)
 and are dispatched a run at a time without decoding; everything else (records of an earlier run, schedule
 topic records, abnormal recovery's walk hands in its own facts) is decoded.  Both paths write the same
-bytes (tests/unit/store/test_dispatch_facts.py, test_dispatch_columns.py).  Short runs of facts go fact by
-fact; long ones column by column: the facts are transposed once, each queue's entries written as blocks and
-the index keys hashed and appended in numpy, so a record costs a few C-level passes rather than Python
-steps.  Measured on the 2-core shared dev box (100 B messages with TAGS and one KEYS): ~60 µs of Python
-per record decoded one at a time under cProfile; from facts, ~1.3 µs per record for a 200k backlog (was
-~2.9 fact by fact), ~2.7 µs in the ~700-record runs of a busy background thread (was ~5).
+bytes (tests/unit/store/test_dispatch_facts.py, test_dispatch_columns.py).  Runs of one or two (sends
+arriving on their own) go fact by fact in as few Python steps as it takes; longer runs column by column:
+the facts are transposed once (in C), each queue's entries packed into its file as one block (in numpy
+only for runs of a couple of hundred, where its fixed cost pays), the index keys hashed and appended in one
+loop (in numpy for many keys) and a lone listener called from a C-level loop.  Measured on the 2-core
+shared dev box (100 B records from facts with TAGS, UNIQ_KEY and one KEYS, one listener; dispatch thread
+CPU per record by run length, median of 4, session 5 harness): 1: ~7.6 µs (was ~10.8), 4: ~6.0 (6.5),
+16: ~3.9 (5.5), 64: ~1.9 (2.6), 256: ~1.0 (1.3), 4096 (a backlog's pieces): ~0.6 (0.7).  Decoding costs
+~60 µs of Python per record under cProfile.
 
 Thread-safety: ``dispatch_available`` serialises on its own lock; a background thread calls it in a loop.
 """
@@ -28,7 +31,7 @@ import logging
 import threading
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, repeat, starmap
 from operator import itemgetter
 
@@ -72,14 +75,27 @@ def tags_code_of(topic: str, props: Mapping[str, str], store_timestamp: int, del
     return tags_code(props.get(PropertyName.TAGS))
 
 
-#: runs shorter than this are dispatched fact by fact; longer ones column by column (numpy), whose fixed
-#: cost of a few dozen calls per run only pays off over a few dozen records
-_COLUMNS_MIN_FACTS = 32
+#: runs shorter than this go fact by fact (``_dispatch_one``): transposing them costs more than it saves
+#: (measured in instructions per record: about even at 3, columns ahead from 4 on)
+_RUN_MIN_FACTS = 3
+#: runs at least this long write their consume-queue entries through numpy (``_queue_columns``), whose fixed
+#: cost of a dozen calls per run pays off only over a couple of hundred records; shorter ones pack them with
+#: one struct call per queue (measured, instructions per dispatched record: packing ~5k fewer in runs of 64,
+#: ~1k more in runs of 256)
+_COLUMNS_MIN_FACTS = 192
+#: a short run over several queues is grouped by queue only from this many facts on; below, fact by fact
+#: (grouping costs ~0.3 µs a fact and saves only when a queue gets several; measured ~6% more
+#: instructions per record grouping runs of 8 over 4 queues)
+_GROUP_MIN_FACTS = 32
+#: a lone listener is called from a C-level loop (``starmap``) from this many facts on; setting that loop up
+#: costs more than it saves for fewer
+_STARMAP_MIN_FACTS = 16
 #: longer runs are cut into pieces of this many: transposing the facts costs ~2x more per fact once a
 #: piece's tuples no longer fit the CPU caches (measured: ~170 ns per fact up to ~2k facts, ~380 at 16k)
-_COLUMNS_MAX_FACTS = 4096
+_RUN_MAX_FACTS = 4096
 _TX_BITS = SysFlag.TRANSACTION_MASK
 _SIZE = itemgetter(1)
+_PLUS_ONE = (1).__add__
 
 
 def _take_run(facts: deque[tuple], reput: int, end: int) -> list[tuple]:  # type: ignore[type-arg]
@@ -91,6 +107,12 @@ def _take_run(facts: deque[tuple], reput: int, end: int) -> list[tuple]:  # type
     exactly when its sizes add up to the distance from its first offset to its end: one C-level sum instead
     of a check per fact; only a run with a hole in it (a segment's blank tail, a record written without
     facts) is walked fact by fact, up to the hole."""
+    if len(facts) == 1:  # sends arriving one at a time: the common short case, without the general steps
+        fact = facts[0]
+        if fact[0] + fact[1] > end:
+            return []
+        facts.popleft()
+        return [fact]
     snapshot = list(facts)
     last = snapshot[-1]
     if last[0] + last[1] > end:
@@ -114,15 +136,6 @@ def _take_run(facts: deque[tuple], reput: int, end: int) -> list[tuple]:  # type
 
 def _fact_end(fact: tuple) -> int:  # type: ignore[type-arg]
     return fact[0] + fact[1]  # type: ignore[no-any-return]
-
-
-def _index_columns(facts: list[tuple]) -> tuple[tuple, ...]:  # type: ignore[type-arg]
-    """(topics, offsets, stamps, uniq keys, keys) of these facts, for ``IndexService.build_run``."""
-    if len(facts) == 1:
-        f = facts[0]
-        return (f[2],), (f[0],), (f[6],), (f[8],), (f[9],)
-    columns = tuple(zip(*facts))
-    return columns[2], columns[0], columns[6], columns[8], columns[9]
 
 
 class Dispatcher:
@@ -184,64 +197,135 @@ class Dispatcher:
         (commit_log_offset, size, topic, queue_id, queue_offset, sys_flag, store_timestamp, tags_code,
         uniq_key, keys).  The same consume-queue entries, index entries and listener calls as
         ``dispatch_record`` on each record, with no decoding and with the writes batched per queue."""
-        if not facts:
-            return
-        if len(facts) < _COLUMNS_MIN_FACTS:
-            self._dispatch_few(facts)
-            return
-        for start in range(0, len(facts), _COLUMNS_MAX_FACTS):
-            self._dispatch_columns(facts[start : start + _COLUMNS_MAX_FACTS] if len(facts) > _COLUMNS_MAX_FACTS
-                                   else facts)
-
-    def _dispatch_few(self, facts: list[tuple]) -> None:  # type: ignore[type-arg]
-        """``dispatch_facts`` for a short run, fact by fact (no fixed numpy cost)."""
-        queues = self.queues
-        table = queues.queues
-        index = self.index
-        indexed: list[tuple] | None = [] if index is not None else None  # type: ignore[type-arg]
-        for fact in facts:
-            (offset, size, topic, queue_id, queue_offset, sys_flag, _, code, uniq, keys) = fact
-            tx = sys_flag & 0xC
-            if tx == 0 or tx == 8:
-                cq = table.get((topic, queue_id))
-                if cq is None:
-                    cq = queues.find_or_create(topic, queue_id)
-                    table = queues.queues
-                if not cq.put(offset, size, code, queue_offset):
-                    self._gap(topic, queue_id, queue_offset, cq.max_offset)
-            if indexed is not None and tx != 0xC and (uniq is not None or keys):
-                indexed.append(fact)
-        if indexed:
-            index.build_run(*_index_columns(indexed))  # type: ignore[union-attr]
-        self.last_store_timestamp = facts[-1][6]
-        listeners = self.listeners
-        if listeners:
+        n = len(facts)
+        if n < _RUN_MIN_FACTS:
             for fact in facts:
-                tx = fact[5] & 0xC
-                if tx == 0 or tx == 8:
-                    for listener in listeners:
-                        listener(fact[2], fact[3], fact[4] + 1, fact[7], fact[6])
+                self._dispatch_one(fact)
+            return
+        step = _RUN_MAX_FACTS
+        for start in range(0, n, step):
+            piece = facts if n <= step else facts[start : start + step]
+            if len(piece) < _RUN_MIN_FACTS:
+                for fact in piece:
+                    self._dispatch_one(fact)
+            else:
+                self._dispatch_run(piece)
 
-    def _dispatch_columns(self, facts: list[tuple]) -> None:  # type: ignore[type-arg]
-        """``dispatch_facts`` for a long run, column by column: the facts are transposed once (in C), each
-        queue's entries are written by ``ConsumeQueue.put_entries`` and the index's by
-        ``IndexService.build_run``, so the Python work per record is a handful of C-level passes."""
-        import numpy as np
+    def _dispatch_one(self, fact: tuple) -> None:  # type: ignore[type-arg]
+        """``dispatch_facts`` of one fact (sends arriving one at a time), in as few Python steps as it takes."""
+        (offset, size, topic, queue_id, queue_offset, sys_flag, ts, code, uniq, keys) = fact
+        tx = sys_flag & _TX_BITS
+        queued = tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE
+        if queued:
+            cq = self.queues.queues.get((topic, queue_id))
+            if cq is None:
+                cq = self.queues.find_or_create(topic, queue_id)
+            if not cq.put(offset, size, code, queue_offset):
+                self._gap(topic, queue_id, queue_offset, cq.max_offset)
+        index = self.index
+        if index is not None and tx != SysFlag.TRANSACTION_ROLLBACK_TYPE and (uniq is not None or keys):
+            index.build_one(topic, offset, ts, uniq, keys)
+        self.last_store_timestamp = ts
+        if queued:
+            for listener in self.listeners:
+                listener(topic, queue_id, queue_offset + 1, code, ts)
 
-        (offsets, sizes, topics, queue_ids, queue_offsets, sys_flags, stamps, codes, uniqs,
-         keys) = zip(*facts)
-        n = len(offsets)
+    def _dispatch_run(self, facts: list[tuple]) -> None:  # type: ignore[type-arg]
+        """``dispatch_facts`` for a run of several, column by column: the facts are transposed once (in C),
+        each queue's entries written as blocks (``_queue_rows`` or, for a long run, ``_queue_columns``), the
+        index keys handed over as columns (``IndexService.build_run``, which hashes and appends a long
+        run's keys in numpy) and the listeners called from one C-level loop when there is one listener."""
+        n = len(facts)
+        (offsets, sizes, topics, queue_ids, queue_offsets, sys_flags, stamps, codes, uniqs, keys) = zip(*facts)
         queued: list[bool] | None = None  # None: every record is queued and indexed (no transaction bits)
         # (count(0) is a pointer comparison per fact: small ints are shared objects)
         if sys_flags.count(0) != n and any(map(_TX_BITS.__and__, sys_flags)):
             tx = [flag & _TX_BITS for flag in sys_flags]
             queued = [t == 0 or t == SysFlag.TRANSACTION_COMMIT_TYPE for t in tx]
+        one_queue = queued is None and topics.count(topics[0]) == n and queue_ids.count(queue_ids[0]) == n
+        if n < _COLUMNS_MIN_FACTS:
+            self._queue_rows(facts, topics, queue_ids, queued, one_queue)
+        else:
+            self._queue_columns(offsets, sizes, topics, queue_ids, queue_offsets, codes, queued, one_queue)
+        index = self.index
+        if index is not None and (uniqs[0] is not None or keys[0] is not None
+                                  or uniqs.count(None) < n or keys.count(None) < n):
+            if queued is None:
+                index.build_run(topics, offsets, stamps, uniqs, keys)
+            else:
+                kept = [t != SysFlag.TRANSACTION_ROLLBACK_TYPE for t in tx]
+                index.build_run(*(tuple(compress(col, kept)) for col in (topics, offsets, stamps, uniqs, keys)))
+        self.last_store_timestamp = stamps[-1]
+        listeners = self.listeners
+        if listeners:
+            if len(listeners) == 1 and n >= _STARMAP_MIN_FACTS:
+                rows: Iterable[tuple[str, int, int, int, int]] = zip(topics, queue_ids,
+                                                                     map(_PLUS_ONE, queue_offsets), codes, stamps)
+                # called row by row from a C-level loop
+                deque(starmap(listeners[0], compress(rows, queued) if queued is not None else rows), maxlen=0)
+            else:
+                for fact in (compress(facts, queued) if queued is not None else facts):
+                    for listener in listeners:
+                        listener(fact[2], fact[3], fact[4] + 1, fact[7], fact[6])
+
+    def _queue_rows(self, facts: list[tuple], topics: tuple[str, ...], queue_ids: tuple[int, ...],  # type: ignore[type-arg]
+                    queued: list[bool] | None, one_queue: bool) -> None:
+        """The consume-queue entries of a short run: the facts grouped by queue, each group packed into its
+        queue's file with one call per file (``ConsumeQueue.put_run``), no numpy.  A run over several queues
+        with few facts per queue (sends to a topic's queues in turn) goes fact by fact, grouping would cost
+        more than it saves."""
+        queues = self.queues
+        if one_queue:
+            groups: Iterable[tuple[tuple[str, int], list[tuple]]] = (((topics[0], queue_ids[0]), facts),)  # type: ignore[type-arg]
+        elif len(facts) < _GROUP_MIN_FACTS:
+            table = queues.queues
+            for fact in (compress(facts, queued) if queued is not None else facts):
+                cq = table.get((fact[2], fact[3]))
+                if cq is None:
+                    cq = queues.find_or_create(fact[2], fact[3])
+                    table = queues.queues
+                if not cq.put(fact[0], fact[1], fact[7], fact[4]):
+                    self._gap(fact[2], fact[3], fact[4], cq.max_offset)
+            return
+        else:
+            by_queue: dict[tuple[str, int], list[tuple]] = {}  # type: ignore[type-arg]
+            rows = zip(facts, zip(topics, queue_ids))
+            for fact, pair in (compress(rows, queued) if queued is not None else rows):
+                members = by_queue.get(pair)
+                if members is None:
+                    by_queue[pair] = [fact]
+                else:
+                    members.append(fact)
+            groups = by_queue.items()
+        for (topic, queue_id), members in groups:
+            cq = queues.queues.get((topic, queue_id))
+            if cq is None:
+                cq = queues.find_or_create(topic, queue_id)
+            if len(members) < 4:
+                bad = None
+                for fact in members:
+                    if not cq.put(fact[0], fact[1], fact[7], fact[4]) and bad is None:
+                        bad = fact[4]
+            else:
+                bad = cq.put_run(members)
+            if bad is not None:
+                self._gap(topic, queue_id, bad, cq.max_offset)
+
+    def _queue_columns(self, offsets: tuple[int, ...], sizes: tuple[int, ...], topics: tuple[str, ...],
+                       queue_ids: tuple[int, ...], queue_offsets: tuple[int, ...], codes: tuple[int, ...],
+                       queued: list[bool] | None, one_queue: bool) -> None:
+        """The consume-queue entries of a long run, in numpy: the columns become arrays, the records are
+        grouped by queue with one stable sort and each queue's entries written by
+        ``ConsumeQueue.put_entries`` (a handful of C-level passes per record, a few dozen calls per run)."""
+        import numpy as np
+
+        n = len(offsets)
         offs = np.fromiter(offsets, dtype=np.int64, count=n)
         lens = np.fromiter(sizes, dtype=np.int64, count=n)
         tags = np.fromiter(codes, dtype=np.int64, count=n)
         qoffs = np.fromiter(queue_offsets, dtype=np.int64, count=n)
         queues = self.queues
-        if queued is None and topics.count(topics[0]) == n and queue_ids.count(queue_ids[0]) == n:
+        if one_queue:
             groups: list[tuple[tuple[str, int], np.ndarray | None]] = [((topics[0], queue_ids[0]), None)]
         else:
             pairs = list(zip(topics, queue_ids))
@@ -264,21 +348,6 @@ class Dispatcher:
                 bad = cq.put_entries(offs[members], lens[members], tags[members], qoffs[members])
             if bad is not None:
                 self._gap(topic, queue_id, bad, cq.max_offset)
-        index = self.index
-        if index is not None and (uniqs[0] is not None or keys[0] is not None
-                                  or uniqs.count(None) < n or keys.count(None) < n):
-            if queued is None:
-                index.build_run(topics, offsets, stamps, uniqs, keys)
-            else:
-                kept = [t != SysFlag.TRANSACTION_ROLLBACK_TYPE for t in tx]
-                index.build_run(*(tuple(compress(col, kept)) for col in (topics, offsets, stamps, uniqs, keys)))
-        self.last_store_timestamp = stamps[-1]
-        listeners = self.listeners
-        if listeners:
-            rows = zip(topics, queue_ids, queue_offsets, codes, stamps)
-            for topic, queue_id, queue_offset, code, ts in (compress(rows, queued) if queued is not None else rows):
-                for listener in listeners:
-                    listener(topic, queue_id, queue_offset + 1, code, ts)
 
     def _gap(self, topic: str, queue_id: int, expected: int, holds: int) -> None:
         self.error = f"consume queue {topic}/{queue_id} expected entry {expected} but holds {holds}"

@@ -24,10 +24,10 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import compress
+from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING
 
-from rocketstore.message.hashing import index_key_hash_for_topic, index_key_prefix
+from rocketstore.message.hashing import index_key_hash_for_topic, index_key_hash_with_prefix, index_key_prefix
 from rocketstore.message.record import SysFlag
 from rocketstore.store.mapped_file import MappedFile
 
@@ -44,9 +44,11 @@ _MAX_INT = 0x7FFFFFFF
 #: the transaction-type bits of a sys flag (both set = rollback, the only type the index skips); a run with
 #: none set anywhere, the common case, is recognised with one C-level pass
 _TX_BITS = SysFlag.TRANSACTION_MASK
-#: below this many records a run is indexed key by key: the vectorised path costs a few dozen numpy calls
-#: per run, more than a handful of ``put_key`` calls
-_BULK_MIN_RECORDS = 32
+#: a run with fewer keys than this (counted as one per record, two when records carry a UNIQ_KEY) is
+#: indexed key by key (``IndexFile.put_hashes``): the vectorised path costs ~40 numpy calls per run, which
+#: pays off only past ~50 keys (measured, 100 B records: at 32 records with UNIQ_KEY + KEYS numpy was ~15%
+#: faster, with KEYS alone ~20% slower)
+_BULK_MIN_KEYS = 56
 
 
 class IndexFile:
@@ -118,6 +120,52 @@ class IndexFile:
             self._write_header()
             self.file.touch_modified()
         return True
+
+    def put_hashes(self, hashes: Sequence[int], offsets: Sequence[int], stamps: Sequence[int]) -> int:
+        """``put_key`` for each (hash, commitlog offset, store time), in order, as plain ints: the same
+        bytes, with the file's state kept in locals and the header written once; returns how many went in
+        (fewer than given when the file fills).  For the few keys of a short dispatch run, where numpy's
+        per-call cost (``index_bulk.put_keys``) would outweigh the work."""
+        n = min(len(hashes), self.entry_count - self.index_count)
+        if n <= 0:
+            return 0
+        i = 0
+        if self.index_count <= 1:  # the first entry also sets the file's begin timestamp and offset
+            self.put_key(hashes[0], offsets[0], stamps[0], header=False)
+            i = 1
+        buf = self.file.buffer
+        ic = self.index_count
+        slot_count = self.slot_count
+        at = self._entries_at + ic * 20
+        begin = self.begin_timestamp
+        read_slot = _SLOT.unpack_from
+        write_slot = _SLOT.pack_into
+        write_entry = INDEX_ENTRY.pack_into
+        new_slots = 0
+        for k in range(i, n):
+            h = hashes[k]
+            slot_pos = _HEADER_BYTES + (h % slot_count) * 4
+            prev = read_slot(buf, slot_pos)[0]
+            if prev <= 0 or prev > ic:
+                prev = 0
+                new_slots += 1
+            if begin <= 0:
+                time_diff = 0
+            else:
+                # (a negative difference truncates toward zero in Java, then clamps to 0 either way)
+                time_diff = stamps[k] - begin
+                time_diff = 0 if time_diff < 0 else min(_MAX_INT, time_diff // 1000)
+            write_entry(buf, at, h, offsets[k], time_diff, prev)
+            write_slot(buf, slot_pos, ic)  # after the entry: a concurrent query never sees a torn one
+            ic += 1
+            at += 20
+        self.hash_slot_count += new_slots
+        self.index_count = ic
+        self.end_phy_offset = offsets[n - 1]
+        self.end_timestamp = stamps[n - 1]
+        self._write_header()
+        self.file.touch_modified()
+        return n
 
     def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
         return ((begin_ms < self.begin_timestamp and end_ms > self.end_timestamp)
@@ -231,6 +279,33 @@ class IndexService:
                 if key:
                     f = self._put(f, index_key_hash_for_topic(topic, key), commit_log_offset, store_timestamp)
 
+    def build_one(self, topic: str, commit_log_offset: int, store_timestamp: int, uniq_key: str | None,
+                  keys: str | None) -> None:
+        """``build_run`` for one record (not a rollback), in as few Python steps as it takes: a send that
+        arrives on its own is dispatched on its own."""
+        files = self.files
+        f = files[-1] if files else None
+        if f is None or f.index_count >= f.entry_count:
+            f = self._last_writable()
+        if commit_log_offset < f.end_phy_offset:
+            return  # already indexed (re-dispatch after recovery)
+        prefix = index_key_prefix(topic)
+        hash_of = index_key_hash_with_prefix
+        if keys and " " not in keys:
+            hashes = [hash_of(prefix, keys)] if uniq_key is None else [hash_of(prefix, uniq_key), hash_of(prefix, keys)]
+        else:
+            hashes = [] if uniq_key is None else [hash_of(prefix, uniq_key)]
+            if keys:
+                hashes += [hash_of(prefix, key) for key in keys.split(" ") if key]
+            if not hashes:
+                return
+        count = len(hashes)
+        done = f.put_hashes(hashes, [commit_log_offset] * count, [store_timestamp] * count)
+        while done < count:
+            f = self._last_writable()
+            done += f.put_hashes(hashes[done:], [commit_log_offset] * (count - done),
+                                 [store_timestamp] * (count - done))
+
     def build_many(self, records: list[tuple[str, int, int, int, str | None, str | None]]) -> None:
         """``build`` for a run of records in commitlog order, each (topic, commit_log_offset,
         store_timestamp, sys_flag, uniq_key, keys); the same entries, written a run at a time."""
@@ -252,7 +327,10 @@ class IndexService:
         in one vectorised pass and appended with ``put_keys``; files roll exactly as ``build`` rolls them."""
         if not offsets:
             return
-        f = self._last_writable()
+        files = self.files
+        f = files[-1] if files else None
+        if f is None or f.index_count >= f.entry_count:
+            f = self._last_writable()
         # offsets ascend: the records already indexed (re-dispatch after recovery) are a prefix
         skip = bisect_left(offsets, f.end_phy_offset)
         if skip:
@@ -261,20 +339,8 @@ class IndexService:
             topics, offsets, stamps, uniqs, keys = (topics[skip:], offsets[skip:], stamps[skip:], uniqs[skip:],
                                                     keys[skip:])
         n = len(offsets)
-        if n < _BULK_MIN_RECORDS:
-            for topic, offset, ts, uniq, text in zip(topics, offsets, stamps, uniqs, keys):
-                if uniq is not None:
-                    h = index_key_hash_for_topic(topic, uniq)
-                    if not f.put_key(h, offset, ts, header=False):
-                        f = self._put(f, h, offset, ts)
-                if text:
-                    for key in text.split(" ") if " " in text else (text,):
-                        if key:
-                            h = index_key_hash_for_topic(topic, key)
-                            if not f.put_key(h, offset, ts, header=False):
-                                f = self._put(f, h, offset, ts)
-            f._write_header()  # once for the run (a file that filled meanwhile wrote its own on rolling)
-            f.file.touch_modified()
+        if (n if uniqs[0] is None else 2 * n) < _BULK_MIN_KEYS:
+            self._build_few(f, topics, offsets, stamps, uniqs, keys)
             return
         import numpy as np
 
@@ -362,6 +428,70 @@ class IndexService:
             offs = offs[owners]
             tss = tss[owners]
         self.put_hashed(hashes, offs, tss, f)
+
+    def _build_few(self, f: IndexFile, topics: Sequence[str], offsets: Sequence[int], stamps: Sequence[int],
+                   uniqs: Sequence[str | None], keys: Sequence[str | None]) -> None:
+        """``build_run`` for a few keys, without numpy (whose fixed cost would outweigh the work): the keys
+        are hashed one by one and appended in one loop (``IndexFile.put_hashes``).  The common shapes (one
+        topic, one KEYS token per record, UNIQ_KEY on every record or on none) are listed with C-level
+        passes; any other run record by record."""
+        n = len(offsets)
+        topic = topics[0]
+        listed = False
+        if topics.count(topic) == n:
+            try:
+                joined = "".join(keys)  # type: ignore[arg-type]  # (a None fails the join)
+            except TypeError:
+                joined = " "
+            if " " not in joined and all(keys):
+                none = uniqs.count(None)
+                if none == n:
+                    names, offs, tss = keys, offsets, stamps
+                    listed = True
+                elif none == 0:
+                    names = tuple(chain.from_iterable(zip(uniqs, keys)))  # type: ignore[arg-type]
+                    offs = tuple(chain.from_iterable(zip(offsets, offsets)))
+                    tss = tuple(chain.from_iterable(zip(stamps, stamps)))
+                    listed = True
+        if listed:
+            hashes = list(map(index_key_hash_with_prefix,  # type: ignore[arg-type]
+                              repeat(index_key_prefix(topic), len(names)), names))
+        else:
+            hashes, offs, tss = self._few_entries(topics, offsets, stamps, uniqs, keys)
+        total = len(hashes)
+        if not total:
+            return
+        done = f.put_hashes(hashes, offs, tss)
+        while done < total:
+            f = self._last_writable()
+            done += f.put_hashes(hashes[done:], offs[done:], tss[done:])
+
+    @staticmethod
+    def _few_entries(topics: Sequence[str], offsets: Sequence[int], stamps: Sequence[int],
+                     uniqs: Sequence[str | None], keys: Sequence[str | None]) -> tuple[list[int], list[int], list[int]]:
+        """(key hashes, commitlog offsets, store times) of a run's entries, record by record: UNIQ_KEY, then
+        each non-empty KEYS token."""
+        hashes: list[int] = []
+        offs: list[int] = []
+        tss: list[int] = []
+        topic = topics[0]
+        prefix = index_key_prefix(topic)
+        hash_of = index_key_hash_with_prefix
+        for record_topic, offset, ts, uniq, text in zip(topics, offsets, stamps, uniqs, keys):
+            if record_topic != topic:
+                topic = record_topic
+                prefix = index_key_prefix(topic)
+            if uniq is not None:
+                hashes.append(hash_of(prefix, uniq))
+                offs.append(offset)
+                tss.append(ts)
+            if text:
+                for key in text.split(" ") if " " in text else (text,):
+                    if key:
+                        hashes.append(hash_of(prefix, key))
+                        offs.append(offset)
+                        tss.append(ts)
+        return hashes, offs, tss
 
     def put_hashed(self, hashes: np.ndarray, offsets: np.ndarray, stamps: np.ndarray,
                    f: IndexFile | None = None) -> None:
