@@ -234,9 +234,19 @@ class FileQueue:
     # --- durability ---------------------------------------------------------------------------------------
 
     def flush(self, least_pages: int = 0) -> bool:
-        """Flush segments with unflushed data; True when everything written is durable afterwards."""
+        """Flush segments with unflushed data; True when everything written is durable afterwards.
+
+        Only the tail is looked at: segments fill and are flushed in order, and a full segment is flushed
+        whatever *least_pages* says, so the segments before a full, flushed one are full and flushed too
+        (a sync of a long queue no longer walks every segment)."""
+        files = self._files
+        first = len(files)
+        size = self.segment_bytes
+        while first > 0 and files[first - 1].flushed < size:
+            first -= 1
         done = True
-        for f in self._files:
+        for i in range(first, len(files)):
+            f = files[i]
             if f.flushed < f.wrote:
                 f.flush(least_pages)
                 if f.flushed < f.wrote:

@@ -4,8 +4,9 @@
   the commitlog if enough pages are dirty, everything on the thorough interval, consume queues on their
   own schedule, and then the checkpoint.
 * ``GroupCommit`` (RocketMQ's GroupCommitService): a put that must be durable waits until the flushed
-  offset passes its end; all waiting puts share one fdatasync.  A failed sync fences the store: the waiters
-  get an error and nothing later is acknowledged.
+  offset passes its end; all waiting puts share one fdatasync, run by the first of them when nobody is
+  syncing and by the group-commit thread while syncs follow each other.  A failed sync fences the store:
+  the waiters get an error and nothing later is acknowledged.
 
 Thread-safety: each service owns one thread; ``GroupCommit.wait_durable`` and ``request`` may be called
 from any thread.
@@ -45,44 +46,70 @@ HAND_OVER_BUSY_S = 0.01
 WAIT_SLICE_S = 0.01
 
 
+#: Who syncs (``GroupCommit._owner``): nobody; a writer, for its own group (it leads); the flusher thread
+#: (from when it is handed the sync until no writer waits).
+_NOBODY = 0
+_LEADER = 1
+_FLUSHER = 2
+
+
 class GroupCommit:
-    """One flusher thread syncs the commitlog for the writers waiting on it, in groups.
+    """Syncs the commitlog for the writers waiting on it, in groups: on the thread of the writer that finds
+    nobody syncing, and on the flusher thread while syncs follow each other.
 
     Hand-offs between threads are what a sync put costs besides the fdatasync: every time the GIL passes
     to a thread that sleeps, it stays idle for that thread's wake-up (~10 µs on the 2-core VM), and a
     woken thread that finds the GIL taken sleeps a second time.  So the protocol keeps wake-ups few and
     times them to moments the GIL is about to be free:
 
-    * the flusher sleeps on a plain locked Lock and only a writer that finds it idle releases it;
+    * a writer that finds nobody syncing runs the sync itself (it leads): a lone writer never hands off
+      (a flusher thread cost it two wake-ups per put, flusher and writer), and a burst's first group does
+      not wait for the flusher to wake.  Writers that arrive meanwhile queue; if some are left when the
+      leader's sync returns (it read the end before they appended), the leader hands the sync to the
+      flusher thread and returns: leading their group too would add a sync to its own put each time;
+    * the flusher sleeps on a plain locked Lock and is woken only when it is handed the sync, a sync is
+      requested while nobody syncs, or records became durable that it must hand over (below);
     * the writers a sync covered join a FIFO of gates to open (oldest first), and a thread opens one just
-      before it gives up the GIL: a writer right before it blocks on its own gate, the flusher right before
-      its next fdatasync, and every remaining one when it goes idle (nobody else may come to open them).
-      The woken writer then finds the GIL free instead of queueing for it behind the thread that woke
-      it.  Waking each one as soon as the previous one ran (the earlier chain) or all at once made them
-      queue for the GIL, and the order in which they then won it was arbitrary: A/B on 64 writers, the
-      FIFO cut the p99 ack latency from 12-14 ms to 7.5-9 ms (session 4 in bench/HISTORY.md);
-    * the dispatcher is told about durable records just before the next sync starts, so that it works
-      while this thread waits on the disk, at most every ``HAND_OVER_BUSY_S``, and otherwise after
-      ``HAND_OVER_IDLE_S`` of idleness.
+      before it gives up the GIL: a writer right before it blocks on its own gate, the syncing thread
+      right before its next fdatasync, and every remaining one when the sync goes to nobody or the flusher
+      goes to sleep (nobody else may come to open them).  The woken writer then finds the GIL free instead
+      of queueing for it behind the thread that woke it.  Waking each one as soon as the previous one ran
+      (the earlier chain) or all at once made them queue for the GIL, and the order in which they then won
+      it was arbitrary: A/B on 64 writers, the FIFO cut the p99 ack latency from 12-14 ms to 7.5-9 ms
+      (session 4 in bench/HISTORY.md);
+    * the dispatcher is told about durable records just before a sync starts, so that it works while
+      the syncing thread waits on the disk, at most every ``HAND_OVER_BUSY_S``, and otherwise by the
+      flusher ``HAND_OVER_IDLE_S`` after syncs stopped.
 
     Durability: a writer returns True only once ``durable_offset`` covers its end, and ``durable_offset``
-    only moves to the end offset read before a sync started, after that sync returned.  The sync runs on
-    this thread, never on a writer, so ``wait_durable`` keeps its timeout even when the disk stalls.
+    only moves to the end offset read before a sync started, after that sync returned; one thread syncs
+    at a time.  A writer that waits for another's sync keeps its timeout even when the disk stalls; a
+    leader is inside the fdatasync itself, so its put returns when the disk does, and answers a timeout
+    (False) when its sync took longer than the timeout, as a waiter would have.
     """
 
     def __init__(self, flush: Callable[[], int], on_failure: Callable[[BaseException], None],
-                 on_durable: Callable[[], None] | None = None) -> None:
+                 on_durable: Callable[[], None] | None = None, *, leaders: bool = True) -> None:
         """*flush* makes everything written durable and returns the durable end offset (read before it
-        synced); *on_durable* is called on the flusher thread after the durable offset moved."""
+        synced); *on_durable* is called after the durable offset moved, on the flusher thread or a
+        leading writer's.  *leaders* False: every sync runs on the flusher thread (RocketMQ's
+        GroupCommitService), so that every writer keeps its timeout when the disk stalls, at the price of
+        two thread hand-offs per lone put."""
         self._flush = flush
+        self._leaders = leaders
         self._on_durable = on_durable
         self._on_failure = on_failure
         self._lock = threading.Lock()
-        #: the flusher sleeps on this (held) Lock while ``_idle``; a writer that registers an end past the
-        #: requested one while the flusher is idle releases it (one wake-up, no Condition bookkeeping)
+        #: the flusher sleeps on this (held) Lock while ``_idle``; whoever gives it work while it is idle
+        #: releases it (one wake-up, no Condition bookkeeping)
         self._wake = threading.Lock()
         self._wake.acquire()
         self._idle = False
+        #: the flusher sleeps with a timeout, to hand durable records over once syncs stop
+        self._timing = False
+        self._owner = _NOBODY
+        #: ``stop`` waits on this for a leader's sync to end (the files close after it)
+        self._owner_free = threading.Condition(self._lock)
         #: writers waiting for a sync, in registration order: (end_offset, gate), *gate* a held Lock the
         #: writer sleeps on
         self._waiters: list[tuple[int, threading.Lock]] = []
@@ -90,6 +117,7 @@ class GroupCommit:
         self._ready: deque[threading.Lock] = deque()
         self._requested = 0
         self.durable_offset = 0
+        self._syncs = 0  # syncs returned so far (the flusher tells from it whether syncs stopped)
         self._handed_over = 0  # the durable offset on_durable was last called for
         self._handed_over_at = 0.0
         self.failed: BaseException | None = None
@@ -110,20 +138,33 @@ class GroupCommit:
         """True once *end_offset* is durable; False on timeout or after a failed sync."""
         if self.durable_offset >= end_offset:
             return True
-        gate = threading.Lock()
-        gate.acquire()
-        waiter = (end_offset, gate)
         with self._lock:
             if self.durable_offset >= end_offset:
                 return True
             if self.failed is not None or self._stopped:
                 return False
-            self._waiters.append(waiter)
             self._requested = max(self._requested, end_offset)
-            idle = self._idle
             ready = self._ready
             baton = ready.popleft() if ready else None
-        if idle:
+            lead = self._owner == _NOBODY
+            wake = False
+            if lead and self._leaders:
+                self._owner = _LEADER
+            else:
+                if lead:  # no leaders: the flusher syncs for this writer
+                    self._owner = _FLUSHER
+                    lead = False
+                    wake = self._idle
+                gate = threading.Lock()
+                gate.acquire()
+                waiter = (end_offset, gate)
+                self._waiters.append(waiter)
+        if lead:
+            # a leader cannot leave a stalled fdatasync, but it answers as a waiter would have: a sync that
+            # outlasted the timeout is a timeout (FLUSH_DISK_TIMEOUT), however late it is learned
+            began = time.monotonic()
+            return self._lead(end_offset, baton) and time.monotonic() - began <= timeout_s
+        if wake:
             self._wake_flusher()
         if baton is not None:
             baton.release()  # this thread gives up the GIL right below: the woken writer finds it free
@@ -149,12 +190,67 @@ class GroupCommit:
                         pass  # a sync covered it: its gate is in _ready, opened later for nobody (harmless)
         return self.durable_offset >= end_offset
 
+    def _lead(self, end_offset: int, baton: threading.Lock | None) -> bool:
+        """Sync on this writer's thread until *end_offset* is durable; then hand the sync on or drop it."""
+        lock = self._lock
+        if self._handed_over < self.durable_offset and \
+                time.monotonic() - self._handed_over_at >= HAND_OVER_BUSY_S:
+            self._hand_over()  # the dispatcher works while this thread waits on the disk
+        if baton is not None:
+            baton.release()  # this thread gives up the GIL in the fdatasync right below
+        while True:
+            try:
+                durable = self._flush()
+            except Exception as exc:  # noqa: BLE001 - a failed fdatasync is final: fence, fail every waiter
+                log.error("group commit: sync failed, fencing the store: %s", exc)
+                self._fail(exc)
+                return False
+            except BaseException:  # interrupted (KeyboardInterrupt): the flusher redoes the sync
+                with lock:
+                    self._owner = _FLUSHER
+                    idle = self._idle
+                    self._owner_free.notify_all()
+                if idle:
+                    self._wake_flusher()
+                raise
+            with lock:
+                self.durable_offset = max(self.durable_offset, durable)
+                self._syncs += 1
+                if self._waiters:
+                    self._take_covered(self.durable_offset)
+                if self.durable_offset < end_offset:
+                    continue  # (a flush that returns an end short of bytes appended before it: sync again)
+                wake = False
+                ready: deque[threading.Lock] | None = None
+                if self._requested > self.durable_offset:
+                    self._owner = _FLUSHER  # writers came while it synced: theirs is the flusher's
+                    wake = self._idle
+                else:
+                    self._owner = _NOBODY
+                    if self._ready:
+                        ready, self._ready = self._ready, deque()
+                    if self._handed_over < self.durable_offset and not self._timing:
+                        self._timing = True  # the flusher hands these over if no sync follows
+                        wake = self._idle
+                if self._stopped:
+                    self._owner_free.notify_all()
+            break
+        if wake:
+            self._wake_flusher()
+        if ready:
+            for gate in ready:
+                gate.release()
+        return True
+
     def request(self, end_offset: int) -> None:
         """Ask for a sync without waiting (a put with WAIT=false)."""
         with self._lock:
             if end_offset <= self._requested:
                 return
             self._requested = end_offset
+            if self._owner != _NOBODY:
+                return  # the syncing thread sees it when its sync returns
+            self._owner = _FLUSHER
             idle = self._idle
         if idle:
             self._wake_flusher()
@@ -177,13 +273,47 @@ class GroupCommit:
         for waiter in waiters:
             waiter[1].release()
 
+    def _fail(self, exc: BaseException) -> None:
+        with self._lock:
+            self.failed = exc
+            self._owner = _NOBODY
+            self._release_all()
+            self._owner_free.notify_all()
+            idle = self._idle
+        if idle:
+            self._wake_flusher()  # (a leader failed) the flusher thread ends
+        self._on_failure(exc)
+
     def _hand_over(self) -> None:
-        durable = self.durable_offset
-        if durable > self._handed_over:
+        with self._lock:
+            durable = self.durable_offset
+            if durable <= self._handed_over:
+                return
             self._handed_over = durable
             self._handed_over_at = time.monotonic()
-            if self._on_durable is not None:
-                self._on_durable()
+        if self._on_durable is not None:
+            self._on_durable()
+
+    def _time_hand_over(self) -> None:
+        """Sleep until woken; meanwhile hand durable records over once no sync followed for
+        ``HAND_OVER_IDLE_S``, or once a leader, which hands over before its syncs, let the busy period
+        pass by ``HAND_OVER_IDLE_S`` (its writer stopped between puts).  While leaders keep syncing, this
+        looks about once per busy period, not once per ``HAND_OVER_IDLE_S``."""
+        timeout = HAND_OVER_IDLE_S
+        seen = self._syncs
+        while not self._wake.acquire(True, timeout):
+            with self._lock:
+                if self._handed_over >= self.durable_offset:
+                    return
+                quiet = self._owner == _NOBODY and self._syncs == seen
+                seen = self._syncs
+                due = self._handed_over_at + HAND_OVER_BUSY_S + HAND_OVER_IDLE_S
+            now = time.monotonic()
+            if quiet or now >= due:
+                self._hand_over()
+                return
+            timeout = max(HAND_OVER_IDLE_S, due - now)
+        # woken: the main loop looks at what for
 
     def _run(self) -> None:
         lock = self._lock
@@ -191,22 +321,30 @@ class GroupCommit:
         while True:
             baton = None
             with lock:
-                pending = self._requested > self.durable_offset
-                self._idle = not pending
-                if pending:
+                self._idle = False
+                if self.failed is not None:
+                    return  # the failing thread released everyone
+                if self._owner == _NOBODY and self._requested > self.durable_offset:
+                    self._owner = _FLUSHER
+                syncing = self._owner == _FLUSHER
+                if syncing and self._requested <= self.durable_offset:
+                    self._owner = _NOBODY
+                    syncing = False
+                if syncing:
                     if self._ready:
                         baton = self._ready.popleft()
-                elif self._stopped:
+                elif self._stopped and self._owner == _NOBODY:
                     self._release_all()
                     break
                 else:
                     ready, self._ready = self._ready, deque()
-            if not pending:
+                    timing = self._timing = self._handed_over < self.durable_offset
+                    self._idle = True
+            if not syncing:
                 for gate in ready:  # going to sleep: nobody else may come to open these
                     gate.release()
-                if self._handed_over < self.durable_offset:
-                    if not wake.acquire(True, HAND_OVER_IDLE_S):
-                        self._hand_over()  # nothing followed the last sync: the dispatcher gets it now
+                if timing:
+                    self._time_hand_over()
                 else:
                     wake.acquire()
                 continue
@@ -217,15 +355,13 @@ class GroupCommit:
                 baton.release()  # this thread gives up the GIL in the fdatasync right below
             try:
                 durable = self._flush()
-            except BaseException as exc:  # a failed fdatasync is final: fence, fail every waiter
+            except BaseException as exc:  # noqa: BLE001 - a failed fdatasync is final: fence, fail every waiter
                 log.error("group commit: sync failed, fencing the store: %s", exc)
-                with lock:
-                    self.failed = exc
-                    self._release_all()
-                self._on_failure(exc)
+                self._fail(exc)
                 return
             with lock:
                 self.durable_offset = max(self.durable_offset, durable)
+                self._syncs += 1
                 if self._waiters:
                     self._take_covered(self.durable_offset)
         self._hand_over()
@@ -234,6 +370,8 @@ class GroupCommit:
         with self._lock:
             self._stopped = True
             self._release_all()
+            while self._owner == _LEADER:
+                self._owner_free.wait()
         self._wake_flusher()
         if self._thread.is_alive():
             self._thread.join()

@@ -1,6 +1,8 @@
-"""Group commit (sync flush): no writer is acknowledged before a sync that covers its bytes returned, the
-gates of covered writers are opened oldest first and never strand one, a failed sync fails everyone, and
-the dispatcher is handed the durable records (once per busy period while syncs follow each other)."""
+"""Group commit (sync flush): no writer is acknowledged before a sync that covers its bytes returned, a
+writer that finds nobody syncing syncs on its own thread and hands the writers that came meanwhile to the
+flusher, the gates of covered writers are opened oldest first and never strand one, a failed sync fails
+everyone, and the dispatcher is handed the durable records (once per busy period while syncs follow each
+other)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ class FakeLog:
         self.written = 0
         self.synced = 0  # the end the last *completed* sync covered
         self.syncs = 0
+        self.entered = 0  # syncs started
+        self.threads: list[str] = []  # the thread each completed sync ran on
         self.gate: threading.Event | None = None  # when set, a sync waits on it (a slow disk)
         self.fail: BaseException | None = None
 
@@ -49,6 +53,7 @@ class FakeLog:
 
     def flush(self) -> int:
         end = self.written
+        self.entered += 1
         if self.gate is not None:
             self.gate.wait(LIVENESS_S)
         if self.fail is not None:
@@ -56,6 +61,7 @@ class FakeLog:
         time.sleep(random.random() * 0.0005)
         self.synced = max(self.synced, end)
         self.syncs += 1
+        self.threads.append(threading.current_thread().name)
         return end
 
 
@@ -66,10 +72,11 @@ def _group_commit(log: FakeLog, **kw: object) -> tuple[GroupCommit, list[BaseExc
     return gc, failures
 
 
+@pytest.mark.parametrize("leaders", [True, False])
 @pytest.mark.parametrize("writers", [1, 8, 64])
-def test_no_writer_returns_before_a_sync_covering_its_end(writers: int) -> None:
+def test_no_writer_returns_before_a_sync_covering_its_end(writers: int, leaders: bool) -> None:
     log = FakeLog()
-    gc, failures = _group_commit(log)
+    gc, failures = _group_commit(log, leaders=leaders)
     early: list[tuple[int, int]] = []
 
     def writer() -> None:
@@ -106,22 +113,23 @@ def test_a_sync_releases_exactly_the_writers_it_covers_whatever_their_queue_orde
 
     try:
         log.written = 100
-        first = threading.Thread(target=wait, args=(100,))
+        first = threading.Thread(target=wait, args=(100,), name="first")
         first.start()
-        _until(lambda: len(gc._waiters) == 1 and not gc._idle)
-        time.sleep(0.01)  # the flusher is inside the (blocked) sync of end 100
+        _until(lambda: log.entered == 1)  # the first writer leads: it is inside the (blocked) sync of end 100
         # queued after the sync started: one end past it, one at it, in that order
         late = threading.Thread(target=wait, args=(300,))
         late.start()
-        _until(lambda: len(gc._waiters) >= 2)
+        _until(lambda: len(gc._waiters) == 1)
         early = threading.Thread(target=wait, args=(50,))
         early.start()
-        _until(lambda: len(gc._waiters) >= 3)
+        _until(lambda: len(gc._waiters) == 2)
         log.written = 300
         log.gate.set()
         for t in (first, late, early):
             t.join(LIVENESS_S)
         assert results == {100: True, 50: True, 300: True}
+        # the leader synced on its own thread; the writer its sync did not cover was the flusher's
+        assert log.threads == ["first", "rocketstore-group-commit"]
     finally:
         log.gate.set()
         gc.stop()
@@ -131,6 +139,7 @@ def test_a_writer_about_to_block_opens_the_oldest_covered_gate() -> None:
     # The flusher moved A and B (covered by a sync) to the gates to open; a writer C that registers and
     # blocks must open A's gate (the oldest) on its way to sleep, and leave B's for the next one.
     gc = GroupCommit(lambda: 0, lambda exc: None)  # never started: the test plays the flusher
+    gc._owner = flush_module._FLUSHER  # (syncing): the writers queue
     results: dict[str, bool] = {}
 
     def wait(name: str, end: int) -> None:
@@ -163,6 +172,7 @@ def test_a_covered_writer_whose_gate_nobody_opens_still_returns_durable() -> Non
     # A sync covered the writer, but every thread that could open its gate is gone (the flusher stuck in
     # the next sync, no other writer): the writer must find out by itself, long before its own timeout.
     gc = GroupCommit(lambda: 0, lambda exc: None)
+    gc._owner = flush_module._FLUSHER  # (stuck in a sync): the writer queues
     results: list[bool] = []
     t = threading.Thread(target=lambda: results.append(gc.wait_durable(10, 3600.0)), daemon=True)
     t.start()
@@ -175,8 +185,9 @@ def test_a_covered_writer_whose_gate_nobody_opens_still_returns_durable() -> Non
     assert results == [True]
 
 
+@pytest.mark.parametrize("writers", [1, 8])
 def test_while_syncs_follow_each_other_the_dispatcher_is_woken_once_per_busy_period(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, writers: int) -> None:
     # A fake clock that moves 1 ms per sync: with syncs back to back, on_durable must come about once per
     # HAND_OVER_BUSY_S (10 syncs), not once per sync, and the last durable end must still be handed over.
     clock = [1000.0]
@@ -204,7 +215,7 @@ def test_while_syncs_follow_each_other_the_dispatcher_is_woken_once_per_busy_per
         while not stop.is_set():
             assert gc.wait_durable(log.append(100), LIVENESS_S)
 
-    threads = [threading.Thread(target=writer) for _ in range(8)]
+    threads = [threading.Thread(target=writer) for _ in range(writers)]
     try:
         for t in threads:
             t.start()
@@ -222,11 +233,17 @@ def test_while_syncs_follow_each_other_the_dispatcher_is_woken_once_per_busy_per
     assert len(handed) * 4 < log.syncs, (len(handed), log.syncs)
 
 
-def test_wait_times_out_while_the_disk_stalls_and_a_failed_sync_fails_everyone() -> None:
+@pytest.mark.parametrize("leaders", [True, False])
+def test_wait_times_out_while_the_disk_stalls_and_a_failed_sync_fails_everyone(leaders: bool) -> None:
     log = FakeLog()
     log.gate = threading.Event()
-    gc, failures = _group_commit(log)
+    gc, failures = _group_commit(log, leaders=leaders)
     try:
+        leader: list[bool] = []
+        if leaders:  # a writer leads the stuck sync: it cannot return before the disk does
+            first = threading.Thread(target=lambda: leader.append(gc.wait_durable(log.append(10), LIVENESS_S)))
+            first.start()
+            _until(lambda: log.entered == 1)
         end = log.append(10)
         assert gc.wait_durable(end, 0.05) is False  # the sync is stuck: the writer is not held past its timeout
         waiting: list[bool] = []
@@ -237,12 +254,48 @@ def test_wait_times_out_while_the_disk_stalls_and_a_failed_sync_fails_everyone()
         log.gate.set()
         t.join(LIVENESS_S)
         assert waiting == [False]
+        if leaders:
+            first.join(LIVENESS_S)
+            assert leader == [False]
         assert isinstance(gc.failed, OSError) and failures == [gc.failed]
+        gc._thread.join(LIVENESS_S)
+        assert not gc._thread.is_alive()  # the flusher ends with the failed sync, whoever ran it
         assert gc.wait_durable(log.append(10), LIVENESS_S) is False  # fenced: nothing later is acknowledged
         assert gc.durable_offset == 0
     finally:
         log.gate.set()
         gc.stop()
+
+
+@pytest.mark.parametrize("leaders", [True, False])
+def test_a_lone_writer_syncs_on_its_own_thread_unless_leaders_are_off(leaders: bool) -> None:
+    log = FakeLog()
+    gc, failures = _group_commit(log, leaders=leaders)
+    try:
+        for _ in range(50):
+            assert gc.wait_durable(log.append(100), LIVENESS_S)
+    finally:
+        gc.stop()
+    assert not failures
+    me = threading.current_thread().name
+    assert log.syncs == 50
+    assert set(log.threads) == {me if leaders else "rocketstore-group-commit"}
+
+
+def test_a_sync_requested_without_waiting_runs_on_the_flusher() -> None:
+    log = FakeLog()
+    gc, failures = _group_commit(log)
+    try:
+        end = log.append(100)
+        gc.request(end)
+        _until(lambda: gc.durable_offset == end)
+        assert log.threads == ["rocketstore-group-commit"]
+        gc.request(end)  # nothing new: no sync
+        assert gc.wait_durable(end, LIVENESS_S)
+        assert log.syncs == 1
+    finally:
+        gc.stop()
+    assert not failures
 
 
 def test_the_dispatcher_is_handed_durable_records_when_the_syncs_stop() -> None:
@@ -265,10 +318,15 @@ def test_the_dispatcher_is_handed_durable_records_when_the_syncs_stop() -> None:
         gc.stop()
 
 
-def test_stop_releases_waiters_and_refuses_new_ones() -> None:
+def test_stop_releases_waiters_waits_for_a_leaders_sync_and_refuses_new_ones() -> None:
+    # (the store closes its files once stop returns: no sync may still be running then)
     log = FakeLog()
     log.gate = threading.Event()
     gc, _ = _group_commit(log)
+    led: list[bool] = []
+    leader = threading.Thread(target=lambda: led.append(gc.wait_durable(log.append(10), LIVENESS_S)))
+    leader.start()
+    _until(lambda: log.entered == 1)
     got: list[bool] = []
     t = threading.Thread(target=lambda: got.append(gc.wait_durable(log.append(10), LIVENESS_S)))
     t.start()
@@ -277,9 +335,12 @@ def test_stop_releases_waiters_and_refuses_new_ones() -> None:
     stopper.start()
     t.join(LIVENESS_S)
     assert got == [False]
+    assert stopper.is_alive()  # the leader is still inside its sync
     log.gate.set()
     stopper.join(LIVENESS_S)
     assert not stopper.is_alive()
+    leader.join(LIVENESS_S)
+    assert led == [True]  # its sync returned: its bytes are durable
     assert gc.wait_durable(log.append(10), LIVENESS_S) is False
 
 
