@@ -12,6 +12,8 @@ as strings.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import random
 from typing import TYPE_CHECKING
 
@@ -28,16 +30,18 @@ from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.codec import JsonResponseTemplate
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import parse_send_message_header
+from rocketstore.remoting.headers import send_message_header_fields
 from rocketstore.remoting.transport import Connection, RequestRouter
 from rocketstore.store.results import PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
+    from rocketstore.broker.config import BrokerConfig
 
-__all__ = ["PUT_STATUS_REMARKS", "register", "send_message", "send_message_now"]
+__all__ = ["PUT_STATUS_REMARKS", "register", "send_message", "send_message_frame", "send_message_now"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -67,21 +71,41 @@ _V2_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSA
 _CODE_FOR_STATUS = {status: response_code_for_put_status(status.name) for status in PutMessageStatus}
 _SUCCESS_LIKE = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
+#: the success-like statuses' response codes as plain ints (what the answer template takes)
+_SUCCESS_CODE_FOR_STATUS = {status: int(code) for status, code in _CODE_FOR_STATUS.items() if code in _SUCCESS_LIKE}
+#: the answer's extFields that change per send, in _answer's order; MSG_REGION and TRACE_ON follow
+_ANSWER_KEYS = ("msgId", "queueId", "queueOffset")
+#: (region id, trace on) -> the region extFields / the answer frames' template
+_REGIONS: dict[tuple[str, bool], dict[str, str]] = {}
+_ANSWER_TEMPLATES: dict[tuple[str, bool], JsonResponseTemplate] = {}
 
 
 def register(router: RequestRouter, broker: Broker) -> None:
     async def handle(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         return await send_message(broker, conn, request)
 
-    def handle_now(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        return send_message_now(broker, conn, request)
-
+    handle_now = functools.partial(send_message_frame, broker)  # a C-level call, once per send
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
         router.add(code, handle, immediate=handle_now)
 
 
-def _region_fields(broker: Broker) -> dict[str, str]:
-    return {"MSG_REGION": broker.config.region_id, "TRACE_ON": "true" if broker.config.trace_on else "false"}
+def _region_fields(config: BrokerConfig) -> dict[str, str]:
+    """MSG_REGION and TRACE_ON, which every send answer carries (one dict per config: not to be changed)."""
+    key = (config.region_id, config.trace_on)
+    region = _REGIONS.get(key)
+    if region is None:
+        region = _REGIONS[key] = {"MSG_REGION": config.region_id, "TRACE_ON": "true" if config.trace_on else "false"}
+    return region
+
+
+def _answer_template(config: BrokerConfig) -> JsonResponseTemplate:
+    """The frames of :func:`_answer`'s success-like responses (msgId, queueId, queueOffset, then the region
+    fields), one template per region."""
+    key = (config.region_id, config.trace_on)
+    template = _ANSWER_TEMPLATES.get(key)
+    if template is None:
+        template = _ANSWER_TEMPLATES[key] = JsonResponseTemplate(_ANSWER_KEYS, _region_fields(config))
+    return template
 
 
 async def send_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -94,8 +118,8 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
 
 
 def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-    """:func:`send_message` run to the end synchronously, for the transport's immediate path (no task per
-    send); None under SYNC_FLUSH, where a put waits for the disk and so must run off the loop."""
+    """:func:`send_message` run to the end synchronously (no task per send); None under SYNC_FLUSH, where a
+    put waits for the disk and so must run off the loop."""
     if broker.store.config.is_sync_flush:
         return None
     prepared = _prepare(broker, conn, request)
@@ -106,19 +130,39 @@ def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand)
     return _answer(request, result, queue_id, region)
 
 
+def send_message_frame(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | bytes | None:
+    """:func:`send_message_now` for the transport's immediate path: a success-like answer comes back as
+    its encoded frame, written from a template (the bytes encode_command would give for _answer's
+    response), the rest as :func:`send_message_now` answers."""
+    if broker.store.config.is_sync_flush:
+        return None
+    prepared = _prepare(broker, conn, request)
+    if isinstance(prepared, RemotingCommand):
+        return prepared
+    item, queue_id, region = prepared
+    result = broker.put_batch_now(item) if isinstance(item, MessageBatch) else broker.put_now(item)
+    code = _SUCCESS_CODE_FOR_STATUS.get(result.status)
+    if code is None:
+        return _answer(request, result, queue_id, region)
+    return _answer_template(broker.config).encode(code, request.opaque,
+                                                  (result.msg_id, str(queue_id), str(result.queue_offset)))
+
+
 #: what to store (one message, or a batch), the queue id asked for, the region extFields
 _Prepared = tuple[Message | MessageBatch, int, dict[str, str]]
 
 
 def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | _Prepared:
     """Everything before the put: the checks (a failure is returned as the response) and the messages."""
-    header = parse_send_message_header(request.code, request.ext_fields)
-    region = _region_fields(broker)
+    (_, topic, default_topic, default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties,
+     reconsume_times, unit_mode, batch, max_reconsume_times) = send_message_header_fields(request.code,
+                                                                                          request.ext_fields)
+    config = broker.config
+    region = _region_fields(config)
 
     def fail(code: int, remark: str | None) -> RemotingCommand:
         return request.make_response(code, remark=remark, ext_fields=region)
 
-    topic = header.topic
     problem = topic_problem(topic)
     if problem is not None:
         return fail(ResponseCode.SYSTEM_ERROR, problem)
@@ -126,25 +170,26 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         return fail(ResponseCode.NO_PERMISSION, f"sending message to topic[{topic}] is forbidden")
     tc = broker.topics.get(topic)
     if tc is None:
-        sys_flag = 1 if header.unit_mode else 0
-        tc = broker.topics.create_for_send(topic, header.default_topic, header.default_topic_queue_nums, sys_flag)
+        topic_sys_flag = 1 if unit_mode else 0
+        tc = broker.topics.create_for_send(topic, default_topic, default_topic_queue_nums, topic_sys_flag)
         if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            tc = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE, sys_flag)
+            tc = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE, topic_sys_flag)
         if tc is None:
             return fail(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}")
         broker.topic_created()
-    queue_id = header.queue_id
-    limit = max(tc.write_queue_nums, tc.read_queue_nums)
-    if queue_id >= limit:
+    write_queue_nums = tc.write_queue_nums
+    if queue_id >= write_queue_nums and queue_id >= tc.read_queue_nums:
         return fail(ResponseCode.SYSTEM_ERROR,
                     f"request queueId[{queue_id}] is illegal, {tc} Producer: {conn.peer_address}")
     if queue_id < 0:
-        if tc.write_queue_nums <= 0:
+        if write_queue_nums <= 0:
             return fail(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] has no writable queue")
-        queue_id = random.randrange(tc.write_queue_nums)
+        queue_id = random.randrange(write_queue_nums)
 
-    batch = _is_batch(request, header.batch)
-    reconsume_times = header.reconsume_times or 0
+    if not batch:
+        batch = _is_batch(request)
+    if reconsume_times is None:
+        reconsume_times = 0
     to_dlq = False
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
@@ -152,8 +197,8 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         if group_cfg is None:
             return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{_FAQ}")
         max_reconsume = group_cfg.retry_max_times
-        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
-            max_reconsume = header.max_reconsume_times
+        if request.version >= MQVersion.V3_4_9 and max_reconsume_times is not None:
+            max_reconsume = max_reconsume_times
         if reconsume_times >= max_reconsume:
             topic = dlq_topic(group)
             dlq = broker.topics.get(topic)
@@ -165,16 +210,15 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             queue_id = 0
             to_dlq = True
 
-    sys_flag = header.sys_flag
     if tc.topic_filter_type == "MULTI_TAG":
         sys_flag |= SysFlag.MULTI_TAGS
-    props = parse_properties(header.properties or "")
+    props = parse_properties(properties) if properties else {}
     if to_dlq:  # Java's setDelayTimeLevel(0): a dead letter is stored at once, not scheduled
         props.pop(PropertyName.DELAY, None)
     if props.get(PropertyName.TRAN_MSG) == "true":
         # Half messages need the transaction topics and the check service, which this broker lacks.
         return fail(ResponseCode.NO_PERMISSION,
-                    f"the broker[{broker.config.broker_name}] sending transaction message is forbidden")
+                    f"the broker[{config.broker_name}] sending transaction message is forbidden")
     born_host = _born_host(conn)
     store_host = broker.store_host
     if batch:
@@ -185,27 +229,54 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         # As RocketMQ 4.9.3's batch send: the header's properties as sent (WAIT too) plus CLUSTER become the
         # batch's own properties string, which the store appends to each entry's properties bytes as they
         # came (MessageExtBatchEncoder); the entries are not parsed here.
-        props[PropertyName.CLUSTER] = broker.config.broker_cluster_name
+        props[PropertyName.CLUSTER] = config.broker_cluster_name
         try:
             message_batch = MessageBatch.from_body(
                 topic, queue_id, request.body, batch_properties=encode_properties(props), sys_flag=sys_flag,
-                born_timestamp=header.born_timestamp, born_host=born_host, store_host=store_host,
+                born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
                 reconsume_times=reconsume_times)
         except MessageDecodeError as exc:
             return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
         return message_batch, queue_id, region
     props.pop(PropertyName.WAIT, None)
-    props[PropertyName.CLUSTER] = broker.config.broker_cluster_name
-    return (Message(topic, request.body, props, queue_id, header.flag, sys_flag, header.born_timestamp, born_host,
-                    store_host, reconsume_times), queue_id, region)
+    props[PropertyName.CLUSTER] = config.broker_cluster_name
+    return (_new_message(topic, request.body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
+                         store_host, reconsume_times), queue_id, region)
 
 
-def _is_batch(request: RemotingCommand, parsed: bool) -> bool:
-    """The batch flag.  rocketmq-client-cpp (1.2.x and 2.x) writes it with ``UtilAll::to_string(bool)``,
-    i.e. ``"1"``, which Java's Boolean.parseBoolean reads as false; we take ``"1"`` as true so C++ batches
-    are stored as their messages, not as one message holding the encoded batch."""
-    if parsed:
-        return True
+_MESSAGE_SETTERS = tuple(getattr(Message, f.name).__set__ for f in dataclasses.fields(Message))
+_new = object.__new__
+
+
+def _new_message(topic: str, body: bytes, properties: dict[str, str], queue_id: int, flag: int, sys_flag: int,
+                 born_timestamp: int, born_host: HostAddress | None, store_host: HostAddress | None,
+                 reconsume_times: int) -> Message:
+    """``Message(topic, ..., reconsume_times)`` (the later fields at their defaults) with the slots filled
+    directly: the frozen dataclass's ``__init__`` goes through ``object.__setattr__`` by name, twice the
+    cost, once per send.  tests/unit/broker/test_send_answer.py holds the two equal."""
+    message = _new(Message)
+    (set_topic, set_body, set_properties, set_queue_id, set_flag, set_sys_flag, set_born_timestamp, set_born_host,
+     set_store_host, set_reconsume_times, set_prepared_offset, set_store_timestamp) = _MESSAGE_SETTERS
+    set_topic(message, topic)
+    set_body(message, body)
+    set_properties(message, properties)
+    set_queue_id(message, queue_id)
+    set_flag(message, flag)
+    set_sys_flag(message, sys_flag)
+    set_born_timestamp(message, born_timestamp)
+    set_born_host(message, born_host)
+    set_store_host(message, store_host)
+    set_reconsume_times(message, reconsume_times)
+    set_prepared_offset(message, 0)
+    set_store_timestamp(message, None)
+    return message
+
+
+def _is_batch(request: RemotingCommand) -> bool:
+    """The batch flag when the header's own reading (Boolean.parseBoolean) said false.
+    rocketmq-client-cpp (1.2.x and 2.x) writes it with ``UtilAll::to_string(bool)``, i.e. ``"1"``, which
+    Java's Boolean.parseBoolean reads as false; we take ``"1"`` as true so C++ batches are stored as their
+    messages, not as one message holding the encoded batch."""
     raw = request.ext_fields.get("m" if request.code in _V2_CODES else "batch")
     return raw is not None and raw.strip() == "1"
 

@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import NoReturn
 
 from rocketstore.errors import FrameTooLargeError, ProtocolError
-from rocketstore.remoting.codes import LanguageCode, SerializeType
-from rocketstore.remoting.command import RemotingCommand, new_command
+from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, SerializeType
+from rocketstore.remoting.command import RESPONSE_FLAG, RemotingCommand, new_command
 
-__all__ = ["MAX_FRAME_BYTES", "FrameDecoder", "decode_command", "encode_command", "encode_command_parts"]
+__all__ = ["MAX_FRAME_BYTES", "FrameDecoder", "JsonResponseTemplate", "decode_command", "encode_command",
+           "encode_command_parts"]
 
 # Java's com.rocketmq.remoting.frameMaxLength default; like Netty's frame decoder we count the 4-byte
 # length prefix in it.
@@ -178,6 +179,49 @@ def _encode_json_header_reference(cmd: RemotingCommand, opaque: int) -> bytes:
     obj["serializeTypeCurrentRPC"] = "JSON"
     obj["version"] = _checked_int(cmd.version, "version", _INT32_MIN, _INT32_MAX)
     return _JSON_ENCODER.encode(obj).encode("utf-8", "replace")
+
+
+class JsonResponseTemplate:
+    """Whole frames of JSON responses that differ only in code, opaque and the values of a fixed list of
+    extFields, followed by constant ones: what a handler answers for every request of a hot path (a send's
+    msgId / queueId / queueOffset, then MSG_REGION / TRACE_ON).
+
+    ``template.encode(code, opaque, values)`` is byte for byte ``encode_command(RemotingCommand.response(
+    code, opaque, ext_fields={**dict(zip(keys, values)), **constant}))`` (no remark, no body; a unit test
+    holds them equal), but the keys and the constant tail are quoted once here rather than per frame, and
+    no command object is built on the way.
+    """
+
+    __slots__ = ("_format",)
+
+    def __init__(self, keys: tuple[str, ...], constant: Mapping[str, str]) -> None:
+        if not keys:
+            raise ValueError("a template needs at least one variable extFields key")
+        names = [_quote_json(key) for key in keys]
+        if len(set(names)) != len(names) or any(key in constant for key in keys):
+            raise ValueError("extFields keys must be distinct")
+        fixed = "".join(f",{_quote_json(key)}:{_quote_json(_java_text(value, key))}"
+                        for key, value in constant.items() if value is not None)
+        variable = ",".join(name.replace("%", "%%") + ":%s" for name in names)
+        # _encode_json_header's output for a response (flag 1, JAVA, 4.9.3, no remark) as a %-format
+        self._format = ('{"code":%d,"extFields":{' + variable + fixed.replace("%", "%%") + '},"flag":'
+                        + str(RESPONSE_FLAG) + ',"language":"' + LanguageCode.JAVA.name
+                        + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+
+    def encode(self, code: int, opaque: int, values: tuple[str, ...]) -> bytes:
+        """The frame, 4-byte total length included.  *values* are strings, one per key, in order."""
+        if type(code) is not int or not _INT32_MIN <= code <= _INT32_MAX:
+            code = _checked_int(code, "code", _INT32_MIN, _INT32_MAX)
+        if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+            opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+        quote = _quote_json
+        text = self._format % (code, *[quote(value) for value in values], opaque)
+        try:
+            header = text.encode("utf-8")
+        except UnicodeEncodeError:
+            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+        length = len(header)
+        return _PREFIX.pack(4 + length, length) + header
 
 
 def _encode_binary_header(cmd: RemotingCommand, opaque: int) -> bytes:
@@ -327,7 +371,7 @@ def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields
     if type(flag) is not int or not _INT32_MIN <= flag <= _INT32_MAX:
         flag = _json_int(obj, "flag")
     raw_remark = get("remark")
-    remark = None if raw_remark is None else _scalar_text(raw_remark, "remark")
+    remark = raw_remark if raw_remark is None or type(raw_remark) is str else _scalar_text(raw_remark, "remark")
     raw_ext = get("extFields")
     ext_fields: dict[str, str]
     if raw_ext is None:
@@ -335,17 +379,19 @@ def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields
     elif type(raw_ext) is not dict:
         raise ProtocolError(f"extFields is a {type(raw_ext).__name__}, not an object")
     else:
-        # The decoder's fresh dict is kept as it is when every value is already a string (what every
-        # client but ali-ons sends); JSON object keys are always strings.
+        # The decoder's fresh dict is kept, its non-string values (C++ sends some numbers bare, ali-ons
+        # numbers and booleans) replaced in place: JSON object keys are always strings.
         ext_fields = raw_ext
         for raw_value in raw_ext.values():
             if type(raw_value) is not str:
-                ext_fields = {}
-                for key, value in raw_ext.items():
-                    if type(value) is str:
-                        ext_fields[key] = value
-                    elif value is not None:  # null values are dropped, as ali-ons drops undefined ones
-                        ext_fields[key] = _scalar_text(value, key)
+                for key in [key for key, value in raw_ext.items() if type(value) is not str]:
+                    value = raw_ext[key]
+                    if type(value) is int:  # C++ 1.x: queueId, sysFlag, flag, ... as JSON numbers
+                        raw_ext[key] = str(value)
+                    elif value is None:  # null values are dropped, as ali-ons drops undefined ones
+                        del raw_ext[key]
+                    else:
+                        raw_ext[key] = _scalar_text(value, key)
                 break
     # serializeTypeCurrentRPC and any unknown keys are ignored on purpose.
     return code, language, version, opaque, flag, remark, ext_fields

@@ -71,6 +71,7 @@ __all__ = [
     "RegisterBrokerResponseHeader",
     "SearchOffsetRequestHeader",
     "SearchOffsetResponseHeader",
+    "SendHeaderFields",
     "SendMessageRequestHeader",
     "SendMessageResponseHeader",
     "UnregisterBrokerRequestHeader",
@@ -84,6 +85,7 @@ __all__ = [
     "parse_java_long",
     "parse_request_header",
     "parse_send_message_header",
+    "send_message_header_fields",
 ]
 
 
@@ -317,16 +319,32 @@ _SEND_V1_WIRE = tuple(f.metadata["wire"] for f in dataclasses.fields(SendMessage
 _SEND_V2_WIRE = tuple(_SEND_V2_NAMES[name] for name in _SEND_V1_WIRE)
 _SEND_SETTERS = tuple(getattr(SendMessageRequestHeader, f.name).__set__
                       for f in dataclasses.fields(SendMessageRequestHeader))
+_SEND_GETTERS = tuple(getattr(SendMessageRequestHeader, f.name).__get__
+                      for f in dataclasses.fields(SendMessageRequestHeader))
 _new = object.__new__
 
 
-def _decode_send_fast(cls: type, wire: tuple[str, ...], ext_fields: Mapping[str, str]) -> Any:
-    """The send header read without the generic field table, for the well-formed header every send
-    carries: plain decimal numbers that cannot overflow their Java type, strings where strings belong.
+#: SendMessageRequestHeader's values in field order, as a plain tuple (:func:`send_message_header_fields`)
+SendHeaderFields = tuple[str, str, str, int, int, int, int, int, str | None, int | None, bool, bool, int | None]
+
+
+def send_message_header_fields(code: int, ext_fields: Mapping[str, str]) -> SendHeaderFields:
+    """``parse_send_message_header(code, ext_fields)``'s values in field order (producer_group, topic,
+    default_topic, default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties,
+    reconsume_times, unit_mode, batch, max_reconsume_times) without building the header object: the
+    broker's send path reads each of them once.  Raises HeaderFieldError as the parser does."""
+    fields = _read_send_fast(_SEND_V2_WIRE if code in SEND_MESSAGE_V2_CODES else _SEND_V1_WIRE, ext_fields)
+    if fields is None:
+        header = parse_send_message_header(code, ext_fields)
+        fields = tuple(getter(header) for getter in _SEND_GETTERS)  # type: ignore[assignment]
+    return fields  # type: ignore[return-value]
+
+
+def _read_send_fast(wire: tuple[str, ...], ext_fields: Mapping[str, str]) -> SendHeaderFields | None:
+    """The send header's values read without the generic field table, for the well-formed header every
+    send carries: plain decimal numbers that cannot overflow their Java type, strings where strings belong.
     Returns None for anything else (a sign, a missing or odd field), and the caller then runs the generic
-    reader, which gives the same value or raises the precise HeaderFieldError.  One send costs one of
-    these, so the slots are filled directly instead of through the frozen dataclass's keyword ``__init__``.
-    """
+    reader, which gives the same value or raises the precise HeaderFieldError."""
     get = ext_fields.get
     (w_group, w_topic, w_default_topic, w_queue_nums, w_queue_id, w_sys_flag, w_born, w_flag, w_properties,
      w_reconsume, w_unit_mode, w_batch, w_max_reconsume) = wire
@@ -366,33 +384,30 @@ def _decode_send_fast(cls: type, wire: tuple[str, ...], ext_fields: Mapping[str,
     raw = get(w_unit_mode)
     if raw is not None and type(raw) is not str:
         return None
-    unit_mode = raw is not None and parse_java_boolean(raw)
+    unit_mode = raw is not None and len(raw) == 4 and raw.lower() == "true"  # parse_java_boolean
     raw = get(w_batch)
     if raw is not None and type(raw) is not str:
         return None
-    batch = raw is not None and parse_java_boolean(raw)
+    batch = raw is not None and len(raw) == 4 and raw.lower() == "true"
     raw = get(w_max_reconsume)
     max_reconsume: int | None = None
     if raw is not None:
         if type(raw) is not str or not raw.isdecimal() or len(raw) > 9:
             return None
         max_reconsume = int(raw)
+    return (group, topic, default_topic, queue_nums, queue_id, sys_flag, born, flag, properties, reconsume,
+            unit_mode, batch, max_reconsume)
+
+
+def _decode_send_fast(cls: type, wire: tuple[str, ...], ext_fields: Mapping[str, str]) -> Any:
+    """:func:`_read_send_fast` as a header object (None when it declines).  One send costs one of these,
+    so the slots are filled directly instead of through the frozen dataclass's keyword ``__init__``."""
+    fields = _read_send_fast(wire, ext_fields)
+    if fields is None:
+        return None
     header: Any = _new(cls)
-    (s_group, s_topic, s_default_topic, s_queue_nums, s_queue_id, s_sys_flag, s_born, s_flag, s_properties,
-     s_reconsume, s_unit_mode, s_batch, s_max_reconsume) = _SEND_SETTERS
-    s_group(header, group)
-    s_topic(header, topic)
-    s_default_topic(header, default_topic)
-    s_queue_nums(header, queue_nums)
-    s_queue_id(header, queue_id)
-    s_sys_flag(header, sys_flag)
-    s_born(header, born)
-    s_flag(header, flag)
-    s_properties(header, properties)
-    s_reconsume(header, reconsume)
-    s_unit_mode(header, unit_mode)
-    s_batch(header, batch)
-    s_max_reconsume(header, max_reconsume)
+    for setter, value in zip(_SEND_SETTERS, fields, strict=True):
+        setter(header, value)
     return header
 
 

@@ -17,9 +17,10 @@ the codec see to it) because the C++ client ignores non-string values.
 Per-frame costs, because a send is a round trip of small frames: a router may give a code an *immediate*
 handler (:meth:`RequestRouter.add`), a plain function run as the frame is decoded, which answers without a
 task per request (a send whose put does not wait for the disk) or declines and leaves the request to the
-async handler.  Frames go through an outbox: the answers to the frames of one read leave in one write, and
-requests that coroutines issue within one loop iteration leave together at its end, so 64 concurrent
-sends cost one send() each way rather than 64.
+async handler; it may answer with the response's frame already encoded (a send answer from a template).
+Frames go through an outbox: the answers to the frames of one read leave in one write, and requests that
+coroutines issue within one loop iteration leave together at its end, so 64 concurrent sends cost one
+send() each way rather than 64.
 
 Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  Thread-safety: a Connection and a
 RemotingServer belong to the loop that created them; call them from that loop only.
@@ -37,7 +38,7 @@ from typing import Any, TypeVar, cast
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
 from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command, encode_command_parts
 from rocketstore.remoting.codes import ResponseCode
-from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
 from rocketstore.remoting.headers import HeaderFieldError
 
 __all__ = [
@@ -67,8 +68,9 @@ _SEPARATE_BODY_BYTES = 16384
 #: ``await handler(connection, request)`` -> the response, or None to send nothing.
 RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 #: ``immediate(connection, request)`` -> the response, computed synchronously on the loop, or None when
-#: this request needs the async handler after all (see :meth:`RequestRouter.add`).
-ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
+#: this request needs the async handler after all (see :meth:`RequestRouter.add`).  The response may be
+#: its whole encoded frame (bytes, opaque included) when the handler has a cheaper way to write it.
+ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | bytes | None"]
 
 T = TypeVar("T")
 
@@ -109,8 +111,9 @@ class Connection(asyncio.Protocol):
                  on_close: Callable[[Connection], None] | None = None) -> None:
         self._handler = handler
         #: code -> the handler's synchronous fast path, when it has one (RequestRouter.immediate_handler)
-        self._immediate_for: Callable[[int], ImmediateHandler | None] | None = getattr(
-            handler, "immediate_handler", None)
+        lookup = getattr(handler, "immediate_lookup", None)
+        self._immediate_for: Callable[[int], ImmediateHandler | None] | None = (
+            lookup() if lookup is not None else getattr(handler, "immediate_handler", None))
         #: requests with an immediate handler that are being served by a task (see _start_request)
         self._deferred_count = 0
         #: encoded frames not yet handed to the transport (see _write, _write_soon, _process_buffer)
@@ -174,7 +177,7 @@ class Connection(asyncio.Protocol):
                     return
                 if command is None:
                     return
-                if command.is_response:
+                if command.flag & RESPONSE_FLAG:  # command.is_response, without the property call per frame
                     future = self._pending.pop(command.opaque, None)
                     if future is not None and not future.done():
                         future.set_result(command)
@@ -250,7 +253,11 @@ class Connection(asyncio.Protocol):
             response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
         if response is None:
             return False
-        self._reply(request, response)
+        if type(response) is bytes:  # an encoded answer: the handler vouches for its opaque
+            if not request.flag & ONEWAY_FLAG and not self._closed:
+                self._write_frame(response)
+            return True
+        self._reply(request, response)  # type: ignore[arg-type]
         return True
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
@@ -321,6 +328,15 @@ class Connection(asyncio.Protocol):
         """Write one frame now (after whatever the outbox holds), or at the end of the frames being
         processed when called from a handler's immediate path."""
         self._enqueue(command, opaque)
+        if not self._holding:
+            self._flush()
+
+    def _write_frame(self, frame: bytes) -> None:
+        """:meth:`_write` for a frame already encoded; a closed connection drops it (as :meth:`_reply`)."""
+        transport = self._transport
+        if self._closed or transport is None or transport.is_closing():
+            return
+        self._outbox.append(frame)
         if not self._holding:
             self._flush()
 
@@ -461,6 +477,11 @@ class RequestRouter:
 
     def immediate_handler(self, code: int) -> ImmediateHandler | None:
         return self.immediate_handlers.get(code)
+
+    def immediate_lookup(self) -> Callable[[int], ImmediateHandler | None]:
+        """:meth:`immediate_handler` as the table's own ``get`` (a C call per frame); it sees later
+        :meth:`add` calls, which change the table in place."""
+        return self.immediate_handlers.get
 
     async def __call__(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
         handler = self.handlers.get(request.code)
