@@ -19,13 +19,16 @@ from rocketstore.message.hashing import java_string_hash
 __all__ = [
     "MAX_PROPERTIES_BYTES",
     "NAME_VALUE_SEPARATOR",
+    "PROPERTY_FORMATS",
     "PROPERTY_SEPARATOR",
+    "PropertiesFormat",
     "PropertyName",
     "encode_properties",
     "encode_properties_column",
     "java_hashmap_order",
     "parse_properties",
     "parse_properties_raw",
+    "properties_format",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -116,22 +119,36 @@ def java_hashmap_order(names: tuple[str, ...]) -> tuple[int, ...]:
 
 
 #: names in insertion order -> (a %-format with the names in Java HashMap order and a ``%s`` per value,
-#: an itemgetter of the values in that order), or None for names the format cannot hold.  The writer's
-#: hot path: one C-level format instead of a Python-level join of pairs.
-_FORMATS: dict[tuple[str, ...], tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]]] | None] = {}
+#: an itemgetter of the values in that order, whether no name holds a separator), or None for names the
+#: format cannot hold.  The writer's hot path: one C-level format instead of a Python-level join of pairs.
+PropertiesFormat = tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]], bool]
+_FORMATS: dict[tuple[str, ...], PropertiesFormat | None] = {}
+#: ``PROPERTY_FORMATS.get(names)``: the cached format of these names, None if not cached (or unusable);
+#: the put path looks here first and calls :func:`properties_format` only on a miss.
+PROPERTY_FORMATS: Mapping[tuple[str, ...], PropertiesFormat | None] = _FORMATS
 
 
-def _format_of(names: tuple[str, ...]) -> tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]]] | None:
-    """The (format, value getter) of a properties map with these *names*, cached."""
-    shape: tuple[str, Callable[[Mapping[str, str | None]], tuple[str | None, ...]]] | None = None
+def properties_format(names: tuple[str, ...]) -> PropertiesFormat | None:
+    """The (format, value getter, names free of separators) of a properties map with these *names*
+    (distinct, in insertion order), cached; None when a name is not a str.
+
+    ``fmt % getter(properties)`` is :func:`encode_properties` of a map whose values are all str.  With the
+    third item True, the string says what the map says (``parse_properties_raw`` gives it back) exactly
+    when no value holds NAME_VALUE_SEPARATOR or PROPERTY_SEPARATOR."""
+    shape = _FORMATS.get(names, False)
+    if shape is not False:
+        return shape  # type: ignore[return-value]
     if all(type(name) is str for name in names):
         ordered = [names[i] for i in java_hashmap_order(names)]
         fmt = PROPERTY_SEPARATOR.join(name.replace("%", "%%") + NAME_VALUE_SEPARATOR + "%s" for name in ordered)
+        clean = not any(NAME_VALUE_SEPARATOR in name or PROPERTY_SEPARATOR in name for name in names)
         if len(ordered) == 1:
             # an itemgetter of one name returns the bare value: ask for it twice and print the copy empty
-            shape = (fmt + "%.0s", operator.itemgetter(ordered[0], ordered[0]))
+            shape = (fmt + "%.0s", operator.itemgetter(ordered[0], ordered[0]), clean)
         else:
-            shape = (fmt, operator.itemgetter(*ordered))
+            shape = (fmt, operator.itemgetter(*ordered), clean)
+    else:
+        shape = None
     if len(_FORMATS) >= _ORDER_CACHE_MAX:
         _FORMATS.clear()
     _FORMATS[names] = shape
@@ -145,11 +162,9 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
     if not properties:
         return ""
     names = tuple(properties)
-    shape = _FORMATS.get(names, False)
-    if shape is False:
-        shape = _format_of(names)  # type: ignore[arg-type]
+    shape = _FORMATS.get(names) or properties_format(names)
     if shape is not None:
-        fmt, values_of = shape  # type: ignore[misc]
+        fmt, values_of, _ = shape
         values = values_of(properties)
         try:
             "".join(values)  # type: ignore[arg-type]  # every value a str (a None is skipped below; "%s" would print anything)
@@ -205,12 +220,10 @@ def encode_properties_column(maps: Sequence[Mapping[str, str | None]]) -> list[b
     names = tuple(first)
     if not _order_free(names):
         return None
-    shape = _FORMATS.get(names, False)
-    if shape is False:
-        shape = _format_of(names)
+    shape = _FORMATS.get(names) or properties_format(names)
     if shape is None:
         return None
-    fmt, values_of = shape  # type: ignore[misc]
+    fmt, values_of, _ = shape
     try:
         values = tuple(chain.from_iterable(map(values_of, maps)))
         "".join(values)  # type: ignore[arg-type]  # every value a str (a None is skipped by encode_properties)

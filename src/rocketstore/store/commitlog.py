@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, repeat
+from typing import Any
 
 from rocketstore.errors import StoreError
 from rocketstore.message.batch_draft import BatchDraft, encode_batch_draft
@@ -24,6 +25,7 @@ from rocketstore.message.record import (
     BLANK_RECORD,
     BLANK_RECORD_BYTES,
     MESSAGE_MAGIC,
+    PLAIN_WRITE_HEADER,
     TOTAL_SIZE_MAGIC,
     RecordDraft,
     write_record,
@@ -69,6 +71,12 @@ class CommitLog:
         #: sys_flag, store_timestamp, tags_code, uniq_key, keys).  Appended under the lock; the dispatcher
         #: pops from the left.  Records appended without facts are decoded by the dispatcher.
         self.facts: deque[tuple] = deque()  # type: ignore[type-arg]
+        #: the segment appends write into and its mapping, or None (ask the file queue): a single append
+        #: reads these two attributes instead of calling ``files.last()`` and the ``buffer`` property.
+        #: Only :meth:`_segment_for` changes the tail while the store is open (recovery truncates before
+        #: the first append, clean-up never deletes the last segment), and it refreshes both.
+        self._tail: MappedFile | None = None
+        self._tail_buffer: Any = None
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -99,6 +107,7 @@ class CommitLog:
                 refusal = self.segment_guard() if self.segment_guard is not None else None
                 if refusal is not None:
                     raise AppendError(refusal, "the disk is nearly full: writes are refused until space is freed")
+            self._tail = None
             mf = self.files.last_writable()
             if record_bytes + BLANK_RECORD_BYTES > mf.remaining:
                 remaining = mf.remaining
@@ -109,21 +118,21 @@ class CommitLog:
                 mf = self.files.create_next()
         except OSError as exc:
             raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
+        self._tail_buffer = mf.buffer
+        self._tail = mf
         return mf
 
-    def append(self, draft: RecordDraft, queue_key: tuple[str, int] | None,
-               store_timestamp: int | None, meta: tuple[str, int, str | None, str | None] | None = None,
-               ) -> tuple[int, int, int]:
+    def append(self, draft: RecordDraft, queue_key: tuple[str, int] | None, store_timestamp: int | None,
+               topic: str | None = None, tags_code: int = 0, uniq_key: str | None = None,
+               keys: str | None = None) -> tuple[int, int, int]:
         """Place one record draft; returns (commit_log_offset, queue_offset, store_timestamp).
 
         A record with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance
-        the queue.
+        the queue.  With *topic* given, the record's dispatch fact is kept with *tags_code*, *uniq_key*
+        and *keys* (passed one by one, not as a tuple: one fewer object per put).
         """
         # One record: append_batch's work without its loops and per-draft bookkeeping (the put hot path).
         size = draft[1]
-        if size + BLANK_RECORD_BYTES > self.segment_bytes:
-            raise AppendError("MESSAGE_ILLEGAL", f"{size} bytes of records cannot fit a segment of "
-                                                 f"{self.segment_bytes} bytes")
         lock = self.lock
         # a free lock is taken without parsing a timeout (most appends)
         if not lock.acquire(False) and not lock.acquire(True, self.lock_wait_s):
@@ -132,8 +141,11 @@ class CommitLog:
             now = _time_ns() // 1_000_000
             self.lock_begin_ms = now
             ts = now if store_timestamp is None else store_timestamp
-            mf = self.files.last()
-            if mf is None or size + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
+            mf = self._tail
+            if mf is None or size + 8 > mf.size_bytes - mf.wrote:  # 8: BLANK_RECORD_BYTES
+                if size + BLANK_RECORD_BYTES > self.segment_bytes:  # (a record that fits the tail fits a segment)
+                    raise AppendError("MESSAGE_ILLEGAL", f"{size} bytes of records cannot fit a segment of "
+                                                         f"{self.segment_bytes} bytes")
                 mf = self._segment_for(size)
             pos = mf.wrote
             offset = mf.start_offset + pos
@@ -146,18 +158,22 @@ class CommitLog:
             # tests/unit/store/test_put_path.py compares what a put writes with encode_record's bytes
             (header, _, crc, queue_id, flag, sys_flag, born_ts, born, store, reconsume, prepared, body_len,
              tail) = draft
-            buf = mf.buffer
-            header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, offset,
-                             sys_flag, born_ts, born, ts, store, reconsume, prepared, body_len)
+            buf = self._tail_buffer
+            if header is PLAIN_WRITE_HEADER:  # FLAG, SYSFLAG, RECONSUMETIMES, PREPAREDOFFSET: zero pad bytes
+                header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, queue_offset, offset, born_ts, born,
+                                 ts, store, body_len)
+            else:
+                header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, offset,
+                                 sys_flag, born_ts, born, ts, store, reconsume, prepared, body_len)
             buf[pos + header.size : pos + size] = tail
             if queue_key is not None:
                 queue_offsets[queue_key] = queue_offset + 1
             mf.wrote = pos + size
-            if meta is not None:
+            if topic is not None:
                 facts = self.facts
                 if len(facts) < FACTS_MAX:
-                    facts.append((offset, size, meta[0], draft[3], queue_offset, draft[5], ts, meta[1], meta[2],
-                                  meta[3]))
+                    facts.append((offset, size, topic, queue_id, queue_offset, sys_flag, ts, tags_code, uniq_key,
+                                  keys))
             self.last_store_timestamp = ts
         finally:
             self.lock_begin_ms = 0
@@ -275,4 +291,5 @@ class CommitLog:
         return self.files.flush(least_pages)
 
     def close(self) -> None:
+        self._tail = self._tail_buffer = None
         self.files.close(drop_unused_tail=True)

@@ -23,6 +23,7 @@ import os
 import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 
 from rocketstore.errors import (
@@ -40,10 +41,12 @@ from rocketstore.message.hashing import tags_code
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import NAME_VALUE_SEPARATOR as _NAME_VALUE_SEPARATOR
+from rocketstore.message.properties import PROPERTY_FORMATS as _PROPERTY_FORMATS
 from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPARATOR
 from rocketstore.message.properties import (
     PropertyName,
     encode_properties,
+    properties_format,
 )
 from rocketstore.message.record import (
     BLANK_MAGIC,
@@ -78,6 +81,13 @@ _KEYS = PropertyName.KEYS
 _UNIQ_KEY = PropertyName.UNIQ_KEY
 _WAIT = PropertyName.WAIT
 _PUT_OK = PutMessageStatus.PUT_OK
+_PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
+_crc32 = zlib.crc32
+_join = b"".join
+_PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
+#: tags -> tagsCode of the tags the put path has seen (a producer repeats a few): tags_code without a call
+_TAG_CODES: dict[str, int] = {}
+_TAG_CODES_GET = _TAG_CODES.get
 _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
 _LOCKED_PATHS: set[str] = set()
@@ -130,6 +140,8 @@ class MessageStore:
         self._max_message_bytes = config.max_message_size
         #: (host, host_bytes(host)) of the last explicit host a put carried: a broker's messages repeat it
         self._last_host: tuple[HostAddress | None, bytes] = (None, b"")
+        #: (topic, queue_id) of the last single put: a producer's puts repeat a few queues
+        self._last_queue_key: tuple[str, int] = ("", -1)
         self._delay_levels = config.delay_levels_ms()
         self._max_delay_level = max(self._delay_levels)
         self._memory_for_hot_bytes = int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
@@ -497,58 +509,94 @@ class MessageStore:
             message = self._apply_delay(message)
         props = message.properties
         topic = message.topic
-        meta: tuple[str, int, str | None, str | None] | None
+        queue_id = message.queue_id
+        # the dispatch facts (tags code, uniq key, keys): taken from the dict when it says what the stored
+        # string says (no separator inside a name or value, no None value; not a schedule-topic record,
+        # whose tagsCode is its delivery time), else facts=False and the dispatcher decodes the record
+        facts = True
+        tags_hash = 0
+        uniq_key = keys = None
         if props:
-            try:
-                props_text = encode_properties(props)
-            except (OverflowError, ValueError, TypeError, AttributeError):
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=message.queue_id)
-            # _fact_meta inlined (the put hot path)
-            n = len(props)
-            if props_text.count(_NAME_VALUE_SEPARATOR) == n and props_text.count(_PROPERTY_SEPARATOR) == n - 1 \
-                    and topic != SCHEDULE_TOPIC:
+            # encode_properties inlined (the put hot path): the cached Java-HashMap-order format, filled
+            # when every value is a str; anything else goes through encode_properties itself
+            names = tuple(props)
+            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names)
+            props_text = None
+            if shape is not None:
+                values = shape[1](props)
+                try:
+                    joined = "".join(values)  # type: ignore[arg-type]
+                except TypeError:  # a None value (skipped) or one that is not a str (refused)
+                    pass
+                else:
+                    props_text = shape[0] % values
+                    facts = shape[2] and _NAME_VALUE_SEPARATOR not in joined and _PROPERTY_SEPARATOR not in joined \
+                        and topic != SCHEDULE_TOPIC
+            if props_text is None:
+                try:
+                    props_text = encode_properties(props)
+                except (OverflowError, ValueError, TypeError, AttributeError):
+                    return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+                n = len(props)
+                facts = props_text.count(_NAME_VALUE_SEPARATOR) == n \
+                    and props_text.count(_PROPERTY_SEPARATOR) == n - 1 and topic != SCHEDULE_TOPIC
+            if facts:
                 tags = props.get(_TAGS)
-                meta = (topic, tags_code(tags) if tags else 0, props.get(_UNIQ_KEY) or None, props.get(_KEYS))
-            else:
-                meta = None
+                if tags:
+                    code = _TAG_CODES_GET(tags)
+                    if code is None:
+                        code = tags_code(tags)
+                        if len(_TAG_CODES) < 4096:
+                            _TAG_CODES[tags] = code
+                    tags_hash = code
+                uniq_key = props.get(_UNIQ_KEY) or None
+                keys = props.get(_KEYS)
         else:
             props_text = ""
-            meta = (topic, 0, None, None)
-        queue_id = message.queue_id
         # _draft inlined (the put hot path): the same checks, in the same order
         try:
             if len(props_text) > 32767 or len(topic) > 127 or not 0 <= queue_id <= 0x7FFFFFFF:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-            born = message.born_host
-            store = message.store_host
-            draft = draft_message(message, props_text.encode("utf-8"),
-                                  self._store_host_bytes if born is None else self._host_bytes(born),
-                                  self._store_host_bytes if store is None else self._host_bytes(store),
+            store_host = message.store_host
+            born_host = message.born_host
+            draft = draft_message(message, props_text.encode(),
+                                  self._store_host_bytes if born_host is None else self._host_bytes(born_host),
+                                  self._store_host_bytes if store_host is None else self._host_bytes(store_host),
                                   self._max_message_bytes)
         except PropertiesTooLargeError:
             return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id)
         except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
                 AttributeError, struct.error):
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+        size = draft[1]
+        sys_flag = draft[5]
+        # NOT (0) and COMMIT (8) records take a queue offset, PREPARED (4) and ROLLBACK (12) do not: bit 4.
+        # The last queue's key is reused: the queue-offset table then finds its own key object (no tuple
+        # to build, hash twice and compare item by item per put)
+        queue_key = self._last_queue_key
+        if queue_key[1] != queue_id or queue_key[0] != topic:
+            queue_key = self._last_queue_key = (topic, queue_id)
         try:
-            # NOT (0) and COMMIT (8) records take a queue offset, PREPARED (4) and ROLLBACK (12) do not: bit 4
             offset, queue_offset, ts = self._commitlog.append(
-                draft, None if draft[5] & SysFlag.TRANSACTION_PREPARED_TYPE else (topic, queue_id),  # type: ignore[index]
-                message.store_timestamp, meta)
+                draft, None if sys_flag & _PREPARED_BIT else queue_key,
+                message.store_timestamp, topic if facts else None, tags_hash, uniq_key, keys)
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
+        except struct.error:
+            # a field the checks above let through that is no int (a float born timestamp): nothing was
+            # appended (the record's end did not move), as RocketMQ refuses a message it cannot encode
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
         if self._dispatch_idle:
             self._release_dispatch()
-        size = draft[1]  # type: ignore[index]
         status = _PUT_OK
         if self._group_commit is not None:
             status = self._await_durable(offset + size, props.get(_WAIT))
         # PutResult(...) without the namedtuple's Python-level __new__: every field, in order
         return _new_tuple(PutResult, (status, offset, size, queue_offset, ts, 1, topic, queue_id, "",
-                                      message.store_host or self._store_host, ()))
+                                      store_host or self._store_host, ()))
 
     def _await_durable(self, end_offset: int, wait: str | None) -> PutMessageStatus:
         gc = self._group_commit
