@@ -681,6 +681,10 @@ class MessageStore:
         for message in batch:
             if message.topic != topic or message.queue_id != queue_id:
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
+            if type(message.born_timestamp) is not int or type(queue_id) is not int:
+                # caught here, not by the writer: a batch's records are written one after another, and a
+                # field that cannot be packed half way would leave whole records past the write position
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
             props = message.properties
             if message.sys_flag & SysFlag.TRANSACTION_MASK or (props.get(_DELAY) is not None
                                                                and delay_level(props) > 0):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from rocketstore.message.properties import encode_properties
 from rocketstore.message.record import Message
 from rocketstore.store.config import StoreConfig
@@ -89,6 +91,22 @@ def test_a_born_timestamp_that_is_no_int_is_refused_and_writes_nothing(tmp_path:
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
         assert store.max_commit_log_offset == end
         ok = store.put(Message("T", b"next"))
+        assert ok.ok and ok.commit_log_offset == end and ok.queue_offset == 1
+        assert store.wait_dispatched()
+        assert verify_store(store).ok
+
+
+@pytest.mark.parametrize("bad_at", [0, 2])
+def test_a_batch_holding_a_born_timestamp_that_is_no_int_is_refused_and_writes_nothing(tmp_path: Path,
+                                                                                       bad_at: int) -> None:
+    with MessageStore.open(tmp_path / "s", CONFIG) as store:
+        assert store.put(Message("T", b"first")).ok
+        end = store.max_commit_log_offset
+        batch = [Message("T", f"b{i}".encode(), born_timestamp=1.5 if i == bad_at else 7)  # type: ignore[arg-type]
+                 for i in range(3)]
+        assert store.put_batch(batch).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.max_commit_log_offset == end
+        ok = store.put_batch([Message("T", b"n0"), Message("T", b"n1")])
         assert ok.ok and ok.commit_log_offset == end and ok.queue_offset == 1
         assert store.wait_dispatched()
         assert verify_store(store).ok
