@@ -9,10 +9,11 @@ range stops (an end-of-file blank, or the first invalid record) is where recover
 The walk, the length checks and the body CRCs are abnormal recovery's own (``recovery_scan.SegmentReader``:
 runs of equal-size records checked with one strided read, header fields as numpy columns, one tight CRC
 loop), and so is the topic look-up (each distinct topic compared with all records at once).  Properties
-are parsed a chunk at a time by groups of one properties length: a group of one producer's shape (same
-names, same value lengths) is a ``recovery_scan.UniformProperties`` byte matrix whose values hash with one
-matrix product, the other records go to ``rebuild_props.ChunkProperties`` (values located by byte
-comparisons over the chunk, Java's String.hashCode from prefix sums over powers of 31 modulo 2**64).
+are parsed a chunk at a time by groups of one properties length (``recovery_scan.GroupedProperties``): a
+group of one producer's shape (same names, same value lengths) is a ``UniformProperties`` byte matrix
+whose values hash with one matrix product, the other records go to ``rebuild_props.ChunkProperties``
+(values located by byte comparisons over the chunk, Java's String.hashCode from prefix sums over powers of
+31 modulo 2**64).
 Records whose properties or topic are not ASCII, and SCHEDULE_TOPIC_XXXX records (their tagsCode is a
 delivery time), go through the dispatcher's own per-record rules (``parse_properties``, ``hashing``).
 
@@ -43,8 +44,7 @@ from rocketstore.message.record import (
     SysFlag,
 )
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, tags_code_of
-from rocketstore.store.rebuild_props import ChunkProperties
-from rocketstore.store.recovery_scan import CHUNK_RECORDS, Chunk, SegmentReader, UniformProperties
+from rocketstore.store.recovery_scan import CHUNK_RECORDS, Chunk, GroupedProperties, SegmentReader
 
 __all__ = ["SCHEDULE_TOPIC", "RangeFacts", "ScanRange", "TagsRule", "scan_range"]
 
@@ -285,82 +285,6 @@ def _prefix(chunk: Chunk, n: int) -> Chunk:
                    props_at=chunk.props_at[:n], reason=None)
 
 
-#: records of one properties length worth a byte matrix of their own (fewer go to the general parser)
-_UNIFORM_MIN_RECORDS = 32
-
-
-class _Properties:
-    """The properties of a chunk's records, parsed by groups of one properties length: a group whose
-    records share one shape (one producer: same names, same value lengths) is a ``UniformProperties`` byte
-    matrix, every other record goes to one ``ChunkProperties``.  Keys that grow a digit, or a few producers
-    in turn, still get the matrix.  Answers are per record of the chunk, in its order, the same as one
-    ``ChunkProperties`` over the whole chunk gives."""
-
-    def __init__(self, arr: np.ndarray, text_at: np.ndarray, ends: np.ndarray) -> None:
-        self.n = n = len(text_at)
-        text_len = ends - text_at
-        #: (record numbers within the chunk, ascending, or None for all of them; their parser)
-        self.parts: list[tuple[np.ndarray | None, UniformProperties | ChunkProperties]] = []
-        if n and not (text_len != text_len[0]).any():
-            uniform = UniformProperties.build(arr, text_at, int(text_len[0]))
-            self.parts.append((None, uniform if uniform is not None else ChunkProperties(arr, text_at, ends)))
-        elif n:
-            order = np.argsort(text_len, kind="stable")  # stable: record numbers ascend within a length
-            rest: list[np.ndarray] = []
-            for idx in np.split(order, np.flatnonzero(np.diff(text_len[order])) + 1):
-                uniform = None
-                if len(idx) >= _UNIFORM_MIN_RECORDS:
-                    uniform = UniformProperties.build(arr, text_at[idx], int(text_len[idx[0]]))
-                if uniform is not None:
-                    self.parts.append((idx, uniform))
-                else:
-                    rest.append(idx)
-            if rest:
-                idx = np.sort(np.concatenate(rest))
-                self.parts.append((idx, ChunkProperties(arr, text_at[idx], ends[idx])))
-        self.non_ascii = self._scatter([p.non_ascii for _, p in self.parts], bool)
-
-    @property
-    def whole(self) -> UniformProperties | ChunkProperties | None:
-        """The one parser of every record, when there is one."""
-        return self.parts[0][1] if len(self.parts) == 1 and self.parts[0][0] is None else None
-
-    def _scatter(self, values: list[np.ndarray], dtype: type) -> np.ndarray:
-        if self.whole is not None:
-            return np.asarray(values[0], dtype=dtype)
-        out: np.ndarray = np.zeros(self.n, dtype=dtype)
-        for (idx, _), v in zip(self.parts, values):
-            out[idx] = v
-        return out
-
-    def present(self, name: str) -> np.ndarray:
-        """Records carrying a non-empty *name* property (``parse_properties`` drops empty values)."""
-        raw = name.encode()
-        # a uniform group has the same pairs in every row, each with a non-empty value
-        return self._scatter([np.full(p.n, raw in p.pairs, dtype=bool) if isinstance(p, UniformProperties)
-                              else p.present(name) for _, p in self.parts], bool)
-
-    def tags_codes(self) -> np.ndarray:
-        return self._scatter([p.tags_codes() for _, p in self.parts], np.int64)
-
-    def key_hashes(self, topic_ids: np.ndarray, topic_names: list[str],
-                   indexed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(record, folded hash) of every index key in dispatch order: by record, UNIQ_KEY then KEYS."""
-        whole = self.whole
-        if whole is not None:
-            return whole.key_hashes(topic_ids, topic_names, indexed)
-        recs: list[np.ndarray] = [np.zeros(0, np.int64)]
-        hashes: list[np.ndarray] = [np.zeros(0, np.int64)]
-        for idx, p in self.parts:
-            assert idx is not None
-            rec, h = p.key_hashes(topic_ids[idx], topic_names, indexed[idx])
-            recs.append(idx[rec])
-            hashes.append(h)
-        rec = np.concatenate(recs)
-        order = np.argsort(rec, kind="stable")  # a record is in one group: its own keys stay in order
-        return rec[order].astype(np.int64), np.concatenate(hashes)[order].astype(np.int64)
-
-
 def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: TagsRule, topics: dict[bytes, int],
                     names: list[str | None], out: _Chunk, undecodable: list[tuple[int, str]], n_before: int) -> None:
     """Topic, tagsCode and index keys of the valid records of *chunk* (numbered from *n_before*), into *out*."""
@@ -371,7 +295,7 @@ def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: 
     topic_ok = np.array([name is not None for name in names], dtype=bool)[topic_ids]
     odd_topic = np.array([name is None or name == SCHEDULE_TOPIC or not name.isascii() for name in names],
                          dtype=bool)
-    props = _Properties(reader.arr, chunk.props_at + 2, ends)
+    props = GroupedProperties(reader.arr, chunk.props_at + 2, ends)
     slow = props.non_ascii | odd_topic[topic_ids]
     tx = sys_flag & SysFlag.TRANSACTION_MASK
     tags = props.tags_codes()

@@ -324,6 +324,8 @@ class _Redispatch:
         if (text_len == text_len[0]).all():
             props = UniformProperties.build(reader.arr, text_at, int(text_len[0]))
         if props is None:
+            # (``GroupedProperties``, a matrix per properties length, ran ~10 % slower here on a mix of
+            # key widths and tags, where many groups hold several shapes and the matrix is declined)
             props = ChunkProperties(reader.arr, text_at, ends[sel])
         sel_tids = tids[sel]
         odd_topic = np.array([name is None or name == SCHEDULE_TOPIC or not name.isascii() for name in names],
@@ -453,7 +455,7 @@ def _used_bytes_after(mf: MappedFile, pos: int, chunk_bytes: int = 1 << 20) -> i
             while stop > low:
                 start = max(low, stop - chunk_bytes)
                 chunk = view[start:stop]
-                if chunk.any():
+                if chunk.max():  # (a SIMD max over bytes runs ~2x numpy's any)
                     # a copy: on a live store the writer may change these bytes under a read-only mapping
                     found = np.flatnonzero(chunk.copy())
                     if len(found):

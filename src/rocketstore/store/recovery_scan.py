@@ -16,9 +16,10 @@ whole cost of opening a big store.  Per chunk of up to ``CHUNK_RECORDS`` records
    (usually one), vectorised; names decode once.
 
 4. ``UniformProperties``: the properties of one producer's records (one length, names and separators in
-   the same places) as a byte matrix whose value columns hash with one matrix product.  Recovery parses
-   properties only for the records it actually re-dispatches, with this or the general
-   ``rebuild_props.ChunkProperties``.
+   the same places) as a byte matrix whose value columns hash with one matrix product;
+   ``GroupedProperties`` splits a chunk by properties length, a matrix for each group of one shape and the
+   general ``rebuild_props.ChunkProperties`` for the rest.  Recovery parses properties only for the records
+   it actually re-dispatches; the rebuild scan parses them all.
 
 Imports numpy and record layout facts only; recovery.py calls it.
 """
@@ -45,9 +46,9 @@ from rocketstore.message.record import (
     header_layout,
     store_timestamp_position,
 )
-from rocketstore.store.rebuild_props import as_int32, fold_key_hash
+from rocketstore.store.rebuild_props import ChunkProperties, as_int32, fold_key_hash
 
-__all__ = ["CHUNK_RECORDS", "Chunk", "SegmentReader", "UniformProperties", "stop_reason"]
+__all__ = ["CHUNK_RECORDS", "Chunk", "GroupedProperties", "SegmentReader", "UniformProperties", "stop_reason"]
 
 #: records per chunk: bounds the gathers' temporaries and is the dispatch run length
 CHUNK_RECORDS = 16384
@@ -184,11 +185,17 @@ class SegmentReader:
         starts, next_pos, reason = self.walk(pos, max_records)
         arr, i4, i8 = self.arr, self._i4, self._i8
         last4 = len(i4) - 1
-        sys_flag = i4[starts + SYS_FLAG_POS].astype(np.int64)
+        step = int(starts[1] - starts[0]) if len(starts) > 1 else 0
+        spaced = bool(step) and not (np.diff(starts) != step).any()
+        if spaced:  # SYSFLAG sits at one place in every host family: a strided view, no gather
+            sys_flag = np.ndarray((len(starts),), dtype=">i4", buffer=arr,
+                                  offset=int(starts[0]) + SYS_FLAG_POS, strides=(step,)).astype(np.int64)
+        else:
+            sys_flag = i4[starts + SYS_FLAG_POS].astype(np.int64)
         hosts = (sys_flag & 0x30) >> 4
         v6 = bool(hosts.any())
-        step = int(starts[1] - starts[0]) if len(starts) > 1 else 0
-        if step and not v6 and not (np.diff(starts) != step).any():
+        even = spaced and not v6
+        if even:
             # evenly spaced IPv4-host records (a run of one size): the header fields are strided views of
             # the mapping, no gathers (a v4 header fits in any record: MIN_RECORD_BYTES >= its size)
             first = int(starts[0])
@@ -199,43 +206,66 @@ class SegmentReader:
         else:
             def field(at: int, dtype: str) -> np.ndarray:
                 return (i4 if dtype == ">i4" else i8)[starts + at].astype(np.int64)
-        size = field(0, ">i4")
-        ends = starts + size
-        if v6:
-            body_len_at = starts + _BODY_LEN_POS[hosts]
-            # a header longer than its record (an IPv6 layout in a short record) fails the body check
-            # below; its BODYLENGTH is read clipped to the mapping, as the one-record check may read past it
-            body_len = i4[np.minimum(body_len_at, last4)].astype(np.int64)
-        else:
-            body_len_at = starts + int(_BODY_LEN_POS[0])
-            body_len = field(int(_BODY_LEN_POS[0]), ">i4")
-        body_at = body_len_at + 4
-        topic_len_at = body_at + body_len
-        body_ok = (body_len >= 0) & (topic_len_at + 3 <= ends)
-        tl_at = np.where(body_ok, topic_len_at, starts)
-        props_at = tl_at + 1 + arr[tl_at]
-        lengths_ok = body_ok & (props_at + 2 <= ends)
-        pl_at = np.where(lengths_ok, props_at, starts)
-        high = arr[pl_at].astype(np.int64)
-        props_len = (high << 8 | arr[pl_at + 1]) - ((high & 0x80) << 9)  # PROPERTIESLENGTH: a signed short
-        lengths_ok &= pl_at + 2 + props_len == ends
-        torn = (pl_at + 2 < ends) & (arr[ends - 1] == 0)
-        valid = lengths_ok & ~torn
         n = len(starts)
-        if not valid.all():
-            n = int(np.argmin(valid))
-            # The body CRC does not cover topic and properties.  A properties string never ends in NUL, so
-            # a record whose last byte is zero lost its end (a torn write into a zero-filled segment).
-            reason = ("body length does not fit" if not body_ok[n] else
-                      "lengths disagree with the record size" if not lengths_ok[n] else
-                      "record ends in zero bytes (torn write)")
-            next_pos = int(starts[n])
+        layout = self._one_layout(int(starts[0]), n, step) if even else None
+        if layout is not None:
+            # one producer's run: every record has the same layout, checked column-wise in place
+            body_length, tl_rel, pl_rel, n = layout
+            size = np.full(len(starts), step, dtype=np.int64)
+            body_at = starts + (int(_BODY_LEN_POS[0]) + 4)
+            topic_len_at = starts + tl_rel
+            props_at = starts + pl_rel
+            if n < len(starts):
+                reason = "record ends in zero bytes (torn write)"
+                next_pos = int(starts[n])
+        else:
+            size = field(0, ">i4")
+            ends = starts + size
+            if v6:
+                body_len_at = starts + _BODY_LEN_POS[hosts]
+                # a header longer than its record (an IPv6 layout in a short record) fails the body
+                # check below; its BODYLENGTH is read clipped to the mapping, as the one-record check may
+                # read past it
+                body_len = i4[np.minimum(body_len_at, last4)].astype(np.int64)
+            else:
+                body_len_at = starts + int(_BODY_LEN_POS[0])
+                body_len = field(int(_BODY_LEN_POS[0]), ">i4")
+            body_at = body_len_at + 4
+            topic_len_at = body_at + body_len
+            body_ok = (body_len >= 0) & (topic_len_at + 3 <= ends)
+            tl_at = np.where(body_ok, topic_len_at, starts)
+            props_at = tl_at + 1 + arr[tl_at]
+            lengths_ok = body_ok & (props_at + 2 <= ends)
+            pl_at = np.where(lengths_ok, props_at, starts)
+            high = arr[pl_at].astype(np.int64)
+            # PROPERTIESLENGTH: a signed short
+            props_len = (high << 8 | arr[pl_at + 1]) - ((high & 0x80) << 9)
+            lengths_ok &= pl_at + 2 + props_len == ends
+            torn = (pl_at + 2 < ends) & (arr[ends - 1] == 0)
+            valid = lengths_ok & ~torn
+            n = len(starts)
+            if not valid.all():
+                n = int(np.argmin(valid))
+                # The body CRC does not cover topic and properties.  A properties string never ends in
+                # NUL, so a record whose last byte is zero lost its end (a torn write into a zero-filled
+                # segment).
+                reason = ("body length does not fit" if not body_ok[n] else
+                          "lengths disagree with the record size" if not lengths_ok[n] else
+                          "record ends in zero bytes (torn write)")
+                next_pos = int(starts[n])
         if check_crc and n:
             want = field(_CRC_POS, ">i4")[:n]
             mv = memoryview(self.mm)
             try:
                 crc32 = zlib.crc32
-                got = [crc32(mv[a:b]) for a, b in zip(body_at[:n].tolist(), topic_len_at[:n].tolist())]
+                length = body_length if layout is not None else int(body_len[0])
+                if layout is not None or (even and not (body_len[:n] != length).any()):
+                    # one body length, evenly spaced: the starts are a range (no lists of positions to
+                    # build and zip; ~7 % of this loop, whose floor is the crc32 call itself)
+                    a = int(body_at[0])
+                    got = [crc32(mv[a : a + length]) for a in range(a, a + n * step, step)]
+                else:
+                    got = [crc32(mv[a:b]) for a, b in zip(body_at[:n].tolist(), topic_len_at[:n].tolist())]
             finally:
                 mv.release()
             bad = np.flatnonzero((np.asarray(got, dtype=np.int64) & 0x7FFFFFFF) != want)
@@ -256,6 +286,38 @@ class SegmentReader:
             next_pos=next_pos,
             reason=reason,
         )
+
+    def _one_layout(self, first: int, count: int, step: int) -> tuple[int, int, int, int] | None:
+        """For *count* IPv4-host records evenly spaced *step* bytes apart from *first*: when every one is
+        *step* bytes long with the same body, topic and properties lengths (one producer's run), (body
+        length, TOPICLENGTH and PROPERTIESLENGTH positions within a record, records before the first torn
+        one); None otherwise.  The checks of ``chunk`` then hold for all records or none, save the last
+        byte, so they are made once, and the columns are compared with strided views of the mapping."""
+        arr = self.arr
+
+        def column(at: int, dtype: str) -> np.ndarray:
+            return np.ndarray((count,), dtype=dtype, buffer=arr, offset=first + at, strides=(step,))
+
+        if (column(0, ">i4") != step).any():
+            return None
+        body_len_pos = int(_BODY_LEN_POS[0])
+        body_length = int(self._i4[first + body_len_pos])
+        tl_rel = body_len_pos + 4 + body_length
+        if body_length < 0 or tl_rel + 3 > step or (column(body_len_pos, ">i4") != body_length).any():
+            return None
+        topic_length = int(arr[first + tl_rel])
+        pl_rel = tl_rel + 1 + topic_length
+        if pl_rel + 2 > step or (column(tl_rel, "u1") != topic_length).any():
+            return None
+        props_length = column(pl_rel, ">i2")
+        if pl_rel + 2 + int(props_length[0]) != step or (props_length != props_length[0]).any():
+            return None
+        valid = count
+        if pl_rel + 2 < step:  # a record whose properties are not empty must not end in a zero byte
+            last = column(step - 1, "u1")
+            if not last.all():
+                valid = int(np.argmin(last))
+        return body_length, tl_rel, pl_rel, valid
 
     # --- 3. topics --------------------------------------------------------------------------------------
 
@@ -290,8 +352,10 @@ class SegmentReader:
                                        strides=(int(a[1] - a[0]), 1))
                 else:
                     cells = arr[a[cand][:, None] + np.arange(len(raw), dtype=np.int64)]
-                cand = cand[(cells == np.frombuffer(raw, dtype=np.uint8)).all(axis=1)]
+                same = cells == np.frombuffer(raw, dtype=np.uint8)
                 del cells
+                if not same.all():  # (a reduction along short rows costs ~20x one over the whole matrix)
+                    cand = cand[same.all(axis=1)]
             ids[cand] = tid
             todo = todo[ids[todo] < 0]
             if not len(todo):
@@ -331,6 +395,20 @@ def _powers(length: int) -> np.ndarray:
         if len(_POWERS) < 1024:
             _POWERS[length] = p
     return p
+
+
+_HALVES: dict[int, np.ndarray] = {}
+
+
+def _power_halves(length: int) -> np.ndarray:
+    """``_powers(length)`` mod 2**32 as a (length, 2) float64 matrix: low 16 bits, high 16 bits."""
+    m = _HALVES.get(length)
+    if m is None:
+        p = _powers(length) & _MASK32
+        m = np.stack([p & np.uint64(0xFFFF), p >> np.uint64(16)], axis=1).astype(np.float64)
+        if len(_HALVES) < 1024:
+            _HALVES[length] = m
+    return m
 
 
 class UniformProperties:
@@ -373,18 +451,38 @@ class UniformProperties:
                 pairs[name] = (pos + sep + 1, pos + len(item))
             pos += len(item) + 1
         # Every other row must parse the same way: the bytes outside the values (names, separators, items
-        # that are no pair) equal row 0's, and no value holds a separator.  Then only values differ.  Whole
-        # rows at a time (a column slice of a few bytes costs numpy a loop per row).
+        # that are no pair) equal row 0's, and no value holds a separator.  Then only values differ.  All
+        # rows as one flat run of bytes against row patterns repeated n times (an operation broadcasting a
+        # row over the matrix costs numpy a loop per row, ~5x slower).
         in_value = np.zeros(length, dtype=bool)
         for a, b in pairs.values():
             in_value[a:b] = True
         rows = np.ascontiguousarray(rows)
-        if ((rows != first) & ~in_value).any() or (((rows - np.uint8(1)) < 2) & in_value).any():
+        flat = rows.reshape(-1)
+
+        def tiled(row: np.ndarray) -> np.ndarray:
+            return np.frombuffer(row.astype(np.uint8).tobytes() * n, dtype=np.uint8)
+
+        # in place on one scratch copy (a second temporary of this size costs more in page faults than
+        # the arithmetic): outside values, the byte masked with 0xFF must be row 0's (xor gives 0); inside,
+        # masked with 0, it is 0 anyway
+        work = np.bitwise_and(flat, tiled(np.where(in_value, 0, 0xFF)))
+        np.bitwise_xor(work, tiled(np.where(in_value, 0, first)), out=work)
+        if work.any():
+            return None
+        # inside values no byte is 1 or 2 (a separator: byte - 1 in {0, 1}); outside, bytes get the high bit
+        np.bitwise_or(flat, tiled(np.where(in_value, 0, 0x80)), out=work)
+        np.subtract(work, np.uint8(1), out=work)
+        np.bitwise_and(work, np.uint8(0xFE), out=work)
+        if not work.all():
             return None
         keys = pairs.get(b"KEYS")
         if keys is not None and (rows[:, keys[0] : keys[1]] == 0x20).any():
             return None  # several keys in KEYS: tokens of varying place
-        return cls(rows, pairs, np.asarray((rows >= 0x80).any(axis=1)))
+        # per-row answers only when some byte is non-ASCII (a reduction along short rows is ~20x slower)
+        np.bitwise_and(flat, np.uint8(0x80), out=work)
+        non_ascii = np.asarray((rows >= 0x80).any(axis=1)) if work.any() else np.zeros(n, dtype=bool)
+        return cls(rows, pairs, non_ascii)
 
     def _hash(self, name: bytes, start: np.ndarray | None = None) -> np.ndarray | None:
         """Java hashCode state (uint64, low 32 bits) of the value of *name* in every row, continuing from
@@ -393,11 +491,23 @@ class UniformProperties:
         if got is None:
             return None
         a, b = got
+        # The sum of byte * 31**k mod 2**32, from two float64 products (BLAS) with the low and high 16 bits
+        # of each power: every partial sum stays below 2**53, so both are exact; an integer matrix product
+        # has no BLAS and costs ~4x as much.
+        halves = _power_halves(b - a)
+        sums = (self.rows[:, a:b].astype(np.float64) @ halves).astype(np.uint64)
+        h = sums[:, 1] << np.uint64(16)
+        h += sums[:, 0]
         with np.errstate(over="ignore"):
-            h = self.rows[:, a:b].astype(np.uint64) @ _powers(b - a)
             if start is not None:
-                h = h + start * _powers(b - a + 1)[0]
-        return h & _MASK32
+                h += start * _powers(b - a + 1)[0]
+        h &= _MASK32
+        return h
+
+    def present(self, name: str) -> np.ndarray:
+        """Rows carrying a non-empty *name* property: every row or none (all rows have row 0's pairs, each
+        with a non-empty value)."""
+        return np.full(self.n, name.encode() in self.pairs, dtype=bool)
 
     def tags_codes(self) -> np.ndarray:
         h = self._hash(b"TAGS")
@@ -414,3 +524,76 @@ class UniformProperties:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         hashes = np.stack([fold_key_hash(h[rec]) for h in cols], axis=1).ravel()
         return np.repeat(rec, len(cols)).astype(np.int64), hashes.astype(np.int64)
+
+
+#: records of one properties length worth a byte matrix of their own (fewer go to the general parser)
+_UNIFORM_MIN_RECORDS = 32
+
+
+class GroupedProperties:
+    """The properties of a chunk's records, parsed by groups of one properties length: a group whose
+    records share one shape (one producer: same names, same value lengths) is a ``UniformProperties`` byte
+    matrix, every other record goes to one ``ChunkProperties``.  Keys that grow a digit, or a few producers
+    in turn, still get the matrix.  Answers are per record of the chunk, in its order, the same as one
+    ``ChunkProperties`` over the whole chunk gives."""
+
+    def __init__(self, arr: np.ndarray, text_at: np.ndarray, ends: np.ndarray) -> None:
+        self.n = n = len(text_at)
+        text_len = ends - text_at
+        #: (record numbers within the chunk, ascending, or None for all of them; their parser)
+        self.parts: list[tuple[np.ndarray | None, UniformProperties | ChunkProperties]] = []
+        if n and not (text_len != text_len[0]).any():
+            uniform = UniformProperties.build(arr, text_at, int(text_len[0]))
+            self.parts.append((None, uniform if uniform is not None else ChunkProperties(arr, text_at, ends)))
+        elif n:
+            order = np.argsort(text_len, kind="stable")  # stable: record numbers ascend within a length
+            rest: list[np.ndarray] = []
+            for idx in np.split(order, np.flatnonzero(np.diff(text_len[order])) + 1):
+                uniform = None
+                if len(idx) >= _UNIFORM_MIN_RECORDS:
+                    uniform = UniformProperties.build(arr, text_at[idx], int(text_len[idx[0]]))
+                if uniform is not None:
+                    self.parts.append((idx, uniform))
+                else:
+                    rest.append(idx)
+            if rest:
+                idx = np.sort(np.concatenate(rest))
+                self.parts.append((idx, ChunkProperties(arr, text_at[idx], ends[idx])))
+        self.non_ascii = self._scatter([p.non_ascii for _, p in self.parts], bool)
+
+    @property
+    def whole(self) -> UniformProperties | ChunkProperties | None:
+        """The one parser of every record, when there is one."""
+        return self.parts[0][1] if len(self.parts) == 1 and self.parts[0][0] is None else None
+
+    def _scatter(self, values: list[np.ndarray], dtype: type) -> np.ndarray:
+        if self.whole is not None:
+            return np.asarray(values[0], dtype=dtype)
+        out: np.ndarray = np.zeros(self.n, dtype=dtype)
+        for (idx, _), v in zip(self.parts, values):
+            out[idx] = v
+        return out
+
+    def present(self, name: str) -> np.ndarray:
+        """Records carrying a non-empty *name* property (``parse_properties`` drops empty values)."""
+        return self._scatter([p.present(name) for _, p in self.parts], bool)
+
+    def tags_codes(self) -> np.ndarray:
+        return self._scatter([p.tags_codes() for _, p in self.parts], np.int64)
+
+    def key_hashes(self, topic_ids: np.ndarray, topic_names: list[str],
+                   indexed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(record, folded hash) of every index key in dispatch order: by record, UNIQ_KEY then KEYS."""
+        whole = self.whole
+        if whole is not None:
+            return whole.key_hashes(topic_ids, topic_names, indexed)
+        recs: list[np.ndarray] = [np.zeros(0, np.int64)]
+        hashes: list[np.ndarray] = [np.zeros(0, np.int64)]
+        for idx, p in self.parts:
+            assert idx is not None
+            rec, h = p.key_hashes(topic_ids[idx], topic_names, indexed[idx])
+            recs.append(idx[rec])
+            hashes.append(h)
+        rec = np.concatenate(recs)
+        order = np.argsort(rec, kind="stable")  # a record is in one group: its own keys stay in order
+        return rec[order].astype(np.int64), np.concatenate(hashes)[order].astype(np.int64)

@@ -295,8 +295,7 @@ def test_producer_runs_rebuild_byte_identical_to_the_dispatchers(producer_store:
 def test_uniform_and_general_properties_agree_record_by_record(producer_store: Path) -> None:
     """The grouped parser (byte matrices for one-shape groups) against ChunkProperties over the same records."""
     from rocketstore.store.rebuild_props import ChunkProperties
-    from rocketstore.store.rebuild_scan import _Properties
-    from rocketstore.store.recovery_scan import SegmentReader, UniformProperties
+    from rocketstore.store.recovery_scan import GroupedProperties, SegmentReader, UniformProperties
 
     kinds: set[type] = set()
     non_ascii = 0
@@ -307,7 +306,7 @@ def test_uniform_and_general_properties_agree_record_by_record(producer_store: P
             chunk = reader.chunk(0, True)
         assert len(chunk) > 100
         text_at, ends = chunk.props_at + 2, chunk.start + chunk.size
-        grouped, general = _Properties(arr, text_at, ends), ChunkProperties(arr, text_at, ends)
+        grouped, general = GroupedProperties(arr, text_at, ends), ChunkProperties(arr, text_at, ends)
         kinds |= {type(p) for _, p in grouped.parts}
         assert grouped.non_ascii.tolist() == general.non_ascii.tolist()
         non_ascii += int(grouped.non_ascii.sum())

@@ -91,10 +91,11 @@ def _props_buffer(rng: random.Random, count: int, even: bool, *, spaces: bool = 
     return np.frombuffer(bytes(buf), dtype=np.uint8), np.asarray(starts, dtype=np.int64), length
 
 
+@pytest.mark.parametrize("non_ascii", [True, False])
 @pytest.mark.parametrize("even", [True, False])
-def test_uniform_properties_answer_as_the_general_parser(even: bool) -> None:
+def test_uniform_properties_answer_as_the_general_parser(even: bool, non_ascii: bool) -> None:
     rng = random.Random(11)
-    arr, starts, length = _props_buffer(rng, 300, even, non_ascii=True)
+    arr, starts, length = _props_buffer(rng, 300, even, non_ascii=non_ascii)
     uni = UniformProperties.build(arr, starts, length)
     assert uni is not None  # this shape is what the fast path is for
     gen = ChunkProperties(arr, starts, starts + length)
@@ -126,15 +127,17 @@ def test_uniform_properties_decline_rows_whose_separators_move() -> None:
 # --- the walk ---------------------------------------------------------------------------------------------
 
 
-def test_walk_over_equal_size_runs_stops_where_the_record_walk_stops(tmp_path: Path) -> None:
-    """Damage a record inside a run of equal-size records (a size, the magic, a body byte, the last byte)
-    or cut the segment short: the strided run check must stop at the same record, for the same reason."""
+@pytest.mark.parametrize("sizes", [[40, 41, 200, 40], [200]])
+def test_walk_over_equal_size_runs_stops_where_the_record_walk_stops(tmp_path: Path, sizes: list[int]) -> None:
+    """Damage a record inside a run of equal-size records (a size, the magic, a body byte, the last byte, a
+    length field) or cut the segment short: the strided run check must stop at the same record, for the
+    same reason.  One run alone fills a chunk: its records are checked as one layout, column-wise."""
     src = tmp_path / "src"
     with MessageStore.open(src, CONFIG, background=False) as s:
-        records = _runs(s, [40, 41, 200, 40], 150)
+        records = _runs(s, sizes, 600 // len(sizes))
     segment = (src / "commitlog" / "00000000000000000000").read_bytes()
     rng = random.Random(6)
-    cases = ["size", "magic", "body", "tail", "cut", "size_same_run"]
+    cases = ["size", "magic", "body", "tail", "cut", "size_same_run", "body_len", "topic_len", "props_len"]
     for case_no, where in enumerate(cases * 2):
         offset, size = records[rng.randrange(5, len(records) - 5)]
         if offset + size > len(segment):
@@ -150,6 +153,12 @@ def test_walk_over_equal_size_runs_stops_where_the_record_walk_stops(tmp_path: P
             data[offset + 100] ^= 0x20
         elif where == "tail":
             data[offset + size - 1] = 0
+        elif where in ("body_len", "topic_len", "props_len"):
+            # one length field of one record of a run (IPv4 hosts: BODYLENGTH at +84, the body from +88)
+            topic_len_at = offset + 88 + int.from_bytes(data[offset + 84 : offset + 88], "big")
+            at = {"body_len": offset + 87, "topic_len": topic_len_at,
+                  "props_len": topic_len_at + 1 + data[topic_len_at] + 1}[where]  # low bytes
+            data[at] ^= 0x01
         else:
             data[offset + size // 2 :] = bytes(len(data) - offset - size // 2)
         store = tmp_path / f"case{case_no}"
