@@ -18,8 +18,9 @@ offset message id is ``offset_msg_id``.  Loop-bound.
 Per-message client CPU is part of every round trip, so the send paths avoid per-message Python work where
 the bytes allow: a batch's keys come from one %-format and the usual batch (one tags value, flag and body
 length, no keys or user properties) is packed one struct per entry without BatchEntry objects; the request's
-extFields are a copy of a per-(topic, queue) template; the route, publish queues, master addresses and
-the pool's connection are looked up without a coroutine while they stay valid.
+frame comes from a per-(topic, queue) JsonRequestTemplate with only the born timestamp, the properties and
+the opaque filled in per send (Connection.request_encoded numbers it); the route, publish queues, master
+addresses and the pool's connection are looked up without a coroutine while they stay valid.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from itertools import islice, repeat
 from operator import attrgetter
 from typing import Self
@@ -44,8 +46,9 @@ from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting.bodies import TopicRouteData
-from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, RequestCode, ResponseCode, SerializeType
-from rocketstore.remoting.command import RemotingCommand, new_command
+from rocketstore.remoting.codec import JsonRequestTemplate
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import SendMessageRequestHeader
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
@@ -86,6 +89,8 @@ _DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
 _SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SUCCESS = int(ResponseCode.SUCCESS)
+#: bodies from this size on go through Connection.request, which writes them beside the header uncopied
+_TEMPLATE_BODY_LIMIT = 16384
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
 _FIX_HEX = _FIX.hex().upper()
 _COUNTER = itertools.count()
@@ -280,6 +285,8 @@ class Producer:
         self._targets: dict[str, _Targets] = {}
         #: (group, topic, queue id, batch, flag) -> the SEND_MESSAGE_V2 extFields that do not change per send
         self._ext_templates: dict[tuple[str, str, int, bool, int], dict[str, str]] = {}
+        #: (group, topic, queue id, batch, flag, code, with properties) -> the request frames' template
+        self._frame_templates: dict[tuple[str, str, int, bool, int, int, bool], JsonRequestTemplate] = {}
         #: address -> the pool's connection last used there, taken again while it is open (pool.get otherwise)
         self._connections: dict[str, Connection] = {}
 
@@ -384,6 +391,20 @@ class Producer:
             del ext["i"]
         return ext
 
+    def _frame_template(self, topic: str, queue_id: int, batch: bool, flag: int, code: int,
+                        with_properties: bool) -> JsonRequestTemplate:
+        """The template of the request frames :meth:`_ext_fields_v2`'s extFields make: everything but the
+        born timestamp ("g") and the properties ("i", when there are any) quoted once per queue."""
+        key = (self.group, topic, queue_id, batch, flag, code, with_properties)
+        template = self._frame_templates.get(key)
+        if template is None:
+            if len(self._frame_templates) >= 4096:
+                self._frame_templates.clear()
+            ext = self._ext_fields_v2(topic, queue_id, "-" if with_properties else "", batch, flag)
+            template = self._frame_templates[key] = JsonRequestTemplate(
+                code, ext, ("g", "i") if with_properties else ("g",))
+        return template
+
     @staticmethod
     def _master_addr(route: TopicRouteData, mq: MessageQueue) -> str:
         bd = route.broker(mq.broker_name)
@@ -441,16 +462,22 @@ class Producer:
                 [q for q in queues if q.broker_name != failed_broker] or queues)
             mq = candidates[next(self._next_queue) % len(candidates)]
             addr = targets.addrs[mq.broker_name]
-            # the ext dict is ours: no copy as RemotingCommand.request would make
-            request = new_command(code, LanguageCode.JAVA, MQ_VERSION, 0, 0, None,
-                                  self._ext_fields_v2(topic, mq.queue_id, properties, batch, flag), body,
-                                  SerializeType.JSON)
+            # the frame from a per-queue template (the bytes encode_command would write for the command of
+            # _ext_fields_v2's extFields), numbered by the connection
+            born = str(int(time.time() * 1000))
+            template = self._frame_template(topic, mq.queue_id, batch, flag, code, bool(properties))
+            encode = partial(template.encode, (born, properties) if properties else (born,), body)
             try:
                 # the pool's connection, without pool.request's two coroutines per send while it stays open
                 connection = self._connections.get(addr)
                 if connection is None or connection.is_closed:
                     connection = self._connections[addr] = await self.pool.get(addr)
-                response = await connection.request(request, self.timeout_s)
+                if len(body) < _TEMPLATE_BODY_LIMIT:
+                    response = await connection.request_encoded(encode, code, self.timeout_s)
+                else:
+                    request = RemotingCommand.request(code, self._ext_fields_v2(
+                        topic, mq.queue_id, properties, batch, flag), body)
+                    response = await connection.request(request, self.timeout_s)
                 result = self._result(response, msg_id, mq)
             except RemotingError as exc:
                 last_error, failed_broker = exc, mq.broker_name

@@ -29,6 +29,7 @@ No sockets, asyncio, clocks or logging here; imports only errors and the other p
 from __future__ import annotations
 
 import json
+import re
 import struct
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -38,8 +39,8 @@ from rocketstore.errors import FrameTooLargeError, ProtocolError
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, SerializeType
 from rocketstore.remoting.command import RESPONSE_FLAG, RemotingCommand, new_command
 
-__all__ = ["MAX_FRAME_BYTES", "FrameDecoder", "JsonResponseTemplate", "decode_command", "encode_command",
-           "encode_command_parts"]
+__all__ = ["MAX_FRAME_BYTES", "FrameDecoder", "JsonRequestTemplate", "JsonResponseTemplate", "decode_command",
+           "encode_command", "encode_command_parts"]
 
 # Java's com.rocketmq.remoting.frameMaxLength default; like Netty's frame decoder we count the 4-byte
 # length prefix in it.
@@ -224,6 +225,62 @@ class JsonResponseTemplate:
         return _PREFIX.pack(4 + length, length) + header
 
 
+class JsonRequestTemplate:
+    """Whole frames of JSON requests of one code that differ only in opaque, body and the values of a few
+    extFields: what a producer sends for every message to one queue (the born timestamp and the properties
+    change per send; group, topic, queue id and the rest do not).
+
+    ``template.encode(values, body, opaque)`` is byte for byte ``encode_command(new_command(code, JAVA, 4.9.3,
+    opaque, flag, None, ext_fields with *variable*'s keys set to *values*, body, JSON))`` (a unit test holds
+    them equal), but the constant extFields are quoted once here rather than per frame and no command
+    object is built.  *opaque* comes last so that a connection can number the frame
+    (``functools.partial(template.encode, values, body)`` is what :meth:`Connection.request_encoded` takes).
+    """
+
+    __slots__ = ("_format",)
+
+    def __init__(self, code: int, ext_fields: Mapping[str, str | None], variable: tuple[str, ...], *,
+                 flag: int = 0) -> None:
+        """*ext_fields* fix the keys' order and the constant values (None: left out, as Java skips null
+        fields); the keys in *variable*, keys of *ext_fields* in its order, take their value per frame."""
+        if not variable or len(set(variable)) != len(variable) or any(key not in ext_fields for key in variable):
+            raise ValueError("the variable keys must be distinct keys of ext_fields")
+        code = _checked_int(code, "code", _INT32_MIN, _INT32_MAX)
+        flag = _checked_int(flag, "flag", _INT32_MIN, _INT32_MAX)
+        if [key for key in ext_fields if key in variable] != list(variable):
+            raise ValueError("the variable keys must be in ext_fields' order")
+        items = []
+        for key, value in ext_fields.items():
+            if not isinstance(key, str):
+                raise ProtocolError(f"extFields key {key!r} is not a string")
+            name = _quote_json(key).replace("%", "%%")
+            if key in variable:
+                items.append(name + ":%s")
+            elif value is not None:
+                items.append(name + ":" + _quote_json(_java_text(value, key)).replace("%", "%%"))
+        # _encode_json_header's output for such a request (JAVA, 4.9.3, no remark) as a %-format
+        self._format = ('{"code":' + str(code) + ',"extFields":{' + ",".join(items) + '},"flag":' + str(flag)
+                        + ',"language":"' + LanguageCode.JAVA.name
+                        + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+
+    def encode(self, values: tuple[str, ...], body: bytes, opaque: int) -> bytes:
+        """The frame, 4-byte total length included.  *values* are strings, one per variable key, in
+        order."""
+        if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+            opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+        quote = _quote_json
+        text = self._format % (*[quote(value) for value in values], opaque)
+        try:
+            header = text.encode("utf-8")
+        except UnicodeEncodeError:
+            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+        length = len(header)
+        total = 4 + length + len(body)
+        if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
+            raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
+        return b"".join((_PREFIX.pack(total, length), header, body))
+
+
 def _encode_binary_header(cmd: RemotingCommand, opaque: int) -> bytes:
     remark = b"" if cmd.remark is None else _java_text(cmd.remark, "remark").encode("utf-8", "replace")
     parts = [
@@ -339,6 +396,9 @@ def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields
         # raw_decode skips json's two whitespace regex matches per header; what it leaves over (C++ ends its
         # header with a newline) must be JSON whitespace, as decode() would insist.
         if text[:1] == "{":
+            answer = _SEND_ANSWER_MATCH(text)
+            if answer is not None:
+                return _send_answer_fields(answer)
             obj, parsed_end = _JSON_DECODER.raw_decode(text)
             if parsed_end != len(text) and text[parsed_end:].strip(_JSON_WHITESPACE):
                 obj = _JSON_DECODER.decode(text)  # raises the usual "Extra data" error
@@ -395,6 +455,30 @@ def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields
                 break
     # serializeTypeCurrentRPC and any unknown keys are ignored on purpose.
     return code, language, version, opaque, flag, remark, ext_fields
+
+
+# A JSON int as json's scanner reads it (ASCII digits only, no leading zero) of at most 9 digits, so that it
+# fits an int32 without a range check (longer ones, rare, take the general path).
+_JSON_INT = r"(-?(?:0|[1-9][0-9]{0,8}))"
+# A JSON string without escapes, its text captured: then the decoded value is the text itself (strict=False
+# takes raw control characters verbatim too).
+_PLAIN_STRING = r'"([^"\\]*)"'
+#: A send answer exactly as a broker writes it (JsonResponseTemplate of broker/send.py, and Java's layout):
+#: the one response a producer reads per send, decoded without the general JSON decoder.
+_SEND_ANSWER_MATCH = re.compile(
+    r'\{"code":' + _JSON_INT + r',"extFields":\{"msgId":' + _PLAIN_STRING + ',"queueId":' + _PLAIN_STRING
+    + ',"queueOffset":' + _PLAIN_STRING + ',"MSG_REGION":' + _PLAIN_STRING + ',"TRACE_ON":' + _PLAIN_STRING
+    + r'\},"flag":' + _JSON_INT + ',"language":"JAVA","opaque":' + _JSON_INT
+    + ',"serializeTypeCurrentRPC":"JSON","version":' + _JSON_INT + r"\}").fullmatch
+
+
+def _send_answer_fields(answer: re.Match[str]) -> _Fields:
+    """The fields of a header :data:`_SEND_ANSWER_MATCH` matched, as the general path would read them."""
+    code_text, msg_id, queue_id, queue_offset, region, trace_on, flag_text, opaque_text, version_text = (
+        answer.groups())
+    ext_fields = {"msgId": msg_id, "queueId": queue_id, "queueOffset": queue_offset, "MSG_REGION": region,
+                  "TRACE_ON": trace_on}
+    return int(code_text), LanguageCode.JAVA, int(version_text), int(opaque_text), int(flag_text), None, ext_fields
 
 
 def _json_int(obj: dict[str, object], key: str) -> int:

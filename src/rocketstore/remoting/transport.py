@@ -20,7 +20,8 @@ task per request (a send whose put does not wait for the disk) or declines and l
 async handler; it may answer with the response's frame already encoded (a send answer from a template).
 Frames go through an outbox: the answers to the frames of one read leave in one write, and requests that
 coroutines issue within one loop iteration leave together at its end, so 64 concurrent sends cost one
-send() each way rather than 64.
+send() each way rather than 64.  A client may hand over a request's frame already encoded
+(:meth:`Connection.request_encoded`, a producer's send from a template).
 
 Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  Thread-safety: a Connection and a
 RemotingServer belong to the loop that created them; call them from that loop only.
@@ -395,6 +396,37 @@ class Connection(asyncio.Protocol):
         finally:
             timer.cancel()
             self._pending.pop(opaque, None)
+
+    async def request_encoded(self, encode: Callable[[int], bytes], code: int, timeout_s: float) -> RemotingCommand:
+        """:meth:`request` for a request its caller encodes: ``encode(opaque)`` returns the whole frame
+        numbered with the opaque this connection assigns (a producer's frame from a JsonRequestTemplate,
+        without a command object and encode_command per send).  *code* is the request's code, named in a
+        timeout's message.  The frame leaves with the requests queued in the same loop iteration, as
+        :meth:`request`'s do; RequestTimeoutError after *timeout_s*, ConnectionClosedError on a closed
+        connection, whatever *encode* raises before anything is queued."""
+        transport = self._transport
+        if self._closed or transport is None or transport.is_closing():
+            error = ConnectionClosedError(f"connection to {self.peer_address} is closed")
+            raise error from self._close_cause
+        opaque = self._next_opaque()
+        frame = encode(opaque)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
+        pending = self._pending
+        pending[opaque] = future
+        timer = loop.call_later(timeout_s, self._expire, future, code, timeout_s)
+        try:
+            self._outbox.append(frame)
+            self.last_active_s = time.monotonic()
+            if not self._flush_scheduled and not self._holding:
+                self._flush_scheduled = True
+                loop.call_soon(self._flush)
+            if not self._can_write.is_set():
+                await self._drain(timeout_s)
+            return await future
+        finally:
+            timer.cancel()
+            pending.pop(opaque, None)
 
     def _expire(self, future: asyncio.Future[RemotingCommand], code: int, timeout_s: float) -> None:
         if not future.done():

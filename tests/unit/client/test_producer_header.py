@@ -14,6 +14,7 @@ from rocketstore.client.errors import BrokerError
 from rocketstore.client.producer import OutgoingMessage, Producer, SendResult, _property_text, new_uniq_key
 from rocketstore.client.route import MessageQueue
 from rocketstore.message.properties import encode_properties
+from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 
@@ -131,3 +132,23 @@ def test_a_refused_send_raises_the_brokers_error() -> None:
     response = RemotingCommand.response(ResponseCode.TOPIC_NOT_EXIST, 5, remark="no topic", ext_fields=OK_EXT)
     with pytest.raises(BrokerError, match="no topic"):
         Producer._result(response, "K", MQ)
+
+
+@pytest.mark.parametrize(("topic", "properties", "batch", "flag", "queue_id"),
+                         [("TopicA", "TAGS\x01a\x02UNIQ_KEY\x01B", False, 0, 3), ("T%s\"\\", "", True, 0, 0),
+                          ("\u00e9\ud800", "x\x01\"y\\\n", False, -7, 1)])
+def test_send_frames_from_the_template_are_the_encoded_send_command(topic: str, properties: str, batch: bool,
+                                                                    flag: int, queue_id: int) -> None:
+    async def go() -> None:
+        producer = Producer("127.0.0.1:9876", "group-\u00e9%d")
+        try:
+            code = 320 if batch else 310
+            template = producer._frame_template(topic, queue_id, batch, flag, code, bool(properties))
+            ext = producer._ext_fields_v2(topic, queue_id, properties, batch, flag)
+            values = (ext["g"], properties) if properties else (ext["g"],)
+            command = RemotingCommand.request(code, ext, b"body")
+            assert template.encode(values, b"body", 12345) == encode_command(command, 12345)
+        finally:
+            await producer.close()
+
+    asyncio.run(go())
