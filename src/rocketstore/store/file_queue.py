@@ -136,7 +136,8 @@ class FileQueue:
     def _prepare_ahead(self, start: int) -> None:
         try:
             mf: MappedFile | BaseException = self._make(start, False)
-        except BaseException as exc:  # reported to the writer when it needs this segment
+        # anything, even an interrupt, is the writer's to see when it needs this segment
+        except BaseException as exc:  # noqa: BLE001
             mf = exc
         with self._ahead_lock:
             self._ahead[start] = mf

@@ -226,9 +226,9 @@ class MappedFile:
         wrote = self.wrote
         if wrote <= self.flushed:
             return self.flushed
-        if least_pages > 0 and wrote < self.size_bytes:
-            if wrote // OS_PAGE_BYTES - self.flushed // OS_PAGE_BYTES < least_pages:
-                return self.flushed
+        if least_pages > 0 and wrote < self.size_bytes \
+                and wrote // OS_PAGE_BYTES - self.flushed // OS_PAGE_BYTES < least_pages:
+            return self.flushed
         if self.writable:
             # A shared mapping's dirty pages are the page cache's: fdatasync writes them back and, unlike
             # msync, reports write errors for the whole file (measured faster here too, see ANCHORS.md).

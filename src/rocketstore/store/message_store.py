@@ -25,6 +25,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
+from typing import Self
 
 from rocketstore.errors import (
     InvalidTopicError,
@@ -1049,7 +1050,7 @@ class MessageStore:
                 pass
         self._release_lock()
 
-    def __enter__(self) -> MessageStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
