@@ -117,9 +117,10 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     return _answer(request, result, queue_id, region)
 
 
-def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
-    """:func:`send_message` run to the end synchronously (no task per send); None under SYNC_FLUSH, where a
-    put waits for the disk and so must run off the loop."""
+def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
+             ) -> RemotingCommand | tuple[PutResult, int, dict[str, str]] | None:
+    """The checks and the put on the calling thread: the refusal, or (result, queue id, region); None under
+    SYNC_FLUSH, where a put waits for the disk and so must run off the loop."""
     if broker.store.config.is_sync_flush:
         return None
     prepared = _prepare(broker, conn, request)
@@ -127,20 +128,25 @@ def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand)
         return prepared
     item, queue_id, region = prepared
     result = broker.put_batch_now(item) if isinstance(item, MessageBatch) else broker.put_now(item)
-    return _answer(request, result, queue_id, region)
+    return result, queue_id, region
+
+
+def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+    """:func:`send_message` run to the end synchronously (no task per send); None under SYNC_FLUSH."""
+    done = _put_now(broker, conn, request)
+    if done is None or isinstance(done, RemotingCommand):
+        return done
+    return _answer(request, *done)
 
 
 def send_message_frame(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | bytes | None:
     """:func:`send_message_now` for the transport's immediate path: a success-like answer comes back as
     its encoded frame, written from a template (the bytes encode_command would give for _answer's
     response), the rest as :func:`send_message_now` answers."""
-    if broker.store.config.is_sync_flush:
-        return None
-    prepared = _prepare(broker, conn, request)
-    if isinstance(prepared, RemotingCommand):
-        return prepared
-    item, queue_id, region = prepared
-    result = broker.put_batch_now(item) if isinstance(item, MessageBatch) else broker.put_now(item)
+    done = _put_now(broker, conn, request)
+    if done is None or isinstance(done, RemotingCommand):
+        return done
+    result, queue_id, region = done
     code = _SUCCESS_CODE_FOR_STATUS.get(result.status)
     if code is None:
         return _answer(request, result, queue_id, region)

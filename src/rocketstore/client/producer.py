@@ -283,8 +283,6 @@ class Producer:
         self._next_queue = itertools.count(random.randrange(1024))
         #: topic -> where its sends go under the route last seen: recomputed only when the route changes
         self._targets: dict[str, _Targets] = {}
-        #: (group, topic, queue id, batch, flag) -> the SEND_MESSAGE_V2 extFields that do not change per send
-        self._ext_templates: dict[tuple[str, str, int, bool, int], dict[str, str]] = {}
         #: (group, topic, queue id, batch, flag, code, with properties) -> the request frames' template
         self._frame_templates: dict[tuple[str, str, int, bool, int, int, bool], JsonRequestTemplate] = {}
         #: address -> the pool's connection last used there, taken again while it is open (pool.get otherwise)
@@ -374,21 +372,15 @@ class Producer:
     def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int) -> dict[str, str]:
         """``self._header(...).to_ext_fields_v2()`` written out: the same dict (same keys, values and
         order, a unit test compares them) without building and walking a 13-field frozen dataclass per send.
-        A copy of a per-(topic, queue, ...) template with the born timestamp and the properties filled in."""
-        key = (self.group, topic, queue_id, batch, flag)
-        template = self._ext_templates.get(key)
-        if template is None:
-            if len(self._ext_templates) >= 4096:
-                self._ext_templates.clear()
-            template = self._ext_templates[key] = {
-                "a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT, "e": str(queue_id),
-                "f": "0", "g": "", "h": str(flag), "i": "", "j": "0", "k": "false", "m": "true" if batch else "false"}
-        ext = template.copy()
-        ext["g"] = str(int(time.time() * 1000))
+        Only cold paths build it per send (bodies of 16 KiB and more); the usual send goes through the frame
+        template it makes (:meth:`_frame_template`)."""
+        ext = {"a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT, "e": str(queue_id),
+               "f": "0", "g": str(int(time.time() * 1000)), "h": str(flag)}
         if properties:
             ext["i"] = properties
-        else:
-            del ext["i"]
+        ext["j"] = "0"
+        ext["k"] = "false"
+        ext["m"] = "true" if batch else "false"
         return ext
 
     def _frame_template(self, topic: str, queue_id: int, batch: bool, flag: int, code: int,

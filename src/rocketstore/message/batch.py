@@ -32,7 +32,7 @@ from operator import attrgetter, itemgetter
 from rocketstore.errors import MessageDecodeError, PropertiesTooLargeError
 from rocketstore.message.host import HostAddress
 
-__all__ = ["BATCH_ENTRY_HEADER", "BatchEntry", "MessageBatch", "decode_batch", "decode_batch_fields", "encode_batch",
+__all__ = ["BATCH_ENTRY_HEADER", "BatchEntry", "MessageBatch", "decode_batch", "encode_batch",
            "key_columns", "split_batch"]
 
 BATCH_ENTRY_HEADER = struct.Struct(">iiiii")
@@ -84,40 +84,9 @@ def encode_batch(entries: list[BatchEntry]) -> bytes:
 
 
 def decode_batch(data: bytes | memoryview) -> list[BatchEntry]:
-    """Entries of a batch body; MessageDecodeError at the first inconsistent entry."""
-    return [BatchEntry(body, props, flag) for body, props, flag in decode_batch_fields(data)]
-
-
-def decode_batch_fields(data: bytes | memoryview) -> list[tuple[bytes, str, int]]:
-    """:func:`decode_batch` as plain (body, properties string, flag) tuples: what the broker's send
-    handler reads, once per message of every batch, without a frozen dataclass per entry."""
-    entries: list[tuple[bytes, str, int]] = []
-    if type(data) is not bytes:
-        data = bytes(data)
-    unpack_header = BATCH_ENTRY_HEADER.unpack_from
-    unpack_prop_len = _PROP_LEN.unpack_from
-    pos = 0
-    end = len(data)
-    while pos < end:
-        if pos + 20 > end:
-            raise MessageDecodeError("truncated batch entry header", pos)
-        _, _, _, flag, body_len = unpack_header(data, pos)
-        p = pos + 20
-        if body_len < 0 or p + body_len + 2 > end:
-            raise MessageDecodeError(f"batch entry body length {body_len} does not fit", pos)
-        body = data[p : p + body_len]
-        p += body_len
-        (props_len,) = unpack_prop_len(data, p)
-        p += 2
-        if props_len < 0 or p + props_len > end:
-            raise MessageDecodeError(f"batch entry properties length {props_len} does not fit", pos)
-        try:
-            props = data[p : p + props_len].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MessageDecodeError("batch entry properties are not UTF-8", pos) from exc
-        entries.append((body, props, flag))
-        pos = p + props_len
-    return entries
+    """Entries of a batch body; MessageDecodeError at the first inconsistent entry (see :func:`split_batch`)."""
+    flags, bodies, properties = split_batch(data)
+    return [BatchEntry(body, props.decode("utf-8"), flag) for flag, body, props in zip(flags, bodies, properties)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +137,8 @@ def _uniform_entry(body_len: int, props_len: int) -> struct.Struct:
 
 
 def split_batch(data: bytes | memoryview) -> tuple[Sequence[int], Sequence[bytes], Sequence[bytes]]:
-    """(flags, bodies, properties as UTF-8 bytes) of a batch body: :func:`decode_batch_fields` as columns,
-    with the same MessageDecodeError for the same input.
+    """(flags, bodies, properties as UTF-8 bytes) of a batch body, or MessageDecodeError naming the first
+    inconsistent entry (a truncated header, a length that does not fit, properties that are not UTF-8).
 
     The usual batch (one producer, bodies and properties of one length each) is read with one
     ``struct.iter_unpack`` call instead of a Python step per entry; anything else entry by entry."""

@@ -22,9 +22,9 @@ from rocketstore.message.record import (
     _TOPIC_PARTS,
     _WRITE_HEADERS,
     MESSAGE_MAGIC,
-    SysFlag,
     _pack_field_ranges,
     _topic_part,
+    host_flags,
 )
 
 __all__ = ["BatchDraft", "draft_batch", "encode_batch_draft"]
@@ -123,14 +123,8 @@ def draft_batch(topic: str, queue_id: int, flags: Sequence[int], bodies: Sequenc
     longest_props = max(props_lens, default=0)
     if longest_props > 32767:
         raise PropertiesTooLargeError(longest_props)
-    sys_flag &= ~0x30
-    fixed = 90 + len(topic_part)  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
-    if len(born) == 20:
-        sys_flag |= SysFlag.BORNHOST_V6
-        fixed += 12
-    if len(store) == 20:
-        sys_flag |= SysFlag.STOREHOST_V6
-        fixed += 12
+    sys_flag, extra = host_flags(sys_flag & ~0x30, born, store)
+    fixed = 90 + len(topic_part) + extra  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
     body_lens = list(map(len, bodies))
     body_len = body_lens[0] if n else 0
     layout = None

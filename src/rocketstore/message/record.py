@@ -74,6 +74,7 @@ __all__ = [
     "encode_record",
     "header_layout",
     "host_bytes",
+    "host_flags",
     "peek_record",
     "record_size",
     "store_timestamp_position",
@@ -379,6 +380,19 @@ def _topic_part(topic: str) -> bytes:
     return part
 
 
+def host_flags(sys_flag: int, born: bytes, store: bytes) -> tuple[int, int]:
+    """*sys_flag* (its host bits clear) with BORNHOST_V6 / STOREHOST_V6 set for the hosts (as
+    :func:`host_bytes`) that are IPv6, and the bytes those add to the record (12 each)."""
+    extra = 0
+    if len(born) == 20:
+        sys_flag |= SysFlag.BORNHOST_V6
+        extra += 12
+    if len(store) == 20:
+        sys_flag |= SysFlag.STOREHOST_V6
+        extra += 12
+    return sys_flag, extra
+
+
 def _check_record_fields(queue_id: int, flag: int, sys_flag: int, reconsume_times: int, born_timestamp: int,
                         prepared_offset: int) -> None:
     """MessageFieldError when an int field is outside Java's int range or a long field outside long's."""
@@ -408,12 +422,8 @@ def draft_message(message: Message, properties: bytes, born: bytes, store: bytes
     total = 90 + body_len + len(topic_part) + props_len  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
     sys_flag = message.sys_flag & ~0x30
     if len(born) + len(store) != 16:  # an IPv6 host
-        if len(born) == 20:
-            sys_flag |= SysFlag.BORNHOST_V6
-            total += 12
-        if len(store) == 20:
-            sys_flag |= SysFlag.STOREHOST_V6
-            total += 12
+        sys_flag, extra = host_flags(sys_flag, born, store)
+        total += extra
     if total > max_message_bytes:
         raise MessageTooLargeError(total, max_message_bytes)
     queue_id = message.queue_id

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from rocketstore.errors import MessageDecodeError, PropertiesTooLargeError
-from rocketstore.message.batch import BatchEntry, decode_batch, decode_batch_fields, encode_batch
+from rocketstore.message.batch import BatchEntry, decode_batch, encode_batch
 
 
 def entry_bytes(body: bytes, props: bytes, flag: int = 0, total: int | None = None, magic: int = 0) -> bytes:
@@ -97,10 +97,9 @@ def test_every_truncation_of_a_batch_raises_message_decode_error() -> None:
             decode_batch(data[:cut])
 
 
-def test_decode_batch_fields_gives_decode_batch_as_tuples() -> None:
+def test_decode_batch_reads_entries_of_every_shape_from_bytes_or_a_memoryview() -> None:
     entries = [BatchEntry(b"", "", 0), BatchEntry(b"body", "TAGS\x01a\x02UNIQ_KEY\x01b", 7),
                BatchEntry(b"\x00" * 300, "k\x01\u00e9", -1)]
     data = encode_batch(entries)
-    assert decode_batch_fields(data) == [(e.body, e.properties_string, e.flag) for e in entries]
-    assert decode_batch_fields(memoryview(data)) == decode_batch_fields(data)
+    assert decode_batch(memoryview(data)) == decode_batch(data)
     assert decode_batch(data) == entries

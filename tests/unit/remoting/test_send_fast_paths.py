@@ -4,10 +4,12 @@ JSON response template, and a connection writing an immediate handler's pre-enco
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,6 +29,23 @@ from rocketstore.remoting.headers import (
 from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter, connect, run
 
 CASES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@contextlib.asynccontextmanager
+async def _serving(code: int, handler: Any, immediate: Any = None) -> AsyncIterator[Connection]:
+    """A RemotingServer on 127.0.0.1 answering *code* with *handler* (and *immediate*), and a client
+    connected to it; both closed on the way out."""
+    router = RequestRouter()
+    router.add(code, handler, immediate=immediate)
+    server = RemotingServer(router)
+    await server.start("127.0.0.1", 0)
+    client = await connect(server.address)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        await server.close()
+
 
 # surrogates included: both encoders must write them as '?'
 ANY_TEXT = st.text(max_size=20)
@@ -119,12 +138,7 @@ def test_an_immediate_handlers_encoded_answer_is_written_as_it_is_and_oneway_req
         raise AssertionError("the immediate path answers every request here")
 
     async def go() -> None:
-        router = RequestRouter()
-        router.add(1000, later, immediate=now)
-        server = RemotingServer(router)
-        await server.start("127.0.0.1", 0)
-        client = await connect(server.address)
-        try:
+        async with _serving(1000, later, immediate=now) as client:
             replies = await asyncio.gather(*(client.request(RemotingCommand.request(1000, {"x": str(i)}), 5)
                                              for i in range(16)))
             assert [(r.code, r.ext_fields) for r in replies] == [(0, {"echo": str(i), "how": "frame"})
@@ -134,9 +148,6 @@ def test_an_immediate_handlers_encoded_answer_is_written_as_it_is_and_oneway_req
             # the oneway request was served and its answer dropped: the next answer is the next request's
             assert reply.ext_fields["echo"] == "after" and served[-2:] == ["quiet", "after"]
             assert client.pending_count == 0
-        finally:
-            await client.aclose()
-            await server.close()
 
     run(go())
 
@@ -310,12 +321,7 @@ def test_request_encoded_numbers_the_frame_times_out_and_fails_on_a_closed_conne
         raise ProtocolError("cannot encode")
 
     async def go() -> None:
-        router = RequestRouter()
-        router.add(1000, echo)
-        server = RemotingServer(router)
-        await server.start("127.0.0.1", 0)
-        client = await connect(server.address)
-        try:
+        async with _serving(1000, echo) as client:
             replies = await asyncio.gather(*(
                 client.request_encoded(functools.partial(template.encode, (str(i),), b"body"), 1000, 5)
                 for i in range(8)))
@@ -328,9 +334,6 @@ def test_request_encoded_numbers_the_frame_times_out_and_fails_on_a_closed_conne
             assert client.pending_count == 0
             reply = await client.request_encoded(functools.partial(template.encode, ("after",), b""), 1000, 5)
             assert reply.ext_fields == {"echo": "after"}
-        finally:
-            await client.aclose()
-            await server.close()
         with pytest.raises(ConnectionClosedError):
             await client.request_encoded(functools.partial(template.encode, ("closed",), b""), 1000, 5)
         assert client.pending_count == 0
@@ -350,12 +353,7 @@ def test_request_encoded_timeouts_expire_in_order_among_answered_requests() -> N
         return client.request_encoded(functools.partial(template.encode, (x,), b""), 1000, timeout_s)
 
     async def go() -> None:
-        router = RequestRouter()
-        router.add(1000, echo)
-        server = RemotingServer(router)
-        await server.start("127.0.0.1", 0)
-        client = await connect(server.address)
-        try:
+        async with _serving(1000, echo) as client:
             for i in range(50):
                 assert (await ask(client, str(i), 30)).ext_fields == {"echo": str(i)}
             # a short timeout after many long ones expires before a 1 s request does
@@ -385,8 +383,5 @@ def test_request_encoded_timeouts_expire_in_order_among_answered_requests() -> N
             with pytest.raises(RequestTimeoutError):
                 await ask(client, "silent-last", 0.05)
             assert client.pending_count == 0
-        finally:
-            await client.aclose()
-            await server.close()
 
     run(go())

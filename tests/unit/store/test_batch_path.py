@@ -9,7 +9,8 @@ bytes as columns, the batch's own properties string), drafted with ``draft_batch
   them already, the batch's string: spec store-format.md section 14);
 * the dispatch facts a reader of each stored record finds (``parse_properties`` of the stored string);
 * the message-by-message put_batch for batches of :class:`Message` (same bytes, same facts);
-* ``decode_batch_fields`` for the body splitter, errors included.
+* ``decode_batch_fields`` (below: a plain entry-by-entry walk of the documented layout) for the body
+  splitter, errors included.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from rocketstore.errors import MessageDecodeError
 from rocketstore.message.batch import (
     BatchEntry,
     MessageBatch,
-    decode_batch_fields,
     encode_batch,
     key_columns,
     split_batch,
@@ -57,6 +57,33 @@ V6 = parse_host("[2001:db8:0:0:0:0:0:1]:5555")
 STAMP = 1_700_000_000_123
 
 # --- reference -----------------------------------------------------------------------------------------------
+
+
+def decode_batch_fields(data: bytes) -> list[tuple[bytes, str, int]]:
+    """(body, properties string, flag) of each entry, walked entry by entry: the reference split_batch's
+    columns and errors are held to."""
+    entries: list[tuple[bytes, str, int]] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if pos + 20 > end:
+            raise MessageDecodeError("truncated batch entry header", pos)
+        flag, body_len = struct.unpack_from(">ii", data, pos + 12)
+        p = pos + 20
+        if body_len < 0 or p + body_len + 2 > end:
+            raise MessageDecodeError(f"batch entry body length {body_len} does not fit", pos)
+        body = data[p : p + body_len]
+        (props_len,) = struct.unpack_from(">h", data, p + body_len)
+        p += body_len + 2
+        if props_len < 0 or p + props_len > end:
+            raise MessageDecodeError(f"batch entry properties length {props_len} does not fit", pos)
+        try:
+            props = data[p : p + props_len].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MessageDecodeError("batch entry properties are not UTF-8", pos) from exc
+        entries.append((body, props, flag))
+        pos = p + props_len
+    return entries
+
 
 
 def stored_properties(entry: bytes, batch_properties: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import itertools
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -93,31 +94,36 @@ def test_take_run_stops_at_a_hole_and_at_the_bound() -> None:
     assert not facts
 
 
-def test_put_entries_equals_put_one_by_one_across_files_fill_and_gaps(tmp_path: Path) -> None:
+_Row = tuple[int, int, int, int]  # (commit log offset, size, tags code, queue offset): ConsumeQueue.put's
+
+
+def _two_queues_and_rows(tmp_path: Path) -> tuple[ConsumeQueue, ConsumeQueue, list[_Row]]:
+    """Two empty queues of 7-entry files and 60 consecutive rows for them, from queue offset 5 (a queue
+    whose first entry is not 0: the first file gets pre-blank fill)."""
     rng = random.Random(3)
     segment = 7 * CQ_ENTRY_BYTES
     one = ConsumeQueue("T", 0, str(tmp_path / "one"), segment, writable=True)
     bulk = ConsumeQueue("T", 0, str(tmp_path / "bulk"), segment, writable=True)
     offset = 1000
-    queue_offset = 5  # a queue whose first entry is not 0: the first file gets pre-blank fill
+    queue_offset = 5
     rows = []
     for _ in range(60):
         size = rng.randrange(50, 300)
         rows.append((offset, size, rng.randrange(-2**40, 2**40), queue_offset))
         offset += size
         queue_offset += 1
-    rows[40:42] = []  # a gap: both refuse the entry after it the same way
-    cut = [0, 1, 3, 17, 18, 30, 45, len(rows)]
+    return one, bulk, rows
+
+
+def _assert_bulk_writes_what_put_writes(one: ConsumeQueue, bulk: ConsumeQueue, rows: list[_Row], cut: list[int],
+                                        put_bulk: Callable[[ConsumeQueue, list[_Row]], int | None]) -> None:
+    """*put_bulk* of the rows in the pieces *cut* gives, and writes, what ``put`` gives row by row; then
+    the same rows again: what is built is skipped, what follows a gap is refused again, on both sides."""
     bads = []
-    for a, b in itertools.pairwise(cut):
+    for a, b in [*itertools.pairwise(cut), (0, len(rows))]:
         part = rows[a:b]
-        cols = [np.asarray([r[j] for r in part], dtype=np.int64) for j in range(4)]
-        bads.append(bulk.put_entries(*cols))
+        bads.append(put_bulk(bulk, part))
         bads.append(next((r[3] for r in part if not one.put(*r)), None))
-    # the same rows again: what is built is skipped, what follows the gap is refused again, on both sides
-    cols = [np.asarray([r[j] for r in rows], dtype=np.int64) for j in range(4)]
-    bads.append(bulk.put_entries(*cols))
-    bads.append(next((r[3] for r in rows if not one.put(*r)), None))
     assert bads[0::2] == bads[1::2]
     assert any(b is not None for b in bads)
     assert bulk.all_entries().tobytes() == one.all_entries().tobytes()
@@ -125,44 +131,28 @@ def test_put_entries_equals_put_one_by_one_across_files_fill_and_gaps(tmp_path: 
     assert bulk.min_logic_offset == one.min_logic_offset
     one.close()
     bulk.close()
+
+
+def test_put_entries_equals_put_one_by_one_across_files_fill_and_gaps(tmp_path: Path) -> None:
+    one, bulk, rows = _two_queues_and_rows(tmp_path)
+    rows[40:42] = []  # a gap: both refuse the entry after it the same way
+
+    def put_entries(cq: ConsumeQueue, part: list[_Row]) -> int | None:
+        return cq.put_entries(*[np.asarray([r[j] for r in part], dtype=np.int64) for j in range(4)])
+
+    _assert_bulk_writes_what_put_writes(one, bulk, rows, [0, 1, 3, 17, 18, 30, 45, len(rows)], put_entries)
 
 
 def test_put_run_equals_put_one_by_one_across_files_fill_and_gaps(tmp_path: Path) -> None:
-    rng = random.Random(3)
-    segment = 7 * CQ_ENTRY_BYTES
-    one = ConsumeQueue("T", 0, str(tmp_path / "one"), segment, writable=True)
-    bulk = ConsumeQueue("T", 0, str(tmp_path / "bulk"), segment, writable=True)
-    offset = 1000
-    queue_offset = 5  # a queue whose first entry is not 0: the first file gets pre-blank fill
-    rows = []
-    for _ in range(60):
-        size = rng.randrange(50, 300)
-        rows.append((offset, size, rng.randrange(-2**40, 2**40), queue_offset))
-        offset += size
-        queue_offset += 1
+    one, bulk, rows = _two_queues_and_rows(tmp_path)
     # a queue offset given twice, then one that skips (the stretch 45..52 still spans as many queue offsets
     # as it has entries): put skips the second as built and refuses the next as a gap, and so must put_run
     rows[47] = (*rows[47][:3], rows[46][3])
-    cut = [0, 1, 3, 17, 18, 30, 45, 52, len(rows)]
 
-    def facts(part: list[tuple[int, int, int, int]]) -> list[tuple]:  # type: ignore[type-arg]
-        return [(o, s, "T", 0, q, 0, 0, t, None, None) for o, s, t, q in part]
+    def put_run(cq: ConsumeQueue, part: list[_Row]) -> int | None:
+        return cq.put_run([(o, s, "T", 0, q, 0, 0, t, None, None) for o, s, t, q in part])
 
-    bads = []
-    for a, b in itertools.pairwise(cut):
-        part = rows[a:b]
-        bads.append(bulk.put_run(facts(part)))
-        bads.append(next((r[3] for r in part if not one.put(*r)), None))
-    # the same rows again: what is built is skipped, what follows the gap is refused again, on both sides
-    bads.append(bulk.put_run(facts(rows)))
-    bads.append(next((r[3] for r in rows if not one.put(*r)), None))
-    assert bads[0::2] == bads[1::2]
-    assert any(b is not None for b in bads)
-    assert bulk.all_entries().tobytes() == one.all_entries().tobytes()
-    assert bulk.max_physic_offset == one.max_physic_offset
-    assert bulk.min_logic_offset == one.min_logic_offset
-    one.close()
-    bulk.close()
+    _assert_bulk_writes_what_put_writes(one, bulk, rows, [0, 1, 3, 17, 18, 30, 45, 52, len(rows)], put_run)
 
 
 def test_vectorised_key_hashes_equal_index_key_hash_for_every_key_shape() -> None:
