@@ -136,6 +136,23 @@ def _uniform_entry(body_len: int, props_len: int) -> struct.Struct:
     return layout
 
 
+#: (body length, properties length, entries) -> the struct of a whole batch body of that shape: every
+#: entry as :func:`_uniform_entry` reads it, for batches of at most _WHOLE_MAX_ENTRIES
+_UNIFORM_BATCH: dict[tuple[int, int, int], struct.Struct] = {}
+_WHOLE_MAX_ENTRIES = 1024
+
+
+def _uniform_batch(body_len: int, props_len: int, count: int) -> struct.Struct:
+    layout = _UNIFORM_BATCH.get((body_len, props_len, count))
+    if layout is None:
+        entry = _uniform_entry(body_len, props_len).format
+        layout = struct.Struct(entry[0] + entry[1:] * count)
+        if len(_UNIFORM_BATCH) >= _UNIFORM_MAX:
+            _UNIFORM_BATCH.clear()
+        _UNIFORM_BATCH[(body_len, props_len, count)] = layout
+    return layout
+
+
 def split_batch(data: bytes | memoryview) -> tuple[Sequence[int], Sequence[bytes], Sequence[bytes]]:
     """(flags, bodies, properties as UTF-8 bytes) of a batch body, or MessageDecodeError naming the first
     inconsistent entry (a truncated header, a length that does not fit, properties that are not UTF-8).
@@ -152,8 +169,15 @@ def split_batch(data: bytes | memoryview) -> tuple[Sequence[int], Sequence[bytes
             stride = 22 + body_len + props_len
             if props_len >= 0 and end % stride == 0:
                 n = end // stride
-                entries = _uniform_entry(body_len, props_len).iter_unpack(data)
-                flags, body_lens, bodies, props_lens, props = zip(*entries)
+                if n <= _WHOLE_MAX_ENTRIES:
+                    # one unpack of the whole body, its columns cut out by C-level slicing: about half the
+                    # cost of an unpack per entry and a transposition (~4 us against ~7 for 64 entries)
+                    fields = _uniform_batch(body_len, props_len, n).unpack(data)
+                    flags, body_lens, bodies = fields[0::5], fields[1::5], fields[2::5]
+                    props_lens, props = fields[3::5], fields[4::5]
+                else:
+                    entries = _uniform_entry(body_len, props_len).iter_unpack(data)
+                    flags, body_lens, bodies, props_lens, props = zip(*entries)
                 if body_lens.count(body_len) == n and props_lens.count(props_len) == n:
                     # one decode checks every entry's UTF-8: an ASCII separator between them keeps a broken
                     # sequence at one entry's end from pairing up with the next entry's start

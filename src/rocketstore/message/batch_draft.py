@@ -111,7 +111,10 @@ def draft_batch(topic: str, queue_id: int, flags: Sequence[int], bodies: Sequenc
         suffix_len = 0
     else:
         separated = b"\x02" + suffix
-        if 0 in props_lens or any(map(bytes.endswith, properties, repeat(b"\x02"))):
+        # an entry ends with 0x02 exactly when 0x02 precedes a 0xFF separator in this join (one C call, not a
+        # call per entry); 0xFF is no UTF-8 byte, so only entries that are not UTF-8 can take the exact path
+        # below for nothing
+        if 0 in props_lens or b"\x02\xff" in b"\xff".join(properties) + b"\xff":
             suffixes = [separated if length and not p.endswith(b"\x02") else suffix
                         for p, length in zip(properties, props_lens)]
             props_lens = list(map(_add, props_lens, map(len, suffixes)))
@@ -119,7 +122,8 @@ def draft_batch(topic: str, queue_id: int, flags: Sequence[int], bodies: Sequenc
         else:
             suffixes = [separated] * n
             suffix_len = len(separated)
-            props_lens = list(map(_add, props_lens, repeat(suffix_len)))
+            props_lens = ([entry_props_len + suffix_len] * n if same_props_len
+                          else list(map(_add, props_lens, repeat(suffix_len))))
     longest_props = max(props_lens, default=0)
     if longest_props > 32767:
         raise PropertiesTooLargeError(longest_props)

@@ -373,6 +373,21 @@ def test_split_batch_gives_decode_batch_fields_as_columns(entries: list[BatchEnt
     assert split_batch(memoryview(data)) == (flags, bodies, props)
 
 
+@given(st.integers(0, 30), st.integers(0, 8), st.sampled_from([1, 2, 64, 1025]), st.data())
+def test_split_batch_reads_entries_of_one_shape_as_the_entry_walk_does(body_len: int, props_len: int, n: int,
+                                                                        data: st.DataObject) -> None:
+    """One shape, differing contents: the whole-body unpack (up to 1024 entries) and the unpack per entry
+    (more) both give the columns of the documented layout."""
+    body = st.binary(min_size=body_len, max_size=body_len)
+    props = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=props_len, max_size=props_len)
+    entries = [BatchEntry(data.draw(body), data.draw(props), data.draw(st.integers(-(2**31), 2**31 - 1)))
+               for _ in range(min(n, 3))]
+    entries = [entries[i % len(entries)] for i in range(n)]
+    raw = encode_batch(entries)
+    flags, bodies, properties = split_batch(raw)
+    assert list(zip(bodies, [p.decode() for p in properties], flags)) == decode_batch_fields(raw)
+
+
 @given(_entries.filter(bool), st.data())
 def test_split_batch_refuses_what_decode_batch_fields_refuses(entries: list[BatchEntry], data: st.DataObject) -> None:
     raw = bytearray(encode_batch(entries * data.draw(st.integers(1, 3))))
@@ -407,6 +422,35 @@ def test_a_draft_of_records_of_several_sizes_encodes_like_one_of_a_single_size()
     assert one_size.layout is not None
     general = one_size._replace(layout=None)
     assert encode_batch_draft(one_size, 5, 1000, STAMP) == encode_batch_draft(general, 5, 1000, STAMP)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 60), st.binary(max_size=40), st.binary(max_size=12),
+       st.sampled_from([bytes(8), bytes(range(20))]), st.sampled_from([bytes(range(8)), bytes(20)]),
+       st.integers(0, 2**40), st.integers(0, 2**40), st.integers(0, 2**41), st.booleans(), st.data())
+def test_a_uniform_draft_encodes_like_the_general_encoder(n: int, body_len: int, props: bytes, suffix: bytes,
+                                                         born: bytes, store: bytes, queue_offset: int, offset: int,
+                                                         stamp: int, queue_step: bool, data: st.DataObject) -> None:
+    """The one-size encoder (one struct per record) lays down the bytes of the header + parts encoder, for
+    every host family and field value."""
+    flags = data.draw(st.lists(st.integers(-(2**31), 2**31 - 1), min_size=n, max_size=n))
+    bodies = data.draw(st.lists(st.binary(min_size=body_len, max_size=body_len), min_size=n, max_size=n))
+    entry_props = data.draw(st.lists(st.binary(min_size=len(props), max_size=len(props)), min_size=n, max_size=n))
+    draft = draft_batch("TopicA", data.draw(st.integers(0, 2**31 - 1)), flags, bodies, entry_props, suffix,
+                        sys_flag=data.draw(st.sampled_from([0, 2, 8])), born_timestamp=STAMP, born=born,
+                        store=store, reconsume_times=data.draw(st.integers(0, 2**31 - 1)),
+                        prepared_offset=data.draw(st.integers(0, 2**63 - 1)))
+    if draft.layout is None:
+        return  # entries differing in whether they end with 0x02: the general encoder only
+    assert encode_batch_draft(draft, queue_offset, offset, stamp, queue_step=int(queue_step)) == \
+        encode_batch_draft(draft._replace(layout=None), queue_offset, offset, stamp, queue_step=int(queue_step))
+
+
+@given(st.sampled_from([V4, V6]), st.integers(0, 2**50), st.integers(1, 5000), st.integers(0, 70))
+def test_offset_message_ids_of_a_one_size_batch_are_each_records_id(host: HostAddress, first: int, size: int,
+                                                                     n: int) -> None:
+    expected = [encode_offset_message_id(host, first + i * size) for i in range(n)]
+    assert encode_offset_message_ids(host, first, [size] * n) == ",".join(expected)
 
 
 # --- the broker: a batch send stores the entries' properties as sent ------------------------------------------------
