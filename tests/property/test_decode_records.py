@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.host import HostAddress
-from rocketstore.message.record import Message, StoredMessage, decode_record, decode_records, encode_record
+from rocketstore.message.record import Message, StoredMessage, decode_record, encode_record
+from rocketstore.message.record_decode import decode_records
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

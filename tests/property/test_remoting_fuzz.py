@@ -23,13 +23,8 @@ from rocketstore.remoting.codec import (
     _encode_json_header_reference,
     encode_command_parts,
 )
-from rocketstore.remoting.headers import (
-    _SEND_V2_NAMES,
-    HeaderFieldError,
-    SendMessageRequestHeader,
-    _decode,
-    _specs,
-)
+from rocketstore.remoting.header_fields import _SEND_V2_NAMES, HeaderFieldError, _decode, _specs
+from rocketstore.remoting.send_headers import SendMessageRequestHeader
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ROUND_TRIP = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,7 +17,8 @@ FORBIDDEN = {
     "client": {"store", "broker", "namesrv", "spark", "cli"},
     "spark": {"cli", "broker", "namesrv"},
 }
-SANS_IO = {"remoting/codec.py", "remoting/command.py", "remoting/headers.py", "remoting/codes.py"}
+SANS_IO = {"remoting/codec.py", "remoting/command.py", "remoting/headers.py", "remoting/header_fields.py",
+           "remoting/send_headers.py", "remoting/codes.py"}
 IO_MODULES = {"socket", "asyncio", "uvloop", "selectors", "threading", "time", "logging"}
 
 

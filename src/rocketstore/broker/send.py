@@ -33,7 +33,7 @@ from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codec import JsonResponseTemplate
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import send_message_header_fields
+from rocketstore.remoting.send_headers import send_message_header_fields
 from rocketstore.remoting.transport import Connection, RequestRouter
 from rocketstore.store.results import PutMessageStatus, PutResult
 

@@ -21,7 +21,8 @@ from typing import Self
 from rocketstore.client.errors import broker_error_for
 from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import MessageDecodeError
-from rocketstore.message.record import StoredMessage, SysFlag, decode_records
+from rocketstore.message.record import StoredMessage, SysFlag
+from rocketstore.message.record_decode import decode_records
 from rocketstore.remoting.bodies import build_subscription
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand

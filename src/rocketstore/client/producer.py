@@ -49,7 +49,7 @@ from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codec import JsonRequestTemplate
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import SendMessageRequestHeader
+from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = ["OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key",

@@ -28,7 +28,8 @@ from rocketstore.client.route import (
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
+from rocketstore.remoting.headers import ConsumerSendMsgBackRequestHeader
+from rocketstore.remoting.send_headers import SendMessageRequestHeader
 
 __all__ = ["resend_to_retry_topic", "send_back"]
 

@@ -15,14 +15,9 @@ from rocketstore.remoting.codes import (
     response_code_for_put_status,
 )
 from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
-from rocketstore.remoting.headers import (
-    REQUEST_HEADER_TYPES,
-    RESPONSE_HEADER_TYPES,
-    CommandHeader,
-    HeaderFieldError,
-    parse_request_header,
-    parse_send_message_header,
-)
+from rocketstore.remoting.header_fields import CommandHeader, HeaderFieldError
+from rocketstore.remoting.headers import REQUEST_HEADER_TYPES, RESPONSE_HEADER_TYPES, parse_request_header
+from rocketstore.remoting.send_headers import parse_send_message_header
 
 __all__ = [
     "MAX_FRAME_BYTES",

@@ -25,7 +25,7 @@ from rocketstore.message.record import Message
 from rocketstore.remoting.codec import decode_command, encode_command
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import SendMessageResponseHeader
+from rocketstore.remoting.send_headers import SendMessageResponseHeader
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.results import PutMessageStatus, PutResult
 

@@ -9,24 +9,28 @@ import pytest
 
 from rocketstore.errors import ProtocolError
 from rocketstore.remoting import RequestCode
+from rocketstore.remoting.header_fields import (
+    CommandHeader,
+    HeaderFieldError,
+    parse_java_boolean,
+    parse_java_int,
+    parse_java_long,
+)
 from rocketstore.remoting.headers import (
     REQUEST_HEADER_TYPES,
     RESPONSE_HEADER_TYPES,
-    CommandHeader,
     CreateTopicRequestHeader,
     EndTransactionRequestHeader,
-    HeaderFieldError,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryMessageRequestHeader,
     RegisterBrokerRequestHeader,
+    UnregisterClientRequestHeader,
+    parse_request_header,
+)
+from rocketstore.remoting.send_headers import (
     SendMessageRequestHeader,
     SendMessageResponseHeader,
-    UnregisterClientRequestHeader,
-    parse_java_boolean,
-    parse_java_int,
-    parse_java_long,
-    parse_request_header,
     parse_send_message_header,
 )
 

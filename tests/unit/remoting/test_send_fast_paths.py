@@ -20,12 +20,8 @@ from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode, dec
 from rocketstore.remoting.codec import _SEND_ANSWER_MATCH, JsonRequestTemplate, JsonResponseTemplate
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, SerializeType
 from rocketstore.remoting.command import new_command
-from rocketstore.remoting.headers import (
-    _SEND_V2_NAMES,
-    HeaderFieldError,
-    parse_send_message_header,
-    send_message_header_fields,
-)
+from rocketstore.remoting.header_fields import _SEND_V2_NAMES, HeaderFieldError
+from rocketstore.remoting.send_headers import parse_send_message_header, send_message_header_fields
 from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter, connect, run
 
 CASES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
