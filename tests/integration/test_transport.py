@@ -74,16 +74,22 @@ def test_oneway_requests_are_served_but_never_answered() -> None:
         server = await start(RequestRouter({7: record, 1000: echo}))
         client = await connect(server.address)
         answers: list[RemotingCommand] = []
-        original = client.data_received
+        spied = FrameDecoder()
+        original_get_buffer, original_buffer_updated = client.get_buffer, client.buffer_updated
+        views: list[memoryview] = []
 
-        def spy(data: bytes) -> None:
-            decoder = FrameDecoder()
-            decoder.feed(data)
-            while (command := decoder.next_command()) is not None:
+        def get_buffer(sizehint: int) -> memoryview:
+            views.append(original_get_buffer(sizehint))
+            return views[-1]
+
+        def buffer_updated(nbytes: int) -> None:
+            spied.feed(views.pop()[:nbytes])
+            while (command := spied.next_command()) is not None:
                 answers.append(command)
-            original(data)
+            original_buffer_updated(nbytes)
 
-        client.data_received = spy  # type: ignore[method-assign]
+        client.get_buffer = get_buffer  # type: ignore[method-assign]
+        client.buffer_updated = buffer_updated  # type: ignore[method-assign]
         try:
             await client.oneway(RemotingCommand.request(7, {"x": "one"}))
             await poll(lambda: seen == ["one"], 5, "the oneway request to be served")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 
@@ -19,6 +20,7 @@ from rocketstore.remoting import (
     encode_command,
 )
 from rocketstore.remoting.codec import (
+    _READ_BYTES,
     _encode_json_header,
     _encode_json_header_reference,
     encode_command_parts,
@@ -185,6 +187,44 @@ def test_stream_fed_whole_bytewise_or_chunked_yields_the_same_commands(
 
     chunked.feed(next_frame[len(trailing) :])
     assert drain(chunked) == [next_command]
+
+
+@st.composite
+def big_and_small_commands(draw: st.DrawFn) -> RemotingCommand:
+    """Commands with bodies from empty to a few times the decoder's least read size."""
+    command = draw(commands())
+    size = draw(st.sampled_from([0, 1, 100, _READ_BYTES - 20, _READ_BYTES, 3 * _READ_BYTES + 7]))
+    return dataclasses.replace(command, body=bytes([size % 251]) * size)
+
+
+@ROUND_TRIP
+@given(st.lists(big_and_small_commands(), min_size=1, max_size=6), st.data())
+def test_stream_received_into_the_decoders_buffer_yields_the_same_commands(
+    sent: list[RemotingCommand], data: st.DataObject
+) -> None:
+    """The transport's way in (writable_buffer, partly filled, then wrote), mixed with feed, in any
+    chunking; the view stays alive while the frames are decoded, as uvloop releases it only after."""
+    stream = b"".join(encode_command(c) for c in sent)
+    decoder = FrameDecoder()
+    got: list[RemotingCommand] = []
+    position = 0
+    while position < len(stream):
+        left = len(stream) - position
+        if data.draw(st.booleans(), label="feed"):
+            size = data.draw(st.integers(1, left), label="fed")
+            decoder.feed(stream[position : position + size])
+        else:
+            view = decoder.writable_buffer()
+            assert len(view) >= _READ_BYTES
+            size = data.draw(st.integers(1, min(left, len(view))), label="received")
+            view[:size] = stream[position : position + size]
+            decoder.wrote(size)
+            got.extend(drain(decoder))
+            view.release()
+        position += size
+        got.extend(drain(decoder))
+    assert got == sent
+    assert decoder.buffered_bytes == 0
 
 
 # --- the hand-written fast paths equal their plain statements ---------------------------------------

@@ -25,7 +25,6 @@ from rocketstore.remoting.header_fields import (
     _INT,
     _LONG,
     CommandHeader,
-    HeaderFieldError,
     _Kind,
     _opt,
     _req,
@@ -36,8 +35,6 @@ from rocketstore.remoting.send_headers import (
     SendMessageResponseHeader,
 )
 
-# HeaderFieldError is header_fields's; it is re-exported here only until remoting/transport.py imports it
-# from there (drop it from __all__ and the import above then).
 __all__ = [
     "REQUEST_HEADER_TYPES",
     "RESPONSE_HEADER_TYPES",
@@ -68,7 +65,6 @@ __all__ = [
     "GetRouteInfoRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",
-    "HeaderFieldError",
     "NotifyConsumerIdsChangedRequestHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",

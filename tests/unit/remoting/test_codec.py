@@ -23,6 +23,7 @@ from rocketstore.remoting import (
     encode_command,
     response_code_for_put_status,
 )
+from rocketstore.remoting.codec import _RETAINED_BUFFER_BYTES
 
 
 def json_frame(header: bytes, body: bytes = b"", type_byte: int = 0) -> bytes:
@@ -483,6 +484,85 @@ def test_decoder_stays_failed_after_a_protocol_error() -> None:
 
     assert second.value is first.value
     assert decoder.buffered_bytes == 0
+
+
+def receive(decoder: FrameDecoder, data: bytes) -> None:
+    """*data* the way a transport delivers it: written into the decoder's own buffer, a view at a time."""
+    while data:
+        with decoder.writable_buffer() as view:
+            size = min(len(view), len(data))
+            view[:size] = data[:size]
+        decoder.wrote(size)
+        data = data[size:]
+
+
+def test_decoder_releases_the_buffer_of_a_frame_above_the_retained_size() -> None:
+    big = RemotingCommand.request(10, body=b"b" * (4 << 20))  # RocketMQ's largest message
+    decoder = FrameDecoder()
+    tracemalloc.start()
+    try:
+        receive(decoder, encode_command(big))
+        command = decoder.next_command()
+        assert command == big
+        del command
+        held_bytes, peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert 4 << 20 > _RETAINED_BUFFER_BYTES
+    assert peak_bytes > 4 << 20  # the frame was buffered whole
+    assert held_bytes < _RETAINED_BUFFER_BYTES // 2
+    small = RemotingCommand.request(11, body=b"s")
+    receive(decoder, encode_command(small))
+    assert decoder.next_command() == small
+
+
+def test_decoder_keeps_its_buffer_for_frames_up_to_the_retained_size() -> None:
+    answer = RemotingCommand.response(0, 1, body=b"p" * (_RETAINED_BUFFER_BYTES - 1000))
+    decoder = FrameDecoder()
+    receive(decoder, encode_command(answer))
+    assert decoder.next_command() == answer
+    buffer = decoder._buffer
+
+    for _ in range(3):
+        receive(decoder, encode_command(answer))
+        assert decoder.next_command() == answer
+
+    assert decoder._buffer is buffer  # neither freed nor grown again between frames
+
+
+def test_decoder_offers_room_for_the_whole_frame_once_its_length_arrived() -> None:
+    frame = encode_command(RemotingCommand.request(10, body=b"x" * 300_000))
+    decoder = FrameDecoder()
+    with decoder.writable_buffer() as view:
+        view[:8] = frame[:8]
+    decoder.wrote(8)
+
+    with decoder.writable_buffer() as view:
+        assert len(view) >= len(frame) - 8
+
+
+def test_a_declared_huge_frame_does_not_reserve_its_length_before_it_arrives() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(struct.pack(">i", MAX_FRAME_BYTES - 4))
+
+    with decoder.writable_buffer() as view:
+        assert len(view) < _RETAINED_BUFFER_BYTES
+    assert decoder.next_command() is None
+
+
+def test_failed_decoder_discards_what_the_transport_writes() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(json_frame(b"garbage"))
+    with pytest.raises(ProtocolError) as first:
+        decoder.next_command()
+
+    receive(decoder, encode_command(RemotingCommand.request(34)))
+
+    assert decoder.buffered_bytes == 0
+    with pytest.raises(ProtocolError) as second:
+        decoder.next_command()
+    assert second.value is first.value
 
 
 # --- the command value -----------------------------------------------------------------------------------
