@@ -2,14 +2,17 @@
 
 Two kinds of batch reach the store.  A list of :class:`Message` (the embedded API) is drafted in one piece
 by :func:`draft_message_list` when its messages share every field but body, flag and properties (the usual
-batch); anything else it hands back to the store's message-by-message path, which names the first refused
-message's status.  A :class:`MessageBatch` (a broker's batch send) is checked and drafted by
-:func:`draft_message_batch` the way RocketMQ 4.9.3 stores a MessageExtBatch: each entry's properties bytes
-as sent, then the batch's own properties string.
+batch); anything else it hands back to the store, which then drafts it message by message with
+:func:`draft_message_list_checked` to name the first refused message's status.  A :class:`MessageBatch` (a
+broker's batch send) is checked and drafted by :func:`draft_message_batch` the way RocketMQ 4.9.3 stores a
+MessageExtBatch: each entry's properties bytes as sent, then the batch's own properties string.
 
-Both return the draft and the dispatch facts of its records (:data:`BatchMeta`), or say why the batch is
+All return the draft and the dispatch facts of its records (:data:`BatchMeta`), or say why the batch is
 refused.  The store's hosts come in as *store_host_bytes* (the store's own, for a message without one) and
 *host_bytes* (a cached ``host_bytes`` of any other).
+
+Must not import: message_store (the facade), reads, background; broker, remoting.
+Thread-safety: pure functions, safe from any thread.
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ from rocketstore.message.properties import (
     encode_properties_column,
     parse_properties,
 )
-from rocketstore.message.record import Message, SysFlag
+from rocketstore.message.record import Message, RecordDraft, SysFlag
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
+from rocketstore.store.drafting import draft_or_status
 from rocketstore.store.results import PutMessageStatus, PutResult
 
-__all__ = ["BatchMeta", "delay_level", "draft_message_batch", "draft_message_list", "tags_codes"]
+__all__ = ["BatchMeta", "delay_level", "draft_message_batch", "draft_message_list", "draft_message_list_checked",
+           "tags_codes"]
 
 #: dispatch facts of a batch's records: (topic, tags codes, uniq keys, keys), one of each per record
 BatchMeta = tuple[str, list[int], list[str | None], list[str | None]]
@@ -128,6 +133,56 @@ def draft_message_list(batch: list[Message], store_host_bytes: bytes, host_bytes
     if "" in uniq:
         uniq = [u or None for u in uniq]
     return draft, (topic, tags_codes(tags), uniq, keys)
+
+
+def draft_message_list_checked(batch: list[Message], store_host_bytes: bytes,
+                               host_bytes: Callable[[HostAddress], bytes], max_message_bytes: int
+                               ) -> tuple[list[RecordDraft], list[int], BatchMeta | None] | PutResult:
+    """put_batch message by message: each message drafted and checked in turn, so that a refused batch
+    is answered with the status of its first refused message (the order RocketMQ checks in).  The drafts,
+    their sizes and the batch's dispatch facts, or the refusal."""
+    topic, queue_id = batch[0].topic, batch[0].queue_id
+    drafts: list[RecordDraft] = []
+    sizes: list[int] = []
+    metas: list[tuple[str, int, str | None, str | None]] | None = []
+    for message in batch:
+        if message.topic != topic or message.queue_id != queue_id:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
+        if type(message.born_timestamp) is not int or type(queue_id) is not int:
+            # caught here, not by the writer: a batch's records are written one after another, and a
+            # field that cannot be packed half way would leave whole records past the write position
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+        props = message.properties
+        if message.sys_flag & SysFlag.TRANSACTION_MASK or (props.get(_DELAY) is not None
+                                                           and delay_level(props) > 0):
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+        if props:
+            try:
+                props_text = encode_properties(props)
+            except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+        else:
+            props_text = ""
+        draft = draft_or_status(message, props_text, store_host_bytes, host_bytes, max_message_bytes)
+        if draft.__class__ is PutMessageStatus:
+            return PutResult(draft, topic=topic, queue_id=queue_id)  # type: ignore[arg-type]
+        if metas is not None:
+            # drafting.fact_meta inlined
+            if not props:
+                metas.append((topic, 0, None, None))
+            elif props_text.count(NAME_VALUE_SEPARATOR) == len(props) \
+                    and props_text.count(PROPERTY_SEPARATOR) == len(props) - 1 and topic != SCHEDULE_TOPIC:
+                tags = props.get(_TAGS)
+                metas.append((topic, tags_code(tags) if tags else 0, props.get(_UNIQ_KEY) or None,
+                              props.get(_KEYS)))
+            else:
+                metas = None
+        sizes.append(draft[1])  # type: ignore[index]
+        drafts.append(draft)  # type: ignore[arg-type]
+    meta = None
+    if metas is not None:
+        meta = (topic, [m[1] for m in metas], [m[2] for m in metas], [m[3] for m in metas])
+    return drafts, sizes, meta
 
 
 def draft_message_batch(batch: MessageBatch, store_host_bytes: bytes, host_bytes: Callable[[HostAddress], bytes],

@@ -2,7 +2,7 @@
 
 The put path reads tags, keys and uniq key from the dict instead of the record, so it must hand the
 dispatcher a fact only when the two agree: no separator inside a name or a value, no None value, not a
-schedule-topic record.  ``MessageStore._fact_meta`` states that rule on the encoded string (counting
+schedule-topic record.  ``drafting.fact_meta`` states that rule on the encoded string (counting
 separators); these tests hold the put path's cheaper test (separators looked for in the values, names
 checked once per format) to it, and check that puts rolling over many segments still write every record
 where the commit log says it is.
@@ -19,6 +19,7 @@ from rocketstore.message.properties import encode_properties
 from rocketstore.message.record import Message
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
+from rocketstore.store.drafting import fact_meta
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import PutMessageStatus
 from rocketstore.store.verify import verify_store
@@ -45,7 +46,7 @@ def test_a_put_keeps_a_fact_exactly_when_the_dict_says_what_the_record_says(tmp_
             r = store.put(Message(topic, rng.randbytes(rng.randrange(40)), props, queue_id=i % 3),  # type: ignore[arg-type]
                           apply_delay=False)
             assert r.status is PutMessageStatus.PUT_OK
-            want = MessageStore._fact_meta(topic, props, encode_properties(props))  # type: ignore[arg-type]
+            want = fact_meta(topic, props, encode_properties(props))  # type: ignore[arg-type]
             if want is None:
                 assert len(facts) == before
                 dropped += 1

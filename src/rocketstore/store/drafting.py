@@ -1,0 +1,98 @@
+"""What a put checks and rewrites before the commitlog appends it: pure functions, no store state.
+
+* :func:`apply_delay_level`: a message with a DELAY level goes to SCHEDULE_TOPIC_XXXX, its real topic and queue
+  kept in its properties (RocketMQ's CommitLog.putMessage).
+* :func:`draft_or_status`: one message checked and pre-encoded, or RocketMQ's status when it cannot be
+  stored (the message-by-message batch path uses it; ``MessageStore.put`` inlines the same checks).
+* :func:`fact_meta`: the rule for when a put's properties dict may stand in for the stored string as the
+  dispatcher's facts (``MessageStore.put`` inlines a cheaper test held to this one by a test).
+
+The store's hosts come in as *store_host_bytes* (the store's own, for a message without one) and
+*host_bytes* (a cached ``host_bytes`` of any other), as in batch_put.py.
+
+Must not import: message_store (the facade), reads, background; broker, remoting.
+Thread-safety: pure functions, safe from any thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Callable
+
+from rocketstore.errors import (
+    InvalidTopicError,
+    MessageFieldError,
+    MessageTooLargeError,
+    PropertiesTooLargeError,
+)
+from rocketstore.message.hashing import tags_code
+from rocketstore.message.host import HostAddress
+from rocketstore.message.properties import NAME_VALUE_SEPARATOR as _NAME_VALUE_SEPARATOR
+from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPARATOR
+from rocketstore.message.properties import PropertyName
+from rocketstore.message.record import Message, RecordDraft, SysFlag, draft_message
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
+from rocketstore.store.results import PutMessageStatus
+
+__all__ = ["apply_delay_level", "draft_or_status", "fact_meta"]
+
+
+def apply_delay_level(message: Message, max_delay_level: int) -> Message:
+    """*message* moved to SCHEDULE_TOPIC_XXXX when it carries a DELAY level (capped at *max_delay_level*)
+    and is not a transaction's half or rollback; else *message* itself."""
+    props = message.properties
+    delay = props.get(PropertyName.DELAY)
+    if delay is None or message.sys_flag & SysFlag.TRANSACTION_MASK not in (0, SysFlag.TRANSACTION_COMMIT_TYPE):
+        return message
+    try:
+        level = int(delay)
+    except ValueError:
+        return message
+    if level <= 0:
+        return message
+    level = min(level, max_delay_level)
+    new_props = dict(props)
+    new_props[PropertyName.REAL_TOPIC] = message.topic
+    new_props[PropertyName.REAL_QID] = str(message.queue_id)
+    return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)
+
+
+def draft_or_status(message: Message, props_text: str, store_host_bytes: bytes,
+                    host_bytes: Callable[[HostAddress], bytes],
+                    max_message_bytes: int) -> RecordDraft | PutMessageStatus:
+    """Validate and pre-encode; RocketMQ's status when the message cannot be stored."""
+    try:
+        if len(props_text) > 32767 or len(message.topic) > 127:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        if not 0 <= message.queue_id <= 0x7FFFFFFF:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        born = message.born_host
+        store = message.store_host
+        return draft_message(message, props_text.encode("utf-8"),
+                             store_host_bytes if born is None else host_bytes(born),
+                             store_host_bytes if store is None else host_bytes(store),
+                             max_message_bytes)
+    except PropertiesTooLargeError:
+        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    except (MessageTooLargeError, InvalidTopicError, MessageFieldError):
+        return PutMessageStatus.MESSAGE_ILLEGAL
+    except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
+        return PutMessageStatus.MESSAGE_ILLEGAL
+
+
+def fact_meta(topic: str, props: dict[str, str], props_text: str
+              ) -> tuple[str, int, str | None, str | None] | None:
+    """(topic, tags_code, uniq_key, keys) for the dispatcher, read from the dict the writer has; None
+    (the dispatcher decodes the record) when the dict may not say what the stored string says:
+    a separator inside a name or value, a None value, or a schedule-topic record (whose tagsCode is
+    its delivery time)."""
+    if not props:
+        return (topic, 0, None, None)
+    n = len(props)
+    if props_text.count(_NAME_VALUE_SEPARATOR) != n or props_text.count(_PROPERTY_SEPARATOR) != n - 1 \
+            or topic == SCHEDULE_TOPIC:
+        return None
+    tags = props.get(PropertyName.TAGS)
+    return (topic, tags_code(tags) if tags else 0, props.get(PropertyName.UNIQ_KEY) or None,
+            props.get(PropertyName.KEYS))

@@ -1,0 +1,243 @@
+"""The read side of the store: get, look-ups by offset, id, key and time, queue bounds.
+
+Owns :class:`StoreReader`, which the facade (message_store.py) builds once its files are open and whose
+methods its public read methods call.  It reads the commitlog, the consume queue table and the index
+service it is given and never changes them; the facade sets :attr:`StoreReader.closed` when it closes.
+
+Must not import: message_store (the facade), dispatch, flush, cleanup, recovery; broker, remoting.
+Thread-safety: every method may be called from any number of threads, alongside puts and dispatch (the
+pieces it reads are safe for that).
+"""
+
+from __future__ import annotations
+
+import mmap
+
+from rocketstore.errors import MessageDecodeError, StoreClosedError
+from rocketstore.message.message_id import decode_offset_message_id
+from rocketstore.message.record import StoredMessage, decode_record, store_timestamp_position
+from rocketstore.store.commitlog import CommitLog
+from rocketstore.store.config import StoreConfig
+from rocketstore.store.consume_queue import ConsumeQueueTable
+from rocketstore.store.index_file import IndexService
+from rocketstore.store.results import GetMessageStatus, GetResult, QueryResult
+
+__all__ = ["StoreReader", "tag_codes"]
+
+
+def tag_codes(expression: str | None) -> frozenset[int] | None:
+    """Codes of a subscription expression ``"a || b"``; None for ``*`` / empty (everything matches)."""
+    if expression is None:
+        return None
+    text = expression.strip()
+    if not text or text == "*":
+        return None
+    from rocketstore.message.hashing import tags_code
+
+    return frozenset(tags_code(t.strip()) for t in text.split("||") if t.strip())
+
+
+class StoreReader:
+    """Reads of one open store.  *memory_for_hot_bytes*: how far behind the commitlog's end a record still
+    counts as in memory (the pull limits and suggest-slave flag depend on it)."""
+
+    def __init__(self, config: StoreConfig, commitlog: CommitLog, queues: ConsumeQueueTable,
+                 index: IndexService | None, memory_for_hot_bytes: int) -> None:
+        self.config = config
+        self._commitlog = commitlog
+        self._queues = queues
+        self._index = index
+        self._memory_for_hot_bytes = memory_for_hot_bytes
+        #: set by the facade's close: the reads that check (get, message_at, query, offset_by_time) refuse
+        self.closed = False
+
+    def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
+            tags: str | frozenset[int] | None = None) -> GetResult:
+        """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses."""
+        if self.closed:
+            raise StoreClosedError()
+        codes = tag_codes(tags) if isinstance(tags, str) or tags is None else tags
+        cq = self._queues.get(topic, queue_id)
+        if cq is None:
+            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        min_offset, max_offset = cq.min_offset, cq.max_offset
+        if max_offset == 0:
+            return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if queue_offset < min_offset:
+            return GetResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if queue_offset == max_offset:
+            return GetResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, queue_offset, min_offset, max_offset)
+        if queue_offset > max_offset:
+            nxt = min_offset if min_offset == 0 else max_offset
+            return GetResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, nxt, min_offset, max_offset)
+        max_count = max(1, max_count)
+        scan_entries = max(16000, max_count * 20) // 20
+        found = cq.entries(queue_offset, scan_entries)
+        if found is None:
+            per_file = cq.segment_bytes // 20
+            nxt = queue_offset + per_file - queue_offset % per_file
+            return GetResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
+        entries, _ = found
+        n = len(entries)
+        # Without a tag filter a full batch ends the scan at entry max_count: convert that many to Python ints
+        # first, and the rest only if the scan goes on (entries skipped in a removed segment).
+        converted = n if codes is not None else min(n, max_count + 1)
+        phys = entries["offset"][:converted].tolist()
+        sizes = entries["size"][:converted].tolist()
+        matched: list[bool] | None = None
+        if codes is not None:
+            import numpy as np
+
+            raw_codes = entries["tags_code"].astype("<i8")
+            as_int = ((raw_codes + 0x80000000) & 0xFFFFFFFF) - 0x80000000  # RocketMQ compares (int) tagsCode
+            matched = np.isin(as_int, np.fromiter(codes, dtype="<i8")).tolist()
+        cfg = self.config
+        commitlog = self._commitlog
+        max_phy = commitlog.max_offset
+        hot_bytes = self._memory_for_hot_bytes
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        records: list[bytes] = []
+        offsets: list[int] = []
+        total = 0
+        next_phy_file_start = None
+        last_scanned_phy = 0
+        stop_at = n
+        seg_start, seg_wrote = 0, -1
+        seg_buf: bytes | mmap.mmap = b""
+        # RocketMQ's order per scanned entry: skip a removed segment, then "batch full?" (which sees every
+        # entry, matching or not), then the tag filter, then the read.
+        for i in range(n):
+            if i == converted:
+                phys, sizes, converted = entries["offset"].tolist(), entries["size"].tolist(), n
+            offset_py = phys[i]
+            size_py = sizes[i]
+            last_scanned_phy = offset_py
+            if next_phy_file_start is not None and offset_py < next_phy_file_start:
+                continue
+            if records:
+                in_disk = max_phy - offset_py > hot_bytes
+                count = len(records)
+                if count >= max_count:
+                    stop_at = i
+                    break
+                if in_disk:
+                    if total + size_py > cfg.max_transfer_bytes_on_message_in_disk or \
+                            count > cfg.max_transfer_count_on_message_in_disk - 1:
+                        stop_at = i
+                        break
+                elif total + size_py > cfg.max_transfer_bytes_on_message_in_memory or \
+                        count > cfg.max_transfer_count_on_message_in_memory - 1:
+                    stop_at = i
+                    break
+            if matched is not None and not matched[i]:
+                continue
+            # Records of one pull mostly share a segment: slice its mapping directly while they do, and ask
+            # the commitlog (which finds the segment, or says it is gone) for the first and any other.
+            pos = offset_py - seg_start
+            data = None
+            if 0 <= pos and pos + size_py <= seg_wrote and size_py > 0:
+                try:
+                    data = seg_buf[pos : pos + size_py]
+                except ValueError:  # its mapping was closed meanwhile (segment deleted): ask the commitlog
+                    seg_wrote = -1
+            if data is None:
+                data = commitlog.read(offset_py, size_py)
+                if data is not None:
+                    seg = commitlog.files.find(offset_py)
+                    if seg is not None:
+                        seg_start, seg_wrote, seg_buf = seg.start_offset, seg.wrote, seg.buffer
+            if data is None:
+                if not records:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = commitlog.roll_next(offset_py)
+                continue
+            records.append(data)
+            offsets.append(queue_offset + i)
+            total += size_py
+            status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+        suggest = max_phy - last_scanned_phy > hot_bytes
+        return GetResult(status, queue_offset + stop_at, min_offset, max_offset, tuple(records), tuple(offsets),
+                         suggest)
+
+    def message_at(self, commit_log_offset: int) -> StoredMessage | None:
+        """The message whose record starts at *commit_log_offset*, or None."""
+        if self.closed:
+            raise StoreClosedError()
+        if commit_log_offset < self._commitlog.min_offset or commit_log_offset >= self._commitlog.max_offset:
+            return None
+        data = self._commitlog.read_record(commit_log_offset)
+        if data is None:
+            return None
+        try:
+            return decode_record(data)
+        except MessageDecodeError:
+            return None
+
+    def message_by_id(self, msg_id: str) -> StoredMessage | None:
+        """Look up by offset message id (raises InvalidMessageIdError for malformed ids)."""
+        _, offset = decode_offset_message_id(msg_id)
+        return self.message_at(offset)
+
+    def query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int) -> QueryResult:
+        """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
+
+        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.
+        """
+        if self.closed:
+            raise StoreClosedError()
+        if self._index is None:
+            return QueryResult((), 0, 0)
+        limit = min(max_count, self.config.max_msgs_num_batch)
+        offsets, last_ts, last_phy = self._index.query(topic, key, limit, begin_ms, end_ms)
+        messages = []
+        if not offsets:
+            return QueryResult((), 0, 0)
+        for offset in sorted(offsets):
+            m = self.message_at(offset)
+            if m is not None:
+                messages.append(m)
+        return QueryResult(tuple(messages), last_ts, last_phy)
+
+    def _store_time_of(self, commit_log_offset: int, size: int) -> int:
+        data = self._commitlog.read(commit_log_offset, min(size, 256) if size > 0 else 0)
+        if data is None or len(data) < 64:
+            return -1
+        sys_flag = int.from_bytes(data[36:40], "big", signed=True)
+        pos = store_timestamp_position(sys_flag)
+        return int.from_bytes(data[pos : pos + 8], "big", signed=True)
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """RocketMQ's getOffsetInQueueByTime (nearest entry, ties to the earlier one)."""
+        if self.closed:
+            raise StoreClosedError()
+        cq = self._queues.get(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp_ms, self._commitlog.min_offset, self._store_time_of)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queues.get(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queues.get(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """Store timestamp of the message at *queue_offset*, -1 if there is none."""
+        cq = self._queues.get(topic, queue_id)
+        entry = cq.entry(queue_offset) if cq is not None else None
+        if entry is None:
+            return -1
+        return self._store_time_of(entry[0], entry[1])
+
+    def earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
+        """Store time of the oldest message (of one queue, or of the whole commitlog); -1 if none."""
+        if topic is not None:
+            return self.store_time(topic, queue_id, self.min_offset(topic, queue_id))
+        head = self._commitlog.read_head(self._commitlog.min_offset)
+        if head is None:
+            return -1
+        return self._store_time_of(self._commitlog.min_offset, head[0])
+
