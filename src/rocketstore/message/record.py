@@ -81,6 +81,7 @@ __all__ = [
     "peek_record",
     "record_size",
     "store_timestamp_position",
+    "v4_run_formats",
     "validate_topic",
     "write_record",
 ]
@@ -165,6 +166,17 @@ _WRITE_HEADER_V4: Final = _WRITE_HEADERS[0]
 #: it carries the same 13 items; the writer packs TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, QUEUEOFFSET,
 #: PHYSICALOFFSET, BORNTIMESTAMP, BORNHOST, STORETIMESTAMP, STOREHOST and BODYLENGTH.
 PLAIN_WRITE_HEADER: Final = struct.Struct(">iiii4xqq4xq8sq8s12xi")
+
+
+def v4_run_formats(body_len: int, topic_len: int, props_len: int) -> tuple[str, str]:
+    """Two views of a record between IPv4 hosts with these lengths, for reading runs of them (record_decode):
+    the bytes that records of one layout share (TOTALSIZE + MAGICCODE, SYSFLAG, BORNHOST, STOREHOST,
+    BODYLENGTH, and TOPICLENGTH + TOPIC + PROPERTIESLENGTH) as six bytes fields, and what differs between
+    them (BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET, BORNTIMESTAMP, STORETIMESTAMP,
+    RECONSUMETIMES, PREPAREDOFFSET, BODY, PROPERTIES) as eleven fields; the rest are pad bytes."""
+    shared = f">8s28x4s8x8s8x8s12x4s{body_len}x{topic_len + 3}s"  # (stops before PROPERTIES)
+    differing = f">8xiiiqq4xq8xq8xiq4x{body_len}s{topic_len + 3}x{props_len}s"
+    return shared, differing
 
 
 def store_timestamp_position(sys_flag: int) -> int:

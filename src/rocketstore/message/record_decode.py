@@ -30,6 +30,7 @@ from rocketstore.message.record import (
     _host,
     decode_record,
     store_timestamp_position,
+    v4_run_formats,
 )
 
 __all__ = ["decode_records"]
@@ -119,8 +120,9 @@ def _run_layout(body_len: int, topic_len: int, props_len: int) -> _RunLayout:
         fixed = np.r_[0:8, SYS_FLAG_POS : SYS_FLAG_POS + 4, _BORN_HOST_POS : _BORN_HOST_POS + 8,
                       _STORE_HOST_POS_V4 : _STORE_HOST_POS_V4 + 8, _BODY_LENGTH_POS_V4:_BODY_POS_V4,
                       lengths : lengths + 3 + topic_len]
-        fixed_fields = struct.Struct(f">8s28x4s8x8s8x8s12x4s{body_len}x{topic_len + 3}s")
-        rows = struct.Struct(f">8xiiiqq4xq8xq8xiq4x{body_len}s{topic_len + 3}x{props_len}s")
+        shared, differing = v4_run_formats(body_len, topic_len, props_len)
+        fixed_fields = struct.Struct(shared)
+        rows = struct.Struct(differing)
         layout = _RunLayout(fixed, fixed_fields, rows)
         if len(_RUN_LAYOUTS) >= _CACHE_LIMIT:
             _RUN_LAYOUTS.clear()
