@@ -27,8 +27,9 @@ from local_cluster import LocalCluster
 from rocketstore.message.properties import encode_properties
 from rocketstore.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData
-from rocketstore.remoting.codec import MAX_FRAME_BYTES, encode_command
+from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import SerializeType
+from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
 
 DEADLINE_S = 20.0
 GOOD_TOPIC, GOOD_GROUP = "GoodTopic", "good-group"

@@ -16,7 +16,7 @@ from test_python_push_consumer import FAST, arun, create_topic, eventually
 from rocketstore.client import ConsumedMessage, ConsumeStatus, Producer, PushConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import ClientError
-from rocketstore.remoting.bodies import CMResult, ConsumerRunningInfo
+from rocketstore.remoting.consumer_bodies import CMResult, ConsumerRunningInfo
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ import pytest
 
 from rocketstore.errors import ConnectionClosedError, RequestTimeoutError
 from rocketstore.remoting import FrameDecoder, RemotingCommand, ResponseCode
-from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter, connect
+from rocketstore.remoting.server import RemotingServer, RequestRouter
+from rocketstore.remoting.transport import Connection, connect
 
 TEST_TIMEOUT_S = 10.0
 

@@ -20,11 +20,11 @@ from rocketstore.remoting import (
     encode_command,
 )
 from rocketstore.remoting.codec import (
-    _READ_BYTES,
     _encode_json_header,
     _encode_json_header_reference,
     encode_command_parts,
 )
+from rocketstore.remoting.frame_decoder import _READ_BYTES
 from rocketstore.remoting.header_fields import _SEND_V2_NAMES, HeaderFieldError, _decode, _specs
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
 

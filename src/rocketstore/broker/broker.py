@@ -49,7 +49,8 @@ from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import NotifyConsumerIdsChangedRequestHeader
-from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter
+from rocketstore.remoting.server import RemotingServer, RequestRouter
+from rocketstore.remoting.transport import Connection
 from rocketstore.store.config import BrokerRole, StoreConfig
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import PutMessageStatus, PutResult

@@ -19,7 +19,8 @@ from rocketstore.remoting.bodies import HeartbeatData, Perm
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker

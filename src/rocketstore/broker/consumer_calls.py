@@ -23,7 +23,8 @@ from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
 )
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker

@@ -31,7 +31,8 @@ from rocketstore.remoting.headers import (
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 from rocketstore.store.results import GetMessageStatus
 
 if TYPE_CHECKING:

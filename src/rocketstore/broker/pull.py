@@ -24,7 +24,8 @@ from rocketstore.remoting.bodies import MessageModel, Perm, SubscriptionData, bu
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 from rocketstore.store.results import GetMessageStatus, GetResult
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from rocketstore.remoting.headers import (
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
 )
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker

@@ -20,7 +20,8 @@ from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import ConsumerSendMsgBackRequestHeader
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 from rocketstore.store.results import PutMessageStatus
 
 if TYPE_CHECKING:

@@ -30,11 +30,12 @@ from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm
-from rocketstore.remoting.codec import JsonResponseTemplate
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.send_headers import send_message_header_fields
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.templates import JsonResponseTemplate
+from rocketstore.remoting.transport import Connection
 from rocketstore.store.results import PutMessageStatus, PutResult
 
 if TYPE_CHECKING:

@@ -33,7 +33,8 @@ from rocketstore.client.admin import MAX_TIMESTAMP_MS, AdminClient, check_name
 from rocketstore.client.errors import ClientError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import CMResult, ConsumerRunningInfo, Perm
+from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.consumer_bodies import CMResult, ConsumerRunningInfo
 
 __all__ = ["register"]
 

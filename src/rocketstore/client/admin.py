@@ -31,15 +31,10 @@ from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import (
-    BrokerData,
-    ConsumeMessageDirectlyResult,
-    ConsumerRunningInfo,
-    Perm,
-    TopicRouteData,
-)
+from rocketstore.remoting.bodies import BrokerData, Perm, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.consumer_bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,

@@ -31,7 +31,7 @@ from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus, Messag
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.send_back import resend_to_retry_topic, send_back
 from rocketstore.errors import RocketStoreError
-from rocketstore.remoting.bodies import CMResult, ConsumeMessageDirectlyResult
+from rocketstore.remoting.consumer_bodies import CMResult, ConsumeMessageDirectlyResult
 
 if TYPE_CHECKING:
     from rocketstore.client.push_consumer import PushConsumer

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from rocketstore.remoting.bodies import ConsumeStatusInfo
+from rocketstore.remoting.consumer_bodies import ConsumeStatusInfo
 
 __all__ = ["ConsumeStats"]
 

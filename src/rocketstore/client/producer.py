@@ -46,10 +46,10 @@ from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting.bodies import TopicRouteData
-from rocketstore.remoting.codec import JsonRequestTemplate
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
+from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = ["OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key",

@@ -71,16 +71,14 @@ from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import decode_record
 from rocketstore.remoting.bodies import (
     ConsumerData,
-    ConsumerRunningInfo,
     ConsumeType,
     HeartbeatData,
-    ProcessQueueInfo,
-    QueueKey,
     SubscriptionData,
     build_subscription,
 )
 from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo, ProcessQueueInfo, QueueKey
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,

@@ -34,7 +34,8 @@ from rocketstore.remoting.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from rocketstore.remoting.transport import Connection, RequestRouter
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
 
 __all__ = ["ORDER_TOPIC_CONFIG", "KVTable", "NameServerHandlers"]
 

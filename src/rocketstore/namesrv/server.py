@@ -11,7 +11,8 @@ import time
 
 from rocketstore.namesrv.handlers import KVTable, NameServerHandlers
 from rocketstore.namesrv.route_table import BROKER_EXPIRY_MS, RouteTable
-from rocketstore.remoting.transport import DEFAULT_IDLE_TIMEOUT_S, Connection, RemotingServer
+from rocketstore.remoting.server import DEFAULT_IDLE_TIMEOUT_S, RemotingServer
+from rocketstore.remoting.transport import Connection
 
 __all__ = ["NameServer"]
 

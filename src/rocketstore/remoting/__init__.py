@@ -1,9 +1,10 @@
 """The RocketMQ remoting protocol: codes, commands, frame codec and typed headers.
 
-Everything re-exported here is pure (bytes in, bytes out); the socket side is remoting.transport.
+Everything re-exported here is pure (bytes in, bytes out); the socket side is remoting.transport and
+remoting.server.
 """
 
-from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, decode_command, encode_command
+from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import (
     MQ_VERSION,
     PUT_STATUS_RESPONSE_CODES,
@@ -15,6 +16,7 @@ from rocketstore.remoting.codes import (
     response_code_for_put_status,
 )
 from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
+from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES, FrameDecoder, decode_command
 from rocketstore.remoting.header_fields import CommandHeader, HeaderFieldError
 from rocketstore.remoting.headers import REQUEST_HEADER_TYPES, RESPONSE_HEADER_TYPES, parse_request_header
 from rocketstore.remoting.send_headers import parse_send_message_header

@@ -1,15 +1,19 @@
-"""The asyncio side of remoting: connections, a server and a client connection pool.
+"""The asyncio side of remoting: connections and a client connection pool.
 
-Owns sockets and the event loop; everything about bytes is codec.py's.  A :class:`Connection` is symmetric:
-it answers requests with an async handler (a server connection, or a client that a broker calls back with
-NOTIFY_CONSUMER_IDS_CHANGED) and matches responses to its own requests by ``opaque`` through a dict of
-opaque -> Future.  Every await has a deadline, every write is followed by a drain, and closing fails every
-pending request with :class:`ConnectionClosedError` chained to the cause.
+Owns sockets and the event loop; everything about bytes is codec.py's and frame_decoder.py's.  Imports errors
+and the sans-IO remoting modules, never remoting.server (which builds on this module) or bodies.
+
+A :class:`Connection` is symmetric: it answers requests with an async handler (a server connection, or a
+client that a broker calls back with NOTIFY_CONSUMER_IDS_CHANGED) and matches responses to its own requests
+by ``opaque`` through a dict of opaque -> Future.  Every await has a deadline, every write is followed by
+a drain, and closing fails every pending request with :class:`ConnectionClosedError` chained to the cause.
 
 Server rules (as a 4.9.3 broker behaves): an unknown request code is answered REQUEST_CODE_NOT_SUPPORTED,
 a oneway request gets no answer, a handler exception becomes SYSTEM_ERROR, a frame over the limit or any
-undecodable frame closes the connection, connections idle for ``idle_timeout_s`` (120 s) are closed, and at
-most ``max_in_flight`` requests per connection run at once (reading pauses until one finishes).
+undecodable frame closes the connection, and at most ``max_in_flight`` requests per connection run at once
+(reading pauses until one finishes).  The router and the listening server (which closes connections idle
+for ``idle_timeout_s``) are :mod:`rocketstore.remoting.server`, the other transport module; every other
+remoting module is sans-IO.
 
 Responses to JSON requests are JSON with every extFields value a string (RemotingCommand.make_response and
 the codec see to it) because the C++ client ignores non-string values.
@@ -33,24 +37,22 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
-from rocketstore.remoting.codec import MAX_FRAME_BYTES, FrameDecoder, encode_command, encode_command_parts
+from rocketstore.remoting.codec import encode_command, encode_command_parts
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
+from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES, FrameDecoder
 from rocketstore.remoting.header_fields import HeaderFieldError
 
 __all__ = [
-    "DEFAULT_IDLE_TIMEOUT_S",
     "DEFAULT_MAX_IN_FLIGHT",
     "Connection",
     "ConnectionPool",
     "ImmediateHandler",
-    "RemotingServer",
     "RequestHandler",
-    "RequestRouter",
     "connect",
     "new_event_loop",
     "run",
@@ -59,7 +61,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IDLE_TIMEOUT_S = 120.0
 #: Long-polled pulls stay in flight for up to 15 s each; a C++ push consumer keeps one per assigned queue.
 DEFAULT_MAX_IN_FLIGHT = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 3.0
@@ -494,115 +495,6 @@ class Connection(asyncio.BufferedProtocol):
         await self.wait_closed(timeout_s)
         for task in list(self._tasks):
             task.cancel()
-
-
-class RequestRouter:
-    """Dispatch by request code; unknown codes get REQUEST_CODE_NOT_SUPPORTED as a 4.9.3 broker answers."""
-
-    def __init__(self, handlers: Mapping[int, RequestHandler] | None = None) -> None:
-        self.handlers: dict[int, RequestHandler] = dict(handlers or {})
-        self.immediate_handlers: dict[int, ImmediateHandler] = {}
-
-    def add(self, code: int, handler: RequestHandler, *, immediate: ImmediateHandler | None = None) -> None:
-        """Serve *code* with *handler*.  *immediate*, if given, is tried first, synchronously, as the frame
-        is decoded: it answers without the cost of a task per request (a send whose put does not wait for
-        the disk), or returns None and the request goes to *handler* as usual.  It must not block."""
-        self.handlers[int(code)] = handler
-        if immediate is None:
-            self.immediate_handlers.pop(int(code), None)
-        else:
-            self.immediate_handlers[int(code)] = immediate
-
-    def immediate_handler(self, code: int) -> ImmediateHandler | None:
-        return self.immediate_handlers.get(code)
-
-    def immediate_lookup(self) -> Callable[[int], ImmediateHandler | None]:
-        """:meth:`immediate_handler` as the table's own ``get`` (a C call per frame); it sees later
-        :meth:`add` calls, which change the table in place."""
-        return self.immediate_handlers.get
-
-    async def __call__(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        handler = self.handlers.get(request.code)
-        if handler is None:
-            return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                         remark=f" request type {request.code} not supported")
-        return await handler(connection, request)
-
-
-class RemotingServer:
-    """A listening socket whose connections feed one request handler.  Loop-bound."""
-
-    def __init__(self, handler: RequestHandler, *, max_frame_bytes: int = MAX_FRAME_BYTES,
-                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
-                 on_connection_closed: Callable[[Connection], None] | None = None) -> None:
-        self._handler = handler
-        self._max_frame_bytes = max_frame_bytes
-        self._max_in_flight = max_in_flight
-        self.idle_timeout_s = idle_timeout_s
-        self._on_connection_closed = on_connection_closed
-        self._server: asyncio.Server | None = None
-        self._idle_task: asyncio.Task[None] | None = None
-        self.connections: set[Connection] = set()
-        self.host = ""
-        self.port = 0
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    async def start(self, host: str = "127.0.0.1", port: int = 0, *, start_serving: bool = True) -> None:
-        """Bind (port 0 picks a free port, see :attr:`port`); accept connections now or at
-        :meth:`start_serving`."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
-                                                start_serving=start_serving)
-        sockname = self._server.sockets[0].getsockname()
-        self.host, self.port = str(sockname[0]), int(sockname[1])
-        self._idle_task = loop.create_task(self._close_idle())
-
-    async def start_serving(self) -> None:
-        assert self._server is not None, "start() first"
-        await self._server.start_serving()
-
-    def _new_connection(self) -> Connection:
-        connection = Connection(self._handler, max_frame_bytes=self._max_frame_bytes,
-                                max_in_flight=self._max_in_flight, on_close=self._connection_closed)
-        self.connections.add(connection)
-        return connection
-
-    def _connection_closed(self, connection: Connection) -> None:
-        self.connections.discard(connection)
-        if self._on_connection_closed is not None:
-            self._on_connection_closed(connection)
-
-    async def _close_idle(self) -> None:
-        interval_s = max(0.05, min(10.0, self.idle_timeout_s / 4))
-        while True:
-            await asyncio.sleep(interval_s)
-            now = time.monotonic()
-            for connection in list(self.connections):
-                if now - connection.last_active_s > self.idle_timeout_s:
-                    log.info("closing idle connection %s", connection.peer_address)
-                    connection.close(ConnectionClosedError("idle"))
-
-    async def close(self, timeout_s: float = 5.0) -> None:
-        """Stop listening and close every connection."""
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            self._idle_task = None
-        if self._server is not None:
-            self._server.close()
-        connections = list(self.connections)
-        for connection in connections:
-            connection.close(ConnectionClosedError("server closing"))
-        for connection in connections:
-            await connection.aclose(timeout_s)
-        if self._server is not None:
-            try:
-                await asyncio.wait_for(self._server.wait_closed(), timeout_s)
-            except TimeoutError:
-                log.warning("server %s did not close within %s s", self.address, timeout_s)
-            self._server = None
 
 
 async def connect(address: str, *, handler: RequestHandler | None = None,

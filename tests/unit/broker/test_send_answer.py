@@ -22,9 +22,10 @@ from rocketstore.broker.send import (
 from rocketstore.message.host import parse_host
 from rocketstore.message.message_id import decode_offset_message_id, encode_offset_message_id
 from rocketstore.message.record import Message
-from rocketstore.remoting.codec import decode_command, encode_command
+from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.frame_decoder import decode_command
 from rocketstore.remoting.send_headers import SendMessageResponseHeader
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.results import PutMessageStatus, PutResult

@@ -23,7 +23,7 @@ from rocketstore.remoting import (
     encode_command,
     response_code_for_put_status,
 )
-from rocketstore.remoting.codec import _RETAINED_BUFFER_BYTES
+from rocketstore.remoting.frame_decoder import _RETAINED_BUFFER_BYTES
 
 
 def json_frame(header: bytes, body: bytes = b"", type_byte: int = 0) -> bytes:

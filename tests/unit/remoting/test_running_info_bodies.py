@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from rocketstore.remoting.bodies import (
+from rocketstore.remoting.bodies import build_subscription
+from rocketstore.remoting.consumer_bodies import (
     CMResult,
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
     ConsumeStatusInfo,
     ProcessQueueInfo,
-    build_subscription,
 )
 
 CPP_BODY = (b'{"mqTable":{{\n   "brokerName" : "broker-a",\n   "queueId" : 1,\n   "topic" : "T"\n}:{\n'

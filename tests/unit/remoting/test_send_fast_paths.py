@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RequestTimeoutError
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode, decode_command, encode_command
-from rocketstore.remoting.codec import _SEND_ANSWER_MATCH, JsonRequestTemplate, JsonResponseTemplate
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode, SerializeType
 from rocketstore.remoting.command import new_command
+from rocketstore.remoting.frame_decoder import _SEND_ANSWER_MATCH
 from rocketstore.remoting.header_fields import _SEND_V2_NAMES, HeaderFieldError
 from rocketstore.remoting.send_headers import parse_send_message_header, send_message_header_fields
-from rocketstore.remoting.transport import Connection, RemotingServer, RequestRouter, connect, run
+from rocketstore.remoting.server import RemotingServer, RequestRouter
+from rocketstore.remoting.templates import JsonRequestTemplate, JsonResponseTemplate
+from rocketstore.remoting.transport import Connection, connect, run
 
 CASES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,0 +1,140 @@
+"""The serving side of remoting: a request router and a listening server, on :mod:`remoting.transport`.
+
+Owns :class:`RequestRouter` (dispatch by request code, REQUEST_CODE_NOT_SUPPORTED for unknown codes as a
+4.9.3 broker answers, the immediate handlers that :class:`~rocketstore.remoting.transport.Connection` runs
+as frames are decoded) and :class:`RemotingServer` (the listening socket, its connections, and closing
+those idle for ``idle_timeout_s``, 120 s by default).  The per-connection rules (oneway, handler errors,
+bad frames, the in-flight limit) are the Connection's.
+
+A transport module: with transport.py the only remoting modules that touch asyncio and sockets; imports
+errors and the remoting modules below it, never bodies or the broker, name server or client packages.
+Thread-safety: a RemotingServer belongs to the loop that created it; call it from that loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from rocketstore.errors import ConnectionClosedError
+from rocketstore.remoting.codes import ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
+from rocketstore.remoting.transport import DEFAULT_MAX_IN_FLIGHT, Connection, ImmediateHandler, RequestHandler
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "RemotingServer", "RequestRouter"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT_S = 120.0
+
+
+class RequestRouter:
+    """Dispatch by request code; unknown codes get REQUEST_CODE_NOT_SUPPORTED as a 4.9.3 broker answers."""
+
+    def __init__(self, handlers: Mapping[int, RequestHandler] | None = None) -> None:
+        self.handlers: dict[int, RequestHandler] = dict(handlers or {})
+        self.immediate_handlers: dict[int, ImmediateHandler] = {}
+
+    def add(self, code: int, handler: RequestHandler, *, immediate: ImmediateHandler | None = None) -> None:
+        """Serve *code* with *handler*.  *immediate*, if given, is tried first, synchronously, as the frame
+        is decoded: it answers without the cost of a task per request (a send whose put does not wait for
+        the disk), or returns None and the request goes to *handler* as usual.  It must not block."""
+        self.handlers[int(code)] = handler
+        if immediate is None:
+            self.immediate_handlers.pop(int(code), None)
+        else:
+            self.immediate_handlers[int(code)] = immediate
+
+    def immediate_handler(self, code: int) -> ImmediateHandler | None:
+        return self.immediate_handlers.get(code)
+
+    def immediate_lookup(self) -> Callable[[int], ImmediateHandler | None]:
+        """:meth:`immediate_handler` as the table's own ``get`` (a C call per frame); it sees later
+        :meth:`add` calls, which change the table in place."""
+        return self.immediate_handlers.get
+
+    async def __call__(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                         remark=f" request type {request.code} not supported")
+        return await handler(connection, request)
+
+
+class RemotingServer:
+    """A listening socket whose connections feed one request handler.  Loop-bound."""
+
+    def __init__(self, handler: RequestHandler, *, max_frame_bytes: int = MAX_FRAME_BYTES,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+                 on_connection_closed: Callable[[Connection], None] | None = None) -> None:
+        self._handler = handler
+        self._max_frame_bytes = max_frame_bytes
+        self._max_in_flight = max_in_flight
+        self.idle_timeout_s = idle_timeout_s
+        self._on_connection_closed = on_connection_closed
+        self._server: asyncio.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+        self.connections: set[Connection] = set()
+        self.host = ""
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0, *, start_serving: bool = True) -> None:
+        """Bind (port 0 picks a free port, see :attr:`port`); accept connections now or at
+        :meth:`start_serving`."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
+                                                start_serving=start_serving)
+        sockname = self._server.sockets[0].getsockname()
+        self.host, self.port = str(sockname[0]), int(sockname[1])
+        self._idle_task = loop.create_task(self._close_idle())
+
+    async def start_serving(self) -> None:
+        assert self._server is not None, "start() first"
+        await self._server.start_serving()
+
+    def _new_connection(self) -> Connection:
+        connection = Connection(self._handler, max_frame_bytes=self._max_frame_bytes,
+                                max_in_flight=self._max_in_flight, on_close=self._connection_closed)
+        self.connections.add(connection)
+        return connection
+
+    def _connection_closed(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        if self._on_connection_closed is not None:
+            self._on_connection_closed(connection)
+
+    async def _close_idle(self) -> None:
+        interval_s = max(0.05, min(10.0, self.idle_timeout_s / 4))
+        while True:
+            await asyncio.sleep(interval_s)
+            now = time.monotonic()
+            for connection in list(self.connections):
+                if now - connection.last_active_s > self.idle_timeout_s:
+                    log.info("closing idle connection %s", connection.peer_address)
+                    connection.close(ConnectionClosedError("idle"))
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Stop listening and close every connection."""
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        if self._server is not None:
+            self._server.close()
+        connections = list(self.connections)
+        for connection in connections:
+            connection.close(ConnectionClosedError("server closing"))
+        for connection in connections:
+            await connection.aclose(timeout_s)
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), timeout_s)
+            except TimeoutError:
+                log.warning("server %s did not close within %s s", self.address, timeout_s)
+            self._server = None

@@ -1,0 +1,132 @@
+"""Preformatted JSON frames for the hot paths: a send answer and a producer's send request.
+
+Owns :class:`JsonResponseTemplate` and :class:`JsonRequestTemplate`, each a frame's JSON header as a
+%-format with the constant parts quoted once, whose output is byte for byte what
+:func:`rocketstore.remoting.codec.encode_command` writes for the same command (unit and hypothesis tests in
+tests/unit/remoting/test_send_fast_paths.py hold them equal).
+
+Pure: imports the frame layout and the value checks from codec.py (one definition of the layout), and
+nothing with sockets, clocks or logging; never the decoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rocketstore.errors import ProtocolError
+from rocketstore.remoting import codec
+from rocketstore.remoting.codec import (
+    _HEADER_LENGTH_MASK,
+    _INT32_MAX,
+    _INT32_MIN,
+    _checked_int,
+    _java_text,
+    _quote_json,
+)
+from rocketstore.remoting.codes import MQ_VERSION, LanguageCode
+from rocketstore.remoting.command import RESPONSE_FLAG
+
+__all__ = ["JsonRequestTemplate", "JsonResponseTemplate"]
+
+# Bound by assignment, not imported by name: CPython 3.11 compiles a method call on a from-imported name to
+# LOAD_ATTR (a bound method object per call) instead of LOAD_METHOD, a cost on every frame.
+_PREFIX = codec._PREFIX
+
+
+class JsonResponseTemplate:
+    """Whole frames of JSON responses that differ only in code, opaque and the values of a fixed list of
+    extFields, followed by constant ones: what a handler answers for every request of a hot path (a send's
+    msgId / queueId / queueOffset, then MSG_REGION / TRACE_ON).
+
+    ``template.encode(code, opaque, values)`` is byte for byte ``encode_command(RemotingCommand.response(
+    code, opaque, ext_fields={**dict(zip(keys, values)), **constant}))`` (no remark, no body; a unit test
+    holds them equal), but the keys and the constant tail are quoted once here rather than per frame, and
+    no command object is built on the way.
+    """
+
+    __slots__ = ("_format",)
+
+    def __init__(self, keys: tuple[str, ...], constant: Mapping[str, str]) -> None:
+        if not keys:
+            raise ValueError("a template needs at least one variable extFields key")
+        names = [_quote_json(key) for key in keys]
+        if len(set(names)) != len(names) or any(key in constant for key in keys):
+            raise ValueError("extFields keys must be distinct")
+        fixed = "".join(f",{_quote_json(key)}:{_quote_json(_java_text(value, key))}"
+                        for key, value in constant.items() if value is not None)
+        variable = ",".join(name.replace("%", "%%") + ":%s" for name in names)
+        # _encode_json_header's output for a response (flag 1, JAVA, 4.9.3, no remark) as a %-format
+        self._format = ('{"code":%d,"extFields":{' + variable + fixed.replace("%", "%%") + '},"flag":'
+                        + str(RESPONSE_FLAG) + ',"language":"' + LanguageCode.JAVA.name
+                        + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+
+    def encode(self, code: int, opaque: int, values: tuple[str, ...]) -> bytes:
+        """The frame, 4-byte total length included.  *values* are strings, one per key, in order."""
+        if type(code) is not int or not _INT32_MIN <= code <= _INT32_MAX:
+            code = _checked_int(code, "code", _INT32_MIN, _INT32_MAX)
+        if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+            opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+        quote = _quote_json
+        text = self._format % (code, *[quote(value) for value in values], opaque)
+        try:
+            header = text.encode("utf-8")
+        except UnicodeEncodeError:
+            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+        length = len(header)
+        return _PREFIX.pack(4 + length, length) + header
+
+
+class JsonRequestTemplate:
+    """Whole frames of JSON requests of one code that differ only in opaque, body and the values of a few
+    extFields: what a producer sends for every message to one queue (the born timestamp and the properties
+    change per send; group, topic, queue id and the rest do not).
+
+    ``template.encode(values, body, opaque)`` is byte for byte ``encode_command(new_command(code, JAVA, 4.9.3,
+    opaque, flag, None, ext_fields with *variable*'s keys set to *values*, body, JSON))`` (a unit test holds
+    them equal), but the constant extFields are quoted once here rather than per frame and no command
+    object is built.  *opaque* comes last so that a connection can number the frame
+    (``functools.partial(template.encode, values, body)`` is what :meth:`Connection.request_encoded` takes).
+    """
+
+    __slots__ = ("_format",)
+
+    def __init__(self, code: int, ext_fields: Mapping[str, str | None], variable: tuple[str, ...], *,
+                 flag: int = 0) -> None:
+        """*ext_fields* fix the keys' order and the constant values (None: left out, as Java skips null
+        fields); the keys in *variable*, keys of *ext_fields* in its order, take their value per frame."""
+        if not variable or len(set(variable)) != len(variable) or any(key not in ext_fields for key in variable):
+            raise ValueError("the variable keys must be distinct keys of ext_fields")
+        code = _checked_int(code, "code", _INT32_MIN, _INT32_MAX)
+        flag = _checked_int(flag, "flag", _INT32_MIN, _INT32_MAX)
+        if [key for key in ext_fields if key in variable] != list(variable):
+            raise ValueError("the variable keys must be in ext_fields' order")
+        items = []
+        for key, value in ext_fields.items():
+            if not isinstance(key, str):
+                raise ProtocolError(f"extFields key {key!r} is not a string")
+            name = _quote_json(key).replace("%", "%%")
+            if key in variable:
+                items.append(name + ":%s")
+            elif value is not None:
+                items.append(name + ":" + _quote_json(_java_text(value, key)).replace("%", "%%"))
+        # _encode_json_header's output for such a request (JAVA, 4.9.3, no remark) as a %-format
+        self._format = ('{"code":' + str(code) + ',"extFields":{' + ",".join(items) + '},"flag":' + str(flag)
+                        + ',"language":"' + LanguageCode.JAVA.name
+                        + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+
+    def encode(self, values: tuple[str, ...], body: bytes, opaque: int) -> bytes:
+        """The frame, 4-byte total length included.  *values* are strings, one per variable key, in
+        order."""
+        if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+            opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+        quote = _quote_json
+        text = self._format % (*[quote(value) for value in values], opaque)
+        try:
+            header = text.encode("utf-8")
+        except UnicodeEncodeError:
+            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+        length = len(header)
+        total = 4 + length + len(body)
+        if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
+            raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
+        return b"".join((_PREFIX.pack(total, length), header, body))
