@@ -454,7 +454,9 @@ def cpp_send_rate(workdir: str, namesrv: str, topic: str, n: int, body_bytes: in
 
 
 def _py_spy() -> str | None:
-    return shutil.which("py-spy")
+    """py-spy on PATH, or beside this interpreter (the bench extra installs it into the venv, whose bin/ a
+    run as ``.venv/bin/python -m bench`` does not put on PATH)."""
+    return shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
 
 
 def _short(frame: str) -> str:
