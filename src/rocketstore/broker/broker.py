@@ -34,6 +34,7 @@ from rocketstore.broker import (
 from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
+from rocketstore.broker.durable_waits import DurableWaits
 from rocketstore.broker.groups import SubscriptionGroupTable
 from rocketstore.broker.long_poll import PullHold
 from rocketstore.broker.offsets import ConsumerOffsetTable
@@ -44,6 +45,7 @@ from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
+from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode
@@ -58,6 +60,8 @@ from rocketstore.store.results import PutMessageStatus, PutResult
 __all__ = ["Broker"]
 
 log = logging.getLogger(__name__)
+
+_WAIT = PropertyName.WAIT
 
 T = TypeVar("T")
 
@@ -81,13 +85,14 @@ class Broker:
         self.groups: SubscriptionGroupTable
         self.offsets: ConsumerOffsetTable
         self.pull_hold: PullHold
+        self._durable_waits: DurableWaits
         self.registrar: Registrar | None = None
         self.schedule: ScheduleService | None = None
         self.address = ""
         self.store_host: HostAddress | None = None
         self.start_time_ms = 0
         self._tasks: list[asyncio.Task[None]] = []
-        #: store work that may block (sync flush waits for the disk) runs here, off the event loop
+        #: store work that may block (opening, closing, queries) runs here, off the event loop
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocketstore-broker")
         self.put_count = 0
         self.get_count = 0
@@ -128,6 +133,7 @@ class Broker:
             self.pull_hold = PullHold(self.store.max_offset,
                                       check_interval_s=5.0 if cfg.long_polling_enable else cfg.short_polling_time_ms / 1000)
             self.store.add_dispatch_listener(self.pull_hold.on_dispatch)
+            self._durable_waits = DurableWaits(self.store, loop, self.store_config.sync_flush_timeout_ms / 1000)
             self.pull_hold.start()
             if self.store_config.broker_role != BrokerRole.SLAVE:
                 self.schedule = ScheduleService(self.store, config_dir,
@@ -186,22 +192,40 @@ class Broker:
                 log.exception("cannot persist the broker's config files")
             store, self._store = self._store, None
             await asyncio.get_running_loop().run_in_executor(self._executor, store.close)
+            waits = getattr(self, "_durable_waits", None)
+            if waits is not None:
+                waits.close()  # nobody waits by now (the server is closed); stop listening
         self._executor.shutdown(wait=True)
 
     async def run_blocking(self, fn: Any, *args: Any) -> Any:
         """Run store work that may block on the broker's executor."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
-    async def put(self, message: Message, *, apply_delay: bool = True) -> PutResult:
-        """Store one message; off the loop when a sync flush makes the put wait for the disk.
+    async def put(self, message: Message, *, apply_delay: bool = True, wait: bool = True) -> PutResult:
+        """Store one message.  Under SYNC_FLUSH the put runs on the loop without waiting and the answer
+        waits for the group commit on a future (:class:`DurableWaits`), as RocketMQ's asyncPutMessage,
+        unless *wait* is False or the message says WAIT=false (the send handler passes the request's WAIT,
+        which it leaves out of the stored properties as RocketMQ does).
         ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries)."""
         store = self.store
         if not store.config.is_sync_flush:
             return self.put_now(message, apply_delay=apply_delay)
-        result: PutResult = await self.run_blocking(functools.partial(store.put, message, apply_delay=apply_delay))
+        result = store.put(message, apply_delay=apply_delay, wait_flush=False)
+        if wait:
+            value = message.properties.get(_WAIT)
+            wait = value is None or value.lower() != "false"
+        result = await self._durable(result, wait)
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += 1
         return result
+
+    async def _durable(self, result: PutResult, wait: bool) -> PutResult:
+        """*result* (a SYNC_FLUSH put made without waiting) once its record is durable, or with the status
+        that says why not; at once when the sender does not *wait* (WAIT=false)."""
+        if not wait or result.status is not PutMessageStatus.PUT_OK:
+            return result
+        status = await self._durable_waits.wait(result.commit_log_offset + result.wrote_bytes)
+        return result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
 
     def put_now(self, message: Message, *, apply_delay: bool = True) -> PutResult:
         """Store one message on the calling thread (the loop): only for ASYNC_FLUSH, where a put does not
@@ -211,11 +235,12 @@ class Broker:
             self.put_count += 1
         return result
 
-    async def put_batch(self, messages: list[Message] | MessageBatch) -> PutResult:
+    async def put_batch(self, messages: list[Message] | MessageBatch, *, wait: bool = True) -> PutResult:
+        """put_batch; under SYNC_FLUSH as :meth:`put` (*wait*: the batch request's WAIT)."""
         store = self.store
         if not store.config.is_sync_flush:
             return self.put_batch_now(messages)
-        result: PutResult = await self.run_blocking(store.put_batch, messages)
+        result = await self._durable(store.put_batch(messages, wait_flush=False), wait)
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += result.message_count
         return result

@@ -158,5 +158,4 @@ def _offset_moved_event(broker: Broker, h: PullMessageRequestHeader, result: Get
     message = Message.create(OFFSET_MOVED_EVENT, body, tags=h.consumer_group, keys=h.consumer_group,
                              born_timestamp=int(time.time() * 1000), store_host=broker.store_host,
                              born_host=broker.store_host)
-    if not broker.store.config.is_sync_flush:
-        broker.store.put(message)
+    broker.store.put(message, wait_flush=False)  # under SYNC_FLUSH: asks for the sync, does not wait for it

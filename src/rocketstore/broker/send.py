@@ -113,8 +113,9 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared
-    item, queue_id, region = prepared
-    result = await (broker.put_batch(item) if isinstance(item, MessageBatch) else broker.put(item))
+    item, queue_id, region, wait = prepared
+    result = await (broker.put_batch(item, wait=wait) if isinstance(item, MessageBatch)
+                    else broker.put(item, wait=wait))
     return _answer(request, result, queue_id, region)
 
 
@@ -127,7 +128,7 @@ def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared
-    item, queue_id, region = prepared
+    item, queue_id, region, _wait = prepared
     result = broker.put_batch_now(item) if isinstance(item, MessageBatch) else broker.put_now(item)
     return result, queue_id, region
 
@@ -155,8 +156,9 @@ def send_message_frame(broker: Broker, conn: Connection, request: RemotingComman
                                                   (result.msg_id, str(queue_id), str(result.queue_offset)))
 
 
-#: what to store (one message, or a batch), the queue id asked for, the region extFields
-_Prepared = tuple[Message | MessageBatch, int, dict[str, str]]
+#: what to store (one message, or a batch), the queue id asked for, the region extFields, and whether the
+#: answer waits for the disk under SYNC_FLUSH (the request's WAIT property is not "false")
+_Prepared = tuple[Message | MessageBatch, int, dict[str, str], bool]
 
 
 def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | _Prepared:
@@ -228,6 +230,8 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                     f"the broker[{config.broker_name}] sending transaction message is forbidden")
     born_host = _born_host(conn)
     store_host = broker.store_host
+    wait = props.get(PropertyName.WAIT)
+    wait_durable = wait is None or wait.lower() != "false"
     if batch:
         if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
             return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
@@ -244,11 +248,12 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                 reconsume_times=reconsume_times)
         except MessageDecodeError as exc:
             return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
-        return message_batch, queue_id, region
+        return message_batch, queue_id, region, wait_durable
+    # RocketMQ leaves WAIT out of the stored properties string (9 bytes a message) but still honours it
     props.pop(PropertyName.WAIT, None)
     props[PropertyName.CLUSTER] = config.broker_cluster_name
     return (_new_message(topic, request.body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
-                         store_host, reconsume_times), queue_id, region)
+                         store_host, reconsume_times), queue_id, region, wait_durable)
 
 
 _MESSAGE_SETTERS = tuple(getattr(Message, f.name).__set__ for f in dataclasses.fields(Message))

@@ -122,11 +122,34 @@ class GroupCommit:
         self._handed_over_at = 0.0
         self.failed: BaseException | None = None
         self._stopped = False
+        #: called with no arguments after every sync that returned, after a failed one, and on stop (on
+        #: whichever thread that was): waiters that are not threads (an event loop's) look at
+        #: ``durable_offset``, ``failed`` and ``stopped`` then
+        self._listeners: tuple[Callable[[], None], ...] = ()
         self._thread = threading.Thread(target=self._run, name="rocketstore-group-commit", daemon=True)
 
     def start(self, durable_offset: int) -> None:
         self.durable_offset = self._handed_over = self._requested = durable_offset
         self._thread.start()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call *listener* after every sync, a failed sync and stop; it must be quick and must not block
+        (it runs on the syncing thread, between syncs).  Pair it with :meth:`request`."""
+        self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        self._listeners = tuple(fn for fn in self._listeners if fn is not listener)
+
+    def _tell_listeners(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener()
+            except Exception:  # a listener's bug must not stop the syncs
+                log.exception("group commit: a durability listener failed")
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def _wake_flusher(self) -> None:
         try:
@@ -235,6 +258,8 @@ class GroupCommit:
                 if self._stopped:
                     self._owner_free.notify_all()
             break
+        if self._listeners:
+            self._tell_listeners()
         if wake:
             self._wake_flusher()
         if ready:
@@ -283,6 +308,7 @@ class GroupCommit:
         if idle:
             self._wake_flusher()  # (a leader failed) the flusher thread ends
         self._on_failure(exc)
+        self._tell_listeners()
 
     def _hand_over(self) -> None:
         with self._lock:
@@ -364,6 +390,8 @@ class GroupCommit:
                 self._syncs += 1
                 if self._waiters:
                     self._take_covered(self.durable_offset)
+            if self._listeners:
+                self._tell_listeners()
         self._hand_over()
 
     def stop(self) -> None:
@@ -375,6 +403,7 @@ class GroupCommit:
         self._wake_flusher()
         if self._thread.is_alive():
             self._thread.join()
+        self._tell_listeners()
 
 
 class AsyncFlusher:

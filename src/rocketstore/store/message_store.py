@@ -86,6 +86,7 @@ _KEYS = PropertyName.KEYS
 _UNIQ_KEY = PropertyName.UNIQ_KEY
 _WAIT = PropertyName.WAIT
 _PUT_OK = PutMessageStatus.PUT_OK
+_NO_WAIT = "false"  # the WAIT value of a put that only asks for the sync (wait_flush=False)
 _PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
 _PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
 #: tags -> tagsCode of the tags the put path has seen (a producer repeats a few): tags_code without a call
@@ -252,8 +253,13 @@ class MessageStore:
         self._last_host = (host, packed)
         return packed
 
-    def put(self, message: Message, *, apply_delay: bool = True) -> PutResult:
+    def put(self, message: Message, *, apply_delay: bool = True, wait_flush: bool = True) -> PutResult:
         """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not.
+
+        Under SYNC_FLUSH a put returns once its record is durable (FLUSH_DISK_TIMEOUT after
+        syncFlushTimeout), unless the message says WAIT=false or ``wait_flush=False``: then it only asks for
+        the sync and returns PUT_OK; a caller that waits another way (an event loop) watches
+        :meth:`add_durable_listener` and :attr:`durable_offset` for ``commit_log_offset + wrote_bytes``.
 
         ``apply_delay=False`` stores a message carrying DELAY in its own topic and queue: the schedule
         service's delivery, whose record keeps DELAY in its properties as RocketMQ's does (RocketMQ clears
@@ -357,7 +363,7 @@ class MessageStore:
             threads.release_dispatch()
         status = _PUT_OK
         if threads.group_commit is not None:
-            status = self._await_durable(offset + size, props.get(_WAIT))
+            status = self._await_durable(offset + size, props.get(_WAIT) if wait_flush else _NO_WAIT)
         # PutResult(...) without the namedtuple's Python-level __new__: every field, in order
         return _new_tuple(PutResult, (status, offset, size, queue_offset, ts, 1, topic, queue_id, "",
                                       store_host or self._store_host, ()))
@@ -375,11 +381,11 @@ class MessageStore:
             return PutMessageStatus.UNKNOWN_ERROR
         return PutMessageStatus.FLUSH_DISK_TIMEOUT
 
-    def put_batch(self, messages: Iterable[Message] | MessageBatch) -> PutResult:
+    def put_batch(self, messages: Iterable[Message] | MessageBatch, *, wait_flush: bool = True) -> PutResult:
         """Append messages of one topic and queue contiguously, with consecutive queue offsets.
 
         As RocketMQ: a batch holds no delayed or transactional messages (MESSAGE_ILLEGAL otherwise) and
-        must fit within maxMessageSize as a whole.  A :class:`MessageBatch` (what a broker's batch send
+        must fit within maxMessageSize as a whole.  ``wait_flush``: as :meth:`put`.  A :class:`MessageBatch` (what a broker's batch send
         carries) is stored as RocketMQ stores a MessageExtBatch: each entry's properties bytes as given, then
         the batch's properties string.
         """
@@ -387,7 +393,7 @@ class MessageStore:
         if gate is not None:
             return PutResult(gate)
         if isinstance(messages, MessageBatch):
-            return self._put_message_batch(messages)
+            return self._put_message_batch(messages, wait_flush)
         batch = list(messages)
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
@@ -395,28 +401,28 @@ class MessageStore:
         if prepared is None:
             # something in the batch is refused (or unusual): the message-by-message checks say what, as
             # they always have
-            return self._put_batch_checked(batch)
+            return self._put_batch_checked(batch, wait_flush)
         draft, meta = prepared
         first = batch[0]
         return self._append_batch(draft, draft.sizes, first.topic, first.queue_id, first.store_timestamp, meta,
-                                  first.store_host)
+                                  first.store_host, wait_flush)
 
     def _draft_messages(self, batch: list[Message]) -> tuple[BatchDraft, BatchMeta | None] | None:
         """:func:`draft_message_list` with this store's hosts and size limit."""
         return draft_message_list(batch, self._store_host_bytes, self._host_bytes, self._max_message_bytes)
 
-    def _put_message_batch(self, batch: MessageBatch) -> PutResult:
+    def _put_message_batch(self, batch: MessageBatch, wait_flush: bool) -> PutResult:
         """put_batch of a MessageBatch: RocketMQ's putMessages of a MessageExtBatch."""
         drafted = draft_message_batch(batch, self._store_host_bytes, self._host_bytes, self._max_message_bytes)
         if isinstance(drafted, PutResult):
             return drafted
         draft, meta = drafted
         return self._append_batch(draft, draft.sizes, batch.topic, batch.queue_id, batch.store_timestamp, meta,
-                                  batch.store_host)
+                                  batch.store_host, wait_flush)
 
     def _append_batch(self, draft: BatchDraft | list[RecordDraft], sizes: list[int], topic: str, queue_id: int,
                       store_timestamp: int | None,
-                      meta: BatchMeta | None, store_host: HostAddress | None) -> PutResult:
+                      meta: BatchMeta | None, store_host: HostAddress | None, wait_flush: bool) -> PutResult:
         """Place a drafted batch (*sizes*: its records') and answer for it: the end of every put_batch path."""
         total = sum(sizes)
         if total > self._max_message_bytes:
@@ -431,11 +437,12 @@ class MessageStore:
         threads = self._threads
         if threads.dispatch_idle:
             threads.release_dispatch()
-        status = self._await_durable(offset + total, None) if threads.group_commit is not None else _PUT_OK
+        status = self._await_durable(offset + total, None if wait_flush else _NO_WAIT) \
+            if threads.group_commit is not None else _PUT_OK
         return _new_tuple(PutResult, (status, offset, total, queue_offset, ts, len(sizes), topic, queue_id, "",
                                       store_host or self._store_host, tuple(sizes)))
 
-    def _put_batch_checked(self, batch: list[Message]) -> PutResult:
+    def _put_batch_checked(self, batch: list[Message], wait_flush: bool = True) -> PutResult:
         """put_batch message by message (:func:`draft_message_list_checked`): a refused batch is answered with
         the status of its first refused message."""
         drafted = draft_message_list_checked(batch, self._store_host_bytes, self._host_bytes,
@@ -445,7 +452,7 @@ class MessageStore:
         drafts, sizes, meta = drafted
         first = batch[0]
         return self._append_batch(drafts, sizes, first.topic, first.queue_id, first.store_timestamp, meta,
-                                  first.store_host)
+                                  first.store_host, wait_flush)
 
     # --- reading (store/reads.py) ---------------------------------------------------------------------------
 
@@ -535,6 +542,35 @@ class MessageStore:
     def fenced(self) -> str | None:
         """Why the store refuses writes after a failed write or sync, or None."""
         return self._fenced
+
+    # --- durability for callers that do not block (SYNC_FLUSH) ---------------------------------------------
+
+    @property
+    def durable_offset(self) -> int:
+        """SYNC_FLUSH: the commitlog offset up to which records are on disk (group commit); otherwise the
+        end of what was written (an async-flush put is acknowledged once written)."""
+        gc = self._threads.group_commit
+        return gc.durable_offset if gc is not None else self._commitlog.max_offset
+
+    @property
+    def flush_failed(self) -> bool:
+        """True once a sync failed or the group commit stopped: nothing more becomes durable."""
+        gc = self._threads.group_commit
+        return gc is not None and (gc.failed is not None or gc.stopped)
+
+    def add_durable_listener(self, listener: Callable[[], None]) -> None:
+        """SYNC_FLUSH: call *listener* (no arguments) after every sync, a failed sync and at close, on the
+        syncing thread: it must be quick and must not block (an event loop's ``call_soon_threadsafe``).
+        With ``put(..., wait_flush=False)`` it lets one thread wait for many puts: a record is durable
+        once :attr:`durable_offset` reaches its ``commit_log_offset + wrote_bytes``.  Does nothing under ASYNC_FLUSH."""
+        gc = self._threads.group_commit
+        if gc is not None:
+            gc.add_listener(listener)
+
+    def remove_durable_listener(self, listener: Callable[[], None]) -> None:
+        gc = self._threads.group_commit
+        if gc is not None:
+            gc.remove_listener(listener)
 
     def flush(self) -> None:
         """Make everything written durable now: commitlog, consume queues, index and checkpoint."""

@@ -379,3 +379,39 @@ def test_sync_flush_store_acknowledges_only_synced_bytes_under_concurrency(
         assert sum(store.max_offset("Sync", q) for q in range(4)) == 16 * 30
     assert set(statuses) == {PutMessageStatus.PUT_OK}
     assert early == []
+
+
+def test_a_put_that_does_not_wait_asks_for_the_sync_and_listeners_learn_when_it_is_durable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """put(wait_flush=False) under SYNC_FLUSH: PUT_OK at once while the disk stalls; the durability
+    listener is called on the syncing thread after the sync, when durable_offset covers the record."""
+    config = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 64,
+                         max_hash_slot_num=16, max_index_num=64, flush_disk_type="SYNC_FLUSH")
+    stall = threading.Event()
+    original_flush = mapped_file_module.MappedFile.flush
+
+    def stalling_flush(mf: mapped_file_module.MappedFile, least_pages: int = 0) -> int:
+        if threading.current_thread().name == "rocketstore-group-commit":
+            stall.wait(LIVENESS_S)
+        return original_flush(mf, least_pages)
+
+    monkeypatch.setattr(mapped_file_module.MappedFile, "flush", stalling_flush)
+    seen: list[tuple[str, int]] = []
+    with MessageStore.open(tmp_path / "store", config) as store:
+        def listener() -> None:
+            seen.append((threading.current_thread().name, store.durable_offset))
+
+        store.add_durable_listener(listener)
+        results = [store.put(Message.create("NoWait", b"x" * 100), wait_flush=False) for _ in range(5)]
+        assert [r.status for r in results] == [PutMessageStatus.PUT_OK] * 5
+        end = results[-1].commit_log_offset + results[-1].wrote_bytes
+        assert store.durable_offset < end and not seen  # asked for, not done: the disk stalls
+        stall.set()
+        _until(lambda: bool(seen) and seen[-1][1] >= end)
+        assert {name for name, _ in seen} == {"rocketstore-group-commit"}
+        assert store.durable_offset >= end and not store.flush_failed
+        store.remove_durable_listener(listener)
+        count = len(seen)
+        assert store.put(Message.create("NoWait", b"y")).ok  # a waiting put: its own sync, nobody told
+        assert len(seen) == count
+    assert store.flush_failed  # closed: the group commit stopped
