@@ -22,6 +22,10 @@ At 100 B, if the official C++ client (PyPI ``rocketmq``) imports, its ``send_syn
 joins the one-at-a-time rounds; its rate is also set against the real RocketMQ broker's figure from
 /work/shared/ANCHORS.md, as an informational row (not measured in this run).
 
+The three send workloads run once more, after those processes have stopped, against a second broker with
+flushDiskType=SYNC_FLUSH (a send answered after the group commit's fdatasync) and a second redis-server with
+appendfsync always (bench/broker_sync_bench.py): informational rows, no target.
+
 Both servers run as separate processes and both clients in this process, one at a time, so each pair uses
 the machine's two cores alike.  With ``profile`` on, py-spy (if installed) samples the broker process during
 an extra one-at-a-time round: :func:`broker_workloads` returns the aggregated samples for the report.
@@ -84,15 +88,21 @@ class BrokerSizes:
     cpp_n: int  # C++ client send_sync per round (0: no C++ rows)
     profile_s: int  # py-spy sampling seconds (0: no profile)
     small_store: bool
+    sync_send_n: int  # one-at-a-time sends per round to the SYNC_FLUSH broker (an fdatasync each: ~2k/s)
+    sync_inflight_n: int  # sends per round with 64 in flight to the SYNC_FLUSH broker
+    sync_batch_n: int  # messages per round through send_batch(64) to the SYNC_FLUSH broker
 
 
 BROKER_SIZES = {
     "smoke": BrokerSizes(rounds=1, send_n=60, inflight_n=128, batch_n=256, pull_n=256, redis_n=200,
-                         redis_pipe_n=1280, cpp_n=0, profile_s=0, small_store=True),
+                         redis_pipe_n=1280, cpp_n=0, profile_s=0, small_store=True, sync_send_n=20,
+                         sync_inflight_n=128, sync_batch_n=256),
     "quick": BrokerSizes(rounds=3, send_n=1000, inflight_n=2560, batch_n=12_800, pull_n=20_000,
-                         redis_n=2000, redis_pipe_n=32_000, cpp_n=600, profile_s=0, small_store=False),
+                         redis_n=2000, redis_pipe_n=32_000, cpp_n=600, profile_s=0, small_store=False,
+                         sync_send_n=600, sync_inflight_n=6400, sync_batch_n=12_800),
     "full": BrokerSizes(rounds=3, send_n=3000, inflight_n=6400, batch_n=32_000, pull_n=60_000, redis_n=5000,
-                        redis_pipe_n=64_000, cpp_n=2000, profile_s=8, small_store=False),
+                        redis_pipe_n=64_000, cpp_n=2000, profile_s=8, small_store=False,
+                        sync_send_n=2000, sync_inflight_n=19_200, sync_batch_n=32_000),
 }
 
 
@@ -116,11 +126,13 @@ def _cpu_seconds(pid: int) -> float:
 
 
 class BrokerProcess:
-    """``python -m rocketstore.cli.main serve`` on a private store, ports picked by the OS, ASYNC_FLUSH."""
+    """``python -m rocketstore.cli.main serve`` on a private store, ports picked by the OS, *flush_type*
+    (broker.conf's flushDiskType: ASYNC_FLUSH or SYNC_FLUSH)."""
 
-    def __init__(self, directory: str, *, small: bool) -> None:
+    def __init__(self, directory: str, *, small: bool, flush_type: str = "ASYNC_FLUSH") -> None:
         self.directory = directory
         self.small = small
+        self.flush_type = flush_type
         self.proc: subprocess.Popen[str] | None = None
         self.namesrv_addr = ""
         self.broker_addr = ""
@@ -128,7 +140,7 @@ class BrokerProcess:
 
     def start(self, timeout_s: float = 60.0) -> None:
         os.makedirs(self.directory, exist_ok=True)
-        props: dict[str, object] = {"flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": 256 << 20,
+        props: dict[str, object] = {"flushDiskType": self.flush_type, "mappedFileSizeCommitLog": 256 << 20,
                                     **PULL_BROKER_PROPS}
         if self.small:
             props.update(mappedFileSizeCommitLog=8 << 20, mappedFileSizeConsumeQueue=20_000 * 20,
@@ -603,7 +615,14 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
             echo.stop()
         shutil.rmtree(base, ignore_errors=True)
     _notes(notes, bs)
+    from bench.broker_sync_bench import sync_flush_workloads  # (it imports this module)
+
+    sync_flush_workloads(bs, os.path.join(workdir, "broker-sync"), notes, add)
     return profile
+
+
+def _body(body_bytes: int) -> bytes:
+    return bytes((i * 7 + 3) % 251 for i in range(body_bytes))
 
 
 def _start_nats(directory: str, notes: Notes) -> NatsJetStream | None:
@@ -628,7 +647,7 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
               notes: Notes, add: Callable[[Row], None], cpp: bool, workdir: str, nats: NatsJetStream | None,
               echos: list[EchoServer]) -> None:
     label = size_label(body_bytes)
-    body = bytes((i * 7 + 3) % 251 for i in range(body_bytes))
+    body = _body(body_bytes)
     topic = f"BenchLoop{body_bytes}"
     pull_topic = f"BenchPull{body_bytes}"
     stream = b"bench-loop-%d" % body_bytes
@@ -771,3 +790,4 @@ def _notes(notes: Notes, bs: BrokerSizes) -> None:
             "row against the real RocketMQ broker divides by the figure in /work/shared/ANCHORS.md "
             f"({ANCHOR_CPP_SEND_SYNC:,.0f} msgs/s, measured on this machine class, not in this run): it "
             "only gives the order of magnitude.")
+

@@ -17,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:  # bench/ sits at the repository root, beside src/
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.broker_sync_bench import SYNC_GROUP
 from bench.runner import main, run_suite
 
 REQUIRED_KEYS = {"name", "unit", "ours", "reference", "reference_value", "ratio", "target_ratio"}
@@ -58,6 +59,13 @@ def test_smoke_suite_writes_well_formed_ratio_rows(tmp_path: Path) -> None:
         for prefix in ("send 100 B, one at a time", "send 1 KiB, 64 in flight", "send_batch 100 B",
                        "pull 1 KiB"):
             assert any(r.name.startswith(prefix) for r in broker_rows), prefix
+        # a second broker with SYNC_FLUSH against Redis with appendfsync always: informational, no target
+        sync_rows = [r for r in broker_rows if r.group == SYNC_GROUP]
+        for prefix in ("sync send 100 B, one at a time", "sync send 1 KiB, 64 in flight", "sync send_batch 100 B",
+                       "sync send_batch 1 KiB"):
+            assert any(r.name.startswith(prefix) for r in sync_rows), prefix
+        assert len(sync_rows) == 6 and all(r.target_ratio is None for r in sync_rows)
+        assert all("appendfsync always" in r.reference for r in sync_rows)
         # the round-trip ceiling needs nothing optional; the NATS rows need nats-server
         assert any(r.name.startswith("send 100 B, one at a time (Producer.send) vs an echo round trip (asyncio)")
                    for r in returned)

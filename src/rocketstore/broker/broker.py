@@ -210,7 +210,7 @@ class Broker:
         store = self.store
         if not store.config.is_sync_flush:
             return self.put_now(message, apply_delay=apply_delay)
-        result = store.put(message, apply_delay=apply_delay, wait_flush=False)
+        result = store.put(message, apply_delay=apply_delay, flush="later")
         if wait:
             value = message.properties.get(_WAIT)
             wait = value is None or value.lower() != "false"
@@ -219,12 +219,33 @@ class Broker:
             self.put_count += 1
         return result
 
+    def put_unsynced(self, item: Message | MessageBatch) -> PutResult:
+        """SYNC_FLUSH: a send's put (one message or a batch) made on the loop without waiting for the disk
+        or asking for the sync: its answer waits on :attr:`durable_waits` (which asks, once per loop
+        iteration), and :meth:`count_put` counts it once final."""
+        store = self.store
+        if isinstance(item, MessageBatch):
+            return store.put_batch(item, flush="later")
+        return store.put(item, flush="later")
+
+    def count_put(self, result: PutResult) -> None:
+        if result.status is PutMessageStatus.PUT_OK:
+            self.put_count += result.message_count
+
+    @property
+    def durable_waits(self) -> DurableWaits:
+        return self._durable_waits
+
     async def _durable(self, result: PutResult, wait: bool) -> PutResult:
-        """*result* (a SYNC_FLUSH put made without waiting) once its record is durable, or with the status
-        that says why not; at once when the sender does not *wait* (WAIT=false)."""
-        if not wait or result.status is not PutMessageStatus.PUT_OK:
+        """*result* (a SYNC_FLUSH put made with ``flush="later"``) once its record is durable, or with the
+        status that says why not; at once when the sender does not *wait* (WAIT=false)."""
+        if result.status is not PutMessageStatus.PUT_OK:
             return result
-        status = await self._durable_waits.wait(result.commit_log_offset + result.wrote_bytes)
+        end = result.commit_log_offset + result.wrote_bytes
+        if not wait:
+            self._durable_waits.ask_sync(end)
+            return result
+        status = await self._durable_waits.wait(end)
         return result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
 
     def put_now(self, message: Message, *, apply_delay: bool = True) -> PutResult:
@@ -240,7 +261,7 @@ class Broker:
         store = self.store
         if not store.config.is_sync_flush:
             return self.put_batch_now(messages)
-        result = await self._durable(store.put_batch(messages, wait_flush=False), wait)
+        result = await self._durable(store.put_batch(messages, flush="later"), wait)
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += result.message_count
         return result

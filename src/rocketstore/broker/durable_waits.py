@@ -2,10 +2,13 @@
 
 RocketMQ's broker does not park a thread per sync-flush send: its put returns a future that the group
 commit service completes once the flushed offset passes the record's end.  ``DurableWaits`` does the same
-on the loop: the send's put runs on the loop without waiting (``MessageStore.put(wait_flush=False)`` asks
-for the sync), and the send awaits a future here.  The store's syncing thread calls :meth:`_on_sync` after
-every sync; at most one hop to the loop is pending at a time, and that hop completes every future whose
-end the durable offset now covers.  So one group of sends costs one thread wake-up each way, not one per
+on the loop: the send's put runs on the loop without waiting (``MessageStore.put(flush="later")``), and its
+answer waits here (a callback, or a future for a coroutine).  The sync is asked for once per loop
+iteration, after every request read in it was put, as Redis syncs its AOF once per event-loop pass before
+it replies: asked for at the first put, a sync would start with that one record and leave the other
+sends read with it to the next.  The store's syncing thread calls :meth:`_on_sync` after every sync; at
+most one hop to the loop is pending at a time, and that hop answers every send whose end the durable
+offset now covers.  So one group of sends costs one thread wake-up each way, not one per
 send, and the number of sends waiting is bounded by the clients, not by a thread pool.
 
 Loop-bound, except :meth:`_on_sync` (any thread).
@@ -14,50 +17,83 @@ Loop-bound, except :meth:`_on_sync` (any thread).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
+from collections.abc import Callable
 
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import PutMessageStatus
 
 __all__ = ["DurableWaits"]
 
+#: called once, on the loop, with PUT_OK, FLUSH_DISK_TIMEOUT or UNKNOWN_ERROR
+Done = Callable[[PutMessageStatus], None]
+
+
+def _settle(future: asyncio.Future[PutMessageStatus], status: PutMessageStatus) -> None:
+    if not future.done():  # (cancelled: its send was abandoned)
+        future.set_result(status)
+
 
 class DurableWaits:
-    """Futures of sends waiting for ``store.durable_offset`` to reach their end offset, in put order."""
+    """Sends waiting for ``store.durable_offset`` to reach their end offset, in put order: a callback
+    each (:meth:`add`), or a future (:meth:`wait`)."""
 
     def __init__(self, store: MessageStore, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
         self._store = store
         self._loop = loop
         self._timeout_s = timeout_s
-        #: (end offset, deadline on the loop's clock, future), in the order the loop put them: ends and
+        #: (end offset, deadline on the loop's clock, done), in the order the loop put them: ends and
         #: deadlines both grow along it
-        self._waits: deque[tuple[int, float, asyncio.Future[PutMessageStatus]]] = deque()
+        self._waits: deque[tuple[int, float, Done]] = deque()
         #: a hop to the loop is scheduled and has not started yet (set by the syncing thread, cleared by
         #: the loop before it reads the durable offset, so no sync can go unseen)
         self._hop_pending = False
         self._timer: asyncio.TimerHandle | None = None
+        #: the end to ask the group commit for at the end of this loop iteration, and whether that is
+        #: scheduled
+        self._ask_end = 0
+        self._ask_scheduled = False
         store.add_durable_listener(self._on_sync)
 
     def __len__(self) -> int:
         return len(self._waits)
 
     def wait(self, end_offset: int) -> asyncio.Future[PutMessageStatus]:
-        """A future of PUT_OK once *end_offset* is durable, FLUSH_DISK_TIMEOUT after the store's
-        syncFlushTimeout, UNKNOWN_ERROR if a sync failed.  Call it right after the put, on the loop."""
+        """:meth:`add` as a future of the status."""
         future: asyncio.Future[PutMessageStatus] = self._loop.create_future()
+        self.add(end_offset, functools.partial(_settle, future))
+        return future
+
+    def add(self, end_offset: int, done: Done) -> None:
+        """Call ``done(PUT_OK)`` once *end_offset* is durable, ``done(FLUSH_DISK_TIMEOUT)`` after the
+        store's syncFlushTimeout, ``done(UNKNOWN_ERROR)`` if a sync failed: on the loop, at once when that
+        is known already.  Call it right after the put, on the loop."""
         store = self._store
         if store.durable_offset >= end_offset:  # a sync already covered it (or ran before this wait)
-            future.set_result(PutMessageStatus.PUT_OK)
-            return future
+            done(PutMessageStatus.PUT_OK)
+            return
         if store.flush_failed:
-            future.set_result(self._failed_status())
-            return future
+            done(self._failed_status())
+            return
         waits = self._waits
         deadline = self._loop.time() + self._timeout_s
-        waits.append((end_offset, deadline, future))
+        waits.append((end_offset, deadline, done))
         if self._timer is None:
             self._timer = self._loop.call_at(deadline, self._expire)
-        return future
+        self.ask_sync(end_offset)
+
+    def ask_sync(self, end_offset: int) -> None:
+        """Ask the group commit for a sync up to *end_offset* at the end of this loop iteration (a put
+        made with ``flush="later"`` whose sender does not wait needs this too)."""
+        self._ask_end = max(self._ask_end, end_offset)
+        if not self._ask_scheduled:
+            self._ask_scheduled = True
+            self._loop.call_soon(self._ask)
+
+    def _ask(self) -> None:
+        self._ask_scheduled = False
+        self._store.request_flush(self._ask_end)
 
     def close(self) -> None:
         """Stop listening; answer whoever still waits as a stopped group commit would (a timeout)."""
@@ -85,10 +121,9 @@ class DurableWaits:
         store = self._store
         durable = store.durable_offset
         waits = self._waits
+        ok = PutMessageStatus.PUT_OK
         while waits and waits[0][0] <= durable:
-            future = waits.popleft()[2]
-            if not future.done():
-                future.set_result(PutMessageStatus.PUT_OK)
+            waits.popleft()[2](ok)
         if waits and store.flush_failed:
             self._answer_all(self._failed_status())
 
@@ -100,9 +135,8 @@ class DurableWaits:
 
     def _answer_all(self, status: PutMessageStatus) -> None:
         waits, self._waits = self._waits, deque()
-        for _end, _deadline, future in waits:
-            if not future.done():
-                future.set_result(status)
+        for _end, _deadline, done in waits:
+            done(status)
 
     def _expire(self) -> None:
         self._timer = None
@@ -110,8 +144,6 @@ class DurableWaits:
         waits = self._waits
         now = self._loop.time()
         while waits and waits[0][1] <= now:
-            future = waits.popleft()[2]
-            if not future.done():
-                future.set_result(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+            waits.popleft()[2](PutMessageStatus.FLUSH_DISK_TIMEOUT)
         if waits:
             self._timer = self._loop.call_at(waits[0][1], self._expire)

@@ -158,4 +158,4 @@ def _offset_moved_event(broker: Broker, h: PullMessageRequestHeader, result: Get
     message = Message.create(OFFSET_MOVED_EVENT, body, tags=h.consumer_group, keys=h.consumer_group,
                              born_timestamp=int(time.time() * 1000), store_host=broker.store_host,
                              born_host=broker.store_host)
-    broker.store.put(message, wait_flush=False)  # under SYNC_FLUSH: asks for the sync, does not wait for it
+    broker.store.put(message, flush="ask")  # under SYNC_FLUSH: asks for the sync, does not wait for it

@@ -35,7 +35,7 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.send_headers import send_message_header_fields
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.templates import JsonResponseTemplate
-from rocketstore.remoting.transport import Connection
+from rocketstore.remoting.transport import ANSWER_LATER, Connection
 from rocketstore.store.results import PutMessageStatus, PutResult
 
 if TYPE_CHECKING:
@@ -141,19 +141,53 @@ def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand)
     return _answer(request, *done)
 
 
-def send_message_frame(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | bytes | None:
+def send_message_frame(broker: Broker, conn: Connection, request: RemotingCommand
+                       ) -> RemotingCommand | bytes | object | None:
     """:func:`send_message_now` for the transport's immediate path: a success-like answer comes back as
     its encoded frame, written from a template (the bytes encode_command would give for _answer's
-    response), the rest as :func:`send_message_now` answers."""
+    response), the rest as :func:`send_message_now` answers.  Under SYNC_FLUSH the put is made here too
+    and the answer waits for the disk on the broker's DurableWaits (ANSWER_LATER)."""
+    if broker.store.config.is_sync_flush:
+        return _send_sync_flush(broker, conn, request)
     done = _put_now(broker, conn, request)
     if done is None or isinstance(done, RemotingCommand):
         return done
-    result, queue_id, region = done
+    return _answer_frame(broker.config, request, *done)
+
+
+def _answer_frame(config: BrokerConfig, request: RemotingCommand, result: PutResult, queue_id: int,
+                  region: dict[str, str]) -> RemotingCommand | bytes:
+    """:func:`_answer`, as its encoded frame from the template when the answer is success-like."""
     code = _SUCCESS_CODE_FOR_STATUS.get(result.status)
     if code is None:
         return _answer(request, result, queue_id, region)
-    return _answer_template(broker.config).encode(code, request.opaque,
-                                                  (result.msg_id, str(queue_id), str(result.queue_offset)))
+    return _answer_template(config).encode(code, request.opaque,
+                                           (result.msg_id, str(queue_id), str(result.queue_offset)))
+
+
+def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | bytes | object:
+    """A send under SYNC_FLUSH without a task: the checks and the put now (asking for the sync), the answer
+    once the group commit covers the record (or at once for WAIT=false and refusals)."""
+    prepared = _prepare(broker, conn, request)
+    if isinstance(prepared, RemotingCommand):
+        return prepared
+    item, queue_id, region, wait = prepared
+    result = broker.put_unsynced(item)
+    config = broker.config
+    if not wait or result.status is not PutMessageStatus.PUT_OK:
+        if result.status is PutMessageStatus.PUT_OK:
+            broker.durable_waits.ask_sync(result.commit_log_offset + result.wrote_bytes)
+        broker.count_put(result)
+        return _answer_frame(config, request, result, queue_id, region)
+    reply = conn.answer_later(request)
+
+    def durable(status: PutMessageStatus) -> None:
+        final = result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
+        broker.count_put(final)
+        reply(_answer_frame(config, request, final, queue_id, region))
+
+    broker.durable_waits.add(result.commit_log_offset + result.wrote_bytes, durable)
+    return ANSWER_LATER
 
 
 #: what to store (one message, or a batch), the queue id asked for, the region extFields, and whether the

@@ -34,6 +34,7 @@ RemotingServer belong to the loop that created them; call them from that loop on
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -48,6 +49,7 @@ from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES, FrameDecoder
 from rocketstore.remoting.header_fields import HeaderFieldError
 
 __all__ = [
+    "ANSWER_LATER",
     "DEFAULT_MAX_IN_FLIGHT",
     "Connection",
     "ConnectionPool",
@@ -71,8 +73,12 @@ _SEPARATE_BODY_BYTES = 16384
 RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 #: ``immediate(connection, request)`` -> the response, computed synchronously on the loop, or None when
 #: this request needs the async handler after all (see :meth:`RequestRouter.add`).  The response may be
-#: its whole encoded frame (bytes, opaque included) when the handler has a cheaper way to write it.
-ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | bytes | None"]
+#: its whole encoded frame (bytes, opaque included) when the handler has a cheaper way to write it, or
+#: :data:`ANSWER_LATER` when the handler did its work and took :meth:`Connection.answer_later` to answer
+#: once something it waits for happens (a sync-flush send waiting for the disk).
+ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | bytes | object | None"]
+#: What an immediate handler returns after taking :meth:`Connection.answer_later`.
+ANSWER_LATER = object()
 
 T = TypeVar("T")
 
@@ -265,8 +271,41 @@ class Connection(asyncio.BufferedProtocol):
             if not request.flag & ONEWAY_FLAG and not self._closed:
                 self._write_frame(response)
             return True
+        if response is ANSWER_LATER:
+            return True
         self._reply(request, response)  # type: ignore[arg-type]
         return True
+
+    def answer_later(self, request: RemotingCommand) -> Callable[[RemotingCommand | bytes], None]:
+        """For an immediate handler whose work is done but whose answer must wait: returns the function to
+        call (once, on the loop) with the answer, as the immediate path takes it.  Until then the request
+        counts as in flight; answers given in one loop iteration leave in one write."""
+        self._in_flight += 1
+        if self._in_flight >= self._max_in_flight and not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+        return functools.partial(self._answer_deferred, request)
+
+    def _answer_deferred(self, request: RemotingCommand, response: RemotingCommand | bytes) -> None:
+        self._in_flight -= 1
+        if not request.flag & ONEWAY_FLAG and not self._closed:
+            holding = self._holding
+            self._holding = True  # queue it; one flush at the end of this loop iteration writes them all
+            try:
+                if type(response) is bytes:
+                    self._write_frame(response)
+                else:
+                    self._reply(request, response)  # type: ignore[arg-type]
+            finally:
+                self._holding = holding
+            if not holding and not self._flush_scheduled and self._outbox:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self._flush)
+        if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
+            self._reading_paused = False
+            if not self._closed:
+                self._transport.resume_reading()
+                self._process_buffer()
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Write the response to *request* unless it was oneway or the connection has closed meanwhile."""

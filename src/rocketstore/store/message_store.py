@@ -27,7 +27,7 @@ import os
 import struct
 import time
 from collections.abc import Callable, Iterable
-from typing import Self
+from typing import Literal, Self
 
 from rocketstore.errors import (
     InvalidTopicError,
@@ -86,7 +86,10 @@ _KEYS = PropertyName.KEYS
 _UNIQ_KEY = PropertyName.UNIQ_KEY
 _WAIT = PropertyName.WAIT
 _PUT_OK = PutMessageStatus.PUT_OK
-_NO_WAIT = "false"  # the WAIT value of a put that only asks for the sync (wait_flush=False)
+#: How a SYNC_FLUSH put deals with the disk: "wait" until its record is durable (the default), "ask" for
+#: a sync and return at once, or return at once and leave asking to the caller (:meth:`request_flush`,
+#: once for many puts).  Under ASYNC_FLUSH a put never waits, whatever it says.
+FlushMode = Literal["wait", "ask", "later"]
 _PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
 _PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
 #: tags -> tagsCode of the tags the put path has seen (a producer repeats a few): tags_code without a call
@@ -253,12 +256,12 @@ class MessageStore:
         self._last_host = (host, packed)
         return packed
 
-    def put(self, message: Message, *, apply_delay: bool = True, wait_flush: bool = True) -> PutResult:
+    def put(self, message: Message, *, apply_delay: bool = True, flush: FlushMode = "wait") -> PutResult:
         """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not.
 
         Under SYNC_FLUSH a put returns once its record is durable (FLUSH_DISK_TIMEOUT after
-        syncFlushTimeout), unless the message says WAIT=false or ``wait_flush=False``: then it only asks for
-        the sync and returns PUT_OK; a caller that waits another way (an event loop) watches
+        syncFlushTimeout), unless the message says WAIT=false (it asks for the sync and returns PUT_OK) or
+        *flush* says otherwise (:data:`FlushMode`).  A caller that waits another way (an event loop) watches
         :meth:`add_durable_listener` and :attr:`durable_offset` for ``commit_log_offset + wrote_bytes``.
 
         ``apply_delay=False`` stores a message carrying DELAY in its own topic and queue: the schedule
@@ -363,7 +366,10 @@ class MessageStore:
             threads.release_dispatch()
         status = _PUT_OK
         if threads.group_commit is not None:
-            status = self._await_durable(offset + size, props.get(_WAIT) if wait_flush else _NO_WAIT)
+            if flush == "wait":
+                status = self._await_durable(offset + size, props.get(_WAIT))
+            elif flush == "ask":
+                threads.group_commit.request(offset + size)
         # PutResult(...) without the namedtuple's Python-level __new__: every field, in order
         return _new_tuple(PutResult, (status, offset, size, queue_offset, ts, 1, topic, queue_id, "",
                                       store_host or self._store_host, ()))
@@ -381,11 +387,11 @@ class MessageStore:
             return PutMessageStatus.UNKNOWN_ERROR
         return PutMessageStatus.FLUSH_DISK_TIMEOUT
 
-    def put_batch(self, messages: Iterable[Message] | MessageBatch, *, wait_flush: bool = True) -> PutResult:
+    def put_batch(self, messages: Iterable[Message] | MessageBatch, *, flush: FlushMode = "wait") -> PutResult:
         """Append messages of one topic and queue contiguously, with consecutive queue offsets.
 
         As RocketMQ: a batch holds no delayed or transactional messages (MESSAGE_ILLEGAL otherwise) and
-        must fit within maxMessageSize as a whole.  ``wait_flush``: as :meth:`put`.  A :class:`MessageBatch` (what a broker's batch send
+        must fit within maxMessageSize as a whole (*flush*: as :meth:`put`).  A :class:`MessageBatch` (what a broker's batch send
         carries) is stored as RocketMQ stores a MessageExtBatch: each entry's properties bytes as given, then
         the batch's properties string.
         """
@@ -393,7 +399,7 @@ class MessageStore:
         if gate is not None:
             return PutResult(gate)
         if isinstance(messages, MessageBatch):
-            return self._put_message_batch(messages, wait_flush)
+            return self._put_message_batch(messages, flush)
         batch = list(messages)
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
@@ -401,28 +407,28 @@ class MessageStore:
         if prepared is None:
             # something in the batch is refused (or unusual): the message-by-message checks say what, as
             # they always have
-            return self._put_batch_checked(batch, wait_flush)
+            return self._put_batch_checked(batch, flush)
         draft, meta = prepared
         first = batch[0]
         return self._append_batch(draft, draft.sizes, first.topic, first.queue_id, first.store_timestamp, meta,
-                                  first.store_host, wait_flush)
+                                  first.store_host, flush)
 
     def _draft_messages(self, batch: list[Message]) -> tuple[BatchDraft, BatchMeta | None] | None:
         """:func:`draft_message_list` with this store's hosts and size limit."""
         return draft_message_list(batch, self._store_host_bytes, self._host_bytes, self._max_message_bytes)
 
-    def _put_message_batch(self, batch: MessageBatch, wait_flush: bool) -> PutResult:
+    def _put_message_batch(self, batch: MessageBatch, flush: FlushMode) -> PutResult:
         """put_batch of a MessageBatch: RocketMQ's putMessages of a MessageExtBatch."""
         drafted = draft_message_batch(batch, self._store_host_bytes, self._host_bytes, self._max_message_bytes)
         if isinstance(drafted, PutResult):
             return drafted
         draft, meta = drafted
         return self._append_batch(draft, draft.sizes, batch.topic, batch.queue_id, batch.store_timestamp, meta,
-                                  batch.store_host, wait_flush)
+                                  batch.store_host, flush)
 
     def _append_batch(self, draft: BatchDraft | list[RecordDraft], sizes: list[int], topic: str, queue_id: int,
                       store_timestamp: int | None,
-                      meta: BatchMeta | None, store_host: HostAddress | None, wait_flush: bool) -> PutResult:
+                      meta: BatchMeta | None, store_host: HostAddress | None, flush: FlushMode) -> PutResult:
         """Place a drafted batch (*sizes*: its records') and answer for it: the end of every put_batch path."""
         total = sum(sizes)
         if total > self._max_message_bytes:
@@ -437,12 +443,17 @@ class MessageStore:
         threads = self._threads
         if threads.dispatch_idle:
             threads.release_dispatch()
-        status = self._await_durable(offset + total, None if wait_flush else _NO_WAIT) \
-            if threads.group_commit is not None else _PUT_OK
+        status = _PUT_OK
+        gc = threads.group_commit
+        if gc is not None:
+            if flush == "wait":
+                status = self._await_durable(offset + total, None)
+            elif flush == "ask":
+                gc.request(offset + total)
         return _new_tuple(PutResult, (status, offset, total, queue_offset, ts, len(sizes), topic, queue_id, "",
                                       store_host or self._store_host, tuple(sizes)))
 
-    def _put_batch_checked(self, batch: list[Message], wait_flush: bool = True) -> PutResult:
+    def _put_batch_checked(self, batch: list[Message], flush: FlushMode = "wait") -> PutResult:
         """put_batch message by message (:func:`draft_message_list_checked`): a refused batch is answered with
         the status of its first refused message."""
         drafted = draft_message_list_checked(batch, self._store_host_bytes, self._host_bytes,
@@ -452,7 +463,7 @@ class MessageStore:
         drafts, sizes, meta = drafted
         first = batch[0]
         return self._append_batch(drafts, sizes, first.topic, first.queue_id, first.store_timestamp, meta,
-                                  first.store_host, wait_flush)
+                                  first.store_host, flush)
 
     # --- reading (store/reads.py) ---------------------------------------------------------------------------
 
@@ -561,11 +572,18 @@ class MessageStore:
     def add_durable_listener(self, listener: Callable[[], None]) -> None:
         """SYNC_FLUSH: call *listener* (no arguments) after every sync, a failed sync and at close, on the
         syncing thread: it must be quick and must not block (an event loop's ``call_soon_threadsafe``).
-        With ``put(..., wait_flush=False)`` it lets one thread wait for many puts: a record is durable
+        With ``put(..., flush="ask")`` it lets one thread wait for many puts: a record is durable
         once :attr:`durable_offset` reaches its ``commit_log_offset + wrote_bytes``.  Does nothing under ASYNC_FLUSH."""
         gc = self._threads.group_commit
         if gc is not None:
             gc.add_listener(listener)
+
+    def request_flush(self, end_offset: int) -> None:
+        """SYNC_FLUSH: ask for a sync that makes everything up to *end_offset* durable, without waiting
+        (after puts made with ``flush="later"``).  Does nothing under ASYNC_FLUSH."""
+        gc = self._threads.group_commit
+        if gc is not None:
+            gc.request(end_offset)
 
     def remove_durable_listener(self, listener: Callable[[], None]) -> None:
         gc = self._threads.group_commit

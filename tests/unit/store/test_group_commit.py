@@ -383,7 +383,7 @@ def test_sync_flush_store_acknowledges_only_synced_bytes_under_concurrency(
 
 def test_a_put_that_does_not_wait_asks_for_the_sync_and_listeners_learn_when_it_is_durable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """put(wait_flush=False) under SYNC_FLUSH: PUT_OK at once while the disk stalls; the durability
+    """put(flush="ask") under SYNC_FLUSH: PUT_OK at once while the disk stalls; the durability
     listener is called on the syncing thread after the sync, when durable_offset covers the record."""
     config = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 64,
                          max_hash_slot_num=16, max_index_num=64, flush_disk_type="SYNC_FLUSH")
@@ -402,7 +402,7 @@ def test_a_put_that_does_not_wait_asks_for_the_sync_and_listeners_learn_when_it_
             seen.append((threading.current_thread().name, store.durable_offset))
 
         store.add_durable_listener(listener)
-        results = [store.put(Message.create("NoWait", b"x" * 100), wait_flush=False) for _ in range(5)]
+        results = [store.put(Message.create("NoWait", b"x" * 100), flush="ask") for _ in range(5)]
         assert [r.status for r in results] == [PutMessageStatus.PUT_OK] * 5
         end = results[-1].commit_log_offset + results[-1].wrote_bytes
         assert store.durable_offset < end and not seen  # asked for, not done: the disk stalls
@@ -415,3 +415,22 @@ def test_a_put_that_does_not_wait_asks_for_the_sync_and_listeners_learn_when_it_
         assert store.put(Message.create("NoWait", b"y")).ok  # a waiting put: its own sync, nobody told
         assert len(seen) == count
     assert store.flush_failed  # closed: the group commit stopped
+
+
+def test_puts_made_for_later_wait_for_one_requested_sync(tmp_path: Path) -> None:
+    """flush="later": the puts neither wait nor ask; one request_flush makes them all durable in a sync."""
+    config = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 64,
+                         max_hash_slot_num=16, max_index_num=64, flush_disk_type="SYNC_FLUSH")
+    with MessageStore.open(tmp_path / "store", config) as store:
+        syncs: list[int] = []
+        store.add_durable_listener(lambda: syncs.append(store.durable_offset))
+        before = store.durable_offset
+        results = [store.put(Message.create("Later", b"z" * 60), flush="later") for _ in range(8)]
+        results.append(store.put_batch([Message.create("Later", b"b") for _ in range(3)], flush="later"))
+        assert all(r.ok for r in results)
+        end = results[-1].commit_log_offset + results[-1].wrote_bytes
+        time.sleep(0.05)  # (nothing would sync them: no put asked)
+        assert store.durable_offset == before and not syncs
+        store.request_flush(end)
+        _until(lambda: store.durable_offset >= end)
+        assert len(syncs) == 1 and syncs[0] >= end
