@@ -101,3 +101,20 @@ def snapshot_tree(root: Path) -> dict[str, tuple[str, int, int] | str]:
 def tree_snapshot() -> Callable[[Path], dict[str, tuple[str, int, int] | str]]:
     """:func:`snapshot_tree`: fingerprint a directory to prove an operation left it untouched."""
     return snapshot_tree
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spark_scratch_in_pytest_tmp(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Spark's scratch (blockmgr-*, spark-*) and its JVM's temp files (artifacts-*) go under pytest's temp
+    directory, not /tmp, where they outlive every test run (PySpark stops the JVM without its shutdown
+    hooks).  Set for every Spark JVM the tests start, in this process or in a subprocess."""
+    scratch = str(tmp_path_factory.mktemp("spark-scratch"))
+    saved = {k: os.environ.get(k) for k in ("SPARK_LOCAL_DIRS", "PYSPARK_SUBMIT_ARGS")}
+    os.environ.setdefault("SPARK_LOCAL_DIRS", scratch)
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-java-options -Djava.io.tmpdir={scratch} pyspark-shell")
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
