@@ -345,3 +345,20 @@ def _pull_everything(namesrv_addr: str, topic: str) -> list[Any]:
             return found
 
     return run(go())
+
+
+def test_cpp_sends_to_a_sync_flush_broker_are_answered_after_the_sync_and_stored(tmp_path: Path) -> None:
+    """SYNC_FLUSH: the C++ client's send_sync (WAIT=true) and batch sends go through the broker's
+    group-commit wait on the loop; every answer is OK and names a record that is on disk."""
+    topic = "CppSyncTopic"
+    with LocalCluster(tmp_path / "store", store_overrides={"flush_disk_type": "SYNC_FLUSH"}) as cluster:
+        singles = produce(cluster, tmp_path, topic, "cpp-sync-producer", 40)
+        batches = produce(cluster, tmp_path, topic, "cpp-sync-batcher", 12, "--batch", "4", "--first", "40")
+        assert [s["status"] for s in singles] == ["OK"] * 40
+        assert [s["status"] for s in batches] == ["OK"] * 3
+        store = cluster.broker.store
+        durable, written = cluster.call(lambda: (store.durable_offset, store.max_commit_log_offset))
+        assert durable == written  # every acknowledged record was synced before its answer
+        wait_dispatched(cluster, topic, 52)
+        stored = _pull_everything(cluster.namesrv_addr, topic)
+        assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï" for i in range(52))
