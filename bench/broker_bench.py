@@ -10,8 +10,9 @@ Per body size (100 B, 1 KiB), one topic (auto-created: 4 queues), tag ``TagA``, 
 * pull, 1000 per request from one queue of a pre-filled topic, decoded by the client, against XREAD COUNT
   1000 over a pre-filled stream, parsed by a RESP client.  RocketMQ caps a pull at
   ``maxTransferCountOnMessageInMemory`` (32) and ``maxTransferBytesOnMessageInMemory`` (256 KiB) by default;
-  both are broker settings, and this bench's broker.conf raises them (:data:`PULL_BROKER_PROPS`) so that one
-  pull may carry as many messages as one XREAD.  The row label says so.
+  both are broker settings, and this bench's broker.conf raises them
+  (:data:`bench.broker_servers.PULL_BROKER_PROPS`) so that one pull may carry as many messages as one XREAD.
+  The row label says so.
 
 Each also against NATS JetStream when ``nats-server`` is installed (bench/nats_peer.py: acknowledged publishes
 one or 64 in flight, pull-consumer fetches of 1000), and the one-at-a-time send against the round-trip
@@ -29,38 +30,33 @@ appendfsync always (bench/broker_sync_bench.py): informational rows, no target.
 Both servers run as separate processes and both clients in this process, one at a time, so each pair uses
 the machine's two cores alike.  With ``profile`` on, py-spy (if installed) samples the broker process during
 an extra one-at-a-time round: :func:`broker_workloads` returns the aggregated samples for the report.
+
+This module holds the workloads and our client's loops (:class:`OurClient`); the two servers are in
+bench/broker_servers.py, the C++ client's runner in bench/cpp_client.py, the py-spy profile in
+bench/profile_broker.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
-import json
 import os
-import queue
-import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from bench.broker_servers import PULL_BATCH, XREAD_COUNT, BrokerProcess, TcpRedis
 from bench.common import BODY_SIZES, Notes, Row, Sizes, alternate, median, size_label
+from bench.cpp_client import cpp_client_available, cpp_send_rate
 from bench.echo import EchoServer, echo_rate, uvloop_available
 from bench.nats_peer import NatsJetStream
-from bench.peers import RedisServer, RespConnection, encode_command
+from bench.peers import RedisServer
+from bench.profile_broker import profile_broker
 
-__all__ = ["ANCHOR_CPP_SEND_SYNC", "BrokerProcess", "TcpRedis", "broker_workloads"]
+__all__ = ["ANCHOR_CPP_SEND_SYNC", "BrokerSizes", "OurClient", "broker_workloads"]
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-ADDR = re.compile(r"listening on (\d+\.\d+\.\d+\.\d+:\d+)")
 GROUP = "broker over loopback (broker in its own process), async flush"
 CEILING_GROUP = "broker over loopback: against the round-trip ceiling (echo, no work)"
 #: bytes a send request adds to its body (frame and header lengths, the JSON header with the V2 extFields and
@@ -69,11 +65,6 @@ SEND_HEADER_BYTES = 360
 ANCHOR_GROUP = "informational: against a figure from ANCHORS.md (not measured in this run)"
 #: ANCHORS.md: the real RocketMQ 4.9.3 broker, official C++ client send_sync loop, 1 thread, 100 B, async flush
 ANCHOR_CPP_SEND_SYNC = 2623.0
-PULL_BATCH = 1000
-XREAD_COUNT = 1000
-#: broker.conf settings that let one pull carry PULL_BATCH messages (RocketMQ's defaults: 32 and 256 KiB)
-PULL_BROKER_PROPS: dict[str, object] = {"maxTransferCountOnMessageInMemory": PULL_BATCH,
-                                        "maxTransferBytesOnMessageInMemory": 4 << 20}
 
 
 @dataclass(frozen=True)
@@ -104,203 +95,6 @@ BROKER_SIZES = {
                         redis_pipe_n=64_000, cpp_n=2000, profile_s=8, small_store=False,
                         sync_send_n=2000, sync_inflight_n=19_200, sync_batch_n=32_000),
 }
-
-
-# --- the two servers -------------------------------------------------------------------------------------
-
-
-def _env() -> dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([str(SRC), e.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return e
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process *pid* (all its threads), from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return float("nan")
-
-
-class BrokerProcess:
-    """``python -m rocketstore.cli.main serve`` on a private store, ports picked by the OS, *flush_type*
-    (broker.conf's flushDiskType: ASYNC_FLUSH or SYNC_FLUSH)."""
-
-    def __init__(self, directory: str, *, small: bool, flush_type: str = "ASYNC_FLUSH") -> None:
-        self.directory = directory
-        self.small = small
-        self.flush_type = flush_type
-        self.proc: subprocess.Popen[str] | None = None
-        self.namesrv_addr = ""
-        self.broker_addr = ""
-        self._lines: queue.Queue[str | None] = queue.Queue()
-
-    def start(self, timeout_s: float = 60.0) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        props: dict[str, object] = {"flushDiskType": self.flush_type, "mappedFileSizeCommitLog": 256 << 20,
-                                    **PULL_BROKER_PROPS}
-        if self.small:
-            props.update(mappedFileSizeCommitLog=8 << 20, mappedFileSizeConsumeQueue=20_000 * 20,
-                         maxHashSlotNum=2000, maxIndexNum=8000, preallocateCommitLog="false")
-        conf = os.path.join(self.directory, "broker.conf")
-        with open(conf, "w", encoding="utf-8") as fh:
-            fh.write("".join(f"{k}={v}\n" for k, v in props.items()))
-        args = [sys.executable, "-m", "rocketstore.cli.main", "serve", "--store",
-                os.path.join(self.directory, "store"), "--namesrv-port", "0", "--broker-port", "0", "-c", conf]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=open(os.path.join(self.directory, "serve.err"), "w"),  # noqa: SIM115
-                                     text=True, env=_env())
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True, name="bench-serve-out").start()
-        try:
-            line = self._lines.get(timeout=timeout_s)
-        except queue.Empty:
-            line = None
-        found = ADDR.findall(line or "")
-        if len(found) != 2:
-            self.stop()
-            raise RuntimeError(f"rocketstore serve did not say where it listens: {line!r}; "
-                               f"see {os.path.join(self.directory, 'serve.err')}")
-        self.namesrv_addr, self.broker_addr = found
-
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def cpu_seconds(self) -> float:
-        return _cpu_seconds(self.pid)
-
-    def stop(self) -> None:
-        proc = self.proc
-        self.proc = None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class TcpResp(RespConnection):
-    """A RESP connection over TCP loopback (TCP_NODELAY), which also reads array replies (XREAD)."""
-
-    def __init__(self, port: int, timeout_s: float = 30.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._buf = b""
-        self._pos = 0
-
-    def read_any(self) -> Any:
-        while True:
-            nl = self._buf.find(b"\r\n", self._pos)
-            if nl >= 0:
-                break
-            self._more()
-        if self._buf[self._pos] == 0x2A:  # * array
-            n = int(self._buf[self._pos + 1 : nl])
-            self._pos = nl + 2
-            return None if n < 0 else [self.read_any() for _ in range(n)]
-        return self.read_reply()
-
-
-class TcpRedis(RedisServer):
-    """A private redis-server on a TCP loopback port (and no unix socket), AOF on, RDB off."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-        self.port = 0
-        self.proc = None
-        self.version = ""
-        self._sock_dir = ""
-
-    def _listen_args(self) -> list[str]:
-        self.port = _free_port()
-        return ["--port", str(self.port), "--bind", "127.0.0.1"]
-
-    def _connect(self, timeout_s: float) -> RespConnection:
-        return TcpResp(self.port, timeout_s=timeout_s)
-
-    def start(self, appendfsync: str = "everysec", timeout_s: float = 15.0) -> None:
-        super().start(appendfsync, timeout_s)
-
-    def stop(self) -> None:
-        proc = self.proc
-        self.proc = None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
-
-    def cpu_seconds(self) -> float:
-        return _cpu_seconds(self.proc.pid) if self.proc is not None else float("nan")
-
-    def connect(self) -> TcpResp:
-        return TcpResp(self.port)
-
-    def xadd_tcp_rate(self, stream: bytes, body: bytes, n: int, depth: int = 1) -> float:
-        conn = self.connect()
-        try:
-            block = encode_command(b"XADD", stream, b"*", b"d", body) * depth
-            send, read = conn.send, conn.read_reply
-            rounds = max(1, n // depth)
-            t0 = time.perf_counter()
-            for _ in range(rounds):
-                send(block)
-                for _ in range(depth):
-                    read()
-            return rounds * depth / (time.perf_counter() - t0)
-        finally:
-            conn.close()
-
-    def fill(self, stream: bytes, body: bytes, n: int) -> None:
-        conn = self.connect()
-        try:
-            conn.call(b"DEL", stream)
-            block = encode_command(b"XADD", stream, b"*", b"d", body) * 64
-            for _ in range(n // 64):
-                conn.send(block)
-                for _ in range(64):
-                    conn.read_reply()
-        finally:
-            conn.close()
-
-    def xread_rate(self, stream: bytes, n: int, count: int = XREAD_COUNT) -> float:
-        """Entries per second read from the start of *stream* (n entries), *count* per XREAD."""
-        conn = self.connect()
-        try:
-            last = b"0-0"
-            got = 0
-            c = b"%d" % count
-            t0 = time.perf_counter()
-            while got < n:
-                conn.send(encode_command(b"XREAD", b"COUNT", c, b"STREAMS", stream, last))
-                reply = conn.read_any()
-                entries = reply[0][1]
-                got += len(entries)
-                last = entries[-1][0]
-            return got / (time.perf_counter() - t0)
-        finally:
-            conn.close()
 
 
 # --- our client's loops ----------------------------------------------------------------------------------
@@ -402,161 +196,6 @@ class OurClient:
         t0 = time.perf_counter()
         got = self.run(go())
         return got / (time.perf_counter() - t0)
-
-
-# --- the official C++ client -----------------------------------------------------------------------------
-
-_CPP_SCRIPT = r"""
-import json, os, sys, time
-try:
-    from rocketmq.client import Message, Producer
-    namesrv, topic, n, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    p = Producer("bench-cpp-producer")
-    p.set_namesrv_addr(namesrv)
-    p.start()
-    body = "x" * size
-    def one():
-        m = Message(topic)
-        m.set_tags("TagA")
-        m.set_body(body)
-        r = p.send_sync(m)
-        if r.status.name != "OK":
-            raise RuntimeError(r.status.name)
-    for _ in range(20):
-        one()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        one()
-    print(json.dumps({"rate": n / (time.perf_counter() - t0)}), flush=True)
-except BaseException as exc:
-    print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
-os._exit(0)
-"""
-
-
-def cpp_client_available() -> bool:
-    try:
-        out = subprocess.run([sys.executable, "-c", "import rocketmq.client"], capture_output=True, timeout=60,
-                             check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0
-
-
-def cpp_send_rate(workdir: str, namesrv: str, topic: str, n: int, body_bytes: int) -> float:
-    script = os.path.join(workdir, "cpp_send.py")
-    if not os.path.exists(script):
-        with open(script, "w", encoding="utf-8") as fh:
-            fh.write(_CPP_SCRIPT)
-    home = os.path.join(workdir, "cpp-home")  # the C++ client logs under $HOME/logs
-    os.makedirs(home, exist_ok=True)
-    env = dict(os.environ, HOME=home)
-    proc = subprocess.run([sys.executable, script, namesrv, topic, str(n), str(body_bytes)], capture_output=True,
-                          text=True, timeout=120 + n / 100, env=env, check=False)
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            out = json.loads(line)
-            if "rate" in out:
-                return float(out["rate"])
-            raise RuntimeError(f"C++ client: {out.get('error')}")
-    raise RuntimeError(f"C++ client said nothing (exit {proc.returncode}): {proc.stderr[-500:]}")
-
-
-# --- profile ---------------------------------------------------------------------------------------------
-
-
-def _py_spy() -> str | None:
-    """py-spy on PATH, or beside this interpreter (the bench extra installs it into the venv, whose bin/ a
-    run as ``.venv/bin/python -m bench`` does not put on PATH)."""
-    return shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
-
-
-def _short(frame: str) -> str:
-    """``func (path/file.py:123)`` -> ``func (file path from the package root)`` without the line."""
-    m = re.match(r"^(.*) \((.*?)(?::\d+)?\)$", frame)
-    if not m:
-        return frame
-    func, path = m.groups()
-    for marker in ("/src/rocketstore/", "site-packages/", "/lib/python3.11/"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-            if marker == "/src/rocketstore/":
-                path = "rocketstore/" + path
-            break
-    return f"{func} ({path})"
-
-
-def parse_py_spy_raw(path: str, top: int = 18) -> dict[str, Any]:
-    """Aggregate py-spy's raw (collapsed stack) output: samples per thread, own and inclusive per function."""
-    threads: collections.Counter[str] = collections.Counter()
-    own: collections.Counter[str] = collections.Counter()
-    incl: collections.Counter[str] = collections.Counter()
-    total = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            line = line.rstrip("\n")
-            if not line or " " not in line:
-                continue
-            stack, _, count = line.rpartition(" ")
-            try:
-                n = int(count)
-            except ValueError:
-                continue
-            frames = stack.split(";")
-            thread = "?"
-            if frames and frames[0].startswith(("thread ", "process ")):
-                while frames and frames[0].startswith(("thread ", "process ")):
-                    head = frames.pop(0)
-                    if head.startswith("thread "):
-                        thread = head
-                m = re.search(r'"([^"]+)"', thread)
-                thread = m.group(1) if m else thread
-            total += n
-            threads[thread] += n
-            if frames:
-                own[_short(frames[-1])] += n
-                for f in {_short(f) for f in frames}:
-                    incl[f] += n
-    return {"samples": total, "threads": threads.most_common(),
-            "own": own.most_common(top), "inclusive": incl.most_common(top + 12)}
-
-
-def profile_broker(client: OurClient, broker: BrokerProcess, workdir: str, topic: str, body: bytes,
-                   seconds: int, notes: Notes) -> dict[str, Any] | None:
-    exe = _py_spy()
-    if exe is None:
-        notes.skip("Broker profile: py-spy is not installed (pip install py-spy)")
-        return None
-    raw = os.path.join(workdir, "broker-profile.txt")
-    args = [exe, "record", "--pid", str(broker.pid), "--duration", str(seconds), "--rate", "250",
-            "--format", "raw", "--threads", "--output", raw, "--nonblocking"]
-    spy = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True)
-    try:
-        time.sleep(0.5)  # let py-spy attach before the sends start
-        sent = 0
-        t0 = time.perf_counter()
-        cpu0 = broker.cpu_seconds()
-        while spy.poll() is None and time.perf_counter() - t0 < seconds + 30:
-            client.send_rate(topic, body, 200)
-            sent += 200
-        dt = time.perf_counter() - t0
-        cpu = broker.cpu_seconds() - cpu0
-        spy.wait(timeout=60)
-    except BaseException:
-        if spy.poll() is None:
-            spy.kill()
-            spy.wait(10)
-        raise
-    err = spy.stderr.read() if spy.stderr is not None else ""
-    if spy.returncode != 0 or not os.path.exists(raw):
-        notes.skip(f"Broker profile: py-spy failed ({spy.returncode}): {err.strip()[-300:]}")
-        return None
-    out = parse_py_spy_raw(raw)
-    out.update(sends=sent, seconds=dt, rate=sent / dt, broker_cpu_per_send_us=cpu / sent * 1e6,
-               sample_rate=250, duration=seconds, body_bytes=len(body))
-    return out
-
 
 # --- the workloads ---------------------------------------------------------------------------------------
 
@@ -790,4 +429,3 @@ def _notes(notes: Notes, bs: BrokerSizes) -> None:
             "row against the real RocketMQ broker divides by the figure in /work/shared/ANCHORS.md "
             f"({ANCHOR_CPP_SEND_SYNC:,.0f} msgs/s, measured on this machine class, not in this run): it "
             "only gives the order of magnitude.")
-

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.broker_bench import BrokerProcess, BrokerSizes, OurClient, TcpRedis, _body
+from bench.broker_bench import BrokerSizes, OurClient, _body
+from bench.broker_servers import BrokerProcess, TcpRedis
 from bench.common import BODY_SIZES, Notes, Row, alternate, median, size_label
 
 __all__ = ["SYNC_GROUP", "sync_flush_workloads"]
