@@ -13,7 +13,7 @@ import pytest
 from rocketstore.errors import ConnectionClosedError, RequestTimeoutError
 from rocketstore.remoting import FrameDecoder, RemotingCommand, ResponseCode
 from rocketstore.remoting.server import RemotingServer, RequestRouter
-from rocketstore.remoting.transport import Connection, connect
+from rocketstore.remoting.transport import ANSWER_LATER, Connection, connect
 
 TEST_TIMEOUT_S = 10.0
 
@@ -357,5 +357,53 @@ def test_answers_to_frames_read_together_leave_together() -> None:
         finally:
             await client.aclose()
             await server.close()
+
+    run(go)
+
+
+def test_answers_given_later_count_as_in_flight_and_leave_together() -> None:
+    """An immediate handler that takes answer_later: its request stays in flight (reading pauses at the
+    limit) until the answer is given; answers given in one go leave in one write."""
+    async def go() -> None:
+        later: list[tuple[RemotingCommand, Callable[[RemotingCommand | bytes], None]]] = []
+
+        def hold(conn: Connection, request: RemotingCommand) -> object:
+            later.append((request, conn.answer_later(request)))
+            return ANSWER_LATER
+
+        def answer_all() -> None:
+            batch, later[:] = list(later), []
+            for request, reply in batch:
+                reply(request.make_response(ResponseCode.SUCCESS, ext_fields={"echo": request.ext_fields["x"]}))
+
+        router = RequestRouter()
+        router.add(1000, echo, immediate=hold)
+        for limit, count in ((4, 10), (1024, 32)):
+            server = await start(router, max_in_flight=limit)
+            client = await connect(server.address)
+            try:
+                calls = [asyncio.ensure_future(client.request(RemotingCommand.request(1000, {"x": str(i)}), 5))
+                         for i in range(count)]
+                held = min(limit, count)
+
+                def all_held(held: int = held) -> bool:
+                    return len(later) == held
+
+                await poll(all_held, 5, f"{held} requests to be held")
+                await asyncio.sleep(0.1)  # a margin for one more to (wrongly) be read
+                assert len(later) == held and not any(c.done() for c in calls)
+                (served,) = server.connections
+                counting = CountingTransport(served._transport)
+                served._transport = counting  # type: ignore[assignment]
+                while not all(c.done() for c in calls):
+                    answer_all()
+                    await asyncio.sleep(0.01)
+                replies = await asyncio.gather(*calls)
+                assert sorted(int(r.ext_fields["echo"]) for r in replies) == list(range(count))
+                if limit > count:  # answered in one go: one write, not one per answer
+                    assert counting.writes == 1
+            finally:
+                await client.aclose()
+                await server.close()
 
     run(go)

@@ -166,8 +166,9 @@ def _answer_frame(config: BrokerConfig, request: RemotingCommand, result: PutRes
 
 
 def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | bytes | object:
-    """A send under SYNC_FLUSH without a task: the checks and the put now (asking for the sync), the answer
-    once the group commit covers the record (or at once for WAIT=false and refusals)."""
+    """A send under SYNC_FLUSH without a task: the checks and the put now, the answer once the group commit
+    covers the record (the broker's DurableWaits asks for the sync), or at once for WAIT=false and
+    refusals."""
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared

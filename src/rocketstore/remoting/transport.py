@@ -248,10 +248,7 @@ class Connection(asyncio.BufferedProtocol):
                 return
             deferred = True
             self._deferred_count += 1
-        self._in_flight += 1
-        if self._in_flight >= self._max_in_flight and not self._reading_paused and self._transport is not None:
-            self._reading_paused = True
-            self._transport.pause_reading()
+        self._start_in_flight()
         task = asyncio.get_running_loop().create_task(self._serve(request, deferred))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -280,14 +277,26 @@ class Connection(asyncio.BufferedProtocol):
         """For an immediate handler whose work is done but whose answer must wait: returns the function to
         call (once, on the loop) with the answer, as the immediate path takes it.  Until then the request
         counts as in flight; answers given in one loop iteration leave in one write."""
+        self._start_in_flight()
+        return functools.partial(self._answer_deferred, request)
+
+    def _start_in_flight(self) -> None:
+        """One more request in flight; at the limit the transport stops reading."""
         self._in_flight += 1
         if self._in_flight >= self._max_in_flight and not self._reading_paused and self._transport is not None:
             self._reading_paused = True
             self._transport.pause_reading()
-        return functools.partial(self._answer_deferred, request)
+
+    def _end_in_flight(self) -> None:
+        """One request less in flight; below the limit again, reading (and the frames it left) resumes."""
+        self._in_flight -= 1
+        if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
+            self._reading_paused = False
+            if not self._closed:
+                self._transport.resume_reading()
+                self._process_buffer()
 
     def _answer_deferred(self, request: RemotingCommand, response: RemotingCommand | bytes) -> None:
-        self._in_flight -= 1
         if not request.flag & ONEWAY_FLAG and not self._closed:
             holding = self._holding
             self._holding = True  # queue it; one flush at the end of this loop iteration writes them all
@@ -301,11 +310,7 @@ class Connection(asyncio.BufferedProtocol):
             if not holding and not self._flush_scheduled and self._outbox:
                 self._flush_scheduled = True
                 asyncio.get_running_loop().call_soon(self._flush)
-        if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
-            self._reading_paused = False
-            if not self._closed:
-                self._transport.resume_reading()
-                self._process_buffer()
+        self._end_in_flight()
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Write the response to *request* unless it was oneway or the connection has closed meanwhile."""
@@ -348,12 +353,7 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             if deferred:
                 self._deferred_count -= 1
-            self._in_flight -= 1
-            if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
-                self._reading_paused = False
-                if not self._closed:
-                    self._transport.resume_reading()
-                    self._process_buffer()
+            self._end_in_flight()
 
     # --- writing ------------------------------------------------------------------------------------
 
