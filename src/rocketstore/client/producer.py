@@ -16,8 +16,9 @@ instance word, ms since the start of the month, a counter), which is ``SendResul
 offset message id is ``offset_msg_id``.  Loop-bound.
 
 Per-message client CPU is part of every round trip, so the send paths avoid per-message Python work where
-the bytes allow: a batch's keys come from one %-format and the usual batch (one tags value, flag and body
-length, no keys or user properties) is packed one struct per entry without BatchEntry objects; the request's
+the bytes allow: a batch's keys come from one struct pack and hex of their counters and the usual batch (one
+tags value, flag and body length, no keys or user properties) is one join of the bodies and keys between
+the parts every entry shares, without BatchEntry objects or a pack per entry; the request's
 frame comes from a per-(topic, queue) JsonRequestTemplate with only the born timestamp, the properties and
 the opaque filled in per send (Connection.request_encoded numbers it); the route, publish queues, master
 addresses and the pool's connection are looked up without a coroutine while they stay valid.
@@ -35,14 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from itertools import islice, repeat
+from itertools import islice
 from operator import attrgetter
 from typing import Self
 
 from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
 from rocketstore.errors import RemotingError
-from rocketstore.message.batch import BatchEntry, encode_batch
+from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting.bodies import TopicRouteData
@@ -93,6 +94,7 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _TEMPLATE_BODY_LIMIT = 16384
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
 _FIX_HEX = _FIX.hex().upper()
+_PROPERTIES_LENGTH = struct.Struct(">h")
 _COUNTER = itertools.count()
 
 
@@ -131,20 +133,21 @@ def _month_ms() -> int:
 
 _KEY_CHARS = len(_FIX_HEX) + 12
 _LOW16 = 0xFFFF.__and__
-#: count -> (the keys' fixed and time hex, the %-format of that many keys joined by commas), for the last ms
-_KEYS_FORMAT: dict[int, tuple[str, str]] = {}
 
 
 def new_uniq_keys(count: int) -> str:
-    """*count* :func:`new_uniq_key` keys joined by commas (a batch's ``msg_id``), made in one %-format: the
-    clock is read once (keys made within one ms share it anyway) and the counter advances by *count*."""
+    """*count* :func:`new_uniq_key` keys joined by commas (a batch's ``msg_id``), made by a few C calls:
+    the clock is read once (keys made within one ms share it anyway), the counter advances by *count*, and
+    the counters' low 16 bits are packed big-endian and hexed four digits apiece (%04X's digits) with a
+    comma between, each comma then followed by the keys' shared part: ~5 us for 64 keys where a %-format
+    of 64 ints took ~10."""
+    if count < 1:
+        return ""
     head = f"{_FIX_HEX}{_month_ms():08X}"
-    cached = _KEYS_FORMAT.get(count)
-    if cached is None or cached[0] != head:
-        if len(_KEYS_FORMAT) >= 64:
-            _KEYS_FORMAT.clear()
-        cached = _KEYS_FORMAT[count] = (head, ",".join([head + "%04X"] * count))  # hex digits: no % inside
-    return cached[1] % tuple(map(_LOW16, islice(_COUNTER, count)))
+    # the counter values taken in one C-level call: no other thread can take one in the middle (the keys
+    # of two batches made at once never overlap)
+    counters = map(_LOW16, tuple(islice(_COUNTER, count)))
+    return head + struct.pack(f">{count}H", *counters).hex(",", 2).upper().replace(",", "," + head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,17 +197,39 @@ _message_tags = attrgetter("tags")
 _message_keys = attrgetter("keys")
 _message_properties = attrgetter("properties")
 _message_flag = attrgetter("flag")
-#: (body length, properties before the key, after it) -> the struct of one whole batch entry of that shape
-_ENTRY_LAYOUTS: dict[tuple[int, int, int], struct.Struct] = {}
+#: (tags, flag, body length) -> the constant parts of every batch entry of that shape (_entry_parts)
+_ENTRY_PARTS: dict[tuple[str | None, int, int], tuple[bytes, bytes, bytes, bytes]] = {}
+
+
+def _entry_parts(tags: str | None, flag: int, body_length: int) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """What every entry of a uniform batch has in common, around its body and its key: (the entry's
+    20-byte header, the properties length and the properties before the key, the properties after the
+    key followed by the next entry's header, the properties after the key alone).  None when the
+    properties do not fit their length word (encode_batch raises PropertiesTooLargeError)."""
+    shape = (tags, flag, body_length)
+    parts = _ENTRY_PARTS.get(shape)
+    if parts is None:
+        before, after = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).split("{1}")
+        head = before.format(tags).encode()
+        tail = after.format(tags).encode()
+        properties_length = len(head) + _KEY_CHARS + len(tail)
+        if properties_length > 32767:
+            return None
+        header = BATCH_ENTRY_HEADER.pack(BATCH_ENTRY_HEADER.size + body_length + 2 + properties_length, 0, 0,
+                                         flag, body_length)
+        if len(_ENTRY_PARTS) >= 256:
+            _ENTRY_PARTS.clear()
+        parts = _ENTRY_PARTS[shape] = (header, _PROPERTIES_LENGTH.pack(properties_length) + head,
+                                       tail + header, tail)
+    return parts
 
 
 def _uniform_batch_body(messages: list[OutgoingMessage], keys_text: str) -> bytes | None:
     """``encode_batch`` of *messages* with the keys of *keys_text*, column-wise, for the usual batch: every
     message with the same tags, flag and body length and no keys or user properties.  Then the entries
-    differ in body and key only, and each is one struct pack of (length words, body, the property text's
-    constant part before the key, the key, the part after it): no BatchEntry and no property string per
-    message.  None for any other batch (the caller goes through encode_batch).  A unit test holds this
-    equal to encode_batch."""
+    differ in body and key only, and the body is one join of the bodies and keys laid between the parts
+    all entries share (_entry_parts): no BatchEntry, property string or struct pack per message.  None for
+    any other batch (the caller goes through encode_batch).  A unit test holds this equal to encode_batch."""
     count = len(messages)
     first = messages[0]
     tags, flag = first.tags, first.flag
@@ -214,23 +239,18 @@ def _uniform_batch_body(messages: list[OutgoingMessage], keys_text: str) -> byte
             or any(map(_message_properties, messages)) or list(map(_message_flag, messages)).count(flag) != count
             or list(map(len, bodies)).count(body_length) != count):
         return None
-    before, after = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).split("{1}")
-    head = before.format(tags).encode()
-    tail = after.format(tags).encode()
-    key_length = _KEY_CHARS
-    properties_length = len(head) + key_length + len(tail)
-    if properties_length > 32767:
-        return None  # encode_batch raises PropertiesTooLargeError
-    shape = (body_length, len(head), len(tail))
-    layout = _ENTRY_LAYOUTS.get(shape)
-    if layout is None:
-        if len(_ENTRY_LAYOUTS) >= 256:
-            _ENTRY_LAYOUTS.clear()
-        layout = _ENTRY_LAYOUTS[shape] = struct.Struct(
-            f">iiiii{body_length}sh{len(head)}s{key_length}s{len(tail)}s")
-    keys = keys_text.encode().split(b",")
-    return b"".join(map(layout.pack, repeat(layout.size), repeat(0), repeat(0), repeat(flag), repeat(body_length),
-                        bodies, repeat(properties_length), repeat(head), keys, repeat(tail)))
+    keys = keys_text.encode()
+    if len(keys) != count * (_KEY_CHARS + 1) - 1:
+        return None  # not *count* keys of new_uniq_keys' length
+    parts = _entry_parts(tags, flag, body_length)
+    if parts is None:
+        return None
+    header, before_key, between, last = parts
+    # [header, body, before_key, key, between, body, before_key, key, between, ..., key, last]
+    pieces = [header, b"", before_key, b"", *[between, b"", before_key, b""] * (count - 1), last]
+    pieces[1::4] = bodies
+    pieces[3::4] = keys.split(b",")
+    return b"".join(pieces)
 
 
 @dataclass(frozen=True, slots=True)

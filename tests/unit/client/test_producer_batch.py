@@ -46,6 +46,14 @@ def test_batch_key_counters_wrap_at_16_bits(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(producer_module, "_COUNTER", itertools.count(0x1FFFE))
     keys = new_uniq_keys(3).split(",")
     assert [k[-4:] for k in keys] == ["FFFE", "FFFF", "0000"]
+    # the counter went on by exactly three, as three new_uniq_key calls would have taken it
+    assert producer_module.new_uniq_key()[-4:] == "0001"
+
+
+def test_no_keys_for_an_empty_batch() -> None:
+    before = producer_module.new_uniq_key()
+    assert new_uniq_keys(0) == ""
+    assert int(producer_module.new_uniq_key()[-4:], 16) == (int(before[-4:], 16) + 1) & 0xFFFF
 
 
 def test_batch_keys_late_in_a_month_carry_javas_negative_int(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,6 +111,12 @@ MIXED = [
 @pytest.mark.parametrize("messages", MIXED)
 def test_other_batches_are_left_to_encode_batch(messages: list[OutgoingMessage]) -> None:
     assert _uniform_batch_body(messages, new_uniq_keys(len(messages))) is None
+
+
+def test_keys_of_another_length_are_left_to_encode_batch() -> None:
+    messages = [OutgoingMessage(b"a", "T")] * 2
+    assert _uniform_batch_body(messages, "K1,K2") is None
+    assert _uniform_batch_body(messages, new_uniq_keys(3)) is None
 
 
 def test_tags_too_long_for_the_properties_length_are_left_to_encode_batch() -> None:

@@ -294,6 +294,11 @@ def test_the_canonical_send_answer_takes_the_fast_path_and_reads_as_the_general_
     CANONICAL.replace('"opaque":7', '"opaque":7.0'),
     CANONICAL + "\n",
     CANONICAL[:-1],
+    # escapes inside msgId (read by a looser pattern than the other fields): the general path decides
+    CANONICAL.replace('"C0A8070900002A9F', '"C0A8\\"07\\"2A9F'),
+    CANONICAL.replace('"C0A8070900002A9F', '"C0A8\\\\'),
+    CANONICAL.replace('"C0A8070900002A9F', '"C0A8\\u0041'),
+    CANONICAL.replace('0000000000000000"', '\\",\\"queueId\\":\\"9"'),
     CANONICAL.replace('"msgId"', '"msgId"', 1).replace("{", " {", 1),
 ])
 def test_send_answer_variants_decode_as_the_general_decoder_reads_them(header: str) -> None:
