@@ -109,3 +109,90 @@ def test_records_with_the_same_property_names_take_them_once_and_still_match() -
     positions = np.cumsum([0] + [len(r) for r in raws[:-1]])
     batch = record_batch(b"".join(raws), positions, np.arange(50), SCHEMA)
     assert _rows(batch) == [_expected(r, q) for q, r in enumerate(raws)]
+
+
+SHORT_NAMES = st.one_of(st.sampled_from([PropertyName.TAGS, PropertyName.KEYS, PropertyName.UNIQ_KEY, "ключ", "a"]),
+                        st.text("abcXYZ_-.é", min_size=1, max_size=7))
+#: what may spoil a batch for the fast path: an empty name or value, a separator or NUL inside a value
+SPOILERS = st.sampled_from([("name", ""), ("value", ""), ("value", "a\x01b"), ("value", "\x00"),
+                            ("value", "x\x02y"), ("name", "z"), ("name", "123456789")])
+
+
+@st.composite
+def property_batches(draw: st.DrawFn) -> list[bytes]:
+    """Properties strings of records sharing their names (the fast path's case), now and then spoiled."""
+    names = draw(st.lists(SHORT_NAMES, min_size=1, max_size=6, unique=True))
+    rows = draw(st.lists(st.lists(VALUES.filter(bool), min_size=len(names), max_size=len(names)),
+                         min_size=1, max_size=12))
+    table = [list(zip(names, values, strict=True)) for values in rows]
+    spoil = draw(st.one_of(st.none(), st.none(), SPOILERS))
+    if spoil is not None:
+        i = draw(st.integers(0, len(table) - 1))
+        j = draw(st.integers(0, len(names) - 1))
+        name, value = table[i][j]
+        table[i][j] = (spoil[1], value) if spoil[0] == "name" else (name, spoil[1])
+    return ["\x02".join(f"{k}\x01{v}" for k, v in row).encode() for row in table]
+
+
+@SETTINGS
+@given(property_batches())
+def test_uniform_properties_fast_path_equals_the_general_split(strings: list[bytes]) -> None:
+    """The fast path for batches whose records share their property names gives the general split's
+    columns exactly, or declines (None) and leaves the batch to it."""
+    import dataclasses
+
+    from rocketstore.message.columnar_properties import _split_any, _uniform_properties
+
+    data = np.frombuffer(b"".join(strings), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(s) for s in strings]).astype(np.int64)
+    fast = _uniform_properties(data, offsets)
+    ref = _split_any(data, offsets)
+    if fast is None:
+        return
+    for f in dataclasses.fields(ref):
+        got, want = getattr(fast, f.name), getattr(ref, f.name)
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype and np.array_equal(got, want), f.name
+        else:
+            assert got == want, f.name
+
+
+def test_uniform_properties_fast_path_takes_the_usual_batch() -> None:
+    from rocketstore.message.columnar_properties import _uniform_properties
+
+    strings = [f"KEYS\x01order-{i}\x02UNIQ_KEY\x01U{i:04d}\x02TAGS\x01T{i % 3}".encode() for i in range(40)]
+    data = np.frombuffer(b"".join(strings), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(s) for s in strings]).astype(np.int64)
+    fast = _uniform_properties(data, offsets)
+    assert fast is not None and fast.uniform_width == 3
+
+
+@SETTINGS
+@given(property_batches(), st.sampled_from([HostAddress(b"\x0a\x00\x00\x01", 10911),
+                                            HostAddress(bytes(range(16)), 80)]))
+def test_record_batch_of_records_sharing_property_names_matches_row_for_row(strings: list[bytes],
+                                                                             host: HostAddress) -> None:
+    raws = [bytes(encode_record(Message.create("T", b"body %d" % i * i), s.decode(), store_host=host,
+                                born_host=host, commit_log_offset=1000 * i)[0]) for i, s in enumerate(strings)]
+    positions = np.cumsum([0] + [len(r) for r in raws[:-1]])
+    batch = record_batch(b"".join(raws), positions, np.arange(len(raws)), SCHEMA)
+    assert _rows(batch) == [_expected(r, q) for q, r in enumerate(raws)]
+
+
+@SETTINGS
+@given(st.binary(min_size=1, max_size=400), st.lists(st.tuples(st.integers(0, 399), st.integers(0, 60)), max_size=30),
+       st.booleans())
+def test_ranges_cut_any_ranges_in_or_out_of_order(buf: bytes, spans: list[tuple[int, int]], ordered: bool) -> None:
+    """_ranges gives buf[start:start + length] per range whether the ranges follow one another (Arrow's
+    take over gaps and ranges) or not (overlapping, backwards: numpy gather or views)."""
+    from rocketstore.spark.arrow_decode import _ranges
+
+    spans = [(a, min(n, len(buf) - a)) for a, n in spans if a < len(buf)]
+    if ordered:
+        spans.sort()
+        spans = [(a, n) for i, (a, n) in enumerate(spans) if i == 0 or a >= spans[i - 1][0] + spans[i - 1][1]]
+    starts = np.array([a for a, _ in spans], dtype=np.int64)
+    lengths = np.array([n for _, n in spans], dtype=np.int64)
+    got = _ranges(np.frombuffer(buf, dtype=np.uint8), starts, lengths)
+    assert got.type == pa.binary()
+    assert got.to_pylist() == [buf[a : a + n] for a, n in spans]

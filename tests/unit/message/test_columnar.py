@@ -8,17 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketstore.errors import MessageDecodeError
-from rocketstore.message.columnar import (
-    decode_columns,
-    find_pairs,
-    find_values,
-    gather,
-    header_fields,
-    host_texts,
-    message_ids,
-    repeated_names,
-    split_properties,
-)
+from rocketstore.message.columnar import decode_columns, gather, header_fields, host_texts, message_ids
+from rocketstore.message.columnar_properties import find_pairs, find_values, repeated_names, split_properties
 from rocketstore.message.host import HostAddress
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import (
