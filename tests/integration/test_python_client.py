@@ -29,9 +29,11 @@ from rocketstore.remoting.transport import ConnectionPool, run
 TEST_TIMEOUT_S = 20.0
 
 
-@pytest.fixture
-def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
-    with LocalCluster(tmp_path / "store") as c:
+@pytest.fixture(params=["ASYNC_FLUSH", "SYNC_FLUSH"])
+def cluster(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Every test on this fixture runs against both flush modes: under SYNC_FLUSH sends, send-backs and
+    the pull path's OFFSET_MOVED_EVENT go through the broker's group-commit waits."""
+    with LocalCluster(tmp_path / "store", store_overrides={"flush_disk_type": request.param}) as c:
         yield c
 
 
@@ -419,8 +421,10 @@ def test_messages_and_offsets_survive_a_broker_restart(tmp_path: Path) -> None:
         arun(second)
 
 
-def test_send_back_goes_to_the_retry_topic_after_a_delay_or_to_the_dlq(tmp_path: Path) -> None:
-    fast = {"message_delay_level": " ".join(["1s"] * 18)}
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_send_back_goes_to_the_retry_topic_after_a_delay_or_to_the_dlq(tmp_path: Path, flush: str) -> None:
+    # under SYNC_FLUSH the send-back and the schedule service's delivery wait for the group commit
+    fast = {"message_delay_level": " ".join(["1s"] * 18), "flush_disk_type": flush}
     with LocalCluster(tmp_path / "store", store_overrides=fast) as cluster:
         async def go() -> None:
             async with Producer(cluster.namesrv_addr, "sb-producer") as producer, \
