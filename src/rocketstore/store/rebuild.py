@@ -31,6 +31,7 @@ import shutil
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -368,14 +369,16 @@ def _write_index(directory: str, facts: _Facts, slot_count: int, entry_count: in
             h = hashes[a:b]
             ts = stamps[a:b]
             slot = h % slot_count
-            entry_no = np.arange(1, m + 1, dtype=np.int64)
-            # by slot, then entry number: unique keys, so numpy's (vectorised) quicksort gives the stable order
-            order = np.argsort((slot << 32) | np.arange(m, dtype=np.int64))
-            ss = slot[order]
+            # by slot, then entry number: sorting the packed (unique) keys themselves is twice as fast as an
+            # argsort, and the low half of each gives back its position
+            packed = np.sort((slot << 32) | np.arange(m, dtype=np.int64))
+            order = packed & 0xFFFFFFFF
+            ss = packed >> 32
             first = np.ones(m, dtype=bool)
             first[1:] = ss[1:] != ss[:-1]
             prev_sorted = np.zeros(m, dtype=np.int64)
-            prev_sorted[1:] = entry_no[order][:-1]
+            sorted_no = order + 1  # entry numbers in slot order
+            prev_sorted[1:] = sorted_no[:-1]
             prev_sorted[first] = 0
             prev = np.empty(m, dtype=np.int64)
             prev[order] = prev_sorted
@@ -391,11 +394,11 @@ def _write_index(directory: str, facts: _Facts, slot_count: int, entry_count: in
             last_of_slot = np.ones(m, dtype=bool)
             last_of_slot[:-1] = first[1:]
             slots = np.zeros(slot_count, dtype=">i4")
-            slots[ss[last_of_slot]] = entry_no[order][last_of_slot]
+            slots[ss[last_of_slot]] = sorted_no[last_of_slot]
             header = INDEX_HEADER.pack(int(ts[0]), int(ts[-1]), int(offsets[a]), int(offsets[b - 1]),
                                        int(np.count_nonzero(first)), m + 1)
-            pieces = [(0, header), (_HEADER_BYTES, slots.tobytes()),
-                      (_HEADER_BYTES + slot_count * 4 + 20, rec.tobytes())]
+            pieces = [(0, header), (_HEADER_BYTES, slots.view(np.uint8).data),
+                      (_HEADER_BYTES + slot_count * 4 + 20, rec.view(np.uint8).data)]
             prev_end_ts, prev_end_phy = int(ts[-1]), int(offsets[b - 1])
         else:
             pieces = [(0, INDEX_HEADER.pack(begin_ts, begin_ts, begin_phy, begin_phy, 0, 1))]
@@ -496,14 +499,18 @@ def rebuild_store(plan: RebuildPlan, scan: ScanFn, *, output_dir: str | None = N
             report.warnings.append(f"record at commitlog offset {offset} is not dispatched: {reason}")
         os.makedirs(target, exist_ok=True)
         report.record_count = len(facts.offset)
-        report.queue_count, report.cq_entry_count = _write_consume_queues(
-            os.path.join(target, "consumequeue"), facts, cfg.consume_queue_file_bytes,
-            plan.ranges[0].path if plan.ranges else root, report.warnings)
         index_ts = 0
-        if cfg.message_index_enable:
-            report.index_file_count, index_ts = _write_index(os.path.join(target, "index"), facts,
-                                                             cfg.max_hash_slot_num, cfg.max_index_num)
-            report.index_key_count = int(np.count_nonzero(facts.dispatched[facts.key_record]))
+        # the index on a second thread, beside the consume queues: both are mostly numpy sorts and file
+        # writes that release the GIL (and neither reads what the other writes)
+        with ThreadPoolExecutor(1, thread_name_prefix="rocketstore-rebuild-index") as pool:
+            index = pool.submit(_write_index, os.path.join(target, "index"), facts, cfg.max_hash_slot_num,
+                                cfg.max_index_num) if cfg.message_index_enable else None
+            report.queue_count, report.cq_entry_count = _write_consume_queues(
+                os.path.join(target, "consumequeue"), facts, cfg.consume_queue_file_bytes,
+                plan.ranges[0].path if plan.ranges else root, report.warnings)
+            if index is not None:
+                report.index_file_count, index_ts = index.result()
+                report.index_key_count = int(np.count_nonzero(facts.dispatched[facts.key_record]))
         dispatched_ts = facts.store_timestamp[facts.dispatched]
         last_ts = int(dispatched_ts[-1]) if len(dispatched_ts) else 0
         report.checkpoint = (last_ts, last_ts, index_ts)
