@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import stop_process
 from bench.peers import RedisServer, RespConnection, encode_command
 
 __all__ = ["PULL_BATCH", "PULL_BROKER_PROPS", "XREAD_COUNT", "BrokerProcess", "TcpRedis", "TcpResp"]
@@ -165,13 +166,7 @@ class TcpRedis(RedisServer):
     def stop(self) -> None:
         proc = self.proc
         self.proc = None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+        stop_process(proc)
 
     def cpu_seconds(self) -> float:
         return _cpu_seconds(self.proc.pid) if self.proc is not None else float("nan")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ __all__ = [
     "median",
     "percentile",
     "size_label",
+    "stop_process",
     "store_config",
 ]
 
@@ -191,3 +193,15 @@ def properties_bytes(message: Message) -> bytes:
 
 def now() -> float:
     return time.perf_counter()
+
+
+def stop_process(proc: subprocess.Popen[Any] | None, timeout_s: float = 15.0) -> None:
+    """Terminate a peer or server process the bench started, and kill it if it does not go in time."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)

@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any
 
+from bench.common import stop_process
+
 __all__ = ["EchoServer", "echo_rate", "uvloop_available"]
 
 _SERVER = r"""
@@ -84,13 +86,7 @@ class EchoServer:
     def stop(self) -> None:
         proc = self.proc
         self.proc = None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+        stop_process(proc)
         if proc is not None and proc.stdout is not None:
             proc.stdout.close()
 

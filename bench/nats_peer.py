@@ -26,6 +26,8 @@ import subprocess
 import time
 from typing import Any
 
+from bench.common import stop_process
+
 __all__ = ["NatsConnection", "NatsError", "NatsJetStream"]
 
 STREAM = "BENCH"
@@ -162,13 +164,7 @@ class NatsJetStream:
             self._admin = None
         proc = self.proc
         self.proc = None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+        stop_process(proc)
 
     def cpu_seconds(self) -> float:
         if self.proc is None:

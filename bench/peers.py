@@ -19,6 +19,8 @@ import tempfile
 import threading
 import time
 
+from bench.common import stop_process
+
 __all__ = [
     "LiteQueuePeer",
     "PersistQueuePeer",
@@ -260,13 +262,7 @@ class RedisServer:
     def stop(self) -> None:
         proc = self.proc
         self.proc = None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+        stop_process(proc)
         shutil.rmtree(self._sock_dir, ignore_errors=True)
 
     # --- workloads -------------------------------------------------------------------------------------
