@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import stop_process
-from bench.peers import RedisServer, RespConnection, encode_command
+from bench.peers import RedisServer, RespConnection, encode_command, pipelined_rate
 
 __all__ = ["PULL_BATCH", "PULL_BROKER_PROPS", "XREAD_COUNT", "BrokerProcess", "TcpRedis", "TcpResp"]
 
@@ -177,15 +177,7 @@ class TcpRedis(RedisServer):
     def xadd_tcp_rate(self, stream: bytes, body: bytes, n: int, depth: int = 1) -> float:
         conn = self.connect()
         try:
-            block = encode_command(b"XADD", stream, b"*", b"d", body) * depth
-            send, read = conn.send, conn.read_reply
-            rounds = max(1, n // depth)
-            t0 = time.perf_counter()
-            for _ in range(rounds):
-                send(block)
-                for _ in range(depth):
-                    read()
-            return rounds * depth / (time.perf_counter() - t0)
+            return pipelined_rate(conn, encode_command(b"XADD", stream, b"*", b"d", body), n, depth)
         finally:
             conn.close()
 

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from typing import Any
 
 from bench.common import stop_process
 
@@ -29,6 +30,7 @@ __all__ = [
     "RespConnection",
     "litequeue_module",
     "persist_queue_module",
+    "pipelined_rate",
 ]
 
 
@@ -138,6 +140,20 @@ def encode_command(*args: bytes) -> bytes:
         out.append(a)
         out.append(b"\r\n")
     return b"".join(out)
+
+
+def pipelined_rate(conn: Any, command: bytes, n: int, depth: int) -> float:
+    """Commands per second: *command* sent *depth* at a time on *conn* (a RespConnection or TcpResp), all
+    *depth* replies read before the next round (1: wait for each reply); about *n* in all."""
+    block = command * depth
+    send, read = conn.send, conn.read_reply
+    rounds = max(1, n // depth)
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        send(block)
+        for _ in range(depth):
+            read()
+    return rounds * depth / (time.perf_counter() - t0)
 
 
 class RespConnection:
@@ -274,16 +290,6 @@ class RedisServer:
         """XADDs per second from one connection, *depth* commands in flight (1: wait for each reply)."""
         conn = RespConnection(self.socket_path)
         try:
-            cmd = self.xadd_command(b"bench-rate", body)
-            block = cmd * depth
-            read = conn.read_reply
-            send = conn.send
-            rounds = max(1, n // depth)
-            t0 = time.perf_counter()
-            for _ in range(rounds):
-                send(block)
-                for _ in range(depth):
-                    read()
-            return rounds * depth / (time.perf_counter() - t0)
+            return pipelined_rate(conn, self.xadd_command(b"bench-rate", body), n, depth)
         finally:
             conn.close()
