@@ -35,6 +35,11 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
     started = time.strftime("%Y-%m-%d %H:%M %Z")
     t_start = time.perf_counter()
     base = tempfile.mkdtemp(prefix="rocketstore-bench-", dir=workdir)
+    # Spark's scratch and its JVM's temp files (lz4 natives, artifacts) under the work directory, which
+    # goes at the end, rather than in /tmp, where they outlive the run (unless the caller chose already)
+    saved_env = {k: os.environ.get(k) for k in ("SPARK_LOCAL_DIRS", "PYSPARK_SUBMIT_ARGS")}
+    os.environ.setdefault("SPARK_LOCAL_DIRS", base)
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-java-options -Djava.io.tmpdir={base} pyspark-shell")
     ctx = Context(sizes, base, notes)
     redis: RedisServer | None = None
     wanted = set(workloads)
@@ -85,6 +90,11 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
         if redis is not None:
             redis.stop()
         shutil.rmtree(base, ignore_errors=True)
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     elapsed = time.perf_counter() - t_start
     info["load_start"] = info["load_average"]
     info["load_end"] = machine_info()["load_average"]
