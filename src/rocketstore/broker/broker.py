@@ -215,8 +215,7 @@ class Broker:
             value = message.properties.get(_WAIT)
             wait = value is None or value.lower() != "false"
         result = await self._durable(result, wait)
-        if result.status is PutMessageStatus.PUT_OK:
-            self.put_count += 1
+        self.count_put(result)
         return result
 
     def put_unsynced(self, item: Message | MessageBatch) -> PutResult:
@@ -229,6 +228,7 @@ class Broker:
         return store.put(item, flush="later")
 
     def count_put(self, result: PutResult) -> None:
+        """``put_count`` (the runtime info's msgPutTotalTodayNow) after a put whose answer is final."""
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += result.message_count
 
@@ -252,8 +252,7 @@ class Broker:
         """Store one message on the calling thread (the loop): only for ASYNC_FLUSH, where a put does not
         wait for the disk (the send handler's immediate path checks that first)."""
         result = self.store.put(message, apply_delay=apply_delay)
-        if result.status is PutMessageStatus.PUT_OK:
-            self.put_count += 1
+        self.count_put(result)
         return result
 
     async def put_batch(self, messages: list[Message] | MessageBatch, *, wait: bool = True) -> PutResult:
@@ -262,15 +261,13 @@ class Broker:
         if not store.config.is_sync_flush:
             return self.put_batch_now(messages)
         result = await self._durable(store.put_batch(messages, flush="later"), wait)
-        if result.status is PutMessageStatus.PUT_OK:
-            self.put_count += result.message_count
+        self.count_put(result)
         return result
 
     def put_batch_now(self, messages: list[Message] | MessageBatch) -> PutResult:
         """put_batch on the calling thread: only for ASYNC_FLUSH, as :meth:`put_now`."""
         result = self.store.put_batch(messages)
-        if result.status is PutMessageStatus.PUT_OK:
-            self.put_count += result.message_count
+        self.count_put(result)
         return result
 
     # --- background work ------------------------------------------------------------------------------
