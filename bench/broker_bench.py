@@ -63,6 +63,9 @@ CEILING_GROUP = "broker over loopback: against the round-trip ceiling (echo, no 
 #: TAGS/UNIQ_KEY/WAIT properties: 359 for our producer's): the echo ceiling's frame is the body plus this
 SEND_HEADER_BYTES = 360
 ANCHOR_GROUP = "informational: against a figure from ANCHORS.md (not measured in this run)"
+BUSY_GROUP = "broker over loopback with busy polling (opt-in: busyPollMicros on the broker, the client's loop too)"
+#: the busy-poll window of the opt-in rows, on both sides (remoting/busy_poll.py)
+BUSY_POLL_US = 500
 #: ANCHORS.md: the real RocketMQ 4.9.3 broker, official C++ client send_sync loop, 1 thread, 100 B, async flush
 ANCHOR_CPP_SEND_SYNC = 2623.0
 
@@ -103,11 +106,13 @@ BROKER_SIZES = {
 class OurClient:
     """One producer and one pull consumer on one event loop (uvloop when installed, as the CLI runs)."""
 
-    def __init__(self, namesrv_addr: str) -> None:
+    def __init__(self, namesrv_addr: str, busy_poll_us: int = 0) -> None:
         from rocketstore.client import Producer, PullConsumer
+        from rocketstore.remoting import busy_poll
         from rocketstore.remoting.transport import new_event_loop
 
         self.loop = new_event_loop()
+        busy_poll.enable(self.loop, busy_poll_us)
         self.producer = Producer(namesrv_addr, "bench-producer")
         self.consumer = PullConsumer(namesrv_addr, "bench-consumer")
 
@@ -215,9 +220,12 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
     base = os.path.join(workdir, "broker")
     redis = TcpRedis(os.path.join(base, "redis"))
     broker = BrokerProcess(os.path.join(base, "serve"), small=bs.small_store)
+    # the same broker and client with busy polling on, measured in the same rounds as the defaults
+    busy_broker = BrokerProcess(os.path.join(base, "serve-busy"), small=bs.small_store, busy_poll_us=BUSY_POLL_US)
     nats: NatsJetStream | None = None
     echos: list[EchoServer] = []
     client: OurClient | None = None
+    busy_client: OurClient | None = None
     profile = None
     try:
         nats = _start_nats(os.path.join(base, "nats"), notes)
@@ -234,19 +242,23 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
         notes.extra["peer:Redis (loopback rows)"] = (f"redis-server {redis.version}, TCP 127.0.0.1, AOF on, "
                                                      "appendfsync everysec, RDB off")
         client = OurClient(broker.namesrv_addr)
+        busy_broker.start()
+        busy_client = OurClient(busy_broker.namesrv_addr, BUSY_POLL_US)
         cpp = bs.cpp_n > 0 and cpp_client_available()
         if bs.cpp_n > 0 and not cpp:
             notes.skip("C++ client row: PyPI rocketmq (librocketmq) does not import here")
         for body_bytes in BODY_SIZES:
             _one_size(client, broker, redis, bs, body_bytes, notes, add, cpp and body_bytes == 100, base,
-                      nats, echos)
+                      nats, echos, busy_client)
         if bs.profile_s:
             print(f"[broker profile: py-spy for {bs.profile_s} s of one-at-a-time 100 B sends]", flush=True)
             profile = profile_broker(client, broker, base, "BenchProfile", b"x" * 100, bs.profile_s, notes)
     finally:
-        if client is not None:
-            client.close()
+        for c in (client, busy_client):
+            if c is not None:
+                c.close()
         broker.stop()
+        busy_broker.stop()
         redis.stop()
         if nats is not None:
             nats.stop()
@@ -284,7 +296,7 @@ def _start_nats(directory: str, notes: Notes) -> NatsJetStream | None:
 
 def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: BrokerSizes, body_bytes: int,
               notes: Notes, add: Callable[[Row], None], cpp: bool, workdir: str, nats: NatsJetStream | None,
-              echos: list[EchoServer]) -> None:
+              echos: list[EchoServer], busy: OurClient | None) -> None:
     label = size_label(body_bytes)
     body = _body(body_bytes)
     topic = f"BenchLoop{body_bytes}"
@@ -298,6 +310,8 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
     subject = f"bench.loop{body_bytes}"
     if nats is not None:
         nats.publish_rate(subject, body, 50)
+    if busy is not None:
+        busy.send_rate(topic, body, 50)
 
     cpu: dict[str, list[float]] = {"broker": [], "client": [], "redis": [], "rclient": []}
 
@@ -316,6 +330,8 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
         return rate
 
     sides: dict[str, Callable[[], Any]] = {"ours1": ours1, "redis1": redis1}
+    if busy is not None:
+        sides["busy1"] = lambda: busy.send_rate(topic, body, bs.send_n)
     if cpp:
         sides["cpp"] = lambda: cpp_send_rate(workdir, broker.namesrv_addr, f"BenchCpp{body_bytes}", bs.cpp_n,
                                              body_bytes)
@@ -335,6 +351,12 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
         add(Row(CEILING_GROUP, f"send {label}, one at a time (Producer.send) vs an echo round trip ({echo.kind})",
                 "msgs/s", m["ours1"], f"{frame} B echoed over TCP loopback, {echo.kind} Protocol server "
                 f"process and client, 1 in flight", m[f"echo-{echo.kind}"]))
+    if busy is not None:
+        add(Row(BUSY_GROUP, f"send {label}, one at a time, busy polling {BUSY_POLL_US} µs vs Redis XADD "
+                "unpipelined", "msgs/s", m["busy1"], "Redis XADD over TCP loopback, appendfsync everysec, 1 in "
+                "flight", m["redis1"]))
+        add(Row(BUSY_GROUP, f"send {label}, one at a time, busy polling {BUSY_POLL_US} µs vs the default (off)",
+                "msgs/s", m["busy1"], "the same send without busy polling (the target row above)", m["ours1"]))
     if cpu["broker"]:
         notes.extra[f"cpu per one-at-a-time send {label}"] = {k: median(v) * 1e6 for k, v in cpu.items()}
     if cpp:
@@ -350,6 +372,8 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
         "batch": lambda: client.batch_rate(topic, body, bs.batch_n),
         "redis64": lambda: redis.xadd_tcp_rate(stream, body, bs.redis_pipe_n, depth=64),
     }
+    if busy is not None:
+        sides["busybatch"] = lambda: busy.batch_rate(topic, body, bs.batch_n)
     if nats is not None:
         sides["nats64"] = lambda: nats.publish_rate(subject, body, bs.redis_pipe_n, depth=64)
     m = {k: median(v) for k, v in alternate(bs.rounds, sides).items()}
@@ -358,6 +382,11 @@ def _one_size(client: OurClient, broker: BrokerProcess, redis: TcpRedis, bs: Bro
             m["ours64"], ref64, m["redis64"]))
     add(Row(GROUP, f"send_batch {label}, 64 per batch vs Redis XADD pipeline 64", "msgs/s", m["batch"], ref64,
             m["redis64"], 1.0))
+    if busy is not None:
+        add(Row(BUSY_GROUP, f"send_batch {label}, 64 per batch, busy polling {BUSY_POLL_US} µs vs Redis XADD "
+                "pipeline 64", "msgs/s", m["busybatch"], ref64, m["redis64"]))
+        add(Row(BUSY_GROUP, f"send_batch {label}, 64 per batch, busy polling {BUSY_POLL_US} µs vs the default "
+                "(off)", "msgs/s", m["busybatch"], "the same send_batch without busy polling", m["batch"]))
     if nats is not None:
         nref64 = "NATS JetStream publish over TCP loopback, 64 acknowledgements in flight"
         add(Row(GROUP, f"send {label}, 64 in flight on one connection (asyncio) vs NATS JetStream publish, "
@@ -416,6 +445,13 @@ def _notes(notes: Notes, bs: BrokerSizes) -> None:
         "each publish acknowledged by JetStream ({\"stream\":..,\"seq\":..} on the reply subject), one or "
         f"64 in flight; the read side is a durable pull consumer with ack_policy none, {PULL_BATCH} messages "
         "per MSG.NEXT request, payloads collected into a list. Informational rows (no target in issue 7).")
+    notes.caveat(
+        f"Busy-polling rows (informational, opt-in): a second `rocketstore serve` with busyPollMicros="
+        f"{BUSY_POLL_US} in its broker.conf and a second client whose event loop busy-polls as long "
+        "(`rocketstore.remoting.busy_poll.enable(loop, 500)`), measured in the same rounds as the default "
+        "pair. Each loop keeps polling its sockets for the window after its last read or write instead of "
+        "sleeping in epoll: a core busy while traffic flows, against the cost of a wake-up on this VM. The "
+        "target rows are the defaults (off).")
     notes.caveat(
         f"Echo ceiling: a frame of the body + {SEND_HEADER_BYTES} B (the size of our send request) written by "
         "an asyncio.Protocol client in the bench process and echoed back by an asyncio.Protocol server in its "

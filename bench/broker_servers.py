@@ -52,10 +52,12 @@ class BrokerProcess:
     """``python -m rocketstore.cli.main serve`` on a private store, ports picked by the OS, *flush_type*
     (broker.conf's flushDiskType: ASYNC_FLUSH or SYNC_FLUSH)."""
 
-    def __init__(self, directory: str, *, small: bool, flush_type: str = "ASYNC_FLUSH") -> None:
+    def __init__(self, directory: str, *, small: bool, flush_type: str = "ASYNC_FLUSH",
+                 busy_poll_us: int = 0) -> None:
         self.directory = directory
         self.small = small
         self.flush_type = flush_type
+        self.busy_poll_us = busy_poll_us
         self.proc: subprocess.Popen[str] | None = None
         self.namesrv_addr = ""
         self.broker_addr = ""
@@ -64,7 +66,7 @@ class BrokerProcess:
     def start(self, timeout_s: float = 60.0) -> None:
         os.makedirs(self.directory, exist_ok=True)
         props: dict[str, object] = {"flushDiskType": self.flush_type, "mappedFileSizeCommitLog": 256 << 20,
-                                    **PULL_BROKER_PROPS}
+                                    "busyPollMicros": self.busy_poll_us, **PULL_BROKER_PROPS}
         if self.small:
             props.update(mappedFileSizeCommitLog=8 << 20, mappedFileSizeConsumeQueue=20_000 * 20,
                          maxHashSlotNum=2000, maxIndexNum=8000, preallocateCommitLog="false")

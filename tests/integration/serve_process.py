@@ -67,8 +67,9 @@ class ServeProcess:
     """One ``rocketstore serve`` subprocess; the first line it prints gives both addresses."""
 
     def __init__(self, store: Path, conf: Path | None = None, *, namesrv_port: int = 0, broker_port: int = 0,
-                 start_timeout_s: float = 60.0) -> None:
+                 start_timeout_s: float = 60.0, extra_args: tuple[str, ...] = ()) -> None:
         self.store = store
+        self.extra_args = extra_args
         self.conf = conf
         self.namesrv_port = namesrv_port
         self.broker_port = broker_port
@@ -83,6 +84,7 @@ class ServeProcess:
                 "--namesrv-port", str(self.namesrv_port), "--broker-port", str(self.broker_port)]
         if self.conf is not None:
             args += ["-c", str(self.conf)]
+        args += self.extra_args
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         try:

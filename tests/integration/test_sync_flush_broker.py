@@ -138,3 +138,40 @@ def test_a_message_with_wait_false_is_answered_without_waiting_for_the_disk(tmp_
                 return quick.status, (await waiting).status
 
         assert cluster.run(scenario(), 60) == ("SEND_OK", "SEND_OK")
+
+
+def test_a_busy_polling_broker_holds_still_while_its_sends_wait_for_a_sync(tmp_path: Path, gate: DiskGate) -> None:
+    """busyPollMicros: the loop polls between requests, but not while sends wait for the syncing thread (which
+    needs the GIL to answer them); it polls again once the answers are out."""
+    from rocketstore.remoting import busy_poll
+
+    with _cluster(tmp_path) as plain:  # the default: no poller on the loop
+        assert plain.call(lambda: busy_poll.of(plain.loop)) is None
+    with LocalCluster(tmp_path / "busy", busy_poll_micros=500,
+                      store_overrides={"flush_disk_type": "SYNC_FLUSH"}) as cluster:
+        poller = cluster.call(lambda: busy_poll.of(cluster.loop))
+        assert poller is not None
+
+        async def scenario() -> tuple[bool, list[str], int, int]:
+            async with Producer(cluster.namesrv_addr, "busy-sync-producer", timeout_s=30) as producer:
+                assert (await producer.send("BusySync", b"warm")).status == "SEND_OK"
+                gate.open.clear()
+                tasks = await _send_all(producer, "BusySync", 8)
+                assert await asyncio.to_thread(gate.blocked.wait, 10), "no sync was started"
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                polling_while_waiting = poller.polling
+                gate.open.set()
+                statuses = [r.status for r in await asyncio.gather(*tasks)]
+                spins = poller.spins
+                assert (await producer.send("BusySync", b"after")).status == "SEND_OK"
+                return polling_while_waiting, statuses, spins, poller.spins
+
+        polling_while_waiting, statuses, spins_before, spins_after = cluster.run(scenario(), 60)
+        assert not polling_while_waiting
+        assert statuses == ["SEND_OK"] * 8
+        assert spins_after > spins_before
+    with LocalCluster(tmp_path / "busy", store_overrides={"flush_disk_type": "SYNC_FLUSH"}) as again:
+        found = again.call(lambda: again.broker.store.query("BusySync", "k7", 4, 0, 2**62))
+        assert [m.body for m in found.messages] == [b"m7"]
+    assert busy_poll.of(cluster.loop) is None  # the broker turned it off as it closed

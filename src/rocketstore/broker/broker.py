@@ -47,6 +47,7 @@ from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
+from rocketstore.remoting import busy_poll
 from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
@@ -134,6 +135,14 @@ class Broker:
                                       check_interval_s=5.0 if cfg.long_polling_enable else cfg.short_polling_time_ms / 1000)
             self.store.add_dispatch_listener(self.pull_hold.on_dispatch)
             self._durable_waits = DurableWaits(self.store, loop, self.store_config.sync_flush_timeout_ms / 1000)
+            if cfg.busy_poll_micros:
+                poller = busy_poll.enable(loop, cfg.busy_poll_micros)
+                if poller is not None:
+                    # sends waiting for a sync wait for the syncing thread, which needs the GIL to answer;
+                    # the dispatch thread (pull answers, long polls) needs it once it has gathered records
+                    waits, store = self._durable_waits, self.store
+                    poller.add_blocker(lambda: len(waits) > 0)
+                    poller.add_due(lambda: store.dispatch_due_at)
             self.pull_hold.start()
             if self.store_config.broker_role != BrokerRole.SLAVE:
                 self.schedule = ScheduleService(self.store, config_dir,
@@ -172,6 +181,8 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
         await self.server.close()
+        if self.config.busy_poll_micros:
+            busy_poll.enable(asyncio.get_running_loop(), 0)  # the loop may outlive the broker (tests, embedders)
         if self.schedule is not None:
             await self.schedule.close()
         if self._store is not None:

@@ -1,6 +1,7 @@
 """``serve``, ``namesrv`` and ``broker`` commands: run a name server and/or a broker until SIGINT/SIGTERM.
 
     rocketstore serve [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf] [--host H]
+                      [--busy-poll-us N]
     rocketstore namesrv [--port 9876] [--host H]
     rocketstore broker -c broker.conf [--store DIR] [--port P] [-n host:port] [--host H]
 
@@ -27,6 +28,10 @@ from rocketstore.remoting.transport import run
 __all__ = ["add_serve_commands", "main", "serve", "serve_broker", "serve_namesrv"]
 
 
+_BUSY_HELP = ("keep the event loop polling N µs after each read or write instead of sleeping: faster round "
+              "trips for a busy core (overrides busyPollMicros; default 0, off)")
+
+
 def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser("serve", help="run a name server and a broker in one process on a local store")
     p.add_argument("--store", default=None, help="store directory (default: storePathRootDir or ./store)")
@@ -35,6 +40,7 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
                    help="broker port (0: pick one; default: listenPort or 10911)")
     p.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on and to advertise (127.0.0.1)")
+    p.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     p.set_defaults(func=_cmd_serve, handler=_cmd_serve)
 
@@ -50,6 +56,7 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     b.add_argument("-p", "--port", type=int, default=None, help="listen port (overrides listenPort; 0: pick one)")
     b.add_argument("-n", "--namesrv", default=None, help="name server address(es) host:port;host:port")
     b.add_argument("--host", default=None, help="interface to listen on (default: brokerIP1 or 127.0.0.1)")
+    b.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
     b.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     b.set_defaults(func=_cmd_broker, handler=_cmd_broker)
 
@@ -77,12 +84,13 @@ def _print(line: str) -> None:
 
 
 async def serve(store: str | None, namesrv_port: int, broker_port: int | None, config: str | None,
-                host: str) -> None:
+                host: str, busy_poll_us: int | None = None) -> None:
     namesrv = NameServer()
     await namesrv.start(host, namesrv_port)
     broker = None
     try:
-        overrides = _overrides(listenPort=broker_port, namesrvAddr=f"{host}:{namesrv.port}")
+        overrides = _overrides(listenPort=broker_port, namesrvAddr=f"{host}:{namesrv.port}",
+                               busyPollMicros=busy_poll_us)
         if store is not None:
             overrides["storePathRootDir"] = store
         broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
@@ -109,8 +117,9 @@ async def serve_namesrv(port: int, host: str) -> None:
 
 
 async def serve_broker(config: str, store: str | None, port: int | None, namesrv: str | None,
-                       host: str | None) -> None:
-    overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store)
+                       host: str | None, busy_poll_us: int | None = None) -> None:
+    overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store,
+                           busyPollMicros=busy_poll_us)
     broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
     broker_cfg = broker_cfg.replace(listen_host=listen_host, broker_ip1=props.get("brokerIP1", listen_host))
@@ -132,7 +141,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host))
+    run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host, args.busy_poll_us))
     return 0
 
 
@@ -144,7 +153,7 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
 
 def _cmd_broker(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host))
+    run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host, args.busy_poll_us))
     return 0
 
 

@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
+from rocketstore.remoting import busy_poll
 from rocketstore.remoting.codec import encode_command, encode_command_parts
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
@@ -140,7 +141,10 @@ class Connection(asyncio.BufferedProtocol):
         self._can_write.set()
         self._closed = False
         self._close_cause: BaseException | None = None
-        self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._lost: asyncio.Future[None] = loop.create_future()
+        #: the loop's busy poller (busy_poll.enable), told of every read and write; None when off
+        self._busy = busy_poll.of(loop)
         self._tasks: set[asyncio.Task[None]] = set()
         #: (host, port) of the other side, '' / 0 before connection_made
         self.peer: tuple[str, int] = ("", 0)
@@ -170,6 +174,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active_s = time.monotonic()
+        busy = self._busy
+        if busy is not None:
+            busy.kick()
         self._decoder.wrote(nbytes)
         self._process_buffer()
 
@@ -401,6 +408,9 @@ class Connection(asyncio.BufferedProtocol):
         out = self._outbox
         if not out:
             return
+        busy = self._busy
+        if busy is not None:
+            busy.kick()
         self._outbox = []
         transport = self._transport
         if self._closed or transport is None or transport.is_closing():

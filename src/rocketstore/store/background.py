@@ -16,6 +16,7 @@ Thread-safety: :meth:`release_dispatch`, :meth:`wake_dispatch`, :meth:`dispatch_
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +58,9 @@ class StoreThreads:
         #: sync flush: the dispatcher sleeps with this flag up instead, so that puts (whose records are not
         #: durable yet) do not wake it for nothing; the group commit wakes it for durable records
         self._dispatch_waits_for_sync = False
+        #: the monotonic time from which the dispatch thread waits for the GIL (inf while it sleeps with
+        #: nothing to do, or runs): a busy-polling event loop naps then to let it in (remoting/busy_poll.py)
+        self.dispatch_due_at = math.inf
         self._dispatch_thread: threading.Thread | None = None
         self._flusher: AsyncFlusher | None = None
         self.group_commit: GroupCommit | None = None
@@ -122,10 +126,12 @@ class StoreThreads:
         wake = self._dispatch_wake
         sync_flush = self.group_commit is not None
         while not stop.is_set():
+            self.dispatch_due_at = math.inf  # this thread holds the GIL now
             failing = dispatcher.io_error is not None
             count = dispatcher.dispatch_available(self.dispatch_bound())
             if count >= busy_records:
                 if self.dispatch_bound() - dispatcher.reput_offset < backlog_bytes:
+                    self.dispatch_due_at = time.monotonic() + busy_pause_s
                     stop.wait(busy_pause_s)
             elif count == 0:
                 if dispatcher.io_error is not None:
@@ -144,11 +150,13 @@ class StoreThreads:
                     self.dispatch_idle = self._dispatch_waits_for_sync = False
                     wake.acquire(False)  # consume a wake-up that came meanwhile: its record is seen below
                     if woken and len(self._commitlog.facts) < gather_records and not stop.is_set():
+                        self.dispatch_due_at = time.monotonic() + gather_s
                         time.sleep(gather_s)
             if failing != (dispatcher.io_error is not None):
                 self._update_refuse_writes()
 
     def release_dispatch(self) -> None:
+        self.dispatch_due_at = 0.0  # runnable from now: it takes the GIL next
         try:
             self._dispatch_wake.release()
         except RuntimeError:

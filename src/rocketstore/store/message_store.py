@@ -540,6 +540,13 @@ class MessageStore:
     def dispatch_behind_bytes(self) -> int:
         return self._dispatcher.behind_bytes
 
+    @property
+    def dispatch_due_at(self) -> float:
+        """The ``time.monotonic()`` time from which the dispatch thread waits for the GIL to run (math.inf
+        while it has nothing to do or is running): a thread that keeps the GIL busy, as a busy-polling
+        event loop does, should let go of it then."""
+        return self._threads.dispatch_due_at
+
     def delete_expired_files(self, *, force: bool = False, now_ms: int | None = None) -> CleanReport:
         """One retention pass now (the background thread runs one every cleanResourceInterval)."""
         self._check_open()

@@ -94,6 +94,7 @@ autoCreateTopicEnable = false
 defaultTopicQueueNums = 16
 shortPollingTimeMills = 500
 mappedFileSizeCommitLog = 1048576
+busyPollMicros = 300
 """, encoding="utf-8")
     broker, store, _ = load_broker_conf(str(conf), store_dir=str(tmp_path / "s"))
     assert broker.broker_cluster_name == "ProdCluster" and broker.broker_name == "broker-q"
@@ -101,6 +102,7 @@ mappedFileSizeCommitLog = 1048576
     assert (broker.listen_port, broker.broker_ip1, broker.advertised_ip()) == (11011, "10.0.0.7", "10.0.0.7")
     assert broker.auto_create_topic_enable is False and broker.default_topic_queue_nums == 16
     assert broker.short_polling_time_ms == 500
+    assert broker.busy_poll_micros == 300 and BrokerConfig().busy_poll_micros == 0  # off unless asked for
     assert store.is_sync_flush and store.file_reserved_time_h == 48
     assert store.mapped_file_size_commit_log == 1048576
     assert store.store_host == "10.0.0.7:11011"
@@ -112,3 +114,6 @@ def test_bad_broker_conf_values_are_rejected() -> None:
         BrokerConfig.from_properties({"listenPort": "ten"})
     with pytest.raises(StoreConfigError):
         BrokerConfig.from_properties({"listenPort": "70000"})
+    for bad in ("-1", "1000001", "soon"):
+        with pytest.raises(StoreConfigError):
+            BrokerConfig.from_properties({"busyPollMicros": bad})
