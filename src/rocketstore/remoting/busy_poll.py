@@ -96,7 +96,16 @@ class BusyPoll:
             self._dues.remove(due_at)
 
     def _blocked(self) -> bool:
-        return any(b() for b in self._blockers)
+        for blocked in self._blockers:  # (a loop, not any() over a generator: this runs at every poll)
+            if blocked():
+                return True
+        return False
+
+    def _due(self, now: float) -> bool:
+        for due_at in self._dues:
+            if due_at() <= now:
+                return True
+        return False
 
     def _start(self) -> None:
         if self.window_s <= 0:
@@ -119,7 +128,7 @@ class BusyPoll:
         elif now - self._last >= self.window_s:
             self.polling = False
             return
-        if now - self._since_nap >= self._fair_s or (self._dues and min(d() for d in self._dues) <= now):
+        if now - self._since_nap >= self._fair_s or (self._dues and self._due(now)):
             self._sleep(NAP_S)
             self.naps += 1
             self._since_nap = self._clock()
