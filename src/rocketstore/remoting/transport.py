@@ -27,7 +27,9 @@ coroutines issue within one loop iteration leave together at its end, so 64 conc
 send() each way rather than 64.  A client may hand over a request's frame already encoded
 (:meth:`Connection.request_encoded`, a producer's send from a template).
 
-Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  Thread-safety: a Connection and a
+Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  A loop may busy-poll for a while
+after I/O instead of sleeping (:mod:`rocketstore.remoting.busy_poll`, opt-in): connections tell its poller
+of every read and write.  Thread-safety: a Connection and a
 RemotingServer belong to the loop that created them; call them from that loop only.
 """
 
