@@ -17,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:  # bench/ sits at the repository root, beside src/
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.broker_bench import BUSY_GROUP
 from bench.broker_sync_bench import SYNC_GROUP
 from bench.runner import main, run_suite
 
@@ -66,6 +67,11 @@ def test_smoke_suite_writes_well_formed_ratio_rows(tmp_path: Path) -> None:
             assert any(r.name.startswith(prefix) for r in sync_rows), prefix
         assert len(sync_rows) == 6 and all(r.target_ratio is None for r in sync_rows)
         assert all("appendfsync always" in r.reference for r in sync_rows)
+        # the opt-in busy-polling pair, measured beside the default pair: informational, no target
+        busy_rows = [r for r in broker_rows if r.group == BUSY_GROUP]
+        assert len(busy_rows) == 8 and all(r.target_ratio is None for r in busy_rows)
+        assert {r.reference_value for r in busy_rows if r.name.endswith("vs the default (off)")} <= {
+            r.ours for r in broker_rows if r.group != BUSY_GROUP}
         # the round-trip ceiling needs nothing optional; the NATS rows need nats-server
         assert any(r.name.startswith("send 100 B, one at a time (Producer.send) vs an echo round trip (asyncio)")
                    for r in returned)
