@@ -14,6 +14,9 @@ subprocess they can kill, and talk to it in JSON lines on stdout:
         raises (RECONSUME_LATER), with --fail-always every delivery does; a "stop" line (or EOF) on stdin shuts
         the consumer down, then {"shutdown": true}
 
+With RMQ_ACCESS_KEY / RMQ_SECRET_KEY (and RMQ_CHANNEL) in the environment, producer and consumer sign their
+requests (set_session_credentials), as against a broker with aclEnable.
+
 Message i has body ``body-i ünï`` (plus a space and N "x" with --pad N), key ``key-i`` and tag TAGS[i % len(TAGS)].  Exits with os._exit so a
 hanging C++ destructor cannot keep the process alive.  The C++ client logs to $HOME/logs/rocketmq-cpp:
 tests point HOME at a temporary directory.
@@ -44,12 +47,20 @@ def _text(value: object) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
+def _credentials(client) -> None:  # type: ignore[no-untyped-def]
+    access_key = os.environ.get("RMQ_ACCESS_KEY")
+    if access_key is not None:
+        client.set_session_credentials(access_key, os.environ.get("RMQ_SECRET_KEY", ""),
+                                       os.environ.get("RMQ_CHANNEL", ""))
+
+
 def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], batch: int, delay: int,
             first: int, pad: int, mode: str = "sync") -> None:
     from rocketmq.client import Message, Producer
 
     producer = Producer(group)
     producer.set_namesrv_addr(namesrv)
+    _credentials(producer)
     producer.start()
     try:
         def make(i: int) -> Message:
@@ -103,6 +114,7 @@ def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: b
 
     consumer = PushConsumer(group, orderly=orderly)
     consumer.set_namesrv_addr(namesrv)
+    _credentials(consumer)
     consumer.subscribe(topic, on_message, expression)
     consumer.start()
     emit({"started": True})

@@ -26,8 +26,9 @@ RUNNER = Path(__file__).resolve().parent / "cpp_client_runner.py"
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    env.update(extra or {})
     env["HOME"] = str(home)  # the C++ client writes $HOME/logs/rocketmq-cpp
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return env
@@ -53,9 +54,10 @@ requires_cpp_client = pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_RE
 class Runner:
     """One cpp_client_runner.py process, its JSON lines collected by a reader thread."""
 
-    def __init__(self, args: list[str], home: Path) -> None:
+    def __init__(self, args: list[str], home: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, str(RUNNER), *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home))
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=_env(home, env))
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

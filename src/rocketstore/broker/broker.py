@@ -31,6 +31,7 @@ from rocketstore.broker import (
     retry,
     send,
 )
+from rocketstore.broker.acl import ACL_EXCEPTION, PlainAcl
 from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
@@ -49,7 +50,7 @@ from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.remoting import busy_poll
 from rocketstore.remoting.bodies import RegisterBrokerBody
-from rocketstore.remoting.codes import RequestCode
+from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import NotifyConsumerIdsChangedRequestHeader
 from rocketstore.remoting.server import RemotingServer, RequestRouter
@@ -80,6 +81,11 @@ class Broker:
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)
+        #: aclEnable: every request is checked against the ACL files of rocketmqHome before its handler
+        self.acl: PlainAcl | None = None
+        if self.config.acl_enable:
+            self.acl = PlainAcl(self.config.acl_home())
+            self.router.guard = self._acl_guard
         self.clients = ClientRegistry(self.config.channel_expired_timeout_ms)
         self._store: MessageStore | None = None
         self.topics: TopicTable
@@ -165,6 +171,14 @@ class Broker:
         except BaseException:
             await self.close()
             raise
+
+    def _acl_guard(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        assert self.acl is not None
+        why = self.acl.check(request.code, request.ext_fields, request.body, connection.peer[0])
+        if why is None:
+            return None
+        log.info("ACL refused request code %s from %s: %s", request.code, connection.peer_address, why)
+        return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{ACL_EXCEPTION}: {why}")
 
     def _register_body(self) -> RegisterBrokerBody:
         return RegisterBrokerBody(self.topics.registration_view(self.config.broker_permission),

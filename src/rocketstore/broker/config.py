@@ -72,6 +72,10 @@ class BrokerConfig:
     #: rocketstore's own: keep the event loop polling this long after each read or write instead of
     #: sleeping (remoting/busy_poll.py: one-at-a-time sends ~2.5x faster for a busy core); 0: off
     busy_poll_micros: int = 0
+    #: plain ACL (broker/acl.py): every request checked against <rocketmqHome>/conf/plain_acl.yml and
+    #: conf/acl/*.yml; rocketmqHome defaults to $ROCKETMQ_HOME, else the working directory
+    acl_enable: bool = False
+    rocketmq_home: str = ""
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -86,6 +90,10 @@ class BrokerConfig:
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in re.split(r"[;,]", self.namesrv_addr or "") if a.strip()]
+
+    def acl_home(self) -> str:
+        """Where the ACL files are: rocketmqHome, else $ROCKETMQ_HOME, else the working directory."""
+        return self.rocketmq_home or os.environ.get("ROCKETMQ_HOME") or os.getcwd()
 
     @property
     def register_period_s(self) -> float:

@@ -24,11 +24,15 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
 from rocketstore.remoting.transport import DEFAULT_MAX_IN_FLIGHT, Connection, ImmediateHandler, RequestHandler
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "RemotingServer", "RequestRouter"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Guard", "RemotingServer", "RequestRouter"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_TIMEOUT_S = 120.0
+
+#: ``guard(connection, request)`` -> the answer refusing *request*, or None to serve it; runs before every
+#: handler, immediate or not (a broker's ACL check, as RocketMQ's RPC hook before its processors)
+Guard = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
 
 class RequestRouter:
@@ -37,6 +41,10 @@ class RequestRouter:
     def __init__(self, handlers: Mapping[int, RequestHandler] | None = None) -> None:
         self.handlers: dict[int, RequestHandler] = dict(handlers or {})
         self.immediate_handlers: dict[int, ImmediateHandler] = {}
+        #: checked before every request when set (set it before the server accepts connections: a
+        #: connection takes its immediate lookup once)
+        self.guard: Guard | None = None
+        self._guarded: dict[ImmediateHandler, ImmediateHandler] = {}
 
     def add(self, code: int, handler: RequestHandler, *, immediate: ImmediateHandler | None = None) -> None:
         """Serve *code* with *handler*.  *immediate*, if given, is tried first, synchronously, as the frame
@@ -53,10 +61,33 @@ class RequestRouter:
 
     def immediate_lookup(self) -> Callable[[int], ImmediateHandler | None]:
         """:meth:`immediate_handler` as the table's own ``get`` (a C call per frame); it sees later
-        :meth:`add` calls, which change the table in place."""
-        return self.immediate_handlers.get
+        :meth:`add` calls, which change the table in place.  With a guard, each handler wrapped by it."""
+        if self.guard is None:
+            return self.immediate_handlers.get
+        return self._guarded_immediate
+
+    def _guarded_immediate(self, code: int) -> ImmediateHandler | None:
+        immediate = self.immediate_handlers.get(code)
+        if immediate is None:
+            return None
+        wrapped = self._guarded.get(immediate)
+        if wrapped is None:
+            guard = self.guard
+            assert guard is not None
+
+            def wrapped(connection: Connection, request: RemotingCommand) -> object:
+                refused = guard(connection, request)
+                return refused if refused is not None else immediate(connection, request)
+
+            self._guarded[immediate] = wrapped  # type: ignore[assignment]
+        return wrapped  # type: ignore[return-value]
 
     async def __call__(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        guard = self.guard
+        if guard is not None:
+            refused = guard(connection, request)
+            if refused is not None:
+                return refused
         handler = self.handlers.get(request.code)
         if handler is None:
             return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,

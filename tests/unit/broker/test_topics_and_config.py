@@ -95,6 +95,8 @@ defaultTopicQueueNums = 16
 shortPollingTimeMills = 500
 mappedFileSizeCommitLog = 1048576
 busyPollMicros = 300
+aclEnable = true
+rocketmqHome = /opt/rocketmq
 """, encoding="utf-8")
     broker, store, _ = load_broker_conf(str(conf), store_dir=str(tmp_path / "s"))
     assert broker.broker_cluster_name == "ProdCluster" and broker.broker_name == "broker-q"
@@ -103,6 +105,8 @@ busyPollMicros = 300
     assert broker.auto_create_topic_enable is False and broker.default_topic_queue_nums == 16
     assert broker.short_polling_time_ms == 500
     assert broker.busy_poll_micros == 300 and BrokerConfig().busy_poll_micros == 0  # off unless asked for
+    assert broker.acl_enable is True and broker.acl_home() == "/opt/rocketmq"
+    assert BrokerConfig().acl_enable is False
     assert store.is_sync_flush and store.file_reserved_time_h == 48
     assert store.mapped_file_size_commit_log == 1048576
     assert store.store_host == "10.0.0.7:11011"

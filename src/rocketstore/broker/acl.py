@@ -1,0 +1,361 @@
+"""Plain ACL, as RocketMQ 4.9.3's PlainAccessValidator checks it (shared/spec/acl.md): accounts and white
+address lists from YAML files, and the check a broker with ``aclEnable=true`` runs on every request before
+its handler.
+
+Files: ``<rocketmqHome>/conf/acl/**/*.yml|*.yaml`` (sorted by path) and then ``<rocketmqHome>/conf/
+plain_acl.yml``; an access key defined in two files is taken from the first.  They are re-read when any of
+them changes (looked at no more than once a second); a file that no longer loads leaves the last good
+configuration in force, logged.
+
+The check (:meth:`PlainAcl.check`): a peer address matching a global white pattern passes; otherwise the
+request needs an AccessKey the files know, passes if the peer matches that account's white pattern, else
+needs the HMAC-SHA1 signature of its fields and body under the account's secret, then the permissions its
+request code needs (PUB on the topic of a send, SUB on the topic and the ``%RETRY%<group>`` of a pull, ...;
+admin-only codes need ``admin: true``).  A failure is answered as the Java broker answers its AclException:
+SYSTEM_ERROR with the exception in the remark.
+
+The name server has no ACL, as in 4.9.3.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signing_content
+from rocketstore.remoting.codes import RequestCode
+
+__all__ = ["AclConfigError", "PlainAcl", "acl_files", "address_matcher", "check_permission", "load_acl_files",
+           "parse_perm"]
+
+log = logging.getLogger(__name__)
+
+DENY, ANY, PUB, SUB = 1, 2, 4, 8
+RETRY_PREFIX = "%RETRY%"
+#: what a failed check's remark starts with (the Java broker's AclException, as the clients print it)
+ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
+#: request codes only an admin account may use (Permission.ADMIN_CODE)
+ADMIN_CODES = frozenset({RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG,
+                         RequestCode.DELETE_TOPIC_IN_BROKER, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                         RequestCode.DELETE_SUBSCRIPTIONGROUP})
+_PERMS = {"PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB, "DENY": DENY}
+_RELOAD_CHECK_S = 1.0
+
+
+class AclConfigError(RocketStoreError):
+    """An ACL file that cannot be used (as the Java broker's AclException at load)."""
+
+
+def parse_perm(text: object) -> int:
+    """``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB`` or ``DENY``; anything else (or nothing) is DENY."""
+    return _PERMS.get(str(text).strip(), DENY) if text is not None else DENY
+
+
+def check_permission(needed: int, owned: int) -> bool:
+    if owned & DENY:
+        return False
+    if needed & ANY:
+        return bool(owned & (PUB | SUB))
+    return bool(needed & owned)
+
+
+# --- white address patterns --------------------------------------------------------------------------------
+
+
+def _never(_ip: str) -> bool:
+    return False
+
+
+def _always(_ip: str) -> bool:
+    return True
+
+
+def _octet_range(text: str) -> tuple[int, int] | None:
+    """``*`` -> 0..255, ``lo-hi`` -> lo..hi, ``n`` -> n..n; None when it is none of these."""
+    if text == "*":
+        return 0, 255
+    lo, sep, hi = text.partition("-")
+    if not lo.isdigit() or (sep and not hi.isdigit()):
+        return None
+    a, b = int(lo), int(hi) if sep else int(lo)
+    if not 0 <= a <= b <= 255:
+        return None
+    return a, b
+
+
+def _ipv4_parts(ip: str) -> list[int] | None:
+    parts = ip.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and int(p) <= 255 for p in parts):
+        return None
+    return [int(p) for p in parts]
+
+
+def _normalized(ip: str) -> str:
+    try:
+        return str(ipaddress.ip_address(ip.strip().strip("[]")))
+    except ValueError:
+        return ip.strip()
+
+
+def address_matcher(pattern: str | None) -> Callable[[str], bool]:
+    """A predicate on a peer IP for one white-address pattern (RemoteAddressStrategyFactory's forms):
+    blank matches nothing; ``*`` (also ``*.*.*.*`` and the IPv6 all-star form) everything; ``a.b.c.{x,y}``
+    the listed last octets; ``ip1,ip2`` that set; ``*`` or ``lo-hi`` in an IPv4 octet (``192.168.*``,
+    ``192.168.1.1-100``) a range on it, the octets before it fixed; anything else one exact address."""
+    text = (pattern or "").strip()
+    if not text:
+        return _never
+    if text in ("*", "*.*.*.*", "*:*:*:*:*:*:*:*"):
+        return _always
+    if text.endswith("}") and "{" in text:
+        head, _, tail = text[:-1].partition("{")
+        allowed = {_normalized(head + last.strip()) for last in tail.split(",") if last.strip()}
+        return lambda ip: _normalized(ip) in allowed
+    if "," in text:
+        allowed = {_normalized(part) for part in text.split(",") if part.strip()}
+        return lambda ip: _normalized(ip) in allowed
+    if "*" in text or "-" in text:
+        parts = text.split(".")
+        if 1 < len(parts) <= 4:
+            ranges = [_octet_range(p) for p in parts]
+            # fixed octets, then one range (a '*' or 'lo-hi'), then only '*' up to four octets
+            if all(r is not None for r in ranges):
+                bounds = [r for r in ranges if r is not None] + [(0, 255)] * (4 - len(parts))
+
+                def in_ranges(ip: str) -> bool:
+                    octets = _ipv4_parts(ip.strip())
+                    return octets is not None and all(lo <= o <= hi for o, (lo, hi) in zip(octets, bounds))
+
+                return in_ranges
+        raise AclConfigError(f"white address pattern {pattern!r} is not one RocketMQ accepts")
+    exact = _normalized(text)
+    return lambda ip: _normalized(ip) == exact
+
+
+# --- files -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Account:
+    access_key: str
+    secret_key: str = field(repr=False)
+    white: Callable[[str], bool]
+    admin: bool
+    default_topic_perm: int
+    default_group_perm: int
+    #: resource (topic, or %RETRY%group) -> perm; None when the account lists none (as Java's null map)
+    perms: Mapping[str, int] | None
+
+
+@dataclass(frozen=True)
+class AclConfig:
+    global_white: tuple[Callable[[str], bool], ...]
+    accounts: Mapping[str, Account]
+
+
+def acl_files(home: str | os.PathLike[str]) -> list[Path]:
+    """The ACL files of a RocketMQ home: conf/acl/**/*.yml|yaml (sorted), then conf/plain_acl.yml."""
+    base = Path(home) / "conf"
+    found = sorted(p for p in (base / "acl").rglob("*") if p.is_file() and p.suffix in (".yml", ".yaml")) \
+        if (base / "acl").is_dir() else []
+    default = base / "plain_acl.yml"
+    if default.is_file() and default not in found:
+        found.append(default)
+    return found
+
+
+def _load_yaml(path: Path) -> object:
+    try:
+        import yaml
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise AclConfigError("PyYAML is needed to read ACL files (pip install pyyaml)") from exc
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise AclConfigError(f"{path}: {exc}") from exc
+
+
+def _perms(entries: object, kind: str, *, group: bool, into: dict[str, int]) -> None:
+    if entries is None:
+        return
+    if not isinstance(entries, list):
+        raise AclConfigError(f"{kind}Perms must be a list of 'name=PERM'")
+    for entry in entries:
+        items = [s for s in str(entry).split("=") if s]
+        if len(items) != 2:
+            raise AclConfigError(f"Parse resource permission failed for {kind}:{entry}")
+        name = items[0].strip()
+        into[RETRY_PREFIX + name if group else name] = parse_perm(items[1])
+
+
+def _account(raw: object, where: Path) -> Account:
+    if not isinstance(raw, dict):
+        raise AclConfigError(f"{where}: an account must be a mapping")
+    ak, sk = raw.get("accessKey"), raw.get("secretKey")
+    if ak is None or sk is None:
+        raise AclConfigError(f"{where}: an account needs accessKey and secretKey")
+    ak, sk = str(ak), str(sk)
+    if len(ak) <= 6:
+        raise AclConfigError(f"The accessKey={ak} cannot be less than 6 characters")
+    if len(sk) <= 6:
+        raise AclConfigError(f"The secretKey={'*' * len(sk)} of accessKey={ak} cannot be less than 6 characters")
+    perms: dict[str, int] = {}
+    _perms(raw.get("groupPerms"), "group", group=True, into=perms)
+    _perms(raw.get("topicPerms"), "topic", group=False, into=perms)
+    admin = raw.get("admin", False)
+    white = raw.get("whiteRemoteAddress")
+    return Account(ak, sk, address_matcher(None if white is None else str(white)),
+                   admin is True or str(admin).lower() == "true", parse_perm(raw.get("defaultTopicPerm")),
+                   parse_perm(raw.get("defaultGroupPerm")), perms or None)
+
+
+def load_acl_files(paths: Iterable[Path]) -> AclConfig:
+    """The configuration in *paths*, in order (the first file to define an access key wins)."""
+    white: list[Callable[[str], bool]] = []
+    accounts: dict[str, Account] = {}
+    for path in paths:
+        data = _load_yaml(path)
+        if not isinstance(data, dict) or not data:
+            raise AclConfigError(f"{path} file is not data")
+        for pattern in data.get("globalWhiteRemoteAddresses") or []:
+            white.append(address_matcher(str(pattern)))
+        for raw in data.get("accounts") or []:
+            account = _account(raw, path)
+            if account.access_key in accounts:
+                log.warning("accessKey %s is defined again in %s: the first definition stays", account.access_key,
+                            path)
+                continue
+            accounts[account.access_key] = account
+    return AclConfig(tuple(white), accounts)
+
+
+# --- the check ---------------------------------------------------------------------------------------------
+
+
+def _retry(group: str | None) -> str | None:
+    return None if group is None else RETRY_PREFIX + group
+
+
+def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> dict[str, int]:
+    """Resource -> permission a request of *code* needs (PlainAccessValidator.parse's table)."""
+    needs: dict[str, int] = {}
+
+    def add(resource: str | None, perm: int) -> None:
+        if resource is not None:
+            needs[resource] = perm
+
+    get = ext.get
+    if code == RequestCode.SEND_MESSAGE:
+        add(get("topic"), PUB)
+    elif code == RequestCode.SEND_MESSAGE_V2:
+        add(get("b"), PUB)
+    elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
+        add(get("originTopic"), PUB)
+        add(_retry(get("group")), SUB)
+    elif code == RequestCode.PULL_MESSAGE:
+        add(get("topic"), SUB)
+        add(_retry(get("consumerGroup")), SUB)
+    elif code == RequestCode.QUERY_MESSAGE:
+        add(get("topic"), SUB)
+    elif code == RequestCode.HEART_BEAT:
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError as exc:
+            raise AclConfigError(f"heartbeat body is not JSON: {exc}") from exc
+        for consumer in data.get("consumerDataSet") or []:
+            add(_retry(consumer.get("groupName")), SUB)
+            for sub in consumer.get("subscriptionDataSet") or []:
+                add(sub.get("topic"), SUB)
+    elif code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
+        add(_retry(get("consumerGroup")), SUB)
+    elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
+        add(_retry(get("consumerGroup")), SUB)
+        add(get("topic"), SUB)
+    return needs
+
+
+def _printable(resource: str) -> str:
+    if resource.startswith(RETRY_PREFIX):
+        return f"group:{resource[len(RETRY_PREFIX):]}"
+    return f"topic:{resource}"
+
+
+class PlainAcl:
+    """The configuration of one RocketMQ home's ACL files, re-read when they change; :meth:`check`."""
+
+    def __init__(self, home: str | os.PathLike[str], *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.home = Path(home)
+        self._clock = clock
+        self._stamp = self._file_stamp()
+        self.config = load_acl_files(acl_files(self.home))  # a bad file at start-up is an error
+        self._next_look = clock() + _RELOAD_CHECK_S
+
+    def _file_stamp(self) -> tuple[tuple[str, int, int], ...]:
+        stamp = []
+        for path in acl_files(self.home):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            stamp.append((str(path), st.st_mtime_ns, st.st_size))
+        return tuple(stamp)
+
+    def reload_if_changed(self) -> bool:
+        """Re-read the files if one changed, appeared or went; True when a new configuration is in force."""
+        stamp = self._file_stamp()
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            self.config = load_acl_files(acl_files(self.home))
+        except AclConfigError as exc:
+            log.error("ACL files under %s did not load, the previous configuration stays: %s", self.home, exc)
+            return False
+        log.info("ACL configuration reloaded from %s", self.home)
+        return True
+
+    def check(self, code: int, ext: Mapping[str, str], body: bytes | None, peer_ip: str) -> str | None:
+        """None when the request may go on, else why not (the AclException message)."""
+        now = self._clock()
+        if now >= self._next_look:
+            self._next_look = now + _RELOAD_CHECK_S
+            self.reload_if_changed()
+        config = self.config
+        try:
+            needs = needed_resources(code, ext, body)
+        except AclConfigError as exc:
+            return str(exc)
+        for white in config.global_white:
+            if white(peer_ip):
+                return None
+        access_key = ext.get(ACCESS_KEY)
+        if access_key is None:
+            return "No accessKey is configured"
+        account = config.accounts.get(access_key)
+        if account is None:
+            return f"No acl config for {access_key}"
+        if account.white(peer_ip):
+            return None
+        if sign(account.secret_key, signing_content(ext, body)) != ext.get(SIGNATURE):
+            return f"Check signature failed for accessKey={access_key}"
+        if code in ADMIN_CODES and not account.admin:
+            return f"Need admin permission for request code={code}, but accessKey={access_key} is not"
+        owned = account.perms
+        if not needs or (owned is None and account.admin):
+            return None
+        for resource, perm in needs.items():
+            if owned is not None and resource in owned:
+                have = owned[resource]
+            else:
+                have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
+            if not check_permission(perm, have):
+                return f"No default permission for {_printable(resource)}"
+        return None
