@@ -7,6 +7,7 @@ Imports remoting and message only (never store, broker or namesrv).
 from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.blocking_push import BlockingPushConsumer
 from rocketstore.client.consumer import PullConsumer, PullResult, PullStatus, decode_messages
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, ClientError, NoRouteError, broker_error_for
 from rocketstore.client.offset_store import LocalFileOffsetStore, OffsetStoreError, RemoteOffsetStore
 from rocketstore.client.producer import (
@@ -51,6 +52,7 @@ __all__ = [
     "RemoteOffsetStore",
     "RouteCache",
     "SendResult",
+    "SessionCredentials",
     "allocate_averagely",
     "broker_error_for",
     "decode_messages",

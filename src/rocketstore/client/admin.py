@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from rocketstore.client.consumer import decode_messages
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, broker_error_for
 from rocketstore.client.route import RouteCache, check
 from rocketstore.errors import InvalidMessageIdError, RemotingError
@@ -163,9 +164,11 @@ def _mq_fields(key: Any) -> dict[str, Any]:
 
 
 class AdminClient:
-    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
+                 credentials: SessionCredentials | None = None) -> None:
+        """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
         self.timeout_s = timeout_s
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials)
         self.namesrv_addrs = [a for a in namesrv_addr.split(";") if a]
         self.routes = RouteCache(self.namesrv_addrs, self.pool, timeout_s=timeout_s)
 

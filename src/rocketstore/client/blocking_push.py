@@ -20,6 +20,7 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, Self, TypeVar
 
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import MessageHandler
 from rocketstore.client.route import MessageQueue
@@ -33,22 +34,24 @@ T = TypeVar("T")
 class BlockingPushConsumer:
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, call_timeout_s: float = 60.0,
-                 **settings_kw: object) -> None:
+                 credentials: SessionCredentials | None = None, **settings_kw: object) -> None:
         self._loop = new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"push-consumer-{group}", daemon=True)
         self._call_timeout_s = call_timeout_s
         self._thread.start()
         try:
             self.consumer: PushConsumer = self._call(self._create(namesrv_addr, group, subscriptions, handler,
-                                                                 settings, settings_kw))
+                                                                 settings, credentials, settings_kw))
         except BaseException:
             self._stop_loop()
             raise
 
     @staticmethod
     async def _create(namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
-                      settings: PushConsumerSettings | None, settings_kw: dict[str, object]) -> PushConsumer:
-        return PushConsumer(namesrv_addr, group, subscriptions, handler, settings, **settings_kw)
+                      settings: PushConsumerSettings | None, credentials: SessionCredentials | None,
+                      settings_kw: dict[str, object]) -> PushConsumer:
+        return PushConsumer(namesrv_addr, group, subscriptions, handler, settings, credentials=credentials,
+                            **settings_kw)
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self._call_timeout_s)

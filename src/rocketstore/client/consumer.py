@@ -18,6 +18,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Self
 
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import broker_error_for
 from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import MessageDecodeError
@@ -83,12 +84,13 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
 
 class PullConsumer:
     def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0,
-                 handler: RequestHandler | None = None) -> None:
+                 handler: RequestHandler | None = None, credentials: SessionCredentials | None = None) -> None:
         """*handler* answers requests the brokers send back on our connections (a push consumer's
-        NOTIFY_CONSUMER_IDS_CHANGED)."""
+        NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
+        servers' too) is signed with."""
         self.group = group
         self.timeout_s = timeout_s
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials)
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
 
     async def __aenter__(self) -> Self:

@@ -22,6 +22,9 @@ the parts every entry shares, without BatchEntry objects or a pack per entry; th
 frame comes from a per-(topic, queue) JsonRequestTemplate with only the born timestamp, the properties and
 the opaque filled in per send (Connection.request_encoded numbers it); the route, publish queues, master
 addresses and the pool's connection are looked up without a coroutine while they stay valid.
+
+With ``credentials`` (ACL) every request is signed by its connection, which needs the request's extFields:
+sends then build a RemotingCommand (the path bodies of 16 KiB and more always take), never a template's frame.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import Self
 
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
 from rocketstore.errors import RemotingError
@@ -294,11 +298,15 @@ class _Targets:
 
 class Producer:
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
-                 retry_times: int = 2) -> None:
+                 retry_times: int = 2, credentials: SessionCredentials | None = None) -> None:
+        """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
         self.group = group
         self.timeout_s = timeout_s
         self.retry_times = retry_times
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials)
+        #: bodies shorter than this go out as a template's frame; 0 with credentials (a signed request is a
+        #: RemotingCommand whose extFields the connection signs), so the send path tests nothing more per send
+        self._template_body_limit = 0 if credentials is not None else _TEMPLATE_BODY_LIMIT
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
         self._next_queue = itertools.count(random.randrange(1024))
         #: topic -> where its sends go under the route last seen: recomputed only when the route changes
@@ -474,17 +482,17 @@ class Producer:
                 [q for q in queues if q.broker_name != failed_broker] or queues)
             mq = candidates[next(self._next_queue) % len(candidates)]
             addr = targets.addrs[mq.broker_name]
-            # the frame from a per-queue template (the bytes encode_command would write for the command of
-            # _ext_fields_v2's extFields), numbered by the connection
-            born = str(int(time.time() * 1000))
-            template = self._frame_template(topic, mq.queue_id, batch, flag, code, bool(properties))
-            encode = partial(template.encode, (born, properties) if properties else (born,), body)
             try:
                 # the pool's connection, without pool.request's two coroutines per send while it stays open
                 connection = self._connections.get(addr)
                 if connection is None or connection.is_closed:
                     connection = self._connections[addr] = await self.pool.get(addr)
-                if len(body) < _TEMPLATE_BODY_LIMIT:
+                if len(body) < self._template_body_limit:
+                    # the frame from a per-queue template (the bytes encode_command would write for the
+                    # command of _ext_fields_v2's extFields), numbered by the connection
+                    born = str(int(time.time() * 1000))
+                    template = self._frame_template(topic, mq.queue_id, batch, flag, code, bool(properties))
+                    encode = partial(template.encode, (born, properties) if properties else (born,), body)
                     response = await connection.request_encoded(encode, code, self.timeout_s)
                 else:
                     request = RemotingCommand.request(code, self._ext_fields_v2(

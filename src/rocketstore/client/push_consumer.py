@@ -47,6 +47,7 @@ from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.consume import Consumption
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.offset_store import (
     LocalFileOffsetStore,
@@ -145,9 +146,11 @@ class PushConsumerSettings:
 
 class PushConsumer:
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
-                 settings: PushConsumerSettings | None = None, **settings_kw: object) -> None:
+                 settings: PushConsumerSettings | None = None, *, credentials: SessionCredentials | None = None,
+                 **settings_kw: object) -> None:
         """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``); *settings* or keyword
-        arguments naming :class:`PushConsumerSettings` fields."""
+        arguments naming :class:`PushConsumerSettings` fields; *credentials*: ACL access key and secret
+        every request (name servers' too) is signed with."""
         if not subscriptions:
             raise ValueError("a push consumer needs at least one subscription")
         if settings is None:
@@ -166,7 +169,8 @@ class PushConsumer:
             topic: build_subscription(topic, expr, version) for topic, expr in subscriptions.items()}
         if self.clustering:  # copySubscription: retries come back through the group's retry topic
             self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
-        self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve)
+        self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
+                                     credentials=credentials)
         self.offsets: OffsetStore
         if self.clustering:
             self.offsets = RemoteOffsetStore(self.consumer)

@@ -27,6 +27,11 @@ coroutines issue within one loop iteration leave together at its end, so 64 conc
 send() each way rather than 64.  A client may hand over a request's frame already encoded
 (:meth:`Connection.request_encoded`, a producer's send from a template).
 
+ACL (RocketMQ's AclClientRPCHook): a client connection made with *credentials* signs every request and oneway
+it sends (:mod:`rocketstore.remoting.acl_signing`: AccessKey, SecurityToken and a Signature over its extFields
+and body) just before encoding; responses are never signed, and a pre-encoded frame cannot be
+(:meth:`Connection.request_encoded` refuses it).  Without credentials a request pays one ``is None`` test.
+
 Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  A loop may busy-poll for a while
 after I/O instead of sleeping (:mod:`rocketstore.remoting.busy_poll`, opt-in): connections tell its poller
 of every read and write.  Thread-safety: a Connection and a
@@ -41,13 +46,14 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
 from rocketstore.remoting import busy_poll
-from rocketstore.remoting.codec import encode_command, encode_command_parts
+from rocketstore.remoting.acl_signing import sign_ext_fields
+from rocketstore.remoting.codec import _output_ext_fields, encode_command, encode_command_parts
 from rocketstore.remoting.codes import ResponseCode
-from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand
+from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, new_command
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES, FrameDecoder
 from rocketstore.remoting.header_fields import HeaderFieldError
 
@@ -56,11 +62,13 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "Connection",
     "ConnectionPool",
+    "Credentials",
     "ImmediateHandler",
     "RequestHandler",
     "connect",
     "new_event_loop",
     "run",
+    "signed_request",
     "split_address",
 ]
 
@@ -84,6 +92,28 @@ ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | 
 ANSWER_LATER = object()
 
 T = TypeVar("T")
+
+
+class Credentials(Protocol):
+    """What a connection signs its requests with (rocketstore.client.SessionCredentials is one)."""
+
+    @property
+    def access_key(self) -> str: ...
+
+    @property
+    def secret_key(self) -> str: ...
+
+    @property
+    def security_token(self) -> str | None: ...
+
+
+def signed_request(command: RemotingCommand, credentials: Credentials) -> RemotingCommand:
+    """*command* with AccessKey (SecurityToken) and Signature added to its extFields, the signature over the
+    extFields as they go on the wire (None values left out, scalars as Java's toString()) and the body."""
+    ext = sign_ext_fields(_output_ext_fields(command.ext_fields), command.body, credentials.access_key,
+                          credentials.secret_key, credentials.security_token)
+    return new_command(command.code, command.language, command.version, command.opaque, command.flag,
+                       command.remark, ext, command.body, command.serialize_type)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -119,8 +149,11 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(self, handler: RequestHandler | None = None, *, max_frame_bytes: int = MAX_FRAME_BYTES,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-                 on_close: Callable[[Connection], None] | None = None) -> None:
+                 on_close: Callable[[Connection], None] | None = None,
+                 credentials: Credentials | None = None) -> None:
         self._handler = handler
+        #: what this connection signs its requests and oneways with (None: unsigned)
+        self._credentials = credentials
         #: code -> the handler's synchronous fast path, when it has one (RequestRouter.immediate_handler)
         lookup = getattr(handler, "immediate_lookup", None)
         self._immediate_for: Callable[[int], ImmediateHandler | None] | None = (
@@ -439,6 +472,9 @@ class Connection(asyncio.BufferedProtocol):
 
     async def request(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
         """Send a request and await its response; RequestTimeoutError after *timeout_s*."""
+        credentials = self._credentials
+        if credentials is not None:
+            command = signed_request(command, credentials)
         opaque = self._next_opaque()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
@@ -461,7 +497,10 @@ class Connection(asyncio.BufferedProtocol):
         without a command object and encode_command per send).  *code* is the request's code, named in a
         timeout's message.  The frame leaves with the requests queued in the same loop iteration, as
         :meth:`request`'s do; RequestTimeoutError after *timeout_s*, ConnectionClosedError on a closed
-        connection, whatever *encode* raises before anything is queued."""
+        connection, whatever *encode* raises before anything is queued.  A connection with credentials
+        raises ValueError: a frame encoded elsewhere cannot be signed (use :meth:`request`)."""
+        if self._credentials is not None:
+            raise ValueError("a connection with credentials signs its requests: request(), not request_encoded()")
         transport = self._transport
         if self._closed or transport is None or transport.is_closing():
             error = ConnectionClosedError(f"connection to {self.peer_address} is closed")
@@ -497,6 +536,9 @@ class Connection(asyncio.BufferedProtocol):
             command = RemotingCommand.request(command.code, command.ext_fields, command.body, oneway=True,
                                               remark=command.remark, language=command.language,
                                               version=command.version, serialize_type=command.serialize_type)
+        credentials = self._credentials
+        if credentials is not None:
+            command = signed_request(command, credentials)
         await self.send(command.with_opaque(self._next_opaque()), timeout_s)
 
     def _next_opaque(self) -> int:
@@ -550,13 +592,16 @@ class Connection(asyncio.BufferedProtocol):
 
 async def connect(address: str, *, handler: RequestHandler | None = None,
                   timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, max_frame_bytes: int = MAX_FRAME_BYTES,
-                  on_close: Callable[[Connection], None] | None = None) -> Connection:
-    """Open a client connection to ``host:port``; ConnectionClosedError if it cannot be made in time."""
+                  on_close: Callable[[Connection], None] | None = None,
+                  credentials: Credentials | None = None) -> Connection:
+    """Open a client connection to ``host:port``; ConnectionClosedError if it cannot be made in time.  With
+    *credentials* the connection signs every request and oneway it sends (ACL)."""
     host, port = split_address(address)
     loop = asyncio.get_running_loop()
     try:
         _, protocol = await asyncio.wait_for(
-            loop.create_connection(lambda: Connection(handler, max_frame_bytes=max_frame_bytes, on_close=on_close),
+            loop.create_connection(lambda: Connection(handler, max_frame_bytes=max_frame_bytes, on_close=on_close,
+                                                      credentials=credentials),
                                    host, port), timeout_s)
     except TimeoutError as exc:
         raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
@@ -566,11 +611,14 @@ async def connect(address: str, *, handler: RequestHandler | None = None,
 
 
 class ConnectionPool:
-    """One live client connection per address, (re)opened on demand.  Loop-bound."""
+    """One live client connection per address, (re)opened on demand.  Loop-bound.  With *credentials*
+    every connection signs the requests it sends (ACL)."""
 
     def __init__(self, *, handler: RequestHandler | None = None,
-                 connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+                 connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+                 credentials: Credentials | None = None) -> None:
         self._handler = handler
+        self.credentials = credentials
         self._connect_timeout_s = connect_timeout_s
         self._connections: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -586,7 +634,8 @@ class ConnectionPool:
         async with lock:
             connection = self._connections.get(address)
             if connection is None or connection.is_closed:
-                connection = await connect(address, handler=self._handler, timeout_s=self._connect_timeout_s)
+                connection = await connect(address, handler=self._handler, timeout_s=self._connect_timeout_s,
+                                           credentials=self.credentials)
                 self._connections[address] = connection
             return connection
 
