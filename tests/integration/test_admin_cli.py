@@ -263,3 +263,25 @@ def test_group_status_and_consume_directly_reach_a_connected_push_consumer(tmp_p
         finally:
             cluster.run(consumer.shutdown())
         assert "not online" in one_line_error(cli("group", "status", "cli-status-group", *ns))
+
+
+def test_serve_with_acl_and_the_cli_with_keys(tmp_path: Path) -> None:
+    """``rocketstore serve -c broker.conf`` with aclEnable and rocketmqHome: ``rocketstore send`` / ``consume``
+    with the account's keys work, without them or with one of the two missing they fail in one line."""
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(
+        "accounts:\n  - accessKey: cli-account\n    secretKey: cli-secret-key\n    defaultTopicPerm: PUB|SUB\n"
+        "    defaultGroupPerm: SUB\n", encoding="utf-8")
+    conf = write_broker_conf(tmp_path / "broker.conf", aclEnable="true", rocketmqHome=str(home))
+    keys = ("--access-key", "cli-account", "--secret-key", "cli-secret-key")
+    with ServeProcess(tmp_path / "store", conf) as serve:
+        ns = ("--namesrv", serve.namesrv_addr)
+        assert "AclException" in one_line_error(cli("send", "AclCli", "refused", *ns))
+        assert "both --access-key and --secret-key" in one_line_error(cli("send", "AclCli", "x", *ns,
+                                                                          "--access-key", "cli-account"))
+        sent = ok_json("send", "AclCli", "m{i}", "--count", "3", *ns, *keys)
+        assert len(sent) == 3
+        got = ok_json("consume", "AclCli", "--group", "cli-group", "--max", "3", "--timeout", "30", *ns, *keys)
+        assert sorted(m["body"] for m in got["messages"]) == ["m0", "m1", "m2"]
+        assert serve.terminate() == 0

@@ -21,6 +21,7 @@ from datetime import datetime
 
 from rocketstore.cli.output import (
     add_common,
+    credentials_of,
     fail,
     format_time,
     message_json,
@@ -131,7 +132,7 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
 
 
 def _admin(args: argparse.Namespace) -> AdminClient:
-    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s)
+    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
 
 
 # --- topic ---------------------------------------------------------------------------------------------------

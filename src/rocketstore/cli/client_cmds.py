@@ -22,6 +22,7 @@ import time
 from rocketstore.cli.output import (
     add_common,
     body_text,
+    credentials_of,
     fail,
     message_json,
     print_json,
@@ -95,7 +96,8 @@ def _send(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         results = []
-        async with Producer(args.namesrv, args.group, timeout_s=args.request_timeout_s) as producer:
+        async with Producer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
+                                    credentials=credentials_of(args)) as producer:
             for i in range(args.count):
                 body = body_template.replace(b"{i}", str(i).encode())
                 keys = args.keys.replace("{i}", str(i)) if args.keys else None
@@ -150,7 +152,8 @@ def _consume(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         state = _Consumption(args.max)
-        async with PullConsumer(args.namesrv, args.group, timeout_s=args.request_timeout_s) as consumer:
+        async with PullConsumer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
+                                        credentials=credentials_of(args)) as consumer:
             queues = await consumer.queues(args.topic)
             starts = await _start_offsets(args, consumer, queues)
             loops = [asyncio.ensure_future(_pull_loop(consumer, mq, starts[mq], args, state)) for mq in queues]
@@ -191,7 +194,7 @@ async def _start_offsets(args: argparse.Namespace, consumer: PullConsumer,
     offsets for: QUERY_CONSUMER_OFFSET cannot tell, as a broker answers 0 for a queue the group never
     committed on while the queue's first message is still in memory (RocketMQ's rule for new groups).
     """
-    async with AdminClient(args.namesrv, timeout_s=args.request_timeout_s) as admin:
+    async with AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args)) as admin:
         try:
             progress = await admin.consume_progress(args.group, None)
         except NoConsumeProgressError:  # a new group

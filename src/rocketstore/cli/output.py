@@ -16,11 +16,13 @@ from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any
 
+from rocketstore.client.credentials import SessionCredentials
+from rocketstore.client.errors import ClientError
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.transport import run
 
-__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "fail", "format_time",
+__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "credentials_of", "fail", "format_time",
            "message_json", "namesrv_list", "print_json", "print_message", "print_table", "run_command"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -28,16 +30,31 @@ BODY_PREVIEW_CHARS = 256
 
 
 def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False) -> None:
-    """``--namesrv`` (env ROCKETSTORE_NAMESRV, default 127.0.0.1:9876), ``--json`` and ``--timeout-s``."""
+    """``--namesrv`` (env ROCKETSTORE_NAMESRV, default 127.0.0.1:9876), ``--json``, ``--timeout-s`` and the
+    ACL keys ``--access-key`` / ``--secret-key`` (env ROCKETSTORE_ACCESS_KEY / ROCKETSTORE_SECRET_KEY)."""
     parser.add_argument("-n", "--namesrv", type=namesrv_list,
                         default=os.environ.get("ROCKETSTORE_NAMESRV", DEFAULT_NAMESRV),
                         help="name server(s) HOST:PORT[;HOST:PORT] (env ROCKETSTORE_NAMESRV; "
                              f"default {DEFAULT_NAMESRV})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--request-timeout-s", type=float, default=5.0, help="per request (default 5)")
+    parser.add_argument("--access-key", default=os.environ.get("ROCKETSTORE_ACCESS_KEY"),
+                        help="ACL access key to sign requests with (env ROCKETSTORE_ACCESS_KEY)")
+    parser.add_argument("--secret-key", default=os.environ.get("ROCKETSTORE_SECRET_KEY"),
+                        help="ACL secret key (env ROCKETSTORE_SECRET_KEY; prefer the variable to the flag)")
     if full_body:
         parser.add_argument("--full-body", action="store_true",
                             help=f"print whole bodies (default: the first {BODY_PREVIEW_CHARS} characters)")
+
+
+def credentials_of(args: argparse.Namespace) -> SessionCredentials | None:
+    """The ACL keys given to a command, None without them; ClientError when only one of the two is given."""
+    access_key, secret_key = getattr(args, "access_key", None), getattr(args, "secret_key", None)
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        raise ClientError("ACL needs both --access-key and --secret-key")
+    return SessionCredentials(access_key, secret_key)
 
 
 def namesrv_list(text: str) -> str:
