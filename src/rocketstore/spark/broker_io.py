@@ -18,7 +18,14 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
-from rocketstore.client import MessageQueue, Producer, PullConsumer, PullResult, SendResult
+from rocketstore.client import (
+    MessageQueue,
+    Producer,
+    PullConsumer,
+    PullResult,
+    SendResult,
+    SessionCredentials,
+)
 from rocketstore.client.errors import ClientError
 from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
@@ -57,10 +64,12 @@ class OutgoingRecord:
 class BrokerSession:
     """A producer and a pull consumer on a private event loop; close() when done."""
 
-    def __init__(self, name_server: str, group: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, name_server: str, group: str, *, timeout_s: float = 5.0,
+                 credentials: SessionCredentials | None = None) -> None:
         self.name_server = name_server
         self.group = group
         self.timeout_s = timeout_s
+        self.credentials = credentials
         self._loop = new_event_loop()
         self._consumer: PullConsumer | None = None
         self._producer: Producer | None = None
@@ -78,7 +87,8 @@ class BrokerSession:
     def consumer(self) -> PullConsumer:
         if self._consumer is None:
             async def make() -> PullConsumer:  # the pool binds to the running loop
-                return PullConsumer(self.name_server, self.group, timeout_s=self.timeout_s)
+                return PullConsumer(self.name_server, self.group, timeout_s=self.timeout_s,
+                                    credentials=self.credentials)
 
             self._consumer = self._loop.run_until_complete(make())
         return self._consumer
@@ -87,7 +97,7 @@ class BrokerSession:
     def producer(self) -> Producer:
         if self._producer is None:
             async def make() -> Producer:
-                return Producer(self.name_server, self.group, timeout_s=self.timeout_s)
+                return Producer(self.name_server, self.group, timeout_s=self.timeout_s, credentials=self.credentials)
 
             self._producer = self._loop.run_until_complete(make())
         return self._producer

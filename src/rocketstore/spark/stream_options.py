@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from rocketstore.client import MessageQueue
+from rocketstore.client import MessageQueue, SessionCredentials
 from rocketstore.errors import RocketStoreError
 from rocketstore.spark.store_options import is_system_topic
 
@@ -99,6 +99,16 @@ def _bool(opts: dict[str, str], key: str, name: str, default: bool) -> bool:
     raise SparkOptionError(f"option {name}={raw!r} is not true or false")
 
 
+def _credentials(opts: dict[str, str]) -> SessionCredentials | None:
+    """options accessKey + secretKey (ACL), None without them."""
+    access_key, secret_key = opts.get("accesskey"), opts.get("secretkey")
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        raise SparkOptionError("ACL needs both options 'accessKey' and 'secretKey'")
+    return SessionCredentials(access_key, secret_key)
+
+
 def _name_server(opts: dict[str, str]) -> str:
     ns = opts.get("nameserver") or opts.get("namesrvaddr")
     if not ns:
@@ -148,6 +158,8 @@ class SourceOptions:
     consumer_group: str | None = None
     pull_batch: int = DEFAULT_PULL_BATCH
     timeout_s: float = 5.0
+    #: accessKey / secretKey: the ACL keys every request is signed with
+    credentials: SessionCredentials | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -198,7 +210,7 @@ class SourceOptions:
                    fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
                    tags=tags, consumer_group=group,
                    pull_batch=_int(opts, "pullbatchsize", "pullBatchSize", 1) or DEFAULT_PULL_BATCH,
-                   timeout_s=timeout_ms / 1000)
+                   timeout_s=timeout_ms / 1000, credentials=_credentials(opts))
 
     @property
     def pull_group(self) -> str:
@@ -236,6 +248,7 @@ class SinkOptions:
     producer_group: str = "spark-rocketmq-writer"
     batch_messages: int = 64
     timeout_s: float = 5.0
+    credentials: SessionCredentials | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -243,7 +256,8 @@ class SinkOptions:
         return cls(name_server=_name_server(opts), topic=opts.get("topic") or None,
                    producer_group=opts.get("producergroup") or "spark-rocketmq-writer",
                    batch_messages=_int(opts, "batchmessages", "batchMessages", 1) or 64,
-                   timeout_s=(_int(opts, "timeoutms", "timeoutMs", 1) or 5000) / 1000)
+                   timeout_s=(_int(opts, "timeoutms", "timeoutMs", 1) or 5000) / 1000,
+                   credentials=_credentials(opts))
 
 
 def limit_offsets(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:

@@ -132,7 +132,7 @@ class _Planner:
     def session(self) -> BrokerSession:
         if self._session is None:
             self._session = BrokerSession(self.options.name_server, self.options.pull_group,
-                                          timeout_s=self.options.timeout_s)
+                                          timeout_s=self.options.timeout_s, credentials=self.options.credentials)
         return self._session
 
     def close(self) -> None:
@@ -305,7 +305,8 @@ def _pull_range(session: BrokerSession, options: SourceOptions, r: PullRange) ->
 def read_ranges(options: SourceOptions, ranges: list[PullRange], schema: StructType) -> Iterator[pa.RecordBatch]:
     arrow_schema = _arrow_schema(StructType([f for f in schema.fields]))
     builder = _Columns([f.name for f in schema.fields], arrow_schema)
-    with BrokerSession(options.name_server, options.pull_group, timeout_s=options.timeout_s) as session:
+    with BrokerSession(options.name_server, options.pull_group, timeout_s=options.timeout_s,
+                       credentials=options.credentials) as session:
         for r in ranges:
             for messages in _pull_range(session, options, r):
                 builder.add(r.broker_name, messages)
