@@ -97,7 +97,7 @@ def _send(args: argparse.Namespace) -> int:
     async def go() -> int:
         results = []
         async with Producer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
-                                    credentials=credentials_of(args)) as producer:
+                            credentials=credentials_of(args)) as producer:
             for i in range(args.count):
                 body = body_template.replace(b"{i}", str(i).encode())
                 keys = args.keys.replace("{i}", str(i)) if args.keys else None
@@ -153,7 +153,7 @@ def _consume(args: argparse.Namespace) -> int:
     async def go() -> int:
         state = _Consumption(args.max)
         async with PullConsumer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
-                                        credentials=credentials_of(args)) as consumer:
+                                credentials=credentials_of(args)) as consumer:
             queues = await consumer.queues(args.topic)
             starts = await _start_offsets(args, consumer, queues)
             loops = [asyncio.ensure_future(_pull_loop(consumer, mq, starts[mq], args, state)) for mq in queues]
@@ -194,7 +194,8 @@ async def _start_offsets(args: argparse.Namespace, consumer: PullConsumer,
     offsets for: QUERY_CONSUMER_OFFSET cannot tell, as a broker answers 0 for a queue the group never
     committed on while the queue's first message is still in memory (RocketMQ's rule for new groups).
     """
-    async with AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args)) as admin:
+    async with AdminClient(args.namesrv, timeout_s=args.request_timeout_s,
+                           credentials=credentials_of(args)) as admin:
         try:
             progress = await admin.consume_progress(args.group, None)
         except NoConsumeProgressError:  # a new group

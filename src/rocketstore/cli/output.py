@@ -22,8 +22,9 @@ from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.transport import run
 
-__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "credentials_of", "fail", "format_time",
-           "message_json", "namesrv_list", "print_json", "print_message", "print_table", "run_command"]
+__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "credentials_of", "fail",
+           "format_time", "message_json", "namesrv_list", "print_json", "print_message", "print_table",
+           "run_command"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
