@@ -4,15 +4,23 @@ The C++ client spawns threads and does not always shut down cleanly, so tests ru
 subprocess they can kill, and talk to it in JSON lines on stdout:
 
     python cpp_client_runner.py produce NAMESRV TOPIC GROUP COUNT [--batch N] [--tags A,B] [--delay LEVEL] [--first I]
-                                                        [--pad N] [--mode sync|oneway|orderly]
+                                                        [--pad N] [--mode sync|oneway|orderly|async] [--prop K=V]...
         one {"i", "status", "msg_id", "offset", "t"} line per send, then {"done": true}; --mode oneway sends with
         send_oneway (status "ONEWAY", no id), --mode orderly with send_orderly(msg, i) (the wheel's hashing
-        selector: queue i % queue count)
+        selector: queue i % queue count), --mode async with send_async: all COUNT sends are issued, then each
+        callback writes its line (in callback order; status "EXCEPTION" and "exception" from the exception
+        callback) and {"done": true} follows once every callback has run; --prop K=V (repeatable) sets a user
+        property on every message (set_property), "{i}" in V replaced by the message's number
     python cpp_client_runner.py consume NAMESRV TOPIC GROUP [EXPRESSION] [--fail-first | --fail-always] [--orderly]
+                                                            [--broadcast] [--props K1,K2]
         {"started": true}, then one {"body", "tags", "keys", "id", "queue_id", "queue_offset", "topic",
         "reconsume_times", "t", "failed"} line per delivery; with --fail-first the first delivery of each body
-        raises (RECONSUME_LATER), with --fail-always every delivery does; a "stop" line (or EOF) on stdin shuts
-        the consumer down, then {"shutdown": true}
+        raises (RECONSUME_LATER), with --fail-always every delivery does; --broadcast consumes in
+        MessageModel.BROADCASTING; --props adds "props": {K: get_property(K)} to each line; a "stop" line (or
+        EOF) on stdin shuts the consumer down, then {"shutdown": true}
+    python cpp_client_runner.py pull NAMESRV TOPIC GROUP [EXPRESSION] [--max N] [--props K1,K2]
+        the C++ PullConsumer: pull(topic, EXPRESSION, N) walks every queue from offset 0 to its end; one line per
+        message as consume writes them (no "failed"), then {"done": true}
 
 With RMQ_ACCESS_KEY / RMQ_SECRET_KEY (and RMQ_CHANNEL) in the environment, producer and consumer sign their
 requests (set_session_credentials), as against a broker with aclEnable.
@@ -55,7 +63,7 @@ def _credentials(client) -> None:  # type: ignore[no-untyped-def]
 
 
 def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], batch: int, delay: int,
-            first: int, pad: int, mode: str = "sync") -> None:
+            first: int, pad: int, mode: str = "sync", props: dict[str, str] | None = None) -> None:
     from rocketmq.client import Message, Producer
 
     producer = Producer(group)
@@ -68,10 +76,15 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
             msg.set_keys(f"key-{i}")
             msg.set_tags(tags[i % len(tags)])
             msg.set_body(body_of(i) + " " + "x" * pad if pad else body_of(i))
+            for key, value in (props or {}).items():
+                msg.set_property(key, value.replace("{i}", str(i)))
             if delay:
                 msg.set_delay_time_level(delay)
             return msg
 
+        if mode == "async":
+            _produce_async(producer, make, first, count)
+            count = 0  # all sent
         i = first
         count += first
         while i < count:
@@ -96,23 +109,58 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
     emit({"done": True})
 
 
+def _produce_async(producer, make, first: int, count: int) -> None:  # type: ignore[no-untyped-def]
+    """send_async COUNT messages, then wait (up to 60 s) until every one has had its callback."""
+    pending = set(range(first, first + count))
+    all_done = threading.Condition()
+    kept = []  # the messages stay alive until their callbacks have run
+
+    def finished(i: int, line: dict[str, object]) -> None:
+        emit({"i": i, **line, "t": time.time()})
+        with all_done:
+            pending.discard(i)
+            all_done.notify_all()
+
+    for i in range(first, first + count):
+        msg = make(i)
+        kept.append(msg)
+        producer.send_async(
+            msg,
+            lambda result, i=i: finished(i, {"status": result.status.name, "msg_id": result.msg_id,
+                                             "offset": result.offset}),
+            lambda exc, i=i: finished(i, {"status": "EXCEPTION", "exception": str(exc)}))
+    with all_done:
+        if not all_done.wait_for(lambda: not pending, 60):
+            raise TimeoutError(f"no callback for sends {sorted(pending)}")
+
+
+def _describe(msg, props: list[str]) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    line: dict[str, object] = {
+        "topic": _text(msg.topic), "body": _text(msg.body), "tags": _text(msg.tags), "keys": _text(msg.keys),
+        "id": _text(msg.id), "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
+        "reconsume_times": msg.reconsume_times, "t": time.time()}
+    if props:
+        line["props"] = {k: _text(msg.get_property(k)) for k in props}
+    return line
+
+
 def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: bool, orderly: bool,
-            fail_always: bool = False) -> None:
-    from rocketmq.client import PushConsumer
+            fail_always: bool = False, broadcast: bool = False, props: list[str] | None = None) -> None:
+    from rocketmq.client import MessageModel, PushConsumer
 
     failed: set[str] = set()
 
     def on_message(msg) -> None:  # type: ignore[no-untyped-def]
-        body = _text(msg.body)
+        line = _describe(msg, props or [])
+        body = line["body"]
         fail = fail_always or (fail_first and body not in failed)
-        emit({"topic": _text(msg.topic), "body": body, "tags": _text(msg.tags), "keys": _text(msg.keys),
-              "id": _text(msg.id), "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
-              "reconsume_times": msg.reconsume_times, "t": time.time(), "failed": fail})
+        emit({**line, "failed": fail})
         if fail:
-            failed.add(body)
+            failed.add(str(body))
             raise RuntimeError("consume later, please")
 
-    consumer = PushConsumer(group, orderly=orderly)
+    consumer = PushConsumer(group, orderly=orderly,
+                            message_model=MessageModel.BROADCASTING if broadcast else MessageModel.CLUSTERING)
     consumer.set_namesrv_addr(namesrv)
     _credentials(consumer)
     consumer.subscribe(topic, on_message, expression)
@@ -125,12 +173,29 @@ def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: b
     emit({"shutdown": True})
 
 
+def pull(namesrv: str, topic: str, group: str, expression: str, max_num: int, props: list[str]) -> None:
+    from rocketmq.client import PullConsumer
+
+    consumer = PullConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    _credentials(consumer)
+    consumer.start()
+    try:
+        # a RecvMessage is valid only until the generator moves on (it then releases the pull result)
+        for msg in consumer.pull(topic, expression, max_num):
+            emit(_describe(msg, props))
+    finally:
+        consumer.shutdown()
+    emit({"done": True})
+
+
 def main(argv: list[str]) -> None:
     command = argv[0]
     if command == "produce":
         tags = ["TagA", "TagB"]
         batch = delay = first = pad = 0
         mode = "sync"
+        props: dict[str, str] = {}
         rest = argv[5:]
         while rest:
             flag, value, rest = rest[0], rest[1], rest[2:]
@@ -146,12 +211,29 @@ def main(argv: list[str]) -> None:
                 pad = int(value)
             elif flag == "--mode":
                 mode = value
-        produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad, mode)
-    elif command == "consume":
-        flags = {"--fail-first", "--fail-always", "--orderly"}
-        positional = [a for a in argv[1:] if a not in flags]
-        consume(positional[0], positional[1], positional[2], positional[3] if len(positional) > 3 else "*",
-                "--fail-first" in argv, "--orderly" in argv, "--fail-always" in argv)
+            elif flag == "--prop":
+                key, _, props[key] = value.partition("=")
+            else:
+                raise SystemExit(f"unknown flag {flag!r}")
+        produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad, mode, props)
+    elif command in ("consume", "pull"):
+        switches = {"--fail-first", "--fail-always", "--orderly", "--broadcast"}
+        valued: dict[str, str] = {}
+        positional = []
+        rest = argv[1:]
+        while rest:
+            arg, rest = rest[0], rest[1:]
+            if arg in ("--props", "--max"):
+                valued[arg], rest = rest[0], rest[1:]
+            elif arg not in switches:
+                positional.append(arg)
+        names = [k for k in valued.get("--props", "").split(",") if k]
+        expression = positional[3] if len(positional) > 3 else "*"
+        if command == "pull":
+            pull(positional[0], positional[1], positional[2], expression, int(valued.get("--max", "32")), names)
+        else:
+            consume(positional[0], positional[1], positional[2], expression, "--fail-first" in argv,
+                    "--orderly" in argv, "--fail-always" in argv, "--broadcast" in argv, names)
     elif command == "probe":
         import rocketmq.client  # noqa: F401
 
