@@ -38,9 +38,9 @@ def _home(tmp_path: Path, text: str) -> Path:
     return home
 
 
-def _produce(cluster: LocalCluster, tmp_path: Path, topic: str, count: int, env: dict[str, str]
+def _produce(cluster: LocalCluster, tmp_path: Path, topic: str, count: int, env: dict[str, str], *extra: str
              ) -> list[dict[str, Any]]:
-    runner = Runner(["produce", cluster.namesrv_addr, topic, "acl-producer", str(count)], tmp_path, env)
+    runner = Runner(["produce", cluster.namesrv_addr, topic, "acl-producer", str(count), *extra], tmp_path, env)
     try:
         runner.collect_until(lambda seen: any(s.get("done") for s in seen), 60, "the C++ producer to finish")
         runner.wait(15)
@@ -62,6 +62,9 @@ def test_cpp_client_with_credentials_sends_and_consumes_and_the_rest_is_refused(
         sent = _produce(cluster, tmp_path, "AclTopic", 10, good)
         assert [s.get("status") for s in sent if "i" in s] == ["OK"] * 10, sent[-3:]
         assert cluster.call(lambda: cluster.broker.put_count) == 10
+        batch = _produce(cluster, tmp_path, "AclTopic", 8, good, "--batch", "4", "--first", "10")
+        assert [s.get("status") for s in batch if "i" in s] == ["OK"] * 2, batch[-3:]  # signed over the batch body
+        assert cluster.call(lambda: cluster.broker.put_count) == 18
 
         # the broker refuses each with its reason (the C++ client retries, then reports "No route info")
         refused = {
@@ -76,14 +79,14 @@ def test_cpp_client_with_credentials_sends_and_consumes_and_the_rest_is_refused(
             assert not any(s.get("status") == "OK" for s in seen), why
             assert any("error" in s for s in seen), (why, seen[-3:])
             assert any(m.endswith(why) or why in m for m in logged), (why, logged)
-        assert cluster.call(lambda: cluster.broker.put_count) == 10  # nothing refused was stored
+        assert cluster.call(lambda: cluster.broker.put_count) == 18  # nothing refused was stored
 
         consumer = Runner(["consume", cluster.namesrv_addr, "AclTopic", "acl-group"], tmp_path, good)
         try:
-            consumer.collect_until(lambda seen: len(messages(seen)) >= 10, 60, "ten pushed messages")
+            consumer.collect_until(lambda seen: len(messages(seen)) >= 18, 60, "18 pushed messages")
         finally:
             consumer.stop()
-        assert sorted(m["body"] for m in messages(consumer.seen)) == sorted(f"body-{i} ünï" for i in range(10))
+        assert sorted(m["body"] for m in messages(consumer.seen)) == sorted(f"body-{i} ünï" for i in range(18))
 
 
 def test_a_white_listed_address_needs_no_credentials(tmp_path: Path) -> None:
