@@ -9,3 +9,5 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+
+from ons_driver import ons_client  # noqa: F401 - the session fixture of the ali-ons (Node client) tests
