@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from serve_process import ServeProcess, cli, free_port, store_dump, write_broker_conf
 
 from rocketstore.client import (
@@ -160,13 +161,15 @@ def test_python_client_against_rocketstore_serve_every_send_mode_and_a_resuming_
         assert serve.terminate() == 0
 
 
+@pytest.mark.parametrize("busy_poll_us", [0, 500])
 def test_kill_9_during_sync_flush_sends_loses_no_acknowledged_message_and_the_producer_reconnects(
-        tmp_path: Path) -> None:
+        tmp_path: Path, busy_poll_us: int) -> None:
     """SIGKILL of ``rocketstore serve`` (SYNC_FLUSH) while one producer sends synchronously; the server comes
     back on the same ports and the SAME producer object (no reconnect call) goes on sending.  Every message
-    the broker acknowledged before the kill is in ``rocketstore store dump`` afterwards."""
+    the broker acknowledged before the kill is in ``rocketstore store dump`` afterwards.  Also with the
+    broker busy-polling (busyPollMicros), whose loop holds still while sends wait for their sync."""
     store, topic = tmp_path / "store", "CrashTopic"
-    conf = write_broker_conf(tmp_path / "broker.conf", flushDiskType="SYNC_FLUSH")
+    conf = write_broker_conf(tmp_path / "broker.conf", flushDiskType="SYNC_FLUSH", busyPollMicros=busy_poll_us)
     ports = {"namesrv_port": free_port(), "broker_port": free_port()}
     first = ServeProcess(store, conf, **ports).start()
     second: ServeProcess | None = None
