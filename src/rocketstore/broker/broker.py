@@ -86,6 +86,9 @@ class Broker:
         if self.config.acl_enable:
             self.acl = PlainAcl(self.config.acl_home())
             self.router.guard = self._acl_guard
+            if not self.acl.config.accounts and not self.acl.config.global_white:
+                log.warning("aclEnable=true but no ACL account or white address under %s/conf: every request "
+                            "will be refused until plain_acl.yml is written there", self.acl.home)
         self.clients = ClientRegistry(self.config.channel_expired_timeout_ms)
         self._store: MessageStore | None = None
         self.topics: TopicTable
