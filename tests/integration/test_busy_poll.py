@@ -40,6 +40,12 @@ def test_a_busy_polling_serve_and_client_deliver_one_at_a_time_sends_to_a_long_p
                         PullConsumer(serve.namesrv_addr, "busy-consumer") as consumer:
                     first = await producer.send(topic, b"m-0", queue_id=0)
                     mq = await _queue0(consumer, topic)
+                    # the consume queue is written by the broker's dispatch thread a moment after the put: a
+                    # pull past its end before that is answered "offset moved" to its start, as RocketMQ does
+                    for _ in range(300):
+                        if await consumer.max_offset(mq) > first.queue_offset:
+                            break
+                        await asyncio.sleep(0.01)
                     got: list[StoredMessage] = []
 
                     async def long_poll() -> None:
