@@ -32,8 +32,8 @@ from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signing_content
 from rocketstore.remoting.codes import RequestCode
 
-__all__ = ["AclConfigError", "PlainAcl", "acl_files", "address_matcher", "check_permission", "load_acl_files",
-           "parse_perm"]
+__all__ = ["AclConfigError", "PlainAcl", "acl_files", "address_matcher", "check_acl_data", "check_permission",
+           "load_acl_files", "parse_perm"]
 
 log = logging.getLogger(__name__)
 
@@ -222,19 +222,26 @@ def load_acl_files(paths: Iterable[Path]) -> AclConfig:
     white: list[Callable[[str], bool]] = []
     accounts: dict[str, Account] = {}
     for path in paths:
-        data = _load_yaml(path)
-        if not isinstance(data, dict) or not data:
-            raise AclConfigError(f"{path} file is not data")
-        for pattern in data.get("globalWhiteRemoteAddresses") or []:
-            white.append(address_matcher(str(pattern)))
-        for raw in data.get("accounts") or []:
-            account = _account(raw, path)
-            if account.access_key in accounts:
-                log.warning("accessKey %s is defined again in %s: the first definition stays", account.access_key,
-                            path)
-                continue
-            accounts[account.access_key] = account
+        _add_file(_load_yaml(path), path, white, accounts)
     return AclConfig(tuple(white), accounts)
+
+
+def check_acl_data(data: object, where: Path) -> None:
+    """Raise AclConfigError unless *data* (a parsed ACL file meant for *where*) would load."""
+    _add_file(data, where, [], {})
+
+
+def _add_file(data: object, path: Path, white: list[Callable[[str], bool]], accounts: dict[str, Account]) -> None:
+    if not isinstance(data, dict) or not data:
+        raise AclConfigError(f"{path} file is not data")
+    for pattern in data.get("globalWhiteRemoteAddresses") or []:
+        white.append(address_matcher(str(pattern)))
+    for raw in data.get("accounts") or []:
+        account = _account(raw, path)
+        if account.access_key in accounts:
+            log.warning("accessKey %s is defined again in %s: the first definition stays", account.access_key, path)
+            continue
+        accounts[account.access_key] = account
 
 
 # --- the check ---------------------------------------------------------------------------------------------
@@ -321,6 +328,14 @@ class PlainAcl:
             return False
         log.info("ACL configuration reloaded from %s", self.home)
         return True
+
+    def reload(self) -> None:
+        """Re-read the files now (after an admin request rewrote one); AclConfigError leaves the current
+        configuration in force."""
+        stamp = self._file_stamp()
+        self.config = load_acl_files(acl_files(self.home))
+        self._stamp = stamp
+        log.info("ACL configuration reloaded from %s", self.home)
 
     def check(self, code: int, ext: Mapping[str, str], body: bytes | None, peer_ip: str) -> str | None:
         """None when the request may go on, else why not (the AclException message)."""

@@ -2,7 +2,12 @@
 DELETE_TOPIC_IN_BROKER (215), GET_ALL_TOPIC_CONFIG (21), GET_TOPIC_STATS_INFO (202),
 GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST (204), GET_CONSUME_STATS (208),
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
-DELETE_SUBSCRIPTIONGROUP (207), QUERY_TOPIC_CONSUME_BY_WHO (300), GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
+DELETE_SUBSCRIPTIONGROUP (207), QUERY_TOPIC_CONSUME_BY_WHO (300), GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305), and
+the plain ACL ones: UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51), GET_BROKER_CLUSTER_ACL_INFO (52),
+UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53), GET_BROKER_CLUSTER_ACL_CONFIG (54) (the file changes: broker.acl_admin).
+On a broker without aclEnable the three changes answer their *_FAILED code and the two queries SYSTEM_ERROR,
+each saying ACL is off (4.9.3's AdminBrokerProcessor meets a NullPointerException there: the changes answer
+without a remark and the queries not at all, which leaves a client to time out).
 
 ConsumeStats' consumeTps is the group's rate over the last minute (broker.stats), summed over its topics as
 RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps
@@ -12,9 +17,12 @@ RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's obje
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.acl import AclConfigError
+from rocketstore.broker.acl_admin import AclAdmin, PlainAccessConfig, java_split
 from rocketstore.broker.groups import SubscriptionGroupConfig
 from rocketstore.broker.topics import group_problem, topic_problem
 from rocketstore.remoting import fastjson
@@ -22,12 +30,16 @@ from rocketstore.remoting.bodies import TopicConfig
 from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
+    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
     DeleteTopicRequestHeader,
+    GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
@@ -36,6 +48,8 @@ if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
 __all__ = ["register"]
+
+log = logging.getLogger(__name__)
 
 
 def _mq(broker: Broker, topic: str, queue_id: int) -> dict[str, object]:
@@ -213,6 +227,87 @@ def register(router: RequestRouter, broker: Broker) -> None:
         return request.make_response(ResponseCode.SUCCESS,
                                      body=fastjson.dumps({"topicList": sorted(broker.topics.system_topics)}))
 
+    def acl_admin() -> AclAdmin | None:
+        """None without aclEnable (broker.acl is set after the handlers are registered: looked up per call)."""
+        return AclAdmin(broker.acl) if broker.acl is not None else None
+
+    acl_off = "aclEnable is false on this broker: there is no ACL to read or change"
+
+    async def update_acl(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
+        failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+        editor = acl_admin()
+        if editor is None:
+            return request.make_response(failed, remark=acl_off)
+        cfg = PlainAccessConfig(h.access_key, h.secret_key, h.white_remote_address, h.admin, h.default_topic_perm,
+                                h.default_group_perm, java_split(h.topic_perms), java_split(h.group_perms))
+        try:
+            editor.update_account(cfg)
+        except (AclConfigError, OSError) as exc:
+            log.error("UPDATE_AND_CREATE_ACL_CONFIG of %s failed: %s", h.access_key, exc)
+            return request.make_response(failed, remark=str(exc))
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def delete_acl(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
+        failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
+        editor = acl_admin()
+        if editor is None:
+            return request.make_response(failed, remark=acl_off)
+        log.info("DeleteAccessConfig called by %s", conn.peer[0])
+        try:
+            done = editor.delete_account(h.access_key)
+        except (AclConfigError, OSError) as exc:
+            return request.make_response(failed, remark=str(exc))
+        if not done:
+            return request.make_response(failed, remark=f"The accesskey[{h.access_key}] corresponding to "
+                                                        "accessConfig has been deleted failed.")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def update_white(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
+        failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
+        editor = acl_admin()
+        if editor is None:
+            return request.make_response(failed, remark=acl_off)
+        try:
+            done = editor.update_global_white(java_split(h.global_white_addrs))
+        except (AclConfigError, OSError) as exc:
+            return request.make_response(failed, remark=str(exc))
+        if not done:
+            return request.make_response(failed, remark=f"The globalWhiteAddresses[{h.global_white_addrs}] has "
+                                                        "been updated failed.")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    async def acl_versions(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        editor = acl_admin()
+        if editor is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=acl_off)
+        default, per_file = editor.versions()
+        header = GetBrokerAclConfigResponseHeader(
+            version=fastjson.dumps(default.to_json()).decode(),
+            all_acl_file_version=fastjson.dumps({p: v.to_json() for p, v in per_file.items()}).decode(),
+            broker_name=broker.config.broker_name, broker_addr=broker.address,
+            cluster_name=broker.config.broker_cluster_name)
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=header.to_ext_fields())
+
+    async def acl_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        editor = acl_admin()
+        if editor is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=acl_off)
+        try:
+            whites, accounts = editor.all_config()
+        except (AclConfigError, OSError) as exc:
+            log.error("GET_BROKER_CLUSTER_ACL_CONFIG failed: %s", exc)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        body = fastjson.dumps({"globalWhiteAddrs": whites, "plainAccessConfigs": [a.to_json() for a in accounts]})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    router.add(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, update_acl)
+    router.add(RequestCode.DELETE_ACL_CONFIG, delete_acl)
+    router.add(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, acl_versions)
+    router.add(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, update_white)
+    router.add(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, acl_config)
     router.add(RequestCode.GET_BROKER_RUNTIME_INFO, runtime_info)
     router.add(RequestCode.GET_BROKER_CONFIG, broker_config)
     router.add(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic)

@@ -9,6 +9,15 @@
     rocketstore group consume-directly GROUP --client ID --id MSG_ID [-t TOPIC]    one message to one client
     rocketstore message query -t TOPIC -k KEY [--begin T --end T] [--max N] [--full-body]
     rocketstore message query --id MSG_ID [-t TOPIC] [--full-body]
+    rocketstore acl update ACCOUNT -s SECRET [--admin] [-w ADDR] [-i PERM] [-u PERM] [-t T=PERM,..] [-g G=PERM,..]
+    rocketstore acl delete ACCOUNT
+    rocketstore acl white [ADDR_PATTERN ...]      replace plain_acl.yml's globalWhiteRemoteAddresses
+    rocketstore acl version                        each ACL file's dataVersion
+
+The acl commands act, like mqadmin's updateAccessConfig / deleteAccessConfig / updateGlobalWhiteAddr /
+clusterAclConfigVersion, on one broker (``-b HOST:PORT``) or on every broker of a cluster (``-c CLUSTER``; default
+every broker the name server knows): masters and slaves for the changes, masters for ``version``.  Sign them
+with an account of the brokers' ACL files (``--access-key`` / ``--secret-key``).
 
 Every command takes ``--namesrv HOST:PORT`` (env ROCKETSTORE_NAMESRV, default 127.0.0.1:9876) and
 ``--json``.  Errors print one line on stderr and exit 1 (2 for bad arguments).
@@ -44,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _register_topic(subparsers)
     _register_group(subparsers)
     _register_message(subparsers)
+    _register_acl(subparsers)
 
 
 def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -129,6 +139,46 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
     query.add_argument("--max", type=int, default=64, help="with --key: at most this many (default 64)")
     add_common(query, full_body=True)
     query.set_defaults(handler=_message_query)
+
+
+def _register_acl(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    acl = subparsers.add_parser("acl", help="change the brokers' plain ACL accounts and white list")
+    commands = acl.add_subparsers(dest="acl_command", metavar="ACTION")
+    commands.required = True
+
+    def targets(parser: argparse.ArgumentParser) -> None:
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("-c", "--cluster", help="every broker of this cluster (default: every broker)")
+        where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+        add_common(parser)
+
+    update = commands.add_parser("update", help="create an account, or update it in the file that defines it")
+    update.add_argument("account", help="the account's access key (more than 6 characters)")
+    update.add_argument("-s", "--account-secret", required=True, help="the account's secret key (more than 6 "
+                                                                      "characters)")
+    update.add_argument("-m", "--admin", action="store_true", help="an admin account (default: not)")
+    update.add_argument("-w", "--white-remote-address", help="address pattern let in without a signature")
+    update.add_argument("-i", "--default-topic-perm", help="PUB, SUB, PUB|SUB or DENY for unlisted topics")
+    update.add_argument("-u", "--default-group-perm", help="PUB, SUB, PUB|SUB or DENY for unlisted groups")
+    update.add_argument("-t", "--topic-perms", help="topicA=PUB|SUB,topicB=DENY (replaces the account's list)")
+    update.add_argument("-g", "--group-perms", help="groupA=SUB,groupB=DENY (replaces the account's list)")
+    targets(update)
+    update.set_defaults(handler=_acl_update)
+
+    delete = commands.add_parser("delete", help="remove an account")
+    delete.add_argument("account", help="the account's access key")
+    targets(delete)
+    delete.set_defaults(handler=_acl_delete)
+
+    white = commands.add_parser("white", help="replace the global white address list of conf/plain_acl.yml")
+    white.add_argument("addresses", nargs="*", help="address patterns (10.10.103.*, 192.168.0.1-100, ...); none "
+                                                    "for an empty list")
+    targets(white)
+    white.set_defaults(handler=_acl_white)
+
+    version = commands.add_parser("version", help="each ACL file's dataVersion, per master broker")
+    targets(version)
+    version.set_defaults(handler=_acl_version)
 
 
 def _admin(args: argparse.Namespace) -> AdminClient:
@@ -354,3 +404,85 @@ async def _find(admin: AdminClient, args: argparse.Namespace, begin: int, end: i
         raise ClientError(f"{args.id} is not an offset message id of a known broker; give the topic (-t TOPIC) "
                           "to look it up as a client message id (UNIQ_KEY)")
     return await admin.query_by_uniq_key(check_name("topic", args.topic), args.id, begin_ms=begin, end_ms=end)
+
+
+# --- acl -----------------------------------------------------------------------------------------------------
+
+
+async def _acl_targets(admin: AdminClient, args: argparse.Namespace, *, slaves: bool = True) -> list[str]:
+    if args.broker is not None:
+        return [args.broker]
+    return await admin.acl_brokers(args.cluster, slaves=slaves)
+
+
+def _perm_list(text: str | None) -> list[str] | None:
+    return None if text is None else [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _acl_update(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            brokers = await _acl_targets(admin, args)
+            for addr in brokers:
+                await admin.update_acl_config(
+                    addr, args.account, args.account_secret, white_remote_address=args.white_remote_address,
+                    admin=args.admin, default_topic_perm=args.default_topic_perm,
+                    default_group_perm=args.default_group_perm, topic_perms=_perm_list(args.topic_perms),
+                    group_perms=_perm_list(args.group_perms))
+                if not args.json:
+                    print(f"created or updated account {args.account} on {addr}")
+        if args.json:
+            print_json({"accessKey": args.account, "brokers": brokers})
+        return 0
+
+    return run_command(go())
+
+
+def _acl_delete(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            brokers = await _acl_targets(admin, args)
+            for addr in brokers:
+                await admin.delete_acl_config(addr, args.account)
+                if not args.json:
+                    print(f"deleted account {args.account} on {addr}")
+        if args.json:
+            print_json({"accessKey": args.account, "brokers": brokers})
+        return 0
+
+    return run_command(go())
+
+
+def _acl_white(args: argparse.Namespace) -> int:
+    addresses = [a.strip() for arg in args.addresses for a in arg.split(",") if a.strip()]
+
+    async def go() -> int:
+        async with _admin(args) as admin:
+            brokers = await _acl_targets(admin, args)
+            for addr in brokers:
+                await admin.update_global_white_addrs(addr, addresses)
+                if not args.json:
+                    print(f"global white addresses of {addr}: {', '.join(addresses) or '(none)'}")
+        if args.json:
+            print_json({"globalWhiteRemoteAddresses": addresses, "brokers": brokers})
+        return 0
+
+    return run_command(go())
+
+
+def _acl_version(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            infos = [await admin.acl_config_version(addr) for addr in await _acl_targets(admin, args, slaves=False)]
+        if args.json:
+            print_json([{"clusterName": i.cluster_name, "brokerName": i.broker_name, "brokerAddr": i.broker_addr,
+                         "version": i.version.to_json(),
+                         "allAclFileVersion": {p: v.to_json() for p, v in sorted(i.file_versions.items())}}
+                        for i in infos])
+            return 0
+        print_table(["CLUSTER", "BROKER", "ADDRESS", "FILE", "COUNTER", "UPDATED"],
+                    [(i.cluster_name, i.broker_name, i.broker_addr, path, v.counter, format_time(v.timestamp_ms))
+                     for i in infos for path, v in sorted(i.file_versions.items())], right=(4,))
+        return 0
+
+    return run_command(go())

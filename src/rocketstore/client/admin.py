@@ -12,6 +12,9 @@ Name server requests: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), GET_BROKER_CLUST
 GET_ROUTEINFO_BY_TOPIC (105), PUT_KV_CONFIG (100).  Broker requests: UPDATE_AND_CREATE_TOPIC (17), GET_TOPIC_STATS_INFO (202),
 GET_CONSUME_STATS (208), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), QUERY_MESSAGE (12) and
 VIEW_MESSAGE_BY_ID (33).  Like mqadmin, each asks every broker concerned and merges the answers.
+Plain ACL (one broker each, see :meth:`AdminClient.acl_brokers` for a cluster's): UPDATE_AND_CREATE_ACL_CONFIG
+(50), DELETE_ACL_CONFIG (51), GET_BROKER_CLUSTER_ACL_INFO (52), UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53),
+GET_BROKER_CLUSTER_ACL_CONFIG (54).
 
 A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
 is not a topic or group RocketMQ would accept raises InvalidNameError before anything is sent.
@@ -32,25 +35,31 @@ from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import BrokerData, Perm, TopicRouteData
+from rocketstore.remoting.bodies import BrokerData, DataVersion, Perm, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
+    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
     QueryMessageRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewMessageRequestHeader,
 )
 from rocketstore.remoting.transport import ConnectionPool
 
 __all__ = [
     "MAX_TIMESTAMP_MS",
+    "AclConfigInfo",
+    "AclVersionInfo",
     "AdminClient",
     "ClusterInfo",
     "ConsumeProgress",
@@ -154,6 +163,28 @@ class ConsumerConnection:
     client_addr: str
     language: str
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class AclVersionInfo:
+    """A broker's ACL file versions (GET_BROKER_CLUSTER_ACL_INFO; mqadmin clusterAclConfigVersion)."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    #: conf/plain_acl.yml's (4.9.3's deprecated single version)
+    version: DataVersion
+    #: absolute file path on the broker -> its version
+    file_versions: dict[str, DataVersion]
+
+
+@dataclass(frozen=True, slots=True)
+class AclConfigInfo:
+    """A broker's ACL configuration (GET_BROKER_CLUSTER_ACL_CONFIG): the global white addresses of all its
+    files and each account as RocketMQ's PlainAccessConfig JSON (accessKey, secretKey, admin, ...)."""
+
+    global_white_addrs: list[str]
+    accounts: list[dict[str, Any]]
 
 
 def _mq_fields(key: Any) -> dict[str, Any]:
@@ -385,6 +416,72 @@ class AdminClient:
         for addr in targets:
             await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
         return targets
+
+    # --- plain ACL -----------------------------------------------------------------------------------------
+
+    async def acl_brokers(self, cluster: str | None = None, *, slaves: bool = True) -> list[str]:
+        """Addresses of the brokers of *cluster* (all clusters when None) that mqadmin's ``-c`` reaches:
+        masters and slaves for the ACL changes (CommandUtil.fetchMasterAndSlaveAddrByClusterName), masters
+        only (*slaves* False) for the version query."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.clusters:
+            known = ", ".join(sorted(info.clusters)) or "none"
+            raise ClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
+        names = info.clusters[cluster] if cluster is not None else sorted(info.brokers)
+        out: list[str] = []
+        for name in names:
+            bd = info.brokers.get(name)
+            if bd is None:
+                continue
+            for broker_id, addr in sorted(bd.broker_addrs.items()):
+                if (slaves or broker_id == 0) and addr not in out:
+                    out.append(addr)
+        if not out:
+            raise ClientError("no broker is registered with the name server" if cluster is None
+                              else f"no broker of cluster {cluster!r} is registered with the name server")
+        return out
+
+    async def update_acl_config(self, broker_addr: str, access_key: str, secret_key: str, *,
+                                white_remote_address: str | None = None, admin: bool = False,
+                                default_topic_perm: str | None = None, default_group_perm: str | None = None,
+                                topic_perms: list[str] | None = None, group_perms: list[str] | None = None) -> None:
+        """Create the account on the broker, or update it where it is defined (mqadmin updateAccessConfig).
+        Fields left None keep an existing account's values; *topic_perms* / *group_perms* are ``name=PERM``
+        (PERM one of PUB, SUB, PUB|SUB, DENY) and replace the account's list when given."""
+        header = CreateAccessConfigRequestHeader(
+            access_key=access_key, secret_key=secret_key, white_remote_address=white_remote_address, admin=admin,
+            default_topic_perm=default_topic_perm, default_group_perm=default_group_perm,
+            topic_perms=None if topic_perms is None else ",".join(topic_perms),
+            group_perms=None if group_perms is None else ",".join(group_perms))
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header.to_ext_fields())
+
+    async def delete_acl_config(self, broker_addr: str, access_key: str) -> None:
+        """Remove the account from the broker's file that defines it (mqadmin deleteAccessConfig)."""
+        ext = DeleteAccessConfigRequestHeader(access_key=access_key).to_ext_fields()
+        await self._call(broker_addr, RequestCode.DELETE_ACL_CONFIG, ext)
+
+    async def update_global_white_addrs(self, broker_addr: str, addresses: list[str]) -> None:
+        """Replace the global white address list of the broker's conf/plain_acl.yml (mqadmin
+        updateGlobalWhiteAddr; the file must already have a globalWhiteRemoteAddresses key)."""
+        ext = UpdateGlobalWhiteAddrsConfigRequestHeader(global_white_addrs=",".join(addresses)).to_ext_fields()
+        await self._call(broker_addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext)
+
+    async def acl_config_version(self, broker_addr: str) -> AclVersionInfo:
+        """The broker's ACL file versions (mqadmin clusterAclConfigVersion -b)."""
+        response = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+        h = GetBrokerAclConfigResponseHeader.from_ext_fields(response.ext_fields)
+        files = fastjson.loads(h.all_acl_file_version) if h.all_acl_file_version else {}
+        if not isinstance(files, dict):
+            raise ClientError(f"unexpected allAclFileVersion: {str(h.all_acl_file_version)[:200]!r}")
+        return AclVersionInfo(h.broker_name, h.broker_addr, h.cluster_name,
+                              DataVersion.from_json(fastjson.loads(h.version)),
+                              {str(p): DataVersion.from_json(v) for p, v in files.items()})
+
+    async def cluster_acl_config(self, broker_addr: str) -> AclConfigInfo:
+        """The broker's global white addresses and accounts (mqadmin getAccessConfigSubCommand -b)."""
+        obj = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG))
+        return AclConfigInfo([str(a) for a in obj.get("globalWhiteAddrs") or []],
+                             [dict(a) for a in obj.get("plainAccessConfigs") or [] if isinstance(a, dict)])
 
     # --- messages ----------------------------------------------------------------------------------------
 

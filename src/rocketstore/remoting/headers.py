@@ -44,10 +44,13 @@ __all__ = [
     "CheckTransactionStateRequestHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
+    "CreateAccessConfigRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteAccessConfigRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetBrokerAclConfigResponseHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
     "GetConsumerListByGroupRequestHeader",
@@ -82,6 +85,7 @@ __all__ = [
     "UnregisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
@@ -423,6 +427,45 @@ class GetTopicsByClusterRequestHeader(CommandHeader):
     cluster: str = _req("cluster")
 
 
+# --- ACL admin (RocketMQ 4.9.3 common.protocol.header) -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateAccessConfigRequestHeader(CommandHeader):
+    access_key: str = _req("accessKey")
+    secret_key: str | None = _opt("secretKey")
+    white_remote_address: str | None = _opt("whiteRemoteAddress")
+    admin: bool = _opt("admin", _BOOL, False)
+    default_topic_perm: str | None = _opt("defaultTopicPerm")
+    default_group_perm: str | None = _opt("defaultGroupPerm")
+    #: "topicA=DENY,topicD=SUB"
+    topic_perms: str | None = _opt("topicPerms")
+    #: "groupA=DENY,groupD=SUB"
+    group_perms: str | None = _opt("groupPerms")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAccessConfigRequestHeader(CommandHeader):
+    access_key: str = _req("accessKey")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateGlobalWhiteAddrsConfigRequestHeader(CommandHeader):
+    #: "10.10.103.*,192.168.0.*"
+    global_white_addrs: str = _req("globalWhiteAddrs")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetBrokerAclConfigResponseHeader(CommandHeader):
+    #: JSON DataVersion of conf/plain_acl.yml
+    version: str = _req("version")
+    #: JSON map: absolute file path -> DataVersion
+    all_acl_file_version: str | None = _opt("allAclFileVersion")
+    broker_name: str = _req("brokerName")
+    broker_addr: str = _req("brokerAddr")
+    cluster_name: str = _req("clusterName")
+
+
 # --- dispatch tables ---------------------------------------------------------------------------------------
 
 REQUEST_HEADER_TYPES: dict[int, type[CommandHeader]] = {
@@ -466,6 +509,9 @@ REQUEST_HEADER_TYPES: dict[int, type[CommandHeader]] = {
     RequestCode.GET_TOPICS_BY_CLUSTER: GetTopicsByClusterRequestHeader,
     RequestCode.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
     RequestCode.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
+    RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: CreateAccessConfigRequestHeader,
+    RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigRequestHeader,
+    RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsConfigRequestHeader,
 }
 
 # Response header of a successful answer, keyed by the request code.
@@ -487,6 +533,7 @@ RESPONSE_HEADER_TYPES: dict[int, type[CommandHeader]] = {
     RequestCode.QUERY_DATA_VERSION: QueryDataVersionResponseHeader,
     RequestCode.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerResponseHeader,
     RequestCode.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
+    RequestCode.GET_BROKER_CLUSTER_ACL_INFO: GetBrokerAclConfigResponseHeader,
 }
 
 
