@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.acl import AclConfigError
@@ -233,51 +234,40 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     acl_off = "aclEnable is false on this broker: there is no ACL to read or change"
 
-    async def update_acl(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        h = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
-        failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+    def acl_change(request: RemotingCommand, failed: int, change: Callable[[AclAdmin], bool],
+                   refused: str) -> RemotingCommand:
+        """One of the three ACL changes: SUCCESS, or *failed* with the reason (*refused* when the change
+        itself answers False, as 4.9.3's validator does)."""
         editor = acl_admin()
         if editor is None:
             return request.make_response(failed, remark=acl_off)
+        try:
+            done = change(editor)
+        except (AclConfigError, OSError) as exc:
+            log.error("ACL request code %s failed: %s", request.code, exc)
+            return request.make_response(failed, remark=str(exc))
+        return request.make_response(ResponseCode.SUCCESS) if done else request.make_response(failed, remark=refused)
+
+    async def update_acl(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         cfg = PlainAccessConfig(h.access_key, h.secret_key, h.white_remote_address, h.admin, h.default_topic_perm,
                                 h.default_group_perm, java_split(h.topic_perms), java_split(h.group_perms))
-        try:
-            editor.update_account(cfg)
-        except (AclConfigError, OSError) as exc:
-            log.error("UPDATE_AND_CREATE_ACL_CONFIG of %s failed: %s", h.access_key, exc)
-            return request.make_response(failed, remark=str(exc))
-        return request.make_response(ResponseCode.SUCCESS)
+        return acl_change(request, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
+                          lambda editor: editor.update_account(cfg),
+                          f"The accesskey[{h.access_key}] corresponding to accessConfig has been updated failed.")
 
     async def delete_acl(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
-        failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
-        editor = acl_admin()
-        if editor is None:
-            return request.make_response(failed, remark=acl_off)
         log.info("DeleteAccessConfig called by %s", conn.peer[0])
-        try:
-            done = editor.delete_account(h.access_key)
-        except (AclConfigError, OSError) as exc:
-            return request.make_response(failed, remark=str(exc))
-        if not done:
-            return request.make_response(failed, remark=f"The accesskey[{h.access_key}] corresponding to "
-                                                        "accessConfig has been deleted failed.")
-        return request.make_response(ResponseCode.SUCCESS)
+        return acl_change(request, ResponseCode.DELETE_ACL_CONFIG_FAILED,
+                          lambda editor: editor.delete_account(h.access_key),
+                          f"The accesskey[{h.access_key}] corresponding to accessConfig has been deleted failed.")
 
     async def update_white(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
-        failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
-        editor = acl_admin()
-        if editor is None:
-            return request.make_response(failed, remark=acl_off)
-        try:
-            done = editor.update_global_white(java_split(h.global_white_addrs))
-        except (AclConfigError, OSError) as exc:
-            return request.make_response(failed, remark=str(exc))
-        if not done:
-            return request.make_response(failed, remark=f"The globalWhiteAddresses[{h.global_white_addrs}] has "
-                                                        "been updated failed.")
-        return request.make_response(ResponseCode.SUCCESS)
+        return acl_change(request, ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
+                          lambda editor: editor.update_global_white(java_split(h.global_white_addrs)),
+                          f"The globalWhiteAddresses[{h.global_white_addrs}] has been updated failed.")
 
     async def acl_versions(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         editor = acl_admin()
