@@ -4,9 +4,11 @@
 //
 //   node ons_runner.js produce NAMESRV TOPIC GROUP COUNT
 //       one {"i", "status", "msg_id", "queue_id", "queue_offset"} line per send, then {"done": true}
-//   node ons_runner.js consume NAMESRV TOPIC GROUP EXPRESSION COUNT
-//       one {"body", "tags", "keys", "msg_id", "queue_id", "queue_offset", "color"} line per delivery, then
-//       {"done": true} once COUNT were delivered (a clustering consumer from the first offset)
+//   node ons_runner.js consume NAMESRV TOPIC GROUP EXPRESSION COUNT [--retry-first]
+//       one {"body", "tags", "keys", "msg_id", "queue_id", "queue_offset", "color", "reconsume_times", "retried"}
+//       line per delivery, then {"done": true} once COUNT were delivered (a clustering consumer from the
+//       first offset); with --retry-first the first delivery of each body answers ACTION_RETRY (the broker
+//       redelivers it through the group's retry topic) and only later deliveries count
 //
 // ACL keys come from ONS_ACCESS_KEY / ONS_SECRET_KEY (ali-ons always signs; without them it signs with
 // placeholders, which a broker without ACL ignores).  Message i has body "ons-i ünï", tag TagA or TagB
@@ -36,15 +38,23 @@ async function produce(nameSrv, topic, group, count) {
   emit({ done: true });
 }
 
-async function consume(nameSrv, topic, group, expression, count) {
+async function consume(nameSrv, topic, group, expression, count, retryFirst) {
   const consumer = new Consumer({ httpclient, nameSrv, consumerGroup: group,
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', ...keys });
   let got = 0;
+  const retried = new Set();
   await new Promise((resolve, reject) => {
     consumer.on('error', reject);
     consumer.subscribe(topic, expression, async msg => {
-      emit({ body: msg.body.toString(), tags: msg.tags, keys: msg.keys, msg_id: msg.msgId,
-        queue_id: Number(msg.queueId), queue_offset: Number(msg.queueOffset), color: msg.properties.color });
+      const body = msg.body.toString();
+      const retry = retryFirst && !retried.has(body);
+      emit({ body, tags: msg.tags, keys: msg.keys, msg_id: msg.msgId, queue_id: Number(msg.queueId),
+        queue_offset: Number(msg.queueOffset), color: msg.properties.color,
+        reconsume_times: Number(msg.reconsumeTimes), retried: retry });
+      if (retry) {
+        retried.add(body);
+        return Consumer.ACTION_RETRY;
+      }
       if (++got >= count) resolve();
     });
   });
@@ -55,7 +65,7 @@ async function consume(nameSrv, topic, group, expression, count) {
 (async () => {
   const [ command, nameSrv, topic, group, ...rest ] = process.argv.slice(2);
   if (command === 'produce') await produce(nameSrv, topic, group, Number(rest[0]));
-  else if (command === 'consume') await consume(nameSrv, topic, group, rest[0], Number(rest[1]));
+  else if (command === 'consume') await consume(nameSrv, topic, group, rest[0], Number(rest[1]), rest[2] === '--retry-first');
   else throw new Error(`unknown command ${command}`);
   process.exit(0);
 })().catch(err => {

@@ -84,3 +84,23 @@ def test_ali_ons_signatures_pass_the_brokers_acl_and_a_wrong_secret_does_not(
 
 def _sends_ok(lines: list[dict[str, Any]]) -> bool:
     return any(line.get("status") == "SEND_OK" for line in lines)
+
+
+def test_an_ali_ons_consumer_that_asks_for_a_retry_gets_the_message_again_from_the_retry_topic(
+        tmp_path: Path, ons_client: OnsClient) -> None:
+    """ACTION_RETRY: ali-ons sends the message back (CONSUMER_SEND_MSG_BACK, its own header encoding), the
+    broker stores it in %RETRY%<group> with delay level 3 (10 s) and redelivers it with reconsumeTimes 1."""
+    with LocalCluster(tmp_path / "store") as cluster:
+        _create_topic(cluster, TOPIC)
+        sent = _sends(ons_client.run(["produce", cluster.namesrv_addr, TOPIC, "ons-producer", "2"]))
+        assert [s["status"] for s in sent] == ["SEND_OK"] * 2
+        lines = ons_client.run(["consume", cluster.namesrv_addr, TOPIC, "ons-retry", "*", "2", "--retry-first"],
+                               timeout_s=120)
+        deliveries = [line for line in lines if "body" in line]
+        first = [d for d in deliveries if d["retried"]]
+        again = [d for d in deliveries if not d["retried"]]
+        assert sorted(d["body"] for d in first) == sorted(d["body"] for d in again) == ["ons-0 ünï", "ons-1 ünï"]
+        assert all(d["reconsume_times"] == 0 for d in first) and all(d["reconsume_times"] == 1 for d in again)
+        assert all(d["keys"].startswith("key-") and d["color"].startswith("blue-") for d in again)
+        retry_offsets = cluster.call(lambda: cluster.broker.store.max_offset("%RETRY%ons-retry", 0))
+        assert retry_offsets == 2
