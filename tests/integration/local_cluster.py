@@ -28,6 +28,14 @@ SMALL_STORE: dict[str, Any] = {"mapped_file_size_commit_log": 8 << 20, "mapped_f
                                "max_hash_slot_num": 1000, "max_index_num": 4000, "preallocate_commit_log": False}
 
 
+def acl_home(directory: Path, plain_acl_yml: str) -> Path:
+    """A RocketMQ home whose conf/plain_acl.yml is *plain_acl_yml*, for ``LocalCluster(..., acl_enable=True,
+    rocketmq_home=str(home))``."""
+    (directory / "conf").mkdir(parents=True, exist_ok=True)
+    (directory / "conf" / "plain_acl.yml").write_text(plain_acl_yml, encoding="utf-8")
+    return directory
+
+
 class LocalCluster:
     def __init__(self, store_dir: Path | str, *, broker_name: str = "broker-a", timeout_s: float = 20.0,
                  store_overrides: dict[str, Any] | None = None, **broker_overrides: Any) -> None:

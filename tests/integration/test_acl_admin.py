@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, acl_home
 from serve_process import cli
 
 from rocketstore.client import Producer, SessionCredentials
@@ -48,10 +48,7 @@ dataVersion:
 
 
 def _home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL_YML, encoding="utf-8")
-    return home
+    return acl_home(tmp_path / "home", PLAIN_ACL_YML)
 
 
 @pytest.fixture

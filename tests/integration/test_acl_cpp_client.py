@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from cpp_driver import Runner, messages, requires_cpp_client
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, acl_home
 
 pytestmark = requires_cpp_client
 
@@ -32,10 +32,7 @@ accounts:
 
 
 def _home(tmp_path: Path, text: str) -> Path:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(text, encoding="utf-8")
-    return home
+    return acl_home(tmp_path / "home", text)
 
 
 def _produce(cluster: LocalCluster, tmp_path: Path, topic: str, count: int, env: dict[str, str], *extra: str

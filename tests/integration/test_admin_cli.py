@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, acl_home
 from serve_process import ServeProcess, cli, env, free_port, wait_for, write_broker_conf
 
 TOPIC = "AdminTopic"
@@ -268,11 +268,10 @@ def test_group_status_and_consume_directly_reach_a_connected_push_consumer(tmp_p
 def test_serve_with_acl_and_the_cli_with_keys(tmp_path: Path) -> None:
     """``rocketstore serve -c broker.conf`` with aclEnable and rocketmqHome: ``rocketstore send`` / ``consume``
     with the account's keys work, without them or with one of the two missing they fail in one line."""
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(
+    home = acl_home(
+        tmp_path / "home",
         "accounts:\n  - accessKey: cli-account\n    secretKey: cli-secret-key\n    defaultTopicPerm: PUB|SUB\n"
-        "    defaultGroupPerm: SUB\n", encoding="utf-8")
+        "    defaultGroupPerm: SUB\n")
     conf = write_broker_conf(tmp_path / "broker.conf", aclEnable="true", rocketmqHome=str(home))
     keys = ("--access-key", "cli-account", "--secret-key", "cli-secret-key")
     with ServeProcess(tmp_path / "store", conf) as serve:

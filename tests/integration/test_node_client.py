@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, acl_home
 from ons_driver import OnsClient
 
 from rocketstore.message.message_id import decode_offset_message_id
@@ -62,11 +62,10 @@ def test_ali_ons_produces_and_a_tag_filtered_ali_ons_consumer_gets_the_matching_
 
 def test_ali_ons_signatures_pass_the_brokers_acl_and_a_wrong_secret_does_not(
         tmp_path: Path, ons_client: OnsClient) -> None:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(
+    home = acl_home(
+        tmp_path / "home",
         "accounts:\n  - accessKey: ons-access-key\n    secretKey: ons-secret-key\n    defaultTopicPerm: PUB|SUB\n"
-        "    defaultGroupPerm: SUB\n", encoding="utf-8")
+        "    defaultGroupPerm: SUB\n")
     keys = {"ONS_ACCESS_KEY": "ons-access-key", "ONS_SECRET_KEY": "ons-secret-key"}
     with LocalCluster(tmp_path / "store", acl_enable=True, rocketmq_home=str(home)) as cluster:
         _create_topic(cluster, TOPIC)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, acl_home
 
 from rocketstore.client import MessageQueue, Producer, PullConsumer, PullStatus, SessionCredentials
 from rocketstore.client.errors import BrokerError, NoRouteError
@@ -53,9 +53,7 @@ CREDENTIALS = SessionCredentials(ACCESS_KEY, SECRET_KEY)
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL_YML, encoding="utf-8")
+    home = acl_home(tmp_path / "home", PLAIN_ACL_YML)
     with LocalCluster(tmp_path / "store", acl_enable=True, rocketmq_home=str(home)) as c:
         yield c
 

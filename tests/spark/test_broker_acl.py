@@ -14,7 +14,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, acl_home
 
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
 
@@ -31,9 +31,7 @@ KEYS = {"accessKey": "spark-writer", "secretKey": "spark-secret-1"}
 
 
 def test_sink_and_source_sign_with_the_acl_keys(spark: Any, tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(ACL, encoding="utf-8")
+    home = acl_home(tmp_path / "home", ACL)
     rows = spark.createDataFrame([(f"acl-{i}".encode(),) for i in range(12)], "body binary").repartition(2)
     with LocalCluster(tmp_path / "store", acl_enable=True, rocketmq_home=str(home)) as cluster:
         ns = cluster.namesrv_addr
