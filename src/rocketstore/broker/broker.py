@@ -30,6 +30,7 @@ from rocketstore.broker import (
     query,
     retry,
     send,
+    transactions,
 )
 from rocketstore.broker.acl import ACL_EXCEPTION, PlainAcl
 from rocketstore.broker.client_handlers import QueueLocks
@@ -77,7 +78,8 @@ class Broker:
         self.store_config = store_config or StoreConfig()
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
-        for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls):
+        for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,
+                       transactions):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)
@@ -98,6 +100,8 @@ class Broker:
         self._durable_waits: DurableWaits
         self.registrar: Registrar | None = None
         self.schedule: ScheduleService | None = None
+        #: writes op records for END_TRANSACTION; checks open half messages on masters (started there only)
+        self.transactions = transactions.TransactionCheckService(self)
         self.address = ""
         self.store_host: HostAddress | None = None
         self.start_time_ms = 0
@@ -159,6 +163,7 @@ class Broker:
                                                 lambda: int(time.time() * 1000))
                 self.schedule.load()
                 self.schedule.start()
+                self.transactions.start()
             self.start_time_ms = int(time.time() * 1000)
             await self.server.start_serving()
             ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else self.server.port + 1
@@ -202,6 +207,7 @@ class Broker:
             busy_poll.enable(asyncio.get_running_loop(), 0)  # the loop may outlive the broker (tests, embedders)
         if self.schedule is not None:
             await self.schedule.close()
+        await self.transactions.close()
         if self._store is not None:
             # the tables exist once the store is open, unless start() failed half-way
             pull_hold = getattr(self, "pull_hold", None)

@@ -61,6 +61,12 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     reject_transaction_message: bool = False
+    #: a half message younger than this (by born time) is not checked back yet (transactionTimeOut)
+    transaction_timeout_ms: int = 6000
+    #: checks of one half message before it is moved to TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax)
+    transaction_check_max: int = 15
+    #: period of the transaction check service (transactionCheckInterval)
+    transaction_check_interval_ms: int = 60000
     register_name_server_period_ms: int = 30000
     register_broker_timeout_ms: int = 6000
     flush_consumer_offset_interval_ms: int = 5000
@@ -84,6 +90,8 @@ class BrokerConfig:
             raise StoreConfigError(f"listenPort {self.listen_port} out of range")
         if not self.broker_name:
             raise StoreConfigError("brokerName must not be empty")
+        if self.transaction_check_interval_ms <= 0:
+            raise StoreConfigError("transactionCheckInterval must be > 0")
         if not 0 <= self.busy_poll_micros <= 1_000_000:
             raise StoreConfigError(f"busyPollMicros {self.busy_poll_micros} out of range (0 .. 1000000)")
 
@@ -132,6 +140,8 @@ _ALIASES = {
     "flushConsumerOffsetInterval": "flush_consumer_offset_interval_ms",
     "channelExpiredTimeout": "channel_expired_timeout_ms",
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_s",
+    "transactionTimeOut": "transaction_timeout_ms",
+    "transactionCheckInterval": "transaction_check_interval_ms",
 }
 
 

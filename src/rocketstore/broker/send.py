@@ -24,6 +24,7 @@ from rocketstore.broker.topics import (
     dlq_topic,
     topic_problem,
 )
+from rocketstore.broker.transactions import half_message
 from rocketstore.errors import MessageDecodeError, MessageError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
@@ -259,10 +260,14 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     props = parse_properties(properties) if properties else {}
     if to_dlq:  # Java's setDelayTimeLevel(0): a dead letter is stored at once, not scheduled
         props.pop(PropertyName.DELAY, None)
-    if props.get(PropertyName.TRAN_MSG) == "true":
-        # Half messages need the transaction topics and the check service, which this broker lacks.
-        return fail(ResponseCode.NO_PERMISSION,
-                    f"the broker[{config.broker_name}] sending transaction message is forbidden")
+    tran_msg = props.get(PropertyName.TRAN_MSG)
+    half = tran_msg is not None and tran_msg.lower() == "true"  # Boolean.parseBoolean
+    if half:
+        if config.reject_transaction_message:
+            return fail(ResponseCode.NO_PERMISSION,
+                        f"the broker[{config.advertised_ip()}] sending transaction message is forbidden")
+        if batch:
+            return fail(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot hold transactional (half) messages")
     born_host = _born_host(conn)
     store_host = broker.store_host
     wait = props.get(PropertyName.WAIT)
@@ -285,8 +290,13 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
         return message_batch, queue_id, region, wait_durable
     # RocketMQ leaves WAIT out of the stored properties string (9 bytes a message) but still honours it
-    props.pop(PropertyName.WAIT, None)
+    wait_text = props.pop(PropertyName.WAIT, None)
     props[PropertyName.CLUSTER] = config.broker_cluster_name
+    if half:  # stored in the half topic until END_TRANSACTION (broker/transactions.py); WAIT stays, last
+        if wait_text is not None:
+            props[PropertyName.WAIT] = wait_text
+        return (half_message(topic, queue_id, request.body, props, flag, sys_flag, born_timestamp, born_host,
+                             store_host, reconsume_times), queue_id, region, wait_durable)
     return (_new_message(topic, request.body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
                          store_host, reconsume_times), queue_id, region, wait_durable)
 

@@ -1,0 +1,381 @@
+"""Transactional messages: half messages, END_TRANSACTION (37) and the check service that asks producers
+about transactions left open (CHECK_TRANSACTION_STATE, 39).  RocketMQ 4.9.3's TransactionalMessageBridge,
+TransactionalMessageServiceImpl, EndTransactionProcessor and TransactionalMessageCheckService, read for
+their behaviour (remoting.md 5.11 / 5.12, store-format.md section 10).
+
+* A send whose properties say ``TRAN_MSG=true`` is stored as a *half message*: topic
+  RMQ_SYS_TRANS_HALF_TOPIC, queue 0, transaction bits of the sysFlag cleared, REAL_TOPIC / REAL_QID added
+  (and WAIT kept in its properties string, as the Java broker re-adds it before serialising).  The send's
+  answer names the queue asked for and the half message's queue offset, which the producer hands back as
+  ``tranStateTableOffset``.  Consumers never see it.
+* END_TRANSACTION looks the half message up by ``commitLogOffset`` and checks it (producer group, queue
+  offset, commitlog offset).  COMMIT writes the final message to the real topic and queue (sysFlag COMMIT,
+  preparedTransactionOffset = the half's offset, the half's properties string unchanged: TRAN_MSG, PGROUP,
+  REAL_TOPIC and REAL_QID stay in it, as in the records 4.9.3 writes); ROLLBACK writes nothing there.
+  Either way an *op record* follows in RMQ_SYS_TRANS_OP_HALF_TOPIC (same queue id, tag ``d``, body the half
+  message's queue offset in decimal) so the check service knows the half message is done.  UNKNOWN (0) is
+  ignored.
+* The check service runs every ``transaction_check_interval_ms``.  Its progress is two consumer offsets of
+  group CID_RMQ_SYS_TRANS (half queue, op queue) in consumerOffset.json, as RocketMQ keeps them, so either
+  broker can take over a store.  From the half offset on, a half message with an op record is done; one
+  younger than ``transaction_timeout_ms`` (or its CHECK_IMMUNITY_TIME_IN_SECONDS) ends the scan; one checked
+  ``transaction_check_max`` times (TRANSACTION_CHECK_TIMES) or older than the store's file reserved time is
+  moved to TRANS_CHECK_MAX_TIME_TOPIC; any other is written again at the end of the half queue with its
+  check count raised, and a producer of its group (PGROUP) connected to this broker is sent
+  CHECK_TRANSACTION_STATE about that new copy (oneway: its answer is an END_TRANSACTION).  Like 4.9.3 the
+  copy carries neither the message flag nor the reconsume count.
+
+Masters only.  Loop-bound: everything here runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from rocketstore.errors import MessageDecodeError
+from rocketstore.message.host import HostAddress
+from rocketstore.message.properties import PropertyName
+from rocketstore.message.record import Message, StoredMessage, SysFlag, encode_record
+from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
+from rocketstore.store.config import BrokerRole
+from rocketstore.store.results import GetMessageStatus, PutMessageStatus, PutResult
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["CHECK_GROUP", "CHECK_MAX_TIME_TOPIC", "HALF_TOPIC", "OP_TOPIC", "REMOVE_TAG", "TransactionCheckService",
+           "half_message", "register"]
+
+log = logging.getLogger(__name__)
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+#: the consumer group whose offsets record how far the check service has come (MixAll.CID_SYS_RMQ_TRANS)
+CHECK_GROUP = "CID_RMQ_SYS_TRANS"
+#: the op record's tag: the half message is done (committed or rolled back)
+REMOVE_TAG = "d"
+#: op records read per store call
+_OP_BATCH = 32
+
+_TX_MASK = SysFlag.TRANSACTION_MASK
+_COMMIT = SysFlag.TRANSACTION_COMMIT_TYPE
+_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
+_SUCCESS_STATUSES = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                               PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
+_ILLEGAL = ("The message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
+            "msg properties length limit 32k.")
+#: an unsuccessful final put -> (response code, remark), as EndTransactionProcessor.sendFinalMessage answers
+_PUT_FAILURES: dict[PutMessageStatus, tuple[int, str]] = {
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR, "Create mapped file failed."),
+    PutMessageStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE, "Service not available now."),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "OS page cache busy, please try another machine"),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def half_message(topic: str, queue_id: int, body: bytes, properties: dict[str, str], flag: int, sys_flag: int,
+                 born_timestamp: int, born_host: HostAddress | None, store_host: HostAddress | None,
+                 reconsume_times: int) -> Message:
+    """The half message a transactional send is stored as.  *properties* are the send's as the broker
+    stores them (CLUSTER added); WAIT, if sent, goes last, where the Java broker puts it back before the
+    half message's properties string is made."""
+    props = dict(properties)
+    wait = props.pop(PropertyName.WAIT, None)
+    if wait is not None:
+        props[PropertyName.WAIT] = wait
+    props[PropertyName.REAL_TOPIC] = topic
+    props[PropertyName.REAL_QID] = str(queue_id)
+    return Message(HALF_TOPIC, body, props, 0, flag, sys_flag & ~_TX_MASK, born_timestamp, born_host, store_host,
+                   reconsume_times)
+
+
+def _op_message(half: StoredMessage, store_host: HostAddress | None) -> Message:
+    """The op record saying *half* is done.  Its properties string holds TAGS and WAIT only: 4.9.3 sets the
+    unique key after serialising the properties, so it never reaches the record."""
+    props = {PropertyName.TAGS: REMOVE_TAG, PropertyName.WAIT: "true"}
+    return Message(OP_TOPIC, str(half.queue_offset).encode(), props, half.queue_id, 0, 0, _now_ms(), store_host,
+                   store_host, 0)
+
+
+def _final_message(half: StoredMessage, commit_log_offset: int) -> Message | None:
+    """The committed message: the half message back in its real topic and queue; None when the half
+    message lacks REAL_TOPIC / REAL_QID."""
+    props = half.properties
+    topic = props.get(PropertyName.REAL_TOPIC)
+    try:
+        queue_id = int(props.get(PropertyName.REAL_QID, ""))
+    except ValueError:
+        return None
+    if not topic:
+        return None
+    return Message(topic, half.body, props, queue_id, half.flag, (half.sys_flag & ~_TX_MASK) | _COMMIT,
+                   half.born_timestamp, half.born_host, half.store_host, half.reconsume_times, commit_log_offset)
+
+
+def _half_problem(half: StoredMessage | None, h: EndTransactionRequestHeader) -> str | None:
+    """EndTransactionProcessor.checkPrepareMessage: why *half* is not the message *h* ends, or None."""
+    if half is None or half.topic != HALF_TOPIC:
+        return "Find prepared transaction message failed"
+    if half.properties.get(PropertyName.PGROUP) != h.producer_group:
+        return "The producer group wrong"
+    if half.queue_offset != h.tran_state_table_offset:
+        return "The transaction state table offset wrong"
+    if half.commit_log_offset != h.commit_log_offset:
+        return "The commit log offset wrong"
+    return None
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    async def end_transaction(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        h = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        if broker.store_config.broker_role == BrokerRole.SLAVE:
+            return request.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
+        kind = h.commit_or_rollback
+        if kind not in (_COMMIT, _ROLLBACK):
+            # UNKNOWN (0) or nonsense: the producer does not know yet; the check service will ask again
+            if kind == 0:
+                log.info("producer %s ended transaction %s as unknown%s", conn.peer_address, h.msg_id,
+                         " (answering a check)" if h.from_transaction_check else "")
+            return None
+        half = broker.store.message_at(h.commit_log_offset)
+        problem = _half_problem(half, h)
+        if problem is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
+        assert half is not None
+        if kind == _ROLLBACK:
+            await broker.transactions.write_op(half)
+            return request.make_response(ResponseCode.SUCCESS)
+        final = _final_message(half, h.commit_log_offset)
+        if final is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark="Find prepared transaction message failed")
+        result = await broker.put(final, wait=False)
+        if result.status in _SUCCESS_STATUSES:
+            await broker.transactions.write_op(half)
+            return request.make_response(ResponseCode.SUCCESS)
+        code, remark = _PUT_FAILURES.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
+        return request.make_response(code, remark=remark)
+
+    router.add(RequestCode.END_TRANSACTION, end_transaction)
+
+
+class TransactionCheckService:
+    """The op records' writer and the periodic check of open half messages (see the module docstring)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._task: asyncio.Task[None] | None = None
+        self._round_robin = itertools.count()
+        #: check requests sent, half messages given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)
+        self.checks_sent = 0
+        self.discarded = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    async def _loop(self) -> None:
+        interval_s = self.broker.config.transaction_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.check()
+            except Exception:  # a failed round is logged; the next one starts from the saved offsets
+                log.exception("transaction check failed")
+
+    async def write_op(self, half: StoredMessage) -> bool:
+        result = await self.broker.put(_op_message(half, self.broker.store_host), wait=False)
+        if result.status is not PutMessageStatus.PUT_OK:
+            log.error("cannot write the op record of half message %s: %s", half.msg_id, result.status.name)
+            return False
+        return True
+
+    # --- the check ------------------------------------------------------------------------------------
+
+    async def check(self) -> None:
+        """One round over every half queue."""
+        broker = self.broker
+        tc = broker.topics.get(HALF_TOPIC)
+        if tc is None:  # as fetchMessageQueues: the half topic's config is made on the first round
+            tc = broker.topics.create_retry_or_dlq(HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
+            broker.topic_created()
+        for queue_id in range(tc.read_queue_nums):
+            await self._check_queue(queue_id)
+
+    def _start_offset(self, topic: str, queue_id: int) -> int:
+        offset = self.broker.offsets.query(CHECK_GROUP, topic, queue_id)
+        return offset if offset >= 0 else self.broker.store.min_offset(topic, queue_id)
+
+    def _read_ops(self, queue_id: int, op_offset: int, half_offset: int) -> tuple[dict[int, int], list[int]]:
+        """Every op record from *op_offset* on: (half queue offset -> op queue offset) for halves not yet
+        passed, and the op offsets of records about halves before *half_offset* (done)."""
+        store = self.broker.store
+        removed: dict[int, int] = {}
+        done: list[int] = []
+        offset = op_offset
+        while True:
+            got = store.get(OP_TOPIC, queue_id, offset, _OP_BATCH)
+            if got.status is not GetMessageStatus.FOUND:
+                if got.status in (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
+                                  GetMessageStatus.OFFSET_FOUND_NULL) and got.next_begin_offset != offset:
+                    offset = got.next_begin_offset
+                    continue
+                return removed, done
+            for op_offset_of, op in zip(got.queue_offsets, got.messages):
+                if op.tags != REMOVE_TAG:
+                    log.error("op record at %d of %s has tag %r, not %r", op_offset_of, OP_TOPIC, op.tags, REMOVE_TAG)
+                    continue
+                try:
+                    half_offset_of = int(op.body)
+                except ValueError:
+                    log.error("op record at %d of %s has body %r", op_offset_of, OP_TOPIC, op.body[:40])
+                    continue
+                if half_offset_of < half_offset:
+                    done.append(op_offset_of)
+                else:
+                    removed[half_offset_of] = op_offset_of
+            offset = got.next_begin_offset
+
+    async def _check_queue(self, queue_id: int) -> None:
+        broker, store, cfg = self.broker, self.broker.store, self.broker.config
+        start_ms = _now_ms()
+        half_offset = self._start_offset(HALF_TOPIC, queue_id)
+        op_offset = self._start_offset(OP_TOPIC, queue_id)
+        removed, done = self._read_ops(queue_id, op_offset, half_offset)
+        reserved_ms = store.config.file_reserved_time_h * 3600 * 1000
+        i = new_offset = half_offset
+        while True:
+            if i in removed:
+                done.append(removed.pop(i))
+                i = new_offset = i + 1
+                continue
+            got = store.get(HALF_TOPIC, queue_id, i, 1)
+            if got.status is not GetMessageStatus.FOUND:
+                if got.next_begin_offset > i:  # a hole (a removed segment): go on from where the queue resumes
+                    i = new_offset = got.next_begin_offset
+                    continue
+                break
+            try:
+                [half] = got.messages
+            except (MessageDecodeError, ValueError):
+                log.exception("unreadable half message at queue offset %d", i)
+                i = new_offset = i + 1
+                continue
+            props = half.properties
+            now = _now_ms()
+            times_text = props.get(PropertyName.TRANSACTION_CHECK_TIMES)
+            times = _int(times_text, -1) if times_text is not None else 0
+            if times >= cfg.transaction_check_max or now - half.born_timestamp > reserved_ms:
+                await self._discard(half, props)
+                i = new_offset = i + 1
+                continue
+            if half.store_timestamp >= start_ms:
+                break  # written during this round
+            age = now - half.born_timestamp
+            immunity_text = props.get(PropertyName.CHECK_IMMUNITY_TIME_IN_SECONDS)
+            immunity = cfg.transaction_timeout_ms
+            if immunity_text is not None:
+                seconds = _int(immunity_text, -1)
+                immunity = cfg.transaction_timeout_ms if seconds == -1 else seconds * 1000
+            if 0 <= age < immunity:
+                break  # too young to ask about; so is everything after it
+            props[PropertyName.TRANSACTION_CHECK_TIMES] = str(times + 1)
+            copy = await self._put_back(half, props)
+            if copy is None:
+                break  # try again next round
+            self._send_check(half, props, copy)
+            i = new_offset = i + 1
+        if new_offset != half_offset:
+            broker.offsets.commit(CHECK_GROUP, HALF_TOPIC, queue_id, new_offset)
+        new_op_offset = op_offset
+        for offset in sorted(done):
+            if offset != new_op_offset:
+                break
+            new_op_offset += 1
+        if new_op_offset != op_offset:
+            broker.offsets.commit(CHECK_GROUP, OP_TOPIC, queue_id, new_op_offset)
+
+    async def _put_back(self, half: StoredMessage, props: dict[str, str]) -> PutResult | None:
+        """Write *half* again at the end of its queue with *props* (its check count raised).  As 4.9.3's
+        renewHalfMessageInner, the copy has flag 0 and reconsume count 0."""
+        copy = Message(HALF_TOPIC, half.body, props, half.queue_id, 0, half.sys_flag, half.born_timestamp,
+                       half.born_host, half.store_host, 0)
+        result = await self.broker.put(copy, wait=False)
+        if result.status is not PutMessageStatus.PUT_OK:
+            log.error("cannot put half message %s back for its check: %s", half.msg_id, result.status.name)
+            return None
+        return result
+
+    def _send_check(self, half: StoredMessage, props: dict[str, str], copy: PutResult) -> None:
+        """CHECK_TRANSACTION_STATE about *copy* to one connected producer of the half message's group."""
+        group = props.get(PropertyName.PGROUP, "")
+        channels = [c for c in self.broker.clients.producer_channels(group)
+                    if isinstance(c.connection, Connection) and not c.connection.is_closed]
+        if not channels:
+            log.warning("no producer of group %r is connected to check half message %s", group, half.msg_id)
+            return
+        connection = channels[next(self._round_robin) % len(channels)].connection
+        assert isinstance(connection, Connection)
+        uniq = props.get(PropertyName.UNIQ_KEY)
+        header = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=copy.queue_offset, commit_log_offset=copy.commit_log_offset, msg_id=uniq,
+            transaction_id=uniq, offset_msg_id=copy.msg_id)
+        # the body: the half message as a record, under its real topic and queue, at the copy's offsets
+        topic = props.get(PropertyName.REAL_TOPIC, half.topic)
+        queue_id = _int(props.get(PropertyName.REAL_QID, ""), half.queue_id)
+        message = Message(topic, half.body, props, queue_id, half.flag, half.sys_flag, half.born_timestamp,
+                          half.born_host, half.store_host, half.reconsume_times, half.prepared_transaction_offset)
+        body, _ = encode_record(message, store_host=half.store_host, born_host=half.born_host,
+                                store_timestamp=half.store_timestamp, queue_offset=copy.queue_offset,
+                                commit_log_offset=copy.commit_log_offset)
+        command = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), bytes(body),
+                                          oneway=True)
+        self.checks_sent += 1
+        asyncio.get_running_loop().create_task(self.broker._send_quietly(connection, command))
+
+    async def _discard(self, half: StoredMessage, props: dict[str, str]) -> None:
+        """Give up on *half*: keep it in TRANS_CHECK_MAX_TIME_TOPIC for people to look at."""
+        broker = self.broker
+        if broker.topics.get(CHECK_MAX_TIME_TOPIC) is None:
+            broker.topics.create_retry_or_dlq(CHECK_MAX_TIME_TOPIC, 1, Perm.READ | Perm.WRITE)
+            broker.topic_created()
+        log.error("half message %s (real topic %s) was checked too many times: moved to %s", half.msg_id,
+                  props.get(PropertyName.REAL_TOPIC), CHECK_MAX_TIME_TOPIC)
+        message = Message(CHECK_MAX_TIME_TOPIC, half.body, props, 0, half.flag, half.sys_flag, half.born_timestamp,
+                          half.born_host, half.store_host, half.reconsume_times)
+        result = await broker.put(message, wait=False)
+        if result.status is not PutMessageStatus.PUT_OK:
+            log.error("cannot move half message %s to %s: %s", half.msg_id, CHECK_MAX_TIME_TOPIC, result.status.name)
+        else:
+            self.discarded += 1
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+

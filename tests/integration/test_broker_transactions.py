@@ -1,0 +1,283 @@
+"""The broker's side of transactional messages on raw remoting frames (no client library between): half
+messages, END_TRANSACTION's checks and writes, the check service's rounds, its offsets across a restart.
+
+Half messages here are sent with a born time in the past, so the check service (every 200 ms in these
+tests) finds them old enough at once instead of after transactionTimeOut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from local_cluster import LocalCluster
+
+from rocketstore.broker.transactions import CHECK_GROUP, CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_TOPIC
+from rocketstore.message.message_id import decode_offset_message_id
+from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
+from rocketstore.message.record import StoredMessage, SysFlag, decode_record
+from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketstore.remoting.bodies import HeartbeatData
+from rocketstore.remoting.headers import CheckTransactionStateRequestHeader
+from rocketstore.remoting.transport import Connection, connect, run
+
+TOPIC, GROUP = "TxTopic", "tx-producer-group"
+DEADLINE_S = 20.0
+FAST_CHECKS: dict[str, Any] = {"transaction_check_interval_ms": 200}
+
+
+def stored(cluster: LocalCluster, topic: str, queue_id: int = 0) -> list[StoredMessage]:
+    return cluster.call(lambda: cluster.broker.store.get(topic, queue_id, 0, 1000).messages)
+
+
+def wait_for(fn: Callable[[], Any], what: str, timeout_s: float = DEADLINE_S) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def half_send(body: bytes, uniq: str, *, queue_id: int = 1, born_ms: int | None = None, group: str = GROUP,
+              extra: dict[str, str] | None = None) -> RemotingCommand:
+    """SEND_MESSAGE_V2 of a half message as a 4.9.3 Java producer sends it (TRAN_MSG, PGROUP, sysFlag 4)."""
+    props = {PropertyName.TAGS: "TagA", PropertyName.KEYS: f"key-{uniq}", PropertyName.UNIQ_KEY: uniq,
+             PropertyName.WAIT: "true", PropertyName.TRAN_MSG: "true", PropertyName.PGROUP: group, **(extra or {})}
+    born = born_ms if born_ms is not None else int(time.time() * 1000)
+    ext = {"a": group, "b": TOPIC, "c": "TBW102", "d": "4", "e": str(queue_id), "f": str(SysFlag.TRANSACTION_PREPARED_TYPE),
+           "g": str(born), "h": "7", "i": encode_properties(props), "j": "0", "k": "false", "m": "false"}
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+def end_tx(answer: RemotingCommand, uniq: str, kind: int, *, group: str = GROUP, from_check: bool = False,
+           oneway: bool = False, **override: str) -> RemotingCommand:
+    """END_TRANSACTION for the half message *answer* (a send's answer) names."""
+    _, commit_log_offset = decode_offset_message_id(answer.ext_fields["msgId"])
+    ext = {"producerGroup": group, "tranStateTableOffset": answer.ext_fields["queueOffset"],
+           "commitLogOffset": str(commit_log_offset), "commitOrRollback": str(kind),
+           "fromTransactionCheck": "true" if from_check else "false", "msgId": uniq, "transactionId": uniq}
+    ext.update(override)
+    return RemotingCommand.request(RequestCode.END_TRANSACTION, ext, oneway=oneway)
+
+
+class Producer:
+    """A raw connection that sends requests and records the CHECK_TRANSACTION_STATE requests it gets."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.checks: list[RemotingCommand] = []
+        self.answer: Callable[[RemotingCommand], RemotingCommand | None] = lambda check: None
+        self.conn: Connection
+
+    async def _serve(self, conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            assert request.is_oneway
+            self.checks.append(request)
+            reply = self.answer(request)
+            if reply is not None:
+                await conn.oneway(reply)
+        return None
+
+    async def open(self, heartbeat: bool = True) -> None:
+        self.conn = await connect(self.cluster.broker_addr, handler=self._serve)
+        if heartbeat:
+            beat = HeartbeatData("127.0.0.1@tx-test", (GROUP,), ()).encode()
+            assert (await self.conn.request(RemotingCommand.request(RequestCode.HEART_BEAT, {}, beat), 5)).code == 0
+
+    async def request(self, command: RemotingCommand) -> RemotingCommand:
+        return await self.conn.request(command, 5)
+
+
+@pytest.fixture()
+def cluster(tmp_path: Path) -> Any:
+    with LocalCluster(tmp_path / "store", **FAST_CHECKS) as c:
+        yield c
+
+
+def test_a_half_message_is_stored_in_the_half_topic_and_answered_as_a_send(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path / "store") as cluster:  # no check rounds during this test
+        async def go() -> RemotingCommand:
+            p = Producer(cluster)
+            await p.open(heartbeat=False)
+            return await p.request(half_send(b"half body", "UNIQ1", queue_id=2))
+
+        answer = run(go())
+        assert answer.code == ResponseCode.SUCCESS
+        assert answer.ext_fields["queueId"] == "2", "the answer names the queue asked for"
+        assert answer.ext_fields["queueOffset"] == "0", "and the half message's offset in the half queue"
+        [half] = wait_for(lambda: stored(cluster, HALF_TOPIC), "the half message")
+        assert half.msg_id == answer.ext_fields["msgId"]
+        assert half.body == b"half body" and half.flag == 7 and half.queue_id == 0
+        assert half.sys_flag & SysFlag.TRANSACTION_MASK == 0, "stored as a normal message of the half topic"
+        props = half.properties
+        assert props[PropertyName.REAL_TOPIC] == TOPIC and props[PropertyName.REAL_QID] == "2"
+        assert props[PropertyName.TRAN_MSG] == "true" and props[PropertyName.PGROUP] == GROUP
+        assert props[PropertyName.WAIT] == "true", "4.9.3 puts WAIT back before the half's properties string"
+        assert props[PropertyName.CLUSTER] == "DefaultCluster"
+        assert cluster.call(lambda: cluster.broker.store.max_offset(TOPIC, 2)) == 0, "nothing in the real topic"
+
+
+def test_commit_writes_the_final_message_and_an_op_record(cluster: LocalCluster) -> None:
+    async def go() -> tuple[RemotingCommand, RemotingCommand]:
+        p = Producer(cluster)
+        await p.open()
+        answer = await p.request(half_send(b"committed", "UNIQ-C", queue_id=1))
+        return answer, await p.request(end_tx(answer, "UNIQ-C", SysFlag.TRANSACTION_COMMIT_TYPE))
+
+    answer, ended = run(go())
+    assert ended.code == ResponseCode.SUCCESS, ended.remark
+    [half] = wait_for(lambda: stored(cluster, HALF_TOPIC), "the half message")
+    [final] = wait_for(lambda: stored(cluster, TOPIC, 1), "the committed message")
+    assert final.body == b"committed" and final.flag == 7 and final.queue_offset == 0
+    assert final.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_COMMIT_TYPE
+    assert final.prepared_transaction_offset == half.commit_log_offset
+    assert final.born_timestamp == half.born_timestamp and final.born_host == half.born_host
+    assert final.properties_string == half.properties_string, "the half's properties string, unchanged"
+    assert final.uniq_key == "UNIQ-C" and final.tags == "TagA"
+    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), "the op record")
+    assert op.body == answer.ext_fields["queueOffset"].encode()
+    assert parse_properties(op.properties_string) == {"TAGS": "d", "WAIT": "true"}
+    # the check service sees the op record: no check, and its offsets move past both
+    wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, OP_TOPIC, 0)) == 1,
+             "the op queue's check offset to pass the op record")
+    assert cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) == 1
+    assert cluster.call(lambda: cluster.broker.transactions.checks_sent) == 0
+
+
+def test_rollback_writes_only_the_op_record_and_bad_requests_are_refused(cluster: LocalCluster) -> None:
+    async def go() -> list[RemotingCommand]:
+        p = Producer(cluster)
+        await p.open()
+        answer = await p.request(half_send(b"rolled back", "UNIQ-R"))
+        commit = SysFlag.TRANSACTION_COMMIT_TYPE
+        return [
+            await p.request(end_tx(answer, "UNIQ-R", commit, group="another-group")),
+            await p.request(end_tx(answer, "UNIQ-R", commit, tranStateTableOffset="5")),
+            await p.request(end_tx(answer, "UNIQ-R", commit, commitLogOffset="1")),
+            await p.request(end_tx(answer, "UNIQ-R", SysFlag.TRANSACTION_ROLLBACK_TYPE)),
+        ]
+
+    wrong_group, wrong_offset, wrong_record, rollback = run(go())
+    assert (wrong_group.code, wrong_group.remark) == (ResponseCode.SYSTEM_ERROR, "The producer group wrong")
+    assert (wrong_offset.code, wrong_offset.remark) == (ResponseCode.SYSTEM_ERROR,
+                                                        "The transaction state table offset wrong")
+    assert (wrong_record.code, wrong_record.remark) == (ResponseCode.SYSTEM_ERROR,
+                                                        "Find prepared transaction message failed")
+    assert rollback.code == ResponseCode.SUCCESS
+    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), "the op record")
+    assert op.body == b"0"
+    time.sleep(0.3)  # let a check round pass over the rolled back half
+    for q in range(4):
+        assert stored(cluster, TOPIC, q) == [], "a rolled back or refused transaction writes nothing there"
+
+
+def test_an_open_half_message_is_checked_and_the_answer_commits_it(cluster: LocalCluster) -> None:
+    p = Producer(cluster)
+
+    def commit_on_check(check: RemotingCommand) -> RemotingCommand:
+        h = CheckTransactionStateRequestHeader.from_ext_fields(check.ext_fields)
+        return RemotingCommand.request(RequestCode.END_TRANSACTION, {
+            "producerGroup": GROUP, "tranStateTableOffset": str(h.tran_state_table_offset),
+            "commitLogOffset": str(h.commit_log_offset), "commitOrRollback": str(SysFlag.TRANSACTION_COMMIT_TYPE),
+            "fromTransactionCheck": "true", "msgId": h.msg_id or "", "transactionId": h.transaction_id or ""},
+            oneway=True)
+
+    async def go() -> None:
+        await p.open()
+        answer = await p.request(half_send(b"asked about", "UNIQ-K", born_ms=int(time.time() * 1000) - 60_000))
+        assert answer.code == ResponseCode.SUCCESS
+        p.answer = commit_on_check
+        await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1), "the message committed on check")
+
+    run(go())
+    [check] = p.checks
+    h = CheckTransactionStateRequestHeader.from_ext_fields(check.ext_fields)
+    halves = stored(cluster, HALF_TOPIC)
+    assert len(halves) == 2, "the checked half message was written again, with its check count"
+    original, copy = halves
+    assert (h.tran_state_table_offset, h.commit_log_offset) == (1, copy.commit_log_offset)
+    assert h.msg_id == h.transaction_id == "UNIQ-K" and h.offset_msg_id == copy.msg_id
+    assert copy.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "1"
+    assert copy.flag == 0 and original.flag == 7, "as 4.9.3's put-back, the copy loses the flag"
+    body = decode_record(check.body)
+    assert (body.topic, body.queue_id, body.body) == (TOPIC, 1, b"asked about")
+    assert (body.queue_offset, body.commit_log_offset) == (1, copy.commit_log_offset)
+    assert body.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "1"
+    [final] = stored(cluster, TOPIC, 1)
+    assert final.prepared_transaction_offset == copy.commit_log_offset
+    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), "the op record")
+    assert op.body == b"1", "the op record names the copy's queue offset"
+    wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) == 2,
+             "the check offset to pass both half records")
+    time.sleep(0.5)
+    assert len(p.checks) == 1, "a committed transaction is not checked again"
+
+
+def test_a_transaction_nobody_answers_goes_to_the_check_max_time_topic(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path / "store", transaction_check_max=2, **FAST_CHECKS) as cluster:
+        p = Producer(cluster)
+
+        async def go() -> None:
+            await p.open()
+            old = int(time.time() * 1000) - 60_000
+            assert (await p.request(half_send(b"forgotten", "UNIQ-F", born_ms=old))).code == ResponseCode.SUCCESS
+            await asyncio.to_thread(wait_for, lambda: stored(cluster, CHECK_MAX_TIME_TOPIC),
+                                    "the half message given up")
+
+        run(go())
+        assert len(p.checks) == 2, "asked transactionCheckMax times"
+        [dead] = stored(cluster, CHECK_MAX_TIME_TOPIC)
+        assert dead.body == b"forgotten" and dead.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "2"
+        assert dead.properties[PropertyName.REAL_TOPIC] == TOPIC
+        assert cluster.call(lambda: cluster.broker.topics.get(CHECK_MAX_TIME_TOPIC)) is not None
+        assert all(stored(cluster, TOPIC, q) == [] for q in range(4))
+
+
+def test_no_producer_connected_means_no_check_until_one_comes_back(tmp_path: Path) -> None:
+    """A half message whose producer group has no connection is passed over (a copy is written with its
+    count, as 4.9.3 does) and checked once a producer of the group heartbeats again; the check service's
+    offsets survive a restart."""
+    store = tmp_path / "store"
+    with LocalCluster(store, **FAST_CHECKS) as cluster:
+        async def send_and_leave() -> None:
+            p = Producer(cluster)
+            await p.open(heartbeat=False)
+            old = int(time.time() * 1000) - 60_000
+            assert (await p.request(half_send(b"orphan", "UNIQ-O", born_ms=old))).code == ResponseCode.SUCCESS
+            p.conn.close()
+
+        run(send_and_leave())
+        wait_for(lambda: len(stored(cluster, HALF_TOPIC)) >= 2, "a check round over the orphan")
+        half_offset = cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0))
+        assert half_offset >= 1
+    with LocalCluster(store, **FAST_CHECKS) as cluster:
+        assert cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) >= half_offset
+        p = Producer(cluster)
+
+        async def come_back() -> None:
+            await p.open()
+            await asyncio.to_thread(wait_for, lambda: p.checks, "a check once the producer is back")
+
+        run(come_back())
+        h = CheckTransactionStateRequestHeader.from_ext_fields(p.checks[0].ext_fields)
+        assert h.msg_id == "UNIQ-O"
+
+
+def test_a_broker_that_rejects_transactions_stores_nothing(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path / "store", reject_transaction_message=True) as cluster:
+        async def go() -> RemotingCommand:
+            p = Producer(cluster)
+            await p.open(heartbeat=False)
+            return await p.request(half_send(b"x", "UNIQ-X"))
+
+        answer = run(go())
+        assert answer.code == ResponseCode.NO_PERMISSION
+        assert answer.remark == "the broker[127.0.0.1] sending transaction message is forbidden"
+        assert cluster.call(lambda: cluster.broker.store.max_offset(HALF_TOPIC, 0)) == 0
