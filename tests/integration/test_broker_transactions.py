@@ -17,6 +17,8 @@ import pytest
 from local_cluster import LocalCluster
 
 from rocketstore.broker.transactions import CHECK_GROUP, CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_TOPIC
+from rocketstore.client import BrokerError
+from rocketstore.client.admin import AdminClient
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import StoredMessage, SysFlag, decode_record
@@ -65,6 +67,16 @@ def end_tx(answer: RemotingCommand, uniq: str, kind: int, *, group: str = GROUP,
            "fromTransactionCheck": "true" if from_check else "false", "msgId": uniq, "transactionId": uniq}
     ext.update(override)
     return RemotingCommand.request(RequestCode.END_TRANSACTION, ext, oneway=oneway)
+
+
+def commit_on_check(check: RemotingCommand) -> RemotingCommand:
+    """The END_TRANSACTION a producer answers a check with when its transaction committed."""
+    h = CheckTransactionStateRequestHeader.from_ext_fields(check.ext_fields)
+    return RemotingCommand.request(RequestCode.END_TRANSACTION, {
+        "producerGroup": GROUP, "tranStateTableOffset": str(h.tran_state_table_offset),
+        "commitLogOffset": str(h.commit_log_offset), "commitOrRollback": str(SysFlag.TRANSACTION_COMMIT_TYPE),
+        "fromTransactionCheck": "true", "msgId": h.msg_id or "", "transactionId": h.transaction_id or ""},
+        oneway=True)
 
 
 class Producer:
@@ -181,14 +193,6 @@ def test_rollback_writes_only_the_op_record_and_bad_requests_are_refused(cluster
 def test_an_open_half_message_is_checked_and_the_answer_commits_it(cluster: LocalCluster) -> None:
     p = Producer(cluster)
 
-    def commit_on_check(check: RemotingCommand) -> RemotingCommand:
-        h = CheckTransactionStateRequestHeader.from_ext_fields(check.ext_fields)
-        return RemotingCommand.request(RequestCode.END_TRANSACTION, {
-            "producerGroup": GROUP, "tranStateTableOffset": str(h.tran_state_table_offset),
-            "commitLogOffset": str(h.commit_log_offset), "commitOrRollback": str(SysFlag.TRANSACTION_COMMIT_TYPE),
-            "fromTransactionCheck": "true", "msgId": h.msg_id or "", "transactionId": h.transaction_id or ""},
-            oneway=True)
-
     async def go() -> None:
         await p.open()
         answer = await p.request(half_send(b"asked about", "UNIQ-K", born_ms=int(time.time() * 1000) - 60_000))
@@ -221,23 +225,34 @@ def test_an_open_half_message_is_checked_and_the_answer_commits_it(cluster: Loca
 
 
 def test_a_transaction_nobody_answers_goes_to_the_check_max_time_topic(tmp_path: Path) -> None:
+    """transactionCheckMax unanswered checks move the half message to TRANS_CHECK_MAX_TIME_TOPIC; mqadmin
+    resumeCheckHalfMessage puts it back with its count at 0, and the next check's answer commits it."""
     with LocalCluster(tmp_path / "store", transaction_check_max=2, **FAST_CHECKS) as cluster:
         p = Producer(cluster)
 
-        async def go() -> None:
+        async def go() -> StoredMessage:
             await p.open()
             old = int(time.time() * 1000) - 60_000
             assert (await p.request(half_send(b"forgotten", "UNIQ-F", born_ms=old))).code == ResponseCode.SUCCESS
-            await asyncio.to_thread(wait_for, lambda: stored(cluster, CHECK_MAX_TIME_TOPIC),
-                                    "the half message given up")
+            [dead] = await asyncio.to_thread(wait_for, lambda: stored(cluster, CHECK_MAX_TIME_TOPIC),
+                                             "the half message given up")
+            assert len(p.checks) == 2, "asked transactionCheckMax times"
+            assert dead.body == b"forgotten" and dead.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "2"
+            assert dead.properties[PropertyName.REAL_TOPIC] == TOPIC
+            assert cluster.call(lambda: cluster.broker.topics.get(CHECK_MAX_TIME_TOPIC)) is not None
+            assert all(stored(cluster, TOPIC, q) == [] for q in range(4))
+            p.answer = commit_on_check
+            async with AdminClient(cluster.namesrv_addr) as admin:
+                await admin.resume_check_half_message(dead.msg_id)
+                with pytest.raises(BrokerError, match="Exception was thrown"):
+                    await admin.resume_check_half_message(dead.msg_id[:-8] + "7FFFFFFF")
+            [final] = await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1),
+                                              "the resumed message committed")
+            return final
 
-        run(go())
-        assert len(p.checks) == 2, "asked transactionCheckMax times"
-        [dead] = stored(cluster, CHECK_MAX_TIME_TOPIC)
-        assert dead.body == b"forgotten" and dead.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "2"
-        assert dead.properties[PropertyName.REAL_TOPIC] == TOPIC
-        assert cluster.call(lambda: cluster.broker.topics.get(CHECK_MAX_TIME_TOPIC)) is not None
-        assert all(stored(cluster, TOPIC, q) == [] for q in range(4))
+        final = run(go())
+        assert len(p.checks) == 3
+        assert final.body == b"forgotten" and final.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "1"
 
 
 def test_no_producer_connected_means_no_check_until_one_comes_back(tmp_path: Path) -> None:

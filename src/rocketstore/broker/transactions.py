@@ -36,8 +36,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from rocketstore.errors import MessageDecodeError
+from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.host import HostAddress
+from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message, StoredMessage, SysFlag, encode_record
 from rocketstore.remoting.bodies import Perm
@@ -171,7 +172,32 @@ def register(router: RequestRouter, broker: Broker) -> None:
         code, remark = _PUT_FAILURES.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
         return request.make_response(code, remark=remark)
 
+    async def resume_check(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """RESUME_CHECK_HALF_MESSAGE (mqadmin resumeCheckHalfMessage): the message an offset message id
+        names (usually one given up in TRANS_CHECK_MAX_TIME_TOPIC) goes back to the half queue with its check
+        count at 0, so the check service asks its producer again."""
+        msg_id = request.ext_fields.get("msgId") or ""
+        try:
+            _, offset = decode_offset_message_id(msg_id)
+        except RocketStoreError:
+            message = None
+        else:
+            message = broker.store.message_at(offset)
+        if message is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=(
+                "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."))
+        props = message.properties
+        props[PropertyName.TRANSACTION_CHECK_TIMES] = "0"
+        again = Message(HALF_TOPIC, message.body, props, 0, message.flag, message.sys_flag, message.born_timestamp,
+                        message.born_host, message.store_host, message.reconsume_times)
+        result = await broker.put(again, wait=False)
+        if result.status is not PutMessageStatus.PUT_OK:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark="Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        return request.make_response(ResponseCode.SUCCESS)
+
     router.add(RequestCode.END_TRANSACTION, end_transaction)
+    router.add(RequestCode.RESUME_CHECK_HALF_MESSAGE, resume_check)
 
 
 class TransactionCheckService:

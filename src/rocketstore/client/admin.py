@@ -495,6 +495,12 @@ class AdminClient:
             raise ClientError(f"broker {host} returned no message for {msg_id}")
         return messages[0]
 
+    async def resume_check_half_message(self, msg_id: str) -> None:
+        """Give the transactional message an offset message id names back to its broker's half queue with
+        its check count at 0 (mqadmin resumeCheckHalfMessage), e.g. one moved to TRANS_CHECK_MAX_TIME_TOPIC."""
+        host, _ = decode_offset_message_id(msg_id)
+        await self._call(str(host), RequestCode.RESUME_CHECK_HALF_MESSAGE, {"msgId": msg_id})
+
     async def is_broker_message_id(self, msg_id: str) -> bool:
         """Whether *msg_id* decodes as an offset message id naming a broker the name servers know (an
         UNIQ_KEY has the same length, so the host decides which kind of id it is)."""
