@@ -38,10 +38,12 @@ from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.durable_waits import DurableWaits
 from rocketstore.broker.groups import SubscriptionGroupTable
+from rocketstore.broker.ha import HAClient, HAServer
 from rocketstore.broker.long_poll import PullHold
 from rocketstore.broker.offsets import ConsumerOffsetTable
 from rocketstore.broker.registration import Registrar
 from rocketstore.broker.schedule import ScheduleService
+from rocketstore.broker.slave_sync import SlaveSync
 from rocketstore.broker.stats import ConsumeRates
 from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
@@ -99,6 +101,10 @@ class Broker:
         self.pull_hold: PullHold
         self._durable_waits: DurableWaits
         self.registrar: Registrar | None = None
+        #: replication: the HA port's server on masters; the HA client and the config sync on slaves
+        self.ha_server: HAServer | None = None
+        self.ha_client: HAClient | None = None
+        self.slave_sync: SlaveSync | None = None
         self.schedule: ScheduleService | None = None
         #: writes op records for END_TRANSACTION; checks open half messages on masters (started there only)
         self.transactions = transactions.TransactionCheckService(self)
@@ -165,8 +171,12 @@ class Broker:
                 self.schedule.start()
                 self.transactions.start()
             self.start_time_ms = int(time.time() * 1000)
-            await self.server.start_serving()
             ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else self.server.port + 1
+            if self.store_config.broker_role != BrokerRole.SLAVE:
+                self.ha_server = HAServer(self.store, cfg.listen_host, ha_port)
+                await self.ha_server.start()
+                ha_port = self.ha_server.port  # haListenPort 0: the port the OS gave
+            await self.server.start_serving()
             self.registrar = Registrar(
                 cfg.namesrv_addrs, cluster_name=cfg.broker_cluster_name, broker_name=cfg.broker_name,
                 broker_id=cfg.broker_id, broker_addr=self.address,
@@ -174,6 +184,12 @@ class Broker:
                 period_s=cfg.register_period_s, timeout_s=cfg.register_broker_timeout_ms / 1000,
                 compressed=cfg.compressed_register)
             await self.registrar.start()
+            if self.store_config.broker_role == BrokerRole.SLAVE:
+                registrar = self.registrar
+                self.ha_client = HAClient(self.store, lambda: cfg.ha_master_address or registrar.master_ha_addr)
+                self.ha_client.start()
+                self.slave_sync = SlaveSync(self, lambda: registrar.master_addr)
+                self.slave_sync.start()
             self._tasks.append(loop.create_task(self._persist_offsets_loop()))
             self._tasks.append(loop.create_task(self._scan_clients_loop()))
         except BaseException:
@@ -203,6 +219,9 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
         await self.server.close()
+        for service in (self.ha_client, self.slave_sync, self.ha_server):
+            if service is not None:
+                await service.close()
         if self.config.busy_poll_micros:
             busy_poll.enable(asyncio.get_running_loop(), 0)  # the loop may outlive the broker (tests, embedders)
         if self.schedule is not None:
@@ -242,14 +261,16 @@ class Broker:
         which it leaves out of the stored properties as RocketMQ does).
         ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries)."""
         store = self.store
-        if not store.config.is_sync_flush:
-            return self.put_now(message, apply_delay=apply_delay)
-        result = store.put(message, apply_delay=apply_delay, flush="later")
         if wait:
             value = message.properties.get(_WAIT)
             wait = value is None or value.lower() != "false"
-        result = await self._durable(result, wait)
-        self.count_put(result)
+        if not store.config.is_sync_flush:
+            result = self.put_now(message, apply_delay=apply_delay)
+        else:
+            result = await self._durable(store.put(message, apply_delay=apply_delay, flush="later"), wait)
+            self.count_put(result)
+        if self.sync_master:
+            result = await self._replicated(result, wait)
         return result
 
     def put_unsynced(self, item: Message | MessageBatch) -> PutResult:
@@ -265,6 +286,8 @@ class Broker:
         """``put_count`` (the runtime info's msgPutTotalTodayNow) after a put whose answer is final."""
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += result.message_count
+            if self.ha_server is not None:
+                self.ha_server.data_written()
 
     @property
     def durable_waits(self) -> DurableWaits:
@@ -293,10 +316,29 @@ class Broker:
         """put_batch; under SYNC_FLUSH as :meth:`put` (*wait*: the batch request's WAIT)."""
         store = self.store
         if not store.config.is_sync_flush:
-            return self.put_batch_now(messages)
-        result = await self._durable(store.put_batch(messages, flush="later"), wait)
-        self.count_put(result)
+            result = self.put_batch_now(messages)
+        else:
+            result = await self._durable(store.put_batch(messages, flush="later"), wait)
+            self.count_put(result)
+        if self.sync_master:
+            result = await self._replicated(result, wait)
         return result
+
+    @property
+    def sync_master(self) -> bool:
+        """SYNC_MASTER: a send is answered once a slave has its record (or says why not)."""
+        return self.store_config.broker_role == BrokerRole.SYNC_MASTER
+
+    async def _replicated(self, result: PutResult, wait: bool) -> PutResult:
+        """SYNC_MASTER: *result* once a slave has acknowledged its record, else with SLAVE_NOT_AVAILABLE
+        (no slave fit to wait for) or FLUSH_SLAVE_TIMEOUT (none acknowledged within slaveTimeout); the
+        record is stored either way.  A replica failure outranks the flush's status, as in 4.9.3."""
+        if (not wait or self.ha_server is None
+                or result.status not in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT)):
+            return result
+        status = await self.ha_server.wait_replicated(result.commit_log_offset + result.wrote_bytes,
+                                                      self.store_config.slave_timeout_ms / 1000)
+        return result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
 
     def put_batch_now(self, messages: list[Message] | MessageBatch) -> PutResult:
         """put_batch on the calling thread: only for ASYNC_FLUSH, as :meth:`put_now`."""

@@ -45,6 +45,10 @@ class BrokerConfig:
     broker_ip1: str | None = None
     broker_ip2: str | None = None
     ha_listen_port: int | None = None
+    #: a slave's master HA address (haMasterAddress, host:port); empty: learnt from the name servers
+    ha_master_address: str = ""
+    #: a slave answers pulls itself (slaveReadEnable) instead of sending consumers to the master
+    slave_read_enable: bool = False
     #: the interface the server binds (not a RocketMQ property; RocketMQ binds every interface)
     listen_host: str = "0.0.0.0"
     broker_permission: int = 6

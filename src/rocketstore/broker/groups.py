@@ -87,6 +87,19 @@ class SubscriptionGroupTable:
             "subscriptionGroupTable": {name: cfg.to_json() for name, cfg in self.table.items()},
         })
 
+    def replace_all(self, obj: dict[str, Any]) -> bool:
+        """A slave's sync: take the master's GET_ALL_SUBSCRIPTIONGROUP_CONFIG answer whole when its data
+        version differs from ours, and persist; True if it did."""
+        version = DataVersion.from_json(obj.get("dataVersion") or {})
+        table = obj.get("subscriptionGroupTable")
+        if version == self.data_version or not isinstance(table, dict):
+            return False
+        self.table = {str(name): SubscriptionGroupConfig.from_json(raw, str(name)) for name, raw in table.items()
+                      if isinstance(raw, dict)}
+        self.data_version = version
+        self.persist()
+        return True
+
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         return self.table.get(group)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
 
@@ -69,6 +70,26 @@ class ConsumerOffsetTable:
                 self._dirty = True
             raise
         return True
+
+    def merge(self, table: dict[str, Any]) -> None:
+        """A slave's sync: the master's GET_ALL_CONSUMER_OFFSET offsetTable replaces ours key by key
+        (``topic@group``); keys only we have stay, as RocketMQ's putAll leaves them."""
+        merged: dict[str, dict[int, int]] = {}
+        for key, queues in table.items():
+            if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
+                continue
+            entries: dict[int, int] = {}
+            for queue_id, offset in queues.items():
+                try:
+                    entries[int(queue_id)] = int(offset)
+                except (TypeError, ValueError):
+                    continue
+            merged[str(key)] = entries
+        with self._lock:
+            for key, entries in merged.items():
+                if self.table.get(key) != entries:
+                    self.table[key] = entries
+                    self._dirty = True
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         key = self.key(topic, group)

@@ -26,6 +26,7 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
+from rocketstore.store.config import BrokerRole
 from rocketstore.store.results import GetMessageStatus, GetResult
 
 if TYPE_CHECKING:
@@ -124,8 +125,10 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     codes = _tag_codes(sub)
 
     result = _get(broker, h, codes)
-    # the commit offset rides on the original request only, whatever the pull finds
-    if has_commit:
+    slave = broker.store_config.broker_role == BrokerRole.SLAVE
+    # the commit offset rides on the original request only, whatever the pull finds; a slave takes its
+    # offsets from the master (slave_sync.py), never from pulls
+    if has_commit and not slave:
         broker.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
     code = response_code_for_get_status(result.status, h.queue_offset)
     if code == ResponseCode.PULL_NOT_FOUND and has_suspend:
@@ -134,8 +137,13 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         result = _get(broker, h, codes)
         code = response_code_for_get_status(result.status, h.queue_offset)
     if code == ResponseCode.PULL_OFFSET_MOVED:
-        _offset_moved_event(broker, h, result)
-    ext = PullMessageResponseHeader(suggest_which_broker_id=0, next_begin_offset=result.next_begin_offset,
+        if slave:  # no offset correction from a slave (offsetCheckInSlave false): try again
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        else:
+            _offset_moved_event(broker, h, result)
+    # slaveReadEnable: consumers stay where the group says (brokerId); otherwise they are sent to the master
+    suggest = group_cfg.broker_id if cfg.slave_read_enable else 0
+    ext = PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=result.next_begin_offset,
                                     min_offset=result.min_offset, max_offset=result.max_offset).to_ext_fields()
     body = b"".join(result.records) if code == ResponseCode.SUCCESS else b""
     return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)

@@ -15,7 +15,11 @@ from rocketstore.errors import RemotingError
 from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
+from rocketstore.remoting.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+)
 from rocketstore.remoting.transport import ConnectionPool
 
 __all__ = ["Registrar"]
@@ -42,6 +46,10 @@ class Registrar:
         self._again = asyncio.Event()
         #: name server address -> True when its last registration succeeded
         self.registered: dict[str, bool] = {}
+        #: what the last successful registration answered (for a slave: its master's HA and remoting
+        #: addresses; None while the name server knows no master of this broker name)
+        self.master_ha_addr: str | None = None
+        self.master_addr: str | None = None
 
     async def start(self) -> None:
         """Register once with every name server (failures are logged), then keep registering."""
@@ -87,6 +95,9 @@ class Registrar:
         ok = response.code == ResponseCode.SUCCESS
         if not ok:
             log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
+        else:
+            answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+            self.master_ha_addr, self.master_addr = answer.ha_server_addr or None, answer.master_addr or None
         self.registered[addr] = ok
 
     async def close(self, *, unregister: bool = True) -> None:

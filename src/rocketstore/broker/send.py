@@ -124,7 +124,7 @@ def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
              ) -> RemotingCommand | tuple[PutResult, int, dict[str, str]] | None:
     """The checks and the put on the calling thread: the refusal, or (result, queue id, region); None under
     SYNC_FLUSH, where a put waits for the disk and so must run off the loop."""
-    if broker.store.config.is_sync_flush:
+    if broker.store.config.is_sync_flush or broker.sync_master:
         return None
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
@@ -148,6 +148,8 @@ def send_message_frame(broker: Broker, conn: Connection, request: RemotingComman
     its encoded frame, written from a template (the bytes encode_command would give for _answer's
     response), the rest as :func:`send_message_now` answers.  Under SYNC_FLUSH the put is made here too
     and the answer waits for the disk on the broker's DurableWaits (ANSWER_LATER)."""
+    if broker.sync_master:
+        return None  # the answer waits for a slave: send_message's task
     if broker.store.config.is_sync_flush:
         return _send_sync_flush(broker, conn, request)
     done = _put_now(broker, conn, request)

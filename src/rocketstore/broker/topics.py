@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
@@ -139,6 +140,19 @@ class TopicTable:
             "dataVersion": self.data_version.to_json(),
             "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
         })
+
+    def replace_all(self, obj: dict[str, Any]) -> bool:
+        """A slave's sync: take the master's GET_ALL_TOPIC_CONFIG answer (topicConfigTable, dataVersion)
+        whole when its data version differs from ours, and persist; True if it did."""
+        version = DataVersion.from_json(obj.get("dataVersion") or {})
+        table = obj.get("topicConfigTable")
+        if version == self.data_version or not isinstance(table, dict):
+            return False
+        self.table = {str(name): TopicConfig.from_json(raw, str(name)) for name, raw in table.items()
+                      if isinstance(raw, dict)}
+        self.data_version = version
+        self.persist()
+        return True
 
     def _changed(self) -> None:
         self.data_version = self.data_version.next(int(time.time() * 1000))

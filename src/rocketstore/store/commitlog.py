@@ -255,6 +255,45 @@ class CommitLog:
 
     # --- reading ----------------------------------------------------------------------------------------
 
+    # --- replication -------------------------------------------------------------------------------
+
+    def append_replica(self, offset: int, data: bytes | memoryview) -> int:
+        """Lay down commitlog bytes a master sent (a slave's HA client) at *offset*, which must be the
+        written end; returns the new end.  *data* may cut records anywhere (the dispatcher waits for the
+        rest of a record) but never crosses a segment, as a master sends them.  An empty commitlog starts
+        at the segment *offset* begins (the master's last segment, for a new slave).  Raises ValueError
+        when *offset* or the length does not fit, AppendError when no segment can be made."""
+        n = len(data)
+        with self.lock:
+            end = self.files.max_offset
+            if self.files.last() is None:
+                if offset % self.segment_bytes:
+                    raise ValueError(f"an empty commitlog starts on a segment boundary, not at {offset}")
+            elif offset != end:
+                raise ValueError(f"replica bytes at {offset} but the commitlog ends at {end}")
+            try:
+                mf = self.files.last_writable(offset)
+            except OSError as exc:
+                raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
+            self._tail = None  # a later put refreshes its cached tail
+            pos = mf.wrote
+            if mf.start_offset + pos != offset or pos + n > mf.size_bytes:
+                raise ValueError(f"{n} replica bytes at {offset} do not fit segment {mf.start_offset} "
+                                 f"(written to {mf.start_offset + pos})")
+            mf.buffer[pos:pos + n] = data
+            mf.wrote = pos + n
+            return mf.start_offset + mf.wrote
+
+    def read_chunk(self, offset: int, max_bytes: int) -> bytes:
+        """Up to *max_bytes* written bytes from *offset*, from the one segment that holds it (what a
+        master sends a slave); empty when nothing is written there yet."""
+        mf = self.files.find(offset)
+        if mf is None:
+            return b""
+        pos = offset - mf.start_offset
+        stop = min(mf.wrote, pos + max_bytes)
+        return bytes(mf.buffer[pos:stop]) if stop > pos else b""
+
     def _locate(self, offset: int, size_bytes: int) -> tuple[MappedFile, int] | None:
         """(segment, position) when *size_bytes* at *offset* lie inside one segment below the written end."""
         mf = self.files.find(offset)

@@ -48,6 +48,8 @@ class StoreConfig:
     flush_consume_queue_least_pages: int = 2
     flush_consume_queue_thorough_interval_ms: int = 60000
     sync_flush_timeout_ms: int = 5000
+    #: SYNC_MASTER: how long a send waits for a slave to have its record (slaveTimeout)
+    slave_timeout_ms: int = 3000
     check_crc_on_recover: bool = True
     message_index_enable: bool = True
     message_index_safe: bool = False

@@ -504,6 +504,25 @@ class MessageStore:
     def max_offset(self, topic: str, queue_id: int) -> int:
         return self._reader.max_offset(topic, queue_id)
 
+    def append_replica(self, offset: int, data: bytes | memoryview) -> int:
+        """A slave's write path: commitlog bytes from the master laid down at *offset* (the written end);
+        returns the new end.  The dispatcher builds consume queues and index from them as from puts.
+        Raises StoreClosedError on a closed or fenced store (or one whose dispatcher failed), ValueError
+        when *offset* is not the end."""
+        if self._closed or self._fenced is not None or self._dispatcher.io_error is not None:
+            raise StoreClosedError()
+        end = self._commitlog.append_replica(offset, data)
+        threads = self._threads
+        if threads.group_commit is not None:
+            threads.group_commit.request(end)
+        threads.wake_dispatch()
+        return end
+
+    def read_replica(self, offset: int, max_bytes: int) -> bytes:
+        """A master's read for its slaves: up to *max_bytes* commitlog bytes from *offset*, within one
+        segment (empty when nothing is written there yet)."""
+        return self._commitlog.read_chunk(offset, max_bytes)
+
     @property
     def min_commit_log_offset(self) -> int:
         return self._commitlog.min_offset

@@ -1,0 +1,311 @@
+"""Master/slave replication of the commitlog on RocketMQ 4.9.3's HA protocol (ha.md), both ends.
+
+The protocol is raw TCP on the master's HA port (listenPort + 1 unless haListenPort says otherwise), not
+remoting frames.  The slave reports how far its commitlog goes as an 8-byte big-endian offset: at once on
+connecting (a Java slave waits for its first heartbeat interval; a master takes either), after every chunk
+it appends, and every ``HEARTBEAT_S`` as a heartbeat.  The master answers a stream of ``offset (8) + size
+(4) + bytes`` chunks of at most ``TRANSFER_BATCH_BYTES`` from one commitlog segment, cut anywhere in a
+record; size 0 is its heartbeat.  A slave reporting 0 (an empty store) gets the master's last segment
+onwards, not the history.  The slave lays the bytes down as they came (MessageStore.append_replica) and its
+own dispatcher builds consume queues and index from them; a chunk that does not start where its commitlog
+ends closes the connection, and it reconnects from its end.  Either side drops a connection silent for
+``HOUSEKEEPING_S``.
+
+:class:`HAServer` (masters) also keeps ``push_max`` (the furthest offset any slave acknowledged) and wakes
+SYNC_MASTER sends waiting for it (:meth:`HAServer.wait_replicated`).  :class:`HAClient` (slaves) follows
+the master HA address of broker.conf's haMasterAddress, else the one the name servers answered the last
+registration with.
+
+Loop-bound: both run on the broker's event loop; store reads and appends are memory copies of at most a
+chunk (32 KiB) and happen there too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import socket
+import struct
+import time
+from collections.abc import Callable
+
+from rocketstore.errors import StoreError
+from rocketstore.remoting.transport import split_address
+from rocketstore.store.message_store import MessageStore
+from rocketstore.store.results import PutMessageStatus
+
+__all__ = ["REPORT", "TRANSFER_HEADER", "HAClient", "HAServer"]
+
+log = logging.getLogger(__name__)
+
+#: slave -> master: the slave's commitlog end
+REPORT = struct.Struct(">q")
+#: master -> slave: chunk offset and size, then the bytes
+TRANSFER_HEADER = struct.Struct(">qi")
+#: haSendHeartbeatInterval, haHousekeepingInterval, haTransferBatchSize, haSlaveFallbehindMax
+HEARTBEAT_S = 5.0
+HOUSEKEEPING_S = 20.0
+TRANSFER_BATCH_BYTES = 32 * 1024
+SLAVE_FALL_BEHIND_MAX = 256 * 1024 * 1024
+#: how long a caught-up master waits for new data before looking again
+IDLE_WAIT_S = 0.1
+#: a slave's pause between connection attempts
+RECONNECT_S = 5.0
+
+
+def _no_delay(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+
+class _Slave:
+    """One connected slave as the master sees it."""
+
+    def __init__(self, peer: str) -> None:
+        self.peer = peer
+        #: the first report (where to start), then every report (how far it has the commitlog)
+        self.request_offset = -1
+        self.ack_offset = -1
+        self.reported = asyncio.Event()
+
+
+class HAServer:
+    def __init__(self, store: MessageStore, host: str, port: int, *, heartbeat_s: float = HEARTBEAT_S,
+                 housekeeping_s: float = HOUSEKEEPING_S, batch_bytes: int = TRANSFER_BATCH_BYTES) -> None:
+        self.store = store
+        self.host = host
+        self.port = port
+        self.heartbeat_s = heartbeat_s
+        self.housekeeping_s = housekeeping_s
+        self.batch_bytes = batch_bytes
+        self.slaves: set[_Slave] = set()
+        #: push2SlaveMaxOffset: the furthest commitlog offset a slave has acknowledged
+        self.push_max = 0
+        self._server: asyncio.Server | None = None
+        self._new_data = asyncio.Event()
+        #: (end offset, tie, future) of SYNC_MASTER sends waiting for a slave's acknowledgement
+        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
+        self._tie = itertools.count()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        for _, _, future in self._waiters:
+            if not future.done():
+                future.set_result(False)
+        self._waiters.clear()
+
+    def data_written(self) -> None:
+        """New commitlog bytes: wake the transfers (the broker calls this after its puts)."""
+        if self.slaves:
+            self._new_data.set()
+
+    # --- SYNC_MASTER ----------------------------------------------------------------------------------
+
+    def slave_ok(self, end_offset: int) -> bool:
+        """isSlaveOK: a slave is connected and not more than haSlaveFallbehindMax behind *end_offset*."""
+        return bool(self.slaves) and end_offset - self.push_max < SLAVE_FALL_BEHIND_MAX
+
+    async def wait_replicated(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
+        """PUT_OK once a slave has acknowledged *end_offset*, FLUSH_SLAVE_TIMEOUT after *timeout_s*,
+        SLAVE_NOT_AVAILABLE at once without a slave fit to wait for (the record is stored either way)."""
+        if not self.slave_ok(end_offset):
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        if self.push_max >= end_offset:
+            return PutMessageStatus.PUT_OK
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (end_offset, next(self._tie), future))
+        self._new_data.set()
+        try:
+            done = await asyncio.wait_for(asyncio.shield(future), timeout_s)
+        except TimeoutError:
+            return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        return PutMessageStatus.PUT_OK if done else PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+
+    def _acked(self, offset: int) -> None:
+        self.push_max = max(self.push_max, offset)
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self.push_max:
+            _, _, future = heapq.heappop(waiters)
+            if not future.done():
+                future.set_result(True)
+
+    # --- one slave ------------------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        _no_delay(writer)
+        peer = str(writer.get_extra_info("peername"))
+        slave = _Slave(peer)
+        self.slaves.add(slave)
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        log.info("HA: slave %s connected", peer)
+        loop = asyncio.get_running_loop()
+        reading = loop.create_task(self._read_reports(reader, slave))
+        sending = loop.create_task(self._transfer(writer, slave))
+        try:
+            await asyncio.wait([reading, sending], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self.slaves.discard(slave)
+            self._tasks.discard(task)
+            for part in (reading, sending):
+                part.cancel()
+            await asyncio.gather(reading, sending, return_exceptions=True)
+            writer.close()
+            log.info("HA: slave %s gone (acknowledged %d)", peer, slave.ack_offset)
+
+    async def _read_reports(self, reader: asyncio.StreamReader, slave: _Slave) -> None:
+        pending = b""
+        while True:
+            try:
+                data = await asyncio.wait_for(reader.read(1 << 16), self.housekeeping_s)
+            except TimeoutError:
+                log.warning("HA: slave %s silent for %.0f s: closing", slave.peer, self.housekeeping_s)
+                return
+            except OSError:
+                return
+            if not data:
+                return
+            pending += data
+            whole = len(pending) - len(pending) % REPORT.size
+            if not whole:
+                continue
+            (offset,) = REPORT.unpack_from(pending, whole - REPORT.size)  # the last complete report
+            pending = pending[whole:]
+            if offset > self.store.max_commit_log_offset or offset < 0:
+                log.error("HA: slave %s reports offset %d past this master's end %d: closing", slave.peer,
+                          offset, self.store.max_commit_log_offset)
+                return
+            if slave.request_offset < 0:
+                slave.request_offset = offset
+                slave.reported.set()
+            slave.ack_offset = offset
+            self._acked(offset)
+
+    async def _transfer(self, writer: asyncio.StreamWriter, slave: _Slave) -> None:
+        await slave.reported.wait()
+        store = self.store
+        if slave.request_offset == 0:  # an empty slave starts at the master's last segment
+            end = store.max_commit_log_offset
+            segment = store.config.mapped_file_size_commit_log
+            offset = end - end % segment
+        else:
+            offset = slave.request_offset
+        last_write = 0.0
+        while True:
+            chunk = store.read_replica(offset, self.batch_bytes)
+            if chunk:
+                writer.write(TRANSFER_HEADER.pack(offset, len(chunk)))
+                writer.write(chunk)
+                offset += len(chunk)
+            elif time.monotonic() - last_write >= self.heartbeat_s:
+                writer.write(TRANSFER_HEADER.pack(offset, 0))
+            else:
+                self._new_data.clear()
+                try:
+                    await asyncio.wait_for(self._new_data.wait(), IDLE_WAIT_S)
+                except TimeoutError:
+                    pass
+                continue
+            last_write = time.monotonic()
+            try:
+                await writer.drain()
+            except OSError:
+                return
+
+
+class HAClient:
+    """A slave's side: keeps a connection to the master's HA port and appends what it sends."""
+
+    def __init__(self, store: MessageStore, master_ha_addr: Callable[[], str | None], *,
+                 heartbeat_s: float = HEARTBEAT_S, housekeeping_s: float = HOUSEKEEPING_S,
+                 reconnect_s: float = RECONNECT_S) -> None:
+        self.store = store
+        self.master_ha_addr = master_ha_addr
+        self.heartbeat_s = heartbeat_s
+        self.housekeeping_s = housekeeping_s
+        self.reconnect_s = reconnect_s
+        self._task: asyncio.Task[None] | None = None
+        #: the master HA address connected to, None between connections
+        self.connected_to: str | None = None
+        self.received_bytes = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            addr = self.master_ha_addr()
+            if addr:
+                try:
+                    await self._follow(addr)
+                except (OSError, ValueError, StoreError, asyncio.IncompleteReadError) as exc:
+                    log.warning("HA: replication from %s stopped: %s", addr, exc)
+                finally:
+                    self.connected_to = None
+            await asyncio.sleep(self.reconnect_s)
+
+    async def _follow(self, addr: str) -> None:
+        host, port = split_address(addr)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), self.housekeeping_s)
+        _no_delay(writer)
+        self.connected_to = addr
+        log.info("HA: following master %s from offset %d", addr, self.store.max_commit_log_offset)
+        store = self.store
+        beat = asyncio.get_running_loop().create_task(self._heartbeats(writer))
+        try:
+            writer.write(REPORT.pack(store.max_commit_log_offset))
+            await writer.drain()
+            while True:
+                header = await asyncio.wait_for(reader.readexactly(TRANSFER_HEADER.size), self.housekeeping_s)
+                offset, size = TRANSFER_HEADER.unpack(header)
+                if size < 0 or size > 64 * TRANSFER_BATCH_BYTES:
+                    raise ValueError(f"a chunk of {size} bytes")
+                body = await asyncio.wait_for(reader.readexactly(size), self.housekeeping_s) if size else b""
+                mine = store.max_commit_log_offset
+                if mine != 0 and mine != offset:
+                    raise ValueError(f"the master sends offset {offset} but this slave's commitlog ends at {mine}")
+                if body:
+                    store.append_replica(offset, body)
+                    self.received_bytes += size
+                    writer.write(REPORT.pack(store.max_commit_log_offset))
+                    await writer.drain()
+        finally:
+            beat.cancel()
+            writer.close()
+
+    async def _heartbeats(self, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            writer.write(REPORT.pack(self.store.max_commit_log_offset))
+            await writer.drain()

@@ -1,0 +1,110 @@
+"""A slave's copy of its master's non-commitlog state (RocketMQ's SlaveSynchronize, ha.md section 4).
+
+Every ``period_s`` (10 s; the first round after 3 s) the slave asks its master's remoting port for the
+topic table (GET_ALL_TOPIC_CONFIG: taken whole when its data version differs), the consumer offsets
+(GET_ALL_CONSUMER_OFFSET: merged key by key), the delay offsets (GET_ALL_DELAY_OFFSET: the text written to
+config/delayOffset.json as it came) and the subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG: taken
+whole when its version differs).  The master's address is the one the name servers answered the last
+registration with; no master known, or the master being this broker, means no round.
+
+Loop-bound (the broker's event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rocketstore.broker.config_files import write_text_atomically
+from rocketstore.errors import RemotingError
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.transport import ConnectionPool
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["SlaveSync"]
+
+log = logging.getLogger(__name__)
+
+FIRST_DELAY_S = 3.0
+PERIOD_S = 10.0
+
+
+class SlaveSync:
+    def __init__(self, broker: Broker, master_addr: Callable[[], str | None], *, period_s: float = PERIOD_S,
+                 first_delay_s: float = FIRST_DELAY_S, timeout_s: float = 3.0) -> None:
+        self.broker = broker
+        self.master_addr = master_addr
+        self.period_s = period_s
+        self.first_delay_s = first_delay_s
+        self.timeout_s = timeout_s
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self._task: asyncio.Task[None] | None = None
+        #: rounds that reached the master
+        self.rounds = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        await self.pool.close()
+
+    async def _loop(self) -> None:
+        await asyncio.sleep(self.first_delay_s)
+        while True:
+            try:
+                await self.sync_once()
+            except (RemotingError, ValueError, OSError) as exc:
+                log.warning("slave sync with the master failed: %s", exc)
+            await asyncio.sleep(self.period_s)
+
+    async def _ask(self, addr: str, code: int) -> bytes:
+        response = await self.pool.request(addr, RemotingCommand.request(code, {}), self.timeout_s)
+        if response.code != ResponseCode.SUCCESS:
+            raise ValueError(f"the master answered request {code} with {response.code}: {response.remark}")
+        return response.body
+
+    @staticmethod
+    def _object(body: bytes) -> dict[str, Any]:
+        obj = fastjson.loads(body) if body else {}
+        if not isinstance(obj, dict):
+            raise ValueError(f"the master's answer is not an object: {body[:100]!r}")  # noqa: TRY004
+        return obj
+
+    async def sync_once(self) -> bool:
+        """One round; False when there is no master to ask."""
+        addr = self.master_addr()
+        broker = self.broker
+        if not addr or addr == broker.address:
+            return False
+        if broker.topics.replace_all(self._object(await self._ask(addr, RequestCode.GET_ALL_TOPIC_CONFIG))):
+            log.info("slave sync: took the master's topic table")
+        offsets = self._object(await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).get("offsetTable")
+        if isinstance(offsets, dict):
+            broker.offsets.merge(offsets)
+            await broker.run_blocking(broker.offsets.persist)
+        try:
+            delay = await self._ask(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        except ValueError:
+            delay = b""  # a master without delayed delivery has none
+        if delay:
+            path = os.path.join(broker.store_config.config_dir, "delayOffset.json")
+            await broker.run_blocking(write_text_atomically, path, delay.decode("utf-8"))
+        if broker.groups.replace_all(self._object(await self._ask(addr,
+                                                                  RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))):
+            log.info("slave sync: took the master's subscription groups")
+        self.rounds += 1
+        return True
