@@ -296,3 +296,36 @@ def test_a_broker_that_rejects_transactions_stores_nothing(tmp_path: Path) -> No
         assert answer.code == ResponseCode.NO_PERMISSION
         assert answer.remark == "the broker[127.0.0.1] sending transaction message is forbidden"
         assert cluster.call(lambda: cluster.broker.store.max_offset(HALF_TOPIC, 0)) == 0
+
+
+def test_a_producer_set_immunity_does_not_hold_up_the_queue(cluster: LocalCluster) -> None:
+    """CHECK_IMMUNITY_TIME_IN_SECONDS: the immune half message is passed over (written again at the end,
+    remembering its first queue offset in TRAN_PREPARED_QUEUE_OFFSET) while the one after it is checked;
+    once its transaction ends (the op record names the first offset) the copies stop."""
+    p = Producer(cluster)
+    old = int(time.time() * 1000) - 60_000
+
+    p.answer = commit_on_check  # the plain one's check is answered
+
+    async def go() -> RemotingCommand:
+        await p.open()
+        immune = await p.request(half_send(b"immune", "UNIQ-I", born_ms=old,
+                                           extra={PropertyName.CHECK_IMMUNITY_TIME_IN_SECONDS: "3600"}))
+        assert (await p.request(half_send(b"plain", "UNIQ-P", born_ms=old))).code == ResponseCode.SUCCESS
+        await asyncio.to_thread(wait_for, lambda: p.checks, "the check of the message after the immune one")
+        return immune
+
+    immune = run(go())
+    assert [CheckTransactionStateRequestHeader.from_ext_fields(c.ext_fields).msg_id for c in p.checks] == ["UNIQ-P"]
+    copies = [m for m in stored(cluster, HALF_TOPIC) if m.uniq_key == "UNIQ-I"]
+    assert len(copies) >= 2 and copies[1].properties[PropertyName.TRAN_PREPARED_QUEUE_OFFSET] == "0"
+
+    async def commit() -> RemotingCommand:
+        await p.open()
+        return await p.request(end_tx(immune, "UNIQ-I", SysFlag.TRANSACTION_COMMIT_TYPE))
+
+    assert run(commit()).code == ResponseCode.SUCCESS
+    wait_for(lambda: stored(cluster, TOPIC, 1), "the immune message committed")
+    settled = len(stored(cluster, HALF_TOPIC))
+    time.sleep(0.6)  # three more rounds
+    assert len(stored(cluster, HALF_TOPIC)) == settled, "no copy once the op record names its first offset"

@@ -171,7 +171,9 @@ class Broker:
                 self.schedule.start()
                 self.transactions.start()
             self.start_time_ms = int(time.time() * 1000)
-            ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else self.server.port + 1
+            # RocketMQ's haListenPort = listenPort + 1; a broker on a port the OS picked lets it pick this too
+            ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else (
+                self.server.port + 1 if cfg.listen_port else 0)
             if self.store_config.broker_role != BrokerRole.SLAVE:
                 self.ha_server = HAServer(self.store, cfg.listen_host, ha_port)
                 await self.ha_server.start()

@@ -255,12 +255,14 @@ class TransactionCheckService:
         offset = self.broker.offsets.query(CHECK_GROUP, topic, queue_id)
         return offset if offset >= 0 else self.broker.store.min_offset(topic, queue_id)
 
-    def _read_ops(self, queue_id: int, op_offset: int, half_offset: int) -> tuple[dict[int, int], list[int]]:
+    def _read_ops(self, queue_id: int, op_offset: int, half_offset: int
+                  ) -> tuple[dict[int, int], list[int], set[int]]:
         """Every op record from *op_offset* on: (half queue offset -> op queue offset) for halves not yet
-        passed, and the op offsets of records about halves before *half_offset* (done)."""
+        passed, the op offsets of records about halves before *half_offset* (done), and those halves."""
         store = self.broker.store
         removed: dict[int, int] = {}
         done: list[int] = []
+        done_halves: set[int] = set()
         offset = op_offset
         while True:
             got = store.get(OP_TOPIC, queue_id, offset, _OP_BATCH)
@@ -269,7 +271,7 @@ class TransactionCheckService:
                                   GetMessageStatus.OFFSET_FOUND_NULL) and got.next_begin_offset != offset:
                     offset = got.next_begin_offset
                     continue
-                return removed, done
+                return removed, done, done_halves
             for op_offset_of, op in zip(got.queue_offsets, got.messages):
                 if op.tags != REMOVE_TAG:
                     log.error("op record at %d of %s has tag %r, not %r", op_offset_of, OP_TOPIC, op.tags, REMOVE_TAG)
@@ -281,6 +283,7 @@ class TransactionCheckService:
                     continue
                 if half_offset_of < half_offset:
                     done.append(op_offset_of)
+                    done_halves.add(half_offset_of)
                 else:
                     removed[half_offset_of] = op_offset_of
             offset = got.next_begin_offset
@@ -290,7 +293,7 @@ class TransactionCheckService:
         start_ms = _now_ms()
         half_offset = self._start_offset(HALF_TOPIC, queue_id)
         op_offset = self._start_offset(OP_TOPIC, queue_id)
-        removed, done = self._read_ops(queue_id, op_offset, half_offset)
+        removed, done, done_halves = self._read_ops(queue_id, op_offset, half_offset)
         reserved_ms = store.config.file_reserved_time_h * 3600 * 1000
         i = new_offset = half_offset
         while True:
@@ -313,22 +316,37 @@ class TransactionCheckService:
             props = half.properties
             now = _now_ms()
             times_text = props.get(PropertyName.TRANSACTION_CHECK_TIMES)
-            times = _int(times_text, -1) if times_text is not None else 0
+            times = _long(times_text) if times_text is not None else 0
             if times >= cfg.transaction_check_max or now - half.born_timestamp > reserved_ms:
                 await self._discard(half, props)
                 i = new_offset = i + 1
                 continue
+            props[PropertyName.TRANSACTION_CHECK_TIMES] = str(times + 1)  # as needDiscard counts it
             if half.store_timestamp >= start_ms:
                 break  # written during this round
             age = now - half.born_timestamp
             immunity_text = props.get(PropertyName.CHECK_IMMUNITY_TIME_IN_SECONDS)
-            immunity = cfg.transaction_timeout_ms
             if immunity_text is not None:
-                seconds = _int(immunity_text, -1)
+                seconds = _long(immunity_text)
                 immunity = cfg.transaction_timeout_ms if seconds == -1 else seconds * 1000
-            if 0 <= age < immunity:
+                if age < immunity:
+                    # a producer-set immunity does not hold the queue up: the message is done if its
+                    # original offset has an op record, else it goes to the end of the queue to wait.
+                    # (4.9.3 looks among the op records about halves not yet passed only, so an immune
+                    # message ended after the scan passed its first offset is copied until its immunity
+                    # runs out; the op records read this round count here too.)
+                    prepared_text = props.get(PropertyName.TRAN_PREPARED_QUEUE_OFFSET)
+                    prepared = _long(prepared_text) if prepared_text is not None else None
+                    if prepared is not None and prepared in removed:
+                        done.append(removed.pop(prepared))
+                    elif prepared is not None and prepared in done_halves:
+                        pass
+                    elif prepared == -1 or not await self._put_back_immune(half, props):
+                        break
+                    i = new_offset = i + 1
+                    continue
+            elif 0 <= age < cfg.transaction_timeout_ms:
                 break  # too young to ask about; so is everything after it
-            props[PropertyName.TRANSACTION_CHECK_TIMES] = str(times + 1)
             copy = await self._put_back(half, props)
             if copy is None:
                 break  # try again next round
@@ -355,6 +373,13 @@ class TransactionCheckService:
             return None
         return result
 
+    async def _put_back_immune(self, half: StoredMessage, props: dict[str, str]) -> bool:
+        """renewImmunityHalfMessageInner: *half* written again at the end of its queue, remembering the
+        queue offset it was first stored at (TRAN_PREPARED_QUEUE_OFFSET), which op records name."""
+        props = dict(props)
+        props.setdefault(PropertyName.TRAN_PREPARED_QUEUE_OFFSET, str(half.queue_offset))
+        return await self._put_back(half, props) is not None
+
     def _send_check(self, half: StoredMessage, props: dict[str, str], copy: PutResult) -> None:
         """CHECK_TRANSACTION_STATE about *copy* to one connected producer of the half message's group."""
         group = props.get(PropertyName.PGROUP, "")
@@ -371,7 +396,8 @@ class TransactionCheckService:
             transaction_id=uniq, offset_msg_id=copy.msg_id)
         # the body: the half message as a record, under its real topic and queue, at the copy's offsets
         topic = props.get(PropertyName.REAL_TOPIC, half.topic)
-        queue_id = _int(props.get(PropertyName.REAL_QID, ""), half.queue_id)
+        real_qid = _long(props.get(PropertyName.REAL_QID, ""))
+        queue_id = real_qid if real_qid >= 0 else half.queue_id
         message = Message(topic, half.body, props, queue_id, half.flag, half.sys_flag, half.born_timestamp,
                           half.born_host, half.store_host, half.reconsume_times, half.prepared_transaction_offset)
         body, _ = encode_record(message, store_host=half.store_host, born_host=half.born_host,
@@ -399,9 +425,9 @@ class TransactionCheckService:
             self.discarded += 1
 
 
-def _int(text: str | None, default: int) -> int:
+def _long(text: str) -> int:
+    """*text* as a number, -1 when malformed (RocketMQ's getLong / getInt answer)."""
     try:
-        return int(text) if text is not None else default
+        return int(text)
     except ValueError:
-        return default
-
+        return -1

@@ -158,6 +158,7 @@ _PROPERTY_ALIASES = {
     "flushIntervalConsumeQueue": "flush_interval_consume_queue_ms",
     "flushConsumeQueueThoroughInterval": "flush_consume_queue_thorough_interval_ms",
     "syncFlushTimeout": "sync_flush_timeout_ms",
+    "slaveTimeout": "slave_timeout_ms",
     "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_ms",
     "cleanResourceInterval": "clean_resource_interval_ms",
     "warmMapedFileEnable": "warm_mapped_file_enable",
