@@ -1,5 +1,5 @@
-"""A minimal asyncio RocketMQ client on remoting.transport: producer, pull consumer and push consumer
-(with a blocking wrapper) over a route cache.
+"""A minimal asyncio RocketMQ client on remoting.transport: producer, transactional producer, pull consumer
+and push consumer (with a blocking wrapper) over a route cache.
 
 Imports remoting and message only (never store, broker or namesrv).
 """
@@ -27,6 +27,12 @@ from rocketstore.client.push_types import (
     MessageModel,
 )
 from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.client.transaction_producer import (
+    LocalTransactionState,
+    TransactionMessage,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "BlockingPushConsumer",
@@ -36,6 +42,7 @@ __all__ = [
     "ConsumeStatus",
     "ConsumedMessage",
     "LocalFileOffsetStore",
+    "LocalTransactionState",
     "MessageHandler",
     "MessageModel",
     "MessageQueue",
@@ -53,6 +60,9 @@ __all__ = [
     "RouteCache",
     "SendResult",
     "SessionCredentials",
+    "TransactionMessage",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_averagely",
     "broker_error_for",
     "decode_messages",
