@@ -105,6 +105,9 @@ class Broker:
         self.ha_server: HAServer | None = None
         self.ha_client: HAClient | None = None
         self.slave_sync: SlaveSync | None = None
+        #: SYNC_MASTER: a send is answered once a slave has its record (or says why not); a plain
+        #: attribute, read once per send
+        self.sync_master = self.store_config.broker_role == BrokerRole.SYNC_MASTER
         self.schedule: ScheduleService | None = None
         #: writes op records for END_TRANSACTION; checks open half messages on masters (started there only)
         self.transactions = transactions.TransactionCheckService(self)
@@ -325,11 +328,6 @@ class Broker:
         if self.sync_master:
             result = await self._replicated(result, wait)
         return result
-
-    @property
-    def sync_master(self) -> bool:
-        """SYNC_MASTER: a send is answered once a slave has its record (or says why not)."""
-        return self.store_config.broker_role == BrokerRole.SYNC_MASTER
 
     async def _replicated(self, result: PutResult, wait: bool) -> PutResult:
         """SYNC_MASTER: *result* once a slave has acknowledged its record, else with SLAVE_NOT_AVAILABLE
