@@ -138,6 +138,14 @@ def test_an_empty_slave_starts_at_the_masters_last_segment(cluster: LocalCluster
             commitlog_bytes(tmp_path / "master", last_segment, end)
         run(send(cluster, 10, first=800))
         caught_up(cluster, slave)
+        stop(cluster, slave)  # a store whose first segment is not at 0 reopens and goes on
+        run(send(cluster, 10, first=810))
+        slave = start_slave(cluster, tmp_path / "slave")
+        caught_up(cluster, slave)
+        end = cluster.broker.store.max_commit_log_offset
+        assert slave.store.min_commit_log_offset == last_segment
+        assert commitlog_bytes(tmp_path / "slave", last_segment, end) == \
+            commitlog_bytes(tmp_path / "master", last_segment, end)
     finally:
         stop(cluster, slave)
 
