@@ -18,7 +18,7 @@ import pytest
 from local_cluster import SMALL_STORE, LocalCluster
 
 from rocketstore.broker import Broker, BrokerConfig
-from rocketstore.client import Producer
+from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.transport import connect, run
@@ -207,5 +207,41 @@ def test_the_route_lists_the_slave_beside_the_master(cluster: LocalCluster, tmp_
                 return {}
 
         assert run(route()) == {0: cluster.broker_addr, 1: slave.address}
+    finally:
+        stop(cluster, slave)
+
+
+def test_consumers_read_from_the_slave_while_the_master_is_down(cluster: LocalCluster, tmp_path: Path) -> None:
+    slave = start_slave(cluster, tmp_path / "slave")
+    try:
+        run(send(cluster, 40))
+        caught_up(cluster, slave)
+        cluster.call(lambda: cluster.broker.offsets.commit("reader", TOPIC, 0, 2))
+        assert slave.slave_sync is not None and cluster.run(slave.slave_sync.sync_once())
+        cluster.run(cluster.broker.close())  # the master goes away (it unregisters)
+
+        async def read_all() -> tuple[list[bytes], int]:
+            async with PullConsumer(cluster.namesrv_addr, "reader") as consumer:
+                queues: list[Any] = []
+                for _ in range(100):  # until the name server's route shows the slave alone
+                    queues = await consumer.queues(TOPIC)
+                    if queues:
+                        break
+                    await asyncio.sleep(0.05)
+                bodies: list[bytes] = []
+                for mq in queues:
+                    offset = 0
+                    while True:
+                        result = await consumer.pull(mq, offset, 32)
+                        if not result.messages:
+                            break
+                        bodies += [m.body for m in result.messages]
+                        offset = result.next_begin_offset
+                committed = await consumer.committed_offset(next(q for q in queues if q.queue_id == 0))
+                return bodies, committed
+
+        bodies, committed = run(read_all())
+        assert sorted(b.split(b" ")[0] for b in bodies) == sorted(f"m{i}".encode() for i in range(40))
+        assert committed == 2, "the slave answers with the offsets it took from the master"
     finally:
         stop(cluster, slave)

@@ -92,6 +92,7 @@ class SlaveSync:
             return False
         if broker.topics.replace_all(self._object(await self._ask(addr, RequestCode.GET_ALL_TOPIC_CONFIG))):
             log.info("slave sync: took the master's topic table")
+            broker.topic_created()  # registered soon, so routes list this slave for the new topics too
         offsets = self._object(await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).get("offsetTable")
         if isinstance(offsets, dict):
             broker.offsets.merge(offsets)

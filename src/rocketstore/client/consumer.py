@@ -107,7 +107,8 @@ class PullConsumer:
 
     async def _request(self, mq: MessageQueue, code: int, ext: dict[str, str], timeout_s: float | None = None,
                        *, oneway: bool = False) -> RemotingCommand | None:
-        addr = await self.routes.broker_addr(mq)
+        # the master, else (it is down) a slave: reads and offsets go on there, as RocketMQ's clients do
+        addr = await self.routes.broker_addr(mq, master_only=False)
         request = RemotingCommand.request(code, ext, oneway=oneway)
         if oneway:
             await self.pool.oneway(addr, request)
