@@ -31,6 +31,7 @@ import struct
 import time
 from collections.abc import Callable
 
+from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import StoreError
 from rocketstore.remoting.transport import split_address
 from rocketstore.store.message_store import MessageStore
@@ -235,7 +236,7 @@ class HAServer:
                 return
 
 
-class HAClient:
+class HAClient(TaskService):
     """A slave's side: keeps a connection to the master's HA port and appends what it sends."""
 
     def __init__(self, store: MessageStore, master_ha_addr: Callable[[], str | None], *,
@@ -246,22 +247,9 @@ class HAClient:
         self.heartbeat_s = heartbeat_s
         self.housekeeping_s = housekeeping_s
         self.reconnect_s = reconnect_s
-        self._task: asyncio.Task[None] | None = None
         #: the master HA address connected to, None between connections
         self.connected_to: str | None = None
         self.received_bytes = 0
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
 
     async def _run(self) -> None:
         while True:

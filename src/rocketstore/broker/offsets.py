@@ -42,17 +42,7 @@ class ConsumerOffsetTable:
         table = obj.get("offsetTable")
         if not isinstance(table, dict):
             return
-        loaded: dict[str, dict[int, int]] = {}
-        for key, queues in table.items():
-            if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
-                continue
-            entries: dict[int, int] = {}
-            for queue_id, offset in queues.items():
-                try:
-                    entries[int(queue_id)] = int(offset)
-                except (TypeError, ValueError):
-                    continue
-            loaded[str(key)] = entries
+        loaded = _parse_offset_table(table)
         with self._lock:
             self.table = loaded
 
@@ -74,17 +64,7 @@ class ConsumerOffsetTable:
     def merge(self, table: dict[str, Any]) -> None:
         """A slave's sync: the master's GET_ALL_CONSUMER_OFFSET offsetTable replaces ours key by key
         (``topic@group``); keys only we have stay, as RocketMQ's putAll leaves them."""
-        merged: dict[str, dict[int, int]] = {}
-        for key, queues in table.items():
-            if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
-                continue
-            entries: dict[int, int] = {}
-            for queue_id, offset in queues.items():
-                try:
-                    entries[int(queue_id)] = int(offset)
-                except (TypeError, ValueError):
-                    continue
-            merged[str(key)] = entries
+        merged = _parse_offset_table(table)
         with self._lock:
             for key, entries in merged.items():
                 if self.table.get(key) != entries:
@@ -129,3 +109,20 @@ class ConsumerOffsetTable:
     def all_json(self) -> dict[str, dict[int, int]]:
         with self._lock:
             return {k: dict(v) for k, v in self.table.items()}
+
+
+def _parse_offset_table(table: dict[Any, Any]) -> dict[str, dict[int, int]]:
+    """An offsetTable as consumerOffset.json and GET_ALL_CONSUMER_OFFSET hold it (``topic@group`` ->
+    queue id -> offset), entries that are not numbers left out."""
+    parsed: dict[str, dict[int, int]] = {}
+    for key, queues in table.items():
+        if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
+            continue
+        entries: dict[int, int] = {}
+        for queue_id, offset in queues.items():
+            try:
+                entries[int(queue_id)] = int(offset)
+            except (TypeError, ValueError):
+                continue
+        parsed[str(key)] = entries
+    return parsed

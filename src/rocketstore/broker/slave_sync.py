@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rocketstore.broker.config_files import write_text_atomically
+from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import RemotingError
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -36,7 +37,7 @@ FIRST_DELAY_S = 3.0
 PERIOD_S = 10.0
 
 
-class SlaveSync:
+class SlaveSync(TaskService):
     def __init__(self, broker: Broker, master_addr: Callable[[], str | None], *, period_s: float = PERIOD_S,
                  first_delay_s: float = FIRST_DELAY_S, timeout_s: float = 3.0) -> None:
         self.broker = broker
@@ -45,24 +46,14 @@ class SlaveSync:
         self.first_delay_s = first_delay_s
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s)
-        self._task: asyncio.Task[None] | None = None
         #: rounds that reached the master
         self.rounds = 0
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop())
-
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await super().close()
         await self.pool.close()
 
-    async def _loop(self) -> None:
+    async def _run(self) -> None:
         await asyncio.sleep(self.first_delay_s)
         while True:
             try:

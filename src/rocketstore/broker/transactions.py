@@ -36,6 +36,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import decode_offset_message_id
@@ -200,30 +201,17 @@ def register(router: RequestRouter, broker: Broker) -> None:
     router.add(RequestCode.RESUME_CHECK_HALF_MESSAGE, resume_check)
 
 
-class TransactionCheckService:
+class TransactionCheckService(TaskService):
     """The op records' writer and the periodic check of open half messages (see the module docstring)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self._task: asyncio.Task[None] | None = None
         self._round_robin = itertools.count()
         #: check requests sent, half messages given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)
         self.checks_sent = 0
         self.discarded = 0
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
-
-    async def _loop(self) -> None:
+    async def _run(self) -> None:
         interval_s = self.broker.config.transaction_check_interval_ms / 1000
         while True:
             await asyncio.sleep(interval_s)

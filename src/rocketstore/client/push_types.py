@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rocketstore.message.properties import PropertyName
+from rocketstore.message.properties import HasTagsAndKeys, PropertyName
 from rocketstore.message.record import StoredMessage
 
 __all__ = [
@@ -65,7 +65,7 @@ class ConsumeStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumedMessage:
+class ConsumedMessage(HasTagsAndKeys):
     topic: str
     queue_id: int
     queue_offset: int
@@ -82,13 +82,6 @@ class ConsumedMessage:
     stored_topic: str
     properties: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get(PropertyName.TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        return self.properties.get(PropertyName.KEYS)
 
     @property
     def delay_level(self) -> int:

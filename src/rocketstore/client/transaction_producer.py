@@ -55,7 +55,7 @@ from rocketstore.client.push_types import local_ip, new_instance_name
 from rocketstore.client.route import AUTO_CREATE_TOPIC, MessageQueue, RouteCache, check
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.message_id import decode_offset_message_id
-from rocketstore.message.properties import PropertyName
+from rocketstore.message.properties import HasTagsAndKeys, PropertyName
 from rocketstore.message.record import StoredMessage, SysFlag
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -130,7 +130,7 @@ def half_message_properties(group: str, properties: dict[str, str] | None) -> di
 
 
 @dataclass(frozen=True, slots=True)
-class TransactionMessage:
+class TransactionMessage(HasTagsAndKeys):
     """The message a listener decides on.  In ``execute`` it is the half message just stored
     (``stored`` None); in ``check`` it is the half message as the broker sent it back (``stored`` the
     decoded record, topic and queue id already the real ones)."""
@@ -141,14 +141,6 @@ class TransactionMessage:
     transaction_id: str | None
     properties: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     stored: StoredMessage | None = None
-
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get(PropertyName.TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        return self.properties.get(PropertyName.KEYS)
 
 
 #: ``execute(message, arg) -> LocalTransactionState`` (or an awaitable of one)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
+from typing import Protocol
 
 from rocketstore.message.hashing import java_string_hash
 
@@ -21,6 +22,7 @@ __all__ = [
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_FORMATS",
     "PROPERTY_SEPARATOR",
+    "HasTagsAndKeys",
     "PropertiesFormat",
     "PropertyName",
     "encode_properties",
@@ -233,3 +235,23 @@ def encode_properties_column(maps: Sequence[Mapping[str, str | None]]) -> list[b
     if text.count("\x00") != n - 1:
         return None
     return text.encode("utf-8").split(b"\x00")
+
+
+class _WithProperties(Protocol):
+    @property
+    def properties(self) -> Mapping[str, str]: ...
+
+
+class HasTagsAndKeys:
+    """``tags`` and ``keys`` read from the ``properties`` of the message class it is mixed into (the
+    store's Message and StoredMessage, the clients' consumed and transactional messages)."""
+
+    __slots__ = ()
+
+    @property
+    def tags(self: _WithProperties) -> str | None:
+        return self.properties.get(PropertyName.TAGS)
+
+    @property
+    def keys(self: _WithProperties) -> str | None:
+        return self.properties.get(PropertyName.KEYS)

@@ -50,7 +50,7 @@ from rocketstore.errors import (
     PropertiesTooLargeError,
 )
 from rocketstore.message.host import HostAddress
-from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
+from rocketstore.message.properties import HasTagsAndKeys, PropertyName, encode_properties, parse_properties
 
 __all__ = [
     "BLANK_MAGIC",
@@ -216,7 +216,7 @@ def validate_topic(topic: str) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(HasTagsAndKeys):
     """A message as a producer hands it to the store.
 
     ``properties`` holds TAGS, KEYS, UNIQ_KEY and user properties; the store serialises them in Java
@@ -253,17 +253,9 @@ class Message:
             props[PropertyName.UNIQ_KEY] = uniq_key
         return cls(topic, bytes(body), props, **fields)  # type: ignore[arg-type]
 
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get(PropertyName.TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        return self.properties.get(PropertyName.KEYS)
-
 
 @dataclass(frozen=True, slots=True)
-class StoredMessage:
+class StoredMessage(HasTagsAndKeys):
     """A record read back from the commitlog (RocketMQ's MessageExt)."""
 
     store_size: int
@@ -287,13 +279,6 @@ class StoredMessage:
     def properties(self) -> dict[str, str]:
         return parse_properties(self.properties_string)
 
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get(PropertyName.TAGS)
-
-    @property
-    def keys(self) -> str | None:
-        return self.properties.get(PropertyName.KEYS)
 
     @property
     def uniq_key(self) -> str | None:
