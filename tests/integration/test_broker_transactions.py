@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from local_cluster import LocalCluster
+from serve_process import wait_for
 
 from rocketstore.broker.transactions import CHECK_GROUP, CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_TOPIC
 from rocketstore.client import BrokerError
@@ -34,17 +35,6 @@ FAST_CHECKS: dict[str, Any] = {"transaction_check_interval_ms": 200}
 
 def stored(cluster: LocalCluster, topic: str, queue_id: int = 0) -> list[StoredMessage]:
     return cluster.call(lambda: cluster.broker.store.get(topic, queue_id, 0, 1000).messages)
-
-
-def wait_for(fn: Callable[[], Any], what: str, timeout_s: float = DEADLINE_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def half_send(body: bytes, uniq: str, *, queue_id: int = 1, born_ms: int | None = None, group: str = GROUP,
@@ -124,7 +114,7 @@ def test_a_half_message_is_stored_in_the_half_topic_and_answered_as_a_send(tmp_p
         assert answer.code == ResponseCode.SUCCESS
         assert answer.ext_fields["queueId"] == "2", "the answer names the queue asked for"
         assert answer.ext_fields["queueOffset"] == "0", "and the half message's offset in the half queue"
-        [half] = wait_for(lambda: stored(cluster, HALF_TOPIC), "the half message")
+        [half] = wait_for(lambda: stored(cluster, HALF_TOPIC), DEADLINE_S, "the half message")
         assert half.msg_id == answer.ext_fields["msgId"]
         assert half.body == b"half body" and half.flag == 7 and half.queue_id == 0
         assert half.sys_flag & SysFlag.TRANSACTION_MASK == 0, "stored as a normal message of the half topic"
@@ -145,20 +135,20 @@ def test_commit_writes_the_final_message_and_an_op_record(cluster: LocalCluster)
 
     answer, ended = run(go())
     assert ended.code == ResponseCode.SUCCESS, ended.remark
-    [half] = wait_for(lambda: stored(cluster, HALF_TOPIC), "the half message")
-    [final] = wait_for(lambda: stored(cluster, TOPIC, 1), "the committed message")
+    [half] = wait_for(lambda: stored(cluster, HALF_TOPIC), DEADLINE_S, "the half message")
+    [final] = wait_for(lambda: stored(cluster, TOPIC, 1), DEADLINE_S, "the committed message")
     assert final.body == b"committed" and final.flag == 7 and final.queue_offset == 0
     assert final.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_COMMIT_TYPE
     assert final.prepared_transaction_offset == half.commit_log_offset
     assert final.born_timestamp == half.born_timestamp and final.born_host == half.born_host
     assert final.properties_string == half.properties_string, "the half's properties string, unchanged"
     assert final.uniq_key == "UNIQ-C" and final.tags == "TagA"
-    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), "the op record")
+    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), DEADLINE_S, "the op record")
     assert op.body == answer.ext_fields["queueOffset"].encode()
     assert parse_properties(op.properties_string) == {"TAGS": "d", "WAIT": "true"}
     # the check service sees the op record: no check, and its offsets move past both
     wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, OP_TOPIC, 0)) == 1,
-             "the op queue's check offset to pass the op record")
+             DEADLINE_S, "the op queue's check offset to pass the op record")
     assert cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) == 1
     assert cluster.call(lambda: cluster.broker.transactions.checks_sent) == 0
 
@@ -183,7 +173,7 @@ def test_rollback_writes_only_the_op_record_and_bad_requests_are_refused(cluster
     assert (wrong_record.code, wrong_record.remark) == (ResponseCode.SYSTEM_ERROR,
                                                         "Find prepared transaction message failed")
     assert rollback.code == ResponseCode.SUCCESS
-    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), "the op record")
+    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), DEADLINE_S, "the op record")
     assert op.body == b"0"
     time.sleep(0.3)  # let a check round pass over the rolled back half
     for q in range(4):
@@ -198,7 +188,8 @@ def test_an_open_half_message_is_checked_and_the_answer_commits_it(cluster: Loca
         answer = await p.request(half_send(b"asked about", "UNIQ-K", born_ms=int(time.time() * 1000) - 60_000))
         assert answer.code == ResponseCode.SUCCESS
         p.answer = commit_on_check
-        await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1), "the message committed on check")
+        await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1), DEADLINE_S,
+                                "the message committed on check")
 
     run(go())
     [check] = p.checks
@@ -216,10 +207,10 @@ def test_an_open_half_message_is_checked_and_the_answer_commits_it(cluster: Loca
     assert body.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "1"
     [final] = stored(cluster, TOPIC, 1)
     assert final.prepared_transaction_offset == copy.commit_log_offset
-    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), "the op record")
+    [op] = wait_for(lambda: stored(cluster, OP_TOPIC), DEADLINE_S, "the op record")
     assert op.body == b"1", "the op record names the copy's queue offset"
     wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) == 2,
-             "the check offset to pass both half records")
+             DEADLINE_S, "the check offset to pass both half records")
     time.sleep(0.5)
     assert len(p.checks) == 1, "a committed transaction is not checked again"
 
@@ -235,7 +226,7 @@ def test_a_transaction_nobody_answers_goes_to_the_check_max_time_topic(tmp_path:
             old = int(time.time() * 1000) - 60_000
             assert (await p.request(half_send(b"forgotten", "UNIQ-F", born_ms=old))).code == ResponseCode.SUCCESS
             [dead] = await asyncio.to_thread(wait_for, lambda: stored(cluster, CHECK_MAX_TIME_TOPIC),
-                                             "the half message given up")
+                                             DEADLINE_S, "the half message given up")
             assert len(p.checks) == 2, "asked transactionCheckMax times"
             assert dead.body == b"forgotten" and dead.properties[PropertyName.TRANSACTION_CHECK_TIMES] == "2"
             assert dead.properties[PropertyName.REAL_TOPIC] == TOPIC
@@ -247,7 +238,7 @@ def test_a_transaction_nobody_answers_goes_to_the_check_max_time_topic(tmp_path:
                 with pytest.raises(BrokerError, match="Exception was thrown"):
                     await admin.resume_check_half_message(dead.msg_id[:-8] + "7FFFFFFF")
             [final] = await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1),
-                                              "the resumed message committed")
+                                              DEADLINE_S, "the resumed message committed")
             return final
 
         final = run(go())
@@ -269,7 +260,7 @@ def test_no_producer_connected_means_no_check_until_one_comes_back(tmp_path: Pat
             p.conn.close()
 
         run(send_and_leave())
-        wait_for(lambda: len(stored(cluster, HALF_TOPIC)) >= 2, "a check round over the orphan")
+        wait_for(lambda: len(stored(cluster, HALF_TOPIC)) >= 2, DEADLINE_S, "a check round over the orphan")
         half_offset = cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0))
         assert half_offset >= 1
     with LocalCluster(store, **FAST_CHECKS) as cluster:
@@ -278,7 +269,7 @@ def test_no_producer_connected_means_no_check_until_one_comes_back(tmp_path: Pat
 
         async def come_back() -> None:
             await p.open()
-            await asyncio.to_thread(wait_for, lambda: p.checks, "a check once the producer is back")
+            await asyncio.to_thread(wait_for, lambda: p.checks, DEADLINE_S, "a check once the producer is back")
 
         run(come_back())
         h = CheckTransactionStateRequestHeader.from_ext_fields(p.checks[0].ext_fields)
@@ -312,7 +303,8 @@ def test_a_producer_set_immunity_does_not_hold_up_the_queue(cluster: LocalCluste
         immune = await p.request(half_send(b"immune", "UNIQ-I", born_ms=old,
                                            extra={PropertyName.CHECK_IMMUNITY_TIME_IN_SECONDS: "3600"}))
         assert (await p.request(half_send(b"plain", "UNIQ-P", born_ms=old))).code == ResponseCode.SUCCESS
-        await asyncio.to_thread(wait_for, lambda: p.checks, "the check of the message after the immune one")
+        await asyncio.to_thread(wait_for, lambda: p.checks, DEADLINE_S,
+                                "the check of the message after the immune one")
         return immune
 
     immune = run(go())
@@ -325,7 +317,7 @@ def test_a_producer_set_immunity_does_not_hold_up_the_queue(cluster: LocalCluste
         return await p.request(end_tx(immune, "UNIQ-I", SysFlag.TRANSACTION_COMMIT_TYPE))
 
     assert run(commit()).code == ResponseCode.SUCCESS
-    wait_for(lambda: stored(cluster, TOPIC, 1), "the immune message committed")
+    wait_for(lambda: stored(cluster, TOPIC, 1), DEADLINE_S, "the immune message committed")
     settled = len(stored(cluster, HALF_TOPIC))
     time.sleep(0.6)  # three more rounds
     assert len(stored(cluster, HALF_TOPIC)) == settled, "no copy once the op record names its first offset"
