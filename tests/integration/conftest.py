@@ -10,4 +10,5 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from cpp2_driver import cpp2_lib  # noqa: F401 - the session fixture of the C++ 2.x client transaction tests
 from ons_driver import ons_client  # noqa: F401 - the session fixture of the ali-ons (Node client) tests
