@@ -216,6 +216,23 @@ def test_local_commit_stores_the_messages_in_their_topic(cpp2_lib: Cpp2Lib, clus
     assert cpp1 is None or cpp1 == sorted(body_of(i) for i in range(count))
 
 
+def test_a_delay_level_on_a_transactional_message_is_ignored_as_the_java_client_does(
+        cpp2_lib: Cpp2Lib, cluster: LocalCluster, tmp_path: Path) -> None:
+    """The C++ client keeps SetDelayTimeLevel on a transactional message (the Java client clears it); a
+    4.9.3 broker would file the half message under SCHEDULE_TOPIC_XXXX and lose it.  Ours stores the half
+    message without DELAY, so the commit puts it into its topic at once."""
+    topic, group, count = "CppTxDelay", "cpp-tx-delay", 3
+    runner = start(cpp2_lib, cluster, tmp_path, topic, group, count, "--local", "commit", "--delay", "3")
+    try:
+        assert_sent_ok(sends(runner.seen), count, "commit")
+        found = wait_stored(cluster, topic, count, 15, f"{count} committed messages")
+        assert sorted(m.body.decode() for m in found) == sorted(body_of(i) for i in range(count))
+        assert all("DELAY" not in m.properties for m in found)
+        assert cluster.call(lambda: cluster.broker.store.max_offset("SCHEDULE_TOPIC_XXXX", 2)) == 0
+    finally:
+        runner.stop()
+
+
 def test_local_rollback_stores_nothing_in_the_topic(cpp2_lib: Cpp2Lib, cluster: LocalCluster,
                                                     tmp_path: Path) -> None:
     """Executor says rollback: only op records (tag d, body = the half queue offset) follow the half

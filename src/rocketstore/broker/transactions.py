@@ -96,8 +96,14 @@ def half_message(topic: str, queue_id: int, body: bytes, properties: dict[str, s
                  reconsume_times: int) -> Message:
     """The half message a transactional send is stored as.  *properties* are the send's as the broker
     stores them (CLUSTER added); WAIT, if sent, goes last, where the Java broker puts it back before the
-    half message's properties string is made."""
+    half message's properties string is made.
+
+    DELAY is dropped, as RocketMQ's Java client drops it from a transactional message before sending.  The
+    C++ client sends it; a 4.9.3 broker then files the half message in SCHEDULE_TOPIC_XXXX, where
+    END_TRANSACTION cannot end it and the schedule service discards it: the message is lost.  Here it is
+    stored and committed like a Java client's, at once."""
     props = dict(properties)
+    props.pop(PropertyName.DELAY, None)
     wait = props.pop(PropertyName.WAIT, None)
     if wait is not None:
         props[PropertyName.WAIT] = wait
