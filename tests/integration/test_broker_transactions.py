@@ -8,6 +8,7 @@ tests) finds them old enough at once instead of after transactionTimeOut.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 from local_cluster import LocalCluster
-from serve_process import wait_for
+from serve_process import cli, wait_for
 
 from rocketstore.broker.transactions import CHECK_GROUP, CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_TOPIC
 from rocketstore.client import BrokerError
@@ -233,8 +234,12 @@ def test_a_transaction_nobody_answers_goes_to_the_check_max_time_topic(tmp_path:
             assert cluster.call(lambda: cluster.broker.topics.get(CHECK_MAX_TIME_TOPIC)) is not None
             assert all(stored(cluster, TOPIC, q) == [] for q in range(4))
             p.answer = commit_on_check
+            # the CLI (mqadmin resumeCheckHalfMessage's counterpart), then a bad id through AdminClient
+            out = await asyncio.to_thread(cli, "message", "resume-check", "-n", cluster.namesrv_addr,
+                                          "-i", dead.msg_id, "--json")
+            assert out.returncode == 0, out.stderr
+            assert json.loads(out.stdout) == {"msgId": dead.msg_id, "resumed": True}
             async with AdminClient(cluster.namesrv_addr) as admin:
-                await admin.resume_check_half_message(dead.msg_id)
                 with pytest.raises(BrokerError, match="Exception was thrown"):
                     await admin.resume_check_half_message(dead.msg_id[:-8] + "7FFFFFFF")
             [final] = await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1),

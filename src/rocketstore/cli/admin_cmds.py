@@ -140,6 +140,14 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
     add_common(query, full_body=True)
     query.set_defaults(handler=_message_query)
 
+    resume = commands.add_parser("resume-check", help="give a transactional message (an offset msg id, e.g. one in "
+                                                      "TRANS_CHECK_MAX_TIME_TOPIC) back to its broker's check "
+                                                      "service with its check count at 0 (mqadmin "
+                                                      "resumeCheckHalfMessage)")
+    resume.add_argument("-i", "--id", required=True, help="the offset message id")
+    add_common(resume)
+    resume.set_defaults(handler=_message_resume_check)
+
 
 def _register_acl(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     acl = subparsers.add_parser("acl", help="change the brokers' plain ACL accounts and white list")
@@ -387,6 +395,19 @@ def _message_query(args: argparse.Namespace) -> int:
             if len(found) > 1:
                 print(f"--- message {i + 1} of {len(found)} ---")
             print_message(m, args.full_body)
+        return 0
+
+    return run_command(go())
+
+
+def _message_resume_check(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            await admin.resume_check_half_message(args.id)
+        if args.json:
+            print_json({"msgId": args.id, "resumed": True})
+        else:
+            print(f"message {args.id} is back in the half queue; its producer group will be asked about it")
         return 0
 
     return run_command(go())
