@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.client import PullConsumer
+from rocketstore.message.record import StoredMessage
 from rocketstore.namesrv import NameServer
-from rocketstore.remoting.transport import new_event_loop
+from rocketstore.remoting.transport import new_event_loop, run
 from rocketstore.store.config import StoreConfig
 
 T = TypeVar("T")
@@ -114,3 +116,22 @@ class LocalCluster:
         self.thread.join(10)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+def pull_all(namesrv_addr: str, topic: str, group: str = "inspector-group") -> list[StoredMessage]:
+    """Every message of *topic* as a consumer (rocketstore's PullConsumer, from this thread's own loop)
+    gets it: each queue pulled from offset 0 to its end."""
+    async def go() -> list[StoredMessage]:
+        async with PullConsumer(namesrv_addr, group) as consumer:
+            found: list[StoredMessage] = []
+            for mq in await consumer.queues(topic):
+                offset = 0
+                while True:
+                    result = await consumer.pull(mq, offset)
+                    found.extend(result.messages)
+                    if not result.messages:
+                        break
+                    offset = result.next_begin_offset
+            return found
+
+    return run(go())

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from cpp_driver import Runner, collect_all_until, messages, requires_cpp_client
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, pull_all
 from serve_process import cli
 
-from rocketstore.client import Producer, PullConsumer
+from rocketstore.client import Producer
 from rocketstore.remoting.fastjson import loads
 from rocketstore.remoting.transport import run
 
@@ -53,7 +53,7 @@ def test_cpp_producer_and_push_consumer_round_trip_with_committed_offsets(tmp_pa
 
         # what the broker stored, seen through our own client: every message once, with tags, keys, CLUSTER
         wait_dispatched(cluster, topic, count)
-        stored = _pull_everything(cluster.namesrv_addr, topic)
+        stored = pull_all(cluster.namesrv_addr, topic)
         assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï" for i in range(count))
         for m in stored:
             i = int(m.body.decode().split()[0].split("-")[1])
@@ -110,7 +110,7 @@ def test_cpp_batch_send_and_tag_filtered_push_consumer(tmp_path: Path) -> None:
         sent = produce(cluster, tmp_path, topic, "cpp-batch-producer", 12, "--batch", "4", "--tags", "TagA,TagB,TagC")
         assert [s["status"] for s in sent] == ["OK"] * 3
         wait_dispatched(cluster, topic, 12)
-        stored = _pull_everything(cluster.namesrv_addr, topic)
+        stored = pull_all(cluster.namesrv_addr, topic)
         assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï" for i in range(12))
 
         consumer = Runner(["consume", cluster.namesrv_addr, topic, "cpp-filter-group", "TagA || TagC"], tmp_path)
@@ -135,7 +135,7 @@ def test_cpp_compressed_bodies_reach_an_orderly_consumer_in_queue_order(tmp_path
         sent = produce(cluster, tmp_path, topic, "cpp-big-producer", count, "--pad", str(pad))
         assert [s["status"] for s in sent] == ["OK"] * count
         wait_dispatched(cluster, topic, count)
-        stored = _pull_everything(cluster.namesrv_addr, topic)
+        stored = pull_all(cluster.namesrv_addr, topic)
         assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï " + "x" * pad for i in range(count))
         assert all(m.sys_flag & 1 for m in stored), "kept compressed in the store"
 
@@ -330,23 +330,6 @@ def test_two_cpp_push_consumers_in_one_group_split_the_queues_and_get_each_messa
                 assert sorted(offsets) == list(range(min(offsets), min(offsets) + 10))
 
 
-def _pull_everything(namesrv_addr: str, topic: str) -> list[Any]:
-    async def go() -> list[Any]:
-        async with PullConsumer(namesrv_addr, "inspector-group") as consumer:
-            found = []
-            for mq in await consumer.queues(topic):
-                offset = 0
-                while True:
-                    result = await consumer.pull(mq, offset)
-                    found.extend(result.messages)
-                    if not result.messages:
-                        break
-                    offset = result.next_begin_offset
-            return found
-
-    return run(go())
-
-
 def test_cpp_sends_to_a_sync_flush_broker_are_answered_after_the_sync_and_stored(tmp_path: Path) -> None:
     """SYNC_FLUSH: the C++ client's send_sync (WAIT=true) and batch sends go through the broker's
     group-commit wait on the loop; every answer is OK and names a record that is on disk."""
@@ -360,5 +343,5 @@ def test_cpp_sends_to_a_sync_flush_broker_are_answered_after_the_sync_and_stored
         durable, written = cluster.call(lambda: (store.durable_offset, store.max_commit_log_offset))
         assert durable == written  # every acknowledged record was synced before its answer
         wait_dispatched(cluster, topic, 52)
-        stored = _pull_everything(cluster.namesrv_addr, topic)
+        stored = pull_all(cluster.namesrv_addr, topic)
         assert sorted(m.body.decode() for m in stored) == sorted(f"body-{i} ünï" for i in range(52))

@@ -27,11 +27,9 @@ from typing import Any
 
 import pytest
 from cpp2_driver import Cpp2Lib, Runner, checks, sends
-from local_cluster import LocalCluster, acl_home
+from local_cluster import LocalCluster, acl_home, pull_all
 
-from rocketstore.client import PullConsumer
 from rocketstore.message.record import StoredMessage
-from rocketstore.remoting.transport import run
 
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
@@ -152,24 +150,6 @@ def assert_committed(cluster: LocalCluster, topic: str, group: str, by_index: di
         assert half.born_timestamp == m.born_timestamp
 
 
-def pull_all(cluster: LocalCluster, topic: str) -> list[Any]:
-    """What a consumer (our client's PullConsumer) gets from every queue of *topic*."""
-    async def go() -> list[Any]:
-        async with PullConsumer(cluster.namesrv_addr, "tx-inspector-group") as consumer:
-            found = []
-            for mq in await consumer.queues(topic):
-                offset = 0
-                while True:
-                    result = await consumer.pull(mq, offset)
-                    found.extend(result.messages)
-                    if not result.messages:
-                        break
-                    offset = result.next_begin_offset
-            return found
-
-    return run(go())
-
-
 def consume_with_cpp_1x(cluster: LocalCluster, home: Path, topic: str, count: int) -> list[str] | None:
     """The committed messages as the C++ 1.x PushConsumer (PyPI rocketmq 0.4.4) receives them; None when that
     client cannot be imported here."""
@@ -210,7 +190,7 @@ def test_local_commit_stores_the_messages_in_their_topic(cpp2_lib: Cpp2Lib, clus
         runner.stop()
     assert runner.seen[-1].get("shutdown"), runner.seen[-3:]
 
-    pulled = pull_all(cluster, topic)
+    pulled = pull_all(cluster.namesrv_addr, topic, "tx-inspector-group")
     assert sorted(m.body.decode() for m in pulled) == sorted(body_of(i) for i in range(count))
     cpp1 = consume_with_cpp_1x(cluster, tmp_path, topic, count)
     assert cpp1 is None or cpp1 == sorted(body_of(i) for i in range(count))
@@ -294,7 +274,7 @@ def test_unknown_transaction_is_committed_by_the_check(cpp2_lib: Cpp2Lib, cluste
         assert m.queue_id == check["queue_id"]
     assert_ops(cluster, {c["queue_offset"] for c in commits.values()}, "an op record per committed copy")
 
-    pulled = pull_all(cluster, topic)
+    pulled = pull_all(cluster.namesrv_addr, topic, "tx-inspector-group")
     assert sorted(m.body.decode() for m in pulled) == sorted(body_of(i) for i in range(count))
     cpp1 = consume_with_cpp_1x(cluster, tmp_path, topic, count)
     assert cpp1 is None or cpp1 == sorted(body_of(i) for i in range(count))
@@ -404,7 +384,7 @@ def test_compressed_bodies_keep_their_flag_through_the_half_message_and_the_chec
         assert zlib.decompress(m.body).decode() == text[index_of_compressed(m)]
         half = assert_half(cluster, m.prepared_transaction_offset, topic, m.body)
         assert half.sys_flag & 0x1, f"half sysFlag {half.sys_flag:#x}"
-    assert sorted(m.body.decode() for m in pull_all(cluster, topic)) == sorted(text.values())
+    assert sorted(m.body.decode() for m in pull_all(cluster.namesrv_addr, topic, "tx-inspector-group")) == sorted(text.values())
     cpp1 = consume_with_cpp_1x(cluster, tmp_path, topic, count)
     assert cpp1 is None or cpp1 == sorted(text.values())
 
