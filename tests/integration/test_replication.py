@@ -11,6 +11,7 @@ slave takes the master's topics, groups and consumer offsets.
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from local_cluster import SMALL_STORE, LocalCluster
 
 from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.broker.ha import REPORT
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -245,3 +247,23 @@ def test_consumers_read_from_the_slave_while_the_master_is_down(cluster: LocalCl
         assert committed == 2, "the slave answers with the offsets it took from the master"
     finally:
         stop(cluster, slave)
+
+
+def test_a_sync_master_whose_slave_stops_acknowledging_answers_flush_slave_timeout(tmp_path: Path) -> None:
+    """A "slave" that reports once and then falls silent (stays connected): the send waits slaveTimeout for
+    its acknowledgement and is answered FLUSH_SLAVE_TIMEOUT, the message stored all the same."""
+    with LocalCluster(tmp_path / "master", ha_listen_port=0,
+                      store_overrides={**STORE, "broker_role": BrokerRole.SYNC_MASTER, "slave_timeout_ms": 300}
+                      ) as cluster:
+        assert cluster.broker.ha_server is not None
+        with socket.create_connection(("127.0.0.1", cluster.broker.ha_server.port)) as silent:
+            silent.sendall(REPORT.pack(cluster.broker.store.max_commit_log_offset or 0))
+            cluster.wait_until(lambda: cluster.broker.ha_server is not None and cluster.broker.ha_server.slaves, 20,
+                               "the silent slave to be counted")
+
+            async def one() -> str:
+                async with Producer(cluster.namesrv_addr, "sync-producer", retry_times=0) as producer:
+                    return (await producer.send(TOPIC, b"waits for a slave that never answers")).status
+
+            assert run(one()) == "FLUSH_SLAVE_TIMEOUT"
+        assert cluster.call(lambda: sum(cluster.broker.store.max_offset(TOPIC, q) for q in range(8))) == 1
