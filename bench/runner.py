@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results" / "latest.json"
 DEFAULT_MARKDOWN = REPO_ROOT / "BENCHMARKS.md"
 CHART_NAME = "bench/benchmarks.png"
-WORKLOADS = ("put", "get", "query", "sync", "recovery", "broker", "spark", "rebuild")
+WORKLOADS = ("put", "get", "query", "sync", "recovery", "broker", "spark", "rebuild", "replication")
 
 
 def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.PathLike[str] | None = None,
@@ -82,6 +82,10 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
             from bench.broker_bench import broker_workloads
 
             broker_profile = broker_workloads(sizes, base, notes, ctx.add, use_redis=use_redis)
+        if "replication" in wanted:
+            from bench.ha_bench import ha_workloads
+
+            ha_workloads(mode, base, notes, ctx.add)
         if "spark" in wanted:
             from bench.spark_bench import spark_workload
 

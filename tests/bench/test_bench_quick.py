@@ -19,6 +19,7 @@ if str(REPO_ROOT) not in sys.path:  # bench/ sits at the repository root, beside
 
 from bench.broker_bench import BUSY_GROUP
 from bench.broker_sync_bench import SYNC_GROUP
+from bench.ha_bench import GROUP as HA_GROUP
 from bench.runner import main, run_suite
 
 REQUIRED_KEYS = {"name", "unit", "ours", "reference", "reference_value", "ratio", "target_ratio"}
@@ -54,6 +55,12 @@ def test_smoke_suite_writes_well_formed_ratio_rows(tmp_path: Path) -> None:
     for prefix in ("put 100 B", "put_batch 1 KiB", "get 100 B, raw records", "sync put 100 B, 1 thread: p50",
                    "ingest 1 KiB", "abnormal recovery"):
         assert any(name.startswith(prefix) for name in names), prefix
+    # master/slave replication and transactions: brokers of our own in their own processes, nothing optional
+    ha_rows = [r for r in returned if r.group == HA_GROUP]
+    for prefix in ("replication catch-up", "send 100 B, one at a time (Producer.send): SYNC_MASTER",
+                   "transactional send 100 B"):
+        assert any(r.name.startswith(prefix) for r in ha_rows), prefix
+    assert len(ha_rows) == 3 and all(r.target_ratio is None for r in ha_rows)
     # the broker-over-loopback rows need redis-server (every reference is Redis): present, or skipped with a note
     broker_rows = [r for r in returned if r.group.startswith("broker over loopback")]
     if shutil.which("redis-server") is not None:
