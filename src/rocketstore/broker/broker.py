@@ -28,6 +28,7 @@ from rocketstore.broker import (
     offset_handlers,
     pull,
     query,
+    reset_offset,
     retry,
     send,
     transactions,
@@ -81,7 +82,7 @@ class Broker:
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,
-                       transactions):
+                       transactions, reset_offset):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)

@@ -95,6 +95,17 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     add_common(progress)
     progress.set_defaults(handler=_group_progress)
 
+    reset = commands.add_parser("reset-offset", help="move the group's offsets of a topic to a point in time "
+                                                   "(mqadmin resetOffsetByTime); connected consumers follow")
+    reset.add_argument("group")
+    reset.add_argument("-t", "--topic", required=True)
+    reset.add_argument("--to", required=True, metavar="TIME",
+                       help="ms since the epoch, an ISO 8601 time, or 'end' (each queue's end: skip the backlog)")
+    reset.add_argument("--no-force", action="store_true",
+                       help="only move offsets backwards (a queue consumed past TIME keeps its offset)")
+    add_common(reset)
+    reset.set_defaults(handler=_group_reset_offset)
+
     update = commands.add_parser("update", help="create or update a subscription group on the brokers")
     update.add_argument("group")
     update.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
@@ -370,6 +381,25 @@ def parse_time_ms(text: str | None, default: int) -> int:
         return int(datetime.fromisoformat(text.strip()).timestamp() * 1000)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch or ISO 8601)") from exc
+
+
+def _group_reset_offset(args: argparse.Namespace) -> int:
+    try:
+        when = -1 if args.to.strip().lower() == "end" else parse_time_ms(args.to, -1)
+    except argparse.ArgumentTypeError as exc:
+        return fail(str(exc))
+
+    async def go() -> int:
+        async with _admin(args) as admin:
+            table = await admin.reset_offset_by_time(args.group, args.topic, when, force=not args.no_force)
+        if args.json:
+            print_json([{"topic": t, "brokerName": b, "queueId": q, "offset": o} for (t, b, q), o in table.items()])
+        else:
+            for (t, b, q), o in table.items():
+                print(f"{t}  {b}  queue {q}  offset {o}")
+        return 0
+
+    return run_command(go())
 
 
 def _message_query(args: argparse.Namespace) -> int:

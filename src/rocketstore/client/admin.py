@@ -38,7 +38,12 @@ from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import BrokerData, DataVersion, Perm, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.consumer_bodies import ConsumeMessageDirectlyResult, ConsumerRunningInfo
+from rocketstore.remoting.consumer_bodies import (
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+    QueueKey,
+    decode_reset_offset_body,
+)
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     CreateAccessConfigRequestHeader,
@@ -48,9 +53,17 @@ from rocketstore.remoting.headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
     QueryMessageRequestHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
     ViewMessageRequestHeader,
 )
@@ -340,6 +353,52 @@ class AdminClient:
                               + ": it has not committed any offset (or no broker knows it)")
         rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
         return ConsumeProgress(group, rows, tps)
+
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+                                   ) -> dict[QueueKey, int]:
+        """mqadmin resetOffsetByTime: *group*'s offsets of *topic* moved to the first message stored at or
+        after *timestamp_ms* (-1: each queue's end; only backwards unless *force*).  Each master does it
+        with its connected consumers (INVOKE_BROKER_TO_RESET_OFFSET: they stop those queues and go on from
+        the new offsets); where none is connected, the offsets are committed from here (the 'old' way:
+        the offset by time or the end, then UPDATE_CONSUMER_OFFSET per queue).  Returns the new offsets,
+        (topic, broker name, queue id) -> offset."""
+        check_name("group", group)
+        check_name("topic", topic)
+        route = await self.route(topic)
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp_ms=timestamp_ms,
+                                       is_force=force).to_ext_fields()
+        out: dict[QueueKey, int] = {}
+        for broker_name, addr in (await self._topic_masters(topic)).items():
+            response = await self._call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext, b"",
+                                        ResponseCode.CONSUMER_NOT_ONLINE)
+            if response.code == ResponseCode.SUCCESS:
+                out.update(decode_reset_offset_body(response.body))
+                continue
+            qd = next((q for q in route.queue_datas if q.broker_name == broker_name), None)
+            for queue_id in range(qd.write_queue_nums if qd is not None else 0):
+                out[(topic, broker_name, queue_id)] = await self._reset_one(addr, group, topic, queue_id,
+                                                                            timestamp_ms, force)
+        return dict(sorted(out.items()))
+
+    async def _reset_one(self, addr: str, group: str, topic: str, queue_id: int, timestamp_ms: int,
+                         force: bool) -> int:
+        if timestamp_ms == -1:
+            ext = GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id).to_ext_fields()
+            target = GetMaxOffsetResponseHeader.from_ext_fields(
+                (await self._call(addr, RequestCode.GET_MAX_OFFSET, ext)).ext_fields).offset
+        else:
+            ext = SearchOffsetRequestHeader(topic=topic, queue_id=queue_id, timestamp_ms=timestamp_ms).to_ext_fields()
+            target = SearchOffsetResponseHeader.from_ext_fields(
+                (await self._call(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)).ext_fields).offset
+        ext = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id).to_ext_fields()
+        answer = await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext, b"", ResponseCode.QUERY_NOT_FOUND)
+        committed = (QueryConsumerOffsetResponseHeader.from_ext_fields(answer.ext_fields).offset
+                     if answer.code == ResponseCode.SUCCESS else -1)
+        offset = max(0, target) if force or committed < 0 or target < committed else committed
+        ext = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id,
+                                                commit_offset=offset).to_ext_fields()
+        await self._call(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+        return offset
 
     async def consumer_connections(self, group: str) -> tuple[str, list[ConsumerConnection]]:
         """(broker address, the group's clients) from the first master that has the group online: those

@@ -79,10 +79,16 @@ from rocketstore.remoting.bodies import (
 )
 from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo, ProcessQueueInfo, QueueKey
+from rocketstore.remoting.consumer_bodies import (
+    ConsumerRunningInfo,
+    ProcessQueueInfo,
+    QueueKey,
+    decode_reset_offset_body,
+)
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    ResetOffsetRequestHeader,
 )
 from rocketstore.remoting.transport import Connection
 
@@ -185,6 +191,7 @@ class PushConsumer:
         self._rebalance_wanted = asyncio.Event()
         self._wake = asyncio.Event()  # set once, at shutdown
         self._rebalance_lock = asyncio.Lock()
+        self._resets: set[asyncio.Task[None]] = set()
         self._route_at: dict[str, float] = {}
         self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
         self._timestamp_ms = settings.consume_timestamp_ms
@@ -241,7 +248,7 @@ class PushConsumer:
         # so a request of theirs in flight is not cut half-way
         self._wake.set()
         self._rebalance_wanted.set()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*self._background, *self._resets, return_exceptions=True)
         async with self._rebalance_lock:  # a rebalance in progress finishes first
             await self._stop_queues()
             await self.quietly("persist offsets", self.persist_offsets())
@@ -293,6 +300,14 @@ class PushConsumer:
             return request.make_response(ResponseCode.SUCCESS, body=body)
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             return await self._consume_directly(request)
+        if request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+            reset = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+            if reset.group == self.group and not self.stopping:
+                task = asyncio.get_running_loop().create_task(
+                    self.reset_offsets(reset.topic, decode_reset_offset_body(request.body or b"")))
+                self._resets.add(task)
+                task.add_done_callback(self._resets.discard)
+            return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
         return None if request.is_oneway else request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
 
@@ -508,6 +523,32 @@ class PushConsumer:
         return 0 if is_retry else await self.consumer.max_offset(mq)
 
     # --- offsets ----------------------------------------------------------------------------------------
+
+    async def reset_offsets(self, topic: str, table: Mapping[QueueKey, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (mqadmin resetOffsetByTime through the broker), as
+        MQClientInstance.resetOffset: each queue of *topic* in *table* that this consumer holds stops (what
+        it has in hand is not committed), takes its new offset (committed at once) and is pulled again from
+        there by the rebalance that follows."""
+        async with self._rebalance_lock:
+            for mq, pq in list(self.process_queues.items()):
+                offset = table.get((mq.topic, mq.broker_name, mq.queue_id))
+                if mq.topic != topic or offset is None:
+                    continue
+                pq.dropped = True
+                pq.wake()
+                task = self._pull_tasks.pop(mq, None)
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                self.consumption.queue_removed(pq)
+                del self.process_queues[mq]
+                self.offsets.update(mq, offset, increase_only=False)
+                await self._persist_one(mq)
+                if self.orderly and self.clustering:
+                    await self._unlock([mq])
+                self.offsets.remove(mq)
+                log.info("%s reset %s to offset %d", self.client_id, mq, offset)
+        self._rebalance_wanted.set()
 
     async def persist_offsets(self) -> None:
         await self.offsets.persist([mq for mq, pq in self.process_queues.items() if not pq.dropped]

@@ -177,6 +177,7 @@ class SerializeType(IntEnum):
 class MQVersion(IntEnum):
     """Version ordinals seen on the wire (the `version` field), for the few version-dependent rules."""
 
+    V3_0_7_SNAPSHOT = 28  # a broker sends RESET_CONSUMER_CLIENT_OFFSET only to clients from here on
     V3_0_11 = 37  # name server: REGISTER_BROKER bodies are RegisterBrokerBody from here on
     V3_1_8_SNAPSHOT = 62  # a broker calls back (GET_CONSUMER_RUNNING_INFO...) only clients from here on
     V3_1_8 = 63  # rocketmq-client-cpp 1.2.3 / 1.2.4

@@ -27,6 +27,8 @@ __all__ = [
     "ConsumerRunningInfo",
     "ProcessQueueInfo",
     "QueueKey",
+    "decode_reset_offset_body",
+    "encode_reset_offset_body",
 ]
 
 
@@ -196,3 +198,33 @@ class ConsumeMessageDirectlyResult:
         return cls(None if result is None else str(result), _bool(obj.get("order")),
                    _bool(obj.get("autoCommit"), True), None if remark is None else str(remark),
                    _int(obj.get("spentTimeMills")))
+
+
+def encode_reset_offset_body(table: Mapping[QueueKey, int], *, for_c: bool = False) -> bytes:
+    """ResetOffsetBody (``{"offsetTable":{{MessageQueue}:offset,...}}``, fastjson's Map<MessageQueue, Long>)
+    or, *for_c*, ResetOffsetBodyForC (``{"offsetTable":[{"brokerName","offset","queueId","topic"},...]}``,
+    the form rocketmq-client-cpp decodes)."""
+    ordered = sorted(table.items())
+    if for_c:
+        return fastjson.dumps({"offsetTable": [{"brokerName": b, "offset": o, "queueId": q, "topic": t}
+                                               for (t, b, q), o in ordered]})
+    return fastjson.dumps_object_keyed({}, "offsetTable", [({"brokerName": b, "queueId": q, "topic": t}, o)
+                                                           for (t, b, q), o in ordered])
+
+
+def decode_reset_offset_body(body: bytes) -> dict[QueueKey, int]:
+    """Either form :func:`encode_reset_offset_body` writes."""
+    table = _obj(fastjson.loads(body), "reset offset body").get("offsetTable") or {}
+    found: dict[QueueKey, int] = {}
+    if isinstance(table, list):
+        for entry in table:
+            mq = _obj(entry, "offsetTable entry")
+            found[(str(mq.get("topic", "")), str(mq.get("brokerName", "")), _int(mq.get("queueId")))] = \
+                _int(mq.get("offset"))
+        return found
+    for key, offset in _obj(table, "offsetTable").items():
+        if not isinstance(key, tuple):
+            raise JsonBodyError(f"offsetTable key is not a MessageQueue: {key!r}")
+        mq = dict(key)
+        found[(str(mq.get("topic", "")), str(mq.get("brokerName", "")), _int(mq.get("queueId")))] = _int(offset)
+    return found

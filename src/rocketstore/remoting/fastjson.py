@@ -166,9 +166,10 @@ def dumps(obj: Any) -> bytes:
 
 
 def dumps_object_keyed(fields: Mapping[str, Any], keyed_name: str,
-                       pairs: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> bytes:
+                       pairs: Iterable[tuple[Mapping[str, Any], Any]]) -> bytes:
     """``{..fields.., "<keyed_name>": {{key object}: {value object}, ...}}`` the way fastjson writes a
-    ``Map<MessageQueue, X>``: keys are JSON objects (not valid JSON; RocketMQ clients expect it)."""
+    ``Map<MessageQueue, X>``: keys are JSON objects (not valid JSON; RocketMQ clients expect it); a value
+    is an object or a number."""
     out: list[str] = []
     for name, value in fields.items():
         out.append(json.dumps(name) + ":" + json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":")))

@@ -80,6 +80,7 @@ __all__ = [
     "QueryMessageResponseHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
+    "ResetOffsetRequestHeader",
     "SearchOffsetRequestHeader",
     "SearchOffsetResponseHeader",
     "UnregisterBrokerRequestHeader",
@@ -231,6 +232,18 @@ class EndTransactionRequestHeader(CommandHeader):
     from_transaction_check: bool = _opt("fromTransactionCheck", _BOOL, False)
     msg_id: str = _req("msgId")
     transaction_id: str | None = _opt("transactionId")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResetOffsetRequestHeader(CommandHeader):
+    """INVOKE_BROKER_TO_RESET_OFFSET (admin -> broker) and RESET_CONSUMER_CLIENT_OFFSET (broker -> consumers):
+    move *group*'s offsets of *topic* to the first message stored at or after *timestamp* (ms; -1: the end),
+    only backwards unless *is_force*."""
+
+    topic: str = _req("topic")
+    group: str = _req("group")
+    timestamp_ms: int = _req("timestamp", _LONG)
+    is_force: bool = _req("isForce", _BOOL)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -489,6 +502,8 @@ REQUEST_HEADER_TYPES: dict[int, type[CommandHeader]] = {
     RequestCode.END_TRANSACTION: EndTransactionRequestHeader,
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
     RequestCode.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
+    RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetRequestHeader,
+    RequestCode.RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetRequestHeader,
     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
     RequestCode.PUT_KV_CONFIG: PutKVConfigRequestHeader,
     RequestCode.GET_KV_CONFIG: GetKVConfigRequestHeader,
