@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from rocketstore.broker import (
     admin,
     client_handlers,
+    consume_queue_admin,
     consumer_calls,
     offset_handlers,
     pull,
@@ -82,7 +83,7 @@ class Broker:
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,
-                       transactions, reset_offset):
+                       transactions, reset_offset, consume_queue_admin):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)

@@ -78,6 +78,16 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     add_common(listing)
     listing.set_defaults(handler=_topic_list)
 
+    cq = commands.add_parser("cq", help="raw consume queue entries of one queue on one broker (mqadmin queryCq)")
+    cq.add_argument("topic")
+    cq.add_argument("-q", "--queue", type=int, required=True, help="queue id")
+    cq.add_argument("-i", "--index", type=int, default=0, help="first queue offset (default 0)")
+    cq.add_argument("-c", "--count", type=int, default=10, help="at most this many entries (default 10)")
+    cq.add_argument("-g", "--group", help="also show this group's subscription to the topic")
+    cq.add_argument("-b", "--broker", help="broker address (default: the topic's first master)")
+    add_common(cq)
+    cq.set_defaults(handler=_topic_cq)
+
     status = commands.add_parser("status", help="per queue: min and max offset, last update time")
     status.add_argument("topic")
     add_common(status)
@@ -234,6 +244,31 @@ def _topic_list(args: argparse.Namespace) -> int:
         else:
             for t in topics:
                 print(t)
+        return 0
+
+    return run_command(go())
+
+
+def _topic_cq(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            addr = args.broker or next(iter((await admin.topic_masters(args.topic)).values()), None)
+            if addr is None:
+                return fail(f"topic {args.topic} has no master broker")
+            answer = await admin.query_consume_queue(addr, args.topic, args.queue, args.index, args.count, args.group)
+        if args.json:
+            print_json(answer)
+            return 0
+        if "remark" in answer:
+            print(answer["remark"])
+        if "minQueueIndex" in answer:
+            print(f"{args.topic} queue {args.queue} on {addr}: queue offsets {answer['minQueueIndex']} .. "
+                  f"{answer['maxQueueIndex']}")
+        for i, e in enumerate(answer.get("queueData") or []):
+            print(f"{args.index + i}  commitlog offset {e['physicOffset']}  size {e['physicSize']}  "
+                  f"tagsCode {e['tagsCode']}")
+        if answer.get("filterData") is not None:
+            print(f"group {args.group}: {answer.get('subscriptionData') or answer['filterData']}")
         return 0
 
     return run_command(go())

@@ -57,6 +57,7 @@ from rocketstore.remoting.headers import (
     GetMaxOffsetResponseHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     QueryMessageRequestHeader,
@@ -254,7 +255,8 @@ class AdminClient:
         """The topic's route (NoRouteError if the name servers do not know it)."""
         return await self.routes.route(check_name("topic", topic), refresh=True)
 
-    async def _topic_masters(self, topic: str) -> dict[str, str]:
+    async def topic_masters(self, topic: str) -> dict[str, str]:
+        """Broker name -> master address of every broker holding *topic*'s queues."""
         route = await self.route(topic)
         out = {}
         for qd in route.queue_datas:
@@ -317,7 +319,7 @@ class AdminClient:
         """GET_TOPIC_STATS_INFO from every master of the topic, sorted by broker and queue."""
         out = []
         ext = GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
-        for addr in (await self._topic_masters(topic)).values():
+        for addr in (await self.topic_masters(topic)).values():
             table = self._json(await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext)).get("offsetTable") or {}
             for key, value in table.items():
                 mq = _mq_fields(key)
@@ -333,7 +335,7 @@ class AdminClient:
         rows sorted as mqadmin sorts message queues (topic, broker, queue: retry topic rows included)."""
         check_name("group", group)
         if topic is not None:
-            masters = await self._topic_masters(topic)
+            masters = await self.topic_masters(topic)
         else:
             masters = (await self.cluster_info()).masters()
         ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic or "").to_ext_fields()
@@ -354,6 +356,16 @@ class AdminClient:
         rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
         return ConsumeProgress(group, rows, tps)
 
+    async def query_consume_queue(self, broker_addr: str, topic: str, queue_id: int, index: int, count: int = 10,
+                                  group: str | None = None) -> dict[str, Any]:
+        """mqadmin queryCq: raw consume queue entries of one queue on one broker (QUERY_CONSUME_QUEUE): the
+        answer's minQueueIndex, maxQueueIndex, queueData (physicOffset, physicSize, tagsCode) and, with a
+        *group*, its subscription; an index outside the queue answers without entries."""
+        ext = QueryConsumeQueueRequestHeader(topic=topic, queue_id=queue_id, index=index, count=count,
+                                             consumer_group=group).to_ext_fields()
+        response = await self._call(broker_addr, RequestCode.QUERY_CONSUME_QUEUE, ext)
+        return self._json(response) if response.body else {"queueData": [], "remark": response.remark}
+
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
                                    ) -> dict[QueueKey, int]:
         """mqadmin resetOffsetByTime: *group*'s offsets of *topic* moved to the first message stored at or
@@ -368,7 +380,7 @@ class AdminClient:
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp_ms=timestamp_ms,
                                        is_force=force).to_ext_fields()
         out: dict[QueueKey, int] = {}
-        for broker_name, addr in (await self._topic_masters(topic)).items():
+        for broker_name, addr in (await self.topic_masters(topic)).items():
             response = await self._call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext, b"",
                                         ResponseCode.CONSUMER_NOT_ONLINE)
             if response.code == ResponseCode.SUCCESS:
@@ -407,7 +419,7 @@ class AdminClient:
         check_name("group", group)
         masters: list[str] = []
         try:
-            masters.extend((await self._topic_masters(f"%RETRY%{group}")).values())
+            masters.extend((await self.topic_masters(f"%RETRY%{group}")).values())
         except (ClientError, RemotingError):
             pass  # no retry topic (a BROADCASTING group, or never consumed): ask every master
         masters.extend(a for a in (await self.cluster_info()).masters().values() if a not in masters)
@@ -574,7 +586,7 @@ class AdminClient:
         header = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_count, begin_timestamp_ms=begin_ms,
                                            end_timestamp_ms=end_ms, unique_key_query=unique)
         found: list[StoredMessage] = []
-        for addr in (await self._topic_masters(topic)).values():
+        for addr in (await self.topic_masters(topic)).values():
             response = await self.pool.request(
                 addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields()), self.timeout_s)
             if response.code == ResponseCode.QUERY_NOT_FOUND:

@@ -72,6 +72,7 @@ __all__ = [
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",
+    "QueryConsumeQueueRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
     "QueryDataVersionRequestHeader",
@@ -232,6 +233,15 @@ class EndTransactionRequestHeader(CommandHeader):
     from_transaction_check: bool = _opt("fromTransactionCheck", _BOOL, False)
     msg_id: str = _req("msgId")
     transaction_id: str | None = _opt("transactionId")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryConsumeQueueRequestHeader(CommandHeader):
+    topic: str = _req("topic")
+    queue_id: int = _req("queueId", _INT)
+    index: int = _req("index", _LONG)
+    count: int = _req("count", _INT)
+    consumer_group: str | None = _opt("consumerGroup")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -503,6 +513,7 @@ REQUEST_HEADER_TYPES: dict[int, type[CommandHeader]] = {
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
     RequestCode.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
     RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetRequestHeader,
+    RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
     RequestCode.RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetRequestHeader,
     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
     RequestCode.PUT_KV_CONFIG: PutKVConfigRequestHeader,

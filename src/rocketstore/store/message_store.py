@@ -504,6 +504,20 @@ class MessageStore:
     def max_offset(self, topic: str, queue_id: int) -> int:
         return self._reader.max_offset(topic, queue_id)
 
+    def queue_entries(self, topic: str, queue_id: int, index: int, count: int) -> list[tuple[int, int, int]] | None:
+        """Up to *count* raw consume queue entries (commitlog offset, size, tagsCode) from *index*, within
+        the one consume queue file that holds it (RocketMQ's getIndexBuffer, as mqadmin queryCq shows them);
+        [] when *index* is outside the queue, None when there is no such queue."""
+        cq = self._queues.get(topic, queue_id)
+        if cq is None:
+            return None
+        if index < cq.min_offset or count <= 0:
+            return []
+        found = cq.entries(index, count)
+        if found is None:
+            return []
+        return [(int(o), int(s), int(t)) for o, s, t in found[0].tolist()]
+
     def append_replica(self, offset: int, data: bytes | memoryview) -> int:
         """A slave's write path: commitlog bytes from the master laid down at *offset* (the written end);
         returns the new end.  The dispatcher builds consume queues and index from them as from puts.
