@@ -181,7 +181,17 @@ class Broker:
                 self.server.port + 1 if cfg.listen_port else 0)
             if self.store_config.broker_role != BrokerRole.SLAVE:
                 self.ha_server = HAServer(self.store, cfg.listen_host, ha_port)
-                await self.ha_server.start()
+                try:
+                    await self.ha_server.start()
+                except OSError as exc:
+                    if cfg.ha_listen_port is not None or not ha_port:
+                        raise
+                    # listenPort + 1 is only a convention: a slave learns the HA address from the name
+                    # server, so a taken port need not stop the broker (RocketMQ's would not start)
+                    log.warning("HA port %d (listenPort + 1) is taken (%s): slaves are served on a port the OS "
+                                "picks, registered as haServerAddr; set haListenPort to choose one", ha_port, exc)
+                    self.ha_server = HAServer(self.store, cfg.listen_host, 0)
+                    await self.ha_server.start()
                 ha_port = self.ha_server.port  # haListenPort 0: the port the OS gave
             await self.server.start_serving()
             self.registrar = Registrar(

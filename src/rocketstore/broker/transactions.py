@@ -236,8 +236,12 @@ class TransactionCheckService(TaskService):
     # --- the check ------------------------------------------------------------------------------------
 
     async def check(self) -> None:
-        """One round over every half queue."""
+        """One round over every half queue.  It starts once the dispatcher has caught up (waiting up to a
+        second): op records of transactions ended before the round are then in their queue, and their half
+        messages are not asked about again.  (4.9.3 starts at once and may ask again; the answer is the same.)"""
         broker = self.broker
+        if broker.store.dispatch_behind_bytes:
+            await broker.run_blocking(broker.store.wait_dispatched, 1.0)
         tc = broker.topics.get(HALF_TOPIC)
         if tc is None:  # as fetchMessageQueues: the half topic's config is made on the first round
             tc = broker.topics.create_retry_or_dlq(HALF_TOPIC, 1, Perm.READ | Perm.WRITE)
