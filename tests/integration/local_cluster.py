@@ -99,6 +99,13 @@ class LocalCluster:
                 raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {value!r})")
             time.sleep(0.05)
 
+    def wait_dispatched(self, timeout_s: float = 10.0) -> None:
+        """Block until the broker's dispatcher has put everything written so far into the consume queues and
+        the index (MessageStore.wait_dispatched, from this thread): what to do before asserting that something
+        is NOT in a queue, since a record written a moment ago may not be dispatched yet."""
+        if not self.broker.store.wait_dispatched(timeout_s):  # thread-safe; the loop stays free meanwhile
+            raise AssertionError(f"timed out after {timeout_s} s waiting for the dispatcher to catch up")
+
     def close(self) -> None:
         if not self.thread.is_alive():
             return

@@ -177,6 +177,7 @@ def test_rollback_writes_only_the_op_record_and_bad_requests_are_refused(cluster
     [op] = wait_for(lambda: stored(cluster, OP_TOPIC), DEADLINE_S, "the op record")
     assert op.body == b"0"
     time.sleep(0.3)  # let a check round pass over the rolled back half
+    cluster.wait_dispatched()  # anything written by then is in the consume queues
     for q in range(4):
         assert stored(cluster, TOPIC, q) == [], "a rolled back or refused transaction writes nothing there"
 
@@ -291,6 +292,7 @@ def test_a_broker_that_rejects_transactions_stores_nothing(tmp_path: Path) -> No
         answer = run(go())
         assert answer.code == ResponseCode.NO_PERMISSION
         assert answer.remark == "the broker[127.0.0.1] sending transaction message is forbidden"
+        cluster.wait_dispatched()
         assert cluster.call(lambda: cluster.broker.store.max_offset(HALF_TOPIC, 0)) == 0
 
 
@@ -314,15 +316,29 @@ def test_a_producer_set_immunity_does_not_hold_up_the_queue(cluster: LocalCluste
 
     immune = run(go())
     assert [CheckTransactionStateRequestHeader.from_ext_fields(c.ext_fields).msg_id for c in p.checks] == ["UNIQ-P"]
-    copies = [m for m in stored(cluster, HALF_TOPIC) if m.uniq_key == "UNIQ-I"]
-    assert len(copies) >= 2 and copies[1].properties[PropertyName.TRAN_PREPARED_QUEUE_OFFSET] == "0"
+    # the round wrote the immune one's copy before it sent the check, but the half queue is built by dispatch
+    def immune_copies() -> list[StoredMessage]:
+        found = [m for m in stored(cluster, HALF_TOPIC) if m.uniq_key == "UNIQ-I"]
+        return found if len(found) >= 2 else []
+
+    copies = wait_for(immune_copies, DEADLINE_S, "the immune message's copy in the half queue")
+    assert copies[1].properties[PropertyName.TRAN_PREPARED_QUEUE_OFFSET] == "0"
 
     async def commit() -> RemotingCommand:
         await p.open()
         return await p.request(end_tx(immune, "UNIQ-I", SysFlag.TRANSACTION_COMMIT_TYPE))
 
     assert run(commit()).code == ResponseCode.SUCCESS
-    wait_for(lambda: stored(cluster, TOPIC, 1), DEADLINE_S, "the immune message committed")
+    wait_for(lambda: [m for m in stored(cluster, TOPIC, 1) if m.uniq_key == "UNIQ-I"], DEADLINE_S,
+             "the immune message committed")
+    # a round that ran before the op record was dispatched may still have copied it: count once the check
+    # service has read the op record (its op queue offset is past it) and every copy written until then is
+    # dispatched
+    [op] = wait_for(lambda: [m for m in stored(cluster, OP_TOPIC) if m.body == b"0"], DEADLINE_S,
+                    "the immune message's op record")
+    wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, OP_TOPIC, 0)) > op.queue_offset,
+             DEADLINE_S, "the check service to read the immune message's op record")
+    cluster.wait_dispatched()
     settled = len(stored(cluster, HALF_TOPIC))
     time.sleep(0.6)  # three more rounds
     assert len(stored(cluster, HALF_TOPIC)) == settled, "no copy once the op record names its first offset"

@@ -102,7 +102,8 @@ def test_consume_directly_hands_one_stored_message_to_the_handler_and_reports_it
             result = await admin.consume_message_directly("direct-group", client, ok.offset_msg_id)
             assert result.consume_result == CMResult.SUCCESS and not result.order and result.auto_commit
             assert b"fine" in seen
-            # a UNIQ_KEY needs its topic
+            # a UNIQ_KEY needs its topic, and is looked up in the index (built by dispatch, after the queues)
+            await eventually(lambda: admin.query_by_uniq_key("DirectT", later.msg_id), 10, "the id in the index")
             result = await admin.consume_message_directly("direct-group", client, later.msg_id, "DirectT")
             assert result.consume_result == CMResult.LATER
             result = await admin.consume_message_directly("direct-group", client, boom.offset_msg_id)

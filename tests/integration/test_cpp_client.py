@@ -179,8 +179,10 @@ def test_cpp_delayed_messages_and_consumer_retries_through_the_retry_topic(tmp_p
 
         sent = produce(cluster, tmp_path, topic, "cpp-delay-producer", 3, "--delay", "2")
         assert [s["status"] for s in sent] == ["OK"] * 3
-        assert cluster.call(lambda: cluster.broker.store.max_offset("SCHEDULE_TOPIC_XXXX", 1)) == 3, \
-            "delay level 2 waits in SCHEDULE_TOPIC_XXXX queue 1"
+        # delay level 2 waits in SCHEDULE_TOPIC_XXXX queue 1 (its consume queue is written by dispatch, a moment
+        # after the sends were answered)
+        cluster.wait_until(lambda: cluster.broker.store.max_offset("SCHEDULE_TOPIC_XXXX", 1) == 3, 10,
+                           "the three delayed messages in SCHEDULE_TOPIC_XXXX queue 1")
         cluster.wait_until(lambda: sum(cluster.broker.store.max_offset(topic, q) for q in range(4)) == 4, 10,
                            "the delayed messages to reach their topic")
 

@@ -85,10 +85,12 @@ def wait_stored(cluster: LocalCluster, topic: str, count: int, timeout_s: float,
 
 def wait_checked_through(cluster: LocalCluster, runner: Runner | None, timeout_s: float, what: str) -> None:
     """Wait until the check service's progress (the half queue offset of CID_RMQ_SYS_TRANS) has reached the
-    end of the half queue: every half message has been passed over, answered or given up."""
+    end of the half queue: every half message has been passed over, answered or given up.  The end is read
+    once the dispatcher has every record (a copy just written is not in the half queue before)."""
     def done() -> bool:
         end = cluster.broker.store.max_offset(HALF_TOPIC, 0)
-        return end > 0 and cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0) == end
+        return (cluster.broker.store.dispatch_behind_bytes == 0 and end > 0
+                and cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0) == end)
 
     deadline = time.monotonic() + timeout_s
     while not cluster.call(done):

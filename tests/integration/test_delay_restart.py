@@ -56,6 +56,7 @@ def test_delayed_messages_are_delivered_once_after_a_restart_and_not_before_due(
         cluster.wait_until(lambda: broker.store.max_offset(TOPIC, 0) + broker.store.max_offset(TOPIC, 1) == 3, 60,
                            "the three delayed messages after the restart")
         assert cluster.run(broker.schedule.deliver_due(3)) is True  # type: ignore[union-attr]
+        cluster.wait_dispatched()  # a second delivery would be in the topic's queues now
         delivered = cluster.call(lambda: _all(broker.store, TOPIC, 0) + _all(broker.store, TOPIC, 1))
     assert sorted(m.body for m in delivered) == sorted(due), "each delayed message exactly once"
     for m in delivered:
@@ -69,6 +70,7 @@ def test_delayed_messages_are_delivered_once_after_a_restart_and_not_before_due(
         broker = cluster.broker
         assert cluster.call(lambda: broker.schedule.offsets) == {3: 3}  # type: ignore[union-attr]
         assert cluster.run(broker.schedule.deliver_due(3)) is True  # type: ignore[union-attr]
+        cluster.wait_dispatched()
         assert cluster.call(lambda: broker.store.max_offset(TOPIC, 0) + broker.store.max_offset(TOPIC, 1)) == 3
 
 

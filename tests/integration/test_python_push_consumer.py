@@ -176,6 +176,7 @@ def test_message_that_cannot_be_given_back_is_handled_again_here(cluster: LocalC
             await eventually(lambda: committed(cluster, group, topic) == max_offsets(cluster, topic), 10,
                              "the offset to move past the message once it was handled")
         assert [a for a in attempts if a[0] == b"stubborn0"] == [(b"stubborn0", t, topic) for t in range(3)]
+        cluster.wait_dispatched()  # a record the broker took back would be in the retry queue by now
         assert stored(cluster, f"%RETRY%{group}") == []
 
     arun(go)
@@ -530,6 +531,9 @@ def test_new_group_starts_at_first_last_or_timestamp(tmp_path: Path) -> None:
         await asyncio.sleep(1.5)  # a gap, so the timestamp below is nearest to the first "mid" message
         timestamp_ms = int(time.time() * 1000)
         mid = await send_all(cluster, topic, 8, prefix="mid")
+        # where a new group starts is read from the consume queues, which dispatch fills a moment after the sends
+        await eventually(lambda: sum(max_offsets(cluster, topic).values()) == 16, 10,
+                         "the old and mid messages in the consume queues")
         first = consumer(cluster, "first", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
         last = consumer(cluster, "last", ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
         stamp = consumer(cluster, "stamp", ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, consume_timestamp_ms=timestamp_ms)
@@ -591,6 +595,8 @@ def test_tag_expression_selects_messages_and_the_offset_moves_past_the_others(cl
     async def go() -> None:
         for tag in ("TagA", "TagB", "TagC") * 4:
             await send_all(cluster, topic, 1, tags=tag)
+        # all twelve in the consume queues first, so that the offsets compared below are the queues' ends
+        await eventually(lambda: sum(max_offsets(cluster, topic).values()) == 12, 10, "the twelve messages")
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "TagA || TagB"}, handle, **FAST):
             await eventually(lambda: len(got) >= 8, 20, "the TagA and TagB messages")
             await eventually(lambda: committed(cluster, group, topic) == max_offsets(cluster, topic), 10,

@@ -156,6 +156,14 @@ def test_python_client_against_rocketstore_serve_every_send_mode_and_a_resuming_
                     await producer.send(topic, body(i), tags=TAGS[i % 3])
 
         bounded(more)
+
+        async def more_dispatched() -> bool:
+            # consume_available pulls without waiting: the 30 new messages must be in the consume queues first
+            async with PullConsumer(serve.namesrv_addr, "py-serve-inspector") as consumer:
+                ends = [await consumer.max_offset(mq) for mq in await routed(consumer, topic)]
+            return sum(ends) == len(sent) + 30
+
+        bounded(lambda: eventually(more_dispatched, 15, "the 30 new messages in the consume queues"))
         again = bounded(lambda: consume_available(serve.namesrv_addr, topic, group, "TagA || TagB"))
         assert sorted(index_of(m) for m in again) == [i for i in range(400, 430) if TAGS[i % 3] != "TagC"]
         assert serve.terminate() == 0

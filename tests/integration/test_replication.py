@@ -22,6 +22,7 @@ from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.broker.ha import REPORT
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient
+from rocketstore.message.record import Message
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.transport import connect, run
 from rocketstore.store.config import BrokerRole, StoreConfig
@@ -45,8 +46,11 @@ def stop(cluster: LocalCluster, broker: Broker) -> None:
 
 
 def caught_up(cluster: LocalCluster, slave: Broker) -> None:
+    """The slave has the master's commitlog and both have dispatched all of it (the tests compare their
+    consume queues: the master's are built asynchronously too)."""
     cluster.wait_until(lambda: slave.store.max_commit_log_offset == cluster.broker.store.max_commit_log_offset
-                       and slave.store.dispatch_behind_bytes == 0, 30, "the slave to catch up")
+                       and slave.store.dispatch_behind_bytes == 0 and cluster.broker.store.dispatch_behind_bytes == 0,
+                       30, "the slave to catch up")
 
 
 def commitlog_bytes(store_dir: Path, start: int, end: int) -> bytes:
@@ -266,4 +270,38 @@ def test_a_sync_master_whose_slave_stops_acknowledging_answers_flush_slave_timeo
                     return (await producer.send(TOPIC, b"waits for a slave that never answers")).status
 
             assert run(one()) == "FLUSH_SLAVE_TIMEOUT"
-        assert cluster.call(lambda: sum(cluster.broker.store.max_offset(TOPIC, q) for q in range(8))) == 1
+        cluster.wait_until(lambda: sum(cluster.broker.store.max_offset(TOPIC, q) for q in range(8)) == 1, 10,
+                           "the message in the consume queues")
+
+
+def test_a_master_whose_ha_port_is_taken_serves_slaves_on_another(cluster: LocalCluster, tmp_path: Path) -> None:
+    """listenPort + 1 is only a convention: when it is taken the master listens for slaves on a port the OS
+    picks and registers that one, and its slave (which asks the name server) follows it there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with socket.socket() as blocker:
+        try:
+            blocker.bind(("127.0.0.1", port + 1))
+        except OSError:
+            pytest.skip(f"port {port + 1} is in use already")
+        blocker.listen()
+        config = BrokerConfig(broker_name="broker-b", namesrv_addr=cluster.namesrv_addr, listen_port=port,
+                              listen_host="127.0.0.1", broker_ip1="127.0.0.1")
+        master = Broker(config, StoreConfig(store_path_root_dir=str(tmp_path / "master-b"), **{**SMALL_STORE, **STORE}))
+        cluster.run(master.start())
+        try:
+            assert master.ha_server is not None and master.ha_server.port != port + 1
+            slave_config = BrokerConfig(broker_name="broker-b", broker_id=1, namesrv_addr=cluster.namesrv_addr,
+                                        listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1")
+            slave = Broker(slave_config, StoreConfig(store_path_root_dir=str(tmp_path / "slave-b"),
+                                                     broker_role=BrokerRole.SLAVE, **{**SMALL_STORE, **STORE}))
+            cluster.run(slave.start())
+            try:
+                cluster.call(lambda: master.put_now(Message.create("HaPortTopic", b"x", tags="T")))
+                cluster.wait_until(lambda: slave.store.max_commit_log_offset == master.store.max_commit_log_offset > 0,
+                                   20, "the slave to follow the master on its other HA port")
+            finally:
+                stop(cluster, slave)
+        finally:
+            stop(cluster, master)

@@ -109,7 +109,7 @@ def test_a_slave_killed_mid_stream_catches_up_byte_for_byte(tmp_path: Path) -> N
             slave.kill()
             sender.join(120)
             assert not sender.is_alive()
-            assert queued_messages(master.broker_addr) == 1800
+            wait_for(lambda: queued_messages(master.broker_addr) == 1800, 30, "the master to have all 1800")
             slave = SlaveProcess(slave_store, slave_conf, master.namesrv_addr).start()
             wait_for(lambda: queued_messages(slave.addr) == 1800, 90, "the restarted slave to catch up")
         finally:

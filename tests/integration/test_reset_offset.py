@@ -82,6 +82,8 @@ def test_a_connected_push_consumer_consumes_again_from_the_reset_point(cluster: 
 def test_without_consumers_the_admin_commits_the_offsets_itself(cluster: LocalCluster) -> None:
     topic, group = "ResetOfflineTopic", "reset-offline-group"
     run(send(cluster, topic, 0, 12))
+    # "--to end" is each queue's end as its consume queue says, which dispatch fills a moment after the sends
+    wait_for(lambda: sum(ends(cluster, topic).values()) == 12, 10, "the 12 messages in the consume queues")
     for q in range(QUEUES):
         cluster.call(lambda q=q: cluster.broker.offsets.commit(group, topic, q, 1))
 
