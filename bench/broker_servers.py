@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -105,16 +104,8 @@ class BrokerProcess:
         return _cpu_seconds(self.pid)
 
     def stop(self) -> None:
-        proc = self.proc
-        self.proc = None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        proc, self.proc = self.proc, None
+        stop_process(proc, 30.0)
 
 
 def _free_port() -> int:

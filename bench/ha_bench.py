@@ -31,7 +31,6 @@ import contextlib
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -41,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.broker_servers import ADDR, _env, _free_port
-from bench.common import Notes, Row, alternate, make_messages, median
+from bench.common import Notes, Row, alternate, make_messages, median, stop_process
 
 __all__ = ["GROUP", "HA_SIZES", "HaSizes", "ha_workloads"]
 
@@ -118,14 +117,7 @@ class _Proc:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc, 30.0)
 
 
 def _write_conf(path: str, hs: HaSizes, **props: object) -> str:

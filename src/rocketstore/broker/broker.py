@@ -303,8 +303,9 @@ class Broker:
         """``put_count`` (the runtime info's msgPutTotalTodayNow) after a put whose answer is final."""
         if result.status is PutMessageStatus.PUT_OK:
             self.put_count += result.message_count
-            if self.ha_server is not None:
-                self.ha_server.data_written()
+            ha = self.ha_server
+            if ha is not None and ha.slaves:  # wake the transfers only when a slave is there to send to
+                ha.data_written()
 
     @property
     def durable_waits(self) -> DurableWaits:
@@ -404,10 +405,11 @@ class Broker:
         for connection in list(info.channels):
             if isinstance(connection, Connection) and not connection.is_closed:
                 command = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, ext, oneway=True)
-                asyncio.get_running_loop().create_task(self._send_quietly(connection, command))
+                asyncio.get_running_loop().create_task(self.send_quietly(connection, command))
 
     @staticmethod
-    async def _send_quietly(connection: Connection, command: RemotingCommand) -> None:
+    async def send_quietly(connection: Connection, command: RemotingCommand) -> None:
+        """A oneway request to a client (notification, transaction check, offset reset); a failure is logged."""
         try:
             await connection.oneway(command, 3.0)
         except RemotingError as exc:

@@ -115,9 +115,8 @@ class HAServer:
         self._waiters.clear()
 
     def data_written(self) -> None:
-        """New commitlog bytes: wake the transfers (the broker calls this after its puts)."""
-        if self.slaves:
-            self._new_data.set()
+        """New commitlog bytes: wake the transfers (the broker calls this after its puts, with slaves)."""
+        self._new_data.set()
 
     # --- SYNC_MASTER ----------------------------------------------------------------------------------
 

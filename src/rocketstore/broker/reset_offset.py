@@ -60,7 +60,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 target = max(0, store.offset_by_time(h.topic, queue_id, h.timestamp_ms))
             table[(h.topic, name, queue_id)] = target if h.is_force or target < committed else committed
         info = broker.clients.group(h.group)
-        channels = [c for c in info.channels.values()] if info is not None else []
+        channels = list(info.channels.values()) if info is not None else []
         if not channels:
             return fail(ResponseCode.CONSUMER_NOT_ONLINE,
                         f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
@@ -74,7 +74,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             if isinstance(channel.connection, Connection) and not channel.connection.is_closed:
                 body = bodies[channel.language == LanguageCode.CPP.name]
                 command = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, ext, body, oneway=True)
-                await broker._send_quietly(channel.connection, command)
+                await broker.send_quietly(channel.connection, command)
         log.info("[reset-offset] group %s topic %s to %d (force %s): %s", h.group, h.topic, h.timestamp_ms,
                  h.is_force, table)
         return request.make_response(ResponseCode.SUCCESS, body=encode_reset_offset_body(

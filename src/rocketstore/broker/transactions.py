@@ -328,18 +328,7 @@ class TransactionCheckService(TaskService):
                 seconds = _long(immunity_text)
                 immunity = cfg.transaction_timeout_ms if seconds == -1 else seconds * 1000
                 if age < immunity:
-                    # a producer-set immunity does not hold the queue up: the message is done if its
-                    # original offset has an op record, else it goes to the end of the queue to wait.
-                    # (4.9.3 looks among the op records about halves not yet passed only, so an immune
-                    # message ended after the scan passed its first offset is copied until its immunity
-                    # runs out; the op records read this round count here too.)
-                    prepared_text = props.get(PropertyName.TRAN_PREPARED_QUEUE_OFFSET)
-                    prepared = _long(prepared_text) if prepared_text is not None else None
-                    if prepared is not None and prepared in removed:
-                        done.append(removed.pop(prepared))
-                    elif prepared is not None and prepared in done_halves:
-                        pass
-                    elif prepared == -1 or not await self._put_back_immune(half, props):
+                    if not await self._pass_immune(half, props, removed, done, done_halves):
                         break
                     i = new_offset = i + 1
                     continue
@@ -370,6 +359,22 @@ class TransactionCheckService(TaskService):
             log.error("cannot put half message %s back for its check: %s", half.msg_id, result.status.name)
             return None
         return result
+
+    async def _pass_immune(self, half: StoredMessage, props: dict[str, str], removed: dict[int, int],
+                           done: list[int], done_halves: set[int]) -> bool:
+        """A half message still under its producer-set immunity does not hold the queue up: it is done if its
+        first queue offset (TRAN_PREPARED_QUEUE_OFFSET) has an op record, else it goes to the end of the
+        queue to wait.  False: it could not be passed (the round stops there).  (4.9.3 looks among the op
+        records about halves not yet passed only, so an immune message ended after the scan passed its first
+        offset is copied until its immunity runs out; the op records read this round count here too.)"""
+        prepared_text = props.get(PropertyName.TRAN_PREPARED_QUEUE_OFFSET)
+        prepared = _long(prepared_text) if prepared_text is not None else None
+        if prepared is not None and prepared in removed:
+            done.append(removed.pop(prepared))
+            return True
+        if prepared is not None and prepared in done_halves:
+            return True
+        return prepared != -1 and await self._put_back_immune(half, props)
 
     async def _put_back_immune(self, half: StoredMessage, props: dict[str, str]) -> bool:
         """renewImmunityHalfMessageInner: *half* written again at the end of its queue, remembering the
@@ -404,7 +409,7 @@ class TransactionCheckService(TaskService):
         command = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), bytes(body),
                                           oneway=True)
         self.checks_sent += 1
-        asyncio.get_running_loop().create_task(self.broker._send_quietly(connection, command))
+        asyncio.get_running_loop().create_task(self.broker.send_quietly(connection, command))
 
     async def _discard(self, half: StoredMessage, props: dict[str, str]) -> None:
         """Give up on *half*: keep it in TRANS_CHECK_MAX_TIME_TOPIC for people to look at."""
