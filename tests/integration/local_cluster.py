@@ -142,3 +142,34 @@ def pull_all(namesrv_addr: str, topic: str, group: str = "inspector-group") -> l
             return found
 
     return run(go())
+
+
+def stored_messages(cluster: LocalCluster, topic: str, queues: int = 8) -> list[StoredMessage]:
+    """Every message of *topic* as its first *queues* consume queues index them, read on the cluster's
+    loop (the store answers at most 32 a read)."""
+    def read() -> list[StoredMessage]:
+        found: list[StoredMessage] = []
+        for q in range(queues):
+            offset = 0
+            while batch := cluster.broker.store.get(topic, q, offset, 32).messages:
+                found.extend(batch)
+                offset = batch[-1].queue_offset + 1
+        return found
+
+    return cluster.call(read)
+
+
+def wait_stored(cluster: LocalCluster, topic: str, count: int, what: str, *, timeout_s: float = 15.0,
+                queues: int = 8) -> list[StoredMessage]:
+    """Poll until *topic* holds exactly *count* messages (the consume queues are built asynchronously);
+    AssertionError on more, or after *timeout_s*."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = stored_messages(cluster, topic, queues)
+        if len(found) >= count:
+            assert len(found) == count, f"{len(found)} messages in {topic}, expected {count} ({what})"
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: {len(found)} of {count} "
+                                 f"messages in {topic}")
+        time.sleep(0.05)

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 from cpp2_driver import Cpp2Lib, Runner
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, stored_messages, wait_stored
 
 from rocketstore.broker.groups import SubscriptionGroupConfig
 from rocketstore.client.admin import AdminClient, ConsumeProgress, ConsumerConnection
@@ -111,35 +111,6 @@ def stop_consumer(runner: Runner) -> None:
         runner.kill()
     assert [s["clean"] for s in runner.seen if "shutdown" in s] == [True], \
         f"the consumer shut down within 10 s; stderr: {runner.stderr_tail()}"
-
-
-def stored(cluster: LocalCluster, topic: str, queues: int = QUEUES) -> list[StoredMessage]:
-    """Every message of *topic* as its consume queues index it, read on the cluster's loop (32 per read)."""
-    def read() -> list[StoredMessage]:
-        found: list[StoredMessage] = []
-        for q in range(queues):
-            offset = 0
-            while batch := cluster.broker.store.get(topic, q, offset, 32).messages:
-                found.extend(batch)
-                offset = batch[-1].queue_offset + 1
-        return found
-
-    return cluster.call(read)
-
-
-def wait_stored(cluster: LocalCluster, topic: str, count: int, what: str, timeout_s: float = 15.0,
-                queues: int = QUEUES) -> list[StoredMessage]:
-    """Poll until *topic* holds *count* messages (the consume queues are built asynchronously)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = stored(cluster, topic, queues)
-        if len(found) >= count:
-            assert len(found) == count, f"{len(found)} messages in {topic}, expected {count} ({what})"
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: {len(found)} of {count} "
-                                 f"messages in {topic}")
-        time.sleep(0.05)
 
 
 def max_offsets(cluster: LocalCluster, topic: str) -> dict[int, int]:
@@ -266,7 +237,7 @@ def test_cpp2_push_consumer_gets_each_message_once_as_stored_and_commits_its_off
     # \x02; the message id third in a SubAfter) to its trace topic, which the broker created on the first send
     def traced_ids() -> set[str]:
         ids = set()
-        for m in stored(cluster, TRACE_TOPIC):
+        for m in stored_messages(cluster, TRACE_TOPIC):
             for record in m.body.decode().split("\x02"):
                 fields = record.split("\x01")
                 if fields[0] == "SubAfter":
@@ -430,7 +401,7 @@ def test_two_cpp2_broadcasting_consumers_of_one_group_both_get_every_message(
     finally:
         for c in consumers:
             stop_consumer(c)
-    found = {m.uniq_key: m for m in stored(cluster, topic)}
+    found = {m.uniq_key: m for m in stored_messages(cluster, topic)}
     for c in consumers:
         got = [d for d in deliveries(c.seen) if d["tags"] != "Warm"]
         assert sorted(g["body"] for g in got) == sorted(body_of(i) for i in range(count)), \
@@ -475,7 +446,7 @@ def test_two_cpp2_consumers_of_one_group_split_the_queues_and_get_each_message_o
         for c in consumers:
             stop_consumer(c)
     got = [deliveries(c.seen) for c in consumers]
-    found = {m.uniq_key: m for m in stored(cluster, topic)}
+    found = {m.uniq_key: m for m in stored_messages(cluster, topic)}
     assert sorted(g["id"] for g in got[0] + got[1]) == sorted(found), "each message exactly once in the group"
     for g in got[0] + got[1]:
         check_against_store(g, found[g["id"]], topic)

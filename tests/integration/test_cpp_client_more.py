@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cpp_driver import Runner, collect_all_until, messages, requires_cpp_client
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, stored_messages
 from serve_process import cli
 
 from rocketstore.client import Producer
@@ -46,17 +46,6 @@ def run_to_done(cluster: LocalCluster, home: Path, args: list[str], what: str) -
 def wait_dispatched(cluster: LocalCluster, topic: str, count: int) -> None:
     cluster.wait_until(lambda: sum(cluster.broker.store.max_offset(topic, q) for q in range(8)) == count, 10,
                        f"{count} messages in the consume queues of {topic}")
-
-
-def stored_messages(cluster: LocalCluster, topic: str) -> list[StoredMessage]:
-    """Every message of *topic*, read from the store queue by queue."""
-    def read() -> list[StoredMessage]:
-        found: list[StoredMessage] = []
-        for q in range(QUEUES):
-            found.extend(cluster.broker.store.get(topic, q, 0, 1000).messages)
-        return found
-
-    return cluster.call(read)
 
 
 def test_cpp_async_sends_all_succeed_with_ids_the_broker_resolves(tmp_path: Path) -> None:
@@ -116,7 +105,7 @@ def test_cpp_pull_consumer_gets_every_message_once_and_only_matching_tags_with_a
                                                "--tags", ",".join(tags)], "the C++ producer")
         assert [s["status"] for s in sent] == ["OK"] * count
         wait_dispatched(cluster, topic, count)
-        where = {m.body.decode(): (m.queue_id, m.queue_offset) for m in stored_messages(cluster, topic)}
+        where = {m.body.decode(): (m.queue_id, m.queue_offset) for m in stored_messages(cluster, topic, QUEUES)}
         assert len(where) == count
         assert all(n >= 4 for n in [sum(1 for q, _ in where.values() if q == queue) for queue in range(QUEUES)]), \
             "more than one pull's worth in every queue"
@@ -192,7 +181,7 @@ def test_cpp_user_properties_reach_the_store_and_python_ones_reach_the_cpp_consu
                                                "--prop", "color=red ünï", "--prop", "idx={i}"], "the C++ producer")
         assert [s["status"] for s in sent] == ["OK"] * count
         wait_dispatched(cluster, topic, count)
-        stored = stored_messages(cluster, topic)
+        stored = stored_messages(cluster, topic, QUEUES)
         assert len(stored) == count
         for m in stored:
             i = number_of(m.body.decode())

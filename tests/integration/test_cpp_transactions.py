@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from cpp2_driver import Cpp2Lib, Runner, checks, sends
-from local_cluster import LocalCluster, acl_home, pull_all
+from local_cluster import LocalCluster, acl_home, pull_all, stored_messages, wait_stored
 
 from rocketstore.message.record import StoredMessage
 
@@ -62,25 +62,6 @@ def start(cpp2_lib: Cpp2Lib, cluster: LocalCluster, home: Path, topic: str, grou
         runner.kill()
         raise
     return runner
-
-
-def stored(cluster: LocalCluster, topic: str, queues: int = 8) -> list[StoredMessage]:
-    """Every message of *topic* as its consume queues index it (read on the cluster's loop)."""
-    return cluster.call(lambda: [m for q in range(queues) for m in cluster.broker.store.get(topic, q, 0, 1000).messages])
-
-
-def wait_stored(cluster: LocalCluster, topic: str, count: int, timeout_s: float, what: str) -> list[StoredMessage]:
-    """Poll until *topic* holds *count* messages (the consume queues are built asynchronously)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = stored(cluster, topic)
-        if len(found) >= count:
-            assert len(found) == count, f"{len(found)} messages in {topic}, expected {count} ({what})"
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: {len(found)} of {count} "
-                                 f"messages in {topic}")
-        time.sleep(0.05)
 
 
 def wait_checked_through(cluster: LocalCluster, runner: Runner | None, timeout_s: float, what: str) -> None:
@@ -132,7 +113,7 @@ def assert_half(cluster: LocalCluster, offset: int, topic: str, message_body: by
 
 
 def assert_ops(cluster: LocalCluster, half_offsets: set[int], what: str) -> None:
-    ops = wait_stored(cluster, OP_TOPIC, len(half_offsets), 15, what)
+    ops = wait_stored(cluster, OP_TOPIC, len(half_offsets), timeout_s=15, what=what)
     assert all(op.tags == "d" and op.queue_id == 0 for op in ops), [(op.tags, op.queue_id) for op in ops]
     assert {int(op.body) for op in ops} == half_offsets, "each op record's body is its half message's queue offset"
 
@@ -179,13 +160,13 @@ def test_local_commit_stores_the_messages_in_their_topic(cpp2_lib: Cpp2Lib, clus
                    "--prop", "order={i}")
     try:
         by_index = assert_sent_ok(sends(runner.seen), count, "commit")
-        found = wait_stored(cluster, topic, count, 15, f"{count} committed messages")
+        found = wait_stored(cluster, topic, count, timeout_s=15, what=f"{count} committed messages")
         assert_committed(cluster, topic, group, by_index, tags, found)
         # the offset SendMessageTransaction returned is the half message's queue offset
         halves = {m.uniq_key: assert_half(cluster, m.prepared_transaction_offset, topic, m.body) for m in found}
         assert {by_index[index_of(m)]["offset"] for m in found} == {h.queue_offset for h in halves.values()}
         assert_ops(cluster, {h.queue_offset for h in halves.values()}, "an op record per committed half message")
-        assert len(stored(cluster, HALF_TOPIC)) == count, "no half message was checked (and so written again)"
+        assert len(stored_messages(cluster, HALF_TOPIC)) == count, "no half message was checked (and so written again)"
         wait_checked_through(cluster, runner, 30, "the check service to pass the committed half messages")
         assert checks(runner.seen) == [], "a committed transaction is not checked"
     finally:
@@ -207,7 +188,7 @@ def test_a_delay_level_on_a_transactional_message_is_ignored_as_the_java_client_
     runner = start(cpp2_lib, cluster, tmp_path, topic, group, count, "--local", "commit", "--delay", "3")
     try:
         assert_sent_ok(sends(runner.seen), count, "commit")
-        found = wait_stored(cluster, topic, count, 15, f"{count} committed messages")
+        found = wait_stored(cluster, topic, count, timeout_s=15, what=f"{count} committed messages")
         assert sorted(m.body.decode() for m in found) == sorted(body_of(i) for i in range(count))
         assert all("DELAY" not in m.properties for m in found)
         assert cluster.call(lambda: cluster.broker.store.max_offset("SCHEDULE_TOPIC_XXXX", 2)) == 0
@@ -224,11 +205,11 @@ def test_local_rollback_stores_nothing_in_the_topic(cpp2_lib: Cpp2Lib, cluster: 
     try:
         by_index = assert_sent_ok(sends(runner.seen), count, "rollback")
         assert_ops(cluster, {s["offset"] for s in by_index.values()}, "an op record per rolled back half message")
-        halves = stored(cluster, HALF_TOPIC)
+        halves = stored_messages(cluster, HALF_TOPIC)
         assert sorted(h.uniq_key for h in halves) == sorted(s["msg_id"] for s in by_index.values())
         wait_checked_through(cluster, runner, 30, "the check service to pass the rolled back half messages")
         assert checks(runner.seen) == [], "a rolled back transaction is not checked"
-        assert stored(cluster, topic) == []
+        assert stored_messages(cluster, topic) == []
     finally:
         runner.stop()
 
@@ -247,7 +228,7 @@ def test_unknown_transaction_is_committed_by_the_check(cpp2_lib: Cpp2Lib, cluste
         by_index = assert_sent_ok(sends(runner.seen), count, "unknown")
         runner.collect_until(lambda seen: len({c["i"] for c in checks(seen) if c["answer"] == "commit"}) >= count,
                              60, f"the broker's checks of {count} half messages to reach the C++ checker")
-        found = wait_stored(cluster, topic, count, 15, f"{count} messages committed by the checker")
+        found = wait_stored(cluster, topic, count, timeout_s=15, what=f"{count} messages committed by the checker")
         runner.drain()
     finally:
         runner.stop()
@@ -300,8 +281,8 @@ def test_unknown_transaction_rolled_back_by_the_check_never_appears(cpp2_lib: Cp
     finally:
         runner.stop()
     assert [c["n"] for c in checks(runner.seen)] == [1] * count, "no check after the rollback"
-    assert stored(cluster, topic) == []
-    assert stored(cluster, CHECK_MAX_TOPIC, 1) == []
+    assert stored_messages(cluster, topic) == []
+    assert stored_messages(cluster, CHECK_MAX_TOPIC, 1) == []
 
 
 def test_transaction_left_unknown_is_moved_to_the_check_max_topic(cpp2_lib: Cpp2Lib, tmp_path: Path) -> None:
@@ -312,11 +293,11 @@ def test_transaction_left_unknown_is_moved_to_the_check_max_topic(cpp2_lib: Cpp2
         runner = start(cpp2_lib, cluster, tmp_path, topic, group, count, "--local", "unknown", "--check", "unknown")
         try:
             by_index = assert_sent_ok(sends(runner.seen), count, "unknown")
-            moved = wait_stored(cluster, CHECK_MAX_TOPIC, count, 60, f"{count} half messages given up")
+            moved = wait_stored(cluster, CHECK_MAX_TOPIC, count, timeout_s=60, what=f"{count} half messages given up")
             wait_checked_through(cluster, runner, 30, "the check service to pass the given-up messages")
         finally:
             runner.stop()
-        in_topic, ops = stored(cluster, topic), stored(cluster, OP_TOPIC)
+        in_topic, ops = stored_messages(cluster, topic), stored_messages(cluster, OP_TOPIC)
     assert sorted(m.uniq_key for m in moved) == sorted(s["msg_id"] for s in by_index.values())
     for m in moved:
         i = index_of(m)
@@ -341,7 +322,7 @@ def test_check_immunity_time_holds_the_check_back(cpp2_lib: Cpp2Lib, cluster: Lo
     try:
         by_index = assert_sent_ok(sends(runner.seen), count, "unknown")
         runner.collect_until(lambda seen: len(checks(seen)) >= count, 60, "the checks after the immunity time")
-        found = wait_stored(cluster, topic, count, 15, f"{count} messages committed after the immunity time")
+        found = wait_stored(cluster, topic, count, timeout_s=15, what=f"{count} messages committed after the immunity time")
         wait_checked_through(cluster, runner, 30, "the check service to pass every copy")
     finally:
         runner.stop()
@@ -360,7 +341,7 @@ def test_check_immunity_time_holds_the_check_back(cpp2_lib: Cpp2Lib, cluster: Lo
     for m in found:
         assert m.properties["TRAN_PREPARED_QUEUE_OFFSET"] == str(by_index[index_of(m)]["offset"])
         assert m.prepared_transaction_offset == first[index_of(m)]["commit_log_offset"]
-    copies = [h for h in stored(cluster, HALF_TOPIC) if "TRAN_PREPARED_QUEUE_OFFSET" in h.properties]
+    copies = [h for h in stored_messages(cluster, HALF_TOPIC) if "TRAN_PREPARED_QUEUE_OFFSET" in h.properties]
     assert len(copies) > count, "the immune messages were copied back while they waited"
 
 
@@ -376,7 +357,7 @@ def test_compressed_bodies_keep_their_flag_through_the_half_message_and_the_chec
     try:
         assert [s["status"] for s in sends(runner.seen)] == ["SEND_OK"] * count
         runner.collect_until(lambda seen: len(checks(seen)) >= 1, 60, "the check of the message left unknown")
-        found = wait_stored(cluster, topic, count, 15, f"{count} compressed messages committed")
+        found = wait_stored(cluster, topic, count, timeout_s=15, what=f"{count} compressed messages committed")
     finally:
         runner.stop()
     [check] = checks(runner.seen)
@@ -407,7 +388,7 @@ def test_transaction_left_open_by_a_producer_that_went_away_is_resolved_by_anoth
     second = start(cpp2_lib, cluster, tmp_path, topic, group, 1, "--local", "commit", "--check", "commit",
                    "--prop", "run=B")
     try:
-        found = wait_stored(cluster, topic, 4, 60, "A's three messages committed by B's checker, and B's own")
+        found = wait_stored(cluster, topic, 4, timeout_s=60, what="A's three messages committed by B's checker, and B's own")
         second.drain()
     finally:
         second.stop()
@@ -448,7 +429,7 @@ def test_signed_transactions_with_acl_and_a_wrong_secret_refused(cpp2_lib: Cpp2L
             assert [s["status"] for s in sends(runner.seen)] == ["SEND_OK"] * count, sends(runner.seen)
             runner.collect_until(lambda seen: len(checks(seen)) >= count // 2, 60,
                                  "the checks of the messages left unknown")
-            found = wait_stored(cluster, topic, count, 15, f"{count} messages committed (locally or by a check)")
+            found = wait_stored(cluster, topic, count, timeout_s=15, what=f"{count} messages committed (locally or by a check)")
         finally:
             runner.stop()
         assert sorted(m.body.decode() for m in found) == sorted(body_of(i) for i in range(count))
@@ -463,5 +444,5 @@ def test_signed_transactions_with_acl_and_a_wrong_secret_refused(cpp2_lib: Cpp2L
             refused.stop()
         [line] = sends(refused.seen)
         assert line["status"] == "FAILED" and not line.get("executed"), line
-        assert {h.properties["PGROUP"] for h in stored(cluster, HALF_TOPIC)} == {group}, "none from the wrong secret"
-        assert len(stored(cluster, topic)) == count
+        assert {h.properties["PGROUP"] for h in stored_messages(cluster, HALF_TOPIC)} == {group}, "none from the wrong secret"
+        assert len(stored_messages(cluster, topic)) == count
