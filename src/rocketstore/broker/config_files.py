@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from typing import Any
 
 from rocketstore.errors import ProtocolError
+from rocketstore.files import write_text_atomically
 from rocketstore.remoting import fastjson
 
 __all__ = ["read_json_file", "write_json_atomically", "write_text_atomically"]
@@ -26,37 +26,6 @@ def write_json_atomically(path: str, obj: Any) -> None:
     write_text_atomically(path, json.dumps(fastjson_plain(obj), ensure_ascii=False, indent=1, sort_keys=False))
 
 
-def write_text_atomically(path: str, text: str) -> None:
-    """Replace *path* with *text* (UTF-8), as :func:`write_json_atomically`: for files whose exact text
-    matters (delayOffset.json is written in fastjson's own format)."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    data = text.encode("utf-8")
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    try:
-        with open(path, "rb") as fh:
-            previous = fh.read()
-    except FileNotFoundError:
-        previous = None
-    if previous:
-        # the fallback copy only; *path* itself is replaced atomically below and never goes missing
-        with open(path + ".bak", "wb") as fh:
-            fh.write(previous)
-    os.replace(tmp, path)
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def fastjson_plain(obj: Any) -> Any:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
+from rocketstore.message.java_properties import read_properties_file
 
 __all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "read_properties_file"]
 
@@ -196,17 +197,3 @@ def parse_delay_levels(text: str) -> dict[int, int]:
     if not levels:
         raise StoreConfigError("messageDelayLevel is empty")
     return levels
-
-
-def read_properties_file(path: str) -> dict[str, str]:
-    """A Java .properties file (broker.conf) as a dict: ``key=value`` or ``key: value``, # and ! comments."""
-    props: dict[str, str] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            stripped = line.strip()
-            if not stripped or stripped[0] in "#!":
-                continue
-            m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", stripped)
-            if m:
-                props[m.group(1)] = m.group(2).strip()
-    return props
