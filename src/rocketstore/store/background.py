@@ -168,7 +168,7 @@ class StoreThreads:
 
     def _sync_commit_log(self) -> int:
         end = self._commitlog.max_offset
-        ts = self._commitlog.last_store_timestamp
+        ts = self._commitlog.last_store_timestamp or self._dispatcher.last_store_timestamp
         self._commitlog.flush(0)
         if ts:
             self._checkpoint.physic_msg_timestamp = ts
@@ -177,7 +177,9 @@ class StoreThreads:
     def _flush_commit_log_step(self, thorough: bool) -> None:
         if self.group_commit is not None:
             return  # group commit keeps the commitlog durable and the physic timestamp current
-        ts = self._commitlog.last_store_timestamp
+        # a slave's commitlog grows by replica bytes, whose store times only its dispatcher reads: the
+        # newest dispatched record lies within the bytes the flush makes durable
+        ts = self._commitlog.last_store_timestamp or self._dispatcher.last_store_timestamp
         self._commitlog.flush(0 if thorough else self.config.flush_commit_log_least_pages)
         if thorough and ts:
             self._checkpoint.physic_msg_timestamp = ts

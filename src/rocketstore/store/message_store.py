@@ -635,7 +635,8 @@ class MessageStore:
         self._check_open()
         if not self._writable:
             return
-        ts = self._commitlog.last_store_timestamp
+        # a slave's replica bytes carry no put's timestamp: its dispatcher's newest one (see background.py)
+        ts = self._commitlog.last_store_timestamp or self._dispatcher.last_store_timestamp
         self._commitlog.flush(0)
         if ts:
             self._checkpoint.physic_msg_timestamp = ts
