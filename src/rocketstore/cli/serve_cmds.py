@@ -2,10 +2,11 @@
 
     rocketstore serve [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf] [--host H]
                       [--busy-poll-us N]
-    rocketstore namesrv [--port 9876] [--host H]
+    rocketstore namesrv [-c namesrv.conf] [--port 9876] [--host H]
     rocketstore broker -c broker.conf [--store DIR] [--port P] [-n host:port] [--host H]
 
-Port 0 picks a free port; each command prints one line saying where it listens, then serves until
+``serve`` keeps the name server's KV table and settings under ``<store>/namesrv/``; ``namesrv`` where its
+namesrv.conf says (RocketMQ's default: ``~/namesrv/``).  Port 0 picks a free port; each command prints one line saying where it listens, then serves until
 interrupted and closes the store cleanly.  ``add_serve_commands(subparsers)`` (alias ``register``, the
 cli.main convention) wires the commands into the main parser, setting ``handler`` (and ``func``) to a
 function of the parsed namespace returning the exit status; ``python -m rocketstore.cli.serve_cmds ...``
@@ -16,13 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from rocketstore.broker import Broker, load_broker_conf
-from rocketstore.namesrv import NameServer
+from rocketstore.message.java_properties import read_properties_file
+from rocketstore.namesrv import NameServer, NamesrvConfig, NamesrvConfigError
 from rocketstore.remoting.transport import run
 
 __all__ = ["add_serve_commands", "main", "serve", "serve_broker", "serve_namesrv"]
@@ -45,7 +49,10 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     p.set_defaults(func=_cmd_serve, handler=_cmd_serve)
 
     n = subparsers.add_parser("namesrv", help="run a name server")
-    n.add_argument("-p", "--port", type=int, default=9876, help="port (0: pick one; default 9876)")
+    n.add_argument("-p", "--port", type=int, default=None,
+                   help="port (0: pick one; default: listenPort of the config, else 9876)")
+    n.add_argument("-c", "--config", default=None,
+                   help="namesrv.conf (Java properties: kvConfigPath, configStorePath, orderMessageEnable, listenPort, ...)")
     n.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
     n.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     n.set_defaults(func=_cmd_namesrv, handler=_cmd_namesrv)
@@ -85,7 +92,11 @@ def _print(line: str) -> None:
 
 async def serve(store: str | None, namesrv_port: int, broker_port: int | None, config: str | None,
                 host: str, busy_poll_us: int | None = None) -> None:
-    namesrv = NameServer()
+    # the name server keeps its KV table and settings beside the store: <store>/namesrv/
+    root = store or (read_properties_file(config).get("storePathRootDir") if config else None) or "./store"
+    namesrv = NameServer(NamesrvConfig(kv_config_path=os.path.join(root, "namesrv", "kvConfig.json"),
+                                       config_store_path=os.path.join(root, "namesrv", "namesrv.properties"),
+                                       listen_port=namesrv_port))
     await namesrv.start(host, namesrv_port)
     broker = None
     try:
@@ -106,9 +117,14 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
         await namesrv.close()
 
 
-async def serve_namesrv(port: int, host: str) -> None:
-    namesrv = NameServer()
-    await namesrv.start(host, port)
+async def serve_namesrv(port: int | None, host: str, config: str | None = None) -> None:
+    """A name server with the settings of *config* (a namesrv.conf; default: RocketMQ's, its files under
+    ~/namesrv), listening on *port* (default: the file's listenPort, else 9876)."""
+    namesrv_config = NamesrvConfig.from_properties(read_properties_file(config) if config else {})
+    if port is not None:
+        namesrv_config = dataclasses.replace(namesrv_config, listen_port=port)
+    namesrv = NameServer(namesrv_config)
+    await namesrv.start(host, namesrv_config.listen_port)
     try:
         _print(f"name server listening on {namesrv.address}")
         await _wait_for_signal()
@@ -147,7 +163,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve_namesrv(args.port, args.host))
+    try:
+        run(serve_namesrv(args.port, args.host, args.config))
+    except (OSError, NamesrvConfigError) as exc:
+        print(f"rocketstore: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -30,6 +30,7 @@ from typing import Any, Self
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, broker_error_for
+from rocketstore.client.namesrv_admin import NamesrvAdmin
 from rocketstore.client.route import RouteCache, check
 from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
@@ -208,7 +209,7 @@ def _mq_fields(key: Any) -> dict[str, Any]:
     raise ClientError(f"unexpected message queue key in a broker answer: {key!r}")
 
 
-class AdminClient:
+class AdminClient(NamesrvAdmin):
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
                  credentials: SessionCredentials | None = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""

@@ -6,10 +6,15 @@ Imports remoting only (never store, broker or client).  Runs on the name server'
 
 from __future__ import annotations
 
+import logging
 import time
 import zlib
 from collections.abc import Callable
 
+from rocketstore.errors import RocketStoreError
+from rocketstore.files import write_text_atomically
+from rocketstore.message.java_properties import parse_properties_text
+from rocketstore.namesrv.config import NamesrvConfig, NamesrvConfigError
 from rocketstore.namesrv.route_table import RouteTable
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import DataVersion, RegisterBrokerBody, topic_list_body
@@ -39,32 +44,66 @@ from rocketstore.remoting.transport import Connection
 
 __all__ = ["ORDER_TOPIC_CONFIG", "KVTable", "NameServerHandlers"]
 
+log = logging.getLogger(__name__)
+
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 _FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
 class KVTable:
-    """namespace -> key -> value (KVConfigManager, kept in memory)."""
+    """namespace -> key -> value (KVConfigManager).  With a *path* the table is read from it (a JSON file
+    ``{"configTable": {...}}``, 4.9.3's KVConfigSerializeWrapper) and rewritten after every change; without
+    one it lives in memory only."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str | None = None) -> None:
         self.table: dict[str, dict[str, str]] = {}
+        self.path = path
+        if path is not None:
+            self.table = _load_kv_file(path)
 
     def put(self, namespace: str, key: str, value: str) -> None:
         self.table.setdefault(namespace, {})[key] = value
+        self._persist()
 
     def get(self, namespace: str, key: str) -> str | None:
         return self.table.get(namespace, {}).get(key)
 
     def delete(self, namespace: str, key: str) -> None:
         ns = self.table.get(namespace)
-        if ns is not None:
-            ns.pop(key, None)
+        if ns is not None and key in ns:
+            del ns[key]
             if not ns:
                 del self.table[namespace]
+            self._persist()
 
     def namespace_body(self, namespace: str) -> bytes | None:
         ns = self.table.get(namespace)
         return fastjson.dumps({"table": ns}) if ns else None
+
+    def _persist(self) -> None:
+        if self.path is not None:
+            write_text_atomically(self.path, fastjson.dumps({"configTable": self.table}).decode("utf-8"))
+
+
+def _load_kv_file(path: str) -> dict[str, dict[str, str]]:
+    """The table of a kvConfig.json, else of the ``.bak`` copy its writer keeps; empty when neither exists.
+    A file that exists but does not read is a NamesrvConfigError (the name server would otherwise start
+    with an empty table and overwrite it)."""
+    problems = []
+    for candidate in (path, path + ".bak"):
+        try:
+            with open(candidate, encoding="utf-8") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            continue
+        try:
+            loaded = fastjson.loads(text).get("configTable") or {} if text.strip() else {}
+            return {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in loaded.items()}
+        except (RocketStoreError, ValueError, AttributeError) as exc:
+            problems.append(f"{candidate}: {exc}")
+    if problems:
+        raise NamesrvConfigError("cannot read the KV table: " + "; ".join(problems))
+    return {}
 
 
 def _now_ms() -> int:
@@ -74,11 +113,14 @@ def _now_ms() -> int:
 class NameServerHandlers:
     """Builds the request router of a name server."""
 
-    def __init__(self, routes: RouteTable, kv: KVTable | None = None, *, order_message_enable: bool = False,
-                 clock_ms: Callable[[], int] = _now_ms) -> None:
+    def __init__(self, routes: RouteTable, kv: KVTable | None = None, *, config: NamesrvConfig | None = None,
+                 persist_config: bool = False, clock_ms: Callable[[], int] = _now_ms) -> None:
+        """*persist_config*: UPDATE_NAMESRV_CONFIG writes every setting to the config's configStorePath (a
+        name server without files, as in tests, keeps them in memory)."""
         self.routes = routes
         self.kv = kv or KVTable()
-        self.order_message_enable = order_message_enable
+        self.config = config or NamesrvConfig()
+        self.persist_config = persist_config
         self.clock_ms = clock_ms
 
     def router(self) -> RequestRouter:
@@ -98,7 +140,33 @@ class NameServerHandlers:
         r.add(RequestCode.WIPE_WRITE_PERM_OF_BROKER, self.wipe_write_perm)
         r.add(RequestCode.ADD_WRITE_PERM_OF_BROKER, self.add_write_perm)
         r.add(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic)
+        r.add(RequestCode.GET_NAMESRV_CONFIG, self.get_config)
+        r.add(RequestCode.UPDATE_NAMESRV_CONFIG, self.update_config)
         return r
+
+    # --- its own settings ---------------------------------------------------------------------------
+
+    async def get_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=self.config.to_properties().encode("utf-8"))
+
+    async def update_config(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        """4.9.3's updateConfig, stricter: an unknown setting, a value that does not convert, or a path or
+        the port (FIXED_AT_RUN_TIME) is refused with SYSTEM_ERROR and nothing changes (4.9.3 skips unknown
+        names silently and lets a client move the files)."""
+        try:
+            props = parse_properties_text((request.body or b"").decode("utf-8"))
+            updated = self.config.updated(props)
+        except (UnicodeDecodeError, NamesrvConfigError) as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"updateConfig refused: {exc}")
+        if self.persist_config:
+            try:
+                write_text_atomically(updated.config_store_path, updated.to_properties())
+            except OSError as exc:
+                return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                             remark=f"cannot write {updated.config_store_path}: {exc}")
+        self.config = updated
+        log.info("name server settings updated by %s: %s", conn.peer_address, props)
+        return request.make_response(ResponseCode.SUCCESS)
 
     # --- brokers ------------------------------------------------------------------------------------
 
@@ -142,7 +210,7 @@ class NameServerHandlers:
             return request.make_response(
                 ResponseCode.TOPIC_NOT_EXIST,
                 remark=f"No topic route info in name server for the topic: {header.topic}{_FAQ_APPLY_TOPIC}")
-        if self.order_message_enable:
+        if self.config.order_message_enable:
             conf = self.kv.get(ORDER_TOPIC_CONFIG, header.topic)
             if conf is not None:
                 route = type(route)(route.queue_datas, route.broker_datas, conf, route.filter_server_table)

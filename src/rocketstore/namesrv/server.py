@@ -1,5 +1,9 @@
 """NameServer: the route table and its handlers behind a RemotingServer, plus the broker expiry scan.
 
+Given a NamesrvConfig it keeps its KV table in the config's kvConfigPath (read at construction) and writes
+its settings to configStorePath after an UPDATE_NAMESRV_CONFIG; without one (tests, embedded use) both live
+in memory only.
+
 Loop-bound: create, start and close it on one event loop.
 """
 
@@ -9,6 +13,7 @@ import asyncio
 import logging
 import time
 
+from rocketstore.namesrv.config import NamesrvConfig
 from rocketstore.namesrv.handlers import KVTable, NameServerHandlers
 from rocketstore.namesrv.route_table import BROKER_EXPIRY_MS, RouteTable
 from rocketstore.remoting.server import DEFAULT_IDLE_TIMEOUT_S, RemotingServer
@@ -25,15 +30,19 @@ SCAN_INTERVAL_S = 10.0
 class NameServer:
     """A name server.  ``await start(host, port)``; ``address`` says where it listens; ``await close()``."""
 
-    def __init__(self, *, broker_expiry_ms: int = BROKER_EXPIRY_MS, scan_interval_s: float = SCAN_INTERVAL_S,
-                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, order_message_enable: bool = False) -> None:
+    def __init__(self, config: NamesrvConfig | None = None, *, broker_expiry_ms: int = BROKER_EXPIRY_MS,
+                 scan_interval_s: float = SCAN_INTERVAL_S, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S) -> None:
         self.routes = RouteTable(broker_expiry_ms)
-        self.kv = KVTable()
-        self.handlers = NameServerHandlers(self.routes, self.kv, order_message_enable=order_message_enable)
+        self.kv = KVTable(config.kv_config_path if config is not None else None)
+        self.handlers = NameServerHandlers(self.routes, self.kv, config=config, persist_config=config is not None)
         self.server = RemotingServer(self.handlers.router(), idle_timeout_s=idle_timeout_s,
                                      on_connection_closed=self._connection_closed)
         self.scan_interval_s = scan_interval_s
         self._scan_task: asyncio.Task[None] | None = None
+
+    @property
+    def config(self) -> NamesrvConfig:
+        return self.handlers.config
 
     @property
     def address(self) -> str:

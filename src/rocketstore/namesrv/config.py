@@ -1,0 +1,99 @@
+"""NamesrvConfig: a name server's settings with RocketMQ 4.9.3's names and defaults, and where its two
+files live.
+
+``kvConfigPath`` (default ``~/namesrv/kvConfig.json``) holds the KV table (PUT_KV_CONFIG, e.g.
+ORDER_TOPIC_CONFIG) as ``{"configTable": {namespace: {key: value}}}``, rewritten after every change and read
+at start.  ``configStorePath`` (default ``~/namesrv/namesrv.properties``) receives every setting after an
+UPDATE_NAMESRV_CONFIG, as 4.9.3's Configuration.persist writes them.  A namesrv.conf (``rocketstore namesrv
+-c FILE``) may set any of them and ``listenPort``.
+
+Pure (the files are written by the name server with rocketstore.files).  Imports message only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+from rocketstore.message.java_properties import format_properties
+
+__all__ = ["FIXED_AT_RUN_TIME", "NamesrvConfig", "NamesrvConfigError"]
+
+
+class NamesrvConfigError(ValueError):
+    """A setting the name server does not have, one that may not change at run time, or a bad value."""
+
+
+def _home_file(name: str) -> str:
+    return os.path.join(os.path.expanduser("~"), "namesrv", name)
+
+
+#: Java name -> field name, in NamesrvConfig's order, then NettyServerConfig's listenPort
+_NAMES = {
+    "rocketmqHome": "rocketmq_home",
+    "kvConfigPath": "kv_config_path",
+    "configStorePath": "config_store_path",
+    "productEnvName": "product_env_name",
+    "clusterTest": "cluster_test",
+    "orderMessageEnable": "order_message_enable",
+    "listenPort": "listen_port",
+}
+#: settings UPDATE_NAMESRV_CONFIG may not change: the paths would let any client choose where the name server
+#: writes files (4.9.3 allowed it; later releases refuse it, CVE-2023-37582), and the port is bound already
+FIXED_AT_RUN_TIME = frozenset({"kvConfigPath", "configStorePath", "listenPort"})
+
+
+@dataclass(frozen=True, slots=True)
+class NamesrvConfig:
+    rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
+    kv_config_path: str = field(default_factory=lambda: _home_file("kvConfig.json"))
+    config_store_path: str = field(default_factory=lambda: _home_file("namesrv.properties"))
+    product_env_name: str = "center"
+    cluster_test: bool = False
+    #: registrations are answered with the ORDER_TOPIC_CONFIG namespace of the KV table
+    order_message_enable: bool = False
+    listen_port: int = 9876
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], base: NamesrvConfig | None = None, *,
+                        strict: bool = False) -> NamesrvConfig:
+        """*base* (default: the defaults) with the settings *props* names; NamesrvConfigError on a value that
+        does not convert, and with *strict* on a name the name server does not have (a namesrv.conf may
+        carry Java's Netty settings, which are skipped as 4.9.3 applies only names it knows)."""
+        base = base or cls()
+        changes: dict[str, object] = {}
+        for name, raw in props.items():
+            attr = _NAMES.get(name)
+            if attr is None:
+                if strict:
+                    raise NamesrvConfigError(f"the name server has no setting {name!r}")
+                continue
+            current = getattr(base, attr)
+            text = raw.strip()
+            if isinstance(current, bool):
+                if text.lower() not in ("true", "false"):
+                    raise NamesrvConfigError(f"{name}={raw!r}: not true or false")
+                changes[attr] = text.lower() == "true"
+            elif isinstance(current, int):
+                try:
+                    changes[attr] = int(text)
+                except ValueError:
+                    raise NamesrvConfigError(f"{name}={raw!r}: not an integer") from None
+                if attr == "listen_port" and not 0 <= int(text) <= 0xFFFF:
+                    raise NamesrvConfigError(f"{name}={raw!r}: not a port")
+            else:
+                changes[attr] = text
+        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+    def updated(self, props: dict[str, str]) -> NamesrvConfig:
+        """UPDATE_NAMESRV_CONFIG: :meth:`from_properties` over this config, refusing FIXED_AT_RUN_TIME."""
+        fixed = sorted(FIXED_AT_RUN_TIME.intersection(props))
+        if fixed:
+            raise NamesrvConfigError(f"{', '.join(fixed)} cannot be changed at run time")
+        return NamesrvConfig.from_properties(props, self, strict=True)
+
+    def to_properties(self) -> str:
+        """Every setting as properties text (GET_NAMESRV_CONFIG's body, the configStorePath file)."""
+        return format_properties((name, getattr(self, attr)) for name, attr in _NAMES.items())
+
