@@ -29,6 +29,7 @@ from rocketstore.broker import (
     offset_handlers,
     pull,
     query,
+    reply,
     reset_offset,
     retry,
     send,
@@ -83,7 +84,7 @@ class Broker:
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,
-                       transactions, reset_offset, consume_queue_admin):
+                       transactions, reset_offset, consume_queue_admin, reply):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)

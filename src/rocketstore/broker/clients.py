@@ -134,6 +134,16 @@ class ClientRegistry:
     def producer_channels(self, group: str) -> list[ClientChannel]:
         return list(self.producers.get(group, {}).values())
 
+    def producer_channel(self, client_id: str) -> ClientChannel | None:
+        """The connection producer *client_id* heartbeats on, whatever its group (4.9.3's
+        ProducerManager.findChannel, which the reply push uses); the most recently heartbeated one if several."""
+        found: ClientChannel | None = None
+        for channels in self.producers.values():
+            for channel in channels.values():
+                if channel.client_id == client_id and (found is None or channel.last_update_ms > found.last_update_ms):
+                    found = channel
+        return found
+
     # --- removal --------------------------------------------------------------------------------------
 
     def connection_closed(self, connection: object) -> list[str]:

@@ -65,6 +65,8 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     reject_transaction_message: bool = False
+    #: a reply (SEND_REPLY_MESSAGE) is stored in <cluster>_REPLY_TOPIC as well as pushed to the requester
+    store_reply_message_enable: bool = True
     #: a half message younger than this (by born time) is not checked back yet (transactionTimeOut)
     transaction_timeout_ms: int = 6000
     #: checks of one half message before it is moved to TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax)

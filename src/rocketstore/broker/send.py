@@ -30,7 +30,7 @@ from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
-from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.bodies import Perm, TopicConfig
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.send_headers import send_message_header_fields
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
     from rocketstore.broker.config import BrokerConfig
 
-__all__ = ["PUT_STATUS_REMARKS", "register", "send_message", "send_message_frame", "send_message_now"]
+__all__ = ["PUT_STATUS_REMARKS", "check_topic_and_queue", "peer_host", "register", "send_message", "send_message_frame",
+           "send_message_now"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -210,28 +211,10 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     def fail(code: int, remark: str | None) -> RemotingCommand:
         return request.make_response(code, remark=remark, ext_fields=region)
 
-    problem = topic_problem(topic)
-    if problem is not None:
-        return fail(ResponseCode.SYSTEM_ERROR, problem)
-    if topic == SCHEDULE_TOPIC:
-        return fail(ResponseCode.NO_PERMISSION, f"sending message to topic[{topic}] is forbidden")
-    tc = broker.topics.get(topic)
+    tc, queue_id, remark = check_topic_and_queue(broker, conn, topic, default_topic, default_topic_queue_nums,
+                                                 queue_id, unit_mode)
     if tc is None:
-        topic_sys_flag = 1 if unit_mode else 0
-        tc = broker.topics.create_for_send(topic, default_topic, default_topic_queue_nums, topic_sys_flag)
-        if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            tc = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE, topic_sys_flag)
-        if tc is None:
-            return fail(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}")
-        broker.topic_created()
-    write_queue_nums = tc.write_queue_nums
-    if queue_id >= write_queue_nums and queue_id >= tc.read_queue_nums:
-        return fail(ResponseCode.SYSTEM_ERROR,
-                    f"request queueId[{queue_id}] is illegal, {tc} Producer: {conn.peer_address}")
-    if queue_id < 0:
-        if write_queue_nums <= 0:
-            return fail(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] has no writable queue")
-        queue_id = random.randrange(write_queue_nums)
+        return fail(queue_id, remark)
 
     if not batch:
         batch = _is_batch(request)
@@ -270,7 +253,7 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                         f"the broker[{config.advertised_ip()}] sending transaction message is forbidden")
         if batch:
             return fail(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot hold transactional (half) messages")
-    born_host = _born_host(conn)
+    born_host = peer_host(conn)
     store_host = broker.store_host
     wait = props.get(PropertyName.WAIT)
     wait_durable = wait is None or wait.lower() != "false"
@@ -301,6 +284,38 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                              store_host, reconsume_times), queue_id, region, wait_durable)
     return (_new_message(topic, request.body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
                          store_host, reconsume_times), queue_id, region, wait_durable)
+
+
+def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_topic: str,
+                          default_topic_queue_nums: int, queue_id: int, unit_mode: bool
+                          ) -> tuple[TopicConfig, int, None] | tuple[None, int, str]:
+    """4.9.3's msgCheck for a send or a reply: the topic's name, SCHEDULE_TOPIC_XXXX refused, a missing
+    topic created from the request's default topic (a %RETRY% one as a retry topic), the queue id checked,
+    a negative one picked at random among the writable queues.  (topic config, queue id, None), or (None,
+    response code, remark) to refuse the request with."""
+    problem = topic_problem(topic)
+    if problem is not None:
+        return None, ResponseCode.SYSTEM_ERROR, problem
+    if topic == SCHEDULE_TOPIC:
+        return None, ResponseCode.NO_PERMISSION, f"sending message to topic[{topic}] is forbidden"
+    tc = broker.topics.get(topic)
+    if tc is None:
+        topic_sys_flag = 1 if unit_mode else 0
+        tc = broker.topics.create_for_send(topic, default_topic, default_topic_queue_nums, topic_sys_flag)
+        if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            tc = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE, topic_sys_flag)
+        if tc is None:
+            return None, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"
+        broker.topic_created()
+    write_queue_nums = tc.write_queue_nums
+    if queue_id >= write_queue_nums and queue_id >= tc.read_queue_nums:
+        return None, ResponseCode.SYSTEM_ERROR, (
+            f"request queueId[{queue_id}] is illegal, {tc} Producer: {conn.peer_address}")
+    if queue_id < 0:
+        if write_queue_nums <= 0:
+            return None, ResponseCode.SYSTEM_ERROR, f"topic[{topic}] has no writable queue"
+        queue_id = random.randrange(write_queue_nums)
+    return tc, queue_id, None
 
 
 _MESSAGE_SETTERS = tuple(getattr(Message, f.name).__set__ for f in dataclasses.fields(Message))
@@ -340,7 +355,7 @@ def _is_batch(request: RemotingCommand) -> bool:
     return raw is not None and raw.strip() == "1"
 
 
-def _born_host(conn: Connection) -> HostAddress | None:
+def peer_host(conn: Connection) -> HostAddress | None:
     """The connection's peer as a record host, parsed once per connection (IPv4-mapped IPv6 -> IPv4)."""
     host = conn.attributes.get("born_host")
     if host is None:

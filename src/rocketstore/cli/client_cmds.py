@@ -1,15 +1,20 @@
-"""``send`` and ``consume``: a producer and a pull consumer from the command line (client.Producer and
-client.PullConsumer).
+"""``send``, ``request`` and ``consume``: a producer, a requesting producer and a pull consumer from the
+command line (client.Producer, client.RequestProducer and client.PullConsumer).
 
     rocketstore send TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--delay-level N] [--count N]
                                 [--queue Q] [--group G]
+    rocketstore request TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--timeout S] [--group G]
     rocketstore consume TOPIC --group G [--tags 'A || B'] [--from first|last] [--max N] [--timeout S]
+                                [--reply BODY]
 
 ``send`` prints one row per send result; in BODY and --keys, ``{i}`` becomes the message's number
 (0..count-1).  ``BODY`` ``-`` reads the body from stdin.  ``consume`` pulls every queue of the topic with
 long polling, from the group's committed offsets (a queue without one starts at its first or last
 message, --from), prints each message, commits what it printed, and stops after --max messages or when
-none has come for --timeout seconds.  Errors print one line on stderr and exit 1.
+none has come for --timeout seconds.  ``request`` sends one request message (RocketMQ's request/reply)
+and prints the reply, or fails after --timeout seconds; ``consume --reply BODY`` answers each request
+message it prints with BODY (``{body}`` becomes the request's body), so the two make a round trip from two
+shells.  Errors print one line on stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -29,7 +34,14 @@ from rocketstore.cli.output import (
     print_table,
     run_command,
 )
-from rocketstore.client import MessageQueue, Producer, PullConsumer, PullStatus
+from rocketstore.client import (
+    MessageQueue,
+    Producer,
+    PullConsumer,
+    PullStatus,
+    ReplyTimeoutError,
+    RequestProducer,
+)
 from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import StoredMessage
@@ -43,16 +55,22 @@ PULL_SUSPEND_MS = 1000
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     send = subparsers.add_parser("send", help="send messages and print the send results")
     send.add_argument("topic")
-    send.add_argument("body", help="message body ('-': read stdin); {i} becomes the message number")
-    send.add_argument("--tags", help="the message tag")
-    send.add_argument("--keys", help="keys, separated by spaces; {i} becomes the message number")
-    send.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
+    _add_message_args(send, "message body ('-': read stdin); {i} becomes the message number",
+                      "keys, separated by spaces; {i} becomes the message number")
     send.add_argument("--delay-level", type=int, default=0, help="delay level (1 = 1s, 2 = 5s, 3 = 10s, ...)")
     send.add_argument("--count", type=int, default=1, help="how many messages (default 1)")
     send.add_argument("--queue", type=int, help="send to this queue id only")
     send.add_argument("--group", default="rocketstore-cli-producer", help="producer group")
     add_common(send)
     send.set_defaults(handler=_send)
+
+    request = subparsers.add_parser("request", help="send a request message and print its reply (request/reply)")
+    request.add_argument("topic")
+    _add_message_args(request, "request body ('-': read stdin)", "keys, separated by spaces")
+    request.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the reply (default 3)")
+    request.add_argument("--group", default="rocketstore-cli-requester", help="producer group")
+    add_common(request, full_body=True)
+    request.set_defaults(handler=_request)
 
     consume = subparsers.add_parser("consume", help="pull messages as a group, print them, commit offsets")
     consume.add_argument("topic")
@@ -63,8 +81,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     consume.add_argument("--max", type=int, help="stop after this many messages")
     consume.add_argument("--timeout", type=float, default=5.0,
                          help="stop when no message came for this many seconds (default 5)")
+    consume.add_argument("--reply", metavar="BODY",
+                         help="answer each request message with BODY ({body}: the request's body)")
     add_common(consume, full_body=True)
     consume.set_defaults(handler=_consume)
+
+
+def _add_message_args(parser: argparse.ArgumentParser, body_help: str, keys_help: str) -> None:
+    """BODY, --tags, --keys and --property: what ``send`` and ``request`` put in a message."""
+    parser.add_argument("body", help=body_help)
+    parser.add_argument("--tags", help="the message tag")
+    parser.add_argument("--keys", help=keys_help)
+    parser.add_argument("--property", action="append", default=[], metavar="K=V", help="a user property (repeatable)")
 
 
 # --- send ----------------------------------------------------------------------------------------------------
@@ -116,6 +144,39 @@ def _send(args: argparse.Namespace) -> int:
     return run_command(go())
 
 
+# --- request -------------------------------------------------------------------------------------------------
+
+
+def _request(args: argparse.Namespace) -> int:
+    try:
+        properties = _properties(args.property)
+        check_name("topic", args.topic)
+    except (ValueError, InvalidNameError) as exc:
+        return fail(str(exc))
+    if args.timeout <= 0:
+        return fail("--timeout must be positive")
+    body = sys.stdin.buffer.read() if args.body == "-" else args.body.encode("utf-8")
+
+    async def go() -> int:
+        async with RequestProducer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
+                                   credentials=credentials_of(args)) as requester:
+            try:
+                reply = await requester.request(args.topic, body, timeout_s=args.timeout, tags=args.tags,
+                                                keys=args.keys, properties=properties)
+            except ReplyTimeoutError as exc:
+                return fail(str(exc))
+        text, encoding, truncated = body_text(reply.body, args.full_body)
+        if args.json:
+            print_json({"topic": reply.topic, "correlationId": reply.correlation_id, "bornHost": reply.born_host,
+                        "storeHost": reply.store_host, "properties": reply.properties, "body": text,
+                        "bodyEncoding": encoding, "bodyTruncated": truncated})
+        else:
+            print(text + (" ..." if truncated else "") + (" (base64)" if encoding == "base64" else ""))
+        return 0
+
+    return run_command(go())
+
+
 # --- consume -------------------------------------------------------------------------------------------------
 
 
@@ -128,6 +189,8 @@ class _Consumption:
         self.committed: dict[MessageQueue, int] = {}
         self.last_message_at = time.monotonic()
         self.stop = asyncio.Event()
+        #: with --reply: the producer that answers request messages
+        self.replier: Producer | None = None
 
     def take(self, batch: list[StoredMessage]) -> list[StoredMessage]:
         """As many of *batch* as the limit still allows, counted at once (before any await)."""
@@ -152,6 +215,9 @@ def _consume(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         state = _Consumption(args.max)
+        if args.reply is not None:
+            state.replier = Producer(args.namesrv, f"{args.group}-replier", timeout_s=args.request_timeout_s,
+                                     credentials=credentials_of(args))
         async with PullConsumer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
                                 credentials=credentials_of(args)) as consumer:
             queues = await consumer.queues(args.topic)
@@ -169,6 +235,8 @@ def _consume(args: argparse.Namespace) -> int:
             finally:
                 state.stop.set()
                 results = await asyncio.gather(*loops, return_exceptions=True)
+                if state.replier is not None:
+                    await state.replier.close()
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise errors[0]
@@ -231,6 +299,8 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
         for m in taken:
             if not args.json:
                 _print_line(m, args.full_body)
+            if state.replier is not None and m.properties.get(PropertyName.REPLY_TO_CLIENT):
+                await state.replier.send_reply(m, args.reply.encode("utf-8").replace(b"{body}", m.body))
         if len(taken) < len(result.messages):
             next_offset = taken[-1].queue_offset + 1 if taken else offset
         else:

@@ -26,6 +26,7 @@ from rocketstore.client.push_types import (
     MessageHandler,
     MessageModel,
 )
+from rocketstore.client.request_producer import ReplyMessage, ReplyTimeoutError, RequestProducer
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.client.transaction_producer import (
     LocalTransactionState,
@@ -57,6 +58,9 @@ __all__ = [
     "PushConsumerSettings",
     "QueueSelector",
     "RemoteOffsetStore",
+    "ReplyMessage",
+    "ReplyTimeoutError",
+    "RequestProducer",
     "RouteCache",
     "SendResult",
     "SessionCredentials",

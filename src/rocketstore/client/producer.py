@@ -35,13 +35,13 @@ import random
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from itertools import islice
 from operator import attrgetter
-from typing import Self
+from typing import Protocol, Self
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
@@ -57,8 +57,8 @@ from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
-__all__ = ["OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key",
-           "new_uniq_keys"]
+__all__ = ["REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX", "HasProperties", "OutgoingMessage", "Producer",
+           "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key", "new_uniq_keys", "reply_properties"]
 
 #: ``selector(queues, sharding_key) -> one of queues``, as RocketMQ's MessageQueueSelector
 QueueSelector = Callable[[list[MessageQueue], object], MessageQueue]
@@ -93,6 +93,11 @@ _DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
 # plain ints: an IntEnum code takes the frame encoder's checked (slower) path
 _SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_SEND_REPLY_MESSAGE_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+#: MSG_TYPE of a reply (Java's MixAll.REPLY_MESSAGE_FLAG); such a message goes out as SEND_REPLY_MESSAGE_V2
+REPLY_MESSAGE_FLAG = "reply"
+#: the reply topic of a cluster is "<cluster>" + this (MixAll.getReplyTopic)
+REPLY_TOPIC_SUFFIX = "_REPLY_TOPIC"
 _SUCCESS = int(ResponseCode.SUCCESS)
 #: bodies from this size on go through Connection.request, which writes them beside the header uncopied
 _TEMPLATE_BODY_LIMIT = 16384
@@ -171,6 +176,32 @@ class OutgoingMessage:
         props[PropertyName.UNIQ_KEY] = uniq_key
         props.setdefault(PropertyName.WAIT, "true")
         return props
+
+
+class HasProperties(Protocol):
+    @property
+    def properties(self) -> Mapping[str, str]: ...
+
+
+def reply_properties(request: HasProperties, properties: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """The topic and properties of the reply to *request* (Java's MessageUtil.createReplyMessage): the reply
+    topic of the request's CLUSTER (which the broker added when it stored the request), MSG_TYPE=reply, and
+    the request's CORRELATION_ID, REPLY_TO_CLIENT and TTL; *properties* (the user's) beside them.
+    ValueError when *request* has no CLUSTER or REPLY_TO_CLIENT (not a request message)."""
+    props = request.properties
+    cluster = props.get(PropertyName.CLUSTER)
+    if not cluster:
+        raise ValueError(f"cannot reply: the request message has no {PropertyName.CLUSTER} property")
+    reply_to = props.get(PropertyName.REPLY_TO_CLIENT)
+    if not reply_to:
+        raise ValueError(f"cannot reply: the message has no {PropertyName.REPLY_TO_CLIENT} property (not a request)")
+    reply = dict(properties or {})
+    reply[PropertyName.MSG_TYPE] = REPLY_MESSAGE_FLAG
+    for name in (PropertyName.CORRELATION_ID, PropertyName.REPLY_TO_CLIENT, PropertyName.TTL):
+        value = props.get(name)
+        if value is not None:
+            reply[name] = value
+    return cluster + REPLY_TOPIC_SUFFIX, reply
 
 
 def _properties_template(with_tags: bool) -> str:
@@ -328,12 +359,24 @@ class Producer:
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
         uniq = new_uniq_key()
+        code = _SEND_MESSAGE_V2
         if properties or keys:
             text = encode_properties(OutgoingMessage(body, tags, keys, dict(properties)
                                                      if properties else {}).property_map(uniq))
+            if properties and properties.get(PropertyName.MSG_TYPE) == REPLY_MESSAGE_FLAG:
+                code = _SEND_REPLY_MESSAGE_V2  # as the Java client sends a reply message
         else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
-        return await self._send(topic, _SEND_MESSAGE_V2, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
+        return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
+
+    async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
+                         keys: str | list[str] | None = None, properties: dict[str, str] | None = None
+                         ) -> SendResult:
+        """Answer a request message (one a :class:`RequestProducer` sent, as a consumer received it): the
+        reply goes to ``<CLUSTER>_REPLY_TOPIC`` of the request's cluster as SEND_REPLY_MESSAGE_V2, and the
+        broker passes it on to the requester.  ValueError for a message that is not a request."""
+        topic, props = reply_properties(request, properties)
+        return await self.send(topic, body, tags=tags, keys=keys, properties=props)
 
     async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,

@@ -49,24 +49,21 @@ from typing import Any, Self
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
-from rocketstore.client.process_queue import wait_event
 from rocketstore.client.producer import OutgoingMessage, Producer, SendResult
-from rocketstore.client.push_types import local_ip, new_instance_name
-from rocketstore.client.route import AUTO_CREATE_TOPIC, MessageQueue, RouteCache, check
+from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName
 from rocketstore.message.record import StoredMessage, SysFlag
-from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
-    UnregisterClientRequestHeader,
 )
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
-from rocketstore.remoting.transport import Connection, ConnectionPool, RequestHandler
+from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = [
     "CheckListener",
@@ -190,19 +187,11 @@ async def _call(fn: Callable[..., Any], *args: Any) -> LocalTransactionState:
 _PREPARED_TEXT = str(SysFlag.TRANSACTION_PREPARED_TYPE)
 
 
-class _HalfMessageProducer(Producer):
-    """A Producer whose every send is a half message: the header's sysFlag is TRANSACTION_PREPARED on each
-    path a send takes (the frame template, the RemotingCommand built for large or signed bodies, the typed
-    header), the send answer becomes a TransactionSendResult, and the connections serve the broker's
-    requests with *handler*.  The retry loop and the send path itself are the Producer's, unchanged."""
-
-    def __init__(self, namesrv_addr: str, group: str, handler: RequestHandler, *, timeout_s: float,
-                 retry_times: int, credentials: SessionCredentials | None) -> None:
-        super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials)
-        # the same pool as the Producer's, but with a handler: CHECK_TRANSACTION_STATE comes in on the
-        # connections the sends went out on (the pool replaced before it opened any connection)
-        self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials)
-        self.routes = RouteCache(self.routes.namesrv_addrs, self.pool, timeout_s=timeout_s)
+class _HalfMessageProducer(ServedProducer):
+    """A ServedProducer whose every send is a half message: the header's sysFlag is TRANSACTION_PREPARED on
+    each path a send takes (the frame template, the RemotingCommand built for large or signed bodies, the
+    typed header) and the send answer becomes a TransactionSendResult.  The retry loop and the send path
+    itself are the Producer's, unchanged."""
 
     def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int
                 ) -> SendMessageRequestHeader:
@@ -230,29 +219,26 @@ class TransactionProducer:
         ``ip@instance_name`` (default ``pid#nanos``, unique per producer)."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
-        if heartbeat_interval_s <= 0:
-            raise ValueError("heartbeat_interval_s must be positive")
         self.group = group
         self.check_listener = check
         call = getattr(check, "__call__", None)  # noqa: B004 - an object with an async __call__ counts
         self._check_is_async = inspect.iscoroutinefunction(check) or inspect.iscoroutinefunction(call)
         self.timeout_s = timeout_s
-        self.heartbeat_interval_s = heartbeat_interval_s
-        self.client_id = f"{local_ip()}@{instance_name or new_instance_name()}"
         self._sender = _HalfMessageProducer(namesrv_addr, group, self._serve, timeout_s=timeout_s,
-                                            retry_times=retry_times, credentials=credentials)
-        #: broker name -> master address, from every route seen (Java's brokerAddrTable)
-        self._brokers: dict[str, str] = {}
-        #: master addresses that have had a heartbeat from this producer
-        self._heartbeated: set[str] = set()
-        #: topics sent to: their routes are re-read before each periodic heartbeat
-        self._topics: set[str] = set()
+                                            retry_times=retry_times, heartbeat_interval_s=heartbeat_interval_s,
+                                            instance_name=instance_name, credentials=credentials)
+        self.client_id = self._sender.client_id
+        self.heartbeat_interval_s = heartbeat_interval_s
         self._checks: set[asyncio.Task[None]] = set()
         self._check_executor: ThreadPoolExecutor | None = None
-        self._heartbeat_task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()  # set once, at close
-        self.started = False
-        self.closed = False
+
+    @property
+    def started(self) -> bool:
+        return self._sender.started
+
+    @property
+    def closed(self) -> bool:
+        return self._sender.closed
 
     @property
     def pool(self) -> ConnectionPool:
@@ -276,28 +262,19 @@ class TransactionProducer:
         periodic heartbeats.  send_in_transaction starts a producer that was not started."""
         if self.closed:
             raise ClientError("the transactional producer is closed")
-        if self.started:
-            return
-        self.started = True
-        self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
-        await self._quietly(f"route of {AUTO_CREATE_TOPIC}", self._discover(AUTO_CREATE_TOPIC))
+        await self._sender.start()
 
     async def close(self) -> None:
         """Stop the heartbeats, let checks in progress answer (for up to ``timeout_s``), unregister the
         group from every broker heartbeated, close the connections."""
         if self.closed:
             return
-        self.closed = True
-        self._wake.set()
-        if self._heartbeat_task is not None:
-            await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+        await self._sender.stop_heartbeats()
         if self._checks:
             _, pending = await asyncio.wait(set(self._checks), timeout=self.timeout_s)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        for addr in sorted(self._heartbeated):
-            await self._quietly(f"unregister from {addr}", self._unregister(addr))
         await self._sender.close()
         if self._check_executor is not None:
             self._check_executor.shutdown(wait=False, cancel_futures=True)
@@ -317,8 +294,7 @@ class TransactionProducer:
             raise ClientError("the transactional producer is closed")
         if not self.started:
             await self.start()
-        self._topics.add(topic)
-        await self._quietly(f"route of {topic}", self._discover(topic))
+        await self._sender.quietly(f"route of {topic}", self._sender.discover(topic))
         props = half_message_properties(self.group, properties)
         result = await self._sender.send(topic, body, tags=tags, keys=keys, properties=props)
         if not isinstance(result, TransactionSendResult):  # the sender's _result makes one; never expected
@@ -346,7 +322,7 @@ class TransactionProducer:
         try:
             # Java decodes the offset message id, falling back to msg_id (which then fails to decode)
             _, commit_log_offset = decode_offset_message_id(result.offset_msg_id or result.msg_id)
-            addr = await self._broker_addr(topic, result.message_queue.broker_name)
+            addr = await self._sender.broker_addr(topic, result.message_queue.broker_name)
             header = end_header_after_send(self.group, result, commit_log_offset, state, result.transaction_id)
             remark = None if error is None else f"local transaction raised {type(error).__name__}: {error}"
             request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True,
@@ -417,68 +393,3 @@ class TransactionProducer:
         if inspect.isawaitable(value):
             value = await value
         return as_state(value)
-
-    # --- routes and heartbeats -------------------------------------------------------------------------
-
-    async def _discover(self, topic: str, *, refresh: bool = False) -> None:
-        """Note the masters of *topic*'s publish route and heartbeat the ones not heartbeated yet, so that
-        the broker storing a half message knows the group before it could check it."""
-        route, _ = await self.routes.publish_route(topic, refresh=refresh)
-        for addr in self._note_masters(route):
-            if addr not in self._heartbeated:
-                await self._quietly(f"heartbeat to {addr}", self._heartbeat(addr))
-
-    def _note_masters(self, route: TopicRouteData) -> list[str]:
-        addrs = []
-        for bd in route.broker_datas:
-            addr = bd.master_addr()
-            if addr is not None:
-                self._brokers[bd.broker_name] = addr
-                addrs.append(addr)
-        return addrs
-
-    async def _broker_addr(self, topic: str, broker_name: str) -> str:
-        """The master of *broker_name* (Java's findBrokerAddressInPublish), the route re-read once if it is
-        not known (a retry may have gone to a broker the route seen before the send did not show)."""
-        addr = self._brokers.get(broker_name)
-        if addr is None:
-            await self._discover(topic, refresh=True)
-            addr = self._brokers.get(broker_name)
-        if addr is None:
-            raise ClientError(f"broker {broker_name} has no master address")
-        return addr
-
-    def heartbeat_data(self) -> HeartbeatData:
-        return HeartbeatData(self.client_id, (self.group,), ())
-
-    async def _heartbeat(self, addr: str) -> None:
-        request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, self.heartbeat_data().encode())
-        check(await self.pool.request(addr, request, self.timeout_s))
-        self._heartbeated.add(addr)
-
-    async def _unregister(self, addr: str) -> None:
-        ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=self.group).to_ext_fields()
-        check(await self.pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext),
-                                      self.timeout_s))
-
-    async def _heartbeat_loop(self) -> None:
-        while not self.closed:
-            await wait_event(self._wake, self.heartbeat_interval_s)
-            if self.closed:
-                return
-            for topic in sorted(self._topics | {AUTO_CREATE_TOPIC}):
-                await self._quietly(f"route of {topic}", self._refresh_route(topic))
-            for addr in sorted(set(self._brokers.values())):
-                await self._quietly(f"heartbeat to {addr}", self._heartbeat(addr))
-
-    async def _refresh_route(self, topic: str) -> None:
-        route, _ = await self.routes.publish_route(topic, refresh=True)
-        self._note_masters(route)
-
-    @staticmethod
-    async def _quietly(what: str, coro: Awaitable[None]) -> None:
-        """Await *coro*; a failure is logged (the next heartbeat period or send tries again)."""
-        try:
-            await coro
-        except (RocketStoreError, OSError) as exc:
-            log.warning("%s failed: %s", what, exc)

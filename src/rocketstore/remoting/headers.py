@@ -73,6 +73,7 @@ __all__ = [
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",
     "QueryConsumeQueueRequestHeader",
+    "ReplyMessageRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
     "QueryDataVersionRequestHeader",
@@ -345,6 +346,28 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT, broker -> the requesting producer: the replier's send header as it came
+    (queueId as asked), the replier's address as bornHost and the broker's as storeHost ("/ip:port", Java's
+    InetSocketAddress text), and when the broker passed it on."""
+
+    producer_group: str = _req("producerGroup")
+    topic: str = _req("topic")
+    default_topic: str = _req("defaultTopic")
+    default_topic_queue_nums: int = _req("defaultTopicQueueNums", _INT)
+    queue_id: int = _req("queueId", _INT)
+    sys_flag: int = _req("sysFlag", _INT)
+    born_timestamp: int = _req("bornTimestamp", _LONG)
+    flag: int = _req("flag", _INT)
+    properties: str | None = _opt("properties")
+    reconsume_times: int | None = _opt("reconsumeTimes", _INT)
+    unit_mode: bool = _opt("unitMode", _BOOL, False)
+    born_host: str = _req("bornHost")
+    store_host: str = _req("storeHost")
+    store_timestamp: int = _req("storeTimestamp", _LONG)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
     consumer_group: str = _req("consumerGroup")
     topic: str | None = _opt("topic")  # blank: every topic the group has offsets for
@@ -538,6 +561,7 @@ REQUEST_HEADER_TYPES: dict[int, type[CommandHeader]] = {
     RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: CreateAccessConfigRequestHeader,
     RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigRequestHeader,
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsConfigRequestHeader,
+    RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: ReplyMessageRequestHeader,
 }
 
 # Response header of a successful answer, keyed by the request code.
