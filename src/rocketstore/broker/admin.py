@@ -9,6 +9,10 @@ On a broker without aclEnable the three changes answer their *_FAILED code and t
 each saying ACL is off (4.9.3's AdminBrokerProcessor meets a NullPointerException there: the changes answer
 without a remark and the queries not at all, which leaves a client to time out).
 
+GET_BROKER_RUNTIME_INFO answers 4.9.3's table of figures (broker.stats_admin.runtime_table, from
+broker.broker_stats) and GET_BROKER_CONFIG every property under its broker.conf name with the configuration's
+data version (UPDATE_BROKER_CONFIG, which changes them, is in broker.stats_admin).
+
 ConsumeStats' consumeTps is the group's rate over the last minute (broker.stats), summed over its topics as
 RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps
 (``{{mq}:{...}}``), which is what RocketMQ's admin tools parse.
@@ -16,19 +20,20 @@ RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's obje
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.acl import AclConfigError
 from rocketstore.broker.acl_admin import AclAdmin, PlainAccessConfig, java_split
+from rocketstore.broker.group_admin import LiveTopics
 from rocketstore.broker.groups import SubscriptionGroupConfig
+from rocketstore.broker.stats_admin import config_text, queue_offsets, runtime_table, subscribed_elsewhere
 from rocketstore.broker.topics import group_problem, topic_problem
+from rocketstore.errors import StoreError
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import TopicConfig
-from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
+from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
     CreateAccessConfigRequestHeader,
@@ -59,49 +64,12 @@ def _mq(broker: Broker, topic: str, queue_id: int) -> dict[str, object]:
 
 def register(router: RequestRouter, broker: Broker) -> None:
     async def runtime_info(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        store = broker.store
-        now = int(time.time() * 1000)
-        table = {
-            "brokerVersionDesc": "V4_9_3",
-            "brokerVersion": str(MQ_VERSION),
-            "msgPutTotalYesterdayMorning": "0",
-            "msgPutTotalTodayMorning": "0",
-            "msgPutTotalTodayNow": str(broker.put_count),
-            "msgGetTotalYesterdayMorning": "0",
-            "msgGetTotalTodayMorning": "0",
-            "msgGetTotalTodayNow": str(broker.get_count),
-            "sendThreadPoolQueueSize": "0",
-            "sendThreadPoolQueueCapacity": "10000",
-            "pullThreadPoolQueueSize": "0",
-            "pullThreadPoolQueueCapacity": "100000",
-            "queryThreadPoolQueueSize": "0",
-            "queryThreadPoolQueueCapacity": "20000",
-            "dispatchBehindBytes": str(store.dispatch_behind_bytes),
-            "pageCacheLockTimeMills": "0",
-            "earliestMessageTimeStamp": str(store.earliest_message_time()),
-            "startAcceptSendRequestTimeStamp": "0",
-            "commitLogMinOffset": str(store.min_commit_log_offset),
-            "commitLogMaxOffset": str(store.max_commit_log_offset),
-            "bootTimestamp": str(broker.start_time_ms),
-            "runtime": f"[ {(now - broker.start_time_ms) // 1000} s ]",
-            "putMessageEntireTimeMax": "0",
-            "putTps": "0.0 0.0 0.0",
-            "getFoundTps": "0.0 0.0 0.0",
-            "remainHowManyDataToFlush": "0 B",
-            "pullHoldCount": str(broker.pull_hold.waiting_count),
-        }
-        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"table": table}))
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"table": runtime_table(broker)}))
 
     async def broker_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        lines = []
-        for obj in (broker.config, broker.store_config):
-            for f in dataclasses.fields(obj):  # type: ignore[arg-type]
-                value = getattr(obj, f.name)
-                if value is not None:
-                    lines.append(f"{f.name}={str(value).lower() if isinstance(value, bool) else value}")
-        version = fastjson.dumps(broker.topics.data_version.to_json()).decode()
+        version = fastjson.dumps(broker.config_version.to_json()).decode()
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"version": version},
-                                     body="\n".join(lines).encode())
+                                     body=config_text(broker).encode())
 
     async def create_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
@@ -126,7 +94,13 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
         broker.topics.delete(h.topic)
+        broker.stats.topic_deleted(h.topic)
         broker.topic_created()
+        # as 4.9.3's deleteTopic: the consume queues of topics no longer in the table go too (cleanUnusedTopic)
+        try:
+            await broker.run_blocking(broker.store.clean_unused_topics, LiveTopics(broker))
+        except StoreError as exc:
+            log.warning("topic %s deleted, but its consume queues were not dropped: %s", h.topic, exc)
         return request.make_response(ResponseCode.SUCCESS)
 
     async def all_topic_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -174,26 +148,14 @@ def register(router: RequestRouter, broker: Broker) -> None:
         h = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         group = h.consumer_group
         topics = [h.topic] if h.topic and h.topic.strip() else broker.offsets.topics_of_group(group)
-        info = broker.clients.group(group)
-        store = broker.store
         pairs = []
         tps = 0.0
         for topic in topics:
             tc = broker.topics.get(topic)
-            if tc is None:
-                continue
-            if info is not None and info.subscriptions and topic not in info.subscriptions:
+            if tc is None or subscribed_elsewhere(broker, group, topic):
                 continue
             tps += broker.consume_rates.tps(group, topic)
-            for q in range(tc.read_queue_nums):
-                consumer_offset = max(0, broker.offsets.query(group, topic, q))
-                entry: dict[str, object] = {"brokerOffset": store.max_offset(topic, q),
-                                            "consumerOffset": consumer_offset, "lastTimestamp": 0}
-                if consumer_offset > 0:
-                    last = store.store_time(topic, q, consumer_offset - 1)
-                    if last > 0:
-                        entry["lastTimestamp"] = last
-                pairs.append((_mq(broker, topic, q), entry))
+            pairs.extend(queue_offsets(broker, group, topic, tc.read_queue_nums))
         body = fastjson.dumps_object_keyed({"consumeTps": tps}, "offsetTable", pairs)
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
@@ -215,6 +177,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
     async def delete_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         group = request.ext_fields.get("groupName", "")
         broker.groups.delete(group)
+        broker.stats.group_deleted(group)
         if request.ext_fields.get("removeOffset", "").lower() == "true":
             broker.offsets.remove_group(group)
         return request.make_response(ResponseCode.SUCCESS)

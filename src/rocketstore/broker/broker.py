@@ -9,7 +9,8 @@ long polling and name server registration.
 The listening socket is bound before the store opens so that with ``listenPort=0`` the store host (the
 STOREHOST of every record and the address in every offset message id) is the real ``brokerIP1:port``.
 Handlers live in one module per request family (send, pull, clients, offsets, query, admin); each gets
-this object.  Loop-bound: create, start and close it on one event loop.
+this object.  Every put is counted by :meth:`Broker.count_put` into :attr:`Broker.stats` (broker_stats.py),
+whose sampler runs as one of the broker's tasks.  Loop-bound: create, start and close it on one event loop.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rocketstore.broker import (
     client_handlers,
     consume_queue_admin,
     consumer_calls,
+    group_admin,
     offset_handlers,
     pull,
     query,
@@ -33,9 +35,11 @@ from rocketstore.broker import (
     reset_offset,
     retry,
     send,
+    stats_admin,
     transactions,
 )
 from rocketstore.broker.acl import ACL_EXCEPTION, PlainAcl
+from rocketstore.broker.broker_stats import BrokerStats
 from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
@@ -55,7 +59,7 @@ from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.remoting import busy_poll
-from rocketstore.remoting.bodies import RegisterBrokerBody
+from rocketstore.remoting.bodies import DataVersion, RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import NotifyConsumerIdsChangedRequestHeader
@@ -70,6 +74,11 @@ __all__ = ["Broker"]
 log = logging.getLogger(__name__)
 
 _WAIT = PropertyName.WAIT
+_monotonic_ns = time.monotonic_ns
+_PUT_OK = PutMessageStatus.PUT_OK
+#: statuses of a put whose record was appended (the flush or the replica may have failed after)
+_APPENDED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                       PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
 
 T = TypeVar("T")
 
@@ -84,7 +93,7 @@ class Broker:
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,
-                       transactions, reset_offset, consume_queue_admin, reply):
+                       transactions, reset_offset, consume_queue_admin, group_admin, stats_admin, reply):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed)
@@ -120,8 +129,12 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         #: store work that may block (opening, closing, queries) runs here, off the event loop
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocketstore-broker")
-        self.put_count = 0
-        self.get_count = 0
+        #: the statistics of GET_BROKER_RUNTIME_INFO / VIEW_BROKER_STATS_DATA (broker_stats.py); counted
+        #: on the loop, sampled by a task of their own while the broker runs
+        self.stats = BrokerStats(self.config.broker_cluster_name)
+        #: the version of the broker's configuration, raised by each UPDATE_BROKER_CONFIG (GET_BROKER_CONFIG's
+        #: ``version``, as 4.9.3's Configuration keeps one)
+        self.config_version = DataVersion(int(time.time() * 1000), 0)
         #: messages handed out per (group, topic) over the last minute: GET_CONSUME_STATS's consumeTps
         self.consume_rates = ConsumeRates()
         self.closed = False
@@ -177,6 +190,7 @@ class Broker:
                 self.schedule.start()
                 self.transactions.start()
             self.start_time_ms = int(time.time() * 1000)
+            self.stats.store.boot_time_ms = self.start_time_ms
             # RocketMQ's haListenPort = listenPort + 1; a broker on a port the OS picked lets it pick this too
             ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else (
                 self.server.port + 1 if cfg.listen_port else 0)
@@ -210,6 +224,7 @@ class Broker:
                 self.slave_sync.start()
             self._tasks.append(loop.create_task(self._persist_offsets_loop()))
             self._tasks.append(loop.create_task(self._scan_clients_loop()))
+            self._tasks.append(loop.create_task(self.stats.run()))
         except BaseException:
             await self.close()
             raise
@@ -272,21 +287,24 @@ class Broker:
         """Run store work that may block on the broker's executor."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
-    async def put(self, message: Message, *, apply_delay: bool = True, wait: bool = True) -> PutResult:
+    async def put(self, message: Message, *, apply_delay: bool = True, wait: bool = True,
+                  sent: bool = False) -> PutResult:
         """Store one message.  Under SYNC_FLUSH the put runs on the loop without waiting and the answer
         waits for the group commit on a future (:class:`DurableWaits`), as RocketMQ's asyncPutMessage,
         unless *wait* is False or the message says WAIT=false (the send handler passes the request's WAIT,
         which it leaves out of the stored properties as RocketMQ does).
-        ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries)."""
+        ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries); *sent*: the put of
+        a send request (:meth:`count_put`)."""
         store = self.store
         if wait:
             value = message.properties.get(_WAIT)
             wait = value is None or value.lower() != "false"
         if not store.config.is_sync_flush:
-            result = self.put_now(message, apply_delay=apply_delay)
+            result = self.put_now(message, apply_delay=apply_delay, sent=sent)
         else:
+            began_ns = _monotonic_ns()
             result = await self._durable(store.put(message, apply_delay=apply_delay, flush="later"), wait)
-            self.count_put(result)
+            self.count_put(result, began_ns, sent)
         if self.sync_master:
             result = await self._replicated(result, wait)
         return result
@@ -294,19 +312,57 @@ class Broker:
     def put_unsynced(self, item: Message | MessageBatch) -> PutResult:
         """SYNC_FLUSH: a send's put (one message or a batch) made on the loop without waiting for the disk
         or asking for the sync: its answer waits on :attr:`durable_waits` (which asks, once per loop
-        iteration), and :meth:`count_put` counts it once final."""
+        iteration), and :meth:`count_put` counts it once final (the caller takes the start time)."""
         store = self.store
         if isinstance(item, MessageBatch):
             return store.put_batch(item, flush="later")
         return store.put(item, flush="later")
 
-    def count_put(self, result: PutResult) -> None:
-        """``put_count`` (the runtime info's msgPutTotalTodayNow) after a put whose answer is final."""
-        if result.status is PutMessageStatus.PUT_OK:
-            self.put_count += result.message_count
-            ha = self.ha_server
-            if ha is not None and ha.slaves:  # wake the transfers only when a slave is there to send to
-                ha.data_written()
+    def count_put(self, result: PutResult, began_ns: int = 0, sent: bool = False) -> None:
+        """The statistics of a put whose answer is final: messages and bytes per stored topic when its record
+        was appended (whatever the flush or the replica said after, as 4.9.3 counts at the append), else
+        one more failed put; with *began_ns* (``time.monotonic_ns()`` before the put) its latency; *sent*:
+        the put of a send request (TOPIC_PUT_NUMS / TOPIC_PUT_SIZE / BROKER_PUT_NUMS, broker_stats.py).
+        Every put the broker makes comes here: one dict lookup and a few int operations, no lock (measured:
+        0.43 us a send, 0.16 us of them the two clock reads of the latency; the put_count increment this
+        replaced took 0.16 us)."""
+        stats = self.stats.store
+        status = result[0]
+        if status is _PUT_OK or status in _APPENDED:
+            # PutResult fields by index (a NamedTuple): 2 wrote_bytes, 5 message_count, 6 topic
+            counter = stats.topic_puts.get(result[6])
+            if counter is None:
+                counter = stats.topic_counter(result[6])
+            count = result[5]
+            wrote = result[2]
+            counter[0] += count
+            counter[1] += wrote
+            if sent:
+                counter[2] += count
+                counter[3] += wrote
+                counter[4] += 1
+            if status is _PUT_OK:
+                ha = self.ha_server
+                if ha is not None and ha.slaves:  # wake the transfers only when a slave is there to send to
+                    ha.data_written()
+        else:
+            stats.put_failed_count += 1
+        if began_ns:
+            elapsed_ms = (_monotonic_ns() - began_ns) // 1_000_000
+            if elapsed_ms <= 0:
+                stats.bands[0] += 1
+            else:
+                stats.put_took(elapsed_ms)
+
+    @property
+    def put_count(self) -> int:
+        """Messages stored since start (the runtime info's msgPutTotalTodayNow)."""
+        return self.stats.store.put_message_count
+
+    @property
+    def get_count(self) -> int:
+        """Messages handed out by pulls since start (msgGetTotalTodayNow)."""
+        return self.stats.store.get_transferred_count
 
     @property
     def durable_waits(self) -> DurableWaits:
@@ -324,21 +380,24 @@ class Broker:
         status = await self._durable_waits.wait(end)
         return result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
 
-    def put_now(self, message: Message, *, apply_delay: bool = True) -> PutResult:
+    def put_now(self, message: Message, *, apply_delay: bool = True, sent: bool = False) -> PutResult:
         """Store one message on the calling thread (the loop): only for ASYNC_FLUSH, where a put does not
-        wait for the disk (the send handler's immediate path checks that first)."""
+        wait for the disk (the send handler's immediate path checks that first).  *sent*: see count_put."""
+        began_ns = _monotonic_ns()
         result = self.store.put(message, apply_delay=apply_delay)
-        self.count_put(result)
+        self.count_put(result, began_ns, sent)
         return result
 
-    async def put_batch(self, messages: list[Message] | MessageBatch, *, wait: bool = True) -> PutResult:
+    async def put_batch(self, messages: list[Message] | MessageBatch, *, wait: bool = True,
+                        sent: bool = False) -> PutResult:
         """put_batch; under SYNC_FLUSH as :meth:`put` (*wait*: the batch request's WAIT)."""
         store = self.store
         if not store.config.is_sync_flush:
-            result = self.put_batch_now(messages)
+            result = self.put_batch_now(messages, sent=sent)
         else:
+            began_ns = _monotonic_ns()
             result = await self._durable(store.put_batch(messages, flush="later"), wait)
-            self.count_put(result)
+            self.count_put(result, began_ns, sent)
         if self.sync_master:
             result = await self._replicated(result, wait)
         return result
@@ -354,10 +413,11 @@ class Broker:
                                                       self.store_config.slave_timeout_ms / 1000)
         return result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
 
-    def put_batch_now(self, messages: list[Message] | MessageBatch) -> PutResult:
+    def put_batch_now(self, messages: list[Message] | MessageBatch, *, sent: bool = False) -> PutResult:
         """put_batch on the calling thread: only for ASYNC_FLUSH, as :meth:`put_now`."""
+        began_ns = _monotonic_ns()
         result = self.store.put_batch(messages)
-        self.count_put(result)
+        self.count_put(result, began_ns, sent)
         return result
 
     # --- background work ------------------------------------------------------------------------------

@@ -3,7 +3,11 @@ CHECK_CLIENT_CONFIG (46), LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42).
 
 A consumer heartbeat auto-creates the group config and the group's ``%RETRY%`` topic (registered with the
 name servers so consumers can route it) and, when the group gains a client, tells every client of the group
-to rebalance (NOTIFY_CONSUMER_IDS_CHANGED, oneway).
+to rebalance (NOTIFY_CONSUMER_IDS_CHANGED, oneway).  As in 4.9.3, a heartbeat is not refused for an SQL92
+expression that does not compile: the group's pulls then answer FILTER_DATA_NOT_EXIST (pull.py).
+CHECK_CLIENT_CONFIG is where a Java client learns of a bad expression before it starts: a TAG subscription
+passes, another type needs ``enablePropertyFilter`` (else SYSTEM_ERROR) and an expression that compiles (else
+SUBSCRIPTION_PARSE_FAILED with the parse error as remark).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from rocketstore.broker.clients import ClientChannel
 from rocketstore.broker.topics import group_problem, retry_topic, topic_problem
+from rocketstore.message.sql_filter import SQL92, SqlSyntaxError, compile_sql
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import HeartbeatData, Perm
+from rocketstore.remoting.bodies import HeartbeatData, Perm, SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
@@ -132,6 +137,23 @@ def register(router: RequestRouter, broker: Broker) -> None:
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"consumerIdList": ids}))
 
     async def check_client_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        obj = fastjson.loads(request.body) if request.body else None
+        sub_obj = obj.get("subscriptionData") if isinstance(obj, dict) else None
+        if isinstance(sub_obj, dict):
+            sub = SubscriptionData.from_json(sub_obj)
+            if sub.expression_type == "TAG":
+                return request.make_response(ResponseCode.SUCCESS)
+            if not broker.config.enable_property_filter:
+                return request.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    remark=f"The broker does not support consumer to filter message by {sub.expression_type}")
+            if sub.expression_type != SQL92:
+                return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                             remark=f"no filter for expression type {sub.expression_type}")
+            try:
+                compile_sql(sub.sub_string)
+            except SqlSyntaxError as exc:
+                return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, remark=str(exc))
         return request.make_response(ResponseCode.SUCCESS)
 
     def _mq_set(body: bytes) -> tuple[str, str, list[tuple[str, str, int]]]:

@@ -1,9 +1,11 @@
 """Long polling of pulls (RocketMQ's PullRequestHoldService), on the event loop.
 
 A pull that found nothing waits here, keyed by (topic, queue id), until a message for that queue with a
-logical offset >= the request's offset is dispatched (and passes the tag filter), or a periodic check
-finds the queue grown, or its timeout passes.  The store's dispatch listener runs on the dispatch thread:
-it only tests a dict for the key and hops to the loop with ``call_soon_threadsafe``.
+logical offset >= the request's offset is dispatched (and passes the tag filter, and for an SQL92 pull the
+property filter, which is asked about the arrived message's queue offset), or a periodic check finds the
+queue grown (it wakes every waiter: 4.9.3 has no properties to test there either), or its timeout passes.
+The store's dispatch listener runs on the dispatch thread: it only tests a dict for the key and hops to the
+loop with ``call_soon_threadsafe``.
 
 Race-free parking: the waiter is entered in the dict *before* the queue's max offset is read again, and
 the dispatcher appends to the consume queue *before* it calls the listener, so either the re-read sees
@@ -17,6 +19,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from rocketstore.errors import RocketStoreError
 
 __all__ = ["PullHold"]
 
@@ -33,6 +37,7 @@ class _Waiter:
     queue_offset: int
     codes: frozenset[int] | None
     future: asyncio.Future[bool]
+    match: Callable[[int], bool] | None = None
 
 
 class PullHold:
@@ -65,10 +70,11 @@ class PullHold:
         return {q: sorted(w.queue_offset for w in ws) for (t, q), ws in list(self._waiters.items()) if t == topic}
 
     async def wait(self, topic: str, queue_id: int, queue_offset: int, codes: frozenset[int] | None,
-                   timeout_s: float) -> bool:
-        """Park until a message at or after *queue_offset* may be there (True) or *timeout_s* passes (False)."""
+                   timeout_s: float, *, match: Callable[[int], bool] | None = None) -> bool:
+        """Park until a message at or after *queue_offset* may be there (True) or *timeout_s* passes (False).
+        *match(queue_offset)*: whether the message dispatched at that offset is one the pull wants."""
         key = (topic, queue_id)
-        waiter = _Waiter(queue_offset, codes, self._loop.create_future())
+        waiter = _Waiter(queue_offset, codes, self._loop.create_future(), match)
         self._waiters.setdefault(key, []).append(waiter)
         try:
             if self._max_offset(topic, queue_id) > queue_offset:
@@ -107,7 +113,16 @@ class PullHold:
                 continue
             if code is not None and w.codes is not None and code not in w.codes:
                 continue
+            if code is not None and w.match is not None and not self._arrival_matches(w.match, next_offset - 1):
+                continue
             w.future.set_result(True)
+
+    @staticmethod
+    def _arrival_matches(match: Callable[[int], bool], queue_offset: int) -> bool:
+        try:
+            return match(queue_offset)
+        except RocketStoreError:  # e.g. the store is closing: wake the pull, which then finds out
+            return True
 
     async def _check_loop(self) -> None:
         while True:

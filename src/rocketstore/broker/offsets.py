@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Collection
 from typing import Any
 
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
@@ -98,6 +99,35 @@ class ConsumerOffsetTable:
     def groups_of_topic(self, topic: str) -> list[str]:
         prefix = topic + TOPIC_GROUP_SEPARATOR
         return sorted(k[len(prefix):] for k in self.table if k.startswith(prefix))
+
+    def clone(self, src_group: str, dest_group: str, topic: str) -> bool:
+        """cloneOffset: *dest_group*'s offsets of *topic* become a copy of *src_group*'s (replacing whatever
+        it had); False, and nothing changed, when the source has none there."""
+        with self._lock:
+            source = self.table.get(self.key(topic, src_group))
+            if source is None:
+                return False
+            self.table[self.key(topic, dest_group)] = dict(source)
+            self._dirty = True
+        return True
+
+    def min_over_groups(self, topic: str, excluded_groups: Collection[str],
+                        min_offset: Callable[[int], int]) -> dict[int, int]:
+        """queryMinOffsetInAllGroup: per queue of *topic*, the smallest offset any group but
+        *excluded_groups* has committed, counting only offsets at or past the queue's *min_offset(queue_id)*
+        (an offset of deleted messages holds nothing back).  4.9.3 also deletes the excluded groups' offsets
+        from the table as it filters them out; here the table is only read."""
+        prefix = topic + TOPIC_GROUP_SEPARATOR
+        found: dict[int, int] = {}
+        with self._lock:
+            rows = [(k[len(prefix):], dict(v)) for k, v in self.table.items() if k.startswith(prefix)]
+        for group, queues in rows:
+            if group in excluded_groups:
+                continue
+            for queue_id, offset in queues.items():
+                if offset >= min_offset(queue_id):
+                    found[queue_id] = min(offset, found.get(queue_id, offset))
+        return found
 
     def remove_group(self, group: str) -> None:
         suffix = TOPIC_GROUP_SEPARATOR + group

@@ -4,22 +4,40 @@ Checks in RocketMQ's order (remoting.md section 5.2); the subscription comes fro
 sysFlag has the subscription bit (C++ and ali-ons always), else from the group's heartbeat (Java).  Tag
 codes are rebuilt from the tag strings, because the C++ client's heartbeat codeSet holds ``atoi(tag)``.
 
+SQL92 subscriptions (``enablePropertyFilter=true``; else SYSTEM_ERROR) are filtered inside the store's read
+loop by the records' properties, as 4.9.3's ExpressionMessageFilter.isMatchedByCommitLog does: a skipped
+message counts toward nothing but nextBeginOffset, and a scan that matched nothing answers
+NO_MATCHED_MESSAGE (PULL_RETRY_IMMEDIATELY).  The expression is compiled once per text (sql_filter's cache).
+A bad one: from the request (subscription flag) SUBSCRIPTION_PARSE_FAILED; from the heartbeat
+FILTER_DATA_NOT_EXIST (4.9.3 keeps no filter data for an expression that did not compile).  Deliberately
+unlike 4.9.3, whose request path then runs with no filter at all (an ``assert`` that production JVMs skip),
+a request whose expression does not compile is refused.  Retry topics are not filtered by SQL92, as with
+4.9.3's default ``filterSupportRetry=false``.  A held SQL92 pull wakes only for an arriving message that
+matches (or at the periodic check, as in 4.9.3).
+
 GetMessageStatus -> response code: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20; NO_MESSAGE_IN_QUEUE /
 NO_MATCHED_LOGIC_QUEUE 21 if the requested offset is not 0, else 19; OFFSET_FOUND_NULL / OFFSET_OVERFLOW_ONE 19;
 OFFSET_OVERFLOW_BADLY / OFFSET_TOO_SMALL 21.  A 19 with the suspend bit waits (long polling) until a message
 for the queue is dispatched or ``suspendTimeoutMillis`` passes, then runs once more without suspension.
 The commit-offset bit stores ``commitOffset`` for the group whatever the outcome.
+
+Statistics (broker_stats.py): every store get counts as found or missed (with its time and the messages
+handed out); a pull answered with messages adds to GROUP_GET_NUMS / GROUP_GET_SIZE / BROKER_GET_NUMS and
+its time (from the request, or from the end of a long-poll wait, to the answer) to GROUP_GET_LATENCY, as
+4.9.3's PullMessageProcessor counts them.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.topics import OFFSET_MOVED_EVENT, group_problem, topic_problem
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.record import Message
+from rocketstore.message.sql_filter import SQL92, SqlFilter, SqlSyntaxError, compile_sql
 from rocketstore.remoting.bodies import MessageModel, Perm, SubscriptionData, build_subscription
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -73,6 +91,7 @@ def _tag_codes(sub: SubscriptionData) -> frozenset[int] | None:
 
 
 async def pull_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    began_ns = time.monotonic_ns()
     h = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
     cfg = broker.config
 
@@ -105,6 +124,8 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
                     f"[{tc.read_queue_nums}] consumer:[{conn.peer_address}]")
     if has_subscription:
         sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
+        if sub.expression_type != "TAG" and not sub.sub_string:  # FilterAPI.build refuses an empty one
+            return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
     else:
         info = broker.clients.group(h.consumer_group)
         if info is None:
@@ -119,12 +140,22 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         if found.sub_version < h.sub_version:
             return fail(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         sub = found
+        if sub.expression_type != "TAG" and _sql_filter(sub) is None:  # the heartbeat's did not compile
+            return fail(ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!")
     if sub.expression_type != "TAG" and not cfg.enable_property_filter:
         return fail(ResponseCode.SYSTEM_ERROR,
                     f"The broker does not support consumer to filter message by {sub.expression_type}")
-    codes = _tag_codes(sub)
+    codes: frozenset[int] | None = None
+    match: SqlFilter | None = None
+    if sub.expression_type == "TAG":
+        codes = _tag_codes(sub)
+    else:
+        match = _sql_filter(sub)
+        if match is None:
+            return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
 
-    result = _get(broker, h, codes)
+    result = _get(broker, h, codes, match)
     slave = broker.store_config.broker_role == BrokerRole.SLAVE
     # the commit offset rides on the original request only, whatever the pull finds; a slave takes its
     # offsets from the master (slave_sync.py), never from pulls
@@ -133,8 +164,10 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     code = response_code_for_get_status(result.status, h.queue_offset)
     if code == ResponseCode.PULL_NOT_FOUND and has_suspend:
         timeout_ms = h.suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_ms
-        await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000)
-        result = _get(broker, h, codes)
+        await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000,
+                                    match=_arrival_matcher(broker, h, match))
+        began_ns = time.monotonic_ns()  # 4.9.3 runs the request again: its time starts anew
+        result = _get(broker, h, codes, match)
         code = response_code_for_get_status(result.status, h.queue_offset)
     if code == ResponseCode.PULL_OFFSET_MOVED:
         if slave:  # no offset correction from a slave (offsetCheckInSlave false): try again
@@ -145,13 +178,46 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     suggest = group_cfg.broker_id if cfg.slave_read_enable else 0
     ext = PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=result.next_begin_offset,
                                     min_offset=result.min_offset, max_offset=result.max_offset).to_ext_fields()
-    body = b"".join(result.records) if code == ResponseCode.SUCCESS else b""
+    body = b""
+    if code == ResponseCode.SUCCESS:
+        body = b"".join(result.records)
+        broker.stats.pulled(h.consumer_group, h.topic, result.message_count, len(body),
+                            (time.monotonic_ns() - began_ns) // 1_000_000)
     return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)
 
 
-def _get(broker: Broker, h: PullMessageRequestHeader, codes: frozenset[int] | None) -> GetResult:
-    result = broker.store.get(h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), tags=codes)
-    broker.get_count += result.message_count
+def _sql_filter(sub: SubscriptionData) -> SqlFilter | None:
+    """The compiled filter of an SQL92 subscription (cached by text), None if it does not compile or the
+    type is not one this broker knows (4.9.3 has SQL92 only)."""
+    if sub.expression_type != SQL92:
+        return None
+    try:
+        return compile_sql(sub.sub_string)
+    except SqlSyntaxError:
+        return None
+
+
+def _arrival_matcher(broker: Broker, h: PullMessageRequestHeader,
+                     match: SqlFilter | None) -> Callable[[int], bool] | None:
+    """For a held SQL92 pull: does the message that arrived at a queue offset pass the filter (4.9.3's
+    hold service evaluates the arriving message's properties before it wakes the pull)?"""
+    if match is None:
+        return None
+
+    def arrived(queue_offset: int) -> bool:
+        got = broker.store.get(h.topic, h.queue_id, queue_offset, 1, match=match)
+        return got.status is GetMessageStatus.FOUND
+
+    return arrived
+
+
+def _get(broker: Broker, h: PullMessageRequestHeader, codes: frozenset[int] | None,
+         match: SqlFilter | None = None) -> GetResult:
+    began_ns = time.monotonic_ns()
+    result = broker.store.get(h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), tags=codes,
+                              match=match)
+    broker.stats.store.got(result.status is GetMessageStatus.FOUND, result.message_count,
+                           (time.monotonic_ns() - began_ns) // 1_000_000)
     broker.consume_rates.record(h.consumer_group, h.topic, result.message_count)
     return result
 
@@ -166,4 +232,6 @@ def _offset_moved_event(broker: Broker, h: PullMessageRequestHeader, result: Get
     message = Message.create(OFFSET_MOVED_EVENT, body, tags=h.consumer_group, keys=h.consumer_group,
                              born_timestamp=int(time.time() * 1000), store_host=broker.store_host,
                              born_host=broker.store_host)
-    broker.store.put(message, flush="ask")  # under SYNC_FLUSH: asks for the sync, does not wait for it
+    began_ns = time.monotonic_ns()
+    put = broker.store.put(message, flush="ask")  # under SYNC_FLUSH: asks for the sync, does not wait for it
+    broker.count_put(put, began_ns)

@@ -86,7 +86,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         pushed, why = await _push(broker, conn, fields, props, message)
         ext = {"msgId": "0", "queueId": str(queue_id), "queueOffset": "0", **region}
         if config.store_reply_message_enable:
-            result = await broker.put(message)
+            result = await broker.put(message, sent=True)  # counted as a send (TOPIC_PUT_NUMS), as 4.9.3 does
             if result.status in _STORED:
                 ext["msgId"] = result.msg_id
                 ext["queueOffset"] = str(result.queue_offset)

@@ -5,7 +5,8 @@ written again to ``%RETRY%<group>`` with a delay level (0 means 3 + reconsumeTim
 SCHEDULE_TOPIC_XXXX and comes back later, or to ``%DLQ%<group>`` once it has been retried maxReconsumeTimes
 (16, or the request's value from clients of version >= V3_4_9) or when the level is negative.  The new record
 keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the original topic) and
-ORIGIN_MESSAGE_ID, and counts one more reconsume.
+ORIGIN_MESSAGE_ID, and counts one more reconsume.  A stored one counts in SNDBCK_PUT_NUMS under
+``<RETRY_TOPIC>@<group>`` (broker_stats.py).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
                           original.reconsume_times + 1)
         result = await broker.put(message)
         if result.status is PutMessageStatus.PUT_OK:
+            broker.stats.sent_back(h.group, props[PropertyName.RETRY_TOPIC], result.topic, result.wrote_bytes)
             return request.make_response(ResponseCode.SUCCESS)
         return fail(ResponseCode.SYSTEM_ERROR, result.status.name)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+import time
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.topics import (
@@ -76,6 +77,7 @@ _SUCCESS_LIKE = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT
                            ResponseCode.SLAVE_NOT_AVAILABLE})
 #: the success-like statuses' response codes as plain ints (what the answer template takes)
 _SUCCESS_CODE_FOR_STATUS = {status: int(code) for status, code in _CODE_FOR_STATUS.items() if code in _SUCCESS_LIKE}
+_monotonic_ns = time.monotonic_ns
 #: the answer's extFields that change per send, in _answer's order; MSG_REGION and TRACE_ON follow
 _ANSWER_KEYS = ("msgId", "queueId", "queueOffset")
 #: (region id, trace on) -> the region extFields / the answer frames' template
@@ -116,8 +118,8 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     if isinstance(prepared, RemotingCommand):
         return prepared
     item, queue_id, region, wait = prepared
-    result = await (broker.put_batch(item, wait=wait) if isinstance(item, MessageBatch)
-                    else broker.put(item, wait=wait))
+    result = await (broker.put_batch(item, wait=wait, sent=True) if isinstance(item, MessageBatch)
+                    else broker.put(item, wait=wait, sent=True))
     return _answer(request, result, queue_id, region)
 
 
@@ -131,7 +133,7 @@ def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
     if isinstance(prepared, RemotingCommand):
         return prepared
     item, queue_id, region, _wait = prepared
-    result = broker.put_batch_now(item) if isinstance(item, MessageBatch) else broker.put_now(item)
+    result = broker.put_batch_now(item, sent=True) if isinstance(item, MessageBatch) else broker.put_now(item, sent=True)
     return result, queue_id, region
 
 
@@ -177,18 +179,19 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand)
     if isinstance(prepared, RemotingCommand):
         return prepared
     item, queue_id, region, wait = prepared
+    began_ns = _monotonic_ns()
     result = broker.put_unsynced(item)
     config = broker.config
     if not wait or result.status is not PutMessageStatus.PUT_OK:
         if result.status is PutMessageStatus.PUT_OK:
             broker.durable_waits.ask_sync(result.commit_log_offset + result.wrote_bytes)
-        broker.count_put(result)
+        broker.count_put(result, began_ns, True)
         return _answer_frame(config, request, result, queue_id, region)
     reply = conn.answer_later(request)
 
     def durable(status: PutMessageStatus) -> None:
         final = result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
-        broker.count_put(final)
+        broker.count_put(final, began_ns, True)
         reply(_answer_frame(config, request, final, queue_id, region))
 
     broker.durable_waits.add(result.commit_log_offset + result.wrote_bytes, durable)

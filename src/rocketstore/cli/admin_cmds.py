@@ -7,6 +7,8 @@
     rocketstore group update GROUP [--retry-max-times N] [--retry-queue-nums N] [-c CLUSTER]
     rocketstore group status GROUP [--client ID] [--jstack]    each client's settings, queues held, rates
     rocketstore group consume-directly GROUP --client ID --id MSG_ID [-t TOPIC]    one message to one client
+    rocketstore group client-offsets | time-span | correction-offset | clone-offset ...   (group_offset_cmds.py)
+    rocketstore topic clean-expired-cq | clean-unused [-b BROKER | -c CLUSTER]             (group_offset_cmds.py)
     rocketstore message query -t TOPIC -k KEY [--begin T --end T] [--max N] [--full-body]
     rocketstore message query --id MSG_ID [-t TOPIC] [--full-body]
     rocketstore acl update ACCOUNT -s SECRET [--admin] [-w ADDR] [-i PERM] [-u PERM] [-t T=PERM,..] [-g G=PERM,..]
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
+from rocketstore.cli.group_offset_cmds import add_group_commands, add_topic_commands
 from rocketstore.cli.output import (
     add_common,
     credentials_of,
@@ -93,6 +96,8 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     add_common(status)
     status.set_defaults(handler=_topic_status)
 
+    add_topic_commands(commands)
+
 
 def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     group = subparsers.add_parser("group", help="consumer group progress and settings")
@@ -142,6 +147,8 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     direct.add_argument("-t", "--topic", help="the topic, when --id is a UNIQ_KEY")
     add_common(direct)
     direct.set_defaults(handler=_group_consume_directly)
+
+    add_group_commands(commands)
 
 
 def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -6,7 +6,7 @@ Imports remoting and message only (never store, broker or namesrv).
 
 from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.blocking_push import BlockingPushConsumer
-from rocketstore.client.consumer import PullConsumer, PullResult, PullStatus, decode_messages
+from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, ClientError, NoRouteError, broker_error_for
 from rocketstore.client.offset_store import LocalFileOffsetStore, OffsetStoreError, RemoteOffsetStore
@@ -47,6 +47,7 @@ __all__ = [
     "MessageHandler",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "NoRouteError",
     "OffsetStoreError",
     "OutgoingMessage",

@@ -14,7 +14,11 @@ GET_CONSUME_STATS (208), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), QUERY_MESSAG
 VIEW_MESSAGE_BY_ID (33).  Like mqadmin, each asks every broker concerned and merges the answers.
 Plain ACL (one broker each, see :meth:`AdminClient.acl_brokers` for a cluster's): UPDATE_AND_CREATE_ACL_CONFIG
 (50), DELETE_ACL_CONFIG (51), GET_BROKER_CLUSTER_ACL_INFO (52), UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53),
-GET_BROKER_CLUSTER_ACL_CONFIG (54).
+GET_BROKER_CLUSTER_ACL_CONFIG (54).  Broker statistics and configuration (one broker each, or every master):
+GET_BROKER_RUNTIME_INFO (28), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317), GET_BROKER_CONFIG
+(26) and UPDATE_BROKER_CONFIG (25).  Group offsets and consume-queue clean-ups: INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+(223), QUERY_CONSUME_TIME_SPAN (303), QUERY_CORRECTION_OFFSET (308), CLONE_GROUP_OFFSET (314),
+CLEAN_EXPIRED_CONSUMEQUEUE (306) and CLEAN_UNUSED_TOPIC (316).
 
 A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
 is not a topic or group RocketMQ would accept raises InvalidNameError before anything is sent.
@@ -42,10 +46,15 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
+    GetConsumerStatusBody,
     QueueKey,
+    QueueTimeSpan,
+    decode_consume_time_span_body,
+    decode_correction_offset_body,
     decode_reset_offset_body,
 )
 from rocketstore.remoting.headers import (
+    CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
@@ -53,6 +62,8 @@ from rocketstore.remoting.headers import (
     GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
@@ -61,12 +72,15 @@ from rocketstore.remoting.headers import (
     QueryConsumeQueueRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    QueryCorrectionOffsetHeader,
     QueryMessageRequestHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
 )
 from rocketstore.remoting.transport import ConnectionPool
@@ -76,6 +90,8 @@ __all__ = [
     "AclConfigInfo",
     "AclVersionInfo",
     "AdminClient",
+    "BrokerConsumeStats",
+    "BrokerStatsData",
     "ClusterInfo",
     "ConsumeProgress",
     "ConsumerConnection",
@@ -83,6 +99,7 @@ __all__ = [
     "NoConsumeProgressError",
     "QueueProgress",
     "QueueStats",
+    "StatsWindow",
     "check_name",
 ]
 
@@ -90,6 +107,10 @@ MAX_TIMESTAMP_MS = (1 << 63) - 1
 #: a broker waits up to 10 s for a consumer it calls (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY):
 #: the admin waits longer, so that the broker's own CONSUME_MSG_TIMEOUT answer is what it sees
 CALL_CONSUMER_TIMEOUT_S = 12.0
+#: a broker waits up to 5 s for each consumer's status (all at once): the admin waits for that and more
+CONSUMER_STATUS_WAIT_S = 8.0
+#: a broker's queue clean-up may wait up to 10 s for dispatch to catch up with the writes
+CLEAN_QUEUES_WAIT_S = 15.0
 #: the name server's KV namespace of ordered topics' configs
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 #: TopicValidator / group names: the characters RocketMQ allows, at most 127 of them
@@ -200,6 +221,39 @@ class AclConfigInfo:
 
     global_white_addrs: list[str]
     accounts: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class StatsWindow:
+    """One window of a broker stat item (BrokerStatsItem): the sum gained, per second, per event."""
+
+    sum: int
+    tps: float
+    avgpt: float
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStatsData:
+    """A broker stat item over its last minute, hour and day (VIEW_BROKER_STATS_DATA)."""
+
+    minute: StatsWindow
+    hour: StatsWindow
+    day: StatsWindow
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConsumeStats:
+    """Every subscription group's progress on one broker (GET_BROKER_CONSUME_STATS; mqadmin
+    brokerConsumeStats): per group one ConsumeProgress per topic, and the summed lag."""
+
+    broker_addr: str
+    total_diff: int
+    groups: dict[str, list[ConsumeProgress]]
+
+
+def _stats_window(obj: Any) -> StatsWindow:
+    obj = obj if isinstance(obj, dict) else {}
+    return StatsWindow(int(obj.get("sum") or 0), float(obj.get("tps") or 0.0), float(obj.get("avgpt") or 0.0))
 
 
 def _mq_fields(key: Any) -> dict[str, Any]:
@@ -413,6 +467,82 @@ class AdminClient(NamesrvAdmin):
         await self._call(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
         return offset
 
+    async def consumer_status(self, group: str, topic: str, client_id: str | None = None
+                              ) -> dict[str, dict[QueueKey, int]]:
+        """mqadmin getConsumerStatus: the offsets of *topic* each connected consumer of *group* (or only
+        *client_id*) holds in memory, client id -> (topic, broker name, queue id) -> offset, collected by the
+        topic's first master (INVOKE_BROKER_TO_GET_CONSUMER_STATUS); a consumer that does not answer (the
+        C++ clients) is missing from it."""
+        check_name("group", group)
+        addr = next(iter((await self.topic_masters(topic)).values()), None)
+        if addr is None:
+            raise ClientError(f"topic {topic!r} has no master broker")
+        ext = GetConsumerStatusRequestHeader(topic=topic, group=group, client_addr=client_id).to_ext_fields()
+        response = await self._call(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, ext,
+                                    timeout_s=max(self.timeout_s, CONSUMER_STATUS_WAIT_S))
+        return GetConsumerStatusBody.decode(response.body).consumer_table if response.body else {}
+
+    async def consume_time_span(self, group: str, topic: str) -> list[QueueTimeSpan]:
+        """Per queue of *topic* on every master (QUERY_CONSUME_TIME_SPAN): the store times of its oldest and
+        newest message and of the last one *group* consumed, and how long the next one has waited."""
+        check_name("group", group)
+        ext = QueryConsumeTimeSpanRequestHeader(topic=topic, group=group).to_ext_fields()
+        spans: list[QueueTimeSpan] = []
+        for addr in (await self.topic_masters(topic)).values():
+            spans.extend(decode_consume_time_span_body(
+                (await self._call(addr, RequestCode.QUERY_CONSUME_TIME_SPAN, ext)).body))
+        return sorted(spans, key=lambda s: s.queue)
+
+    async def correction_offsets(self, broker_addr: str, topic: str, compare_group: str,
+                                 filter_groups: list[str] | None = None) -> dict[int, int]:
+        """QUERY_CORRECTION_OFFSET on one broker: per queue id of *topic*, the smallest offset of the other
+        groups (but *filter_groups*), or Long.MAX_VALUE where that is ahead of *compare_group*'s."""
+        check_name("topic", topic)
+        header = QueryCorrectionOffsetHeader(topic=topic, compare_group=compare_group,
+                                             filter_groups=",".join(filter_groups) if filter_groups else None)
+        response = await self._call(broker_addr, RequestCode.QUERY_CORRECTION_OFFSET, header.to_ext_fields())
+        return decode_correction_offset_body(response.body) if response.body else {}
+
+    async def clone_group_offset(self, src_group: str, dest_group: str, topic: str | None = None, *,
+                                 offline: bool = False) -> list[str]:
+        """Copy *src_group*'s committed offsets of *topic* (every topic it has offsets of when None) to
+        *dest_group* (CLONE_GROUP_OFFSET) on the masters of the source group's retry topic, as
+        DefaultMQAdminExt.cloneGroupOffset does, or on every master when it has none (a broadcasting group).
+        Unless *offline*, a broker skips topics the source group, while online, does not subscribe to.
+        Returns the broker addresses asked."""
+        check_name("group", src_group)
+        check_name("group", dest_group)
+        if topic is not None:
+            check_name("topic", topic)
+        try:
+            targets = list((await self.topic_masters(f"%RETRY%{src_group}")).values())
+        except (ClientError, RemotingError):
+            targets = []
+        if not targets:
+            targets = list((await self.cluster_info()).masters().values())
+        header = CloneGroupOffsetRequestHeader(src_group=src_group, dest_group=dest_group, topic=topic,
+                                               offline=offline)
+        for addr in targets:
+            await self._call(addr, RequestCode.CLONE_GROUP_OFFSET, header.to_ext_fields(),
+                             timeout_s=self.timeout_s * 3)
+        return targets
+
+    async def clean_expired_consume_queues(self, broker_addr: str) -> list[tuple[str, int]]:
+        """mqadmin cleanExpiredCQ -b: the broker drops the consume queues whose messages retention deleted
+        (CLEAN_EXPIRED_CONSUMEQUEUE); the (topic, queue id) it dropped (a Java broker does not say: [])."""
+        return self._dropped(await self._call(broker_addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE,
+                                              timeout_s=max(self.timeout_s, CLEAN_QUEUES_WAIT_S)))
+
+    async def clean_unused_topics(self, broker_addr: str) -> list[tuple[str, int]]:
+        """mqadmin cleanUnusedTopic -b: the broker drops the consume queues of topics its topic table lacks
+        (CLEAN_UNUSED_TOPIC); the (topic, queue id) it dropped (a Java broker does not say: [])."""
+        return self._dropped(await self._call(broker_addr, RequestCode.CLEAN_UNUSED_TOPIC,
+                                              timeout_s=max(self.timeout_s, CLEAN_QUEUES_WAIT_S)))
+
+    def _dropped(self, response: RemotingCommand) -> list[tuple[str, int]]:
+        entries = self._json(response).get("dropped") or [] if response.body else []
+        return [(str(e.get("topic", "")), int(e.get("queueId", 0))) for e in entries if isinstance(e, dict)]
+
     async def consumer_connections(self, group: str) -> tuple[str, list[ConsumerConnection]]:
         """(broker address, the group's clients) from the first master that has the group online: those
         of the group's retry topic first (where a clustering group's clients heartbeat), then every master.
@@ -487,6 +617,90 @@ class AdminClient(NamesrvAdmin):
                                "notifyConsumerIdsChangedEnable": True})
         for addr in targets:
             await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        return targets
+
+    # --- broker statistics and configuration ---------------------------------------------------------------
+
+    async def master_addrs(self, cluster: str | None = None) -> list[str]:
+        """The master address of every broker of *cluster* (all clusters when None) the name servers know."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.clusters:
+            known = ", ".join(sorted(info.clusters)) or "none"
+            raise ClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
+        addrs = list(info.masters(cluster).values())
+        if not addrs:
+            raise ClientError("no master broker is registered with the name server")
+        return addrs
+
+    async def runtime_info(self, broker_addr: str) -> dict[str, str]:
+        """The broker's runtime figures (GET_BROKER_RUNTIME_INFO; mqadmin brokerStatus): name -> value."""
+        table = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)).get("table") or {}
+        if not isinstance(table, dict):
+            raise ClientError(f"unexpected runtime info table: {str(table)[:200]!r}")
+        return {str(k): str(v) for k, v in table.items()}
+
+    async def view_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        """One stat item of the broker (VIEW_BROKER_STATS_DATA): e.g. TOPIC_PUT_NUMS / topic,
+        GROUP_GET_NUMS / ``topic@group``, BROKER_PUT_NUMS / cluster name.  An item the broker does not
+        have raises the broker's SYSTEM_ERROR ("The stats <name> <key> not exist")."""
+        ext = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key).to_ext_fields()
+        obj = self._json(await self._call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, ext))
+        return BrokerStatsData(_stats_window(obj.get("statsMinute")), _stats_window(obj.get("statsHour")),
+                               _stats_window(obj.get("statsDay")))
+
+    async def broker_consume_stats(self, broker_addr: str, is_order: bool = False, *,
+                                   timeout_s: float | None = None) -> BrokerConsumeStats:
+        """Every subscription group's consume progress on the broker (GET_BROKER_CONSUME_STATS);
+        *is_order*: only ordered topics."""
+        ext = GetConsumeStatsInBrokerHeader(is_order=is_order).to_ext_fields()
+        obj = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, ext,
+                                          timeout_s=timeout_s))
+        groups: dict[str, list[ConsumeProgress]] = {}
+        for entry in obj.get("consumeStatsList") or []:
+            if not isinstance(entry, dict):
+                continue
+            for group, stats_list in entry.items():
+                progress = groups.setdefault(str(group), [])
+                for stats in stats_list if isinstance(stats_list, list) else []:
+                    rows = []
+                    for key, value in ((stats or {}).get("offsetTable") or {}).items():
+                        mq = _mq_fields(key)
+                        rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
+                                                  int(value.get("brokerOffset", 0)),
+                                                  int(value.get("consumerOffset", 0)),
+                                                  int(value.get("lastTimestamp", 0))))
+                    rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
+                    progress.append(ConsumeProgress(str(group), rows, float(stats.get("consumeTps") or 0.0)))
+        return BrokerConsumeStats(str(obj.get("brokerAddr") or broker_addr), int(obj.get("totalDiff") or 0),
+                                  groups)
+
+    async def broker_config(self, broker_addr: str) -> tuple[dict[str, str], DataVersion | None]:
+        """The broker's configuration (GET_BROKER_CONFIG; mqadmin getBrokerConfig): property -> value, and
+        the configuration's data version."""
+        response = await self._call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        props: dict[str, str] = {}
+        for line in response.body.decode("utf-8", errors="replace").splitlines():
+            name, sep, value = line.partition("=")
+            if sep and name.strip():
+                props[name.strip()] = value.strip()
+        version_text = response.ext_fields.get("version")
+        version = DataVersion.from_json(fastjson.loads(version_text)) if version_text else None
+        return props, version
+
+    async def update_broker_config(self, properties: dict[str, str], *, broker_addr: str | None = None,
+                                   cluster: str | None = None) -> list[str]:
+        """UPDATE_BROKER_CONFIG with *properties* (broker.conf names and values) on one broker, else on every
+        master of *cluster* (every master when None), as mqadmin updateBrokerConfig.  Returns the addresses
+        updated; a broker refusing (unknown property, bad value) raises its error and stops there."""
+        if not properties:
+            raise ClientError("no property to update")
+        for name, value in properties.items():
+            if not name or any(c in name for c in "=: \t\r\n#!") or any(c in str(value) for c in "\r\n"):
+                raise ClientError(f"cannot send property {name!r}={value!r} as a properties line")
+        body = "".join(f"{name}={value}\n" for name, value in properties.items()).encode("utf-8")
+        targets = [broker_addr] if broker_addr is not None else await self.master_addrs(cluster)
+        for addr in targets:
+            await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
         return targets
 
     # --- plain ACL -----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, Self, TypeVar
 
+from rocketstore.client.consumer import MessageSelector
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import MessageHandler
@@ -32,7 +33,7 @@ T = TypeVar("T")
 
 
 class BlockingPushConsumer:
-    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
+    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, call_timeout_s: float = 60.0,
                  credentials: SessionCredentials | None = None, **settings_kw: object) -> None:
         self._loop = new_event_loop()
@@ -47,7 +48,7 @@ class BlockingPushConsumer:
             raise
 
     @staticmethod
-    async def _create(namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
+    async def _create(namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                       settings: PushConsumerSettings | None, credentials: SessionCredentials | None,
                       settings_kw: dict[str, object]) -> PushConsumer:
         return PushConsumer(namesrv_addr, group, subscriptions, handler, settings, credentials=credentials,

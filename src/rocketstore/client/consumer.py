@@ -8,7 +8,9 @@ polled), committed offsets on the broker, and the offset look-ups.
             await consumer.commit_offset(mq, result.next_begin_offset)
 
 Pulled records are decoded with the message package (compressed bodies are inflated) and re-filtered by
-tag on the client, as RocketMQ clients do.  Loop-bound.
+tag on the client, as RocketMQ clients do.  A pull may select by SQL92 instead (``expression=
+MessageSelector.by_sql("a > 5")``): the broker filters (it needs ``enablePropertyFilter=true``) and the
+client does not filter again.  Loop-bound.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.record import StoredMessage, SysFlag
 from rocketstore.message.record_decode import decode_records
-from rocketstore.remoting.bodies import build_subscription
+from rocketstore.remoting.bodies import SubscriptionData, build_subscription
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
@@ -37,7 +39,7 @@ from rocketstore.remoting.headers import (
 )
 from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
-__all__ = ["PullConsumer", "PullResult", "PullStatus", "decode_messages"]
+__all__ = ["MessageSelector", "PullConsumer", "PullResult", "PullStatus", "decode_messages", "subscription_for"]
 
 
 class PullStatus:
@@ -57,6 +59,31 @@ _PULL_STATUS: dict[int, str] = {
 _SUBSCRIPTION = 0x4
 _SUSPEND = 0x2
 _COMMIT = 0x1
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSelector:
+    """RocketMQ's MessageSelector: how a subscription selects messages, by tags (``TAG``, filtered by tag
+    code on the broker and by tag on the client) or by an SQL92 expression over properties (``SQL92``,
+    filtered by the broker only)."""
+
+    expression_type: str
+    expression: str
+
+    @classmethod
+    def by_sql(cls, sql: str) -> MessageSelector:
+        return cls("SQL92", sql)
+
+    @classmethod
+    def by_tag(cls, tag: str | None) -> MessageSelector:
+        return cls("TAG", tag or "*")
+
+
+def subscription_for(topic: str, expression: str | MessageSelector, sub_version: int = 0) -> SubscriptionData:
+    """The subscription data a tag expression (a str) or a selector stands for."""
+    if isinstance(expression, MessageSelector):
+        return build_subscription(topic, expression.expression, sub_version, expression.expression_type)
+    return build_subscription(topic, expression, sub_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +142,18 @@ class PullConsumer:
             return None
         return await self.pool.request(addr, request, timeout_s or self.timeout_s)
 
-    async def pull(self, mq: MessageQueue, offset: int, max_count: int = 32, *, expression: str = "*",
-                   suspend_ms: int = 0, commit_offset: int | None = None) -> PullResult:
-        """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives."""
-        sub = build_subscription(mq.topic, expression)
+    async def pull(self, mq: MessageQueue, offset: int, max_count: int = 32, *,
+                   expression: str | MessageSelector = "*", suspend_ms: int = 0,
+                   commit_offset: int | None = None) -> PullResult:
+        """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives.
+        *expression*: a tag expression (``"TagA || TagB"``) or a :class:`MessageSelector`."""
+        sub = subscription_for(mq.topic, expression)
         sys_flag = _SUBSCRIPTION | (_SUSPEND if suspend_ms > 0 else 0) | (_COMMIT if commit_offset is not None else 0)
         header = PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
             max_msg_nums=max_count, sys_flag=sys_flag, commit_offset=commit_offset or 0,
-            suspend_timeout_ms=suspend_ms, subscription=sub.sub_string, sub_version=0, expression_type="TAG")
+            suspend_timeout_ms=suspend_ms, subscription=sub.sub_string, sub_version=0,
+            expression_type=sub.expression_type)
         response = await self._request(mq, RequestCode.PULL_MESSAGE, header.to_ext_fields(),
                                        suspend_ms / 1000 + self.timeout_s)
         assert response is not None

@@ -1,5 +1,5 @@
 """The consumer-group requests a push consumer sends to brokers: HEART_BEAT, UNREGISTER_CLIENT,
-GET_CONSUMER_LIST_BY_GROUP, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ, with their JSON bodies.
+GET_CONSUMER_LIST_BY_GROUP, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ and CHECK_CLIENT_CONFIG, with their JSON bodies.
 
 Each function takes the connection pool and a broker address and raises BrokerError / RemotingError on
 failure; what to do about a failure (retry at the next period) is the caller's business.  Loop-bound.
@@ -12,13 +12,13 @@ from collections.abc import Iterable
 from rocketstore.client.route import MessageQueue, check
 from rocketstore.errors import ProtocolError
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import HeartbeatData
+from rocketstore.remoting.bodies import HeartbeatData, SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from rocketstore.remoting.transport import ConnectionPool
 
-__all__ = ["consumer_ids", "heartbeat", "lock_queues", "unlock_queues", "unregister"]
+__all__ = ["check_client_config", "consumer_ids", "heartbeat", "lock_queues", "unlock_queues", "unregister"]
 
 
 async def heartbeat(pool: ConnectionPool, addr: str, data: HeartbeatData, timeout_s: float) -> None:
@@ -75,3 +75,11 @@ async def unlock_queues(pool: ConnectionPool, addr: str, group: str, client_id: 
                         mqs: Iterable[MessageQueue], timeout_s: float) -> None:
     request = RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, {}, _mq_set_body(group, client_id, mqs))
     check(await pool.request(addr, request, timeout_s))
+
+
+async def check_client_config(pool: ConnectionPool, addr: str, group: str, client_id: str, sub: SubscriptionData,
+                              timeout_s: float) -> None:
+    """CHECK_CLIENT_CONFIG: the broker compiles a non-TAG subscription's expression and answers whether it
+    can filter by it (Java's checkClientInBroker, before a push consumer starts); BrokerError if not."""
+    body = fastjson.dumps({"clientId": client_id, "group": group, "subscriptionData": sub.to_json()})
+    check(await pool.request(addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, body), timeout_s))

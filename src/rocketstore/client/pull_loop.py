@@ -16,7 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from rocketstore.client.consumer import PullStatus
+from rocketstore.client.consumer import MessageSelector, PullStatus
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.errors import RocketStoreError
@@ -45,7 +45,8 @@ async def pull_loop(pc: PushConsumer, pq: ProcessQueue, offset: int) -> None:
     """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops."""
     s = pc.settings
     mq = pq.mq
-    expression = pc.subscriptions[mq.topic].sub_string
+    sub = pc.subscriptions[mq.topic]
+    expression = MessageSelector(sub.expression_type, sub.sub_string)
     while not pq.dropped and not pc.stopping:
         pq.last_pull_s = time.monotonic()  # every turn, as Java's pullMessage stamps it before flow control
         if _flow_controlled(pc, pq):

@@ -46,7 +46,7 @@ from rocketstore.client import group_requests
 from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.consume import Consumption
 from rocketstore.client.consume_stats import ConsumeStats
-from rocketstore.client.consumer import PullConsumer
+from rocketstore.client.consumer import MessageSelector, PullConsumer, subscription_for
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.offset_store import (
@@ -81,6 +81,7 @@ from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode, Respo
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import (
     ConsumerRunningInfo,
+    GetConsumerStatusBody,
     ProcessQueueInfo,
     QueueKey,
     decode_reset_offset_body,
@@ -88,6 +89,7 @@ from rocketstore.remoting.consumer_bodies import (
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
 from rocketstore.remoting.transport import Connection
@@ -151,10 +153,12 @@ class PushConsumerSettings:
 
 
 class PushConsumer:
-    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str], handler: MessageHandler,
+    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector],
+                 handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, credentials: SessionCredentials | None = None,
                  **settings_kw: object) -> None:
-        """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``); *settings* or keyword
+        """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``) or a MessageSelector
+        (``MessageSelector.by_sql("a > 5")``: the broker filters by properties); *settings* or keyword
         arguments naming :class:`PushConsumerSettings` fields; *credentials*: ACL access key and secret
         every request (name servers' too) is signed with."""
         if not subscriptions:
@@ -172,7 +176,7 @@ class PushConsumer:
         self.orderly = settings.orderly
         version = int(time.time() * 1000)
         self.subscriptions: dict[str, SubscriptionData] = {
-            topic: build_subscription(topic, expr, version) for topic, expr in subscriptions.items()}
+            topic: subscription_for(topic, expr, version) for topic, expr in subscriptions.items()}
         if self.clustering:  # copySubscription: retries come back through the group's retry topic
             self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
@@ -223,6 +227,7 @@ class PushConsumer:
             await self.offsets.load()
             for topic in self.subscriptions:
                 await self._queues(topic, refresh=True)
+            await self._check_client_config()
             await self._heartbeat_all()
             await self.rebalance()
         except BaseException:  # nothing may stay open behind a failed start (async with never exits)
@@ -300,6 +305,11 @@ class PushConsumer:
             return request.make_response(ResponseCode.SUCCESS, body=body)
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             return await self._consume_directly(request)
+        if request.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
+            status = GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
+            table = self.offset_table(status.topic) if status.group == self.group else {}
+            return request.make_response(ResponseCode.SUCCESS,
+                                         body=GetConsumerStatusBody(message_queue_table=table).encode())
         if request.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
             reset = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
             if reset.group == self.group and not self.stopping:
@@ -392,6 +402,14 @@ class PushConsumer:
             if addr is not None:
                 self._brokers[bd.broker_name] = addr
         return sorted(RouteCache.subscribe_queues(topic, route))
+
+    async def _check_client_config(self) -> None:
+        """Java's checkClientInBroker: every broker must accept each non-TAG subscription (BrokerError)."""
+        for sub in self.subscriptions.values():
+            if sub.expression_type != "TAG":
+                for addr in sorted(set(self._brokers.values())):
+                    await group_requests.check_client_config(self.consumer.pool, addr, self.group, self.client_id,
+                                                             sub, self.settings.timeout_s)
 
     def heartbeat_data(self) -> HeartbeatData:
         consumer = ConsumerData(self.group, ConsumeType.PASSIVELY, str(self.settings.message_model),
@@ -549,6 +567,18 @@ class PushConsumer:
                 self.offsets.remove(mq)
                 log.info("%s reset %s to offset %d", self.client_id, mq, offset)
         self._rebalance_wanted.set()
+
+    def offset_table(self, topic: str | None = None) -> dict[QueueKey, int]:
+        """The offsets this consumer holds in memory (of *topic*, or all when blank), as it answers
+        GET_CONSUMER_STATUS_FROM_CLIENT (the Java client's OffsetStore.cloneOffsetTable)."""
+        table: dict[QueueKey, int] = {}
+        for mq in list(self.process_queues):
+            if topic and topic.strip() and mq.topic != topic:
+                continue
+            offset = self.offsets.read_memory(mq)
+            if offset >= 0:
+                table[(mq.topic, mq.broker_name, mq.queue_id)] = offset
+        return table
 
     async def persist_offsets(self) -> None:
         await self.offsets.persist([mq for mq, pq in self.process_queues.items() if not pq.dropped]

@@ -2,7 +2,10 @@
 
 Owns ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO: the consumer's properties, subscriptions, the
 ProcessQueueInfo of each queue it holds keyed by MessageQueue objects, per-topic ConsumeStatusInfo) and
-ConsumeMessageDirectlyResult with the CMResult names (CONSUME_MESSAGE_DIRECTLY).  The bodies that name
+ConsumeMessageDirectlyResult with the CMResult names (CONSUME_MESSAGE_DIRECTLY), GetConsumerStatusBody (the
+offsets each consumer holds, GET_CONSUMER_STATUS_FROM_CLIENT / INVOKE_BROKER_TO_GET_CONSUMER_STATUS),
+QueryConsumeTimeSpanBody (QUERY_CONSUME_TIME_SPAN) and QueryCorrectionOffsetBody (QUERY_CORRECTION_OFFSET).
+The bodies that name
 server, broker and clients exchange on every route lookup, registration and heartbeat are in
 :mod:`rocketstore.remoting.bodies`, whose SubscriptionData and JSON value readers this module uses.
 
@@ -12,8 +15,10 @@ safe to share between threads.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar
 
 from rocketstore.remoting import fastjson
@@ -25,9 +30,15 @@ __all__ = [
     "ConsumeMessageDirectlyResult",
     "ConsumeStatusInfo",
     "ConsumerRunningInfo",
+    "GetConsumerStatusBody",
     "ProcessQueueInfo",
     "QueueKey",
+    "QueueTimeSpan",
+    "decode_consume_time_span_body",
+    "decode_correction_offset_body",
     "decode_reset_offset_body",
+    "encode_consume_time_span_body",
+    "encode_correction_offset_body",
     "encode_reset_offset_body",
 ]
 
@@ -228,3 +239,112 @@ def decode_reset_offset_body(body: bytes) -> dict[QueueKey, int]:
         mq = dict(key)
         found[(str(mq.get("topic", "")), str(mq.get("brokerName", "")), _int(mq.get("queueId")))] = _int(offset)
     return found
+
+
+def _queue_key(key: Any, what: str) -> QueueKey:
+    """A fastjson MessageQueue key (a tuple of (name, value) pairs from fastjson.loads) as a QueueKey."""
+    if not isinstance(key, tuple):
+        raise JsonBodyError(f"{what} key is not a MessageQueue: {key!r}")
+    mq = dict(key)
+    return str(mq.get("topic", "")), str(mq.get("brokerName", "")), _int(mq.get("queueId"))
+
+
+def _queue_json(key: QueueKey) -> dict[str, Any]:
+    topic, broker_name, queue_id = key
+    return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+
+
+def _offsets_by_queue(table: Mapping[QueueKey, int]) -> str:
+    """fastjson's text of a ``Map<MessageQueue, Long>``: object keys (not valid JSON, what Java reads)."""
+    entries = (json.dumps(_queue_json(key), ensure_ascii=False, separators=(",", ":")) + ":" + str(int(offset))
+               for key, offset in sorted(table.items()))
+    return "{" + ",".join(entries) + "}"
+
+
+def _read_offsets_by_queue(value: Any, what: str) -> dict[QueueKey, int]:
+    return {_queue_key(key, what): _int(offset) for key, offset in _obj(value, what).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumerStatusBody:
+    """A consumer's offsets of one topic (``messageQueueTable``, what it answers GET_CONSUMER_STATUS_FROM_CLIENT
+    with) or, in the broker's answer to INVOKE_BROKER_TO_GET_CONSUMER_STATUS, those of every consumer that
+    answered (``consumerTable``: client id -> its table)."""
+
+    message_queue_table: dict[QueueKey, int] = field(default_factory=dict)
+    consumer_table: dict[str, dict[QueueKey, int]] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        consumers = ",".join(json.dumps(client_id, ensure_ascii=False) + ":" + _offsets_by_queue(table)
+                             for client_id, table in sorted(self.consumer_table.items()))
+        return ('{"consumerTable":{' + consumers + '},"messageQueueTable":'
+                + _offsets_by_queue(self.message_queue_table) + "}").encode("utf-8")
+
+    @classmethod
+    def decode(cls, body: bytes) -> GetConsumerStatusBody:
+        obj = _obj(fastjson.loads(body), "consumer status body")
+        consumers = {str(client_id): _read_offsets_by_queue(table, "consumerTable")
+                     for client_id, table in _obj(obj.get("consumerTable"), "consumerTable").items()}
+        return cls(_read_offsets_by_queue(obj.get("messageQueueTable"), "messageQueueTable"), consumers)
+
+
+def _java_date(ms: int) -> str:
+    """UtilAll.formatDate(new Date(ms), "yyyy-MM-dd#HH:mm:ss:SSS") in local time."""
+    seconds, millis = divmod(ms, 1000)
+    try:
+        return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d#%H:%M:%S") + f":{millis:03d}"
+    except (OverflowError, OSError, ValueError):  # beyond what the platform's clock functions take
+        return str(ms)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueTimeSpan:
+    """One queue of QUERY_CONSUME_TIME_SPAN (QueueTimeSpan; ms since the epoch, -1 where there is no such
+    message): store times of its oldest and newest message and of the last message the group consumed, and
+    how long the next one has waited (0 when the group is at the end)."""
+
+    queue: QueueKey
+    min_timestamp_ms: int
+    max_timestamp_ms: int
+    consume_timestamp_ms: int
+    delay_time_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        # fastjson writes every getter, so the three *Str renderings of the times go on the wire too
+        return {"consumeTimeStamp": self.consume_timestamp_ms,
+                "consumeTimeStampStr": _java_date(self.consume_timestamp_ms), "delayTime": self.delay_time_ms,
+                "maxTimeStamp": self.max_timestamp_ms, "maxTimeStampStr": _java_date(self.max_timestamp_ms),
+                "messageQueue": _queue_json(self.queue), "minTimeStamp": self.min_timestamp_ms,
+                "minTimeStampStr": _java_date(self.min_timestamp_ms)}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> QueueTimeSpan:
+        mq = _obj(obj.get("messageQueue") or {}, "messageQueue")
+        key = (str(mq.get("topic", "")), str(mq.get("brokerName", "")), _int(mq.get("queueId")))
+        return cls(key, _int(obj.get("minTimeStamp")), _int(obj.get("maxTimeStamp")),
+                   _int(obj.get("consumeTimeStamp")), _int(obj.get("delayTime")))
+
+
+def encode_consume_time_span_body(spans: list[QueueTimeSpan]) -> bytes:
+    """QueryConsumeTimeSpanBody: ``{"consumeTimeSpanSet":[QueueTimeSpan,...]}``."""
+    return fastjson.dumps({"consumeTimeSpanSet": [span.to_json() for span in spans]})
+
+
+def decode_consume_time_span_body(body: bytes) -> list[QueueTimeSpan]:
+    obj = _obj(fastjson.loads(body), "consume time span body")
+    return [QueueTimeSpan.from_json(_obj(span, "queueTimeSpan"))
+            for span in _list(obj.get("consumeTimeSpanSet"), "consumeTimeSpanSet")]
+
+
+def encode_correction_offset_body(offsets: Mapping[int, int]) -> bytes:
+    """QueryCorrectionOffsetBody: ``{"correctionOffsets":{queueId:offset,...}}`` (keys quoted, see fastjson)."""
+    return fastjson.dumps({"correctionOffsets": dict(sorted(offsets.items()))})
+
+
+def decode_correction_offset_body(body: bytes) -> dict[int, int]:
+    obj = _obj(fastjson.loads(body), "correction offset body")
+    table = _obj(obj.get("correctionOffsets"), "correctionOffsets")
+    try:
+        return {int(queue_id): _int(offset) for queue_id, offset in table.items()}
+    except ValueError as exc:
+        raise JsonBodyError(f"correctionOffsets key is not a queue id: {exc}") from exc

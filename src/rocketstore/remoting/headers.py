@@ -42,6 +42,7 @@ __all__ = [
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
     "CheckTransactionStateRequestHeader",
+    "CloneGroupOffsetRequestHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
     "CreateAccessConfigRequestHeader",
@@ -55,6 +56,7 @@ __all__ = [
     "GetConsumerConnectionListRequestHeader",
     "GetConsumerListByGroupRequestHeader",
     "GetConsumerRunningInfoRequestHeader",
+    "GetConsumerStatusRequestHeader",
     "GetEarliestMsgStoretimeRequestHeader",
     "GetEarliestMsgStoretimeResponseHeader",
     "GetKVConfigRequestHeader",
@@ -73,15 +75,17 @@ __all__ = [
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",
     "QueryConsumeQueueRequestHeader",
-    "ReplyMessageRequestHeader",
+    "QueryConsumeTimeSpanRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
+    "QueryCorrectionOffsetHeader",
     "QueryDataVersionRequestHeader",
     "QueryDataVersionResponseHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
+    "ReplyMessageRequestHeader",
     "ResetOffsetRequestHeader",
     "SearchOffsetRequestHeader",
     "SearchOffsetResponseHeader",
@@ -593,3 +597,72 @@ def parse_request_header(code: int, ext_fields: Mapping[str, str]) -> CommandHea
         return SendMessageRequestHeader.from_ext_fields_v2(ext_fields)
     header_type = REQUEST_HEADER_TYPES.get(code)
     return None if header_type is None else header_type.from_ext_fields(ext_fields)
+
+
+# --- group, offset and clean-up admin requests (broker/group_admin.py) ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumerStatusRequestHeader(CommandHeader):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (admin -> broker) and GET_CONSUMER_STATUS_FROM_CLIENT (broker ->
+    each consumer of *group*): the consumers' offsets of *topic*.  ``clientAddr`` is, despite its name, the
+    client id of the one consumer to ask (all when blank)."""
+
+    topic: str = _req("topic")
+    group: str = _req("group")
+    client_addr: str | None = _opt("clientAddr")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryConsumeTimeSpanRequestHeader(CommandHeader):
+    topic: str = _req("topic")
+    group: str = _req("group")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryCorrectionOffsetHeader(CommandHeader):
+    """QUERY_CORRECTION_OFFSET: per queue of *topic*, the smallest offset of the groups other than those in
+    *filter_groups* (comma-separated), compared with *compare_group*'s."""
+
+    filter_groups: str | None = _opt("filterGroups")
+    compare_group: str = _req("compareGroup")
+    topic: str = _req("topic")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloneGroupOffsetRequestHeader(CommandHeader):
+    """CLONE_GROUP_OFFSET: copy *src_group*'s offsets of *topic* (blank: of every topic it has offsets of)
+    to *dest_group*; *offline* skips the check against the source group's live subscriptions."""
+
+    src_group: str = _req("srcGroup")
+    dest_group: str = _req("destGroup")
+    topic: str | None = _opt("topic")
+    offline: bool = _opt("offline", _BOOL, False)
+
+
+REQUEST_HEADER_TYPES.update({
+    RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: GetConsumerStatusRequestHeader,
+    RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: GetConsumerStatusRequestHeader,
+    RequestCode.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
+    RequestCode.QUERY_CORRECTION_OFFSET: QueryCorrectionOffsetHeader,
+    RequestCode.CLONE_GROUP_OFFSET: CloneGroupOffsetRequestHeader,
+})
+
+
+# --- broker statistics (VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS) ---------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    stats_name: str = _req("statsName")  # TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...
+    stats_key: str = _req("statsKey")  # topic, topic@group or the cluster name, by stats name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    is_order: bool = _req("isOrder", _BOOL)  # only the groups' ordered topics
+
+
+REQUEST_HEADER_TYPES[RequestCode.VIEW_BROKER_STATS_DATA] = ViewBrokerStatsDataRequestHeader
+REQUEST_HEADER_TYPES[RequestCode.GET_BROKER_CONSUME_STATS] = GetConsumeStatsInBrokerHeader
+__all__ += ["GetConsumeStatsInBrokerHeader", "ViewBrokerStatsDataRequestHeader"]

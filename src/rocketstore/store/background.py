@@ -10,8 +10,9 @@ state).
 
 Must not import: message_store (the facade), reads, batch_put; broker, remoting.
 Thread-safety: :meth:`release_dispatch`, :meth:`wake_dispatch`, :meth:`dispatch_bound` and
-:meth:`wait_dispatched` may be called from any thread (the put path calls the first two); :meth:`start`,
-:meth:`stop` and :meth:`dispatch_caught_up` from the thread that opens and closes the store.
+:meth:`wait_dispatched` may be called from any thread (the put path calls the first two), and
+:attr:`queue_files_lock` taken from any; :meth:`start`, :meth:`stop` and :meth:`dispatch_caught_up` from the
+thread that opens and closes the store.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class StoreThreads:
         #: nothing to do, or runs): a busy-polling event loop naps then to let it in (remoting/busy_poll.py)
         self.dispatch_due_at = math.inf
         self._dispatch_thread: threading.Thread | None = None
+        #: held while consume-queue files are flushed or deleted (flush steps, retention passes, dropping
+        #: queues): a queue is never destroyed under a thread that is syncing or trimming its files
+        self.queue_files_lock = threading.Lock()
         self._flusher: AsyncFlusher | None = None
         self.group_commit: GroupCommit | None = None
 
@@ -94,7 +98,8 @@ class StoreThreads:
             if time.monotonic() >= next_clean:
                 next_clean = time.monotonic() + interval_s
                 try:
-                    self._cleaner.run()
+                    with self.queue_files_lock:
+                        self._cleaner.run()
                 except OSError as exc:
                     self._fence(exc)
 
@@ -187,8 +192,9 @@ class StoreThreads:
     def _flush_queues_step(self, thorough: bool) -> None:
         logics_ts = self._dispatcher.last_store_timestamp
         least = 0 if thorough else self.config.flush_consume_queue_least_pages
-        for cq in self._queues:
-            cq.flush(least)
+        with self.queue_files_lock:
+            for cq in self._queues:
+                cq.flush(least)
         if thorough:
             if logics_ts:
                 self._checkpoint.logics_msg_timestamp = logics_ts

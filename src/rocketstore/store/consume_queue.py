@@ -10,7 +10,9 @@ Owns entry placement with RocketMQ's idempotency rules (a re-dispatched record i
 valid prefix, truncation past a commitlog offset, min-offset correction and the time search.  Reads go
 through numpy so a scan of many entries costs one call, not one Python step per entry.
 
-Thread-safety: one dispatcher writes; readers read entries below the wrote position.
+Thread-safety: one dispatcher writes; readers read entries below the wrote position.  A queue dropped from
+the table (:meth:`ConsumeQueueTable.drop`, under the dispatcher's lock) is destroyed while a reader may still
+hold it: its reads then find nothing, as for a queue that never had entries there.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 import struct
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from operator import itemgetter
 
@@ -202,7 +204,10 @@ class ConsumeQueue:
         if rel >= mf.wrote:
             return None
         n = min(max_count, (mf.wrote - rel) // CQ_ENTRY_BYTES)
-        raw = mf.read(rel, n * CQ_ENTRY_BYTES)
+        try:
+            raw = mf.read(rel, n * CQ_ENTRY_BYTES)
+        except ValueError:  # its mapping was closed meanwhile: the queue was dropped
+            return None
         return np.frombuffer(raw, dtype=CQ_DTYPE), (mf.start_offset + self.segment_bytes) // CQ_ENTRY_BYTES
 
     def entry(self, queue_offset: int) -> tuple[int, int, int] | None:
@@ -213,7 +218,21 @@ class ConsumeQueue:
         rel = pos - mf.start_offset
         if rel + CQ_ENTRY_BYTES > mf.wrote:
             return None
-        return CQ_ENTRY.unpack_from(mf.buffer, rel)
+        try:
+            return CQ_ENTRY.unpack_from(mf.buffer, rel)
+        except ValueError:  # its mapping was closed meanwhile: the queue was dropped
+            return None
+
+    def last_record_end(self) -> int:
+        """Commitlog offset just past the record of the newest entry of the newest segment (RocketMQ's
+        getLastOffset); -1 when that segment holds no entry yet or its last entry is pre-blank fill."""
+        mf = self.files.last()
+        if mf is None or mf.wrote < CQ_ENTRY_BYTES:
+            return -1
+        offset, size, _ = CQ_ENTRY.unpack_from(mf.buffer, mf.wrote - CQ_ENTRY_BYTES)
+        if offset < 0 or size <= 0 or size == PRE_BLANK_SIZE:
+            return -1
+        return int(offset) + int(size)
 
     def all_entries(self) -> np.ndarray:
         """Every written entry (pre-blank fill included), for dumps and checks."""
@@ -413,6 +432,27 @@ class ConsumeQueueTable:
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(list(self.queues.values()))
+
+    def drop(self, keys: Iterable[tuple[str, int]]) -> list[ConsumeQueue]:
+        """Forget the queues of *keys* and delete their files and directories (a topic directory left
+        empty goes too).  The caller makes sure nothing writes or flushes them meanwhile; a later entry for
+        one of them starts a new queue."""
+        doomed = [cq for key in keys if (cq := self.queues.get(key)) is not None]
+        if not doomed:
+            return []
+        queues = dict(self.queues)
+        for cq in doomed:
+            del queues[(cq.topic, cq.queue_id)]
+        self.queues = queues  # readers see the old table or the new one, never half of a change
+        for cq in doomed:
+            cq.destroy()
+        if self.writable:
+            for topic in sorted({cq.topic for cq in doomed}):
+                try:
+                    os.rmdir(os.path.join(self.root, topic))
+                except OSError:
+                    pass  # other queues of the topic are still there
+        return doomed
 
     def topics(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}

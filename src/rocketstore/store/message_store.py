@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Literal, Self
 
 from rocketstore.errors import (
@@ -73,6 +73,7 @@ from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 from rocketstore.store.drafting import apply_delay_level
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
+from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
 from rocketstore.store.reads import StoreReader, tag_codes
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
@@ -474,9 +475,11 @@ class MessageStore:
     tag_codes = staticmethod(tag_codes)
 
     def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
-            tags: str | frozenset[int] | None = None) -> GetResult:
-        """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses."""
-        return self._reader.get(topic, queue_id, queue_offset, max_count, tags=tags)
+            tags: str | frozenset[int] | None = None,
+            match: Callable[[Mapping[str, str]], bool] | None = None) -> GetResult:
+        """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses;
+        *match* filters by the records' properties (see StoreReader.get)."""
+        return self._reader.get(topic, queue_id, queue_offset, max_count, tags=tags, match=match)
 
     def message_at(self, commit_log_offset: int) -> StoredMessage | None:
         """The message whose record starts at *commit_log_offset*, or None."""
@@ -545,6 +548,17 @@ class MessageStore:
     def max_commit_log_offset(self) -> int:
         return self._commitlog.max_offset
 
+    @property
+    def flushed_commit_log_offset(self) -> int:
+        """How far the commitlog is known flushed (the rest is RocketMQ's remainHowManyDataToFlush)."""
+        return self._commitlog.flushed_offset
+
+    @property
+    def append_lock_begin_ms(self) -> int:
+        """When the put holding the commitlog's append lock took it (ms since the epoch); 0 when it is free
+        (RocketMQ's pageCacheLockTimeMills is now minus this)."""
+        return self._commitlog.lock_begin_ms
+
     def store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Store timestamp of the message at *queue_offset*, -1 if there is none."""
         return self._reader.store_time(topic, queue_id, queue_offset)
@@ -585,9 +599,30 @@ class MessageStore:
         self._check_open()
         if not self._writable:
             raise StoreClosedError() if self._closed else PermissionError("a read-only store deletes nothing")
-        report = self._cleaner.run(force=force, now_ms=now_ms)
+        with self._threads.queue_files_lock:
+            report = self._cleaner.run(force=force, now_ms=now_ms)
         self._update_refuse_writes()
         return report
+
+    def clean_unused_topics(self, live_topics: Container[str]) -> list[tuple[str, int]]:
+        """RocketMQ's cleanUnusedTopic: drop the consume queues of every topic not in *live_topics* (but
+        SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_OP_HALF_TOPIC and LMQ topics); returns the (topic, queue id)
+        dropped.  *live_topics* is asked while puts wait, so a live view of a topic table (which another
+        thread may add to) is safe: a topic added before that moment is kept, one added later gets a new
+        queue.  See :mod:`rocketstore.store.queue_cleanup` for what goes and why it is safe."""
+        return self._queue_dropper().drop(lambda cq: is_unused(cq, live_topics), "clean unused topics")
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """RocketMQ's cleanExpiredConsumerQueue: drop the consume queues whose every message retention has
+        deleted from the commitlog (SCHEDULE_TOPIC_XXXX's excepted); returns the (topic, queue id) dropped."""
+        return self._queue_dropper().drop(lambda cq: is_expired(cq, self._commitlog.min_offset),
+                                          "clean expired consume queues")
+
+    def _queue_dropper(self) -> QueueDropper:
+        self._check_open()
+        if not self._writable:
+            raise PermissionError("a read-only store deletes nothing")
+        return QueueDropper(self._commitlog, self._queues, self._dispatcher, self._threads)
 
     @property
     def fenced(self) -> str | None:
@@ -642,8 +677,9 @@ class MessageStore:
             self._checkpoint.physic_msg_timestamp = ts
         self._dispatcher.dispatch_available()
         logics_ts = self._dispatcher.last_store_timestamp
-        for cq in self._queues:
-            cq.flush(0)
+        with self._threads.queue_files_lock:
+            for cq in self._queues:
+                cq.flush(0)
         if logics_ts:
             self._checkpoint.logics_msg_timestamp = logics_ts
         self._checkpoint.flush()

@@ -12,17 +12,62 @@ pieces it reads are safe for that).
 from __future__ import annotations
 
 import mmap
+import struct
+from collections.abc import Callable, Mapping
 
 from rocketstore.errors import MessageDecodeError, StoreClosedError
 from rocketstore.message.message_id import decode_offset_message_id
-from rocketstore.message.record import StoredMessage, decode_record, store_timestamp_position
+from rocketstore.message.properties import parse_properties
+from rocketstore.message.record import (
+    SYS_FLAG_POS,
+    StoredMessage,
+    SysFlag,
+    decode_record,
+    header_layout,
+    store_timestamp_position,
+)
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.results import GetMessageStatus, GetResult, QueryResult
 
-__all__ = ["StoreReader", "tag_codes"]
+__all__ = ["MessageMatcher", "StoreReader", "record_properties", "tag_codes"]
+
+#: a per-message filter of get(): takes the record's properties, answers whether it is handed out
+MessageMatcher = Callable[[Mapping[str, str]], bool]
+
+
+#: bytes before the body (TOTALSIZE .. BODYLENGTH) by the sysFlag's host bits (0x10 born, 0x20 store IPv6)
+_HEAD_BYTES = {(SysFlag.BORNHOST_V6 if born else 0) | (SysFlag.STOREHOST_V6 if store else 0):
+               header_layout(born, store).size for born in (False, True) for store in (False, True)}
+_HOST_BITS = SysFlag.BORNHOST_V6 | SysFlag.STOREHOST_V6
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+
+
+def record_properties(data: bytes) -> dict[str, str] | None:
+    """The properties of one whole record, parsed as 4.9.3's filter decodes them (string2messageProperties);
+    None if the record does not hold together.  Reads only the lengths on the way, not the whole record."""
+    end = len(data)
+    if end < SYS_FLAG_POS + 4:
+        return None
+    p = _HEAD_BYTES[_INT.unpack_from(data, SYS_FLAG_POS)[0] & _HOST_BITS]
+    if p + 3 > end:
+        return None
+    p += _INT.unpack_from(data, p - 4)[0]  # past the body
+    if p < 0 or p + 3 > end:
+        return None
+    p += 1 + data[p]  # past the topic
+    if p + 2 > end:
+        return None
+    props_end = p + 2 + _SHORT.unpack_from(data, p)[0]
+    if props_end < p + 2 or props_end > end:
+        return None
+    try:
+        return parse_properties(data[p + 2 : props_end].decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
 
 
 def tag_codes(expression: str | None) -> frozenset[int] | None:
@@ -52,8 +97,12 @@ class StoreReader:
         self.closed = False
 
     def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
-            tags: str | frozenset[int] | None = None) -> GetResult:
-        """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses."""
+            tags: str | frozenset[int] | None = None, match: MessageMatcher | None = None) -> GetResult:
+        """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses.
+
+        *tags* filters by the consume queue's tag codes; *match* (4.9.3's isMatchedByCommitLog) is asked
+        about each record read, with its properties: one it refuses is skipped, and counts neither toward
+        *max_count* nor the transfer limits, but the returned next offset moves past it."""
         if self.closed:
             raise StoreClosedError()
         codes = tag_codes(tags) if isinstance(tags, str) or tags is None else tags
@@ -81,7 +130,7 @@ class StoreReader:
         n = len(entries)
         # Without a tag filter a full batch ends the scan at entry max_count: convert that many to Python ints
         # first, and the rest only if the scan goes on (entries skipped in a removed segment).
-        converted = n if codes is not None else min(n, max_count + 1)
+        converted = n if codes is not None or match is not None else min(n, max_count + 1)
         phys = entries["offset"][:converted].tolist()
         sizes = entries["size"][:converted].tolist()
         matched: list[bool] | None = None
@@ -151,6 +200,12 @@ class StoreReader:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = commitlog.roll_next(offset_py)
                 continue
+            if match is not None:
+                props = record_properties(bytes(data))
+                if props is None or not match(props):
+                    if not records:
+                        status = GetMessageStatus.NO_MATCHED_MESSAGE
+                    continue
             records.append(data)
             offsets.append(queue_offset + i)
             total += size_py

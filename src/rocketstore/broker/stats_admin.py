@@ -1,0 +1,361 @@
+"""Broker statistics and configuration at runtime: VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317)
+and UPDATE_BROKER_CONFIG (25), plus what GET_BROKER_RUNTIME_INFO (28) and GET_BROKER_CONFIG (26) in
+broker.admin answer (:func:`runtime_table`, :func:`config_text`).
+
+- VIEW_BROKER_STATS_DATA: one stat item's minute / hour / day windows as BrokerStatsData (what ``mqadmin
+  statsAll`` and ``brokerConsumeStats`` read); an item that does not exist gets SYSTEM_ERROR
+  ``The stats <name> <key> not exist``, 4.9.3's words.
+- GET_BROKER_CONSUME_STATS: as 4.9.3's fetchAllConsumeStatsInBroker, for every subscription group, one
+  ConsumeStats per topic it has offsets for (every write queue; topics the group, online with other
+  subscriptions, does not subscribe to are left out; with ``isOrder`` only ordered topics), in a
+  ConsumeStatsList with the broker address and the summed lag.
+- UPDATE_BROKER_CONFIG: the body is Java properties text.  Every key must be a property of BrokerConfig or
+  StoreConfig (the broker.conf names: camelCase, with RocketMQ's own spellings such as brokerIP1 or
+  flushIntervalCommitLog) and every value must convert as broker.conf's would; otherwise nothing changes
+  and the answer is SYSTEM_ERROR saying which key or value is wrong (4.9.3 silently skips unknown keys and
+  values it cannot convert).  The new values replace the broker's config objects, the configuration's data
+  version goes up, and every property is written to ``<storePathRootDir>/config/broker.properties`` (4.9.3
+  writes the file its broker was started with, or ``~/store/config/broker.properties``; a rocketstore broker
+  is not told its file's path, so it writes the one under its store).  A brokerPermission change also raises
+  the topic config version and registers with the name servers at once, as 4.9.3 does.
+
+  What acts at once: values the request handlers read per request (brokerPermission,
+  autoCreateTopicEnable, longPollingEnable, shortPollingTimeMills, slaveReadEnable,
+  rejectTransactionMessage, regionId, traceOn, notifyConsumerIdsChangedEnable, enablePropertyFilter and
+  the like).  Everything the broker or the store reads once when it starts (ports, names, addresses, role,
+  store paths and sizes, flush and retention settings, ACL, transaction check timing) is recorded, shown by
+  GET_BROKER_CONFIG and written to the file, and takes effect at the next start from that file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rocketstore.broker import config as broker_config_module
+from rocketstore.broker.broker_stats import StatsItem
+from rocketstore.broker.config_files import write_text_atomically
+from rocketstore.errors import StoreConfigError
+from rocketstore.message.java_properties import format_properties, parse_properties_text
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import GetConsumeStatsInBrokerHeader, ViewBrokerStatsDataRequestHeader
+from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.transport import Connection
+from rocketstore.store import config as store_config_module
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
+from rocketstore.store.store_stats import java_double
+
+if TYPE_CHECKING:
+    from rocketstore.broker.broker import Broker
+
+__all__ = ["ConfigUpdateError", "config_text", "queue_offsets", "register", "runtime_table", "subscribed_elsewhere",
+           "updated_configs"]
+
+log = logging.getLogger(__name__)
+
+#: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
+BROKER_PROPERTIES_FILE = "broker.properties"
+#: 4.9.3's BrokerConfig defaults for the pool figures a runtime info reports (this broker serves every
+#: request on its event loop: its queues are always empty)
+_QUEUE_CAPACITIES = {"sendThreadPoolQueueCapacity": 10000, "pullThreadPoolQueueCapacity": 100000,
+                     "queryThreadPoolQueueCapacity": 20000, "EndTransactionThreadPoolQueueCapacity": 100000}
+
+
+# --- runtime info ------------------------------------------------------------------------------------------
+
+
+def human_bytes(count: int) -> str:
+    """4.9.3's MixAll.humanReadableByteCount(count, false): ``512 B``, ``1.5 KiB``, ``12.0 GiB``."""
+    if count < 1024:
+        return f"{count} B"
+    exponent = 0
+    value = float(count)
+    while value >= 1024 and exponent < 6:
+        value /= 1024
+        exponent += 1
+    return f"{value:.1f} {'KMGTPE'[exponent - 1]}iB"
+
+
+def disk_used_ratio(path: str) -> float:
+    """Used share of *path*'s partition, rounded up to whole percent, as a fraction (0.46); -1 when the
+    path does not exist (4.9.3's getDiskPartitionSpaceUsedPercent)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - st.f_bfree * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    if entire <= 0:
+        return -1.0
+    percent = used * 100 // entire + (1 if used * 100 % entire else 0)
+    return percent / 100.0
+
+
+def runtime_table(broker: Broker) -> dict[str, str]:
+    """GET_BROKER_RUNTIME_INFO's table: 4.9.3's keys and value formats (store statistics, disk ratios,
+    delay offsets, message totals, queue figures), plus pullHoldCount (pulls held by long polling)."""
+    store = broker.store
+    stats = broker.stats
+    now_ms = int(time.time() * 1000)
+    table = stats.store.runtime_info(now_ms)
+    commit_log_dir = broker.store_config.commit_log_dir
+    ratio = disk_used_ratio(commit_log_dir)
+    table[f"commitLogDiskRatio_{commit_log_dir}"] = java_double(ratio)
+    table["commitLogDiskRatio"] = java_double(ratio)
+    table["consumeQueueDiskRatio"] = java_double(disk_used_ratio(broker.store_config.consume_queue_dir))
+    if broker.schedule is not None:
+        for level, offset in broker.schedule.offset_table_json().items():
+            table[f"scheduleMessageOffset_{level}"] = f"{offset},{store.max_offset(SCHEDULE_TOPIC, level - 1)}"
+    table["commitLogMinOffset"] = str(store.min_commit_log_offset)
+    table["commitLogMaxOffset"] = str(store.max_commit_log_offset)
+    table.update({
+        "brokerVersionDesc": "V4_9_3",
+        "brokerVersion": str(MQ_VERSION),
+        "msgPutTotalYesterdayMorning": str(stats.put_total_yesterday_morning),
+        "msgPutTotalTodayMorning": str(stats.put_total_today_morning),
+        "msgPutTotalTodayNow": str(stats.store.put_message_count),
+        "msgGetTotalYesterdayMorning": str(stats.get_total_yesterday_morning),
+        "msgGetTotalTodayMorning": str(stats.get_total_today_morning),
+        "msgGetTotalTodayNow": str(stats.store.get_transferred_count),
+        "sendThreadPoolQueueSize": "0",
+        "sendThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["sendThreadPoolQueueCapacity"]),
+        "pullThreadPoolQueueSize": "0",
+        "pullThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["pullThreadPoolQueueCapacity"]),
+        "queryThreadPoolQueueSize": "0",
+        "queryThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["queryThreadPoolQueueCapacity"]),
+        "EndTransactionQueueSize": "0",
+        "EndTransactionThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["EndTransactionThreadPoolQueueCapacity"]),
+        "dispatchBehindBytes": str(store.dispatch_behind_bytes),
+        "pageCacheLockTimeMills": str(_page_cache_lock_ms(broker, now_ms)),
+        "sendThreadPoolQueueHeadWaitTimeMills": "0",
+        "pullThreadPoolQueueHeadWaitTimeMills": "0",
+        "queryThreadPoolQueueHeadWaitTimeMills": "0",
+        "earliestMessageTimeStamp": str(store.earliest_message_time()),
+        "startAcceptSendRequestTimeStamp": "0",
+        # no transient store pool here: 4.9.3 answers Integer.MAX_VALUE without one
+        "remainTransientStoreBufferNumbs": str(2**31 - 1),
+        "remainHowManyDataToFlush": human_bytes(_unflushed_bytes(broker)),
+        "pullHoldCount": str(broker.pull_hold.waiting_count),
+    })
+    root = broker.store_config.store_path_root_dir
+    if os.path.exists(root):
+        try:
+            usage = shutil.disk_usage(root)
+        except OSError:
+            pass
+        else:
+            table["commitLogDirCapacity"] = f"Total : {human_bytes(usage.total)}, Free : {human_bytes(usage.free)}."
+    return table
+
+
+def _page_cache_lock_ms(broker: Broker, now_ms: int) -> int:
+    """How long the commitlog's append lock has been held (0 when free), 4.9.3's lockTimeMills."""
+    begin = broker.store.append_lock_begin_ms
+    return max(0, now_ms - begin) if begin else 0
+
+
+def _unflushed_bytes(broker: Broker) -> int:
+    """Commitlog bytes written but not yet flushed (4.9.3's remainHowManyDataToFlush)."""
+    store = broker.store
+    return max(0, store.max_commit_log_offset - store.flushed_commit_log_offset)
+
+
+# --- configuration -----------------------------------------------------------------------------------------
+
+
+def _property_names(cls: type, aliases: dict[str, str]) -> dict[str, str]:
+    """broker.conf name -> field name of every field of *cls* (RocketMQ's spelling where it differs)."""
+    own = {field: name for name, field in aliases.items()}
+    names = {}
+    for f in dataclasses.fields(cls):
+        parts = f.name.split("_")
+        names[own.get(f.name, parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:]))] = f.name
+    return names
+
+
+_BROKER_NAMES = _property_names(broker_config_module.BrokerConfig, broker_config_module._ALIASES)
+_STORE_NAMES = _property_names(store_config_module.StoreConfig, store_config_module._PROPERTY_ALIASES)
+
+
+def _properties(obj: Any, names: dict[str, str]) -> Iterator[tuple[str, object]]:
+    for name, field in names.items():
+        value = getattr(obj, field)
+        if value is not None:
+            yield name, value
+
+
+def config_text(broker: Broker) -> str:
+    """Every set property of the broker and its store as ``name=value`` lines, broker.conf's names (what
+    GET_BROKER_CONFIG answers and UPDATE_BROKER_CONFIG writes)."""
+    return format_properties([*_properties(broker.config, _BROKER_NAMES),
+                              *_properties(broker.store_config, _STORE_NAMES)])
+
+
+class ConfigUpdateError(ValueError):
+    """An UPDATE_BROKER_CONFIG body that names an unknown property or a value that does not convert."""
+
+
+def _convert(name: str, raw: str, current: object, type_text: str) -> object:
+    text = raw.strip()
+    if isinstance(current, bool) or type_text.startswith("bool"):
+        if text.lower() not in ("true", "false"):
+            raise ConfigUpdateError(f"{name}={raw!r}: not true or false (nothing was changed)")
+        return text.lower() == "true"
+    if isinstance(current, int) or type_text.startswith("int"):
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigUpdateError(f"{name}={raw!r}: not an integer (nothing was changed)") from None
+    return text
+
+
+def updated_configs(broker: Broker, props: dict[str, str]) -> tuple[Any, Any]:
+    """(broker config, store config) with *props* applied; ConfigUpdateError, changing nothing, for an
+    unknown name, a value that does not convert or a combination the configs refuse."""
+    broker_changes: dict[str, object] = {}
+    store_changes: dict[str, object] = {}
+    for name, raw in props.items():
+        known = False
+        for names, obj, changes in ((_BROKER_NAMES, broker.config, broker_changes),
+                                    (_STORE_NAMES, broker.store_config, store_changes)):
+            field = names.get(name)
+            if field is None:
+                continue
+            known = True
+            type_text = str({f.name: f for f in dataclasses.fields(obj)}[field].type)
+            changes[field] = _convert(name, raw, getattr(obj, field), type_text)
+        if not known:
+            raise ConfigUpdateError(f"unknown broker config property {name!r} (nothing was changed)")
+    try:
+        new_broker = broker.config.replace(**broker_changes) if broker_changes else broker.config
+        new_store = broker.store_config.replace(**store_changes) if store_changes else broker.store_config
+    except (StoreConfigError, TypeError, ValueError) as exc:
+        raise ConfigUpdateError(f"{exc} (nothing was changed)") from exc
+    return new_broker, new_store
+
+
+# --- consume stats -----------------------------------------------------------------------------------------
+
+
+def _mq(broker: Broker, topic: str, queue_id: int) -> dict[str, object]:
+    return {"brokerName": broker.config.broker_name, "queueId": queue_id, "topic": topic}
+
+
+def subscribed_elsewhere(broker: Broker, group: str, topic: str) -> bool:
+    """The group is online with subscriptions, none to *topic*: consume stats leave the topic out."""
+    info = broker.clients.group(group)
+    return info is not None and bool(info.subscriptions) and topic not in info.subscriptions
+
+
+def queue_offsets(broker: Broker, group: str, topic: str, queue_count: int
+                  ) -> list[tuple[dict[str, object], dict[str, object]]]:
+    """ConsumeStats' offsetTable entries of queues 0 .. *queue_count* - 1: (message queue, OffsetWrapper)."""
+    store = broker.store
+    pairs = []
+    for q in range(queue_count):
+        consumer_offset = max(0, broker.offsets.query(group, topic, q))
+        entry: dict[str, object] = {"brokerOffset": max(0, store.max_offset(topic, q)),
+                                    "consumerOffset": consumer_offset, "lastTimestamp": 0}
+        if consumer_offset > 0:
+            last = store.store_time(topic, q, consumer_offset - 1)
+            if last > 0:
+                entry["lastTimestamp"] = last
+        pairs.append((_mq(broker, topic, q), entry))
+    return pairs
+
+
+def consume_stats_list(broker: Broker, is_order: bool) -> bytes:
+    """The ConsumeStatsList body: fields in fastjson's (name) order, each ConsumeStats with its
+    object-keyed offsetTable."""
+    groups = []
+    total_diff = 0
+    for group in list(broker.groups.table):
+        stats = []
+        for topic in broker.offsets.topics_of_group(group):
+            tc = broker.topics.get(topic)
+            if tc is None or (is_order and not tc.order) or subscribed_elsewhere(broker, group, topic):
+                continue
+            pairs = queue_offsets(broker, group, topic, tc.write_queue_nums)
+            total_diff += sum(int(e["brokerOffset"]) - int(e["consumerOffset"])  # type: ignore[call-overload]
+                              for _, e in pairs)
+            tps = broker.consume_rates.tps(group, topic)
+            stats.append(fastjson.dumps_object_keyed({"consumeTps": tps}, "offsetTable", pairs).decode())
+        groups.append("{" + json.dumps(group, ensure_ascii=False) + ":[" + ",".join(stats) + "]}")
+    text = (f'{{"brokerAddr":{json.dumps(broker.address)},"consumeStatsList":[{",".join(groups)}],'
+            f'"totalDiff":{total_diff}}}')
+    return text.encode("utf-8")
+
+
+def _window(item: StatsItem) -> bytes:
+    return fastjson.dumps({"statsDay": item.in_day().to_json(), "statsHour": item.in_hour().to_json(),
+                           "statsMinute": item.in_minute().to_json()})
+
+
+# --- handlers ----------------------------------------------------------------------------------------------
+
+
+def register(router: RequestRouter, broker: Broker) -> None:
+    update_lock = asyncio.Lock()
+
+    async def view_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
+        item = broker.stats.item(h.stats_name, h.stats_key)
+        if item is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
+        return request.make_response(ResponseCode.SUCCESS, body=_window(item))
+
+    async def broker_consume_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        h = GetConsumeStatsInBrokerHeader.from_ext_fields(request.ext_fields)
+        return request.make_response(ResponseCode.SUCCESS, body=consume_stats_list(broker, h.is_order))
+
+    async def update_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        log.info("UPDATE_BROKER_CONFIG called by %s", conn.peer_address)
+        if not request.body:
+            return request.make_response(ResponseCode.SUCCESS)
+        try:
+            props = parse_properties_text(request.body.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"the body is not UTF-8 text: {exc}")
+        async with update_lock:
+            try:
+                new_broker, new_store = updated_configs(broker, props)
+            except ConfigUpdateError as exc:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+            log.info("UPDATE_BROKER_CONFIG from %s: %s", conn.peer_address, props)
+            broker.config = new_broker
+            broker.store_config = new_store
+            if hasattr(broker, "topics"):
+                broker.topics.config = new_broker  # auto-creation reads it per send
+            now_ms = int(time.time() * 1000)
+            broker.config_version = broker.config_version.next(now_ms)
+            if "brokerPermission" in props and hasattr(broker, "topics"):
+                broker.topics.data_version = broker.topics.data_version.next(now_ms)
+                broker.topic_created()  # register with the new permission now
+            # the running store's config directory (a new storePathRootDir is for the next start)
+            path = os.path.join(broker.store.config.config_dir, BROKER_PROPERTIES_FILE)
+            try:
+                await broker.run_blocking(write_text_atomically, path, config_text(broker))
+                if "brokerPermission" in props and hasattr(broker, "topics"):
+                    await broker.run_blocking(broker.topics.persist)
+            except OSError as exc:
+                log.error("cannot write %s: %s", path, exc)
+                return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                             remark=f"the config was changed but could not be written to {path}: {exc}")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    router.add(RequestCode.VIEW_BROKER_STATS_DATA, view_stats)
+    router.add(RequestCode.GET_BROKER_CONSUME_STATS, broker_consume_stats)
+    router.add(RequestCode.UPDATE_BROKER_CONFIG, update_config)

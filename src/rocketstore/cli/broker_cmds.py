@@ -1,0 +1,181 @@
+"""Broker statistics and configuration of running brokers (mqadmin brokerStatus, statsAll / brokerConsumeStats,
+getBrokerConfig, updateBrokerConfig), through client.admin:
+
+    rocketstore broker-admin status [-b ADDR | -c CLUSTER]         runtime figures, per master
+    rocketstore broker-admin stats -s STATS_NAME -k KEY [-b ADDR | -c CLUSTER]
+                                                                   one stat item: minute / hour / day rows
+    rocketstore broker-admin consume-stats [-b ADDR | -c CLUSTER] [--order]
+                                                                   every group's offsets and lag per queue
+    rocketstore broker-admin config get [-b ADDR | -c CLUSTER]     the brokers' properties
+    rocketstore broker-admin config set KEY=VALUE ... [-b ADDR | -c CLUSTER]
+
+Without ``-b`` a command asks every master of ``-c CLUSTER`` (default: every master the name server
+knows).  The group is ``broker-admin`` because ``rocketstore broker`` runs a broker; the stats name is
+``-s`` because ``-n`` is the name server everywhere.  Every command takes ``--namesrv`` and ``--json``;
+errors print one line on stderr and exit 1 (2 for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rocketstore.cli.output import (
+    add_common,
+    credentials_of,
+    format_time,
+    print_json,
+    print_table,
+    run_command,
+)
+from rocketstore.client.admin import AdminClient
+
+__all__ = ["register"]
+
+#: the stat names mqadmin statsAll and brokerConsumeStats ask for, with the key each takes
+_STATS_HELP = ("TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic), GROUP_GET_NUMS / GROUP_GET_SIZE / GROUP_GET_LATENCY "
+               "/ SNDBCK_PUT_NUMS (key: topic@group), BROKER_PUT_NUMS / BROKER_GET_NUMS (key: cluster name)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    group = subparsers.add_parser("broker-admin", help="running brokers' statistics and configuration")
+    commands = group.add_subparsers(dest="broker_admin_command", metavar="ACTION")
+    commands.required = True
+
+    def targets(parser: argparse.ArgumentParser) -> None:
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+        where.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
+        add_common(parser)
+
+    status = commands.add_parser("status", help="runtime figures: totals, rates, latencies, disk (brokerStatus)")
+    targets(status)
+    status.set_defaults(handler=_status)
+
+    stats = commands.add_parser("stats", help="one stat item over the last minute, hour and day (statsAll)")
+    stats.add_argument("-s", "--stats-name", required=True, help=_STATS_HELP)
+    stats.add_argument("-k", "--key", required=True, help="the item's key")
+    targets(stats)
+    stats.set_defaults(handler=_stats)
+
+    consume = commands.add_parser("consume-stats", help="every subscription group's offsets and lag per queue "
+                                                        "(brokerConsumeStats)")
+    consume.add_argument("--order", action="store_true", help="only ordered topics")
+    consume.add_argument("--timeout-ms", type=int, default=None, help="wait this long for each broker")
+    targets(consume)
+    consume.set_defaults(handler=_consume_stats)
+
+    config = commands.add_parser("config", help="read or change the brokers' properties")
+    actions = config.add_subparsers(dest="config_command", metavar="ACTION")
+    actions.required = True
+    get = actions.add_parser("get", help="every property and its value (getBrokerConfig)")
+    targets(get)
+    get.set_defaults(handler=_config_get)
+    put = actions.add_parser("set", help="change properties at runtime (updateBrokerConfig); most take effect at "
+                                         "the next start, the broker writes them to <store>/config/broker.properties")
+    put.add_argument("assignments", nargs="+", metavar="KEY=VALUE", type=_assignment)
+    targets(put)
+    put.set_defaults(handler=_config_set)
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"not KEY=VALUE: {text!r}")
+    return name.strip(), value.strip()
+
+
+def _admin(args: argparse.Namespace) -> AdminClient:
+    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
+
+
+async def _addresses(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+    return [args.broker] if args.broker else await admin.master_addrs(args.cluster)
+
+
+def _status(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            tables = {addr: await admin.runtime_info(addr) for addr in await _addresses(admin, args)}
+        if args.json:
+            print_json(tables)
+            return 0
+        rows = [(addr, key, value) for addr, table in tables.items() for key, value in sorted(table.items())]
+        print_table(["BROKER", "KEY", "VALUE"], rows)
+        return 0
+
+    return run_command(go())
+
+
+def _stats(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            found = {addr: await admin.view_stats(addr, args.stats_name, args.key)
+                     for addr in await _addresses(admin, args)}
+        if args.json:
+            print_json({addr: {window: {"sum": w.sum, "tps": w.tps, "avgpt": w.avgpt}
+                               for window, w in (("minute", d.minute), ("hour", d.hour), ("day", d.day))}
+                        for addr, d in found.items()})
+            return 0
+        rows = [(addr, window, w.sum, f"{w.tps:.2f}", f"{w.avgpt:.2f}")
+                for addr, d in found.items() for window, w in (("minute", d.minute), ("hour", d.hour), ("day", d.day))]
+        print(f"{args.stats_name} {args.key}")
+        print_table(["BROKER", "WINDOW", "SUM", "TPS", "AVGPT"], rows, right=(2, 3, 4))
+        return 0
+
+    return run_command(go())
+
+
+def _consume_stats(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        timeout_s = args.timeout_ms / 1000 if args.timeout_ms else None
+        async with _admin(args) as admin:
+            answers = [await admin.broker_consume_stats(addr, args.order, timeout_s=timeout_s)
+                       for addr in await _addresses(admin, args)]
+        if args.json:
+            print_json([{"brokerAddr": a.broker_addr, "totalDiff": a.total_diff,
+                         "groups": {g: [{"consumeTps": p.consume_tps,
+                                         "queues": [{"topic": q.topic, "brokerName": q.broker_name,
+                                                     "queueId": q.queue_id, "brokerOffset": q.broker_offset,
+                                                     "consumerOffset": q.consumer_offset, "diff": q.lag,
+                                                     "lastTimestamp": q.last_timestamp_ms} for q in p.queues]}
+                                        for p in progress]
+                                    for g, progress in a.groups.items()}} for a in answers])
+            return 0
+        rows = [(q.topic, group, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.lag,
+                 format_time(q.last_timestamp_ms))
+                for a in answers for group, progress in a.groups.items() for p in progress for q in p.queues]
+        print_table(["TOPIC", "GROUP", "BROKER", "QID", "BROKER OFFSET", "CONSUMER OFFSET", "DIFF", "LAST TIME"],
+                    rows, right=(3, 4, 5, 6))
+        print(f"Diff Total: {sum(a.total_diff for a in answers)}")
+        return 0
+
+    return run_command(go())
+
+
+def _config_get(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with _admin(args) as admin:
+            configs = {addr: (await admin.broker_config(addr))[0] for addr in await _addresses(admin, args)}
+        if args.json:
+            print_json(configs)
+            return 0
+        print_table(["BROKER", "KEY", "VALUE"],
+                    [(addr, key, value) for addr, props in configs.items() for key, value in props.items()])
+        return 0
+
+    return run_command(go())
+
+
+def _config_set(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        properties = dict(args.assignments)
+        async with _admin(args) as admin:
+            updated = await admin.update_broker_config(properties, broker_addr=args.broker, cluster=args.cluster)
+        if args.json:
+            print_json({"brokers": updated, "properties": properties})
+        else:
+            for addr in updated:
+                print(f"updated {', '.join(f'{k}={v}' for k, v in properties.items())} on {addr}")
+        return 0
+
+    return run_command(go())
