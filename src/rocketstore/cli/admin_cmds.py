@@ -33,7 +33,8 @@ from datetime import datetime
 from rocketstore.cli.group_offset_cmds import add_group_commands, add_topic_commands
 from rocketstore.cli.output import (
     add_common,
-    credentials_of,
+    add_targets,
+    admin_of,
     fail,
     format_time,
     message_json,
@@ -182,12 +183,7 @@ def _register_acl(subparsers: argparse._SubParsersAction) -> None:  # type: igno
     commands = acl.add_subparsers(dest="acl_command", metavar="ACTION")
     commands.required = True
 
-    def targets(parser: argparse.ArgumentParser) -> None:
-        where = parser.add_mutually_exclusive_group()
-        where.add_argument("-c", "--cluster", help="every broker of this cluster (default: every broker)")
-        where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
-        add_common(parser)
-
+    targets = add_targets
     update = commands.add_parser("update", help="create an account, or update it in the file that defines it")
     update.add_argument("account", help="the account's access key (more than 6 characters)")
     update.add_argument("-s", "--account-secret", required=True, help="the account's secret key (more than 6 "
@@ -217,16 +213,13 @@ def _register_acl(subparsers: argparse._SubParsersAction) -> None:  # type: igno
     version.set_defaults(handler=_acl_version)
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
-
 
 # --- topic ---------------------------------------------------------------------------------------------------
 
 
 def _topic_create(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             targets = await admin.create_topic(args.topic, cluster=args.cluster, broker_addr=args.broker,
                                                read_queue_nums=args.read_queues, write_queue_nums=args.write_queues,
                                                perm=args.perm, order=args.order)
@@ -244,7 +237,7 @@ def _topic_create(args: argparse.Namespace) -> int:
 
 def _topic_list(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             topics = await admin.topic_list()
         if args.json:
             print_json(topics)
@@ -258,7 +251,7 @@ def _topic_list(args: argparse.Namespace) -> int:
 
 def _topic_cq(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             addr = args.broker or next(iter((await admin.topic_masters(args.topic)).values()), None)
             if addr is None:
                 return fail(f"topic {args.topic} has no master broker")
@@ -283,7 +276,7 @@ def _topic_cq(args: argparse.Namespace) -> int:
 
 def _topic_status(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             stats = await admin.topic_stats(args.topic)
         if args.json:
             print_json([{"topic": s.topic, "brokerName": s.broker_name, "queueId": s.queue_id,
@@ -303,7 +296,7 @@ def _topic_status(args: argparse.Namespace) -> int:
 
 def _group_progress(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             progress = await admin.consume_progress(args.group, args.topic)
         if args.json:
             print_json({"group": progress.group, "consumeTps": progress.consume_tps,
@@ -325,7 +318,7 @@ def _group_progress(args: argparse.Namespace) -> int:
 
 def _group_update(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             targets = await admin.update_subscription_group(
                 args.group, cluster=args.cluster, retry_max_times=args.retry_max_times,
                 retry_queue_nums=args.retry_queue_nums, consume_enable=not args.disable)
@@ -343,7 +336,7 @@ def _group_update(args: argparse.Namespace) -> int:
 
 def _group_status(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             broker_addr, clients = await admin.consumer_connections(args.group)
             if args.client is not None:
                 clients = [c for c in clients if c.client_id == args.client]
@@ -398,7 +391,7 @@ def _running_info_json(info: ConsumerRunningInfo) -> dict[str, object]:
 
 def _group_consume_directly(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             result = await admin.consume_message_directly(args.group, args.client, args.id, args.topic)
         if args.json:
             print_json(fastjson.loads(result.encode()))
@@ -432,7 +425,7 @@ def _group_reset_offset(args: argparse.Namespace) -> int:
         return fail(str(exc))
 
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             table = await admin.reset_offset_by_time(args.group, args.topic, when, force=not args.no_force)
         if args.json:
             print_json([{"topic": t, "brokerName": b, "queueId": q, "offset": o} for (t, b, q), o in table.items()])
@@ -453,7 +446,7 @@ def _message_query(args: argparse.Namespace) -> int:
         return fail(str(exc))
 
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             found = await _find(admin, args, begin, end)
         if not found:
             what = f"key {args.key!r}" if args.key is not None else f"id {args.id!r}"
@@ -474,7 +467,7 @@ def _message_query(args: argparse.Namespace) -> int:
 
 def _message_resume_check(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             await admin.resume_check_half_message(args.id)
         if args.json:
             print_json({"msgId": args.id, "resumed": True})
@@ -514,7 +507,7 @@ def _perm_list(text: str | None) -> list[str] | None:
 
 def _acl_update(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             brokers = await _acl_targets(admin, args)
             for addr in brokers:
                 await admin.update_acl_config(
@@ -533,7 +526,7 @@ def _acl_update(args: argparse.Namespace) -> int:
 
 def _acl_delete(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             brokers = await _acl_targets(admin, args)
             for addr in brokers:
                 await admin.delete_acl_config(addr, args.account)
@@ -550,7 +543,7 @@ def _acl_white(args: argparse.Namespace) -> int:
     addresses = [a.strip() for arg in args.addresses for a in arg.split(",") if a.strip()]
 
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             brokers = await _acl_targets(admin, args)
             for addr in brokers:
                 await admin.update_global_white_addrs(addr, addresses)
@@ -565,7 +558,7 @@ def _acl_white(args: argparse.Namespace) -> int:
 
 def _acl_version(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             infos = [await admin.acl_config_version(addr) for addr in await _acl_targets(admin, args, slaves=False)]
         if args.json:
             print_json([{"clusterName": i.cluster_name, "brokerName": i.broker_name, "brokerAddr": i.broker_addr,

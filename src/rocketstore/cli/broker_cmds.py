@@ -18,10 +18,11 @@ errors print one line on stderr and exit 1 (2 for bad arguments).
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from rocketstore.cli.output import (
-    add_common,
-    credentials_of,
+    add_targets,
+    admin_of,
     format_time,
     print_json,
     print_table,
@@ -41,12 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     commands = group.add_subparsers(dest="broker_admin_command", metavar="ACTION")
     commands.required = True
 
-    def targets(parser: argparse.ArgumentParser) -> None:
-        where = parser.add_mutually_exclusive_group()
-        where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
-        where.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
-        add_common(parser)
-
+    targets = partial(add_targets, brokers="master")
     status = commands.add_parser("status", help="runtime figures: totals, rates, latencies, disk (brokerStatus)")
     targets(status)
     status.set_defaults(handler=_status)
@@ -84,9 +80,6 @@ def _assignment(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
-
 
 async def _addresses(admin: AdminClient, args: argparse.Namespace) -> list[str]:
     return [args.broker] if args.broker else await admin.master_addrs(args.cluster)
@@ -94,7 +87,7 @@ async def _addresses(admin: AdminClient, args: argparse.Namespace) -> list[str]:
 
 def _status(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             tables = {addr: await admin.runtime_info(addr) for addr in await _addresses(admin, args)}
         if args.json:
             print_json(tables)
@@ -108,7 +101,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             found = {addr: await admin.view_stats(addr, args.stats_name, args.key)
                      for addr in await _addresses(admin, args)}
         if args.json:
@@ -128,7 +121,7 @@ def _stats(args: argparse.Namespace) -> int:
 def _consume_stats(args: argparse.Namespace) -> int:
     async def go() -> int:
         timeout_s = args.timeout_ms / 1000 if args.timeout_ms else None
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             answers = [await admin.broker_consume_stats(addr, args.order, timeout_s=timeout_s)
                        for addr in await _addresses(admin, args)]
         if args.json:
@@ -154,7 +147,7 @@ def _consume_stats(args: argparse.Namespace) -> int:
 
 def _config_get(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             configs = {addr: (await admin.broker_config(addr))[0] for addr in await _addresses(admin, args)}
         if args.json:
             print_json(configs)
@@ -169,7 +162,7 @@ def _config_get(args: argparse.Namespace) -> int:
 def _config_set(args: argparse.Namespace) -> int:
     async def go() -> int:
         properties = dict(args.assignments)
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             updated = await admin.update_broker_config(properties, broker_addr=args.broker, cluster=args.cluster)
         if args.json:
             print_json({"brokers": updated, "properties": properties})

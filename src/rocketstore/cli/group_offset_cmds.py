@@ -19,7 +19,7 @@ import argparse
 
 from rocketstore.cli.output import (
     add_common,
-    credentials_of,
+    admin_of,
     fail,
     format_time,
     print_json,
@@ -33,9 +33,6 @@ __all__ = ["add_group_commands", "add_topic_commands"]
 
 _LONG_MAX = (1 << 63) - 1
 
-
-def _admin(args: argparse.Namespace) -> AdminClient:
-    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
 
 
 def add_group_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -89,7 +86,7 @@ def add_topic_commands(commands: argparse._SubParsersAction) -> None:  # type: i
 
 def _client_offsets(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             table = await admin.consumer_status(args.group, args.topic, args.client)
         rows = [(client_id, b, q, t, offset) for client_id, offsets in sorted(table.items())
                 for (t, b, q), offset in sorted(offsets.items())]
@@ -109,7 +106,7 @@ def _client_offsets(args: argparse.Namespace) -> int:
 
 def _time_span(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             spans = await admin.consume_time_span(args.group, args.topic)
         if args.json:
             print_json([{"topic": s.queue[0], "brokerName": s.queue[1], "queueId": s.queue[2],
@@ -128,7 +125,7 @@ def _correction_offset(args: argparse.Namespace) -> int:
     filtered = [g.strip() for g in (args.filter or "").split(",") if g.strip()]
 
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             brokers = {args.broker: args.broker} if args.broker else await admin.topic_masters(args.topic)
             found = {name: await admin.correction_offsets(addr, args.topic, args.group, filtered)
                      for name, addr in brokers.items()}
@@ -145,7 +142,7 @@ def _correction_offset(args: argparse.Namespace) -> int:
 
 def _clone_offset(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             brokers = await admin.clone_group_offset(args.src_group, args.dest_group, args.topic,
                                                      offline=args.offline)
         what = f"topic {args.topic}" if args.topic else "every topic"
@@ -168,7 +165,7 @@ async def _targets(admin: AdminClient, args: argparse.Namespace) -> list[str]:
 
 def _clean(args: argparse.Namespace, expired: bool) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             try:
                 brokers = await _targets(admin, args)
             except ClientError as exc:

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 import argparse
 
-from rocketstore.cli.output import add_common, credentials_of, fail, print_json, print_table, run_command
-from rocketstore.client.admin import AdminClient
+from rocketstore.cli.output import (
+    add_common,
+    admin_of,
+    fail,
+    print_json,
+    print_table,
+    run_command,
+)
 
 __all__ = ["register"]
 
@@ -47,13 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         p.set_defaults(handler=handler)
 
 
-def _admin(args: argparse.Namespace) -> AdminClient:
-    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
-
 
 def _config_get(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             configs = await admin.namesrv_configs()
         if args.json:
             print_json(configs)
@@ -74,7 +77,7 @@ def _config_set(args: argparse.Namespace) -> int:
         props[key] = value
 
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             changed = await admin.update_namesrv_config(props)
         if args.json:
             print_json({"updated": changed, "settings": props})
@@ -87,7 +90,7 @@ def _config_set(args: argparse.Namespace) -> int:
 
 def _kv_get(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             value = await admin.get_kv(args.namespace, args.key)
         if value is None:
             return fail(f"no value for {args.key} in namespace {args.namespace}")
@@ -102,7 +105,7 @@ def _kv_get(args: argparse.Namespace) -> int:
 
 def _kv_put(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             await admin.put_kv(args.namespace, args.key, args.value)
         return 0
 
@@ -111,7 +114,7 @@ def _kv_put(args: argparse.Namespace) -> int:
 
 def _kv_delete(args: argparse.Namespace) -> int:
     async def go() -> int:
-        async with _admin(args) as admin:
+        async with admin_of(args) as admin:
             await admin.delete_kv(args.namespace, args.key)
         return 0
 

@@ -16,6 +16,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any
 
+from rocketstore.client.admin import AdminClient
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
 from rocketstore.errors import RocketStoreError
@@ -155,3 +156,17 @@ def print_message(m: StoredMessage, full_body: bool) -> None:
     note = " (truncated, --full-body shows all)" if j["bodyTruncated"] else ""
     print(f"Body ({len(m.body)} bytes, {j['bodyEncoding']}){note}:")
     print("  " + j["body"].replace("\n", "\n  "))
+
+
+def admin_of(args: argparse.Namespace) -> AdminClient:
+    """The AdminClient a command's ``--namesrv``, ``--request-timeout-s`` and ACL keys describe."""
+    return AdminClient(args.namesrv, timeout_s=args.request_timeout_s, credentials=credentials_of(args))
+
+
+def add_targets(parser: argparse.ArgumentParser, *, brokers: str = "broker") -> None:
+    """``-b HOST:PORT`` (one broker) or ``-c CLUSTER`` (every *brokers* of it, default every one the name
+    server knows), then :func:`add_common`'s options."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+    where.add_argument("-c", "--cluster", help=f"every {brokers} of this cluster (default: every {brokers})")
+    add_common(parser)

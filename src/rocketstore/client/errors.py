@@ -1,10 +1,14 @@
 """Client-side errors: a broker or name server answer that is not success, and missing routes.
 
 ``broker_error_for(code, remark)`` is the one table from response codes to exception classes (call sites
-never switch on integers); each class says whether retrying elsewhere may help.
+never switch on integers); each class says whether retrying elsewhere may help.  :func:`logged` awaits
+periodic work whose failures are logged rather than raised.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
 
 from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.codes import ResponseCode
@@ -23,6 +27,7 @@ __all__ = [
     "SystemError_",
     "TopicNotExistError",
     "broker_error_for",
+    "logged",
 ]
 
 
@@ -105,3 +110,12 @@ _TABLE: dict[int, type[BrokerError]] = {
 
 def broker_error_for(code: int, remark: str | None) -> BrokerError:
     return _TABLE.get(code, BrokerError)(code, remark)
+
+
+async def logged(log: logging.Logger, what: str, coro: Awaitable[None]) -> None:
+    """Await *coro*; a client-side failure (a RocketStoreError or OSError: a broker gone, a refusal) is logged
+    on *log* as a warning instead of raised: for periodic work whose next round tries again."""
+    try:
+        await coro
+    except (RocketStoreError, OSError) as exc:
+        log.warning("%s failed: %s", what, exc)

@@ -48,7 +48,7 @@ from rocketstore.client.consume import Consumption
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import MessageSelector, PullConsumer, subscription_for
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, NoRouteError
+from rocketstore.client.errors import ClientError, NoRouteError, logged
 from rocketstore.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -285,10 +285,7 @@ class PushConsumer:
     @staticmethod
     async def quietly(what: str, coro: Awaitable[None]) -> None:
         """Await *coro*; a client-side failure is logged (the next period tries again)."""
-        try:
-            await coro
-        except (RocketStoreError, OSError) as exc:
-            log.warning("%s failed: %s", what, exc)
+        await logged(log, what, coro)
 
     # --- requests from brokers -----------------------------------------------------------------------
 

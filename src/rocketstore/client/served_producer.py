@@ -21,12 +21,11 @@ from collections.abc import Awaitable
 from typing import Self
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError
+from rocketstore.client.errors import ClientError, logged
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.producer import Producer
 from rocketstore.client.push_types import local_ip, new_instance_name
 from rocketstore.client.route import AUTO_CREATE_TOPIC, RouteCache, check
-from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
@@ -119,10 +118,7 @@ class ServedProducer(Producer):
     @staticmethod
     async def quietly(what: str, coro: Awaitable[None]) -> None:
         """Await *coro*; a failure is logged (the next heartbeat period or send tries again)."""
-        try:
-            await coro
-        except (RocketStoreError, OSError) as exc:
-            log.warning("%s failed: %s", what, exc)
+        await logged(log, what, coro)
 
     def _note_masters(self, route: TopicRouteData) -> list[str]:
         addrs = []
