@@ -3,6 +3,7 @@ one queue as the store holds them, with a group's subscription, and its refusals
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 from local_cluster import LocalCluster
 from serve_process import cli
+from test_python_push_consumer import FAST
 
-from rocketstore.client import Producer
+from rocketstore.client import ConsumedMessage, ConsumeStatus, Producer, PushConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import BrokerError
 from rocketstore.message.hashing import tags_code
@@ -57,3 +59,38 @@ def test_query_consume_queue_lists_the_entries_the_store_holds(cluster: LocalClu
     assert [e["physicOffset"] for e in json.loads(out.stdout)["queueData"]] == [m.commit_log_offset for m in stored[4:]]
     out = cli("topic", "cq", TOPIC, "-q", "1", "-n", cluster.namesrv_addr)
     assert out.returncode == 0 and out.stdout.count("commitlog offset") == 6, out.stdout + out.stderr
+
+
+def test_each_entry_says_whether_the_online_groups_subscription_passes_it(cluster: LocalCluster) -> None:
+    """``eval``: TagB's entries pass a group subscribed to TagB, none pass without an online group, and
+    every entry passes a group subscribed to every tag."""
+    async def go() -> tuple[list[bool], list[bool], list[bool], list[str | None]]:
+        async with Producer(cluster.namesrv_addr, "cq-producer") as producer:
+            for i in range(6):
+                await producer.send(TOPIC, f"m{i}".encode(), tags="TagB" if i % 3 == 0 else "TagA", queue_id=0)
+        await asyncio.get_running_loop().run_in_executor(
+            None, cluster.wait_until, lambda: cluster.broker.store.max_offset(TOPIC, 0) == 6, 20, "six entries")
+
+        def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        async with PushConsumer(cluster.namesrv_addr, "cq-tag-b", {TOPIC: "TagB"}, handle, **FAST), \
+                PushConsumer(cluster.namesrv_addr, "cq-all", {TOPIC: "*"}, handle, **FAST), \
+                AdminClient(cluster.namesrv_addr) as admin:
+            async def online(group: str) -> dict[str, Any]:
+                while True:
+                    answer = await admin.query_consume_queue(cluster.broker_addr, TOPIC, 0, 0, 6, group)
+                    if "subscriptionData" in answer:
+                        return answer
+                    await asyncio.sleep(0.1)
+
+            tag_b, everything = await online("cq-tag-b"), await online("cq-all")
+            offline = await admin.query_consume_queue(cluster.broker_addr, TOPIC, 0, 0, 6)
+        return ([e["eval"] for e in tag_b["queueData"]], [e["eval"] for e in everything["queueData"]],
+                [e["eval"] for e in offline["queueData"]], [tag_b["subscriptionData"]["subString"]])
+
+    tag_b, everything, offline, sub = run(asyncio.wait_for(go(), 60))
+    assert tag_b == [i % 3 == 0 for i in range(6)]
+    assert everything == [True] * 6
+    assert offline == [False] * 6
+    assert sub == ["TagB"]

@@ -389,6 +389,14 @@ class SubscriptionData:
     def matches_all(self) -> bool:
         return self.sub_string.strip() in ("", "*") and self.expression_type == "TAG"
 
+    def tag_codes(self) -> frozenset[int]:
+        """The tags' hash codes a TAG subscription passes (a consume queue entry's tagsCode): rebuilt from
+        the tag strings, since the C++ clients' codeSet holds ``atoi(tag)``; the codeSet as sent when there
+        are no tag strings."""
+        if self.tags_set:
+            return frozenset(java_string_hash(t) for t in self.tags_set)
+        return frozenset(self.code_set)
+
     def to_json(self) -> dict[str, Any]:
         return {"classFilterMode": self.class_filter_mode, "codeSet": list(self.code_set),
                 "expressionType": self.expression_type, "subString": self.sub_string,
