@@ -1,14 +1,20 @@
-"""A minimal asyncio RocketMQ client on remoting.transport: producer, transactional producer, pull consumer
-and push consumer (with a blocking wrapper) over a route cache.
+"""A minimal asyncio RocketMQ client on remoting.transport: producer, transactional producer, pull consumer,
+push consumer and lite pull consumer (both with a blocking wrapper) over a route cache.
 
 Imports remoting and message only (never store, broker or namesrv).
 """
 
 from rocketstore.client.allocate import allocate_averagely
-from rocketstore.client.blocking_push import BlockingPushConsumer
+from rocketstore.client.blocking_push import BlockingLitePullConsumer, BlockingPushConsumer
 from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, ClientError, NoRouteError, broker_error_for
+from rocketstore.client.lite_pull_consumer import (
+    ConsumerNotRunningError,
+    LitePullConsumer,
+    LitePullConsumerSettings,
+    SubscriptionConflictError,
+)
 from rocketstore.client.offset_store import LocalFileOffsetStore, OffsetStoreError, RemoteOffsetStore
 from rocketstore.client.producer import (
     OutgoingMessage,
@@ -36,12 +42,16 @@ from rocketstore.client.transaction_producer import (
 )
 
 __all__ = [
+    "BlockingLitePullConsumer",
     "BlockingPushConsumer",
     "BrokerError",
     "ClientError",
     "ConsumeFromWhere",
     "ConsumeStatus",
     "ConsumedMessage",
+    "ConsumerNotRunningError",
+    "LitePullConsumer",
+    "LitePullConsumerSettings",
     "LocalFileOffsetStore",
     "LocalTransactionState",
     "MessageHandler",
@@ -65,6 +75,7 @@ __all__ = [
     "RouteCache",
     "SendResult",
     "SessionCredentials",
+    "SubscriptionConflictError",
     "TransactionMessage",
     "TransactionProducer",
     "TransactionSendResult",

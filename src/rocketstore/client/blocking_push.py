@@ -1,4 +1,5 @@
-"""A push consumer for code without an event loop: :class:`PushConsumer` on a loop in its own thread.
+"""Consumers for code without an event loop: :class:`PushConsumer` / :class:`LitePullConsumer` on a loop
+in their own thread.
 
     def handle(messages):
         for m in messages:
@@ -11,35 +12,68 @@
 The handler runs on the consumer's thread pool (an async handler on the consumer's loop).  ``start()``
 returns once the first rebalance is done; ``shutdown()`` returns once in-flight handlers finished and
 offsets were committed.  Thread-safe: start / shutdown / assignment may be called from any thread.
+
+    with BlockingLitePullConsumer("127.0.0.1:9876", "my-group") as consumer:   # started on entry
+        consumer.subscribe("TopicA", "*")
+        while running:
+            for m in consumer.poll(timeout_s=5.0):
+                ...
+
+Every method of :class:`BlockingLitePullConsumer` runs the lite consumer's method on its loop and waits
+for it (``poll`` up to its timeout plus ``call_timeout_s``); thread-safe likewise.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Self, TypeVar
 
 from rocketstore.client.consumer import MessageSelector
 from rocketstore.client.credentials import SessionCredentials
+from rocketstore.client.lite_pull_consumer import LitePullConsumer, LitePullConsumerSettings
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
-from rocketstore.client.push_types import MessageHandler
+from rocketstore.client.push_types import ConsumedMessage, MessageHandler
 from rocketstore.client.route import MessageQueue
 from rocketstore.remoting.transport import new_event_loop
 
-__all__ = ["BlockingPushConsumer"]
+__all__ = ["BlockingLitePullConsumer", "BlockingPushConsumer"]
 
 T = TypeVar("T")
 
 
-class BlockingPushConsumer:
+class _LoopThread:
+    """An event loop running in a daemon thread of its own; ``_call`` runs a coroutine there and waits."""
+
+    def __init__(self, thread_name: str, call_timeout_s: float) -> None:
+        self._loop = new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=thread_name, daemon=True)
+        self._call_timeout_s = call_timeout_s
+        self._thread.start()
+
+    def _call(self, coro: Coroutine[Any, Any, T], extra_timeout_s: float = 0.0) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self._call_timeout_s + extra_timeout_s)
+
+    def _call_sync(self, fn: Callable[[], T]) -> T:
+        """Run the plain function *fn* on the loop (it touches loop-bound state) and wait for it."""
+        async def run() -> T:
+            return fn()
+
+        return self._call(run())
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+class BlockingPushConsumer(_LoopThread):
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, call_timeout_s: float = 60.0,
                  credentials: SessionCredentials | None = None, **settings_kw: object) -> None:
-        self._loop = new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"push-consumer-{group}", daemon=True)
-        self._call_timeout_s = call_timeout_s
-        self._thread.start()
+        super().__init__(f"push-consumer-{group}", call_timeout_s)
         try:
             self.consumer: PushConsumer = self._call(self._create(namesrv_addr, group, subscriptions, handler,
                                                                  settings, credentials, settings_kw))
@@ -53,9 +87,6 @@ class BlockingPushConsumer:
                       settings_kw: dict[str, object]) -> PushConsumer:
         return PushConsumer(namesrv_addr, group, subscriptions, handler, settings, credentials=credentials,
                             **settings_kw)
-
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self._call_timeout_s)
 
     @property
     def client_id(self) -> str:
@@ -73,10 +104,7 @@ class BlockingPushConsumer:
             self._stop_loop()
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
-        async def get() -> set[MessageQueue]:
-            return self.consumer.assignment(topic)
-
-        return self._call(get())
+        return self._call_sync(lambda: self.consumer.assignment(topic))
 
     def __enter__(self) -> Self:
         self.start()
@@ -85,8 +113,80 @@ class BlockingPushConsumer:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+
+class BlockingLitePullConsumer(_LoopThread):
+    """:class:`LitePullConsumer` for code without an event loop; ``with`` starts and closes it."""
+
+    def __init__(self, namesrv_addr: str, group: str, settings: LitePullConsumerSettings | None = None, *,
+                 call_timeout_s: float = 60.0, credentials: SessionCredentials | None = None,
+                 **settings_kw: object) -> None:
+        super().__init__(f"lite-pull-consumer-{group}", call_timeout_s)
+        try:
+            self.consumer: LitePullConsumer = self._call_sync(lambda: LitePullConsumer(
+                namesrv_addr, group, settings, credentials=credentials, **settings_kw))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self._call(self.consumer.start())
+
+    def close(self) -> None:
         if not self._thread.is_alive():
-            self._loop.close()
+            return
+        try:
+            self._call(self.consumer.close())
+        finally:
+            self._stop_loop()
+
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        self._call_sync(lambda: self.consumer.subscribe(topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._call_sync(lambda: self.consumer.unsubscribe(topic))
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        wanted = list(queues)
+        self._call_sync(lambda: self.consumer.assign(wanted))
+
+    def assignment(self, topic: str | None = None) -> set[MessageQueue]:
+        return self._call_sync(lambda: self.consumer.assignment(topic))
+
+    def poll(self, timeout_s: float = 5.0) -> list[ConsumedMessage]:
+        return self._call(self.consumer.poll(timeout_s), extra_timeout_s=max(timeout_s, 0.0))
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        wanted = list(queues)
+        self._call_sync(lambda: self.consumer.pause(wanted))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        wanted = list(queues)
+        self._call_sync(lambda: self.consumer.resume(wanted))
+
+    def commit_sync(self) -> None:
+        self._call(self.consumer.commit_sync())
+
+    def committed(self, mq: MessageQueue) -> int:
+        return self._call(self.consumer.committed(mq))
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        self._call(self.consumer.seek(mq, offset))
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        self._call(self.consumer.seek_to_begin(mq))
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        self._call(self.consumer.seek_to_end(mq))
+
+    def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self.consumer.fetch_message_queues(topic))
+
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return self._call(self.consumer.offset_for_timestamp(mq, timestamp_ms))

@@ -6,6 +6,11 @@ too wide an offset span, so a slow handler bounds the memory used.  Orderly CLUS
 the broker lock is held.  The pull carries the committed-offset flag, so the broker learns the group's
 progress with each pull too.
 
+The loop is shared by the push consumer and the lite pull consumer (:class:`PullOwner`): what is done
+with pulled messages is the owner's ``consumption.dispatch``, whether pulling waits is its
+``pull_held_back``, and what an empty pull or an illegal offset does to the offsets is its
+``caught_up`` / ``offset_moved``.
+
 Loop-bound.
 """
 
@@ -14,17 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Mapping
+from typing import Protocol
 
-from rocketstore.client.consumer import MessageSelector, PullStatus
+from rocketstore.client.consume_stats import ConsumeStats
+from rocketstore.client.consumer import MessageSelector, PullConsumer, PullStatus
+from rocketstore.client.offset_store import OffsetStore
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import ConsumedMessage
+from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.bodies import SubscriptionData
 
-if TYPE_CHECKING:
-    from rocketstore.client.push_consumer import PushConsumer
-
-__all__ = ["pull_loop"]
+__all__ = ["PullOwner", "flow_controlled", "pull_loop"]
 
 log = logging.getLogger(__name__)
 
@@ -34,22 +41,79 @@ FLOW_CONTROL_CHECK_S = 0.05
 NOT_LOCKED_WAIT_S = 3.0
 
 
-def _flow_controlled(pc: PushConsumer, pq: ProcessQueue) -> bool:
-    s = pc.settings
-    if pq.count > s.pull_threshold_for_queue or pq.body_bytes > s.pull_threshold_bytes_for_queue:
+class PullSettings(Protocol):
+    @property
+    def pull_batch_size(self) -> int: ...
+    @property
+    def long_poll_ms(self) -> int: ...
+    @property
+    def pull_delay_on_error_s(self) -> float: ...
+    @property
+    def pull_threshold_for_queue(self) -> int: ...
+    @property
+    def pull_threshold_bytes_for_queue(self) -> int: ...
+    @property
+    def consume_max_span(self) -> int: ...
+
+
+class Dispatcher(Protocol):
+    def dispatch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None: ...
+
+
+class PullOwner(Protocol):
+    """What the pull loop needs of the consumer that runs it."""
+
+    @property
+    def settings(self) -> PullSettings: ...
+    group: str
+    orderly: bool
+    clustering: bool
+    stopping: bool
+    consumer: PullConsumer
+    offsets: OffsetStore
+    stats: ConsumeStats
+    subscriptions: dict[str, SubscriptionData]
+    @property
+    def consumption(self) -> Dispatcher: ...
+
+    def pull_held_back(self, pq: ProcessQueue) -> bool:
+        """Pulling *pq* waits now (flow control, a pause)."""
+        ...
+
+    def caught_up(self, mq: MessageQueue, offset: int) -> None:
+        """Nothing of *mq* is held and the pull found nothing more to hand over before *offset*."""
+        ...
+
+    async def offset_moved(self, mq: MessageQueue, offset: int) -> None:
+        """The broker said the pull offset was illegal and the queue goes on at *offset*."""
+        ...
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int: ...
+
+    async def quietly(self, what: str, coro: Awaitable[None]) -> None: ...
+
+
+def flow_controlled(settings: PullSettings, pq: ProcessQueue, *, check_span: bool) -> bool:
+    """*pq* holds too many messages or bytes, or (*check_span*) spans too many offsets to pull more."""
+    if pq.count > settings.pull_threshold_for_queue or pq.body_bytes > settings.pull_threshold_bytes_for_queue:
         return True
-    return not pc.orderly and pq.max_span > s.consume_max_span
+    return check_span and pq.max_span > settings.consume_max_span
 
 
-async def pull_loop(pc: PushConsumer, pq: ProcessQueue, offset: int) -> None:
+def _selector(subscriptions: Mapping[str, SubscriptionData], topic: str) -> MessageSelector:
+    """The subscription's selector; everything for a topic without one (an assigned queue)."""
+    sub = subscriptions.get(topic)
+    return MessageSelector(sub.expression_type, sub.sub_string) if sub is not None else MessageSelector.by_tag("*")
+
+
+async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
     """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops."""
     s = pc.settings
     mq = pq.mq
-    sub = pc.subscriptions[mq.topic]
-    expression = MessageSelector(sub.expression_type, sub.sub_string)
+    expression = _selector(pc.subscriptions, mq.topic)
     while not pq.dropped and not pc.stopping:
         pq.last_pull_s = time.monotonic()  # every turn, as Java's pullMessage stamps it before flow control
-        if _flow_controlled(pc, pq):
+        if pc.pull_held_back(pq):
             await pq.wait_freed(FLOW_CONTROL_CHECK_S)
             continue
         if pc.orderly and pc.clustering:
@@ -85,13 +149,12 @@ async def pull_loop(pc: PushConsumer, pq: ProcessQueue, offset: int) -> None:
             if added:
                 pc.consumption.dispatch(pq, added)
             elif pq.count == 0:  # everything filtered out by tag: nothing held, so the offset may move on
-                pc.offsets.update(mq, offset, increase_only=True)
+                pc.caught_up(mq, offset)
         elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             offset = result.next_begin_offset
             if pq.count == 0:  # correctTagsOffset
-                pc.offsets.update(mq, offset, increase_only=True)
+                pc.caught_up(mq, offset)
         else:  # OFFSET_ILLEGAL: the broker says where the queue really starts (or ends)
             log.warning("offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
             offset = result.next_begin_offset
-            pc.offsets.update(mq, offset, increase_only=False)
-            await pc.quietly(f"commit offset of {mq}", pc.offsets.persist([mq]))
+            await pc.offset_moved(mq, offset)

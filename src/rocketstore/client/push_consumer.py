@@ -24,6 +24,9 @@ What runs, and why (the Java behaviour kept):
 * Orderly CLUSTERING: queues are locked on the broker before they are consumed, the locks renewed every
   ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.
 
+The group membership (routes, heartbeats, rebalance, offset store, where a new queue starts) is
+:class:`rocketstore.client.group_consumer.GroupConsumer`'s, shared with the lite pull consumer.
+
 Loop-bound: create, start and shut it down on one event loop.  :class:`BlockingPushConsumer` runs one in a
 thread for code without a loop.
 """
@@ -36,47 +39,22 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Self
 
 from rocketstore.client import group_requests
-from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.consume import Consumption
-from rocketstore.client.consume_stats import ConsumeStats
-from rocketstore.client.consumer import MessageSelector, PullConsumer, subscription_for
+from rocketstore.client.consumer import MessageSelector, subscription_for
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, NoRouteError, logged
-from rocketstore.client.offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    RemoteOffsetStore,
-    default_offset_dir,
-)
-from rocketstore.client.process_queue import ProcessQueue, wait_event
-from rocketstore.client.pull_loop import pull_loop
-from rocketstore.client.push_types import (
-    RETRY_GROUP_TOPIC_PREFIX,
-    ConsumedMessage,
-    ConsumeFromWhere,
-    MessageHandler,
-    MessageModel,
-    local_ip,
-    new_instance_name,
-    retry_topic,
-)
-from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.client.group_consumer import GroupConsumer, GroupSettings, resolve_settings
+from rocketstore.client.process_queue import ProcessQueue
+from rocketstore.client.pull_loop import flow_controlled, pull_loop
+from rocketstore.client.push_types import ConsumedMessage, MessageHandler, retry_topic
+from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import decode_record
-from rocketstore.remoting.bodies import (
-    ConsumerData,
-    ConsumeType,
-    HeartbeatData,
-    SubscriptionData,
-    build_subscription,
-)
+from rocketstore.remoting.bodies import ConsumeType, build_subscription
 from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import (
@@ -88,11 +66,9 @@ from rocketstore.remoting.consumer_bodies import (
 )
 from rocketstore.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
-    GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rocketstore.remoting.transport import Connection
 
 __all__ = ["PushConsumer", "PushConsumerSettings"]
 
@@ -100,13 +76,10 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PushConsumerSettings:
-    """Everything but the name servers, group, subscriptions and handler; Java's defaults unless noted."""
+class PushConsumerSettings(GroupSettings):
+    """Everything but the name servers, group, subscriptions and handler; Java's defaults unless noted
+    (the group, pull and offset settings are :class:`GroupSettings`')."""
 
-    message_model: MessageModel = MessageModel.CLUSTERING
-    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
-    #: CONSUME_FROM_TIMESTAMP's start, ms since the epoch; None: half an hour before start()
-    consume_timestamp_ms: int | None = None
     orderly: bool = False
     #: messages per handler call (consumeMessageBatchMaxSize)
     consume_batch_size: int = 1
@@ -116,13 +89,6 @@ class PushConsumerSettings:
     max_reconsume_times: int = 16
     #: handler calls at once (consumeThreadMax; sync handlers run on a pool of this many threads)
     consume_concurrency: int = 20
-    #: client id = ``ip@instance_name``; None: ``pid#nanos``, unique per consumer
-    instance_name: str | None = None
-    #: Java waits 30 s / 20 s; a few seconds costs one small request and notices a lost NOTIFY sooner
-    heartbeat_interval_s: float = 10.0
-    rebalance_interval_s: float = 10.0
-    persist_interval_s: float = 5.0
-    route_refresh_interval_s: float = 30.0
     lock_renew_interval_s: float = 20.0
     #: a lock not renewed for this long is not trusted any more (the broker keeps it 60 s)
     lock_max_live_s: float = 30.0
@@ -132,17 +98,9 @@ class PushConsumerSettings:
     local_retry_delay_s: float = 5.0
     #: how long the broker may hold a pull with no message (brokerSuspendMaxTimeMillis)
     long_poll_ms: int = 15_000
-    pull_threshold_for_queue: int = 1000
-    pull_threshold_bytes_for_queue: int = 100 << 20
-    #: concurrently: stop pulling while the held offsets span more than this (consumeConcurrentlyMaxSpan)
-    consume_max_span: int = 2000
-    pull_delay_on_error_s: float = 3.0
     #: a queue whose pull loop has not come round for this long (or has died) is dropped and taken again by
     #: the next rebalance (Java's ProcessQueue.isPullExpired, rocketmq.client.pull.pullMaxIdleTime)
     pull_max_idle_s: float = 120.0
-    #: BROADCASTING offsets go under this directory (default ``~/.rocketmq_offsets``)
-    offset_dir: str | None = None
-    timeout_s: float = 3.0
 
     def check(self) -> None:
         for name in ("consume_batch_size", "pull_batch_size", "consume_concurrency", "pull_threshold_for_queue"):
@@ -152,7 +110,10 @@ class PushConsumerSettings:
             raise ValueError("max_reconsume_times must not be negative")
 
 
-class PushConsumer:
+class PushConsumer(GroupConsumer):
+    settings: PushConsumerSettings
+    consume_type = ConsumeType.PASSIVELY
+
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector],
                  handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, credentials: SessionCredentials | None = None,
@@ -163,73 +124,27 @@ class PushConsumer:
         every request (name servers' too) is signed with."""
         if not subscriptions:
             raise ValueError("a push consumer needs at least one subscription")
-        if settings is None:
-            settings = PushConsumerSettings(**settings_kw)  # type: ignore[arg-type]
-        elif settings_kw:
-            raise ValueError("pass settings or keyword settings, not both")
-        settings.check()
-        self.settings = settings
-        self.group = group
-        self.namesrv_addr = namesrv_addr
-        self.client_id = f"{local_ip()}@{settings.instance_name or new_instance_name()}"
-        self.clustering = settings.message_model is MessageModel.CLUSTERING
+        settings = resolve_settings(PushConsumerSettings, settings, settings_kw)
+        super().__init__(namesrv_addr, group, settings, credentials)
         self.orderly = settings.orderly
         version = int(time.time() * 1000)
-        self.subscriptions: dict[str, SubscriptionData] = {
+        self.subscriptions = {
             topic: subscription_for(topic, expr, version) for topic, expr in subscriptions.items()}
         if self.clustering:  # copySubscription: retries come back through the group's retry topic
             self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
-        self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
-                                     credentials=credentials)
-        self.offsets: OffsetStore
-        if self.clustering:
-            self.offsets = RemoteOffsetStore(self.consumer)
-        else:
-            base = Path(settings.offset_dir) if settings.offset_dir else default_offset_dir()
-            self.offsets = LocalFileOffsetStore(base / self.client_id / group / "offsets.json")
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self._executor = ThreadPoolExecutor(settings.consume_concurrency, thread_name_prefix=f"consume-{group}")
         self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
-        self._background: list[asyncio.Task[None]] = []
-        self._rebalance_wanted = asyncio.Event()
-        self._wake = asyncio.Event()  # set once, at shutdown
-        self._rebalance_lock = asyncio.Lock()
         self._resets: set[asyncio.Task[None]] = set()
-        self._route_at: dict[str, float] = {}
-        self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
-        self._timestamp_ms = settings.consume_timestamp_ms
-        self.started = False
-        self.stopping = False
-        self.start_timestamp_ms = 0
-        #: per-topic pull and consume figures (GET_CONSUMER_RUNNING_INFO)
-        self.stats = ConsumeStats()
-        #: rebalances done (tests and callers wait on it)
-        self.rebalance_count = 0
 
     # --- life cycle ------------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
     async def start(self) -> None:
-        if self.started:
-            raise ClientError("the push consumer is already started")
-        self.started = True
-        self.start_timestamp_ms = int(time.time() * 1000)
-        if self._timestamp_ms is None:
-            self._timestamp_ms = int(time.time() * 1000) - 30 * 60_000
+        self._mark_started("push consumer")
         try:
             await self.offsets.load()
-            for topic in self.subscriptions:
-                await self._queues(topic, refresh=True)
-            await self._check_client_config()
-            await self._heartbeat_all()
-            await self.rebalance()
+            await self._join_group()
         except BaseException:  # nothing may stay open behind a failed start (async with never exits)
             self.stopping = True
             await self._stop_queues()
@@ -238,9 +153,7 @@ class PushConsumer:
             raise
         loop = asyncio.get_running_loop()
         s = self.settings
-        self._background = [loop.create_task(self._every(s.heartbeat_interval_s, self._heartbeat_all)),
-                            loop.create_task(self._rebalance_loop()),
-                            loop.create_task(self._every(s.persist_interval_s, self.persist_offsets))]
+        self._background = [*self._group_tasks(), loop.create_task(self._every(s.persist_interval_s, self.persist_offsets))]
         if self.orderly and self.clustering:
             self._background.append(loop.create_task(self._every(s.lock_renew_interval_s, self.lock_all)))
 
@@ -261,9 +174,7 @@ class PushConsumer:
                 await self._unlock(list(self.process_queues))
             for pq in self.process_queues.values():
                 pq.dropped = True
-            for addr in sorted(set(self._brokers.values())):
-                await self.quietly(f"unregister from {addr}", group_requests.unregister(
-                    self.consumer.pool, addr, self.client_id, self.group, self.settings.timeout_s))
+            await self._unregister_all()
         await self.consumer.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -276,30 +187,9 @@ class PushConsumer:
         self._pull_tasks.clear()
         await self.consumption.stop()
 
-    async def _every(self, interval_s: float, fn: Callable[[], Awaitable[None]]) -> None:
-        while not self.stopping:
-            await wait_event(self._wake, interval_s)
-            if not self.stopping:
-                await self.quietly(getattr(fn, "__name__", "periodic task"), fn())
-
-    @staticmethod
-    async def quietly(what: str, coro: Awaitable[None]) -> None:
-        """Await *coro*; a client-side failure is logged (the next period tries again)."""
-        await logged(log, what, coro)
-
     # --- requests from brokers -----------------------------------------------------------------------
 
-    async def _serve(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
-        if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-            self._rebalance_wanted.set()
-            return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
-        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
-            header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
-            if header.consumer_group != self.group:
-                return request.make_response(ResponseCode.SYSTEM_ERROR, remark=(
-                    f"The Consumer Group <{header.consumer_group}> not exist in this consumer"))
-            body = self.running_info(jstack=header.jstack_enable).encode()
-            return request.make_response(ResponseCode.SUCCESS, body=body)
+    async def _serve_more(self, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             return await self._consume_directly(request)
         if request.code == RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
@@ -315,8 +205,7 @@ class PushConsumer:
                 self._resets.add(task)
                 task.add_done_callback(self._resets.discard)
             return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
-        return None if request.is_oneway else request.make_response(
-            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
+        return await super()._serve_more(request)
 
     async def _consume_directly(self, request: RemotingCommand) -> RemotingCommand:
         header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
@@ -336,27 +225,22 @@ class PushConsumer:
         the queues held, per-topic figures and, if asked, the stacks of this process's threads."""
         s = self.settings
         props = {
-            "consumerGroup": self.group, "namesrvAddr": self.namesrv_addr, "messageModel": str(s.message_model),
-            "consumeFromWhere": str(s.consume_from_where),
+            **self._common_properties(),
             "consumeTimestamp": time.strftime("%Y%m%d%H%M%S", time.localtime((self._timestamp_ms or 0) / 1000)),
             "consumeThreadMin": str(s.consume_concurrency), "consumeThreadMax": str(s.consume_concurrency),
             "consumeConcurrentlyMaxSpan": str(s.consume_max_span),
-            "pullThresholdForQueue": str(s.pull_threshold_for_queue),
-            "pullThresholdSizeForQueue": str(s.pull_threshold_bytes_for_queue >> 20),
             "pullBatchSize": str(s.pull_batch_size), "consumeMessageBatchMaxSize": str(s.consume_batch_size),
             "maxReconsumeTimes": str(s.max_reconsume_times),
             "suspendCurrentQueueTimeMillis": str(int(s.suspend_current_queue_s * 1000)),
             "heartbeatBrokerInterval": str(int(s.heartbeat_interval_s * 1000)),
             "persistConsumerOffsetInterval": str(int(s.persist_interval_s * 1000)),
             "pollNameServerInterval": str(int(s.route_refresh_interval_s * 1000)),
-            "clientIP": self.client_id.split("@", 1)[0], "instanceName": self.client_id.split("@", 1)[-1],
             "unitMode": "false",
             ConsumerRunningInfo.PROP_NAMESERVER_ADDR: self.namesrv_addr,
             ConsumerRunningInfo.PROP_THREADPOOL_CORE_SIZE: str(s.consume_concurrency),
             ConsumerRunningInfo.PROP_CONSUME_ORDERLY: "true" if self.orderly else "false",
             ConsumerRunningInfo.PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
             ConsumerRunningInfo.PROP_CLIENT_VERSION: MQVersion(MQ_VERSION).name,
-            ConsumerRunningInfo.PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp_ms),
         }
         wall_ms, mono = time.time() * 1000, time.monotonic()
 
@@ -380,86 +264,24 @@ class PushConsumer:
         return ConsumerRunningInfo(props, tuple(self.subscriptions.values()), table, status,
                                    thread_stacks() if jstack else None)
 
-    # --- routes and heartbeats -------------------------------------------------------------------------
-
-    async def _queues(self, topic: str, *, refresh: bool = False) -> list[MessageQueue]:
-        """The topic's subscribe queues, the route re-read every ``route_refresh_interval_s``; [] while
-        the name servers do not know the topic (a retry topic right after the group's first heartbeat)."""
-        now = time.monotonic()
-        stale = refresh or now - self._route_at.get(topic, -1e9) > self.settings.route_refresh_interval_s
-        try:
-            route = await self.consumer.routes.route(topic, refresh=stale)
-        except NoRouteError as exc:
-            log.debug("no route for %s yet: %s", topic, exc)
-            return []
-        if stale:
-            self._route_at[topic] = now
-        for bd in route.broker_datas:
-            addr = bd.master_addr()
-            if addr is not None:
-                self._brokers[bd.broker_name] = addr
-        return sorted(RouteCache.subscribe_queues(topic, route))
-
-    async def _check_client_config(self) -> None:
-        """Java's checkClientInBroker: every broker must accept each non-TAG subscription (BrokerError)."""
-        for sub in self.subscriptions.values():
-            if sub.expression_type != "TAG":
-                for addr in sorted(set(self._brokers.values())):
-                    await group_requests.check_client_config(self.consumer.pool, addr, self.group, self.client_id,
-                                                             sub, self.settings.timeout_s)
-
-    def heartbeat_data(self) -> HeartbeatData:
-        consumer = ConsumerData(self.group, ConsumeType.PASSIVELY, str(self.settings.message_model),
-                                str(self.settings.consume_from_where), tuple(self.subscriptions.values()))
-        return HeartbeatData(self.client_id, (), (consumer,))
-
-    async def _heartbeat_all(self) -> None:
-        data = self.heartbeat_data()
-        for addr in sorted(set(self._brokers.values())):
-            await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(
-                self.consumer.pool, addr, data, self.settings.timeout_s))
-
     # --- rebalance ------------------------------------------------------------------------------------
-
-    async def _rebalance_loop(self) -> None:
-        while not self.stopping:
-            await wait_event(self._rebalance_wanted, self.settings.rebalance_interval_s)
-            self._rebalance_wanted.clear()
-            await self.quietly("rebalance", self.rebalance())
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         """The queues this consumer owns now (of *topic*, or all)."""
         return {mq for mq, pq in self.process_queues.items()
                 if not pq.dropped and (topic is None or mq.topic == topic)}
 
-    async def rebalance(self) -> None:
-        async with self._rebalance_lock:
-            if self.stopping:
-                return
-            for topic in list(self.subscriptions):
-                try:
-                    mine = await self._allocation(topic)
-                except (RocketStoreError, OSError) as exc:
-                    log.warning("rebalance of %s failed: %s", topic, exc)
-                    continue
-                if mine is not None:
-                    await self._update_assignment(topic, mine)
-            self.rebalance_count += 1
+    # --- the pull loop's hooks (rocketstore.client.pull_loop.PullOwner) -----------------------------------
 
-    async def _allocation(self, topic: str) -> set[MessageQueue] | None:
-        """The queues of *topic* this member should own; None when that cannot be known now."""
-        queues = await self._queues(topic)
-        if not queues:
-            return None
-        if not self.clustering:
-            return set(queues)
-        addr = self._brokers.get(queues[0].broker_name)
-        if addr is None:
-            return None
-        ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group, self.settings.timeout_s)
-        if not ids:
-            return None
-        return set(allocate_averagely(self.client_id, queues, sorted(ids)))
+    def pull_held_back(self, pq: ProcessQueue) -> bool:
+        return flow_controlled(self.settings, pq, check_span=not self.orderly)
+
+    def caught_up(self, mq: MessageQueue, offset: int) -> None:
+        self.offsets.update(mq, offset, increase_only=True)
+
+    async def offset_moved(self, mq: MessageQueue, offset: int) -> None:
+        self.offsets.update(mq, offset, increase_only=False)
+        await self._persist_one(mq)
 
     def _pull_stalled(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         """The queue's pull loop died or has not come round for pull_max_idle_s: RocketMQ's rebalance drops
@@ -519,23 +341,6 @@ class PushConsumer:
         self.offsets.remove(mq)
         log.info("%s gave up %s", self.client_id, mq)
         return True
-
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """RebalancePushImpl.computePullFromWhere: the stored offset, else by ``consume_from_where``
-        (a retry topic starts at 0 for LAST and at its end for TIMESTAMP)."""
-        last = await self.offsets.read_store(mq)
-        if last >= 0:
-            return last
-        where = self.settings.consume_from_where
-        is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            return 0
-        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            if is_retry:
-                return await self.consumer.max_offset(mq)
-            assert self._timestamp_ms is not None
-            return await self.consumer.search_offset(mq, self._timestamp_ms)
-        return 0 if is_retry else await self.consumer.max_offset(mq)
 
     # --- offsets ----------------------------------------------------------------------------------------
 

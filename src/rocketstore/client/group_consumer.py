@@ -1,0 +1,331 @@
+"""What every consumer that is a member of a consumer group does, whatever it does with the messages: the
+part RocketMQ keeps in MQClientInstance and RebalanceImpl, shared by :class:`PushConsumer` and
+:class:`LitePullConsumer`.
+
+* The topics' routes (re-read every ``route_refresh_interval_s``) and the masters they name.
+* Heartbeats to those masters with the group's subscriptions (CHECK_CLIENT_CONFIG first for SQL92 ones).
+* Rebalance: every ``rebalance_interval_s`` and at once when a broker sends NOTIFY_CONSUMER_IDS_CHANGED,
+  each member takes its share of a topic's sorted queues among the group's sorted client ids
+  (CLUSTERING, :func:`allocate_averagely`) or all of them (BROADCASTING); what a member then does with the
+  queues it gained or lost is the subclass's ``_update_assignment``.
+* Where a queue without a committed offset starts (RebalancePushImpl / RebalanceLitePullImpl
+  computePullFromWhere: both follow the same rules).
+* The offset store: the broker for CLUSTERING, ``<offset_dir>/<client id>/<group>/offsets.json`` for
+  BROADCASTING.
+
+Loop-bound, like the consumers built on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Self, TypeVar
+
+from rocketstore.client import group_requests
+from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.consume_stats import ConsumeStats
+from rocketstore.client.consumer import PullConsumer
+from rocketstore.client.credentials import SessionCredentials
+from rocketstore.client.errors import ClientError, NoRouteError, logged
+from rocketstore.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteOffsetStore,
+    default_offset_dir,
+)
+from rocketstore.client.process_queue import wait_event
+from rocketstore.client.push_types import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    ConsumeFromWhere,
+    MessageModel,
+    local_ip,
+    new_instance_name,
+)
+from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData
+from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
+from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader
+from rocketstore.remoting.transport import Connection
+
+__all__ = ["GroupConsumer", "GroupSettings", "resolve_settings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupSettings:
+    """The settings of group membership, pulling and offsets that every group consumer has."""
+
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    #: CONSUME_FROM_TIMESTAMP's start, ms since the epoch; None: half an hour before start()
+    consume_timestamp_ms: int | None = None
+    #: client id = ``ip@instance_name``; None: ``pid#nanos``, unique per consumer
+    instance_name: str | None = None
+    #: Java waits 30 s / 20 s; a few seconds costs one small request and notices a lost NOTIFY sooner
+    heartbeat_interval_s: float = 10.0
+    rebalance_interval_s: float = 10.0
+    persist_interval_s: float = 5.0
+    route_refresh_interval_s: float = 30.0
+    pull_threshold_for_queue: int = 1000
+    pull_threshold_bytes_for_queue: int = 100 << 20
+    #: stop pulling a queue while its held offsets span more than this (consumeConcurrentlyMaxSpan)
+    consume_max_span: int = 2000
+    pull_delay_on_error_s: float = 3.0
+    #: BROADCASTING offsets go under this directory (default ``~/.rocketmq_offsets``)
+    offset_dir: str | None = None
+    timeout_s: float = 3.0
+
+    def check(self) -> None:
+        """Raise ValueError for a value out of range (the subclasses' fields)."""
+
+
+S = TypeVar("S", bound=GroupSettings)
+
+
+def resolve_settings(cls: type[S], settings: S | None, settings_kw: dict[str, Any]) -> S:
+    """A consumer's settings: *settings*, or *cls* built from the keyword arguments; checked."""
+    if settings is None:
+        settings = cls(**settings_kw)
+    elif settings_kw:
+        raise ValueError("pass settings or keyword settings, not both")
+    settings.check()
+    return settings
+
+
+class GroupConsumer:
+    """The base of the group consumers; subclasses set ``subscriptions`` and implement ``start``,
+    ``shutdown``, ``_update_assignment``, ``running_info`` and, for more requests from brokers than
+    NOTIFY_CONSUMER_IDS_CHANGED and GET_CONSUMER_RUNNING_INFO, ``_serve_more``."""
+
+    #: what the heartbeat says this consumer is (a ConsumeType: PASSIVELY for push, ACTIVELY for pull)
+    consume_type: ClassVar[str]
+
+    def __init__(self, namesrv_addr: str, group: str, settings: GroupSettings,
+                 credentials: SessionCredentials | None) -> None:
+        self.settings = settings
+        self.group = group
+        self.namesrv_addr = namesrv_addr
+        self.client_id = f"{local_ip()}@{settings.instance_name or new_instance_name()}"
+        self.clustering = settings.message_model is MessageModel.CLUSTERING
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
+                                     credentials=credentials)
+        self.offsets: OffsetStore
+        if self.clustering:
+            self.offsets = RemoteOffsetStore(self.consumer)
+        else:
+            base = Path(settings.offset_dir) if settings.offset_dir else default_offset_dir()
+            self.offsets = LocalFileOffsetStore(base / self.client_id / group / "offsets.json")
+        self._background: list[asyncio.Task[None]] = []
+        self._rebalance_wanted = asyncio.Event()
+        self._wake = asyncio.Event()  # set once, at shutdown
+        self._rebalance_lock = asyncio.Lock()
+        self._route_at: dict[str, float] = {}
+        self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
+        self._timestamp_ms = settings.consume_timestamp_ms
+        self.started = False
+        self.stopping = False
+        self.start_timestamp_ms = 0
+        #: per-topic pull and consume figures (GET_CONSUMER_RUNNING_INFO)
+        self.stats = ConsumeStats()
+        #: rebalances done (tests and callers wait on it)
+        self.rebalance_count = 0
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        raise NotImplementedError
+
+    async def _update_assignment(self, topic: str, mine: set[MessageQueue]) -> None:
+        """Take the queues of *topic* in *mine* that are not held yet, give up the held ones not in it."""
+        raise NotImplementedError
+
+    def running_info(self, *, jstack: bool = False) -> ConsumerRunningInfo:
+        raise NotImplementedError
+
+    # --- life cycle helpers --------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _mark_started(self, what: str) -> None:
+        """*what* (``"push consumer"``) is started now: a second start raises."""
+        if self.started:
+            raise ClientError(f"the {what} is already started")
+        self.started = True
+        self.start_timestamp_ms = int(time.time() * 1000)
+        if self._timestamp_ms is None:
+            self._timestamp_ms = int(time.time() * 1000) - 30 * 60_000
+
+    async def _join_group(self) -> None:
+        """Read the subscribed routes, have non-TAG subscriptions checked, heartbeat, rebalance once."""
+        for topic in self.subscriptions:
+            await self._queues(topic, refresh=True)
+        await self._check_client_config()
+        await self._heartbeat_all()
+        await self.rebalance()
+
+    def _group_tasks(self) -> list[asyncio.Task[None]]:
+        """The heartbeat and rebalance loops (they end once ``stopping`` is set and ``_wake`` woke them)."""
+        loop = asyncio.get_running_loop()
+        return [loop.create_task(self._every(self.settings.heartbeat_interval_s, self._heartbeat_all)),
+                loop.create_task(self._rebalance_loop())]
+
+    async def _unregister_all(self) -> None:
+        for addr in sorted(set(self._brokers.values())):
+            await self.quietly(f"unregister from {addr}", group_requests.unregister(
+                self.consumer.pool, addr, self.client_id, self.group, self.settings.timeout_s))
+
+    async def _every(self, interval_s: float, fn: Callable[[], Awaitable[None]]) -> None:
+        while not self.stopping:
+            await wait_event(self._wake, interval_s)
+            if not self.stopping:
+                await self.quietly(getattr(fn, "__name__", "periodic task"), fn())
+
+    @staticmethod
+    async def quietly(what: str, coro: Awaitable[None]) -> None:
+        """Await *coro*; a client-side failure is logged (the next period tries again)."""
+        await logged(log, what, coro)
+
+    # --- requests from brokers -----------------------------------------------------------------------
+
+    async def _serve(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            self._rebalance_wanted.set()
+            return None if request.is_oneway else request.make_response(ResponseCode.SUCCESS)
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+            if header.consumer_group != self.group:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, remark=(
+                    f"The Consumer Group <{header.consumer_group}> not exist in this consumer"))
+            body = self.running_info(jstack=header.jstack_enable).encode()
+            return request.make_response(ResponseCode.SUCCESS, body=body)
+        return await self._serve_more(request)
+
+    async def _serve_more(self, request: RemotingCommand) -> RemotingCommand | None:
+        """The requests a subclass answers besides those of ``_serve``; REQUEST_CODE_NOT_SUPPORTED here."""
+        return None if request.is_oneway else request.make_response(
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
+
+    def _common_properties(self) -> dict[str, str]:
+        """The running-info properties (Java's names) every group consumer reports."""
+        s = self.settings
+        return {
+            "consumerGroup": self.group, "namesrvAddr": self.namesrv_addr, "messageModel": str(s.message_model),
+            "consumeFromWhere": str(s.consume_from_where),
+            "pullThresholdForQueue": str(s.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(s.pull_threshold_bytes_for_queue >> 20),
+            "clientIP": self.client_id.split("@", 1)[0], "instanceName": self.client_id.split("@", 1)[-1],
+            ConsumerRunningInfo.PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp_ms),
+        }
+
+    # --- routes and heartbeats -------------------------------------------------------------------------
+
+    async def _queues(self, topic: str, *, refresh: bool = False) -> list[MessageQueue]:
+        """The topic's subscribe queues, the route re-read every ``route_refresh_interval_s``; [] while
+        the name servers do not know the topic (a retry topic right after the group's first heartbeat)."""
+        now = time.monotonic()
+        stale = refresh or now - self._route_at.get(topic, -1e9) > self.settings.route_refresh_interval_s
+        try:
+            route = await self.consumer.routes.route(topic, refresh=stale)
+        except NoRouteError as exc:
+            log.debug("no route for %s yet: %s", topic, exc)
+            return []
+        if stale:
+            self._route_at[topic] = now
+        for bd in route.broker_datas:
+            addr = bd.master_addr()
+            if addr is not None:
+                self._brokers[bd.broker_name] = addr
+        return sorted(RouteCache.subscribe_queues(topic, route))
+
+    async def _check_client_config(self) -> None:
+        """Java's checkClientInBroker: every broker must accept each non-TAG subscription (BrokerError)."""
+        for sub in self.subscriptions.values():
+            if sub.expression_type != "TAG":
+                for addr in sorted(set(self._brokers.values())):
+                    await group_requests.check_client_config(self.consumer.pool, addr, self.group, self.client_id,
+                                                             sub, self.settings.timeout_s)
+
+    def _announced_from_where(self) -> ConsumeFromWhere:
+        """The consume-from-where the heartbeat carries."""
+        return self.settings.consume_from_where
+
+    def heartbeat_data(self) -> HeartbeatData:
+        consumer = ConsumerData(self.group, self.consume_type, str(self.settings.message_model),
+                                str(self._announced_from_where()), tuple(self.subscriptions.values()))
+        return HeartbeatData(self.client_id, (), (consumer,))
+
+    async def _heartbeat_all(self) -> None:
+        data = self.heartbeat_data()
+        for addr in sorted(set(self._brokers.values())):
+            await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(
+                self.consumer.pool, addr, data, self.settings.timeout_s))
+
+    # --- rebalance ------------------------------------------------------------------------------------
+
+    async def _rebalance_loop(self) -> None:
+        while not self.stopping:
+            await wait_event(self._rebalance_wanted, self.settings.rebalance_interval_s)
+            self._rebalance_wanted.clear()
+            await self.quietly("rebalance", self.rebalance())
+
+    async def rebalance(self) -> None:
+        async with self._rebalance_lock:
+            if self.stopping:
+                return
+            for topic in list(self.subscriptions):
+                try:
+                    mine = await self._allocation(topic)
+                except (RocketStoreError, OSError) as exc:
+                    log.warning("rebalance of %s failed: %s", topic, exc)
+                    continue
+                if mine is not None:
+                    await self._update_assignment(topic, mine)
+            self.rebalance_count += 1
+
+    async def _allocation(self, topic: str) -> set[MessageQueue] | None:
+        """The queues of *topic* this member should own; None when that cannot be known now."""
+        queues = await self._queues(topic)
+        if not queues:
+            return None
+        if not self.clustering:
+            return set(queues)
+        addr = self._brokers.get(queues[0].broker_name)
+        if addr is None:
+            return None
+        ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group, self.settings.timeout_s)
+        if not ids:
+            return None
+        return set(allocate_averagely(self.client_id, queues, sorted(ids)))
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """computePullFromWhere: the stored offset, else by ``consume_from_where`` (a retry topic starts at
+        0 for LAST and at its end for TIMESTAMP)."""
+        last = await self.offsets.read_store(mq)
+        if last >= 0:
+            return last
+        where = self.settings.consume_from_where
+        is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            if is_retry:
+                return await self.consumer.max_offset(mq)
+            assert self._timestamp_ms is not None
+            return await self.consumer.search_offset(mq, self._timestamp_ms)
+        return 0 if is_retry else await self.consumer.max_offset(mq)

@@ -1,0 +1,492 @@
+"""An asyncio lite pull consumer (RocketMQ 4.9's DefaultLitePullConsumer): the caller drives a ``poll()`` loop,
+Kafka style, while background tasks keep a buffer of pulled messages per queue.
+
+    async with LitePullConsumer("127.0.0.1:9876", "my-group") as consumer:
+        consumer.subscribe("TopicA", "TagA || TagB")      # or consumer.assign([...]) before or after start
+        while True:
+            for m in await consumer.poll(timeout_s=5.0):
+                ...                                       # auto-committed by a later poll() or close()
+
+Two modes, exclusive as in 4.9.3 (mixing them raises :class:`SubscriptionConflictError`):
+
+* subscribe: the group shares each topic's queues with rebalance, heartbeats carry the subscriptions
+  (CONSUME_ACTIVELY; no ``%RETRY%<group>`` subscription: a lite consumer sends nothing back) and
+  NOTIFY_CONSUMER_IDS_CHANGED rebalances at once (:class:`GroupConsumer`, shared with the push consumer).
+  A queue given up by a rebalance is dropped with its buffered messages and its offset committed.
+* assign: exactly the queues given, no rebalance, no heartbeat.
+
+Each held queue has a pull task (:func:`pull_loop`, shared with the push consumer: long polling, and
+pulling pauses while the queue holds ``pull_threshold_for_queue`` messages or
+``pull_threshold_bytes_for_queue`` bytes, while the batches waiting for ``poll()`` hold more than
+``pull_threshold_for_all`` messages, or while the queue is paused).  Each pull result is one batch of at
+most ``pull_batch_size`` messages; ``poll()`` hands out one batch.
+
+Offsets, as 4.9.3: a queue's consumed offset is the one after the last message ``poll()`` returned;
+with ``auto_commit`` a ``poll()`` copies the consumed offsets into the offset store once every
+``auto_commit_interval_s``, and the store is written out (to the broker for CLUSTERING, to the local
+offset file for BROADCASTING) every ``persist_interval_s`` and at ``close()``.  ``commit_sync()`` does both
+at once.  A queue without a committed offset starts where ``consume_from_where`` says (the push
+consumer's rules).  ``seek*`` drops the queue's buffered messages and restarts its pull at the offset.
+
+``poll()`` returns :class:`ConsumedMessage`, what the push consumer's handler gets (the pull loop makes
+them anyway): it carries ``broker_name``, so ``MessageQueue(m.topic, m.broker_name, m.queue_id)`` names a
+message's queue for ``seek`` / ``committed``, and ``msg_id`` is the client's UNIQ_KEY as Java's
+MessageClientExt answers it.
+
+Loop-bound: create, use and close it on one event loop.  :class:`BlockingLitePullConsumer`
+(:mod:`rocketstore.client.blocking_push`) runs one in a thread for code without a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from rocketstore.client.consumer import MessageSelector, subscription_for
+from rocketstore.client.credentials import SessionCredentials
+from rocketstore.client.errors import ClientError
+from rocketstore.client.group_consumer import GroupConsumer, GroupSettings, resolve_settings
+from rocketstore.client.process_queue import ProcessQueue, wait_event
+from rocketstore.client.pull_loop import flow_controlled, pull_loop
+from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
+from rocketstore.client.route import MessageQueue
+from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.bodies import ConsumeType
+from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
+
+__all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError"]
+
+log = logging.getLogger(__name__)
+
+
+class ConsumerNotRunningError(ClientError):
+    """poll / seek / commit on a consumer not started yet or closed (4.9.3's IllegalStateException)."""
+
+
+class SubscriptionConflictError(ClientError):
+    """subscribe after assign, or assign after subscribe: the two are exclusive."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LitePullConsumerSettings(GroupSettings):
+    """Everything but the name servers and group; 4.9.3's DefaultLitePullConsumer defaults."""
+
+    #: messages per pull, so the most one poll() returns (pullBatchSize)
+    pull_batch_size: int = 10
+    #: pulling waits while the batches not yet polled hold more than this many messages (pullThresholdForAll)
+    pull_threshold_for_all: int = 10_000
+    #: how long the broker may hold a pull with no message (brokerSuspendMaxTimeMillis)
+    long_poll_ms: int = 20_000
+    auto_commit: bool = True
+    #: poll() commits the consumed offsets when this long has passed since it last did
+    #: (autoCommitIntervalMillis; Java ignores a value under 1 s, this raises)
+    auto_commit_interval_s: float = 5.0
+
+    def check(self) -> None:
+        for name in ("pull_batch_size", "pull_threshold_for_queue", "pull_threshold_for_all"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if self.auto_commit_interval_s < 1.0:
+            raise ValueError("auto_commit_interval_s must be at least 1 s (autoCommitIntervalMillis' minimum)")
+
+
+class _Mode(Enum):
+    NONE = "NONE"
+    SUBSCRIBE = "SUBSCRIBE"
+    ASSIGN = "ASSIGN"
+
+
+class _Batches:
+    """The pulled batches waiting for poll(), oldest first (4.9.3's consumeRequestCache); the pull loop's
+    ``consumption``.  A batch of a dropped process queue (rebalanced away, seeked) is never handed out."""
+
+    def __init__(self) -> None:
+        self.batches: deque[tuple[ProcessQueue, list[ConsumedMessage]]] = deque()
+        self.closed = False
+        self._arrived = asyncio.Event()
+
+    def dispatch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        self.batches.append((pq, messages))
+        self._arrived.set()
+
+    def discard(self, pq: ProcessQueue) -> None:
+        self.batches = deque(b for b in self.batches if b[0] is not pq)
+
+    def close(self) -> None:
+        self.closed = True
+        self._arrived.set()
+
+    async def take(self, timeout_s: float) -> tuple[ProcessQueue, list[ConsumedMessage]] | None:
+        """The oldest live batch, waiting up to *timeout_s* for one; None if none came (or on close)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            while self.batches:
+                pq, messages = self.batches.popleft()
+                if not pq.dropped:
+                    return pq, messages
+            remaining = deadline - time.monotonic()
+            if self.closed or remaining <= 0:
+                return None
+            self._arrived.clear()
+            await wait_event(self._arrived, remaining)
+
+
+@dataclass(slots=True)
+class _QueueState:
+    """One held queue (4.9.3's MessageQueueState): its process queue, pull task and consumed offset."""
+
+    pq: ProcessQueue
+    task: asyncio.Task[None] | None = None
+    #: the offset after the last message poll() returned; -1 before the first
+    consumed_offset: int = -1
+    paused: bool = False
+
+
+class LitePullConsumer(GroupConsumer):
+    settings: LitePullConsumerSettings
+    consume_type = ConsumeType.ACTIVELY
+    orderly = False
+
+    def __init__(self, namesrv_addr: str, group: str, settings: LitePullConsumerSettings | None = None, *,
+                 credentials: SessionCredentials | None = None, **settings_kw: object) -> None:
+        """*settings* or keyword arguments naming :class:`LitePullConsumerSettings` fields; *credentials*:
+        ACL access key and secret every request (name servers' too) is signed with."""
+        if not group:
+            raise ValueError("a lite pull consumer needs a consumer group")
+        super().__init__(namesrv_addr, group, resolve_settings(LitePullConsumerSettings, settings, settings_kw),
+                         credentials)
+        self.consumption = _Batches()
+        self._mode = _Mode.NONE
+        self._assigned: set[MessageQueue] = set()
+        self._states: dict[MessageQueue, _QueueState] = {}
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._subscriptions_changed = False
+        self._next_auto_commit_s = -1.0
+
+    # --- life cycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._mark_started("lite pull consumer")
+        try:
+            await self.offsets.load()
+            if self._mode is _Mode.SUBSCRIBE:
+                await self._join_group()
+            for mq in sorted(self._assigned):
+                self._add_queue(mq)
+        except BaseException:  # nothing may stay open behind a failed start
+            self.stopping = True
+            await self._stop_pulls()
+            await self.consumer.close()
+            raise
+        loop = asyncio.get_running_loop()
+        self._background = [*self._group_tasks(),
+                            loop.create_task(self._every(self.settings.persist_interval_s, self.persist_offsets))]
+
+    async def close(self) -> None:
+        """Stop pulling, commit the consumed offsets (with ``auto_commit``) and write the offset store
+        out, unregister from the brokers, close the connections.  A second call does nothing."""
+        if not self.started or self.stopping:
+            return
+        self.stopping = True
+        self._wake.set()
+        self._rebalance_wanted.set()
+        self.consumption.close()
+        await asyncio.gather(*self._background, *self._side_tasks, return_exceptions=True)
+        async with self._rebalance_lock:
+            await self._stop_pulls()
+            if self.settings.auto_commit:
+                self._commit_consumed()
+            await self.quietly("persist offsets", self.persist_offsets())
+            for state in self._states.values():
+                state.pq.dropped = True
+            await self._unregister_all()
+        await self.consumer.close()
+
+    async def shutdown(self) -> None:
+        """:meth:`close` under 4.9.3's name (``async with`` calls it)."""
+        await self.close()
+
+    async def _stop_pulls(self) -> None:
+        tasks = [state.task for state in self._states.values() if state.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _check_running(self) -> None:
+        if not self.started:
+            raise ConsumerNotRunningError("the lite pull consumer is not running: start it first")
+        if self.stopping:
+            raise ConsumerNotRunningError("the lite pull consumer is closed")
+
+    # --- subscribe / assign ------------------------------------------------------------------------------
+
+    def _set_mode(self, mode: _Mode) -> None:
+        if self._mode is not _Mode.NONE and self._mode is not mode:
+            raise SubscriptionConflictError(
+                f"subscribe and assign are mutually exclusive: this consumer already uses {self._mode.value.lower()}")
+        self._mode = mode
+
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """Consume *topic*'s queues shared with the group: a tag expression (``"*"``, ``"TagA || TagB"``) or
+        a :class:`MessageSelector` (SQL92 needs ``enablePropertyFilter=true`` on the broker; checked at
+        start, after start by the broker's pulls).  Subscribing again replaces the expression."""
+        if not topic:
+            raise ValueError("topic must not be empty")
+        self._set_mode(_Mode.SUBSCRIBE)
+        self.subscriptions[topic] = subscription_for(topic, expression, int(time.time() * 1000))
+        if self.started:  # heartbeat the new subscriptions and rebalance now
+            self._subscriptions_changed = True
+            self._rebalance_wanted.set()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming *topic*: its queues are dropped with their buffered messages."""
+        if self.subscriptions.pop(topic, None) is None:
+            return
+        self._leave([mq for mq in self._states if mq.topic == topic])
+        if self.started:
+            self._subscriptions_changed = True
+            self._rebalance_wanted.set()
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Consume exactly *queues* (no rebalance); queues assigned before and not now are dropped."""
+        wanted = set(queues)
+        if not wanted:
+            raise ValueError("message queues must not be empty")
+        self._set_mode(_Mode.ASSIGN)
+        self._assigned = wanted
+        if self.started and not self.stopping:
+            self._leave([mq for mq in self._states if mq not in wanted])
+            for mq in sorted(wanted - set(self._states)):
+                self._add_queue(mq)
+
+    def assignment(self, topic: str | None = None) -> set[MessageQueue]:
+        """The queues held now (of *topic*, or all)."""
+        return {mq for mq in self._states if topic is None or mq.topic == topic}
+
+    # --- queues ------------------------------------------------------------------------------------------
+
+    def _add_queue(self, mq: MessageQueue) -> None:
+        state = _QueueState(ProcessQueue(mq))
+        self._states[mq] = state
+        state.task = asyncio.get_running_loop().create_task(self._pull_from_start(state.pq))
+
+    async def _pull_from_start(self, pq: ProcessQueue) -> None:
+        """Where the queue starts (the committed offset, else ``consume_from_where``), then its pull loop;
+        a failed look-up is tried again after ``pull_delay_on_error_s``, as 4.9.3's pull task does."""
+        while not pq.dropped and not self.stopping:
+            try:
+                offset = await self.compute_pull_from_where(pq.mq)
+            except (RocketStoreError, OSError) as exc:
+                log.warning("cannot compute where to pull %s from: %s", pq.mq, exc)
+                await asyncio.sleep(self.settings.pull_delay_on_error_s)
+                continue
+            log.info("%s now pulls %s from offset %d", self.client_id, pq.mq, offset)
+            await pull_loop(self, pq, offset)
+            return
+
+    def _drop(self, mq: MessageQueue) -> _QueueState:
+        """Stop pulling *mq*, forget its buffered messages; with ``auto_commit`` its consumed offset goes to
+        the offset store (written out by the caller)."""
+        state = self._states.pop(mq)
+        state.pq.dropped = True
+        state.pq.wake()
+        self.consumption.discard(state.pq)
+        if state.task is not None:
+            state.task.cancel()
+        if self.settings.auto_commit and state.consumed_offset >= 0:
+            self.offsets.update(mq, state.consumed_offset, increase_only=False)
+        return state
+
+    def _leave(self, mqs: list[MessageQueue]) -> None:
+        """Drop *mqs* now (sync callers) and write their offsets out in the background."""
+        if not mqs:
+            return
+        tasks = [task for task in (self._drop(mq).task for mq in mqs) if task is not None]
+        if self.started and not self.stopping:
+            side = asyncio.get_running_loop().create_task(self._write_left(mqs, tasks))
+            self._side_tasks.add(side)
+            side.add_done_callback(self._side_tasks.discard)
+
+    async def _write_left(self, mqs: list[MessageQueue], tasks: list[asyncio.Task[None]]) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.quietly("commit offsets of dropped queues", self.offsets.persist(mqs))
+        for mq in mqs:
+            if mq not in self._states:
+                self.offsets.remove(mq)
+
+    async def rebalance(self) -> None:
+        if self._subscriptions_changed and not self.stopping:
+            self._subscriptions_changed = False
+            for topic in list(self.subscriptions):
+                await self._queues(topic, refresh=True)
+            await self._heartbeat_all()
+        await super().rebalance()
+
+    async def _update_assignment(self, topic: str, mine: set[MessageQueue]) -> None:
+        """4.9.3's updateProcessQueueTableInRebalance + removeUnnecessaryMessageQueue: a queue that left
+        is dropped (buffered messages too) and its offset committed; a new one starts pulling; one whose
+        pull task died is started again."""
+        for mq, state in list(self._states.items()):
+            if mq.topic != topic:
+                continue
+            died = state.task is not None and state.task.done() and not state.task.cancelled()
+            if mq in mine and not died:
+                continue
+            self._drop(mq)
+            if state.task is not None:
+                await asyncio.gather(state.task, return_exceptions=True)
+            await self.quietly(f"commit offset of {mq}", self.offsets.persist([mq]))
+            self.offsets.remove(mq)
+            log.info("%s gave up %s", self.client_id, mq)
+        for mq in sorted(mine - set(self._states)):
+            self.offsets.remove(mq)  # removeDirtyOffset
+            self._add_queue(mq)
+
+    def _announced_from_where(self) -> ConsumeFromWhere:
+        return ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # what 4.9.3's lite consumer tells the broker
+
+    # --- the pull loop's hooks (rocketstore.client.pull_loop.PullOwner) -----------------------------------
+
+    def pull_held_back(self, pq: ProcessQueue) -> bool:
+        state = self._states.get(pq.mq)
+        if state is None or state.paused:
+            return True
+        s = self.settings
+        if len(self.consumption.batches) * s.pull_batch_size > s.pull_threshold_for_all:
+            return True
+        return flow_controlled(s, pq, check_span=True)
+
+    def caught_up(self, mq: MessageQueue, offset: int) -> None:
+        # nothing is held: every message before *offset* was polled or filtered out
+        state = self._states.get(mq)
+        if state is not None and state.pq.count == 0:
+            state.consumed_offset = offset
+
+    async def offset_moved(self, mq: MessageQueue, offset: int) -> None:
+        """4.9.3's lite pull only moves its pull offset (the loop does); the consumed offset stays."""
+
+    # --- poll ----------------------------------------------------------------------------------------------
+
+    async def poll(self, timeout_s: float = 5.0) -> list[ConsumedMessage]:
+        """The next batch (at most ``pull_batch_size`` messages of one queue, in queue order), waiting up
+        to *timeout_s* for one; [] if none came."""
+        self._check_running()
+        if timeout_s < 0:
+            raise ValueError("timeout_s must not be negative")
+        if self.settings.auto_commit:
+            now = time.monotonic()
+            if now >= self._next_auto_commit_s:
+                self._commit_consumed()
+                self._next_auto_commit_s = now + self.settings.auto_commit_interval_s
+        got = await self.consumption.take(timeout_s)
+        if got is None:
+            return []
+        pq, messages = got
+        offset = pq.remove(messages)
+        state = self._states.get(pq.mq)
+        if state is not None and state.pq is pq and offset >= 0:
+            state.consumed_offset = offset
+        return messages
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling these held queues (what is buffered can still be polled); others are ignored."""
+        for mq in queues:
+            state = self._states.get(mq)
+            if state is not None:
+                state.paused = True
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        for mq in queues:
+            state = self._states.get(mq)
+            if state is not None:
+                state.paused = False
+                state.pq.wake()
+
+    # --- offsets -------------------------------------------------------------------------------------------
+
+    def _commit_consumed(self) -> None:
+        """4.9.3's commitAll: each held queue's consumed offset into the offset store (memory)."""
+        for mq, state in self._states.items():
+            if state.consumed_offset >= 0 and not state.pq.dropped:
+                self.offsets.update(mq, state.consumed_offset, increase_only=False)
+
+    async def persist_offsets(self) -> None:
+        await self.offsets.persist(list(self._states))
+
+    async def commit_sync(self) -> None:
+        """Commit every held queue's consumed offset now: to the broker (CLUSTERING) or the local offset
+        file (BROADCASTING); raises if that fails."""
+        self._check_running()
+        self._commit_consumed()
+        await self.persist_offsets()
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The group's committed offset of *mq* as 4.9.3 reads it (MEMORY_FIRST_THEN_STORE): what this
+        consumer committed, else the broker's (CLUSTERING) or the offset file's; -1 if there is none."""
+        self._check_running()
+        offset = self.offsets.read_memory(mq)
+        return offset if offset >= 0 else await self.offsets.read_store(mq)
+
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Consume *mq* from *offset* (between its min and max offset): the buffered messages are dropped
+        and its pull starts again there; the consumed offset becomes *offset*."""
+        self._check_running()
+        if mq not in self._states:
+            hint = ", may be rebalancing" if self._mode is _Mode.SUBSCRIBE else ""
+            raise ClientError(f"the message queue is not in the assigned list{hint}: {mq}")
+        low, high = await self.consumer.min_offset(mq), await self.consumer.max_offset(mq)
+        if not low <= offset <= high:
+            raise ClientError(f"seek offset illegal, seek offset = {offset}, min offset = {low}, "
+                              f"max offset = {high}")
+        async with self._rebalance_lock:
+            state = self._states.get(mq)
+            if state is None or self.stopping:
+                raise ClientError(f"the message queue left the assigned list while seeking: {mq}")
+            old = state.pq
+            old.dropped = True
+            old.wake()
+            self.consumption.discard(old)
+            if state.task is not None:
+                state.task.cancel()
+                await asyncio.gather(state.task, return_exceptions=True)
+            state.pq = ProcessQueue(mq)
+            state.consumed_offset = offset
+            state.task = asyncio.get_running_loop().create_task(pull_loop(self, state.pq, offset))
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        self._check_running()
+        await self.seek(mq, await self.consumer.min_offset(mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        self._check_running()
+        await self.seek(mq, await self.consumer.max_offset(mq))
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's queues from the name servers (readable ones), sorted."""
+        self._check_running()
+        return sorted(await self.consumer.queues(topic))
+
+    async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The broker's SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after *timestamp_ms*."""
+        self._check_running()
+        return await self.consumer.search_offset(mq, timestamp_ms)
+
+    # --- requests from brokers (NOTIFY_CONSUMER_IDS_CHANGED: GroupConsumer._serve) ----------------------
+
+    def running_info(self, *, jstack: bool = False) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO, as 4.9.3's lite consumer answers it: its settings (Java's property
+        names) and subscriptions, no queue table, no thread dump."""
+        s = self.settings
+        props = {
+            **self._common_properties(), "pullBatchSize": str(s.pull_batch_size),
+            "pullThresholdForAll": str(s.pull_threshold_for_all), "consumeMaxSpan": str(s.consume_max_span),
+            "autoCommit": "true" if s.auto_commit else "false",
+            "autoCommitIntervalMillis": str(int(s.auto_commit_interval_s * 1000)),
+            "brokerSuspendMaxTimeMillis": str(s.long_poll_ms),
+        }
+        return ConsumerRunningInfo(props, tuple(self.subscriptions.values()))
