@@ -78,6 +78,9 @@ class BrokerConfig:
     flush_consumer_offset_interval_ms: int = 5000
     compressed_register: bool = False
     enable_property_filter: bool = False
+    #: SQL92 for retry topics (filterSupportRetry): a pull of %RETRY%<group> checks each message against the
+    #: group's SQL92 subscription of the topic it came from (its RETRY_TOPIC property); see broker/pull.py
+    filter_support_retry: bool = False
     #: clients without a heartbeat for this long are dropped
     channel_expired_timeout_ms: int = 120000
     server_channel_max_idle_time_s: int = 120

@@ -11,9 +11,22 @@ NO_MATCHED_MESSAGE (PULL_RETRY_IMMEDIATELY).  The expression is compiled once pe
 A bad one: from the request (subscription flag) SUBSCRIPTION_PARSE_FAILED; from the heartbeat
 FILTER_DATA_NOT_EXIST (4.9.3 keeps no filter data for an expression that did not compile).  Deliberately
 unlike 4.9.3, whose request path then runs with no filter at all (an ``assert`` that production JVMs skip),
-a request whose expression does not compile is refused.  Retry topics are not filtered by SQL92, as with
-4.9.3's default ``filterSupportRetry=false``.  A held SQL92 pull wakes only for an arriving message that
-matches (or at the periodic check, as in 4.9.3).
+a request whose expression does not compile is refused.  A held SQL92 pull wakes only for an arriving
+message that matches (or at the periodic check, as in 4.9.3).
+
+Retry topics (4.9.3's ``filterSupportRetry``, off by default).  Off: a pull of ``%RETRY%<group>`` is filtered
+by its own subscription only, which consumers make ``*``, so every retry message comes back.  On: as 4.9.3's
+ExpressionForRetryMessageFilter, each record of a ``%RETRY%<group>`` pull is also checked against what
+``<group>`` (from the topic's name) subscribes to on the message's original topic (its RETRY_TOPIC
+property): an SQL92 subscription delivers it only if the expression is TRUE for the record's properties,
+the original's plus what the retry added (RETRY_TOPIC, ORIGIN_MESSAGE_ID, DELAY, REAL_TOPIC, REAL_QID); a
+TAG subscription, no subscription or one that does not compile lets it through.  The subscription is the
+group's current one from its heartbeats, so a retry given back under an older expression meets the new one.
+Differences kept on purpose: 4.9.3 reads the expression from its ConsumerFilterManager, which keeps a
+topic's last SQL92 expression for filterDataCleanTimeSpan (a day) after the group drops the topic, and
+keeps it when the group turns to a TAG subscription; this broker keeps no such table, so those retries
+pass.  A retry record without RETRY_TOPIC (written to the retry topic by hand) passes, where 4.9.3's look-up
+by a null topic throws and the pull fails.
 
 GetMessageStatus -> response code: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20; NO_MESSAGE_IN_QUEUE /
 NO_MATCHED_LOGIC_QUEUE 21 if the requested offset is not 0, else 19; OFFSET_FOUND_NULL / OFFSET_OVERFLOW_ONE 19;
@@ -31,11 +44,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from rocketstore.broker.topics import OFFSET_MOVED_EVENT, group_problem, topic_problem
-from rocketstore.message.hashing import java_string_hash
+from rocketstore.broker.topics import (
+    OFFSET_MOVED_EVENT,
+    RETRY_GROUP_TOPIC_PREFIX,
+    group_problem,
+    topic_problem,
+)
+from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.message.sql_filter import SQL92, SqlFilter, SqlSyntaxError, compile_sql
 from rocketstore.remoting.bodies import MessageModel, Perm, SubscriptionData, build_subscription
@@ -50,7 +68,10 @@ from rocketstore.store.results import GetMessageStatus, GetResult
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["PullSysFlag", "pull_message", "register", "response_code_for_get_status"]
+__all__ = ["PullSysFlag", "pull_message", "register", "response_code_for_get_status", "retry_matcher"]
+
+#: what the store's read loop asks of each record when a pull filters by properties
+PropertyMatch = Callable[[Mapping[str, str]], bool]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -80,14 +101,6 @@ def response_code_for_get_status(status: GetMessageStatus, requested_offset: int
     if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):
         return ResponseCode.PULL_NOT_FOUND
     return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
-
-
-def _tag_codes(sub: SubscriptionData) -> frozenset[int] | None:
-    if sub.matches_all:
-        return None
-    if sub.tags_set:
-        return frozenset(java_string_hash(t) for t in sub.tags_set)
-    return frozenset(sub.code_set)
 
 
 async def pull_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -147,13 +160,17 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         return fail(ResponseCode.SYSTEM_ERROR,
                     f"The broker does not support consumer to filter message by {sub.expression_type}")
     codes: frozenset[int] | None = None
-    match: SqlFilter | None = None
+    match: PropertyMatch | None = None
     if sub.expression_type == "TAG":
-        codes = _tag_codes(sub)
+        codes = None if sub.matches_all else sub.tag_codes()
     else:
         match = _sql_filter(sub)
         if match is None:
             return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+    if cfg.filter_support_retry and h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        # the original topic's subscription decides, in place of the retry topic's own expression (its tag
+        # codes, from the consume queue, still apply)
+        match = retry_matcher(broker, h.topic[len(RETRY_GROUP_TOPIC_PREFIX):])
 
     result = _get(broker, h, codes, match)
     slave = broker.store_config.broker_role == BrokerRole.SLAVE
@@ -197,8 +214,24 @@ def _sql_filter(sub: SubscriptionData) -> SqlFilter | None:
         return None
 
 
+def retry_matcher(broker: Broker, group: str) -> PropertyMatch:
+    """filterSupportRetry's check of one ``%RETRY%<group>`` record by its properties: *group*'s current SQL92
+    subscription of the record's RETRY_TOPIC decides; anything else (TAG or no subscription, an expression
+    that does not compile, no RETRY_TOPIC) lets the record through."""
+    def matches(properties: Mapping[str, str]) -> bool:
+        original = properties.get(PropertyName.RETRY_TOPIC)
+        info = broker.clients.group(group)
+        sub = info.subscriptions.get(original) if info is not None and original is not None else None
+        if sub is None or sub.expression_type == "TAG" or not sub.sub_string:
+            return True
+        compiled = _sql_filter(sub)
+        return True if compiled is None else compiled.matches(properties)
+
+    return matches
+
+
 def _arrival_matcher(broker: Broker, h: PullMessageRequestHeader,
-                     match: SqlFilter | None) -> Callable[[int], bool] | None:
+                     match: PropertyMatch | None) -> Callable[[int], bool] | None:
     """For a held SQL92 pull: does the message that arrived at a queue offset pass the filter (4.9.3's
     hold service evaluates the arriving message's properties before it wakes the pull)?"""
     if match is None:
@@ -212,7 +245,7 @@ def _arrival_matcher(broker: Broker, h: PullMessageRequestHeader,
 
 
 def _get(broker: Broker, h: PullMessageRequestHeader, codes: frozenset[int] | None,
-         match: SqlFilter | None = None) -> GetResult:
+         match: PropertyMatch | None = None) -> GetResult:
     began_ns = time.monotonic_ns()
     result = broker.store.get(h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), tags=codes,
                               match=match)

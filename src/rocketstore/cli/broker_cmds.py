@@ -8,21 +8,29 @@ getBrokerConfig, updateBrokerConfig), through client.admin:
                                                                    every group's offsets and lag per queue
     rocketstore broker-admin config get [-b ADDR | -c CLUSTER]     the brokers' properties
     rocketstore broker-admin config set KEY=VALUE ... [-b ADDR | -c CLUSTER]
+    rocketstore broker-admin watch [-b ADDR | -c CLUSTER] [--interval S] [--count N] [--png FILE]
+                                                                   live figures per sample (cli/broker_watch.py)
 
 Without ``-b`` a command asks every master of ``-c CLUSTER`` (default: every master the name server
 knows).  The group is ``broker-admin`` because ``rocketstore broker`` runs a broker; the stats name is
 ``-s`` because ``-n`` is the name server everywhere.  Every command takes ``--namesrv`` and ``--json``;
-errors print one line on stderr and exit 1 (2 for bad arguments).
+errors print one line on stderr and exit 1 (2 for bad arguments).  ``watch --json`` prints JSON lines (one
+object per broker and sample), and exits 1 when some sample went unanswered (each such round has its
+error line; the watch itself goes on).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from functools import partial
 
+from rocketstore.cli import broker_watch
 from rocketstore.cli.output import (
     add_targets,
     admin_of,
+    fail,
     format_time,
     print_json,
     print_table,
@@ -72,6 +80,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     targets(put)
     put.set_defaults(handler=_config_set)
 
+    watch = commands.add_parser("watch", help="sample the masters' runtime figures every few seconds: puts and "
+                                              "gets per second, MiB/s written, dispatch lag, held pulls")
+    watch.add_argument("--interval", type=_positive_float, default=1.0, metavar="S",
+                       help="seconds between samples (default 1)")
+    watch.add_argument("--count", type=_positive_int, default=None, metavar="N",
+                       help="stop after N samples (default: until Ctrl-C)")
+    watch.add_argument("--png", metavar="FILE", help="at the end, draw the series into this PNG (needs matplotlib: "
+                                                     "the plot extra)")
+    targets(watch)
+    watch.set_defaults(handler=_watch)
+
 
 def _assignment(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
@@ -79,6 +98,22 @@ def _assignment(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"not KEY=VALUE: {text!r}")
     return name.strip(), value.strip()
 
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text!r}")
+    return int(text)
 
 
 async def _addresses(admin: AdminClient, args: argparse.Namespace) -> list[str]:
@@ -169,6 +204,33 @@ def _config_set(args: argparse.Namespace) -> int:
         else:
             for addr in updated:
                 print(f"updated {', '.join(f'{k}={v}' for k, v in properties.items())} on {addr}")
+        return 0
+
+    return run_command(go())
+
+
+def _watch(args: argparse.Namespace) -> int:
+    if args.png and (problem := broker_watch.chart_problem()):
+        return fail(problem)
+
+    def emit(row: broker_watch.WatchRow) -> None:
+        line = json.dumps(row.to_json(), ensure_ascii=False) if args.json else broker_watch.format_row(row)
+        print(line, flush=True)  # flushed: whoever follows the output sees each sample as it is taken
+
+    async def go() -> int:
+        async with admin_of(args) as admin:
+            brokers = await _addresses(admin, args)
+            if not args.json:
+                print(broker_watch.header_line(), flush=True)
+            watcher = await broker_watch.watch(admin, brokers, interval_s=args.interval, count=args.count, emit=emit)
+        if args.png:
+            broker_watch.draw_chart(watcher.rows, args.png)
+            print(f"chart of {len(watcher.rows)} rows written to {args.png}", file=sys.stderr)
+        failures = watcher.failures
+        if failures:
+            samples = len({r.sample for r in watcher.rows})
+            return fail(f"{len(failures)} of {len(watcher.rows)} broker answers in {samples} samples failed "
+                        f"(last: {failures[-1].broker}: {failures[-1].error})")
         return 0
 
     return run_command(go())
