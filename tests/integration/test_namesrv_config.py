@@ -15,6 +15,7 @@ import pytest
 from local_cluster import LocalCluster
 from serve_process import cli, env
 
+from rocketstore.client.admin import AdminClient
 from rocketstore.message.java_properties import parse_properties_text
 from rocketstore.namesrv import NameServer, NamesrvConfig, NamesrvConfigError
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -198,3 +199,16 @@ def test_cli_namesrv_config_and_kv_commands(tmp_path: Path) -> None:
         refused = cli("namesrv-config", "set", "kvConfigPath=/tmp/elsewhere", *ns)
         assert refused.returncode == 1 and "cannot be changed at run time" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_an_ordered_topic_created_on_the_cluster_gets_its_order_config_on_the_name_servers(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path / "store") as cluster:
+        async def go() -> tuple[list[str], str | None]:
+            async with AdminClient(cluster.namesrv_addr) as admin:
+                written = await admin.create_topic("OrderedTopic", cluster="DefaultCluster", read_queue_nums=4,
+                                                   write_queue_nums=4, order=True)
+                return written, await admin.get_kv("ORDER_TOPIC_CONFIG", "OrderedTopic")
+
+        written, conf = run(go())
+        assert written == [cluster.broker_addr]
+        assert conf == f"{cluster.broker_name}:4"

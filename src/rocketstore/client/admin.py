@@ -68,7 +68,6 @@ from rocketstore.remoting.headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetTopicStatsInfoRequestHeader,
-    PutKVConfigRequestHeader,
     QueryConsumeQueueRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
@@ -347,27 +346,15 @@ class AdminClient(NamesrvAdmin):
         check_name("topic", topic)
         if read_queue_nums < 1 or write_queue_nums < 1:
             raise ClientError("a topic needs at least one read and one write queue")
-        if broker_addr is not None:
-            targets = [broker_addr]
-        else:
-            info = await self.cluster_info()
-            if cluster is not None and cluster not in info.clusters:
-                known = ", ".join(sorted(info.clusters)) or "none"
-                raise ClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
-            targets = list(info.masters(cluster).values())
-            if not targets:
-                raise ClientError("no master broker is registered with the name server")
+        targets = [broker_addr] if broker_addr is not None else await self.master_addrs(cluster)
         header = CreateTopicRequestHeader(topic=topic, default_topic="TBW102", read_queue_nums=read_queue_nums,
                                           write_queue_nums=write_queue_nums, perm=perm,
                                           topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=order)
         for addr in targets:
             await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
         if order and broker_addr is None:
-            names = sorted(info.masters(cluster))
-            conf = ";".join(f"{name}:{write_queue_nums}" for name in names)
-            ext = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=conf).to_ext_fields()
-            for addr in self.namesrv_addrs:
-                await self._call(addr, RequestCode.PUT_KV_CONFIG, ext)
+            names = sorted((await self.cluster_info()).masters(cluster))
+            await self.put_kv(ORDER_TOPIC_CONFIG, topic, ";".join(f"{name}:{write_queue_nums}" for name in names))
         return targets
 
     async def topic_stats(self, topic: str) -> list[QueueStats]:
