@@ -10,13 +10,14 @@ C API) subscribe by tag only (their subscribe takes a topic and a tag expression
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from local_cluster import LocalCluster, wait_stored
-from serve_process import wait_for
+from serve_process import cli, wait_for
 
 from rocketstore.client import (
     BrokerError,
@@ -287,3 +288,17 @@ def test_without_enable_property_filter_sql92_is_refused(plain_cluster: LocalClu
         assert error.code == ResponseCode.SYSTEM_ERROR
         assert error.remark == "The broker does not support consumer to filter message by SQL92"
     assert tagged == [b"m0", b"m1", b"m2"]
+
+
+def test_cli_consume_with_sql_prints_only_the_matching_messages(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path / "store", enable_property_filter=True) as cluster:
+        ns = ("--namesrv", cluster.namesrv_addr)
+        for region in ("eu", "us"):
+            sent = cli("send", "CliSql", f"{region}-{{i}}", "--count", "3", "--property", f"region={region}", *ns)
+            assert sent.returncode == 0, sent.stderr
+        wait_stored(cluster, "CliSql", 6, "six messages")
+        out = cli("consume", "CliSql", "-g", "cli-sql", "--sql", "region = 'eu'", "--timeout", "3", "--json", *ns)
+        assert out.returncode == 0, out.stderr
+        assert sorted(m["body"] for m in json.loads(out.stdout)["messages"]) == ["eu-0", "eu-1", "eu-2"]
+        both = cli("consume", "CliSql", "-g", "cli-sql-2", "--sql", "a > 1", "--tags", "T", *ns)
+        assert both.returncode == 2 and "not allowed with argument" in both.stderr

@@ -4,7 +4,7 @@ command line (client.Producer, client.RequestProducer and client.PullConsumer).
     rocketstore send TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--delay-level N] [--count N]
                                 [--queue Q] [--group G]
     rocketstore request TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--timeout S] [--group G]
-    rocketstore consume TOPIC --group G [--tags 'A || B'] [--from first|last] [--max N] [--timeout S]
+    rocketstore consume TOPIC --group G [--tags 'A || B' | --sql EXPR] [--from first|last] [--max N] [--timeout S]
                                 [--reply BODY]
 
 ``send`` prints one row per send result; in BODY and --keys, ``{i}`` becomes the message's number
@@ -36,6 +36,7 @@ from rocketstore.cli.output import (
 )
 from rocketstore.client import (
     MessageQueue,
+    MessageSelector,
     Producer,
     PullConsumer,
     PullStatus,
@@ -75,7 +76,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     consume = subparsers.add_parser("consume", help="pull messages as a group, print them, commit offsets")
     consume.add_argument("topic")
     consume.add_argument("-g", "--group", required=True, help="consumer group (its offsets are committed)")
-    consume.add_argument("--tags", default="*", help="tag expression, e.g. 'TagA || TagB' (default *)")
+    selector = consume.add_mutually_exclusive_group()
+    selector.add_argument("--tags", default="*", help="tag expression, e.g. 'TagA || TagB' (default *)")
+    selector.add_argument("--sql", help="SQL92 expression over message properties instead of tags, e.g. "
+                                        "\"region = 'eu' AND amount > 100\" (the broker needs enablePropertyFilter=true)")
     consume.add_argument("--from", dest="start", choices=("first", "last"), default="first",
                          help="where a queue without a committed offset starts (default first)")
     consume.add_argument("--max", type=int, help="stop after this many messages")
@@ -290,8 +294,9 @@ async def _pull_loop(consumer: PullConsumer, mq: MessageQueue, offset: int, args
 
 async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, args: argparse.Namespace,
                       state: _Consumption) -> None:
+    selector = MessageSelector.by_sql(args.sql) if args.sql else MessageSelector.by_tag(args.tags)
     while not state.stop.is_set():
-        result = await consumer.pull(mq, offset, 32, expression=args.tags, suspend_ms=PULL_SUSPEND_MS)
+        result = await consumer.pull(mq, offset, 32, expression=selector, suspend_ms=PULL_SUSPEND_MS)
         if result.status == PullStatus.OFFSET_ILLEGAL:
             offset = result.next_begin_offset
             continue

@@ -20,6 +20,7 @@ from typing import Any, Self, TypeVar
 
 from rocketstore.client import (
     MessageQueue,
+    MessageSelector,
     Producer,
     PullConsumer,
     PullResult,
@@ -157,7 +158,7 @@ class BrokerSession:
 
         self._run(go())
 
-    def pull(self, mq: MessageQueue, offset: int, max_count: int, expression: str) -> PullResult:
+    def pull(self, mq: MessageQueue, offset: int, max_count: int, expression: str | MessageSelector) -> PullResult:
         return self._run(self.consumer.pull(mq, offset, max_count, expression=expression))
 
     # --- sending ----------------------------------------------------------------------------------------

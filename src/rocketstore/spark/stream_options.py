@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from rocketstore.client import MessageQueue, SessionCredentials
+from rocketstore.client import MessageQueue, MessageSelector, SessionCredentials
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
 from rocketstore.spark.store_options import is_system_topic
 
 __all__ = [
@@ -155,6 +156,9 @@ class SourceOptions:
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     tags: str = "*"
+    #: an SQL92 expression over message properties, filtered by the broker (enablePropertyFilter=true) instead
+    #: of ``tags``
+    sql: str | None = None
     consumer_group: str | None = None
     pull_batch: int = DEFAULT_PULL_BATCH
     timeout_s: float = 5.0
@@ -202,15 +206,28 @@ class SourceOptions:
         if max_per_trigger is not None and not streaming:
             raise SparkOptionError("maxOffsetsPerTrigger is for streaming queries only")
         tags = (opts.get("tags") or "*").strip() or "*"
+        sql = (opts.get("sql") or "").strip() or None
+        if sql is not None:
+            if "tags" in opts:
+                raise SparkOptionError("give either 'tags' or 'sql', not both")
+            try:
+                compile_sql(sql)
+            except SqlSyntaxError as exc:
+                raise SparkOptionError(f"option sql: {exc}") from exc
         timeout_ms = _int(opts, "timeoutms", "timeoutMs", 1) or 5000
         return cls(name_server=_name_server(opts), subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
                    starting_offsets=start, ending_offsets=end, starting_timestamp_ms=starting_ts,
                    max_offsets_per_trigger=max_per_trigger,
                    min_partitions=_int(opts, "minpartitions", "minPartitions", 1),
                    fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
-                   tags=tags, consumer_group=group,
+                   tags=tags, sql=sql, consumer_group=group,
                    pull_batch=_int(opts, "pullbatchsize", "pullBatchSize", 1) or DEFAULT_PULL_BATCH,
                    timeout_s=timeout_ms / 1000, credentials=_credentials(opts))
+
+    @property
+    def selector(self) -> MessageSelector:
+        """What each pull asks the broker for: the SQL92 expression when given, else the tags."""
+        return MessageSelector.by_sql(self.sql) if self.sql is not None else MessageSelector.by_tag(self.tags)
 
     @property
     def pull_group(self) -> str:

@@ -278,7 +278,7 @@ def _pull_range(session: BrokerSession, options: SourceOptions, r: PullRange) ->
     mq = r.queue
     offset = r.start
     while offset < r.end:
-        got = session.pull(mq, offset, min(options.pull_batch, r.end - offset), options.tags)
+        got = session.pull(mq, offset, min(options.pull_batch, r.end - offset), options.selector)
         if got.status == PullStatus.FOUND:
             yield [m for m in got.messages if offset <= m.queue_offset < r.end]
         elif got.status == PullStatus.OFFSET_ILLEGAL and offset < got.min_offset and r.fresh:
