@@ -20,6 +20,10 @@ GET_BROKER_RUNTIME_INFO (28), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_S
 (223), QUERY_CONSUME_TIME_SPAN (303), QUERY_CORRECTION_OFFSET (308), CLONE_GROUP_OFFSET (314),
 CLEAN_EXPIRED_CONSUMEQUEUE (306) and CLEAN_UNUSED_TOPIC (316).
 
+The ACL calls live in client/acl_admin.py, the broker statistics and configuration calls in
+client/broker_admin.py, the name servers' settings and KV table in client/namesrv_admin.py (mixins of
+AdminClient), and the values they answer with in client/admin_types.py (re-exported here).
+
 A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
 is not a topic or group RocketMQ would accept raises InvalidNameError before anything is sent.
 Imports remoting and message only.  Loop-bound.
@@ -27,10 +31,26 @@ Imports remoting and message only.  Loop-bound.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any, Self
 
+from rocketstore.client.acl_admin import AclAdmin
+from rocketstore.client.admin_types import (
+    AclConfigInfo,
+    AclVersionInfo,
+    BrokerConsumeStats,
+    BrokerStatsData,
+    ClusterInfo,
+    ConsumeProgress,
+    ConsumerConnection,
+    InvalidNameError,
+    NoConsumeProgressError,
+    QueueProgress,
+    QueueStats,
+    StatsWindow,
+    check_name,
+    mq_fields,
+)
+from rocketstore.client.broker_admin import BrokerAdmin
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, broker_error_for
@@ -40,7 +60,7 @@ from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import BrokerData, DataVersion, Perm, TopicRouteData
+from rocketstore.remoting.bodies import BrokerData, Perm, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import (
@@ -56,14 +76,10 @@ from rocketstore.remoting.consumer_bodies import (
 from rocketstore.remoting.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
-    CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
-    DeleteAccessConfigRequestHeader,
-    GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
-    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
@@ -78,8 +94,6 @@ from rocketstore.remoting.headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
-    UpdateGlobalWhiteAddrsConfigRequestHeader,
-    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
 )
 from rocketstore.remoting.transport import ConnectionPool
@@ -112,157 +126,9 @@ CONSUMER_STATUS_WAIT_S = 8.0
 CLEAN_QUEUES_WAIT_S = 15.0
 #: the name server's KV namespace of ordered topics' configs
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-#: TopicValidator / group names: the characters RocketMQ allows, at most 127 of them
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
 
 
-class NoConsumeProgressError(ClientError):
-    """No broker holds a committed offset of the group (on the topic asked about)."""
-
-
-class InvalidNameError(ClientError):
-    def __init__(self, kind: str, name: str) -> None:
-        self.kind = kind
-        self.name = name
-        super().__init__(f"invalid {kind} name {name!r}: use 1 to 127 of the characters a-z A-Z 0-9 _ - % |")
-
-
-def check_name(kind: str, name: str) -> str:
-    """*name* if RocketMQ accepts it as a topic or group name, else InvalidNameError."""
-    if not _NAME.match(name):
-        raise InvalidNameError(kind, name)
-    return name
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterInfo:
-    brokers: dict[str, BrokerData]
-    clusters: dict[str, list[str]]
-
-    def masters(self, cluster: str | None = None) -> dict[str, str]:
-        """broker name -> master address, of one cluster or of all."""
-        names = self.clusters.get(cluster, []) if cluster is not None else list(self.brokers)
-        out = {}
-        for name in sorted(names):
-            bd = self.brokers.get(name)
-            addr = bd.master_addr() if bd is not None else None
-            if addr is not None:
-                out[name] = addr
-        return out
-
-    def addresses(self) -> set[str]:
-        return {a for bd in self.brokers.values() for a in bd.broker_addrs.values()}
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStats:
-    topic: str
-    broker_name: str
-    queue_id: int
-    min_offset: int
-    max_offset: int
-    last_update_timestamp_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class QueueProgress:
-    topic: str
-    broker_name: str
-    queue_id: int
-    broker_offset: int
-    consumer_offset: int
-    last_timestamp_ms: int
-
-    @property
-    def lag(self) -> int:
-        """mqadmin's Diff: messages stored but not yet consumed by the group."""
-        return self.broker_offset - self.consumer_offset
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumeProgress:
-    group: str
-    queues: list[QueueProgress]
-    consume_tps: float
-
-    @property
-    def total_lag(self) -> int:
-        return sum(q.lag for q in self.queues)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerConnection:
-    """One client of a consumer group as a broker sees it (GET_CONSUMER_CONNECTION_LIST)."""
-
-    client_id: str
-    client_addr: str
-    language: str
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class AclVersionInfo:
-    """A broker's ACL file versions (GET_BROKER_CLUSTER_ACL_INFO; mqadmin clusterAclConfigVersion)."""
-
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
-    #: conf/plain_acl.yml's (4.9.3's deprecated single version)
-    version: DataVersion
-    #: absolute file path on the broker -> its version
-    file_versions: dict[str, DataVersion]
-
-
-@dataclass(frozen=True, slots=True)
-class AclConfigInfo:
-    """A broker's ACL configuration (GET_BROKER_CLUSTER_ACL_CONFIG): the global white addresses of all its
-    files and each account as RocketMQ's PlainAccessConfig JSON (accessKey, secretKey, admin, ...)."""
-
-    global_white_addrs: list[str]
-    accounts: list[dict[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class StatsWindow:
-    """One window of a broker stat item (BrokerStatsItem): the sum gained, per second, per event."""
-
-    sum: int
-    tps: float
-    avgpt: float
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerStatsData:
-    """A broker stat item over its last minute, hour and day (VIEW_BROKER_STATS_DATA)."""
-
-    minute: StatsWindow
-    hour: StatsWindow
-    day: StatsWindow
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerConsumeStats:
-    """Every subscription group's progress on one broker (GET_BROKER_CONSUME_STATS; mqadmin
-    brokerConsumeStats): per group one ConsumeProgress per topic, and the summed lag."""
-
-    broker_addr: str
-    total_diff: int
-    groups: dict[str, list[ConsumeProgress]]
-
-
-def _stats_window(obj: Any) -> StatsWindow:
-    obj = obj if isinstance(obj, dict) else {}
-    return StatsWindow(int(obj.get("sum") or 0), float(obj.get("tps") or 0.0), float(obj.get("avgpt") or 0.0))
-
-
-def _mq_fields(key: Any) -> dict[str, Any]:
-    """A fastjson object key (a tuple of (name, value) pairs from fastjson.loads) as a dict."""
-    if isinstance(key, tuple):
-        return dict(key)
-    raise ClientError(f"unexpected message queue key in a broker answer: {key!r}")
-
-
-class AdminClient(NamesrvAdmin):
+class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin):
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
                  credentials: SessionCredentials | None = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
@@ -364,7 +230,7 @@ class AdminClient(NamesrvAdmin):
         for addr in (await self.topic_masters(topic)).values():
             table = self._json(await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext)).get("offsetTable") or {}
             for key, value in table.items():
-                mq = _mq_fields(key)
+                mq = mq_fields(key)
                 out.append(QueueStats(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
                                       int(value.get("minOffset", 0)), int(value.get("maxOffset", 0)),
                                       int(value.get("lastUpdateTimestamp", 0))))
@@ -387,7 +253,7 @@ class AdminClient(NamesrvAdmin):
             obj = self._json(await self._call(addr, RequestCode.GET_CONSUME_STATS, ext))
             tps += float(obj.get("consumeTps") or 0.0)
             for key, value in (obj.get("offsetTable") or {}).items():
-                mq = _mq_fields(key)
+                mq = mq_fields(key)
                 rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
                                           int(value.get("brokerOffset", 0)), int(value.get("consumerOffset", 0)),
                                           int(value.get("lastTimestamp", 0))))
@@ -611,150 +477,11 @@ class AdminClient(NamesrvAdmin):
     async def master_addrs(self, cluster: str | None = None) -> list[str]:
         """The master address of every broker of *cluster* (all clusters when None) the name servers know."""
         info = await self.cluster_info()
-        if cluster is not None and cluster not in info.clusters:
-            known = ", ".join(sorted(info.clusters)) or "none"
-            raise ClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
+        info.require(cluster)
         addrs = list(info.masters(cluster).values())
         if not addrs:
             raise ClientError("no master broker is registered with the name server")
         return addrs
-
-    async def runtime_info(self, broker_addr: str) -> dict[str, str]:
-        """The broker's runtime figures (GET_BROKER_RUNTIME_INFO; mqadmin brokerStatus): name -> value."""
-        table = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)).get("table") or {}
-        if not isinstance(table, dict):
-            raise ClientError(f"unexpected runtime info table: {str(table)[:200]!r}")
-        return {str(k): str(v) for k, v in table.items()}
-
-    async def view_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
-        """One stat item of the broker (VIEW_BROKER_STATS_DATA): e.g. TOPIC_PUT_NUMS / topic,
-        GROUP_GET_NUMS / ``topic@group``, BROKER_PUT_NUMS / cluster name.  An item the broker does not
-        have raises the broker's SYSTEM_ERROR ("The stats <name> <key> not exist")."""
-        ext = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key).to_ext_fields()
-        obj = self._json(await self._call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, ext))
-        return BrokerStatsData(_stats_window(obj.get("statsMinute")), _stats_window(obj.get("statsHour")),
-                               _stats_window(obj.get("statsDay")))
-
-    async def broker_consume_stats(self, broker_addr: str, is_order: bool = False, *,
-                                   timeout_s: float | None = None) -> BrokerConsumeStats:
-        """Every subscription group's consume progress on the broker (GET_BROKER_CONSUME_STATS);
-        *is_order*: only ordered topics."""
-        ext = GetConsumeStatsInBrokerHeader(is_order=is_order).to_ext_fields()
-        obj = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, ext,
-                                          timeout_s=timeout_s))
-        groups: dict[str, list[ConsumeProgress]] = {}
-        for entry in obj.get("consumeStatsList") or []:
-            if not isinstance(entry, dict):
-                continue
-            for group, stats_list in entry.items():
-                progress = groups.setdefault(str(group), [])
-                for stats in stats_list if isinstance(stats_list, list) else []:
-                    rows = []
-                    for key, value in ((stats or {}).get("offsetTable") or {}).items():
-                        mq = _mq_fields(key)
-                        rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
-                                                  int(value.get("brokerOffset", 0)),
-                                                  int(value.get("consumerOffset", 0)),
-                                                  int(value.get("lastTimestamp", 0))))
-                    rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
-                    progress.append(ConsumeProgress(str(group), rows, float(stats.get("consumeTps") or 0.0)))
-        return BrokerConsumeStats(str(obj.get("brokerAddr") or broker_addr), int(obj.get("totalDiff") or 0),
-                                  groups)
-
-    async def broker_config(self, broker_addr: str) -> tuple[dict[str, str], DataVersion | None]:
-        """The broker's configuration (GET_BROKER_CONFIG; mqadmin getBrokerConfig): property -> value, and
-        the configuration's data version."""
-        response = await self._call(broker_addr, RequestCode.GET_BROKER_CONFIG)
-        props: dict[str, str] = {}
-        for line in response.body.decode("utf-8", errors="replace").splitlines():
-            name, sep, value = line.partition("=")
-            if sep and name.strip():
-                props[name.strip()] = value.strip()
-        version_text = response.ext_fields.get("version")
-        version = DataVersion.from_json(fastjson.loads(version_text)) if version_text else None
-        return props, version
-
-    async def update_broker_config(self, properties: dict[str, str], *, broker_addr: str | None = None,
-                                   cluster: str | None = None) -> list[str]:
-        """UPDATE_BROKER_CONFIG with *properties* (broker.conf names and values) on one broker, else on every
-        master of *cluster* (every master when None), as mqadmin updateBrokerConfig.  Returns the addresses
-        updated; a broker refusing (unknown property, bad value) raises its error and stops there."""
-        if not properties:
-            raise ClientError("no property to update")
-        for name, value in properties.items():
-            if not name or any(c in name for c in "=: \t\r\n#!") or any(c in str(value) for c in "\r\n"):
-                raise ClientError(f"cannot send property {name!r}={value!r} as a properties line")
-        body = "".join(f"{name}={value}\n" for name, value in properties.items()).encode("utf-8")
-        targets = [broker_addr] if broker_addr is not None else await self.master_addrs(cluster)
-        for addr in targets:
-            await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
-        return targets
-
-    # --- plain ACL -----------------------------------------------------------------------------------------
-
-    async def acl_brokers(self, cluster: str | None = None, *, slaves: bool = True) -> list[str]:
-        """Addresses of the brokers of *cluster* (all clusters when None) that mqadmin's ``-c`` reaches:
-        masters and slaves for the ACL changes (CommandUtil.fetchMasterAndSlaveAddrByClusterName), masters
-        only (*slaves* False) for the version query."""
-        info = await self.cluster_info()
-        if cluster is not None and cluster not in info.clusters:
-            known = ", ".join(sorted(info.clusters)) or "none"
-            raise ClientError(f"cluster {cluster!r} is not known to the name server (known: {known})")
-        names = info.clusters[cluster] if cluster is not None else sorted(info.brokers)
-        out: list[str] = []
-        for name in names:
-            bd = info.brokers.get(name)
-            if bd is None:
-                continue
-            for broker_id, addr in sorted(bd.broker_addrs.items()):
-                if (slaves or broker_id == 0) and addr not in out:
-                    out.append(addr)
-        if not out:
-            raise ClientError("no broker is registered with the name server" if cluster is None
-                              else f"no broker of cluster {cluster!r} is registered with the name server")
-        return out
-
-    async def update_acl_config(self, broker_addr: str, access_key: str, secret_key: str, *,
-                                white_remote_address: str | None = None, admin: bool = False,
-                                default_topic_perm: str | None = None, default_group_perm: str | None = None,
-                                topic_perms: list[str] | None = None, group_perms: list[str] | None = None) -> None:
-        """Create the account on the broker, or update it where it is defined (mqadmin updateAccessConfig).
-        Fields left None keep an existing account's values; *topic_perms* / *group_perms* are ``name=PERM``
-        (PERM one of PUB, SUB, PUB|SUB, DENY) and replace the account's list when given."""
-        header = CreateAccessConfigRequestHeader(
-            access_key=access_key, secret_key=secret_key, white_remote_address=white_remote_address, admin=admin,
-            default_topic_perm=default_topic_perm, default_group_perm=default_group_perm,
-            topic_perms=None if topic_perms is None else ",".join(topic_perms),
-            group_perms=None if group_perms is None else ",".join(group_perms))
-        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header.to_ext_fields())
-
-    async def delete_acl_config(self, broker_addr: str, access_key: str) -> None:
-        """Remove the account from the broker's file that defines it (mqadmin deleteAccessConfig)."""
-        ext = DeleteAccessConfigRequestHeader(access_key=access_key).to_ext_fields()
-        await self._call(broker_addr, RequestCode.DELETE_ACL_CONFIG, ext)
-
-    async def update_global_white_addrs(self, broker_addr: str, addresses: list[str]) -> None:
-        """Replace the global white address list of the broker's conf/plain_acl.yml (mqadmin
-        updateGlobalWhiteAddr; the file must already have a globalWhiteRemoteAddresses key)."""
-        ext = UpdateGlobalWhiteAddrsConfigRequestHeader(global_white_addrs=",".join(addresses)).to_ext_fields()
-        await self._call(broker_addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext)
-
-    async def acl_config_version(self, broker_addr: str) -> AclVersionInfo:
-        """The broker's ACL file versions (mqadmin clusterAclConfigVersion -b)."""
-        response = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
-        h = GetBrokerAclConfigResponseHeader.from_ext_fields(response.ext_fields)
-        files = fastjson.loads(h.all_acl_file_version) if h.all_acl_file_version else {}
-        if not isinstance(files, dict):
-            raise ClientError(f"unexpected allAclFileVersion: {str(h.all_acl_file_version)[:200]!r}")
-        return AclVersionInfo(h.broker_name, h.broker_addr, h.cluster_name,
-                              DataVersion.from_json(fastjson.loads(h.version)),
-                              {str(p): DataVersion.from_json(v) for p, v in files.items()})
-
-    async def cluster_acl_config(self, broker_addr: str) -> AclConfigInfo:
-        """The broker's global white addresses and accounts (mqadmin getAccessConfigSubCommand -b)."""
-        obj = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG))
-        return AclConfigInfo([str(a) for a in obj.get("globalWhiteAddrs") or []],
-                             [dict(a) for a in obj.get("plainAccessConfigs") or [] if isinstance(a, dict)])
 
     # --- messages ----------------------------------------------------------------------------------------
 

@@ -8,11 +8,9 @@ nothing: a setting or KV entry given to one only is unknown to the others.  Mixe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from rocketstore.client.admin_types import AdminCalls
 from rocketstore.message.java_properties import format_properties, parse_properties_text
 from rocketstore.remoting.codes import RequestCode, ResponseCode
-from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
     DeleteKVConfigRequestHeader,
     GetKVConfigRequestHeader,
@@ -22,13 +20,7 @@ from rocketstore.remoting.headers import (
 __all__ = ["NamesrvAdmin"]
 
 
-class NamesrvAdmin:
-    namesrv_addrs: list[str]
-
-    if TYPE_CHECKING:  # AdminClient's
-        async def _call(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
-                        *ok_codes: int, timeout_s: float | None = None) -> RemotingCommand: ...
-
+class NamesrvAdmin(AdminCalls):
     async def namesrv_configs(self) -> dict[str, dict[str, str]]:
         """Each name server's settings (name server address -> properties)."""
         return {addr: parse_properties_text((await self._call(addr, RequestCode.GET_NAMESRV_CONFIG)).body.decode())
