@@ -15,19 +15,18 @@ shutdown), its JSON lines collected by a reader thread:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import queue
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from json_lines_child import JsonLinesChild
 
 RUNNER = Path(__file__).resolve().parent / "cpp2_tx_runner.py"
 PACKAGE, VERSION = "rocketmq-python-cvs", "2.1.0.3"
@@ -38,7 +37,7 @@ MEMBER = f"{PACKAGE}-{VERSION}/rocketmq/librocketmq.so"
 CORE_VERSION = "CPP CORE VERSION: 2.1.0_cvs"
 
 
-class Runner:
+class Runner(JsonLinesChild):
     """One cpp2_tx_runner.py process, its JSON lines collected by a reader thread."""
 
     def __init__(self, lib: Path, args: list[str], home: Path, env: dict[str, str] | None = None) -> None:
@@ -48,20 +47,8 @@ class Runner:
         full_env["HOME"] = str(home)
         self.log_dir = home / "logs" / "rocketmq-cpp"  # the library's own log, worth reading when a test fails
         full_env["ROCKETMQ_CLIENT_LOG_DIR"] = str(self.log_dir)
-        self.proc = subprocess.Popen([sys.executable, str(RUNNER), *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.seen: list[dict[str, Any]] = []
         self._stderr: str | None = None
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.strip()
-            if line.startswith("{"):
-                self.lines.put(json.loads(line))
+        super().__init__(RUNNER, args, full_env)
 
     def _take(self, item: dict[str, Any]) -> None:
         self.seen.append(item)

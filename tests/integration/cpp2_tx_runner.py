@@ -76,7 +76,6 @@ Exits with os._exit so a hanging C++ destructor cannot keep the process alive.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 import threading
@@ -86,7 +85,7 @@ from collections.abc import Callable
 from ctypes import CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int, c_longlong, c_void_p
 from typing import Any
 
-_print_lock = threading.Lock()
+from runner_lines import body_of, emit, flag_pairs, run_main
 
 #: CTransactionStatus (include/CTransactionStatus.h)
 ACTIONS = {"commit": 0, "rollback": 1, "unknown": 2}
@@ -142,16 +141,6 @@ ON_SEND_SUCCESS = CFUNCTYPE(None, CSendResult, c_void_p, c_void_p)
 ON_SEND_EXCEPTION = CFUNCTYPE(None, CMQException, c_void_p, c_void_p)
 # int (*MessageCallBack)(CPushConsumer*, CMessageExt*)
 MESSAGE_CALLBACK = CFUNCTYPE(c_int, c_void_p, c_void_p)
-
-
-def emit(obj: object) -> None:
-    with _print_lock:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
-
-
-def body_of(i: int) -> str:
-    return f"body-{i} ünï"
 
 
 #: the C API's functions: (restype, argtypes); one table for every mode
@@ -403,11 +392,7 @@ def tx_produce(lib: ctypes.CDLL, argv: list[str]) -> None:
     tags = ["TagA", "TagB"]
     props: dict[str, str] = {}
     check_unknown_first = delay = pad = 0
-    rest = argv[4:]
-    while rest:
-        if len(rest) < 2:
-            raise SystemExit(f"flag {rest[0]!r} needs a value")
-        flag, value, rest = rest[0], rest[1], rest[2:]
+    for flag, value in flag_pairs(argv[4:]):
         if flag == "--local":
             local = _cycle(value)
         elif flag == "--check":
@@ -493,11 +478,7 @@ def produce(lib: ctypes.CDLL, argv: list[str]) -> None:
     namesrv, topic, group, count = argv[0], argv[1], argv[2], int(argv[3])
     mode, tags, batch, shards, delay, pad = "sync", ["TagA", "TagB"], 0, 3, 0, 0
     props: dict[str, str] = {}
-    rest = argv[4:]
-    while rest:
-        if len(rest) < 2:
-            raise SystemExit(f"flag {rest[0]!r} needs a value")
-        flag, value, rest = rest[0], rest[1], rest[2:]
+    for flag, value in flag_pairs(argv[4:]):
         if flag == "--mode":
             mode = value
         elif flag == "--tags":
@@ -732,11 +713,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    code = 0
-    try:
-        main(sys.argv[1:])
-    except BaseException as exc:  # noqa: BLE001 - report anything, then leave without running C++ destructors
-        emit({"error": f"{type(exc).__name__}: {exc}"})
-        code = 1
-    sys.stdout.flush()
-    os._exit(code)
+    run_main(main)

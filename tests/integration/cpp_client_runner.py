@@ -32,23 +32,12 @@ tests point HOME at a temporary directory.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 
-_print_lock = threading.Lock()
-
-
-def emit(obj: object) -> None:
-    with _print_lock:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
-
-
-def body_of(i: int) -> str:
-    return f"body-{i} ünï"
+from runner_lines import body_of, emit, flag_pairs, run_main
 
 
 def _text(value: object) -> str:
@@ -196,9 +185,7 @@ def main(argv: list[str]) -> None:
         batch = delay = first = pad = 0
         mode = "sync"
         props: dict[str, str] = {}
-        rest = argv[5:]
-        while rest:
-            flag, value, rest = rest[0], rest[1], rest[2:]
+        for flag, value in flag_pairs(argv[5:]):
             if flag == "--tags":
                 tags = value.split(",")
             elif flag == "--batch":
@@ -243,11 +230,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    code = 0
-    try:
-        main(sys.argv[1:])
-    except BaseException as exc:  # noqa: BLE001 - report anything, then leave without running C++ destructors
-        emit({"error": f"{type(exc).__name__}: {exc}"})
-        code = 1
-    sys.stdout.flush()
-    os._exit(code)
+    run_main(main)

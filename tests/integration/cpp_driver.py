@@ -10,17 +10,16 @@ The module probes once whether the wheel imports on this platform; ``requires_cp
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from json_lines_child import JsonLinesChild
 
 RUNNER = Path(__file__).resolve().parent / "cpp_client_runner.py"
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -51,24 +50,11 @@ SKIP_REASON = _probe()
 requires_cpp_client = pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")
 
 
-class Runner:
+class Runner(JsonLinesChild):
     """One cpp_client_runner.py process, its JSON lines collected by a reader thread."""
 
     def __init__(self, args: list[str], home: Path, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(RUNNER), *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=_env(home, env))
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.seen: list[dict[str, Any]] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.strip()
-            if line.startswith("{"):
-                self.lines.put(json.loads(line))
+        super().__init__(RUNNER, args, _env(home, env))
 
     def next(self, deadline: float) -> dict[str, Any] | None:
         try:
