@@ -2,7 +2,7 @@
 
 Owns :class:`StoreThreads`: the dispatch thread (commitlog -> consume queues and index, woken by puts),
 the clean-up thread (disk checks, retention), the :class:`AsyncFlusher` and, under SYNC_FLUSH, the
-:class:`GroupCommit`, with the flush steps they run.  The facade (message_store.py) builds one per open
+:class:`GroupCommit`, with the flush steps they run, and the :class:`PageWarmer` ahead of the writer.  The facade (message_store.py) builds one per open
 store, starts it when the store runs background work, wakes the dispatcher after a put and stops it all
 on close.  What these threads find wrong reaches the facade through two callbacks only: *fence* (a write,
 sync or clean-up failed: refuse writes) and *update_refuse_writes* (the disk or the dispatcher changed
@@ -30,6 +30,7 @@ from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.dispatch import Dispatcher
 from rocketstore.store.flush import AsyncFlusher, GroupCommit
+from rocketstore.store.page_warmer import PageWarmer
 
 __all__ = ["StoreThreads"]
 
@@ -68,6 +69,7 @@ class StoreThreads:
         self.queue_files_lock = threading.Lock()
         self._flusher: AsyncFlusher | None = None
         self.group_commit: GroupCommit | None = None
+        self.page_warmer: PageWarmer | None = None
 
     def start(self) -> None:
         cfg = self.config
@@ -83,6 +85,10 @@ class StoreThreads:
             queues_interval_s=cfg.flush_interval_consume_queue_ms / 1000,
             thorough_queues_s=cfg.flush_consume_queue_thorough_interval_ms / 1000, on_failure=self._fence)
         self._flusher.start()
+        files = self._commitlog.files
+        if cfg.warm_ahead_bytes > 0 and files.writable and not cfg.warm_mapped_file_enable:
+            self.page_warmer = PageWarmer(files, cfg.warm_ahead_bytes)
+            self.page_warmer.start()
         self._dispatch_thread = threading.Thread(target=self._dispatch_loop, name="rocketstore-dispatch",
                                                  daemon=True)
         self._dispatch_thread.start()
@@ -237,3 +243,5 @@ class StoreThreads:
             self._clean_thread.join()
         if self._flusher is not None:
             self._flusher.stop()
+        if self.page_warmer is not None:
+            self.page_warmer.stop()

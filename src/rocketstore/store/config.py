@@ -68,6 +68,10 @@ class StoreConfig:
     clean_file_forcibly_enable: bool = True
     clean_resource_interval_ms: int = 10000
     warm_mapped_file_enable: bool = False
+    #: rocketstore's own (broker.conf ``warmAheadBytes``): a background thread keeps this many bytes past the
+    #: commitlog's write position in the page cache, so puts do not fault fresh pages in (0: off; unused
+    #: with warmMapedFileEnable, which warms whole segments).  See page_warmer.py.
+    warm_ahead_bytes: int = 32 << 20
     os_page_cache_busy_timeout_ms: int = 1000
     #: brokerIP1:listenPort, written as STOREHOST into every record and into offset message ids.
     store_host: str = "127.0.0.1:10911"
@@ -121,6 +125,8 @@ class StoreConfig:
     def __post_init__(self) -> None:
         if self.mapped_file_size_commit_log < 4096:
             raise StoreConfigError("mappedFileSizeCommitLog must be at least 4096 bytes")
+        if self.warm_ahead_bytes < 0:
+            raise StoreConfigError("warmAheadBytes must be 0 (off) or more")
         if self.mapped_file_size_consume_queue < 20:
             raise StoreConfigError("mappedFileSizeConsumeQueue must hold at least one entry")
         if self.max_hash_slot_num < 1 or self.max_index_num < 2:
