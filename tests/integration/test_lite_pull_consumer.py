@@ -480,3 +480,75 @@ def test_the_blocking_lite_pull_consumer_polls_and_commits_from_plain_threads(cl
         consumer.commit_sync()
         assert committed(cluster, group, topic) == max_offsets(cluster, topic)
         assert consumer.assignment() == topic_queues(topic)
+
+
+# --- queue-set change listeners (registerTopicMessageQueueChangeListener) ------------------------------------
+
+
+def test_a_queue_change_listener_hears_of_new_queues_and_not_of_unchanged_ones(cluster: LocalCluster) -> None:
+    topic, other = "TopicLiteQueues", "TopicLiteQueuesAsync"
+    heard: list[tuple[str, frozenset[MessageQueue]]] = []
+
+    def listener(t: str, queues: frozenset[MessageQueue]) -> None:
+        heard.append((t, queues))
+
+    async def async_listener(t: str, queues: frozenset[MessageQueue]) -> None:
+        await asyncio.sleep(0)
+        heard.append((t, queues))
+
+    async def go() -> None:
+        await create_topic(cluster, topic, 4)
+        await create_topic(cluster, other, 2)
+        consumer = LitePullConsumer(cluster.namesrv_addr, "lite-queue-listener", **FAST)
+        consumer.subscribe(topic)
+        await consumer.register_topic_message_queue_change_listener(topic, listener)  # before start
+        async with consumer:
+            await consumer.register_topic_message_queue_change_listener(other, async_listener)  # while running
+            await consumer.check_topic_queues()
+            assert heard == []  # the queues at start and at registration are the baseline
+            await create_topic(cluster, topic, 8)
+            await consumer.check_topic_queues()
+            assert heard == [(topic, frozenset(topic_queues(topic, 8)))]
+            await consumer.check_topic_queues()
+            assert len(heard) == 1  # no change, no call
+            await create_topic(cluster, other, 3)
+            await consumer.check_topic_queues()
+            assert heard[1:] == [(other, frozenset(topic_queues(other, 3)))]
+
+    arun(go)
+
+
+def test_the_periodic_check_calls_the_listener_and_survives_its_failures(cluster: LocalCluster) -> None:
+    topic = "TopicLiteQueuesTimer"
+    calls: list[int] = []
+
+    def failing(t: str, queues: frozenset[MessageQueue]) -> None:
+        calls.append(len(queues))
+        raise RuntimeError("a listener's bug")
+
+    async def go() -> None:
+        await create_topic(cluster, topic, 2)
+        async with LitePullConsumer(cluster.namesrv_addr, "lite-queue-timer", topic_metadata_check_interval_s=0.2,
+                                    **FAST) as consumer:
+            consumer.assign(topic_queues(topic, 2))
+            await consumer.register_topic_message_queue_change_listener(topic, failing)
+            await create_topic(cluster, topic, 5)
+            await eventually(lambda: calls == [5], 15, "the periodic check to report 5 queues")
+            await create_topic(cluster, topic, 6)
+            await eventually(lambda: calls == [5, 6], 15, "the check to go on after the listener raised")
+
+    arun(go)
+
+
+def test_the_blocking_consumer_registers_queue_change_listeners(cluster: LocalCluster) -> None:
+    topic = "TopicLiteQueuesBlocking"
+    heard: list[int] = []
+    arun(lambda: create_topic(cluster, topic, 2))
+    with BlockingLitePullConsumer(cluster.namesrv_addr, "lite-queue-blocking", **FAST) as consumer:
+        consumer.subscribe(topic)
+        consumer.register_topic_message_queue_change_listener(topic, lambda t, queues: heard.append(len(queues)))
+        arun(lambda: create_topic(cluster, topic, 4))
+        consumer.check_topic_queues()
+        assert heard == [4]
+    with pytest.raises(ValueError, match="topic"):
+        LitePullConsumer(cluster.namesrv_addr, "g", topic_metadata_check_interval_s=0)

@@ -190,3 +190,12 @@ class BlockingLitePullConsumer(_LoopThread):
 
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         return self._call(self.consumer.offset_for_timestamp(mq, timestamp_ms))
+
+    def register_topic_message_queue_change_listener(
+            self, topic: str, listener: Callable[[str, frozenset[MessageQueue]], None]) -> None:
+        """*listener* runs on the consumer's loop thread: keep it short, and do not call back into this
+        consumer from it (that waits for the thread it runs on)."""
+        self._call(self.consumer.register_topic_message_queue_change_listener(topic, listener))
+
+    def check_topic_queues(self) -> None:
+        self._call(self.consumer.check_topic_queues())

@@ -40,10 +40,11 @@ Loop-bound: create, use and close it on one event loop.  :class:`BlockingLitePul
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -59,9 +60,13 @@ from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 
-__all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError"]
+__all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError",
+           "TopicQueuesListener"]
 
 log = logging.getLogger(__name__)
+
+#: what register_topic_message_queue_change_listener calls: (topic, its queues now); may be a coroutine function
+TopicQueuesListener = Callable[[str, frozenset[MessageQueue]], "Awaitable[None] | None"]
 
 
 class ConsumerNotRunningError(ClientError):
@@ -86,6 +91,8 @@ class LitePullConsumerSettings(GroupSettings):
     #: poll() commits the consumed offsets when this long has passed since it last did
     #: (autoCommitIntervalMillis; Java ignores a value under 1 s, this raises)
     auto_commit_interval_s: float = 5.0
+    #: how often the queues of topics with a change listener are fetched again (topicMetadataCheckIntervalMillis)
+    topic_metadata_check_interval_s: float = 30.0
 
     def check(self) -> None:
         for name in ("pull_batch_size", "pull_threshold_for_queue", "pull_threshold_for_all"):
@@ -93,6 +100,8 @@ class LitePullConsumerSettings(GroupSettings):
                 raise ValueError(f"{name} must be at least 1")
         if self.auto_commit_interval_s < 1.0:
             raise ValueError("auto_commit_interval_s must be at least 1 s (autoCommitIntervalMillis' minimum)")
+        if self.topic_metadata_check_interval_s <= 0:
+            raise ValueError("topic_metadata_check_interval_s must be positive")
 
 
 class _Mode(Enum):
@@ -167,6 +176,9 @@ class LitePullConsumer(GroupConsumer):
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._subscriptions_changed = False
         self._next_auto_commit_s = -1.0
+        #: topic -> its change listener, and the queues it was last told of (None: not fetched yet)
+        self._queue_listeners: dict[str, TopicQueuesListener] = {}
+        self._known_queues: dict[str, frozenset[MessageQueue] | None] = {}
 
     # --- life cycle ------------------------------------------------------------------------------------
 
@@ -178,6 +190,8 @@ class LitePullConsumer(GroupConsumer):
                 await self._join_group()
             for mq in sorted(self._assigned):
                 self._add_queue(mq)
+            for topic in self._queue_listeners:
+                self._known_queues[topic] = await self._fetch_queue_set(topic)
         except BaseException:  # nothing may stay open behind a failed start
             self.stopping = True
             await self._stop_pulls()
@@ -185,7 +199,9 @@ class LitePullConsumer(GroupConsumer):
             raise
         loop = asyncio.get_running_loop()
         self._background = [*self._group_tasks(),
-                            loop.create_task(self._every(self.settings.persist_interval_s, self.persist_offsets))]
+                            loop.create_task(self._every(self.settings.persist_interval_s, self.persist_offsets)),
+                            loop.create_task(self._every(self.settings.topic_metadata_check_interval_s,
+                                                         self.check_topic_queues))]
 
     async def close(self) -> None:
         """Stop pulling, commit the consumed offsets (with ``auto_commit``) and write the offset store
@@ -470,6 +486,42 @@ class LitePullConsumer(GroupConsumer):
         """The topic's queues from the name servers (readable ones), sorted."""
         self._check_running()
         return sorted(await self.consumer.queues(topic))
+
+    # --- queue-set change listeners (registerTopicMessageQueueChangeListener) ----------------------------
+
+    async def register_topic_message_queue_change_listener(self, topic: str, listener: TopicQueuesListener) -> None:
+        """Call ``listener(topic, queues)`` (a function or a coroutine function; *queues* a frozenset of
+        :class:`MessageQueue`) whenever the topic's readable queues on the name servers differ from the
+        last ones seen: a queue count changed, a broker joined or left.  The check runs every
+        ``topic_metadata_check_interval_s`` (4.9.3: topicMetadataCheckIntervalMillis, 30 s) and on
+        :meth:`check_topic_queues`; the queues at registration (or at start) are the baseline and are not
+        reported.  A second listener for a topic replaces the first.  Unlike 4.9.3, a topic that has no
+        queue is reported once, not at every check."""
+        if not topic or listener is None:
+            raise ValueError("a queue change listener needs a topic and a listener")
+        self._queue_listeners[topic] = listener
+        self._known_queues[topic] = await self._fetch_queue_set(topic) if self.started and not self.stopping else None
+
+    async def check_topic_queues(self) -> None:
+        """Fetch every listened topic's queues now and tell its listener of a change."""
+        for topic, listener in list(self._queue_listeners.items()):
+            queues = await self._fetch_queue_set(topic)
+            if queues is None or queues == self._known_queues.get(topic):
+                continue
+            self._known_queues[topic] = queues
+            try:
+                outcome = listener(topic, queues)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:  # the listener's bug must not stop the checks
+                log.exception("the queue change listener of topic %s failed", topic)
+
+    async def _fetch_queue_set(self, topic: str) -> frozenset[MessageQueue] | None:
+        try:
+            return frozenset(await self.consumer.queues(topic))
+        except (ClientError, RocketStoreError, OSError) as exc:
+            log.warning("cannot fetch the queues of topic %s: %s", topic, exc)
+            return None
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The broker's SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after *timestamp_ms*."""
