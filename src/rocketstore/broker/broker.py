@@ -87,9 +87,13 @@ CLIENT_SCAN_INTERVAL_S = 10.0
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig | None = None, store_config: StoreConfig | None = None) -> None:
+    def __init__(self, config: BrokerConfig | None = None, store_config: StoreConfig | None = None, *,
+                 config_path: str | None = None) -> None:
+        """*config_path*: the broker.conf the broker was started with (``-c``), where UPDATE_BROKER_CONFIG
+        writes the changed properties, as 4.9.3 does; None: ``<storePathRootDir>/config/broker.properties``."""
         self.config = config or BrokerConfig()
         self.store_config = store_config or StoreConfig()
+        self.config_path = config_path
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,

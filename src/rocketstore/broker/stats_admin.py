@@ -14,9 +14,9 @@ broker.admin answer (:func:`runtime_table`, :func:`config_text`).
   flushIntervalCommitLog) and every value must convert as broker.conf's would; otherwise nothing changes
   and the answer is SYSTEM_ERROR saying which key or value is wrong (4.9.3 silently skips unknown keys and
   values it cannot convert).  The new values replace the broker's config objects, the configuration's data
-  version goes up, and every property is written to ``<storePathRootDir>/config/broker.properties`` (4.9.3
-  writes the file its broker was started with, or ``~/store/config/broker.properties``; a rocketstore broker
-  is not told its file's path, so it writes the one under its store).  A brokerPermission change also raises
+  version goes up, and every property is written to the broker.conf the broker was started with (``-c``:
+  ``Broker(config_path=...)``), as 4.9.3 does, its previous text kept as ``.bak``; a broker started without
+  one writes ``<storePathRootDir>/config/broker.properties`` (4.9.3: ``~/store/config/broker.properties``).  A brokerPermission change also raises
   the topic config version and registers with the name servers at once, as 4.9.3 does.
 
   What acts at once: values the request handlers read per request (brokerPermission,
@@ -344,8 +344,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
             if "brokerPermission" in props and hasattr(broker, "topics"):
                 broker.topics.data_version = broker.topics.data_version.next(now_ms)
                 broker.topic_created()  # register with the new permission now
-            # the running store's config directory (a new storePathRootDir is for the next start)
-            path = os.path.join(broker.store.config.config_dir, BROKER_PROPERTIES_FILE)
+            # the file the broker was started with, else the running store's config directory (a new
+            # storePathRootDir is for the next start)
+            path = broker.config_path or os.path.join(broker.store.config.config_dir, BROKER_PROPERTIES_FILE)
             try:
                 await broker.run_blocking(write_text_atomically, path, config_text(broker))
                 if "brokerPermission" in props and hasattr(broker, "topics"):

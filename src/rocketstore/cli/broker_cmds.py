@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     targets(get)
     get.set_defaults(handler=_config_get)
     put = actions.add_parser("set", help="change properties at runtime (updateBrokerConfig); most take effect at "
-                                         "the next start, the broker writes them to <store>/config/broker.properties")
+                                         "the next start, the broker writes them to the broker.conf it was started "
+                                         "with (-c), else to <store>/config/broker.properties")
     put.add_argument("assignments", nargs="+", metavar="KEY=VALUE", type=_assignment)
     targets(put)
     put.set_defaults(handler=_config_set)

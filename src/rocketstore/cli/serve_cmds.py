@@ -106,7 +106,7 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
             overrides["storePathRootDir"] = store
         broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
         broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", host))
-        broker = Broker(broker_cfg, store_cfg)
+        broker = Broker(broker_cfg, store_cfg, config_path=config)
         await broker.start()
         _print(f"name server listening on {namesrv.address}; broker {broker_cfg.broker_name} listening on "
                f"{broker.address} (store {broker.store_config.store_path_root_dir})")
@@ -139,7 +139,7 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
     broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
     broker_cfg = broker_cfg.replace(listen_host=listen_host, broker_ip1=props.get("brokerIP1", listen_host))
-    broker = Broker(broker_cfg, store_cfg)
+    broker = Broker(broker_cfg, store_cfg, config_path=config)
     await broker.start()
     try:
         _print(f"broker {broker_cfg.broker_name} listening on {broker.address} "
