@@ -380,6 +380,19 @@ def test_name_server_views_and_admin_topic_creation(cluster: LocalCluster) -> No
             "topic": "TBW102", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "3",
             "perm": "6", "topicFilterType": "SINGLE_TAG"})
         assert clash.code == ResponseCode.SYSTEM_ERROR and "conflict with system topic" in (clash.remark or "")
+        # 4.9.3's TopicValidator reserves these whether or not the broker holds them (no traceTopicEnable,
+        # no transaction yet) and every rmq_sys_ name; deleting them is refused alike
+        for reserved in ("RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_anything"):
+            for code, ext in ((RequestCode.UPDATE_AND_CREATE_TOPIC, {
+                    "topic": reserved, "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1",
+                    "perm": "6", "topicFilterType": "SINGLE_TAG"}), (RequestCode.DELETE_TOPIC_IN_BROKER,
+                                                                    {"topic": reserved})):
+                refused = await raw(cluster.broker_addr, code, ext)
+                assert (refused.code, refused.remark) == (
+                    ResponseCode.SYSTEM_ERROR, f"The topic[{reserved}] is conflict with system topic."), (reserved, code)
+        system = loads((await raw(cluster.broker_addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)).body)
+        assert {"RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC", "TBW102", "DefaultCluster",
+                "broker-a"} <= set(system["topicList"])
         bad_name = await raw(cluster.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
             "topic": "bad topic!", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "3",
             "perm": "6", "topicFilterType": "SINGLE_TAG"})

@@ -76,7 +76,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         problem = topic_problem(h.topic)
         if problem is not None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
-        if h.topic in broker.topics.system_topics:
+        if broker.topics.is_system_topic(h.topic):
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
         tc = TopicConfig(h.topic, h.read_queue_nums, h.write_queue_nums, h.perm, h.topic_filter_type,
@@ -90,7 +90,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         problem = topic_problem(h.topic)
         if problem is not None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
-        if h.topic in broker.topics.system_topics:
+        if broker.topics.is_system_topic(h.topic):
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
         broker.topics.delete(h.topic)
@@ -189,7 +189,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def system_topics(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(ResponseCode.SUCCESS,
-                                     body=fastjson.dumps({"topicList": sorted(broker.topics.system_topics)}))
+                                     body=fastjson.dumps({"topicList": broker.topics.system_topic_list()}))
 
     def acl_admin() -> AclAdmin | None:
         """None without aclEnable (broker.acl is set after the handlers are registered: looked up per call)."""

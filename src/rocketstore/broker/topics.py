@@ -18,8 +18,13 @@ from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.message.system_topics import (
+    SCHEDULE_TOPIC,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+    is_system_topic,
+)
 from rocketstore.remoting.bodies import DataVersion, Perm, TopicConfig
-from rocketstore.store.dispatch import SCHEDULE_TOPIC
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -42,7 +47,6 @@ OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SCHEDULE_TOPIC_QUEUE_NUMS = 18
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 _VALID_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 TOPIC_MAX_LENGTH = 127
 #: Validators.CHARACTER_MAX_LENGTH, the limit RocketMQ puts on group names
@@ -102,6 +106,15 @@ class TopicTable:
     def _system(self, tc: TopicConfig) -> None:
         self.table[tc.topic_name] = tc
         self.system_topics.add(tc.topic_name)
+
+    def is_system_topic(self, topic: str) -> bool:
+        """RocketMQ's reserved names (TopicValidator.isSystemTopic) and the ones this broker added at start
+        (its cluster and broker names, its reply topic, a custom trace topic)."""
+        return topic in self.system_topics or is_system_topic(topic)
+
+    def system_topic_list(self) -> list[str]:
+        """What GET_SYSTEM_TOPIC_LIST_FROM_BROKER answers: TopicValidator's set with this broker's additions."""
+        return sorted(SYSTEM_TOPICS | self.system_topics)
 
     def _add_system_topics(self) -> None:
         c = self.config

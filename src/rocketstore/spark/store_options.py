@@ -22,8 +22,8 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from rocketstore.errors import StoreConfigError
+from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
 from rocketstore.store.config import StoreConfig
-from rocketstore.store.dispatch import SCHEDULE_TOPIC
 
 __all__ = [
     "BATCH_MAX_BYTES",
@@ -45,12 +45,6 @@ __all__ = [
     "select_queues",
 ]
 
-#: RocketMQ 4.9.3's TopicValidator.SYSTEM_TOPIC_SET; topics starting with ``rmq_sys_`` are system topics too.
-SYSTEM_TOPICS = frozenset({
-    "TBW102", SCHEDULE_TOPIC, "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
-})
-_SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
 #: Rows per Arrow batch, and the body bytes after which a batch is cut early (bodies go up to 4 MiB each).
 BATCH_ROWS = 4096
@@ -66,11 +60,6 @@ _EARLIEST, _LATEST = -2, -1
 
 #: "earliest", "latest", or {topic: {queue_id: offset}} with -2 / -1 meaning earliest / latest.
 OffsetSpec = str | dict[str, dict[int, int]]
-
-
-def is_system_topic(topic: str) -> bool:
-    """RocketMQ's TopicValidator.isSystemTopic (the cluster- and broker-name topics are not knowable here)."""
-    return topic in SYSTEM_TOPICS or topic.startswith(_SYSTEM_TOPIC_PREFIX)
 
 
 class QueueRange(NamedTuple):

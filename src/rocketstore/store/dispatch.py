@@ -45,6 +45,7 @@ from rocketstore.message.record import (
     SysFlag,
     decode_dispatch_info,
 )
+from rocketstore.message.system_topics import SCHEDULE_TOPIC
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
@@ -53,7 +54,6 @@ __all__ = ["SCHEDULE_TOPIC", "DispatchListener", "Dispatcher"]
 
 log = logging.getLogger(__name__)
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DispatchListener = Callable[[str, int, int, int, int], None]
 
 
