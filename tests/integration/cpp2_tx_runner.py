@@ -27,7 +27,8 @@ threads and may hang on shutdown, so tests run it here, in a subprocess they can
         The producer stays up (checks arrive later) until a "stop" line or EOF on stdin, then
         {"shutdown": true, "clean": ShutdownProducer returned within 10 s}.
     python cpp2_tx_runner.py produce NAMESRV TOPIC GROUP COUNT [--mode MODE] [--tags T1,T2] [--prop K=V]...
-                                      [--batch N] [--shards N] [--delay LEVEL] [--pad N]
+                                      [--batch N] [--shards N] [--delay LEVEL] [--pad N] [--trace on]
+                                      [--hold on]
         CreateProducer, then COUNT messages sent one by one by MODE:
           sync        SendMessageSync: {"i", "t", "status", "msg_id", "offset"} per send
           oneway      SendMessageOneway: {"i", "t", "status": "ONEWAY"}
@@ -40,9 +41,14 @@ threads and may hang on shutdown, so tests run it here, in a subprocess they can
                       or {"t", "status": "EXCEPTION", "error", "message"} line per callback
           async-data  SendAsync (callbacks with the message and user data: the line has "i")
         --batch N sends groups of N with SendBatchMessage instead: {"i", "n", "t", "status", "msg_id", "offset"}
-        per batch.  A send the C API fails gives {"i", "status": "FAILED", "code", "message"}.  Then
+        per batch.  ``--trace on`` turns message trace on before the start (SetProducerMessageTrace(OPEN); 2.1.0
+        traces sync sends only, to rmq_sys_TRACE_DATA_<the send answer's MSG_REGION>, from a thread pool whose
+        queued sends its ShutdownProducer drops); ``--hold on`` waits for a "stop" line (or EOF) on stdin between
+        "done" and the shutdown, so that such background work can finish.  A send the C API fails
+        gives {"i", "status": "FAILED", "code", "message"}.  Then
         {"done": true} (for async modes once every callback has run, at most 60 s) and, after
-        ShutdownProducer, {"shutdown": true, "clean"}; the process exits without waiting for stdin.
+        ShutdownProducer, {"shutdown": true, "clean"}; the process exits without waiting for stdin unless
+        --hold on.
     python cpp2_tx_runner.py consume NAMESRV TOPIC GROUP [EXPRESSION] [--fail-first | --fail-always] [--orderly]
                                       [--broadcast] [--props K1,K2] [--threads N] [--trace]
         CreatePushConsumer, Subscribe(TOPIC, EXPRESSION or "*"), RegisterMessageCallback (or
@@ -151,6 +157,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "SetProducerSessionCredentials": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p]),
     "SetProducerLogLevel": (c_int, [c_void_p, c_int]),
     "SetProducerSendMsgTimeout": (c_int, [c_void_p, c_int]),
+    "SetProducerMessageTrace": (c_int, [c_void_p, c_int]),
     "StartProducer": (c_int, [c_void_p]),
     "ShutdownProducer": (c_int, [c_void_p]),
     "DestroyProducer": (c_int, [c_void_p]),
@@ -478,9 +485,18 @@ def produce(lib: ctypes.CDLL, argv: list[str]) -> None:
     namesrv, topic, group, count = argv[0], argv[1], argv[2], int(argv[3])
     mode, tags, batch, shards, delay, pad = "sync", ["TagA", "TagB"], 0, 3, 0, 0
     props: dict[str, str] = {}
+    trace = hold = False
     for flag, value in flag_pairs(argv[4:]):
         if flag == "--mode":
             mode = value
+        elif flag == "--trace":
+            if value not in ("on", "off"):
+                raise SystemExit("--trace takes on or off")
+            trace = value == "on"
+        elif flag == "--hold":
+            if value not in ("on", "off"):
+                raise SystemExit("--hold takes on or off")
+            hold = value == "on"
         elif flag == "--tags":
             tags = value.split(",")
         elif flag == "--prop":
@@ -501,6 +517,8 @@ def produce(lib: ctypes.CDLL, argv: list[str]) -> None:
     if not handle:
         raise RuntimeError(f"CreateProducer failed: {_text(lib.GetLatestErrorMessage())}")
     configure(lib, "Producer", handle, namesrv)
+    if trace:
+        ok(lib, "SetProducerMessageTrace", need(lib, "SetProducerMessageTrace")(handle, TRACE_OPEN))
     ok(lib, "StartProducer", lib.StartProducer(handle))
 
     def message(i: int) -> int:
@@ -571,6 +589,8 @@ def produce(lib: ctypes.CDLL, argv: list[str]) -> None:
     for msg in kept:
         lib.DestroyMessage(msg)
     emit({"done": True})
+    if hold:
+        wait_for_stop()
     emit({"shutdown": True, "clean": bounded(lambda: lib.ShutdownProducer(handle))})
 
 

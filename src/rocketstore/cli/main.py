@@ -19,6 +19,7 @@ from rocketstore.cli import (
     pipeline_cmds,
     serve_cmds,
     store_cmds,
+    trace_cmds,
 )
 from rocketstore.errors import RocketStoreError
 
@@ -27,7 +28,7 @@ __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
 #: ``register(subparsers)`` of every sub-command group, in help order.
 COMMAND_GROUPS: list[Callable[[argparse._SubParsersAction], None]] = [
     serve_cmds.register, store_cmds.register, admin_cmds.register, broker_cmds.register,
-    namesrv_admin_cmds.register, client_cmds.register, pipeline_cmds.register]
+    namesrv_admin_cmds.register, client_cmds.register, trace_cmds.register, pipeline_cmds.register]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,8 +21,9 @@ GET_BROKER_RUNTIME_INFO (28), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_S
 CLEAN_EXPIRED_CONSUMEQUEUE (306) and CLEAN_UNUSED_TOPIC (316).
 
 The ACL calls live in client/acl_admin.py, the broker statistics and configuration calls in
-client/broker_admin.py, the name servers' settings and KV table in client/namesrv_admin.py (mixins of
-AdminClient), and the values they answer with in client/admin_types.py (re-exported here).
+client/broker_admin.py, the name servers' settings and KV table in client/namesrv_admin.py, the message
+trace query in client/trace_query.py (mixins of AdminClient), and the values they answer with in
+client/admin_types.py (re-exported here).
 
 A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
 is not a topic or group RocketMQ would accept raises InvalidNameError before anything is sent.
@@ -56,6 +57,7 @@ from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, broker_error_for
 from rocketstore.client.namesrv_admin import NamesrvAdmin
 from rocketstore.client.route import RouteCache, check
+from rocketstore.client.trace_query import TraceAdmin
 from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
@@ -128,7 +130,7 @@ CLEAN_QUEUES_WAIT_S = 15.0
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
-class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin):
+class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin):
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
                  credentials: SessionCredentials | None = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""

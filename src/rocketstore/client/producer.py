@@ -25,6 +25,10 @@ addresses and the pool's connection are looked up without a coroutine while they
 
 With ``credentials`` (ACL) every request is signed by its connection, which needs the request's extFields:
 sends then build a RemotingCommand (the path bodies of 16 KiB and more always take), never a template's frame.
+
+With ``enable_trace`` each send, orderly send and batch is wrapped by the trace's ``pub`` (a Pub record once
+its result is known, see :mod:`rocketstore.client.trace_producer`); without it a send path tests
+``self.trace`` once and nothing more.
 """
 
 from __future__ import annotations
@@ -41,11 +45,12 @@ from datetime import UTC, datetime
 from functools import partial
 from itertools import islice
 from operator import attrgetter
-from typing import Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
+from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import RemotingError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
@@ -56,6 +61,9 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.transport import Connection, ConnectionPool
+
+if TYPE_CHECKING:
+    from rocketstore.client.trace_producer import ProducerTrace
 
 __all__ = ["REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX", "HasProperties", "OutgoingMessage", "Producer",
            "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key", "new_uniq_keys", "reply_properties"]
@@ -295,23 +303,29 @@ class SendResult:
     offset_msg_id: str
     message_queue: MessageQueue
     queue_offset: int
+    #: the answer's MSG_REGION and TRACE_ON (Java's SendResult regionId / traceOn): the broker's regionId, and
+    #: whether its traceOn lets the send be traced
+    region_id: str = DEFAULT_REGION_ID
+    trace_on: bool = True
 
 
 _SEND_RESULT_SETTERS = tuple(getattr(SendResult, name).__set__ for name in (
-    "status", "msg_id", "offset_msg_id", "message_queue", "queue_offset"))
+    "status", "msg_id", "offset_msg_id", "message_queue", "queue_offset", "region_id", "trace_on"))
 
 
 def _new_send_result(status: str, msg_id: str, offset_msg_id: str, message_queue: MessageQueue,
-                     queue_offset: int) -> SendResult:
+                     queue_offset: int, region_id: str, trace_on: bool) -> SendResult:
     """``SendResult(...)`` filling the slots directly (as remoting's new_command does): the frozen
     dataclass's ``__init__`` goes through ``object.__setattr__`` by name, a cost paid once per send."""
     result = object.__new__(SendResult)
-    set_status, set_msg_id, set_offset_msg_id, set_queue, set_offset = _SEND_RESULT_SETTERS
+    set_status, set_msg_id, set_offset_msg_id, set_queue, set_offset, set_region, set_trace_on = _SEND_RESULT_SETTERS
     set_status(result, status)
     set_msg_id(result, msg_id)
     set_offset_msg_id(result, offset_msg_id)
     set_queue(result, message_queue)
     set_offset(result, queue_offset)
+    set_region(result, region_id)
+    set_trace_on(result, trace_on)
     return result
 
 
@@ -329,8 +343,12 @@ class _Targets:
 
 class Producer:
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
-                 retry_times: int = 2, credentials: SessionCredentials | None = None) -> None:
-        """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
+                 retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
+        """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
+        *enable_trace*: record each send's Pub trace (see :mod:`rocketstore.client.trace_producer`) and send
+        it in the background to *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as DefaultMQProducer(group,
+        enableMsgTrace, customizedTraceTopic)."""
         self.group = group
         self.timeout_s = timeout_s
         self.retry_times = retry_times
@@ -346,6 +364,13 @@ class Producer:
         self._frame_templates: dict[tuple[str, str, int, bool, int, int, bool], JsonRequestTemplate] = {}
         #: address -> the pool's connection last used there, taken again while it is open (pool.get otherwise)
         self._connections: dict[str, Connection] = {}
+        #: the message trace (None: off, and then the send paths test nothing more than this)
+        self.trace: ProducerTrace | None = None
+        if enable_trace:
+            # imported here: the trace modules import this one
+            from rocketstore.client.trace_producer import ProducerTrace
+
+            self.trace = ProducerTrace(self, namesrv_addr, trace_topic=trace_topic, credentials=credentials)
 
     async def __aenter__(self) -> Self:
         return self
@@ -354,7 +379,19 @@ class Producer:
         await self.close()
 
     async def close(self) -> None:
+        if self.trace is not None:  # the trace waiting is sent first (it has its own producer)
+            await self.trace.close()
         await self.pool.close()
+
+    def cached_master_addr(self, topic: str, broker_name: str) -> str | None:
+        """The master address of *broker_name* for *topic* from the routes this producer has cached (no
+        request); None when it has none.  For the trace's storeHost, off the send path."""
+        targets = self._targets.get(topic)
+        if targets is not None and broker_name in targets.addrs:
+            return targets.addrs[broker_name]
+        route = self.routes.fresh_route(topic)
+        bd = route.broker(broker_name) if route is not None else None
+        return bd.master_addr() if bd is not None else None
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
@@ -367,7 +404,10 @@ class Producer:
                 code = _SEND_REPLY_MESSAGE_V2  # as the Java client sends a reply message
         else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
-        return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
+        sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
+        if self.trace is None:
+            return await sending
+        return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
 
     async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
                          keys: str | list[str] | None = None, properties: dict[str, str] | None = None
@@ -404,6 +444,14 @@ class Producer:
         """Send to the queue *selector* picks for *sharding_key* among the topic's publish queues, so that
         messages with one key keep their order.  No retry on another queue (that would break the order);
         a failure raises."""
+        sending = self._send_orderly(topic, body, sharding_key, tags, keys, properties, selector)
+        if self.trace is None:
+            return await sending
+        return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
+
+    async def _send_orderly(self, topic: str, body: bytes, sharding_key: object, tags: str | None,
+                            keys: str | list[str] | None, properties: dict[str, str] | None,
+                            selector: QueueSelector) -> SendResult:
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         uniq = new_uniq_key()
         props = message.property_map(uniq)
@@ -484,14 +532,16 @@ class Producer:
             offset_text = ext.get("queueOffset")
             if (queue_id_text is not None and offset_text is not None and queue_id_text.isdecimal()
                     and int(queue_id_text) == mq.queue_id):
-                return _new_send_result("SEND_OK", msg_id, ext.get("msgId", ""), mq, int(offset_text))
+                return _new_send_result("SEND_OK", msg_id, ext.get("msgId", ""), mq, int(offset_text),
+                                        ext.get("MSG_REGION") or DEFAULT_REGION_ID, ext.get("TRACE_ON") != "false")
         status = _SEND_STATUS.get(response.code)
         if status is None:
             raise broker_error_for(response.code, response.remark)
         queue_id = int(ext.get("queueId", mq.queue_id))
         return SendResult(status, msg_id, ext.get("msgId", ""),
                           mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
-                          int(ext.get("queueOffset", "-1")))
+                          int(ext.get("queueOffset", "-1")), ext.get("MSG_REGION") or DEFAULT_REGION_ID,
+                          ext.get("TRACE_ON") != "false")
 
     async def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
                          queue_id: int | None = None) -> SendResult:
@@ -503,8 +553,11 @@ class Producer:
         if body is None:
             body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag)
                                  for m, k in zip(messages, keys_text.split(","))])
-        return await self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id,
-                                flag=0)
+        sending = self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id, flag=0)
+        if self.trace is None:
+            return await sending
+        # one Pub for the batch, as 4.9.3 traces a MessageBatch: no tags or keys, the ids joined by commas
+        return await self.trace.pub(sending, topic, len(body), None, None, None)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int) -> SendResult:

@@ -52,6 +52,8 @@ from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler, retry_topic
 from rocketstore.client.route import MessageQueue
+from rocketstore.client.trace_consumer import TracedConsumption
+from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import decode_record
 from rocketstore.remoting.bodies import ConsumeType, build_subscription
@@ -101,6 +103,11 @@ class PushConsumerSettings(GroupSettings):
     #: a queue whose pull loop has not come round for this long (or has died) is dropped and taken again by
     #: the next rebalance (Java's ProcessQueue.isPullExpired, rocketmq.client.pull.pullMaxIdleTime)
     pull_max_idle_s: float = 120.0
+    #: record SubBefore / SubAfter for every message handled (:mod:`rocketstore.client.trace_consumer`), sent
+    #: in the background to ``trace_topic`` (None: RMQ_SYS_TRACE_TOPIC), as DefaultMQPushConsumer's
+    #: enableMsgTrace and customizedTraceTopic
+    enable_trace: bool = False
+    trace_topic: str | None = None
 
     def check(self) -> None:
         for name in ("consume_batch_size", "pull_batch_size", "consume_concurrency", "pull_threshold_for_queue"):
@@ -121,7 +128,8 @@ class PushConsumer(GroupConsumer):
         """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``) or a MessageSelector
         (``MessageSelector.by_sql("a > 5")``: the broker filters by properties); *settings* or keyword
         arguments naming :class:`PushConsumerSettings` fields; *credentials*: ACL access key and secret
-        every request (name servers' too) is signed with."""
+        every request (name servers' too) is signed with.  ``enable_trace=True`` (a setting) traces every
+        message handled."""
         if not subscriptions:
             raise ValueError("a push consumer needs at least one subscription")
         settings = resolve_settings(PushConsumerSettings, settings, settings_kw)
@@ -134,7 +142,14 @@ class PushConsumer(GroupConsumer):
             self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self._executor = ThreadPoolExecutor(settings.consume_concurrency, thread_name_prefix=f"consume-{group}")
-        self.consumption = Consumption(self, handler, self._executor)
+        #: the message trace's dispatcher (None: off, and the plain Consumption is used)
+        self.trace: TraceDispatcher | None = None
+        if settings.enable_trace:
+            self.trace = TraceDispatcher(namesrv_addr, group, "CONSUME", trace_topic=settings.trace_topic,
+                                         credentials=credentials)
+            self.consumption: Consumption = TracedConsumption(self, handler, self._executor, self.trace)
+        else:
+            self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._resets: set[asyncio.Task[None]] = set()
 
@@ -148,6 +163,8 @@ class PushConsumer(GroupConsumer):
         except BaseException:  # nothing may stay open behind a failed start (async with never exits)
             self.stopping = True
             await self._stop_queues()
+            if self.trace is not None:
+                await self.trace.close()
             await self.consumer.close()
             self._executor.shutdown(wait=False, cancel_futures=True)
             raise
@@ -175,6 +192,8 @@ class PushConsumer(GroupConsumer):
             for pq in self.process_queues.values():
                 pq.dropped = True
             await self._unregister_all()
+        if self.trace is not None:  # what the handlers traced is sent before the connections close
+            await self.quietly("send the trace", self.trace.close())
         await self.consumer.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
 

@@ -40,12 +40,15 @@ log = logging.getLogger(__name__)
 class ServedProducer(Producer):
     def __init__(self, namesrv_addr: str, group: str, handler: RequestHandler, *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
-                 credentials: SessionCredentials | None = None) -> None:
+                 credentials: SessionCredentials | None = None, enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
         """*handler* answers the requests brokers send on this producer's connections; the client id is
-        ``ip@instance_name`` (default ``pid#nanos``, unique per producer)."""
+        ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace* / *trace_topic*
+        as the Producer's."""
         if heartbeat_interval_s <= 0:
             raise ValueError("heartbeat_interval_s must be positive")
-        super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials)
+        super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials,
+                         enable_trace=enable_trace, trace_topic=trace_topic)
         # the Producer's pool replaced, before it opened any connection, by one whose connections serve
         self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials)
         self.routes = RouteCache(self.routes.namesrv_addrs, self.pool, timeout_s=timeout_s)

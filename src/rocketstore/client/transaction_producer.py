@@ -151,7 +151,7 @@ class TransactionSendResult(SendResult):
     """The half message's SendResult, the local state END_TRANSACTION carried, and the broker's
     transactionId from the send answer (4.9.3 brokers never set one: None)."""
 
-    local_transaction_state: LocalTransactionState
+    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
     transaction_id: str | None = None
 
 
@@ -207,16 +207,19 @@ class _HalfMessageProducer(ServedProducer):
     def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> TransactionSendResult:
         r = Producer._result(response, msg_id, mq)
         return TransactionSendResult(r.status, r.msg_id, r.offset_msg_id, r.message_queue, r.queue_offset,
-                                     LocalTransactionState.UNKNOW, response.ext_fields.get("transactionId"))
+                                     r.region_id, r.trace_on, transaction_id=response.ext_fields.get("transactionId"))
 
 
 class TransactionProducer:
     def __init__(self, namesrv_addr: str, group: str, check: CheckListener, *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
-                 credentials: SessionCredentials | None = None) -> None:
+                 credentials: SessionCredentials | None = None, enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions; *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; the client id is
-        ``ip@instance_name`` (default ``pid#nanos``, unique per producer)."""
+        ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace*: trace the half
+        messages' sends (Pub, Trans_Msg_Half) and each end of a transaction (EndTransaction) to
+        *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as TransactionMQProducer with enableMsgTrace."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
         self.group = group
@@ -226,7 +229,8 @@ class TransactionProducer:
         self.timeout_s = timeout_s
         self._sender = _HalfMessageProducer(namesrv_addr, group, self._serve, timeout_s=timeout_s,
                                             retry_times=retry_times, heartbeat_interval_s=heartbeat_interval_s,
-                                            instance_name=instance_name, credentials=credentials)
+                                            instance_name=instance_name, credentials=credentials,
+                                            enable_trace=enable_trace, trace_topic=trace_topic)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self._checks: set[asyncio.Task[None]] = set()
@@ -314,6 +318,13 @@ class TransactionProducer:
                 error = exc
         elif result.status in _ROLLBACK_STATUSES:
             state = LocalTransactionState.ROLLBACK_MESSAGE
+        trace = self._sender.trace
+        if trace is not None:  # the transaction id is the UNIQ_KEY, as Java's msg.getTransactionId()
+            store_host = self._sender.cached_master_addr(topic, result.message_queue.broker_name) or ""
+            keys_text = keys if isinstance(keys, str) or keys is None else " ".join(keys)
+            trace.end_transaction(topic, tags=tags, keys=keys_text, properties=props, msg_id=result.msg_id,
+                                  transaction_id=result.msg_id, store_host=store_host, state=state,
+                                  from_transaction_check=False)
         await self._end_after_send(topic, result, state, error)
         return dataclasses.replace(result, local_transaction_state=state)
 
@@ -376,6 +387,11 @@ class TransactionProducer:
             log.exception("transaction check of %s failed; answering UNKNOW", uniq)
             remark = f"transaction check raised {type(exc).__name__}: {exc}"
         header = end_header_after_check(self.group, asked, stored, state)
+        trace = self._sender.trace
+        if trace is not None:
+            trace.end_transaction(stored.topic, tags=stored.tags, keys=stored.keys, properties=props,
+                                  msg_id=header.msg_id, transaction_id=uniq, store_host=connection.peer_address,
+                                  state=state, from_transaction_check=True)
         request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True,
                                           remark=remark)
         try:
