@@ -9,6 +9,10 @@
     rocketstore group consume-directly GROUP --client ID --id MSG_ID [-t TOPIC]    one message to one client
     rocketstore group client-offsets | time-span | correction-offset | clone-offset ...   (group_offset_cmds.py)
     rocketstore topic clean-expired-cq | clean-unused [-b BROKER | -c CLUSTER]             (group_offset_cmds.py)
+    rocketstore topic delete | route | clusters | perm | allocate ...                     (topic_admin_cmds.py)
+    rocketstore group delete | connections | config ...                                   (group_admin_cmds.py)
+    rocketstore message by-offset | print-queue -t TOPIC -b BROKER -i QUEUE_ID ...        (message_admin_cmds.py)
+    rocketstore message check-rt -t TOPIC | send-status -b BROKER_NAME                    (send_probe_cmds.py)
     rocketstore message query -t TOPIC -k KEY [--begin T --end T] [--max N] [--full-body]
     rocketstore message query --id MSG_ID [-t TOPIC] [--full-body]
     rocketstore acl update ACCOUNT -s SECRET [--admin] [-w ADDR] [-i PERM] [-u PERM] [-t T=PERM,..] [-g G=PERM,..]
@@ -28,8 +32,8 @@ Every command takes ``--namesrv HOST:PORT`` (env ROCKETSTORE_NAMESRV, default 12
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
+from rocketstore.cli import group_admin_cmds, message_admin_cmds, send_probe_cmds, topic_admin_cmds
 from rocketstore.cli.group_offset_cmds import add_group_commands, add_topic_commands
 from rocketstore.cli.output import (
     add_common,
@@ -38,6 +42,7 @@ from rocketstore.cli.output import (
     fail,
     format_time,
     message_json,
+    parse_time_ms,
     print_json,
     print_message,
     print_table,
@@ -98,6 +103,7 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     status.set_defaults(handler=_topic_status)
 
     add_topic_commands(commands)
+    topic_admin_cmds.add_topic_commands(commands)
 
 
 def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -150,10 +156,11 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     direct.set_defaults(handler=_group_consume_directly)
 
     add_group_commands(commands)
+    group_admin_cmds.add_group_commands(commands)
 
 
 def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    message = subparsers.add_parser("message", help="find messages by key or id")
+    message = subparsers.add_parser("message", help="find messages by key, id or queue offset; probe sends")
     commands = message.add_subparsers(dest="message_command", metavar="ACTION")
     commands.required = True
 
@@ -176,6 +183,9 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
     resume.add_argument("-i", "--id", required=True, help="the offset message id")
     add_common(resume)
     resume.set_defaults(handler=_message_resume_check)
+
+    message_admin_cmds.add_message_commands(commands)
+    send_probe_cmds.add_message_commands(commands)
 
 
 def _register_acl(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -404,18 +414,6 @@ def _group_consume_directly(args: argparse.Namespace) -> int:
 
 
 # --- message -------------------------------------------------------------------------------------------------
-
-
-def parse_time_ms(text: str | None, default: int) -> int:
-    """Milliseconds since the epoch, or an ISO 8601 time (local time when it has no zone)."""
-    if text is None:
-        return default
-    if text.strip().lstrip("-").isdigit():
-        return int(text)
-    try:
-        return int(datetime.fromisoformat(text.strip()).timestamp() * 1000)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch or ISO 8601)") from exc
 
 
 def _group_reset_offset(args: argparse.Namespace) -> int:

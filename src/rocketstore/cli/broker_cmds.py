@@ -10,6 +10,8 @@ getBrokerConfig, updateBrokerConfig), through client.admin:
     rocketstore broker-admin config set KEY=VALUE ... [-b ADDR | -c CLUSTER]
     rocketstore broker-admin watch [-b ADDR | -c CLUSTER] [--interval S] [--count N] [--png FILE]
                                                                    live figures per sample (cli/broker_watch.py)
+    rocketstore broker-admin wipe-write-perm | add-write-perm BROKER_NAME
+                                                                   on every name server (cli/cluster_cmds.py)
 
 Without ``-b`` a command asks every master of ``-c CLUSTER`` (default: every master the name server
 knows).  The group is ``broker-admin`` because ``rocketstore broker`` runs a broker; the stats name is
@@ -26,7 +28,7 @@ import json
 import sys
 from functools import partial
 
-from rocketstore.cli import broker_watch
+from rocketstore.cli import broker_watch, cluster_cmds
 from rocketstore.cli.output import (
     add_targets,
     admin_of,
@@ -91,6 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                                      "the plot extra)")
     targets(watch)
     watch.set_defaults(handler=_watch)
+
+    cluster_cmds.add_broker_admin_commands(commands)
 
 
 def _assignment(text: str) -> tuple[str, str]:

@@ -15,6 +15,8 @@ from rocketstore.cli import (
     admin_cmds,
     broker_cmds,
     client_cmds,
+    cluster_cmds,
+    group_admin_cmds,
     namesrv_admin_cmds,
     pipeline_cmds,
     serve_cmds,
@@ -27,8 +29,9 @@ __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
 
 #: ``register(subparsers)`` of every sub-command group, in help order.
 COMMAND_GROUPS: list[Callable[[argparse._SubParsersAction], None]] = [
-    serve_cmds.register, store_cmds.register, admin_cmds.register, broker_cmds.register,
-    namesrv_admin_cmds.register, client_cmds.register, trace_cmds.register, pipeline_cmds.register]
+    serve_cmds.register, store_cmds.register, admin_cmds.register, group_admin_cmds.register,
+    cluster_cmds.register, broker_cmds.register, namesrv_admin_cmds.register, client_cmds.register,
+    trace_cmds.register, pipeline_cmds.register]
 
 
 def build_parser() -> argparse.ArgumentParser:

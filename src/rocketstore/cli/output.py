@@ -24,8 +24,8 @@ from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.transport import run
 
 __all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "credentials_of", "fail",
-           "format_time", "message_json", "namesrv_list", "print_json", "print_message", "print_table",
-           "run_command"]
+           "format_time", "message_json", "namesrv_list", "parse_time_ms", "print_json", "print_message",
+           "print_table", "run_command"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
@@ -95,6 +95,18 @@ def format_time(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
     except (OverflowError, OSError, ValueError):
         return str(ms)
+
+
+def parse_time_ms(text: str | None, default: int) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 time (local time when it has no zone)."""
+    if text is None:
+        return default
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text.strip()).timestamp() * 1000)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch or ISO 8601)") from exc
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, right: Sequence[int] = ()) -> None:

@@ -22,8 +22,10 @@ CLEAN_EXPIRED_CONSUMEQUEUE (306) and CLEAN_UNUSED_TOPIC (316).
 
 The ACL calls live in client/acl_admin.py, the broker statistics and configuration calls in
 client/broker_admin.py, the name servers' settings and KV table in client/namesrv_admin.py, the message
-trace query in client/trace_query.py (mixins of AdminClient), and the values they answer with in
-client/admin_types.py (re-exported here).
+trace query in client/trace_query.py, topic deletion, perms and queue assignment in client/topic_admin.py,
+group deletion, configs and client connections in client/group_admin.py, the cluster list and brokers'
+write perms in client/cluster_admin.py, reads of one queue in client/message_admin.py (mixins of
+AdminClient), and the values they answer with in client/admin_types.py (re-exported here).
 
 A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
 is not a topic or group RocketMQ would accept raises InvalidNameError before anything is sent.
@@ -40,9 +42,12 @@ from rocketstore.client.admin_types import (
     AclVersionInfo,
     BrokerConsumeStats,
     BrokerStatsData,
+    ClusterBrokerRow,
     ClusterInfo,
     ConsumeProgress,
     ConsumerConnection,
+    ConsumerConnectionInfo,
+    GroupConfigInfo,
     InvalidNameError,
     NoConsumeProgressError,
     QueueProgress,
@@ -52,9 +57,12 @@ from rocketstore.client.admin_types import (
     mq_fields,
 )
 from rocketstore.client.broker_admin import BrokerAdmin
+from rocketstore.client.cluster_admin import ClusterAdmin
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, broker_error_for
+from rocketstore.client.group_admin import GroupAdmin
+from rocketstore.client.message_admin import MessageAdmin
 from rocketstore.client.namesrv_admin import NamesrvAdmin
 from rocketstore.client.route import RouteCache, check
 from rocketstore.client.trace_query import TraceAdmin
@@ -79,7 +87,6 @@ from rocketstore.remoting.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
-    GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     GetConsumeStatsRequestHeader,
@@ -107,9 +114,12 @@ __all__ = [
     "AdminClient",
     "BrokerConsumeStats",
     "BrokerStatsData",
+    "ClusterBrokerRow",
     "ClusterInfo",
     "ConsumeProgress",
     "ConsumerConnection",
+    "ConsumerConnectionInfo",
+    "GroupConfigInfo",
     "InvalidNameError",
     "NoConsumeProgressError",
     "QueueProgress",
@@ -130,7 +140,7 @@ CLEAN_QUEUES_WAIT_S = 15.0
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
-class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin):
+class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, ClusterAdmin, MessageAdmin):
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
                  credentials: SessionCredentials | None = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
@@ -399,28 +409,10 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin):
         return [(str(e.get("topic", "")), int(e.get("queueId", 0))) for e in entries if isinstance(e, dict)]
 
     async def consumer_connections(self, group: str) -> tuple[str, list[ConsumerConnection]]:
-        """(broker address, the group's clients) from the first master that has the group online: those
-        of the group's retry topic first (where a clustering group's clients heartbeat), then every master.
-        ClientError when no broker has it online."""
-        check_name("group", group)
-        masters: list[str] = []
-        try:
-            masters.extend((await self.topic_masters(f"%RETRY%{group}")).values())
-        except (ClientError, RemotingError):
-            pass  # no retry topic (a BROADCASTING group, or never consumed): ask every master
-        masters.extend(a for a in (await self.cluster_info()).masters().values() if a not in masters)
-        ext = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
-        for addr in masters:
-            response = await self.pool.request(addr, RemotingCommand.request(
-                RequestCode.GET_CONSUMER_CONNECTION_LIST, ext), self.timeout_s)
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
-                continue
-            obj = self._json(check(response))
-            clients = [ConsumerConnection(str(c.get("clientId", "")), str(c.get("clientAddr", "")),
-                                          str(c.get("language", "")), int(c.get("version", 0)))
-                       for c in obj.get("connectionSet") or []]
-            return addr, sorted(clients, key=lambda c: c.client_id)
-        raise ClientError(f"the consumer group {group!r} is not online on any broker")
+        """(broker address, the group's clients) from the first master that has the group online (see
+        :meth:`GroupAdmin.consumer_connection_info`).  ClientError when no broker has it online."""
+        info = await self.consumer_connection_info(group)
+        return info.broker_addr, info.connections
 
     async def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False,
                                     broker_addr: str | None = None) -> ConsumerRunningInfo:

@@ -12,7 +12,9 @@ from rocketstore.client.errors import ClientError
 from rocketstore.remoting.bodies import BrokerData, DataVersion
 
 if TYPE_CHECKING:
+    from rocketstore.remoting.bodies import TopicRouteData
     from rocketstore.remoting.command import RemotingCommand
+    from rocketstore.remoting.transport import ConnectionPool
 
 __all__ = [
     "AclConfigInfo",
@@ -20,9 +22,12 @@ __all__ = [
     "AdminCalls",
     "BrokerConsumeStats",
     "BrokerStatsData",
+    "ClusterBrokerRow",
     "ClusterInfo",
     "ConsumeProgress",
     "ConsumerConnection",
+    "ConsumerConnectionInfo",
+    "GroupConfigInfo",
     "InvalidNameError",
     "NoConsumeProgressError",
     "QueueProgress",
@@ -128,6 +133,42 @@ class ConsumerConnection:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerConnectionInfo:
+    """What one broker knows of a consumer group's clients (GET_CONSUMER_CONNECTION_LIST; mqadmin
+    consumerConnection): the connections, topic -> SubscriptionData JSON, and the group's settings."""
+
+    broker_addr: str
+    connections: list[ConsumerConnection]
+    subscriptions: dict[str, dict[str, Any]]
+    consume_type: str
+    message_model: str
+    consume_from_where: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigInfo:
+    """One broker's subscription group config (mqadmin getConsumerConfig), as the broker's JSON."""
+
+    cluster_name: str
+    broker_name: str
+    broker_addr: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBrokerRow:
+    """One broker (master or slave) of mqadmin clusterList: its runtime figures, or why it did not answer."""
+
+    cluster_name: str
+    broker_name: str
+    broker_id: int
+    broker_addr: str
+    #: the broker's GET_BROKER_RUNTIME_INFO table; None when it did not answer
+    runtime: dict[str, str] | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AclVersionInfo:
     """A broker's ACL file versions (GET_BROKER_CLUSTER_ACL_INFO; mqadmin clusterAclConfigVersion)."""
 
@@ -194,6 +235,8 @@ class AdminCalls:
     for the type checker; AdminClient defines each."""
 
     namesrv_addrs: list[str]
+    timeout_s: float
+    pool: ConnectionPool
 
     if TYPE_CHECKING:
         async def _call(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
@@ -205,3 +248,9 @@ class AdminCalls:
         async def master_addrs(self, cluster: str | None = None) -> list[str]: ...
 
         async def cluster_info(self) -> ClusterInfo: ...
+
+        async def route(self, topic: str) -> TopicRouteData: ...
+
+        async def topic_masters(self, topic: str) -> dict[str, str]: ...
+
+        async def runtime_info(self, broker_addr: str) -> dict[str, str]: ...

@@ -1,0 +1,124 @@
+"""Reads of one message queue (mqadmin queryMsgByOffset, printMsgByQueue), added to admin_cmds' ``message``
+command:
+
+    rocketstore message by-offset -t TOPIC -b BROKER -i QUEUE_ID -o OFFSET [--full-body]
+    rocketstore message print-queue -t TOPIC -b BROKER -i QUEUE_ID [--begin T | --begin-offset N]
+                                    [--end T | --end-offset N] [-s 'TagA || TagB'] [--tags-stats] [--max N]
+
+BROKER is the broker's name (as mqadmin takes it) or its master's HOST:PORT.  ``print-queue`` lists one line
+per message (queue offset, ids, tags, keys, store time, the start of the body); ``--tags-stats`` adds how many
+messages carry each tag, most frequent first (mqadmin's ``-f true``).  Parse arguments, call one AdminClient
+method, print.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rocketstore.cli.output import (
+    add_common,
+    admin_of,
+    body_text,
+    fail,
+    format_time,
+    message_json,
+    parse_time_ms,
+    print_json,
+    print_message,
+    print_table,
+    run_command,
+)
+
+__all__ = ["add_message_commands"]
+
+#: body characters a print-queue line shows without --full-body
+LINE_BODY_CHARS = 48
+DEFAULT_MAX_MESSAGES = 1000
+
+
+def _queue_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-t", "--topic", required=True)
+    parser.add_argument("-b", "--broker", required=True, help="broker name, or its master's HOST:PORT")
+    parser.add_argument("-i", "--queue-id", type=int, required=True)
+
+
+def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    by_offset = commands.add_parser("by-offset", help="the message at a queue offset (mqadmin queryMsgByOffset)")
+    _queue_args(by_offset)
+    by_offset.add_argument("-o", "--offset", type=int, required=True, help="the queue offset")
+    add_common(by_offset, full_body=True)
+    by_offset.set_defaults(handler=_by_offset)
+
+    queue = commands.add_parser("print-queue", help="a queue's messages between two times or offsets, their tags "
+                                                    "counted with --tags-stats (mqadmin printMsgByQueue)")
+    _queue_args(queue)
+    begin = queue.add_mutually_exclusive_group()
+    begin.add_argument("--begin", metavar="TIME", help="from the first message stored at or after TIME (ms since "
+                                                       "the epoch or ISO 8601; default: the first kept)")
+    begin.add_argument("--begin-offset", type=int, metavar="N", help="from queue offset N")
+    end = queue.add_mutually_exclusive_group()
+    end.add_argument("--end", metavar="TIME", help="up to the first message stored at or after TIME (default: the "
+                                                   "queue's end)")
+    end.add_argument("--end-offset", type=int, metavar="N", help="up to (not including) queue offset N")
+    queue.add_argument("-s", "--sub-expression", default="*", help="only these tags ('TagA || TagB'; default *)")
+    queue.add_argument("--tags-stats", action="store_true", help="count the messages of each tag")
+    queue.add_argument("--max", type=int, default=DEFAULT_MAX_MESSAGES,
+                       help=f"at most this many messages (default {DEFAULT_MAX_MESSAGES})")
+    add_common(queue, full_body=True)
+    queue.set_defaults(handler=_print_queue)
+
+
+def _by_offset(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with admin_of(args) as admin:
+            message = await admin.message_by_offset(args.topic, args.broker, args.queue_id, args.offset)
+        if args.json:
+            print_json(message_json(message, args.full_body))
+        else:
+            print_message(message, args.full_body)
+        return 0
+
+    return run_command(go())
+
+
+def _print_queue(args: argparse.Namespace) -> int:
+    if args.max < 1:
+        return fail("--max must be at least 1")
+    try:
+        begin_ms = parse_time_ms(args.begin, -1) if args.begin is not None else None
+        end_ms = parse_time_ms(args.end, -1) if args.end is not None else None
+    except argparse.ArgumentTypeError as exc:
+        return fail(str(exc))
+
+    async def go() -> int:
+        async with admin_of(args) as admin:
+            found = await admin.queue_messages(args.topic, args.broker, args.queue_id, begin_offset=args.begin_offset,
+                                               end_offset=args.end_offset, begin_ms=begin_ms, end_ms=end_ms,
+                                               expression=args.sub_expression, max_count=args.max)
+        mq = found.queue
+        if args.json:
+            out: dict[str, object] = {
+                "topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+                "beginOffset": found.begin_offset, "endOffset": found.end_offset, "nextOffset": found.next_offset,
+                "messages": [message_json(m, args.full_body) for m in found.messages]}
+            if args.tags_stats:
+                out["tagCounts"] = found.tag_counts
+            print_json(out)
+            return 0
+        rows = []
+        for m in found.messages:
+            text, _, truncated = body_text(m.body, args.full_body)
+            if not args.full_body and len(text) > LINE_BODY_CHARS:
+                text, truncated = text[:LINE_BODY_CHARS], True
+            rows.append((m.queue_offset, m.uniq_key or m.msg_id, m.tags or "-", m.keys or "-",
+                         format_time(m.store_timestamp), text.replace("\n", " ") + ("..." if truncated else "")))
+        print_table(["OFFSET", "MSG ID", "TAGS", "KEYS", "STORED", "BODY"], rows, right=(0,))
+        cut = " (stopped at --max)" if found.next_offset < found.end_offset and len(found.messages) >= args.max else ""
+        print(f"{len(found.messages)} message(s) of {mq.topic} queue {mq.queue_id} on {mq.broker_name}, queue "
+              f"offsets {found.begin_offset} .. {found.end_offset}{cut}")
+        if args.tags_stats:
+            print()
+            print_table(["TAG", "COUNT"], list(found.tag_counts.items()), right=(1,))
+        return 0
+
+    return run_command(go())

@@ -1,0 +1,143 @@
+"""AdminClient's topic calls beyond create / list / status (mqadmin deleteTopic, topicClusterList,
+updateTopicPerm, allocateMQ): DELETE_TOPIC_IN_BROKER (215) on every broker of the clusters holding the topic,
+then DELETE_TOPIC_IN_NAMESRV (216) on every name server; UPDATE_AND_CREATE_TOPIC (17) with a new perm; and
+the queue assignment the average strategy would give a list of client ids.  The route itself is
+:meth:`AdminClient.route` (GET_ROUTEINFO_BY_TOPIC, mqadmin topicRoute).
+
+Mixed into AdminClient, whose plumbing it uses.  Imports remoting only.  Loop-bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rocketstore.client.admin_types import AdminCalls, ClusterInfo, check_name
+from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.errors import ClientError
+from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.codes import RequestCode
+from rocketstore.remoting.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
+
+__all__ = ["PERMS", "PermChange", "TopicAdmin", "TopicDeletion"]
+
+#: the perms updateTopicPerm accepts: write only, read only, both
+PERMS = (Perm.WRITE, Perm.READ, Perm.READ | Perm.WRITE)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeletion:
+    """Where a topic was deleted: the clusters, their brokers (masters and slaves), the name servers."""
+
+    topic: str
+    clusters: list[str]
+    broker_addrs: list[str]
+    namesrv_addrs: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class PermChange:
+    """One master's topic perm before and after updateTopicPerm (*changed* False: it already had it)."""
+
+    broker_name: str
+    broker_addr: str
+    old_perm: int
+    new_perm: int
+
+    @property
+    def changed(self) -> bool:
+        return self.old_perm != self.new_perm
+
+
+def _cluster_addrs(info: ClusterInfo, clusters: list[str]) -> list[str]:
+    """Every address (masters, then slaves by id) of every broker of *clusters*, as mqadmin's
+    fetchMasterAndSlaveAddrByClusterName finds them."""
+    addrs: list[str] = []
+    for cluster in clusters:
+        for name in sorted(info.clusters.get(cluster, [])):
+            data = info.brokers.get(name)
+            if data is not None:
+                addrs.extend(a for _, a in sorted(data.broker_addrs.items()) if a not in addrs)
+    return addrs
+
+
+class TopicAdmin(AdminCalls):
+    async def topic_clusters(self, topic: str) -> list[str]:
+        """The clusters holding *topic*'s brokers (NoRouteError for an unknown topic).  mqadmin
+        topicClusterList looks at the route's first broker only; this looks at every one."""
+        route = await self.route(topic)
+        names = {qd.broker_name for qd in route.queue_datas} | {bd.broker_name for bd in route.broker_datas}
+        info = await self.cluster_info()
+        return sorted(c for c, members in info.clusters.items() if names & set(members))
+
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> TopicDeletion:
+        """mqadmin deleteTopic: DELETE_TOPIC_IN_BROKER on every master and slave of *cluster* (default: of
+        every cluster the topic's route reaches; NoRouteError when the name servers do not know it), then
+        DELETE_TOPIC_IN_NAMESRV on every name server.  A broker that refuses (a system topic) raises its
+        error before any name server is asked."""
+        check_name("topic", topic)
+        info = await self.cluster_info()
+        if cluster is not None:
+            info.require(cluster)
+            clusters = [cluster]
+        else:
+            clusters = await self.topic_clusters(topic)
+        addrs = _cluster_addrs(info, clusters)
+        if not addrs:
+            raise ClientError(f"no broker of cluster(s) {', '.join(clusters) or '-'} is registered")
+        ext = DeleteTopicRequestHeader(topic=topic).to_ext_fields()
+        for addr in addrs:
+            await self._call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, ext)
+        for addr in self.namesrv_addrs:
+            await self._call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, ext)
+        return TopicDeletion(topic, clusters, addrs, list(self.namesrv_addrs))
+
+    async def update_topic_perm(self, topic: str, perm: int, *, broker_addr: str | None = None,
+                                cluster: str | None = None) -> list[PermChange]:
+        """mqadmin updateTopicPerm: each master of the topic's route (only *broker_addr*, which must be one
+        of them, or only those of *cluster*) gets the topic again with *perm* and its own queue counts and
+        sys flag (UPDATE_AND_CREATE_TOPIC); a master that already has *perm* is left alone.  mqadmin takes
+        the counts of the route's first broker for all; an ordered topic (the route carries its order
+        config) stays ordered."""
+        if perm not in PERMS:
+            raise ClientError(f"perm must be 2 (write), 4 (read) or 6 (read and write), not {perm}")
+        route = await self.route(topic)
+        masters = {}
+        for qd in route.queue_datas:
+            data = route.broker(qd.broker_name)
+            addr = data.master_addr() if data is not None else None
+            if addr is not None:
+                masters[qd.broker_name] = (addr, qd)
+        if broker_addr is not None:
+            masters = {n: v for n, v in masters.items() if v[0] == broker_addr}
+            if not masters:
+                raise ClientError(f"{broker_addr} is not the master of a broker holding topic {topic!r}")
+        if cluster is not None:
+            info = await self.cluster_info()
+            info.require(cluster)
+            masters = {n: v for n, v in masters.items() if n in info.clusters.get(cluster, [])}
+            if not masters:
+                raise ClientError(f"no master of cluster {cluster!r} holds topic {topic!r}")
+        if not masters:
+            raise ClientError(f"topic {topic!r} has no master broker")
+        changes = []
+        for name, (addr, qd) in sorted(masters.items()):
+            if qd.perm != perm:
+                header = CreateTopicRequestHeader(
+                    topic=topic, default_topic="TBW102", read_queue_nums=qd.read_queue_nums,
+                    write_queue_nums=qd.write_queue_nums, perm=perm, topic_filter_type="SINGLE_TAG",
+                    topic_sys_flag=qd.topic_sys_flag, order=route.order_topic_conf is not None)
+                await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+            changes.append(PermChange(name, addr, qd.perm, perm))
+        return changes
+
+    async def allocate_queues(self, topic: str, client_ids: list[str]) -> dict[str, list[MessageQueue]]:
+        """mqadmin allocateMQ: client id -> the subscribe queues of *topic* the average strategy gives it when
+        *client_ids* make up the group.  Queues and ids are sorted first, as a consumer's rebalance sorts
+        them (mqadmin feeds the strategy a hash set's order, so its answer can differ from what consumers
+        really get)."""
+        ids = sorted({c.strip() for c in client_ids if c.strip()})
+        if not ids:
+            raise ClientError("no client id to allocate queues to")
+        queues = sorted(RouteCache.subscribe_queues(topic, await self.route(topic)))
+        return {cid: allocate_averagely(cid, queues, ids) for cid in ids}
