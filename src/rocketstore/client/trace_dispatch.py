@@ -13,7 +13,8 @@ What is kept from 4.9.3, and why:
 * The trace message's KEYS are the traced msgIds and keys (:func:`trace_keys`), so that a query by key
   in the trace topic finds it; its topic is ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC).
 * The producer's group is ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>`` (genGroupNameForTrace);
-  sends time out after 5 s and are retried as any send is; a failed send is logged and forgotten.
+  sends time out after 5 s and are retried as any send is; a failed send is logged and forgotten; at most
+  ``max_in_flight`` (16) trace messages are in flight, so a slow broker fills the bounded queue, not memory.
 * :meth:`TraceDispatcher.close` sends what is still waiting and waits for the sends in flight (each bounded
   by its timeout), then closes the producer: a client's shutdown flushes its trace.
 
@@ -60,11 +61,11 @@ class TraceDispatcher:
     def __init__(self, namesrv_addr: str, group: str, kind: Literal["PRODUCE", "CONSUME"], *,
                  trace_topic: str | None = None, credentials: SessionCredentials | None = None,
                  queue_limit: int = 1024, batch_size: int = 100, max_message_chars: int = 118_000,
-                 linger_s: float = 0.005, send_timeout_s: float = 5.0) -> None:
+                 linger_s: float = 0.005, send_timeout_s: float = 5.0, max_in_flight: int = 16) -> None:
         """*trace_topic*: where trace messages go (None or blank: RMQ_SYS_TRACE_TOPIC); *credentials*: the
         traced client's ACL keys, which the trace producer signs with too."""
-        if queue_limit < 1 or batch_size < 1 or max_message_chars < 1:
-            raise ValueError("queue_limit, batch_size and max_message_chars must be at least 1")
+        if queue_limit < 1 or batch_size < 1 or max_message_chars < 1 or max_in_flight < 1:
+            raise ValueError("queue_limit, batch_size, max_message_chars and max_in_flight must be at least 1")
         self.trace_topic = trace_topic.strip() if trace_topic and trace_topic.strip() else RMQ_SYS_TRACE_TOPIC
         self.group = trace_group_name(group, kind)
         self.queue_limit = queue_limit
@@ -72,6 +73,9 @@ class TraceDispatcher:
         self.max_message_chars = max_message_chars
         self.linger_s = linger_s
         self.send_timeout_s = send_timeout_s
+        #: trace messages being sent at most at once (Java bounds its trace executor's queue); past this the
+        #: worker waits and new contexts pile up in the queue, where the limit drops them
+        self.max_in_flight = max_in_flight
         self.producer = Producer(namesrv_addr, self.group, timeout_s=send_timeout_s, credentials=credentials)
         #: contexts appended beyond queue_limit (dropped), and trace messages whose send failed
         self.discarded = 0
@@ -127,6 +131,8 @@ class TraceDispatcher:
             count = min(self.batch_size, len(self._waiting))
             batch = [self._waiting.popleft() for _ in range(count)]
             for data, keys in self._messages(batch):
+                while len(self._sending) >= self.max_in_flight:  # a slow broker: wait, and let the queue drop
+                    await asyncio.wait(set(self._sending), return_when=asyncio.FIRST_COMPLETED)
                 task = asyncio.get_running_loop().create_task(self._send(data, keys))
                 self._sending.add(task)
                 task.add_done_callback(self._sending.discard)

@@ -87,3 +87,27 @@ def test_the_pub_message_type_follows_the_properties_as_java_sets_it() -> None:
     assert pub_message_type({"TRAN_MSG": "true"}) is MessageType.Trans_Msg_Half
     assert pub_message_type({"TRAN_MSG": "true", "DELAY": "3"}) is MessageType.Delay_Msg
     assert pub_message_type({"__STARTDELIVERTIME": "1"}) is MessageType.Delay_Msg
+
+
+def test_a_name_server_that_never_answers_holds_at_most_max_in_flight_trace_sends() -> None:
+    async def go() -> tuple[TraceDispatcher, int]:
+        silent = socket.socket()  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        try:
+            d = TraceDispatcher(f"127.0.0.1:{silent.getsockname()[1]}", "g", "PRODUCE", batch_size=1,
+                                linger_s=0.0, send_timeout_s=0.2, max_in_flight=2)
+            for topic in "ABCDE":  # one trace message each
+                assert d.append(pub(topic, topic))
+            most = 0
+            while d.failed_sends < 5:
+                most = max(most, len(d._sending))
+                await asyncio.sleep(0.01)
+            await asyncio.wait_for(d.close(), 30)
+            return d, most
+        finally:
+            silent.close()
+
+    d, most = asyncio.run(go())
+    assert most == 2  # the cap was reached and never passed
+    assert d.failed_sends == 5 and d.sent_messages == 0 and d.discarded == 0
