@@ -376,6 +376,19 @@ def test_name_server_views_and_admin_topic_creation(cluster: LocalCluster) -> No
         assert (route.queue_datas[0].read_queue_nums, route.queue_datas[0].write_queue_nums) == (2, 3)
         topics = loads((await raw(ns, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body)["topicList"]
         assert "AdminTopic" in topics and "TBW102" in topics
+        unit = await raw(cluster.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": "UnitSubTopic", "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1",
+            "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "2", "order": "false"})
+        assert unit.code == ResponseCode.SUCCESS
+
+        async def unit_lists() -> tuple[list[str], list[str], list[str]] | None:
+            lists = [loads((await raw(ns, code)).body)["topicList"] for code in (
+                RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+                RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST)]
+            return (lists[0], lists[1], lists[2]) if "UnitSubTopic" in lists[1] else None
+
+        assert await eventually(unit_lists, 5, "the unit-sub topic to reach the name server") == (
+            [], ["UnitSubTopic"], ["UnitSubTopic"])
         clash = await raw(cluster.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
             "topic": "TBW102", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "3",
             "perm": "6", "topicFilterType": "SINGLE_TAG"})

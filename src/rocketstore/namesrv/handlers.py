@@ -132,6 +132,9 @@ class NameServerHandlers:
         r.add(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.topic_list)
         r.add(RequestCode.GET_TOPICS_BY_CLUSTER, self.topics_by_cluster)
         r.add(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, self.system_topics)
+        r.add(RequestCode.GET_UNIT_TOPIC_LIST, self.unit_topics)
+        r.add(RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, self.unit_sub_topics)
+        r.add(RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, self.unit_sub_ununit_topics)
         r.add(RequestCode.QUERY_DATA_VERSION, self.query_data_version)
         r.add(RequestCode.PUT_KV_CONFIG, self.put_kv)
         r.add(RequestCode.GET_KV_CONFIG, self.get_kv)
@@ -229,6 +232,17 @@ class NameServerHandlers:
 
     async def system_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.system_topics()))
+
+    async def unit_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.unit_topics(unit=True)))
+
+    async def unit_sub_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=topic_list_body(self.routes.unit_topics(unit_sub=True)))
+
+    async def unit_sub_ununit_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ResponseCode.SUCCESS,
+                                     body=topic_list_body(self.routes.unit_topics(unit=False, unit_sub=True)))
 
     async def wipe_write_perm(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)

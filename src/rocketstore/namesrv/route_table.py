@@ -32,6 +32,9 @@ from rocketstore.remoting.bodies import (
 __all__ = ["BROKER_EXPIRY_MS", "BrokerLive", "RegisterResult", "RouteTable"]
 
 BROKER_EXPIRY_MS = 120_000
+#: TopicSysFlag's bits: the topic is a unit topic / has unit subscriptions
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 
 
 @dataclass(slots=True)
@@ -204,6 +207,22 @@ class RouteTable:
     def topics_of_cluster(self, cluster: str) -> list[str]:
         names = self.clusters.get(cluster, set())
         return sorted(t for t, queues in self.topic_queues.items() if names.intersection(queues))
+
+    def unit_topics(self, *, unit: bool | None = None, unit_sub: bool | None = None) -> list[str]:
+        """Topics whose sys flag (as their first registered broker's queue data says) has the unit bit set
+        (*unit* True) or clear (False) and the unit-sub bit set or clear (*unit_sub*); None: either.  What
+        4.9.3's GET_UNIT_TOPIC_LIST (unit), GET_HAS_UNIT_SUB_TOPIC_LIST (unit_sub) and
+        GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST (unit_sub and not unit) answer."""
+        out = []
+        for topic, queues in self.topic_queues.items():
+            first = next(iter(queues.values()), None)
+            if first is None:
+                continue
+            flag = first.topic_sys_flag
+            if (unit is None or bool(flag & TOPIC_SYS_FLAG_UNIT) == unit) and \
+                    (unit_sub is None or bool(flag & TOPIC_SYS_FLAG_UNIT_SUB) == unit_sub):
+                out.append(topic)
+        return sorted(out)
 
     def system_topics(self) -> list[str]:
         """Cluster names and broker names (each broker creates a topic of each)."""

@@ -191,3 +191,14 @@ def test_old_brokers_send_the_bare_wrapper() -> None:
     decoded = RegisterBrokerBody.decode(json.dumps(wrapper).encode(), version=30)
     assert decoded.topic_configs["TopicA"].write_queue_nums == 1
     assert decoded.data_version == DataVersion(T0, 2)
+
+
+def test_unit_topic_lists_select_by_the_first_registered_brokers_sys_flag() -> None:
+    table = RouteTable()
+    register(table, TopicConfig("Plain", 1, 1, 6), TopicConfig("Unit", 1, 1, 6, "SINGLE_TAG", 0x1),
+             TopicConfig("UnitSub", 1, 1, 6, "SINGLE_TAG", 0x2), TopicConfig("Both", 1, 1, 6, "SINGLE_TAG", 0x3))
+    # a second broker's flags for the same topics do not count (4.9.3 reads queueDatas.get(0))
+    register(table, TopicConfig("Plain", 1, 1, 6, "SINGLE_TAG", 0x3), addr="10.0.0.3:10911", name="broker-b")
+    assert table.unit_topics(unit=True) == ["Both", "Unit"]
+    assert table.unit_topics(unit_sub=True) == ["Both", "UnitSub"]
+    assert table.unit_topics(unit=False, unit_sub=True) == ["UnitSub"]
