@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signing_content
 from rocketstore.remoting.codes import RequestCode
 
@@ -38,7 +39,6 @@ __all__ = ["AclConfigError", "PlainAcl", "acl_files", "address_matcher", "check_
 log = logging.getLogger(__name__)
 
 DENY, ANY, PUB, SUB = 1, 2, 4, 8
-RETRY_PREFIX = "%RETRY%"
 #: what a failed check's remark starts with (the Java broker's AclException, as the clients print it)
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 #: request codes only an admin account may use (Permission.ADMIN_CODE)
@@ -193,7 +193,7 @@ def _perms(entries: object, kind: str, *, group: bool, into: dict[str, int]) -> 
         if len(items) != 2:
             raise AclConfigError(f"Parse resource permission failed for {kind}:{entry}")
         name = items[0].strip()
-        into[RETRY_PREFIX + name if group else name] = parse_perm(items[1])
+        into[RETRY_GROUP_TOPIC_PREFIX + name if group else name] = parse_perm(items[1])
 
 
 def _account(raw: object, where: Path) -> Account:
@@ -248,7 +248,7 @@ def _add_file(data: object, path: Path, white: list[Callable[[str], bool]], acco
 
 
 def _retry(group: str | None) -> str | None:
-    return None if group is None else RETRY_PREFIX + group
+    return None if group is None else RETRY_GROUP_TOPIC_PREFIX + group
 
 
 def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> dict[str, int]:
@@ -290,8 +290,8 @@ def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> d
 
 
 def _printable(resource: str) -> str:
-    if resource.startswith(RETRY_PREFIX):
-        return f"group:{resource[len(RETRY_PREFIX):]}"
+    if resource.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return f"group:{resource[len(RETRY_GROUP_TOPIC_PREFIX):]}"
     return f"topic:{resource}"
 
 
@@ -370,7 +370,7 @@ class PlainAcl:
             if owned is not None and resource in owned:
                 have = owned[resource]
             else:
-                have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
+                have = account.default_group_perm if resource.startswith(RETRY_GROUP_TOPIC_PREFIX) else account.default_topic_perm
             if not check_permission(perm, have):
                 return f"No default permission for {_printable(resource)}"
         return None

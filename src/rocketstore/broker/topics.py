@@ -19,6 +19,8 @@ from typing import Any
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
 from rocketstore.message.system_topics import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
     SYSTEM_TOPIC_PREFIX,
     SYSTEM_TOPICS,
@@ -45,8 +47,6 @@ SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SCHEDULE_TOPIC_QUEUE_NUMS = 18
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 _VALID_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 TOPIC_MAX_LENGTH = 127
 #: Validators.CHARACTER_MAX_LENGTH, the limit RocketMQ puts on group names

@@ -20,6 +20,7 @@ from rocketstore.client.admin_types import (
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.topic_admin import TopicAdmin
 from rocketstore.errors import RemotingError
+from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.headers import (
     GetConsumerConnectionListRequestHeader,
@@ -28,8 +29,6 @@ from rocketstore.remoting.headers import (
 
 __all__ = ["GroupAdmin", "GroupDeletion", "ProducerConnectionInfo"]
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +74,7 @@ class GroupAdmin(TopicAdmin):
             await self._call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
         deleted: list[str] = []
         if broker_addr is None:
-            for topic in (RETRY_PREFIX + group, DLQ_PREFIX + group):
+            for topic in (RETRY_GROUP_TOPIC_PREFIX + group, DLQ_GROUP_TOPIC_PREFIX + group):
                 try:
                     await self.delete_topic(topic, cluster=cluster)
                 except NoRouteError:
@@ -113,7 +112,7 @@ class GroupAdmin(TopicAdmin):
         check_name("group", group)
         masters: list[str] = []
         try:
-            masters.extend((await self.topic_masters(RETRY_PREFIX + group)).values())
+            masters.extend((await self.topic_masters(RETRY_GROUP_TOPIC_PREFIX + group)).values())
         except (ClientError, RemotingError):
             pass  # no retry topic (a BROADCASTING group, or never consumed): ask every master
         masters.extend(a for a in (await self.cluster_info()).masters().values() if a not in masters)

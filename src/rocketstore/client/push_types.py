@@ -22,6 +22,7 @@ from enum import StrEnum
 
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName
 from rocketstore.message.record import StoredMessage
+from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
     "RETRY_GROUP_TOPIC_PREFIX",
@@ -35,7 +36,6 @@ __all__ = [
     "retry_topic",
 ]
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 
 
 def retry_topic(group: str) -> str:

@@ -1,6 +1,7 @@
-"""The topics RocketMQ 4.9.3 reserves for itself (TopicValidator's system topic set and its ``rmq_sys_``
-prefix): one definition for the broker, which refuses to create or delete them through admin requests,
-and for the Spark source, which reads them only when asked by name.
+"""The topic names RocketMQ 4.9.3 reserves (TopicValidator's system topic set and its ``rmq_sys_`` prefix, and
+the retry and dead-letter topics of consumer groups): one definition for the broker, which refuses to
+create or delete system topics through admin requests, the clients and admin tools, and the Spark source,
+which reads system topics only when asked by name.
 
 A broker adds its own to these at start (its cluster and broker name topics, ``<cluster>_REPLY_TOPIC``, a
 custom trace topic), as 4.9.3's TopicConfigManager does with TopicValidator.addSystemTopic.
@@ -10,7 +11,13 @@ No I/O; safe from any thread.
 
 from __future__ import annotations
 
-__all__ = ["SCHEDULE_TOPIC", "SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIX", "is_system_topic"]
+__all__ = ["DLQ_GROUP_TOPIC_PREFIX", "RETRY_GROUP_TOPIC_PREFIX", "SCHEDULE_TOPIC", "SYSTEM_TOPICS",
+           "SYSTEM_TOPIC_PREFIX", "is_system_topic"]
+
+#: a consumer group's retry topic is this and the group's name (MixAll.RETRY_GROUP_TOPIC_PREFIX)
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+#: a consumer group's dead-letter topic is this and the group's name (MixAll.DLQ_GROUP_TOPIC_PREFIX)
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
 #: where delayed messages wait for their time (one queue per delay level)
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
