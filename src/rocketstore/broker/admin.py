@@ -11,7 +11,8 @@ without a remark and the queries not at all, which leaves a client to time out).
 
 GET_BROKER_RUNTIME_INFO answers 4.9.3's table of figures (broker.stats_admin.runtime_table, from
 broker.broker_stats) and GET_BROKER_CONFIG every property under its broker.conf name with the configuration's
-data version (UPDATE_BROKER_CONFIG, which changes them, is in broker.stats_admin).
+data version, with the fixed figures 4.9.3 reports of its netty client and filter servers
+(UPDATE_BROKER_CONFIG, which changes the properties, is in broker.stats_admin).
 
 ConsumeStats' consumeTps is the group's rate over the last minute (broker.stats), summed over its topics as
 RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps
@@ -28,7 +29,12 @@ from rocketstore.broker.acl import AclConfigError
 from rocketstore.broker.acl_admin import AclAdmin, PlainAccessConfig, java_split
 from rocketstore.broker.group_admin import LiveTopics
 from rocketstore.broker.groups import SubscriptionGroupConfig
-from rocketstore.broker.stats_admin import config_text, queue_offsets, runtime_table, subscribed_elsewhere
+from rocketstore.broker.stats_admin import (
+    queue_offsets,
+    reported_config_text,
+    runtime_table,
+    subscribed_elsewhere,
+)
 from rocketstore.broker.topics import group_problem, topic_problem
 from rocketstore.errors import StoreError
 from rocketstore.remoting import fastjson
@@ -69,7 +75,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
     async def broker_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         version = fastjson.dumps(broker.config_version.to_json()).decode()
         return request.make_response(ResponseCode.SUCCESS, ext_fields={"version": version},
-                                     body=config_text(broker).encode())
+                                     body=reported_config_text(broker).encode())
 
     async def create_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)

@@ -1,6 +1,6 @@
 """Broker statistics and configuration at runtime: VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317)
 and UPDATE_BROKER_CONFIG (25), plus what GET_BROKER_RUNTIME_INFO (28) and GET_BROKER_CONFIG (26) in
-broker.admin answer (:func:`runtime_table`, :func:`config_text`).
+broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
 
 - VIEW_BROKER_STATS_DATA: one stat item's minute / hour / day windows as BrokerStatsData (what ``mqadmin
   statsAll`` and ``brokerConsumeStats`` read); an item that does not exist gets SYSTEM_ERROR
@@ -57,8 +57,8 @@ from rocketstore.store.store_stats import java_double
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["ConfigUpdateError", "config_text", "queue_offsets", "register", "runtime_table", "subscribed_elsewhere",
-           "updated_configs"]
+__all__ = ["ConfigUpdateError", "config_text", "queue_offsets", "register", "reported_config_text", "runtime_table",
+           "subscribed_elsewhere", "updated_configs"]
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,15 @@ def config_text(broker: Broker) -> str:
     GET_BROKER_CONFIG answers and UPDATE_BROKER_CONFIG writes)."""
     return format_properties([*_properties(broker.config, _BROKER_NAMES),
                               *_properties(broker.store_config, _STORE_NAMES)])
+
+
+def reported_config_text(broker: Broker) -> str:
+    """GET_BROKER_CONFIG's body: :func:`config_text` and the fixed figures a 4.9.3 broker reports from parts
+    this one has no settings of (its filter servers, its netty client), which mqadmin exportConfigs and
+    exportMetrics read (the latter takes clientCallbackExecutorThreads, the CPU count, as cpuNum).  Not
+    written to broker.properties: they are not settings here, and UPDATE_BROKER_CONFIG refuses them."""
+    fixed = [("filterServerNums", 0), ("clientCallbackExecutorThreads", os.cpu_count() or 1), ("useTLS", False)]
+    return config_text(broker) + format_properties(fixed)
 
 
 class ConfigUpdateError(ValueError):

@@ -4,6 +4,7 @@ getBrokerConfig, updateBrokerConfig), through client.admin:
     rocketstore broker-admin status [-b ADDR | -c CLUSTER]         runtime figures, per master
     rocketstore broker-admin stats -s STATS_NAME -k KEY [-b ADDR | -c CLUSTER]
                                                                    one stat item: minute / hour / day rows
+    rocketstore broker-admin stats-all [-t TOPIC] [--active]      per topic and group: lag, TPS, day counts
     rocketstore broker-admin consume-stats [-b ADDR | -c CLUSTER] [--order]
                                                                    every group's offsets and lag per queue
     rocketstore broker-admin config get [-b ADDR | -c CLUSTER]     the brokers' properties
@@ -30,6 +31,7 @@ from functools import partial
 
 from rocketstore.cli import broker_watch, cluster_cmds
 from rocketstore.cli.output import (
+    add_common,
     add_targets,
     admin_of,
     fail,
@@ -62,6 +64,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     stats.add_argument("-k", "--key", required=True, help="the item's key")
     targets(stats)
     stats.set_defaults(handler=_stats)
+
+    stats_all = commands.add_parser("stats-all", help="per topic and consuming group: lag, in / out TPS of the last "
+                                                      "minute, messages in / out in the last day (statsAll)")
+    stats_all.add_argument("-t", "--topic", help="only this topic")
+    stats_all.add_argument("-a", "--active", action="store_true",
+                           help="only rows with messages put or got in the last day")
+    add_common(stats_all)
+    stats_all.set_defaults(handler=_stats_all)
 
     consume = commands.add_parser("consume-stats", help="every subscription group's offsets and lag per queue "
                                                         "(brokerConsumeStats)")
@@ -153,6 +163,27 @@ def _stats(args: argparse.Namespace) -> int:
                 for addr, d in found.items() for window, w in (("minute", d.minute), ("hour", d.hour), ("day", d.day))]
         print(f"{args.stats_name} {args.key}")
         print_table(["BROKER", "WINDOW", "SUM", "TPS", "AVGPT"], rows, right=(2, 3, 4))
+        return 0
+
+    return run_command(go())
+
+
+def _stats_all(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with admin_of(args) as admin:
+            rows = await admin.stats_all(args.topic, active_only=args.active)
+        if args.json:
+            print_json([{"topic": r.topic, "group": r.group, "accumulation": r.accumulation, "inTps": r.in_tps,
+                         "outTps": r.out_tps if r.group is not None else None, "inMsg24Hour": r.in_msg_24h,
+                         "outMsg24Hour": r.out_msg_24h if r.group is not None else None} for r in rows])
+            return 0
+        # as statsAll prints a topic nobody consumes: no group, no out rate, NO_CONSUMER for its out count
+        print_table(["#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
+                     "#OutMsg24Hour"],
+                    [(r.topic, r.group or "", r.accumulation, f"{r.in_tps:.2f}",
+                      f"{r.out_tps:.2f}" if r.group is not None else "", r.in_msg_24h,
+                      r.out_msg_24h if r.group is not None else "NO_CONSUMER") for r in rows],
+                    right=(2, 3, 4, 5, 6))
         return 0
 
     return run_command(go())

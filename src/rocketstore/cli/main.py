@@ -16,6 +16,7 @@ from rocketstore.cli import (
     broker_cmds,
     client_cmds,
     cluster_cmds,
+    export_cmds,
     group_admin_cmds,
     namesrv_admin_cmds,
     pipeline_cmds,
@@ -31,7 +32,7 @@ __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
 COMMAND_GROUPS: list[Callable[[argparse._SubParsersAction], None]] = [
     serve_cmds.register, store_cmds.register, admin_cmds.register, group_admin_cmds.register,
     cluster_cmds.register, broker_cmds.register, namesrv_admin_cmds.register, client_cmds.register,
-    trace_cmds.register, pipeline_cmds.register]
+    trace_cmds.register, pipeline_cmds.register, export_cmds.register]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,8 @@ The ACL calls live in client/acl_admin.py, the broker statistics and configurati
 client/broker_admin.py, the name servers' settings and KV table in client/namesrv_admin.py, the message
 trace query in client/trace_query.py, topic deletion, perms and queue assignment in client/topic_admin.py,
 group deletion, configs and client connections in client/group_admin.py, the cluster list and brokers'
-write perms in client/cluster_admin.py, reads of one queue in client/message_admin.py (mixins of
+write perms in client/cluster_admin.py, reads of one queue in client/message_admin.py, the exports of
+metadata, configs and metrics in client/export_admin.py and statsAll in client/stats_all.py (mixins of
 AdminClient), and the values they answer with in client/admin_types.py (re-exported here).
 
 A non-success answer raises the BrokerError of its code; an unknown topic raises NoRouteError; a name that
@@ -61,10 +62,12 @@ from rocketstore.client.cluster_admin import ClusterAdmin
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, broker_error_for
+from rocketstore.client.export_admin import ExportAdmin
 from rocketstore.client.group_admin import GroupAdmin
 from rocketstore.client.message_admin import MessageAdmin
 from rocketstore.client.namesrv_admin import NamesrvAdmin
 from rocketstore.client.route import RouteCache, check
+from rocketstore.client.stats_all import StatsAllAdmin
 from rocketstore.client.trace_query import TraceAdmin
 from rocketstore.errors import InvalidMessageIdError, RemotingError
 from rocketstore.message.message_id import decode_offset_message_id
@@ -140,7 +143,8 @@ CLEAN_QUEUES_WAIT_S = 15.0
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
-class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, ClusterAdmin, MessageAdmin):
+class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, ClusterAdmin, MessageAdmin, ExportAdmin,
+                  StatsAllAdmin):
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
                  credentials: SessionCredentials | None = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
