@@ -219,6 +219,8 @@ def test_broker_consume_stats_lists_every_group_with_its_lag(cluster: LocalClust
 def test_a_config_update_shows_in_get_config_is_written_and_bumps_the_versions(cluster: LocalCluster) -> None:
     admin_call(cluster, lambda a: a.create_topic(TOPIC, broker_addr=cluster.broker_addr, read_queue_nums=2,
                                                  write_queue_nums=2))
+    # the broker registers the new topic with the name server in the background: wait for its route
+    cluster.wait_until(lambda: cluster.namesrv.routes.route(TOPIC) is not None, 20, "the topic's route")
     assert admin_call(cluster, lambda a: a.route(TOPIC)).queue_datas[0].perm == 6
     before, version_before = admin_call(cluster, lambda a: a.broker_config(cluster.broker_addr))
     assert before["brokerPermission"] == "6" and before["flushIntervalCommitLog"] == "500"
