@@ -8,6 +8,7 @@ Mixed into AdminClient, whose plumbing and ``runtime_info`` it uses.  Imports re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketstore.client.admin_types import AdminCalls, ClusterBrokerRow
@@ -55,24 +56,26 @@ class ClusterAdmin(AdminCalls):
     async def wipe_write_perm(self, broker_name: str) -> list[WritePermChange]:
         """mqadmin wipeWritePerm: every name server stops routing writes to *broker_name* (its queue data
         lose the write perm until the broker registers again with new perms, or addWritePerm)."""
-        await self._require_broker(broker_name)
-        ext = WipeWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields()
-        changes = []
-        for addr in self.namesrv_addrs:
-            response = await self._call(addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, ext)
-            count = WipeWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).wipe_topic_count
-            changes.append(WritePermChange(addr, count))
-        return changes
+        return await self._write_perm(broker_name, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                                      WipeWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields(),
+                                      lambda ext: WipeWritePermOfBrokerResponseHeader.from_ext_fields(ext)
+                                      .wipe_topic_count)
 
     async def add_write_perm(self, broker_name: str) -> list[WritePermChange]:
         """mqadmin addWritePerm: every name server gives *broker_name*'s queue data the write perm back."""
+        return await self._write_perm(broker_name, RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                      AddWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields(),
+                                      lambda ext: AddWritePermOfBrokerResponseHeader.from_ext_fields(ext)
+                                      .add_topic_count)
+
+    async def _write_perm(self, broker_name: str, code: int, ext: dict[str, str],
+                          topic_count: Callable[[dict[str, str]], int]) -> list[WritePermChange]:
+        """*code* on every name server; how many of the broker's topics each changed."""
         await self._require_broker(broker_name)
-        ext = AddWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields()
         changes = []
         for addr in self.namesrv_addrs:
-            response = await self._call(addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, ext)
-            count = AddWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).add_topic_count
-            changes.append(WritePermChange(addr, count))
+            response = await self._call(addr, code, ext)
+            changes.append(WritePermChange(addr, topic_count(response.ext_fields)))
         return changes
 
     async def _require_broker(self, broker_name: str) -> None:
