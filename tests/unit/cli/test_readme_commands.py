@@ -6,6 +6,7 @@ option fails here instead of in a user's shell."""
 from __future__ import annotations
 
 import re
+import runpy
 import shlex
 from pathlib import Path
 
@@ -54,3 +55,22 @@ def test_each_readme_command_line_parses(line: str) -> None:
     except SystemExit as exc:  # argparse refuses with exit status 2 and a usage message
         raise AssertionError(f"the CLI refuses the README's {line!r}") from exc
     assert getattr(parsed, "handler", None) is not None, line
+
+
+def test_the_readme_embedded_store_example_runs_as_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The first Python block of "## The embedded store", run as written in a fresh directory."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## The embedded store"):]
+    code = section[section.index("```python\n") + len("```python\n"):]
+    code = code[:code.index("```")]
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "readme_example.py"
+    script.write_text(code, encoding="utf-8")
+    runpy.run_path(str(script), run_name="readme_example")
+    printed = capsys.readouterr().out.splitlines()
+    status, _msg_id, queue_offset = printed[0].split()
+    assert (status, queue_offset) == ("PutMessageStatus.PUT_OK", "0")
+    assert printed[1].split()[:2] == ["0", "TagA"] and printed[1].endswith("b'hello'")
+    assert printed[2] == "0"  # offset_by_time of the message's own store time: its queue offset
+    assert (tmp_path / "mystore" / "commitlog").is_dir()
