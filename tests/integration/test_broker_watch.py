@@ -23,9 +23,12 @@ from local_cluster import LocalCluster, pull_all
 from PIL import Image
 from serve_process import env, free_port
 
+from rocketstore.broker.broker import Broker
+from rocketstore.broker.config import BrokerConfig
 from rocketstore.cli.main import main
 from rocketstore.client import Producer
 from rocketstore.remoting.transport import run
+from rocketstore.store.config import StoreConfig
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LINE_TIMEOUT_S = 60.0
@@ -240,3 +243,37 @@ def test_png_without_matplotlib_fails_at_once_naming_the_extra(tmp_path: Path) -
     assert out.stderr.strip().splitlines() == [
         "rocketstore: error: --png needs matplotlib: pip install 'rocketstore[plot]' (or matplotlib>=3.7)"]
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_cluster_watch_takes_in_a_master_that_registers_later(cluster: LocalCluster, tmp_path: Path) -> None:
+    watch = Watch("-c", "DefaultCluster", "-n", cluster.namesrv_addr, "--interval", "0.1", "--json")
+    broker_b: Broker | None = None
+    try:
+        watch.json_until(lambda row: row["sample"] >= 2)
+
+        async def start_b() -> Broker:
+            config = BrokerConfig(broker_name="broker-late", namesrv_addr=cluster.namesrv_addr, listen_port=0,
+                                  listen_host="127.0.0.1", broker_ip1="127.0.0.1")
+            broker = Broker(config, StoreConfig(store_path_root_dir=str(tmp_path / "store-late"),
+                                                mapped_file_size_commit_log=4 << 20, max_hash_slot_num=1000,
+                                                max_index_num=4000, preallocate_commit_log=False))
+            await broker.start()
+            return broker
+
+        broker_b = cluster.run(start_b())
+        late = broker_b.address
+        seen: set[str] = set()
+        for _ in range(300):  # 30 s of samples at most
+            row = watch.next_json()
+            seen.add(row["broker"])
+            if row["broker"] == late:
+                break
+        else:
+            raise AssertionError(f"the watch never sampled the broker that joined ({late}); it sampled {seen}")
+        assert "error" not in row and cluster.broker_addr in seen
+        status, _, stderr = watch.interrupt()
+        assert status == 0, stderr
+    finally:
+        watch.kill()
+        if broker_b is not None:
+            cluster.run(broker_b.close())

@@ -94,7 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     put.set_defaults(handler=_config_set)
 
     watch = commands.add_parser("watch", help="sample the masters' runtime figures every few seconds: puts and "
-                                              "gets per second, MiB/s written, dispatch lag, held pulls")
+                                              "gets per second, MiB/s written, dispatch lag, held pulls (without "
+                                              "-b, masters that join later are sampled too)")
     watch.add_argument("--interval", type=_positive_float, default=1.0, metavar="S",
                        help="seconds between samples (default 1)")
     watch.add_argument("--count", type=_positive_int, default=None, metavar="N",
@@ -258,7 +259,10 @@ def _watch(args: argparse.Namespace) -> int:
             brokers = await _addresses(admin, args)
             if not args.json:
                 print(broker_watch.header_line(), flush=True)
-            watcher = await broker_watch.watch(admin, brokers, interval_s=args.interval, count=args.count, emit=emit)
+            # -c (or every cluster): the masters are looked up again each sample, so brokers that join are watched
+            lookup = None if args.broker else (lambda: admin.master_addrs(args.cluster))
+            watcher = await broker_watch.watch(admin, brokers, interval_s=args.interval, count=args.count, emit=emit,
+                                               lookup=lookup)
         if args.png:
             broker_watch.draw_chart(watcher.rows, args.png)
             print(f"chart of {len(watcher.rows)} rows written to {args.png}", file=sys.stderr)

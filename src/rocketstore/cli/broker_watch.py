@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -168,15 +168,23 @@ class Watcher:
 
 
 async def watch(admin: AdminClient, brokers: Sequence[str], *, interval_s: float, count: int | None,
-                emit: Callable[[WatchRow], None]) -> Watcher:
+                emit: Callable[[WatchRow], None],
+                lookup: Callable[[], Awaitable[Sequence[str]]] | None = None) -> Watcher:
     """Sample every broker each *interval_s* (all at once), *count* times (None: until cancelled, which
-    ends the watch normally), handing each row to *emit* as it comes."""
+    ends the watch normally), handing each row to *emit* as it comes.  With *lookup* the brokers are asked
+    for again before every sample after the first (the masters of a cluster: one that registers later is
+    watched from then on, one that unregisters no longer); a failed lookup keeps the brokers it had."""
     watcher = Watcher()
     started = time.monotonic()
     sample = 0
     try:
         while count is None or sample < count:
             sample += 1
+            if lookup is not None and sample > 1:
+                try:
+                    brokers = list(await lookup())
+                except (RocketStoreError, OSError, TimeoutError):
+                    pass  # the name server did not answer: the same brokers as last time
             elapsed = time.monotonic() - started
             time_ms = int(time.time() * 1000)
             answers = await asyncio.gather(*(admin.runtime_info(b) for b in brokers), return_exceptions=True)
