@@ -1,0 +1,426 @@
+"""A Prometheus exporter for RocketMQ clusters: what apache/rocketmq-exporter serves, read over the admin API.
+
+:func:`collect` asks the name servers and every master (ours or real RocketMQ 4.x brokers alike) what
+the exporter's collector reads, and returns samples under the exporter's metric names and label sets, so
+that dashboards built for it (Grafana 10477, "RocketMQ Exporter Overview") and alert rules keep working:
+
+========================================== =========================================== ==========================
+metric                                     labels                                      from
+========================================== =========================================== ==========================
+rocketmq_broker_tps / _qps                 cluster, brokerIP, broker                   BROKER_PUT_NUMS / BROKER_GET_NUMS, last minute
+rocketmq_brokeruntime_*                    cluster, brokerIP, brokerHost, des,         GET_BROKER_RUNTIME_INFO
+                                           boottime, broker_version
+rocketmq_producer_tps / _message_size      cluster, broker, topic                      TOPIC_PUT_NUMS / TOPIC_PUT_SIZE, last minute
+rocketmq_producer_offset                   cluster, broker, topic                      the topic's max offsets on the broker, summed
+rocketmq_topic_retry_offset                cluster, broker, topic                      the same, of a %RETRY% topic
+rocketmq_topic_dlq_offset                  cluster, broker, group                      the same, of a %DLQ% topic
+rocketmq_consumer_tps / _message_size      cluster, broker, topic, group               GROUP_GET_NUMS / GROUP_GET_SIZE, last minute
+rocketmq_send_back_nums                    cluster, broker, topic, group               SNDBCK_PUT_NUMS, last minute
+rocketmq_consumer_offset                   cluster, broker, topic, group               the group's committed offsets, summed
+rocketmq_group_get_latency_by_storetime    cluster, broker, topic, group               ms since the store time of the first message
+                                                                                       not consumed (0 when caught up), worst queue
+rocketmq_group_diff / _retrydiff / _dlqdiff group, topic, countOfOnlineConsumers,      messages not consumed, over every broker
+                                           msgModel
+========================================== =========================================== ==========================
+
+A rate a broker has no stat item for yet (nothing put or got since it started) is 0, as statsAll counts
+it.  What one broker cannot answer (down, refusing) is left out of that scrape and counted in
+``rocketstore_exporter_scrape_errors``; the others are still served.  :class:`MetricsServer` answers
+``GET /metrics`` over HTTP with the text format, collecting at most once per ``min_interval_s``.
+Loop-bound.  Imports remoting only (through the client package).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Self
+
+from rocketstore.client.admin import AdminClient
+from rocketstore.client.admin_types import QueueProgress
+from rocketstore.client.consumer import PullConsumer
+from rocketstore.client.credentials import SessionCredentials
+from rocketstore.client.errors import BrokerError
+from rocketstore.client.message_admin import TOOLS_CONSUMER_GROUP
+from rocketstore.client.route import MessageQueue
+from rocketstore.errors import RocketStoreError
+from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
+__all__ = ["METRICS", "MetricsServer", "Sample", "collect", "render"]
+
+log = logging.getLogger(__name__)
+
+#: metric name -> (type, help text); the help texts are the exporter's
+METRICS: dict[str, tuple[str, str]] = {
+    "rocketmq_broker_tps": ("gauge", "BrokerPutNums"),
+    "rocketmq_broker_qps": ("gauge", "BrokerGetNums"),
+    "rocketmq_producer_tps": ("gauge", "TopicPutNums"),
+    "rocketmq_producer_message_size": ("gauge", "TopicPutMessageSize"),
+    "rocketmq_producer_offset": ("gauge", "TopicOffset"),
+    "rocketmq_topic_retry_offset": ("gauge", "TopicRetryOffset"),
+    "rocketmq_topic_dlq_offset": ("gauge", "TopicDLQOffset"),
+    "rocketmq_consumer_tps": ("gauge", "GroupGetNums"),
+    "rocketmq_consumer_message_size": ("gauge", "GroupGetMessageSize"),
+    "rocketmq_send_back_nums": ("gauge", "SendBackNums"),
+    "rocketmq_consumer_offset": ("gauge", "GroupBrokerTotalOffset"),
+    "rocketmq_group_get_latency_by_storetime": ("gauge", "GroupGetLatencyByStoreTime"),
+    "rocketmq_group_diff": ("gauge", "GroupDiff"),
+    "rocketmq_group_retrydiff": ("gauge", "GroupRetryDiff"),
+    "rocketmq_group_dlqdiff": ("gauge", "GroupDLQDiff"),
+    "rocketstore_exporter_scrape_errors": ("gauge", "brokers or topics the last collection could not read"),
+    "rocketstore_exporter_scrape_duration_seconds": ("gauge", "how long the last collection took"),
+}
+
+#: rocketmq_brokeruntime_<suffix> -> (runtime info key, how its text reads): "int", "float", "rate<i>" (the
+#: i-th figure of a "tps10 tps60 tps600" text) or "bytes" (a human size such as "12.5 MiB")
+_RUNTIME: dict[str, tuple[str, str]] = {
+    "msg_put_total_today_now": ("msgPutTotalTodayNow", "int"),
+    "msg_gettotal_today_now": ("msgGetTotalTodayNow", "int"),
+    "msg_puttotal_todaymorning": ("msgPutTotalTodayMorning", "int"),
+    "msg_gettotal_todaymorning": ("msgGetTotalTodayMorning", "int"),
+    "msg_puttotal_yesterdaymorning": ("msgPutTotalYesterdayMorning", "int"),
+    "msg_gettotal_yesterdaymorning": ("msgGetTotalYesterdayMorning", "int"),
+    "dispatch_behind_bytes": ("dispatchBehindBytes", "int"),
+    "put_message_size_total": ("putMessageSizeTotal", "int"),
+    "put_message_average_size": ("putMessageAverageSize", "float"),
+    "putmessage_times_total": ("putMessageTimesTotal", "int"),
+    "putmessage_entire_time_max": ("putMessageEntireTimeMax", "int"),
+    "getmessage_entire_time_max": ("getMessageEntireTimeMax", "int"),
+    "earliest_message_timestamp": ("earliestMessageTimeStamp", "int"),
+    "pagecache_lock_time_mills": ("pageCacheLockTimeMills", "int"),
+    "commitlog_disk_ratio": ("commitLogDiskRatio", "float"),
+    "consumequeue_disk_ratio": ("consumeQueueDiskRatio", "float"),
+    "commitlog_maxoffset": ("commitLogMaxOffset", "int"),
+    "commitlog_minoffset": ("commitLogMinOffset", "int"),
+    "remain_howmanydata_toflush": ("remainHowManyDataToFlush", "bytes"),
+    "put_tps10": ("putTps", "rate0"),
+    "put_tps60": ("putTps", "rate1"),
+    "put_tps600": ("putTps", "rate2"),
+    "gettransfered_tps10": ("getTransferedTps", "rate0"),
+    "gettransfered_tps60": ("getTransferedTps", "rate1"),
+    "gettransfered_tps600": ("getTransferedTps", "rate2"),
+    "getfound_tps10": ("getFoundTps", "rate0"),
+    "getfound_tps60": ("getFoundTps", "rate1"),
+    "getfound_tps600": ("getFoundTps", "rate2"),
+    "getmiss_tps10": ("getMissTps", "rate0"),
+    "getmiss_tps60": ("getMissTps", "rate1"),
+    "getmiss_tps600": ("getMissTps", "rate2"),
+    "gettotal_tps10": ("getTotalTps", "rate0"),
+    "gettotal_tps60": ("getTotalTps", "rate1"),
+    "gettotal_tps600": ("getTotalTps", "rate2"),
+}
+for _suffix, (_key, _kind) in _RUNTIME.items():
+    METRICS[f"rocketmq_brokeruntime_{_suffix}"] = ("gauge", _key)
+
+_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60,
+               "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+#: MessageModel.CLUSTERING's ordinal, the msgModel label of every group diff (as the exporter, only
+#: clustering groups have a diff: a broadcasting one keeps its offsets in its clients)
+_CLUSTERING = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+
+def _runtime_value(text: str, kind: str) -> float | None:
+    """A runtime info figure as a number; None when the broker's text does not read as *kind*."""
+    try:
+        if kind == "int":
+            return float(int(text))
+        if kind == "float":
+            return float(text)
+        if kind.startswith("rate"):
+            return float(text.split()[int(kind[4:])])
+        number, _, unit = text.strip().partition(" ")
+        return float(number) * _SIZE_UNITS[unit or "B"]
+    except (ValueError, IndexError, KeyError):
+        return None
+
+
+class _Collection:
+    """One scrape: the samples gathered so far and how many things could not be read."""
+
+    def __init__(self, admin: AdminClient) -> None:
+        self.admin = admin
+        self.samples: list[Sample] = []
+        self.errors = 0
+
+    def add(self, name: str, value: float, **labels: str) -> None:
+        self.samples.append(Sample(name, tuple(labels.items()), float(value)))
+
+    async def rate(self, addr: str, stats_name: str, key: str) -> float:
+        """The last minute's per-second rate of a stat item; 0 when the broker has no such item yet."""
+        try:
+            return (await self.admin.view_stats(addr, stats_name, key)).minute.tps
+        except BrokerError:
+            return 0.0
+
+
+async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sample]:
+    """Every metric of the masters the name servers know (of *cluster* only, when given)."""
+    began = time.monotonic()
+    c = _Collection(admin)
+    info = await admin.cluster_info()
+    brokers: dict[str, tuple[str, str]] = {}  # broker name -> (cluster, master address)
+    for cluster_name, names in sorted(info.clusters.items()):
+        if cluster is not None and cluster_name != cluster:
+            continue
+        for name, addr in info.masters(cluster_name).items():
+            brokers[name] = (cluster_name, addr)
+    for name, (cluster_name, addr) in brokers.items():
+        try:
+            await _broker(c, cluster_name, name, addr)
+        except (RocketStoreError, OSError, TimeoutError) as exc:
+            log.warning("exporter: broker %s (%s) could not be read: %s", name, addr, exc)
+            c.errors += 1
+    await _topics(c, brokers)
+    await _groups(c, brokers)
+    c.add("rocketstore_exporter_scrape_errors", c.errors)
+    c.add("rocketstore_exporter_scrape_duration_seconds", round(time.monotonic() - began, 6))
+    return c.samples
+
+
+async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> None:
+    table = await c.admin.runtime_info(addr)
+    ip = addr.rsplit(":", 1)[0]
+    c.add("rocketmq_broker_tps", await c.rate(addr, "BROKER_PUT_NUMS", cluster), cluster=cluster, brokerIP=ip,
+          broker=name)
+    c.add("rocketmq_broker_qps", await c.rate(addr, "BROKER_GET_NUMS", cluster), cluster=cluster, brokerIP=ip,
+          broker=name)
+    labels = {"cluster": cluster, "brokerIP": addr, "brokerHost": name, "des": table.get("brokerVersionDesc", ""),
+              "boottime": table.get("bootTimestamp", ""), "broker_version": table.get("brokerVersion", "")}
+    for suffix, (key, kind) in _RUNTIME.items():
+        text = table.get(key)
+        value = None if text is None else _runtime_value(text, kind)
+        if value is not None:
+            c.add(f"rocketmq_brokeruntime_{suffix}", value, **labels)
+
+
+async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
+    """Offsets and put rates of every topic, per broker holding its queues."""
+    try:
+        topics = await c.admin.topic_list()
+    except (RocketStoreError, OSError, TimeoutError) as exc:
+        log.warning("exporter: the topic list could not be read: %s", exc)
+        c.errors += 1
+        return
+    for topic in topics:
+        try:
+            queues = await c.admin.topic_stats(topic)
+        except (RocketStoreError, OSError, TimeoutError):
+            c.errors += 1
+            continue
+        offsets: dict[str, int] = defaultdict(int)
+        for q in queues:
+            offsets[q.broker_name] += q.max_offset
+        for broker_name, total in sorted(offsets.items()):
+            if broker_name not in brokers:
+                continue
+            cluster, addr = brokers[broker_name]
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                c.add("rocketmq_topic_retry_offset", total, cluster=cluster, broker=broker_name, topic=topic)
+            elif topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+                c.add("rocketmq_topic_dlq_offset", total, cluster=cluster, broker=broker_name,
+                      group=topic[len(DLQ_GROUP_TOPIC_PREFIX):])
+            else:
+                c.add("rocketmq_producer_offset", total, cluster=cluster, broker=broker_name, topic=topic)
+                try:
+                    tps = await c.rate(addr, "TOPIC_PUT_NUMS", topic)
+                    size = await c.rate(addr, "TOPIC_PUT_SIZE", topic)
+                except (RocketStoreError, OSError, TimeoutError):
+                    c.errors += 1
+                    continue
+                c.add("rocketmq_producer_tps", tps, cluster=cluster, broker=broker_name, topic=topic)
+                c.add("rocketmq_producer_message_size", size, cluster=cluster, broker=broker_name, topic=topic)
+
+
+async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
+    """Offsets, lag, rates and store-time latency of every group on every broker it has offsets on."""
+    diffs: dict[tuple[str, str], int] = defaultdict(int)  # (group, topic) -> lag over every broker
+    credentials = c.admin.pool.credentials
+    consumer = PullConsumer(";".join(c.admin.namesrv_addrs), TOOLS_CONSUMER_GROUP, timeout_s=c.admin.timeout_s,
+                            credentials=credentials if isinstance(credentials, SessionCredentials) else None)
+    async with consumer:
+        for broker_name, (cluster, addr) in brokers.items():
+            try:
+                stats = await c.admin.broker_consume_stats(addr)
+            except (RocketStoreError, OSError, TimeoutError):
+                c.errors += 1
+                continue
+            for group, progress_list in sorted(stats.groups.items()):
+                per_topic: dict[str, list[QueueProgress]] = defaultdict(list)
+                for progress in progress_list:
+                    for q in progress.queues:
+                        if q.broker_name == broker_name:
+                            per_topic[q.topic].append(q)
+                for topic, queues in sorted(per_topic.items()):
+                    diffs[(group, topic)] += sum(q.lag for q in queues)
+                    labels = {"cluster": cluster, "broker": broker_name, "topic": topic, "group": group}
+                    c.add("rocketmq_consumer_offset", sum(q.consumer_offset for q in queues), **labels)
+                    try:
+                        key = f"{topic}@{group}"
+                        c.add("rocketmq_consumer_tps", await c.rate(addr, "GROUP_GET_NUMS", key), **labels)
+                        c.add("rocketmq_consumer_message_size", await c.rate(addr, "GROUP_GET_SIZE", key), **labels)
+                        c.add("rocketmq_send_back_nums", await c.rate(addr, "SNDBCK_PUT_NUMS", key), **labels)
+                        latency = await _store_time_latency(consumer, queues)
+                    except (RocketStoreError, OSError, TimeoutError):
+                        c.errors += 1
+                        continue
+                    c.add("rocketmq_group_get_latency_by_storetime", latency, **labels)
+    online: dict[str, int] = {}
+    for (group, topic), diff in sorted(diffs.items()):
+        if group not in online:
+            online[group] = await _online_consumers(c.admin, group)
+        name = ("rocketmq_group_retrydiff" if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else
+                "rocketmq_group_dlqdiff" if topic.startswith(DLQ_GROUP_TOPIC_PREFIX) else "rocketmq_group_diff")
+        c.add(name, diff, group=group, topic=topic, countOfOnlineConsumers=str(online[group]), msgModel=_CLUSTERING)
+
+
+async def _store_time_latency(consumer: PullConsumer, queues: Iterable[QueueProgress]) -> int:
+    """The exporter's latency by store time: of the queues with messages not consumed, the most ms since
+    the first such message was stored (a committed offset before the queue's first kept message reads
+    from that message); 0 when the group has caught up everywhere."""
+    now_ms = int(time.time() * 1000)
+    worst = 0
+    for q in queues:
+        if q.lag <= 0:
+            continue
+        result = await consumer.pull(MessageQueue(q.topic, q.broker_name, q.queue_id), q.consumer_offset, 1)
+        if not result.messages and result.min_offset > q.consumer_offset:
+            result = await consumer.pull(MessageQueue(q.topic, q.broker_name, q.queue_id), result.min_offset, 1)
+        if result.messages:
+            worst = max(worst, now_ms - result.messages[0].store_timestamp)
+    return worst
+
+
+async def _online_consumers(admin: AdminClient, group: str) -> int:
+    try:
+        return len((await admin.consumer_connection_info(group)).connections)
+    except (RocketStoreError, OSError, TimeoutError):
+        return 0  # nobody online (or no broker could say): the exporter's 0 too
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def render(samples: Iterable[Sample]) -> str:
+    """Prometheus's text exposition format (0.0.4): each metric's HELP and TYPE once, then its samples."""
+    by_name: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        by_name[s.name].append(s)
+    lines: list[str] = []
+    for name in sorted(by_name):
+        kind, help_text = METRICS.get(name, ("gauge", name))
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for s in by_name[name]:
+            labels = ",".join(f'{k}="{_escape(v)}"' for k, v in s.labels)
+            lines.append(f"{name}{{{labels}}} {_number(s.value)}" if labels else f"{name} {_number(s.value)}")
+    return "\n".join(lines) + "\n"
+
+
+class MetricsServer:
+    """Serves ``GET /metrics`` (and HEAD) on *host*:*port* from :func:`collect` over *admin*.
+
+    Scrapes within ``min_interval_s`` of the last collection get its text again, and concurrent scrapes
+    share one collection, so a busy Prometheus (or several) cannot multiply the load on the brokers.  A
+    collection that fails as a whole (no name server answers) is a 503 with the reason."""
+
+    def __init__(self, admin: AdminClient, *, host: str = "0.0.0.0", port: int = 5557, cluster: str | None = None,
+                 min_interval_s: float = 5.0) -> None:
+        self.admin = admin
+        self.host = host
+        self.port = port
+        self.cluster = cluster
+        self.min_interval_s = min_interval_s
+        self._server: asyncio.base_events.Server | None = None
+        self._lock = asyncio.Lock()
+        self._text: str | None = None
+        self._at = 0.0
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=16384)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def metrics_text(self) -> str:
+        async with self._lock:
+            if self._text is None or time.monotonic() - self._at >= self.min_interval_s:
+                self._text = render(await collect(self.admin, cluster=self.cluster))
+                self._at = time.monotonic()
+            return self._text
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                return
+            method, path = _request_line(head)
+            if method not in ("GET", "HEAD"):
+                await _respond(writer, 405, "method not allowed\n", method, extra="Allow: GET, HEAD\r\n")
+            elif path.split("?", 1)[0] == "/metrics":
+                try:
+                    text = await self.metrics_text()
+                except (RocketStoreError, OSError, TimeoutError) as exc:
+                    await _respond(writer, 503, f"the cluster could not be read: {exc}\n", method)
+                else:
+                    await _respond(writer, 200, text, method, content_type="text/plain; version=0.0.4; charset=utf-8")
+            elif path == "/":
+                await _respond(writer, 200, "rocketstore exporter: metrics at /metrics\n", method)
+            else:
+                await _respond(writer, 404, "not found: metrics are at /metrics\n", method)
+        finally:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except ConnectionError:
+                pass
+
+
+def _request_line(head: bytes) -> tuple[str, str]:
+    parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+    return (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+
+
+async def _respond(writer: asyncio.StreamWriter, status: int, text: str, method: str, *,
+                   content_type: str = "text/plain; charset=utf-8", extra: str = "") -> None:
+    reasons = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
+    body = text.encode("utf-8")
+    head = (f"HTTP/1.1 {status} {reasons[status]}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n").encode("latin-1")
+    writer.write(head if method == "HEAD" else head + body)
+    try:
+        await writer.drain()
+    except ConnectionError:
+        pass
