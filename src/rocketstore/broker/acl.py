@@ -277,10 +277,20 @@ def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> d
             data = json.loads(body or b"{}")
         except ValueError as exc:
             raise AclConfigError(f"heartbeat body is not JSON: {exc}") from exc
-        for consumer in data.get("consumerDataSet") or []:
-            add(_retry(consumer.get("groupName")), SUB)
-            for sub in consumer.get("subscriptionDataSet") or []:
-                add(sub.get("topic"), SUB)
+        # a body of another shape is refused here, as the handler would refuse it, not met with a traceback
+        consumers = data.get("consumerDataSet") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(consumers or [], list):
+            raise AclConfigError("heartbeat body is not a HeartbeatData object")
+        for consumer in consumers or []:
+            subs = consumer.get("subscriptionDataSet") if isinstance(consumer, dict) else None
+            if not isinstance(consumer, dict) or not isinstance(subs or [], list) or not all(
+                    isinstance(sub, dict) for sub in subs or []):
+                raise AclConfigError("heartbeat body's consumerDataSet is not a list of ConsumerData objects")
+            group = consumer.get("groupName")
+            add(_retry(None if group is None else str(group)), SUB)
+            for sub in subs or []:
+                topic = sub.get("topic")
+                add(None if topic is None else str(topic), SUB)
     elif code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
         add(_retry(get("consumerGroup")), SUB)
     elif code == RequestCode.UPDATE_CONSUMER_OFFSET:

@@ -177,7 +177,12 @@ def register(router: RequestRouter, broker: Broker) -> None:
         problem = group_problem(str(obj["groupName"]))
         if problem is not None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
-        broker.groups.update(SubscriptionGroupConfig.from_json(obj))
+        try:
+            cfg = SubscriptionGroupConfig.from_json(obj, java_range=True)
+        except ValueError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"subscription group config refused: {exc}")
+        broker.groups.update(cfg)
         return request.make_response(ResponseCode.SUCCESS)
 
     async def delete_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:

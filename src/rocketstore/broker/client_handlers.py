@@ -113,8 +113,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
                     broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,
                                                       2 if consumer.unit_mode else 0)
                     broker.topic_created()
-            new_client, _ = broker.clients.register_consumer(consumer, ClientChannel(conn, *channel_args), now)
-            if new_client and notify:
+            # as 4.9.3's registerConsumer: a new member, or a member's topics changing, is announced to the group
+            new_client, subs_changed = broker.clients.register_consumer(consumer, ClientChannel(conn, *channel_args),
+                                                                        now)
+            if (new_client or subs_changed) and notify:
                 broker.notify_consumer_ids_changed(consumer.group_name)
         for group in data.producer_groups:
             broker.clients.register_producer(group, ClientChannel(conn, *channel_args), now)
@@ -157,13 +159,25 @@ def register(router: RequestRouter, broker: Broker) -> None:
         return request.make_response(ResponseCode.SUCCESS)
 
     def _mq_set(body: bytes) -> tuple[str, str, list[tuple[str, str, int]]]:
+        """(group, client id, queues) of a LockBatchRequestBody / UnlockBatchRequestBody; JsonBodyError
+        (answered SYSTEM_ERROR) for an mqSet that is not a list or a queueId that is not a Java int."""
         obj = fastjson.loads(body) if body else {}
         if not isinstance(obj, dict):
             return "", "", []
+        mq_set = obj.get("mqSet") or []
+        if not isinstance(mq_set, list):
+            raise fastjson.JsonBodyError(f"mqSet is not a list: {mq_set!r:.80}")
         mqs = []
-        for mq in obj.get("mqSet") or []:
+        for mq in mq_set:
             if isinstance(mq, dict):
-                mqs.append((str(mq.get("topic", "")), str(mq.get("brokerName", "")), int(mq.get("queueId", 0))))
+                raw = mq.get("queueId", 0)
+                try:
+                    queue_id = int(raw)
+                except (TypeError, ValueError, OverflowError):
+                    raise fastjson.JsonBodyError(f"queueId is not a number: {raw!r:.80}") from None
+                if not -(1 << 31) <= queue_id < 1 << 31:
+                    raise fastjson.JsonBodyError(f"queueId {queue_id} is out of range for a Java int")
+                mqs.append((str(mq.get("topic", "")), str(mq.get("brokerName", "")), queue_id))
         return str(obj.get("consumerGroup", "")), str(obj.get("clientId", "")), mqs
 
     async def lock_batch(conn: Connection, request: RemotingCommand) -> RemotingCommand:

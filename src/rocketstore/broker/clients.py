@@ -46,7 +46,10 @@ class ConsumerGroupInfo:
         return [c.client_id for c in self.channels.values()]
 
     def update_subscriptions(self, subscriptions: tuple[SubscriptionData, ...], now_ms: int) -> bool:
-        """Replace the subscription set as ConsumerGroupInfo.updateSubscription does; True if it changed."""
+        """Replace the subscription set as ConsumerGroupInfo.updateSubscription does; True if it changed (a
+        topic added or removed).  A topic's subscription is replaced only by a newer subVersion: a member
+        still heartbeating an older expression (a rolling update) must not undo the newer one, which Java
+        consumers rely on when they pull without a subscription string."""
         changed = False
         wanted = {s.topic: s for s in subscriptions}
         for topic, sub in wanted.items():
@@ -54,7 +57,7 @@ class ConsumerGroupInfo:
             if old is None:
                 self.subscriptions[topic] = sub
                 changed = True
-            elif sub.sub_version > old.sub_version or sub.sub_string != old.sub_string:
+            elif sub.sub_version > old.sub_version:
                 self.subscriptions[topic] = sub
         for topic in [t for t in self.subscriptions if t not in wanted]:
             del self.subscriptions[topic]

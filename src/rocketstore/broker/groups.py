@@ -28,6 +28,23 @@ _WIRE = {"group_name": "groupName", "consume_enable": "consumeEnable",
          "notify_consumer_ids_changed_enable": "notifyConsumerIdsChangedEnable"}
 
 
+#: the number fields that are Java longs (the others are ints)
+_LONG_FIELDS = frozenset({"broker_id", "which_broker_when_consume_slowly"})
+
+
+def _java_number(wire: str, raw: object, bits: int) -> int:
+    """*raw* as the Java int (*bits* 32) or long (64) field *wire* (*bits* 0: any size); ValueError if it
+    is none."""
+    try:
+        value = int(raw)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{wire} is not a number: {raw!r}") from exc
+    limit = 1 << (bits - 1) if bits else 0
+    if bits and not -limit <= value < limit:
+        raise ValueError(f"{wire} {value} is out of range for a Java {'int' if bits == 32 else 'long'}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriptionGroupConfig:
     group_name: str
@@ -44,7 +61,12 @@ class SubscriptionGroupConfig:
         return dict(sorted((wire, getattr(self, attr)) for attr, wire in _WIRE.items()))
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any], name: str | None = None) -> SubscriptionGroupConfig:
+    def from_json(cls, obj: dict[str, Any], name: str | None = None, *,
+                  java_range: bool = False) -> SubscriptionGroupConfig:
+        """ValueError for a number field that is not a number, and with *java_range* (what a request
+        asks for) for one out of its Java type's range (retryQueueNums and retryMaxTimes are ints, brokerId
+        and whichBrokerWhenConsumeSlowly longs): a retryQueueNums of 2^40 would otherwise become a retry
+        topic of 2^40 queues that no RocketMQ broker can load and no client can list."""
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             wire = _WIRE.get(f.name)
@@ -54,7 +76,8 @@ class SubscriptionGroupConfig:
             if f.default is not dataclasses.MISSING and isinstance(f.default, bool):
                 values[f.name] = raw if isinstance(raw, bool) else str(raw).lower() == "true"
             elif f.default is not dataclasses.MISSING and isinstance(f.default, int):
-                values[f.name] = int(raw)
+                bits = (64 if f.name in _LONG_FIELDS else 32) if java_range else 0
+                values[f.name] = _java_number(wire, raw, bits)
             else:
                 values[f.name] = str(raw)
         values.setdefault("group_name", name or "")

@@ -181,8 +181,12 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     code = response_code_for_get_status(result.status, h.queue_offset)
     if code == ResponseCode.PULL_NOT_FOUND and has_suspend:
         timeout_ms = h.suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_ms
-        await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000,
-                                    match=_arrival_matcher(broker, h, match))
+        conn.park()  # a parked pull does not hold one of the connection's in-flight slots
+        try:
+            await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000,
+                                        match=_arrival_matcher(broker, h, match))
+        finally:
+            conn.unpark()
         began_ns = time.monotonic_ns()  # 4.9.3 runs the request again: its time starts anew
         result = _get(broker, h, codes, match)
         code = response_code_for_get_status(result.status, h.queue_offset)

@@ -11,7 +11,8 @@ a drain, and closing fails every pending request with :class:`ConnectionClosedEr
 Server rules (as a 4.9.3 broker behaves): an unknown request code is answered REQUEST_CODE_NOT_SUPPORTED,
 a oneway request gets no answer, a handler exception becomes SYSTEM_ERROR, a frame over the limit or any
 undecodable frame closes the connection, and at most ``max_in_flight`` requests per connection run at once
-(reading pauses until one finishes).  The router and the listening server (which closes connections idle
+(reading pauses until one finishes; a request parked by :meth:`Connection.park`, a long-polled pull waiting
+for a message, does not count).  The router and the listening server (which closes connections idle
 for ``idle_timeout_s``) are :mod:`rocketstore.remoting.server`, the other transport module; every other
 remoting module is sans-IO.
 
@@ -337,6 +338,21 @@ class Connection(asyncio.BufferedProtocol):
             if not self._closed:
                 self._transport.resume_reading()
                 self._process_buffer()
+
+    def park(self) -> None:
+        """The request being served (a handler's task) now only waits for something to happen, doing no
+        work: a long-polled pull parked until a message arrives.  It stops counting toward
+        ``max_in_flight`` until :meth:`unpark`, so parked pulls (a consumer of more than max_in_flight
+        queues on one connection, as a 4.9.3 broker lets it hold) cannot stop the connection's other
+        requests (its heartbeats, offset commits, a producer's sends) from being read."""
+        self._end_in_flight()
+
+    def unpark(self) -> None:
+        """The parked request works again (it counts toward ``max_in_flight`` once more)."""
+        if self._closed:  # reading no longer matters; keep the count for _serve's final decrement
+            self._in_flight += 1
+            return
+        self._start_in_flight()
 
     def _answer_deferred(self, request: RemotingCommand, response: RemotingCommand | bytes) -> None:
         if not request.flag & ONEWAY_FLAG and not self._closed:
