@@ -68,6 +68,18 @@ class _LoopThread:
         if not self._thread.is_alive():
             self._loop.close()
 
+    def _start(self, consumer: PushConsumer | LitePullConsumer) -> None:
+        """Run *consumer*'s start; if it failed (and so closed what it had opened: it cannot be started
+        again), the loop thread goes too.  ``with`` does not call ``__exit__`` after a failed ``__enter__``:
+        without this every failed ``with`` would leave a thread and its event loop running for good.  (A
+        second start of a running consumer raises without stopping anything.)"""
+        try:
+            self._call(consumer.start())
+        except BaseException:
+            if consumer.stopping:
+                self._stop_loop()
+            raise
+
 
 class BlockingPushConsumer(_LoopThread):
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
@@ -93,7 +105,7 @@ class BlockingPushConsumer(_LoopThread):
         return self.consumer.client_id
 
     def start(self) -> None:
-        self._call(self.consumer.start())
+        self._start(self.consumer)
 
     def shutdown(self) -> None:
         if not self._thread.is_alive():
@@ -136,7 +148,7 @@ class BlockingLitePullConsumer(_LoopThread):
         self.close()
 
     def start(self) -> None:
-        self._call(self.consumer.start())
+        self._start(self.consumer)
 
     def close(self) -> None:
         if not self._thread.is_alive():

@@ -193,7 +193,7 @@ class Consumption:
 
     async def _give_back(self, m: ConsumedMessage) -> bool:
         """Send-back, else a copy to the retry topic; False if neither worked."""
-        max_times = self.pc.settings.max_reconsume_times
+        max_times = self.pc.settings.reconsume_limit()
         try:
             await send_back(self.pc.consumer, m, delay_level=0, max_reconsume_times=max_times)
             return True
@@ -238,7 +238,7 @@ class Consumption:
 
     async def _check_reconsume_times(self, messages: Iterable[ConsumedMessage]) -> list[ConsumedMessage]:
         """The messages to handle again (count raised); those past the limit go to the DLQ instead."""
-        max_times = self.pc.settings.max_reconsume_times
+        max_times = self.pc.settings.reconsume_limit()
         again = []
         for m in messages:
             if m.reconsume_times >= max_times:

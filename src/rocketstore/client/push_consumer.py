@@ -77,6 +77,11 @@ __all__ = ["PushConsumer", "PushConsumerSettings"]
 log = logging.getLogger(__name__)
 
 
+#: the limit of a concurrent consumer left at max_reconsume_times -1, and an orderly one's (no limit)
+DEFAULT_MAX_RECONSUME_TIMES = 16
+_JAVA_INT_MAX = (1 << 31) - 1
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushConsumerSettings(GroupSettings):
     """Everything but the name servers, group, subscriptions and handler; Java's defaults unless noted
@@ -87,8 +92,9 @@ class PushConsumerSettings(GroupSettings):
     consume_batch_size: int = 1
     #: messages per pull (pullBatchSize)
     pull_batch_size: int = 32
-    #: concurrently: send-backs before the DLQ; orderly: local retries before the DLQ
-    max_reconsume_times: int = 16
+    #: concurrently: send-backs before the DLQ; orderly: local retries before the DLQ.  -1 (Java's
+    #: default): 16 concurrently, no limit orderly (an orderly queue retries its message until it succeeds)
+    max_reconsume_times: int = -1
     #: handler calls at once (consumeThreadMax; sync handlers run on a pool of this many threads)
     consume_concurrency: int = 20
     lock_renew_interval_s: float = 20.0
@@ -113,8 +119,15 @@ class PushConsumerSettings(GroupSettings):
         for name in ("consume_batch_size", "pull_batch_size", "consume_concurrency", "pull_threshold_for_queue"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        if self.max_reconsume_times < 0:
-            raise ValueError("max_reconsume_times must not be negative")
+        if self.max_reconsume_times < -1:
+            raise ValueError("max_reconsume_times must be -1 (the default) or at least 0")
+
+    def reconsume_limit(self) -> int:
+        """The effective max_reconsume_times (Java's getMaxReconsumeTimes of each consume service): -1 is 16
+        concurrently and Integer.MAX_VALUE (no limit) orderly."""
+        if self.max_reconsume_times != -1:
+            return self.max_reconsume_times
+        return _JAVA_INT_MAX if self.orderly else DEFAULT_MAX_RECONSUME_TIMES
 
 
 class PushConsumer(GroupConsumer):
