@@ -15,6 +15,7 @@ import pytest
 from local_cluster import LocalCluster
 from serve_process import cli, env
 
+from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
 from rocketstore.message.java_properties import parse_properties_text
 from rocketstore.namesrv import NameServer, NamesrvConfig, NamesrvConfigError
@@ -212,3 +213,24 @@ def test_an_ordered_topic_created_on_the_cluster_gets_its_order_config_on_the_na
         written, conf = run(go())
         assert written == [cluster.broker_addr]
         assert conf == f"{cluster.broker_name}:4"
+
+
+def test_a_producer_sends_ordered_messages_only_to_the_queues_the_order_config_names(tmp_path: Path) -> None:
+    """With orderMessageEnable the route carries the topic's order config, and a producer sends to the
+    queues it names (here 2 of the topic's 4), as Java's producer does."""
+    topic = "OrderConfTopic"
+    with LocalCluster(tmp_path / "store") as cluster:
+        async def prepare() -> None:
+            async with AdminClient(cluster.namesrv_addr) as admin:
+                await admin.create_topic(topic, broker_addr=cluster.broker_addr, read_queue_nums=4, write_queue_nums=4)
+                await admin.update_namesrv_config({"orderMessageEnable": "true"})
+                await admin.put_kv("ORDER_TOPIC_CONFIG", topic, f"{cluster.broker_name}:2")
+
+        async def send() -> set[int]:
+            async with Producer(cluster.namesrv_addr, "order-conf-producer") as producer:
+                results = [await producer.send_orderly(topic, b"m", key) for key in range(40)]
+            return {r.message_queue.queue_id for r in results}
+
+        run(prepare())
+        cluster.wait_until(lambda: cluster.namesrv.routes.route(topic) is not None, 20, "the topic's route")
+        assert run(send()) == {0, 1}

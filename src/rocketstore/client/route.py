@@ -100,6 +100,14 @@ class RouteCache:
 
     @staticmethod
     def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+        """The queues a producer sends to.  A route with an order config (``orderTopicConf``, the name
+        server's ORDER_TOPIC_CONFIG when orderMessageEnable is on) names them, ``brokerName:count`` joined by
+        ``;``, as 4.9.3's topicRouteData2TopicPublishInfo reads it; otherwise every writable queue of a
+        broker with a master.  A malformed order config is ignored (the queue data then decide)."""
+        if route.order_topic_conf:
+            ordered = _order_conf_queues(topic, route.order_topic_conf)
+            if ordered:
+                return ordered
         queues: list[MessageQueue] = []
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
             bd = route.broker(qd.broker_name)
@@ -123,6 +131,18 @@ class RouteCache:
         if addr is None:
             raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no {'master ' if master_only else ''}address")
         return addr
+
+
+def _order_conf_queues(topic: str, conf: str) -> list[MessageQueue]:
+    """The queues an order config (``broker-a:4;broker-b:4``) names, in its order; empty if any part of it
+    is not ``name:count``."""
+    queues: list[MessageQueue] = []
+    for part in conf.split(";"):
+        name, sep, count = part.partition(":")
+        if not sep or not name or not count.strip().isdigit():
+            return []
+        queues.extend(MessageQueue(topic, name, i) for i in range(int(count)))
+    return queues
 
 
 def check(response: RemotingCommand, *ok_codes: int) -> RemotingCommand:
