@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from local_cluster import LocalCluster, stored_messages
 from serve_process import cli
 
@@ -29,7 +30,7 @@ from rocketstore.client import (
     TransactionProducer,
 )
 from rocketstore.client.admin import AdminClient
-from rocketstore.client.errors import NoRouteError
+from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.trace import RMQ_SYS_TRACE_TOPIC, TraceType
 from rocketstore.client.trace_query import MessageTrace
 from rocketstore.remoting.transport import run
@@ -269,6 +270,14 @@ def test_without_trace_nothing_reaches_the_trace_topic_and_a_custom_trace_topic_
         assert trace_cli(cluster.namesrv_addr, traced, "--trace-topic", custom)["traces"][0]["type"] == "Pub"
         out = cli("trace", traced, "--namesrv", cluster.namesrv_addr)  # the default topic does not exist
         assert out.returncode == 1 and "RMQ_SYS_TRACE_TOPIC" in out.stderr and "Traceback" not in out.stderr
+
+
+        async def every_trace_topic() -> None:
+            async with AdminClient(cluster.namesrv_addr) as admin:
+                await admin.query_message_trace(traced, trace_topic=None)
+
+        with pytest.raises(ClientError, match="no trace topic exists"):  # a custom topic is not one of them
+            arun(every_trace_topic)
 
 
 def test_a_broker_with_trace_topic_enable_serves_traces_without_auto_create(tmp_path: Path) -> None:

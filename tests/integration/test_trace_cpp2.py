@@ -27,6 +27,7 @@ from local_cluster import LocalCluster, wait_stored
 from serve_process import cli
 from test_trace import types_of, wait_for_trace
 
+from rocketstore.client.admin import AdminClient
 from rocketstore.client.trace import CPP_TRACE_TOPIC_PREFIX, MessageType, TraceType
 from rocketstore.client.trace_query import MessageTrace
 from rocketstore.remoting.transport import run
@@ -99,3 +100,12 @@ def test_the_cpp2_clients_trace_reaches_our_broker_and_our_query_decodes_it(cpp2
         assert printed["undecodable"] == []
         out = cli("trace", sends[0]["msg_id"], "--namesrv", cluster.namesrv_addr, "--trace-topic", CPP_PUB_TOPIC)
         assert out.returncode == 0 and f"Pub {pgroup}" in " ".join(out.stdout.split()), out.stdout
+
+        # without a topic, every trace topic is read: the Pub and the Subs of one message come together
+        async def query_all(msg_id: str) -> MessageTrace:
+            async with AdminClient(cluster.namesrv_addr) as admin:
+                return await admin.query_message_trace(msg_id, trace_topic=None)
+
+        merged = run(query_all(sends[0]["msg_id"]))
+        assert types_of(merged) == ["Pub", "SubAfter", "SubBefore"]
+        assert {CPP_PUB_TOPIC, CPP_SUB_TOPIC} <= set(merged.trace_topic.split(","))

@@ -17,7 +17,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rocketstore.client.errors import ClientError
 from rocketstore.client.trace import (
+    CPP_TRACE_TOPIC_PREFIX,
     RMQ_SYS_TRACE_TOPIC,
     TraceBean,
     TraceContext,
@@ -101,16 +103,35 @@ class TraceAdmin:
         async def query_by_key(self, topic: str, key: str, *, max_count: int = 64, begin_ms: int = 0,
                                end_ms: int = ...) -> list[StoredMessage]: ...
 
-    async def query_message_trace(self, msg_id: str, *, trace_topic: str = RMQ_SYS_TRACE_TOPIC,
+        async def topic_list(self) -> list[str]: ...
+
+    async def query_message_trace(self, msg_id: str, *, trace_topic: str | None = RMQ_SYS_TRACE_TOPIC,
                                   max_messages: int = TRACE_QUERY_MAX_MESSAGES) -> MessageTrace:
         """The trace of the message whose client id (UNIQ_KEY, SendResult.msg_id) is *msg_id*, from
-        *trace_topic* (RMQ_SYS_TRACE_TOPIC unless the clients were given another; the C++ client 2.1 writes
-        to ``rmq_sys_TRACE_DATA_<region>``).  NoRouteError when the trace topic does not exist (no client
-        has traced to it)."""
+        *trace_topic* (RMQ_SYS_TRACE_TOPIC unless the clients were given another).  NoRouteError when the
+        trace topic does not exist (no client has traced to it).
+
+        *trace_topic* None reads every trace topic the name servers know: RMQ_SYS_TRACE_TOPIC and the C++
+        client 2.1's ``rmq_sys_TRACE_DATA_<region>`` ones (its producer and consumer take the region from
+        different places, so one message's Pub and Sub records can land in two of them), merged oldest
+        first; :attr:`MessageTrace.trace_topic` then names the topics read, joined by ``,``.  ClientError
+        when none exists."""
         msg_id = msg_id.strip()
-        found = await self.query_by_key(trace_topic, msg_id, max_count=max_messages)
+        if trace_topic is None:
+            topics = [t for t in await self.topic_list() if t == RMQ_SYS_TRACE_TOPIC or t.startswith(CPP_TRACE_TOPIC_PREFIX)]
+            if not topics:
+                raise ClientError(f"no trace topic exists ({RMQ_SYS_TRACE_TOPIC} or {CPP_TRACE_TOPIC_PREFIX}*): "
+                                  "no client has sent trace data")
+        else:
+            topics = [trace_topic]
+        views: list[TraceView] = []
         undecodable: list[TraceDataError] = []
-        views = trace_views(msg_id, found, undecodable)
-        for error in undecodable:
-            log.warning("%s: %s", trace_topic, error)
-        return MessageTrace(msg_id, trace_topic, tuple(views), tuple(undecodable))
+        for topic in topics:
+            found = await self.query_by_key(topic, msg_id, max_count=max_messages)
+            errors: list[TraceDataError] = []
+            views.extend(trace_views(msg_id, found, errors))
+            for error in errors:
+                log.warning("%s: %s", topic, error)
+            undecodable.extend(errors)
+        views.sort(key=lambda v: (v.time_ms, v.stored_ms))
+        return MessageTrace(msg_id, ",".join(topics), tuple(views), tuple(undecodable))
