@@ -20,6 +20,7 @@ from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.client import PullConsumer
 from rocketstore.message.record import StoredMessage
 from rocketstore.namesrv import NameServer
+from rocketstore.remoting.tls import TlsConfig
 from rocketstore.remoting.transport import new_event_loop, run
 from rocketstore.store.config import StoreConfig
 
@@ -40,12 +41,14 @@ def acl_home(directory: Path, plain_acl_yml: str) -> Path:
 
 class LocalCluster:
     def __init__(self, store_dir: Path | str, *, broker_name: str = "broker-a", timeout_s: float = 20.0,
-                 store_overrides: dict[str, Any] | None = None, **broker_overrides: Any) -> None:
+                 store_overrides: dict[str, Any] | None = None, tls: TlsConfig | None = None,
+                 **broker_overrides: Any) -> None:
         self.store_dir = str(store_dir)
         self.broker_name = broker_name
         self.timeout_s = timeout_s
         self.broker_overrides = broker_overrides
         self.store_overrides = {**SMALL_STORE, **(store_overrides or {})}
+        self.tls = tls  # the name server and the broker serve TLS as it says
         self.loop = new_event_loop()  # uvloop when it is installed, as the CLI runs
         self.thread = threading.Thread(target=self.loop.run_forever, name="test-cluster", daemon=True)
         self.namesrv: NameServer
@@ -64,11 +67,12 @@ class LocalCluster:
         self.close()
 
     async def _start(self) -> None:
-        self.namesrv = NameServer()
+        self.namesrv = NameServer(tls=self.tls)
         await self.namesrv.start("127.0.0.1", 0)
         config = BrokerConfig(broker_name=self.broker_name, namesrv_addr=self.namesrv.address, listen_port=0,
                               listen_host="127.0.0.1", broker_ip1="127.0.0.1", **self.broker_overrides)
-        self.broker = Broker(config, StoreConfig(store_path_root_dir=self.store_dir, **self.store_overrides))
+        self.broker = Broker(config, StoreConfig(store_path_root_dir=self.store_dir, **self.store_overrides),
+                             tls=self.tls)
         await self.broker.start()
 
     @property

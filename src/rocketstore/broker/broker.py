@@ -64,6 +64,7 @@ from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import NotifyConsumerIdsChangedRequestHeader
 from rocketstore.remoting.server import RemotingServer, RequestRouter
+from rocketstore.remoting.tls import TlsConfig
 from rocketstore.remoting.transport import Connection
 from rocketstore.store.config import BrokerRole, StoreConfig
 from rocketstore.store.message_store import MessageStore
@@ -88,9 +89,10 @@ CLIENT_SCAN_INTERVAL_S = 10.0
 
 class Broker:
     def __init__(self, config: BrokerConfig | None = None, store_config: StoreConfig | None = None, *,
-                 config_path: str | None = None) -> None:
+                 config_path: str | None = None, tls: TlsConfig | None = None) -> None:
         """*config_path*: the broker.conf the broker was started with (``-c``), where UPDATE_BROKER_CONFIG
-        writes the changed properties, as 4.9.3 does; None: ``<storePathRootDir>/config/broker.properties``."""
+        writes the changed properties, as 4.9.3 does; None: ``<storePathRootDir>/config/broker.properties``.
+        *tls*: serve TLS connections too (or only) as it says (:mod:`rocketstore.remoting.tls`)."""
         self.config = config or BrokerConfig()
         self.store_config = store_config or StoreConfig()
         self.config_path = config_path
@@ -100,7 +102,8 @@ class Broker:
                        transactions, reset_offset, consume_queue_admin, group_admin, stats_admin, reply):
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
-                                     on_connection_closed=self._connection_closed)
+                                     on_connection_closed=self._connection_closed, tls=tls)
+        self.tls = tls
         #: aclEnable: every request is checked against the ACL files of rocketmqHome before its handler
         self.acl: PlainAcl | None = None
         if self.config.acl_enable:

@@ -49,6 +49,7 @@ from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetConsumeStatsInBrokerHeader, ViewBrokerStatsDataRequestHeader
 from rocketstore.remoting.server import RequestRouter
+from rocketstore.remoting.tls import client_context_default
 from rocketstore.remoting.transport import Connection
 from rocketstore.store import config as store_config_module
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
@@ -207,8 +208,10 @@ def reported_config_text(broker: Broker) -> str:
     """GET_BROKER_CONFIG's body: :func:`config_text` and the fixed figures a 4.9.3 broker reports from parts
     this one has no settings of (its filter servers, its netty client), which mqadmin exportConfigs and
     exportMetrics read (the latter takes clientCallbackExecutorThreads, the CPU count, as cpuNum).  Not
-    written to broker.properties: they are not settings here, and UPDATE_BROKER_CONFIG refuses them."""
-    fixed = [("filterServerNums", 0), ("clientCallbackExecutorThreads", os.cpu_count() or 1), ("useTLS", False)]
+    written to broker.properties: they are not settings here, and UPDATE_BROKER_CONFIG refuses them.
+    useTLS: whether the broker's own connections (to the name servers) go over TLS (``tls.enable``)."""
+    fixed = [("filterServerNums", 0), ("clientCallbackExecutorThreads", os.cpu_count() or 1),
+             ("useTLS", client_context_default() is not None)]
     return config_text(broker) + format_properties(fixed)
 
 

@@ -17,6 +17,7 @@ from rocketstore.namesrv.config import NamesrvConfig
 from rocketstore.namesrv.handlers import KVTable, NameServerHandlers
 from rocketstore.namesrv.route_table import BROKER_EXPIRY_MS, RouteTable
 from rocketstore.remoting.server import DEFAULT_IDLE_TIMEOUT_S, RemotingServer
+from rocketstore.remoting.tls import TlsConfig
 from rocketstore.remoting.transport import Connection
 
 __all__ = ["NameServer"]
@@ -31,12 +32,14 @@ class NameServer:
     """A name server.  ``await start(host, port)``; ``address`` says where it listens; ``await close()``."""
 
     def __init__(self, config: NamesrvConfig | None = None, *, broker_expiry_ms: int = BROKER_EXPIRY_MS,
-                 scan_interval_s: float = SCAN_INTERVAL_S, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S) -> None:
+                 scan_interval_s: float = SCAN_INTERVAL_S, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+                 tls: TlsConfig | None = None) -> None:
+        """*tls*: serve TLS connections too (or only) as it says (:mod:`rocketstore.remoting.tls`)."""
         self.routes = RouteTable(broker_expiry_ms)
         self.kv = KVTable(config.kv_config_path if config is not None else None)
         self.handlers = NameServerHandlers(self.routes, self.kv, config=config, persist_config=config is not None)
         self.server = RemotingServer(self.handlers.router(), idle_timeout_s=idle_timeout_s,
-                                     on_connection_closed=self._connection_closed)
+                                     on_connection_closed=self._connection_closed, tls=tls)
         self.scan_interval_s = scan_interval_s
         self._scan_task: asyncio.Task[None] | None = None
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import ssl
 import time
 from collections.abc import Callable, Mapping
 
@@ -22,6 +24,7 @@ from rocketstore.errors import ConnectionClosedError
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
+from rocketstore.remoting.tls import TLS_HANDSHAKE_BYTE, TlsConfig, TlsMode
 from rocketstore.remoting.transport import DEFAULT_MAX_IN_FLIGHT, Connection, ImmediateHandler, RequestHandler
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Guard", "RemotingServer", "RequestRouter"]
@@ -29,6 +32,8 @@ __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Guard", "RemotingServer", "RequestRouter"]
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_TIMEOUT_S = 120.0
+#: how long a new connection of a TLS-serving server may take to send its first byte (or handshake)
+FIRST_BYTE_TIMEOUT_S = 10.0
 
 #: ``guard(connection, request)`` -> the answer refusing *request*, or None to serve it; runs before every
 #: handler, immediate or not (a broker's ACL check, as RocketMQ's RPC hook before its processors)
@@ -96,17 +101,28 @@ class RequestRouter:
 
 
 class RemotingServer:
-    """A listening socket whose connections feed one request handler.  Loop-bound."""
+    """A listening socket whose connections feed one request handler.  Loop-bound.
+
+    With a *tls* config that serves TLS (:attr:`TlsConfig.server_tls`) connections are accepted here rather
+    than by the event loop's server: the first byte a client sends is peeked at, and a TLS handshake record
+    gets a TLS transport, anything else a plain one (refused in enforcing mode), as 4.9.3's
+    HandshakeHandler decides."""
 
     def __init__(self, handler: RequestHandler, *, max_frame_bytes: int = MAX_FRAME_BYTES,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
-                 on_connection_closed: Callable[[Connection], None] | None = None) -> None:
+                 on_connection_closed: Callable[[Connection], None] | None = None,
+                 tls: TlsConfig | None = None) -> None:
         self._handler = handler
         self._max_frame_bytes = max_frame_bytes
         self._max_in_flight = max_in_flight
         self.idle_timeout_s = idle_timeout_s
         self._on_connection_closed = on_connection_closed
+        self._tls = tls if tls is not None and tls.server_tls else None
+        self._ssl_context: ssl.SSLContext | None = self._tls.server_context() if self._tls is not None else None
         self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
+        self._handshakes: set[asyncio.Task[None]] = set()
         self._idle_task: asyncio.Task[None] | None = None
         self.connections: set[Connection] = set()
         self.host = ""
@@ -120,15 +136,74 @@ class RemotingServer:
         """Bind (port 0 picks a free port, see :attr:`port`); accept connections now or at
         :meth:`start_serving`."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
-                                                start_serving=start_serving)
-        sockname = self._server.sockets[0].getsockname()
+        if self._tls is None:
+            self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
+                                                    start_serving=start_serving)
+            sockname = self._server.sockets[0].getsockname()
+        else:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            self._listener = socket.create_server((host, port), family=family, backlog=1024)
+            self._listener.setblocking(False)
+            sockname = self._listener.getsockname()
+            if start_serving:
+                await self.start_serving()
         self.host, self.port = str(sockname[0]), int(sockname[1])
         self._idle_task = loop.create_task(self._close_idle())
 
     async def start_serving(self) -> None:
+        if self._listener is not None:
+            if self._accepting is None:
+                self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
+            return
         assert self._server is not None, "start() first"
         await self._server.start_serving()
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._listener is not None
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(self._listener)
+            except OSError as exc:  # out of descriptors, a connection reset before accept: go on
+                log.warning("accept on %s failed: %s", self.address, exc)
+                await asyncio.sleep(0.05)
+                continue
+            task = loop.create_task(self._open(sock))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _open(self, sock: socket.socket) -> None:
+        """Serve an accepted socket over TLS or in plain text, by the first byte its client sends."""
+        assert self._tls is not None
+        loop = asyncio.get_running_loop()
+        sock.setblocking(False)
+        try:
+            first = await asyncio.wait_for(_peek_first_byte(loop, sock), FIRST_BYTE_TIMEOUT_S)
+        except (TimeoutError, OSError):
+            first = b""
+        if not first:  # closed, or silent for too long, before a byte came
+            sock.close()
+            return
+        over_tls = first[0] == TLS_HANDSHAKE_BYTE
+        if not over_tls and self._tls.server_mode is TlsMode.ENFORCING:
+            log.warning("closing a plain connection from %s: this server is in TLS enforcing mode",
+                        _peer(sock))
+            sock.close()
+            return
+        made: list[Connection] = []
+
+        def protocol() -> Connection:
+            made.append(self._new_connection())
+            return made[-1]
+
+        try:
+            await loop.connect_accepted_socket(protocol, sock, ssl=self._ssl_context if over_tls else None,
+                                               ssl_handshake_timeout=FIRST_BYTE_TIMEOUT_S if over_tls else None)
+        except (OSError, ssl.SSLError, TimeoutError) as exc:
+            log.warning("TLS handshake with %s failed: %s", _peer(sock), exc)
+            for connection in made:  # never connected: nobody else will drop it
+                self.connections.discard(connection)
+            sock.close()
 
     def _new_connection(self) -> Connection:
         connection = Connection(self._handler, max_frame_bytes=self._max_frame_bytes,
@@ -158,6 +233,14 @@ class RemotingServer:
             self._idle_task = None
         if self._server is not None:
             self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+            self._accepting = None
+        for task in list(self._handshakes):
+            task.cancel()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         connections = list(self.connections)
         for connection in connections:
             connection.close(ConnectionClosedError("server closing"))
@@ -169,3 +252,31 @@ class RemotingServer:
             except TimeoutError:
                 log.warning("server %s did not close within %s s", self.address, timeout_s)
             self._server = None
+
+
+async def _peek_first_byte(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes:
+    """The first byte waiting on *sock*, left there (b"" when the peer closed first)."""
+    while True:
+        try:
+            return sock.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            pass
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(sock.fileno(), _settle, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(sock.fileno())
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _peer(sock: socket.socket) -> str:
+    try:
+        peer = sock.getpeername()
+    except OSError:
+        return "?"
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)

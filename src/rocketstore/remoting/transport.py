@@ -45,9 +45,10 @@ import asyncio
 import functools
 import itertools
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
 from rocketstore.remoting import busy_poll
@@ -57,6 +58,7 @@ from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, new_command
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES, FrameDecoder
 from rocketstore.remoting.header_fields import HeaderFieldError
+from rocketstore.remoting.tls import client_context_default
 
 __all__ = [
     "ANSWER_LATER",
@@ -609,19 +611,21 @@ class Connection(asyncio.BufferedProtocol):
 async def connect(address: str, *, handler: RequestHandler | None = None,
                   timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, max_frame_bytes: int = MAX_FRAME_BYTES,
                   on_close: Callable[[Connection], None] | None = None,
-                  credentials: Credentials | None = None) -> Connection:
-    """Open a client connection to ``host:port``; ConnectionClosedError if it cannot be made in time.  With
-    *credentials* the connection signs every request and oneway it sends (ACL)."""
+                  credentials: Credentials | None = None, ssl_context: ssl.SSLContext | None = None) -> Connection:
+    """Open a client connection to ``host:port``; ConnectionClosedError if it cannot be made in time (a TLS
+    handshake the server refuses included).  With *credentials* the connection signs every request and
+    oneway it sends (ACL); with *ssl_context* it runs over TLS (:mod:`rocketstore.remoting.tls`)."""
     host, port = split_address(address)
     loop = asyncio.get_running_loop()
     try:
         _, protocol = await asyncio.wait_for(
             loop.create_connection(lambda: Connection(handler, max_frame_bytes=max_frame_bytes, on_close=on_close,
                                                       credentials=credentials),
-                                   host, port), timeout_s)
+                                   host, port, ssl=ssl_context,
+                                   server_hostname=host if ssl_context is not None else None), timeout_s)
     except TimeoutError as exc:
         raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
-    except OSError as exc:
+    except (OSError, ssl.SSLError) as exc:
         raise ConnectionClosedError(f"cannot connect to {address}: {exc}") from exc
     return protocol
 
@@ -632,9 +636,13 @@ class ConnectionPool:
 
     def __init__(self, *, handler: RequestHandler | None = None,
                  connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None,
+                 ssl_context: ssl.SSLContext | None | Literal["process"] = "process") -> None:
+        """*ssl_context*: connect over TLS with it; None: plain; ``"process"`` (the default): whatever
+        :func:`rocketstore.remoting.tls.use_client_tls` set for the process when a connection is made."""
         self._handler = handler
         self.credentials = credentials
+        self._ssl_context = ssl_context
         self._connect_timeout_s = connect_timeout_s
         self._connections: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -650,8 +658,9 @@ class ConnectionPool:
         async with lock:
             connection = self._connections.get(address)
             if connection is None or connection.is_closed:
+                ctx = client_context_default() if self._ssl_context == "process" else self._ssl_context
                 connection = await connect(address, handler=self._handler, timeout_s=self._connect_timeout_s,
-                                           credentials=self.credentials)
+                                           credentials=self.credentials, ssl_context=ctx)
                 self._connections[address] = connection
             return connection
 

@@ -1,0 +1,188 @@
+"""TLS on the remoting protocol, as RocketMQ 4.9.3 configures it (TlsSystemConfig / TlsHelper): the same
+``tls.*`` property names, read from one properties file (4.9.3: system properties and
+``/etc/rocketmq/tls.properties``).
+
+Servers (name server, broker) run in one of three modes, ``tls.server.mode``:
+
+* ``disabled``: plain connections only; a TLS handshake is closed;
+* ``permissive``: both; a connection whose first byte is a TLS handshake record (0x16, which no remoting
+  frame starts with below 352 MB) is served over TLS, any other in plain text (4.9.3's HandshakeHandler);
+* ``enforcing``: TLS only; a plain connection is closed.
+
+A server needs ``tls.server.certPath`` and ``tls.server.keyPath`` (PEM) for TLS; 4.9.3's test mode (a
+self-signed certificate made at start, ``tls.test.mode.enable``, on by default there) is not offered: without
+a certificate a permissive server serves plain connections only, as 4.9.3's does without an SSL context.
+``tls.server.need.client.auth`` (none, optional, require) asks clients for a certificate, checked against
+``tls.server.trustCertPath``.
+
+Clients use TLS when ``tls.enable`` is true (4.9.3's JVM-wide switch; here :func:`use_client_tls` for the
+process, or a pool's own context).  They check the server's certificate chain against
+``tls.client.trustCertPath`` only with ``tls.client.authServer`` true, and never its host name, as 4.9.3's
+client does; ``tls.client.certPath`` / ``tls.client.keyPath`` present a certificate of their own.
+Sans-IO but for reading the files the settings name.
+"""
+
+from __future__ import annotations
+
+import enum
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rocketstore.errors import RocketStoreError
+from rocketstore.message.java_properties import parse_properties_text
+
+__all__ = ["TLS_HANDSHAKE_BYTE", "TlsConfig", "TlsConfigError", "TlsMode", "client_context_default",
+           "use_client_tls"]
+
+#: the first byte of a TLS record carrying a handshake: a client hello starts with it
+TLS_HANDSHAKE_BYTE = 0x16
+
+
+class TlsConfigError(RocketStoreError):
+    """A TLS setting that cannot be used (unknown mode, unreadable certificate or key)."""
+
+
+class TlsMode(enum.Enum):
+    DISABLED = "disabled"
+    PERMISSIVE = "permissive"
+    ENFORCING = "enforcing"
+
+
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "require": ssl.CERT_REQUIRED}
+
+
+def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
+    value = props.get(key)
+    return default if value is None else value.strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    """The ``tls.*`` settings (4.9.3's names and defaults, but test mode)."""
+
+    server_mode: TlsMode = TlsMode.PERMISSIVE
+    server_cert_path: str | None = None
+    server_key_path: str | None = None
+    server_key_password: str | None = None
+    #: none, optional or require
+    server_need_client_auth: str = "none"
+    server_trust_cert_path: str | None = None
+    client_enable: bool = False
+    client_cert_path: str | None = None
+    client_key_path: str | None = None
+    client_key_password: str | None = None
+    client_auth_server: bool = False
+    client_trust_cert_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.server_need_client_auth not in _CLIENT_AUTH:
+            raise TlsConfigError(f"tls.server.need.client.auth must be none, optional or require, not "
+                                 f"{self.server_need_client_auth!r}")
+        if self.server_need_client_auth != "none" and not self.server_trust_cert_path:
+            raise TlsConfigError("tls.server.need.client.auth asks clients for a certificate: "
+                                 "tls.server.trustCertPath must name the certificates that sign them")
+        if bool(self.server_cert_path) != bool(self.server_key_path):
+            raise TlsConfigError("tls.server.certPath and tls.server.keyPath go together")
+        if bool(self.client_cert_path) != bool(self.client_key_path):
+            raise TlsConfigError("tls.client.certPath and tls.client.keyPath go together")
+        if self.server_mode is TlsMode.ENFORCING and not self.server_cert_path:
+            raise TlsConfigError("tls.server.mode enforcing needs tls.server.certPath and tls.server.keyPath")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> TlsConfig:
+        """From ``tls.*`` properties (what is not given keeps its default)."""
+        mode_text = props.get("tls.server.mode", "permissive").strip().lower()
+        try:
+            mode = TlsMode(mode_text)
+        except ValueError:
+            raise TlsConfigError(f"tls.server.mode must be disabled, permissive or enforcing, not {mode_text!r}") \
+                from None
+
+        def text(key: str) -> str | None:
+            value = props.get(key)
+            return value.strip() or None if value is not None else None
+
+        return cls(server_mode=mode, server_cert_path=text("tls.server.certPath"),
+                   server_key_path=text("tls.server.keyPath"), server_key_password=text("tls.server.keyPassword"),
+                   server_need_client_auth=(props.get("tls.server.need.client.auth") or "none").strip().lower(),
+                   server_trust_cert_path=text("tls.server.trustCertPath"),
+                   client_enable=_flag(props, "tls.enable", False), client_cert_path=text("tls.client.certPath"),
+                   client_key_path=text("tls.client.keyPath"), client_key_password=text("tls.client.keyPassword"),
+                   client_auth_server=_flag(props, "tls.client.authServer", False),
+                   client_trust_cert_path=text("tls.client.trustCertPath"))
+
+    @classmethod
+    def from_file(cls, path: str) -> TlsConfig:
+        """From a tls.properties file (Java properties)."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise TlsConfigError(f"cannot read the TLS config {path}: {exc}") from exc
+        return cls.from_properties(parse_properties_text(text))
+
+    @property
+    def server_tls(self) -> bool:
+        """Whether a server serves TLS connections at all (a mode that allows them and a certificate)."""
+        return self.server_mode is not TlsMode.DISABLED and self.server_cert_path is not None
+
+    def server_context(self) -> ssl.SSLContext:
+        """The server side's context (the certificate, and client certificates asked for as configured)."""
+        if not self.server_cert_path or not self.server_key_path:
+            raise TlsConfigError("a TLS server needs tls.server.certPath and tls.server.keyPath")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        _load_chain(ctx, self.server_cert_path, self.server_key_path, self.server_key_password, "tls.server")
+        ctx.verify_mode = _CLIENT_AUTH[self.server_need_client_auth]
+        if self.server_trust_cert_path:
+            _load_trust(ctx, self.server_trust_cert_path, "tls.server.trustCertPath")
+        return ctx
+
+    def client_context(self) -> ssl.SSLContext:
+        """The client side's context: the server's chain checked only with authServer, never its name."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        if self.client_auth_server:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            if self.client_trust_cert_path:
+                _load_trust(ctx, self.client_trust_cert_path, "tls.client.trustCertPath")
+            else:
+                ctx.load_default_certs()
+        else:
+            ctx.verify_mode = ssl.CERT_NONE
+        if self.client_cert_path and self.client_key_path:
+            _load_chain(ctx, self.client_cert_path, self.client_key_path, self.client_key_password, "tls.client")
+        return ctx
+
+
+def _load_chain(ctx: ssl.SSLContext, cert: str, key: str, password: str | None, prefix: str) -> None:
+    try:
+        ctx.load_cert_chain(cert, key, password)
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"cannot load {prefix}.certPath {cert} / {prefix}.keyPath {key}: {exc}") from exc
+
+
+def _load_trust(ctx: ssl.SSLContext, path: str, key: str) -> None:
+    try:
+        ctx.load_verify_locations(cafile=path)
+    except (OSError, ssl.SSLError) as exc:
+        raise TlsConfigError(f"cannot load {key} {path}: {exc}") from exc
+
+
+_client_context: ssl.SSLContext | None = None
+
+
+def use_client_tls(config: TlsConfig | ssl.SSLContext | None) -> None:
+    """Make every connection pool of this process that is not given a context of its own connect over TLS
+    (4.9.3's ``-Dtls.enable=true``): with a TlsConfig whose ``tls.enable`` is true, or a ready context;
+    None (or ``tls.enable`` false) goes back to plain connections.  Pools read it when they connect."""
+    global _client_context
+    if isinstance(config, TlsConfig):
+        _client_context = config.client_context() if config.client_enable else None
+    else:
+        _client_context = config
+
+
+def client_context_default() -> ssl.SSLContext | None:
+    """The process's client context (:func:`use_client_tls`); None: plain connections."""
+    return _client_context
