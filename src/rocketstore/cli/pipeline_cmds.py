@@ -11,16 +11,63 @@ Spark runs ``local[*]`` unless ``--master URL`` says otherwise; progress is prin
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
-__all__ = ["register"]
+from rocketstore.errors import RocketStoreError
+
+__all__ = ["PipelineError", "register", "spark_error_line"]
+
+T = TypeVar("T")
+
+#: an exception's last line in a (Python or Java) traceback: ``module.Name: message``
+_EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.$]*(?:Error|Exception)): (\S.*)$")
+
+
+class PipelineError(RocketStoreError):
+    """A Spark job of ``rocketstore pipeline`` failed; the message is the cause in one line."""
 
 
 def _progress(text: str) -> None:
     print(f"rocketstore pipeline: {text}", file=sys.stderr, flush=True)
 
 
+def spark_error_line(exc: BaseException) -> str:
+    """One line for a failed Spark call: the innermost rocketstore error when Spark wraps one (a data source
+    raising in a Python worker), else the first line of Spark's own message (SQLSTATE dropped)."""
+    text = str(exc)
+    found = [m for m in map(_EXCEPTION_LINE.match, text.splitlines()) if m]
+    ours = [m for m in found if m.group(1).startswith("rocketstore.")]
+    if ours:
+        return f"{ours[-1].group(1).rsplit('.', 1)[-1]}: {ours[-1].group(2).strip()}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return re.sub(r"\s*SQLSTATE: \w+\.?$", "", first)
+
+
+def _run_job(job: Callable[[], T]) -> T:
+    """*job*() with a failure inside Spark (an AnalysisException, a failed task or streaming query) turned
+    into a PipelineError: the CLI prints one line instead of a JVM and Python traceback."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        return job()
+    except (PySparkException, Py4JError) as exc:
+        raise PipelineError(spark_error_line(exc)) from exc
+
+
+def _check_store_dir(store: str) -> None:
+    if not os.path.isdir(store):
+        raise PipelineError(f"--store {store} is not a directory")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from rocketstore.cli.output import positive_seconds
+    from rocketstore.cli.store_cmds import _positive_int
+
     parser = subparsers.add_parser("pipeline", help="Spark jobs: archive to Parquet, store report")
     commands = parser.add_subparsers(dest="pipeline_command", metavar="JOB")
     commands.required = True
@@ -38,8 +85,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="with --name-server: archive what the topic holds now, then stop")
     archive.add_argument("--tags", help="with --name-server: tag expression, e.g. 'TagA || TagB'")
     archive.add_argument("--consumer-group", help="with --name-server: commit offsets to the broker as this group")
-    archive.add_argument("--max-offsets-per-trigger", type=int, help="with --name-server: rows per micro-batch")
-    archive.add_argument("--trigger-interval-s", type=float, default=5.0, help="micro-batch interval (default 5)")
+    archive.add_argument("--max-offsets-per-trigger", type=_positive_int,
+                         help="with --name-server: rows per micro-batch")
+    archive.add_argument("--trigger-interval-s", type=positive_seconds, default=5.0,
+                         help="micro-batch interval (default 5)")
     archive.set_defaults(handler=_archive)
 
     report = commands.add_parser("report", help="per topic / queue / tag / hour counts, consumer lag: HTML + PNG")
@@ -64,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     target.add_argument("--in-place", action="store_true", help="replace DIR's own files (store closed)")
     rebuild.add_argument("--skip-bad", action="store_true",
                          help="skip the rest of a segment holding a damaged record instead of stopping")
-    rebuild.add_argument("--range-mb", type=int, default=64, help="commitlog MiB per Spark partition (64)")
+    rebuild.add_argument("--range-mb", type=_positive_int, default=64, help="commitlog MiB per Spark partition (64)")
     rebuild.set_defaults(handler=_rebuild)
 
 
@@ -76,20 +125,23 @@ def _archive(args: argparse.Namespace) -> int:
     if streaming and (not args.topic or not args.checkpoint):
         print("rocketstore pipeline archive: --name-server needs --topic and --checkpoint", file=sys.stderr)
         return 2
+    if not streaming:
+        _check_store_dir(args.store)
+        if os.path.exists(args.output) and not args.overwrite:
+            raise PipelineError(f"--output {args.output} already exists (give --overwrite to replace it)")
     from rocketstore.spark.jobs import archive_store, archive_topic, build_session
 
     _progress(f"starting Spark ({args.master})")
     spark, created = build_session(args.master)
     try:
         if streaming:
-            total = archive_topic(spark, args.name_server, args.topic, args.checkpoint, args.output, _progress,
-                                  available_now=args.available_now, tags=args.tags,
-                                  consumer_group=args.consumer_group,
-                                  max_offsets_per_trigger=args.max_offsets_per_trigger,
-                                  trigger_interval_s=args.trigger_interval_s)
+            total = _run_job(lambda: archive_topic(
+                spark, args.name_server, args.topic, args.checkpoint, args.output, _progress,
+                available_now=args.available_now, tags=args.tags, consumer_group=args.consumer_group,
+                max_offsets_per_trigger=args.max_offsets_per_trigger, trigger_interval_s=args.trigger_interval_s))
         else:
-            total = archive_store(spark, args.store, args.output, _progress, topics=args.topics,
-                                  overwrite=args.overwrite)
+            total = _run_job(lambda: archive_store(spark, args.store, args.output, _progress, topics=args.topics,
+                                                   overwrite=args.overwrite))
     finally:
         if created:
             spark.stop()
@@ -98,12 +150,13 @@ def _archive(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    _check_store_dir(args.store)
     from rocketstore.spark.jobs import build_session, store_report
 
     _progress(f"starting Spark ({args.master})")
     spark, created = build_session(args.master, "rocketstore-report")
     try:
-        result = store_report(spark, args.store, args.output, _progress)
+        result = _run_job(lambda: store_report(spark, args.store, args.output, _progress))
     finally:
         if created:
             spark.stop()
@@ -131,9 +184,9 @@ def _rebuild(args: argparse.Namespace) -> int:
                       f"partitions")
             bars.append(ProgressBar(sum(r.end - r.begin for r in plan.ranges), sys.stderr, label="rebuild"))
 
-        report = rebuild_with_spark(spark, root, config, output_dir=output, in_place=args.in_place,
-                                    skip_bad=args.skip_bad, range_bytes=max(1, args.range_mb) << 20,
-                                    progress=lambda n: bars[0](n), on_plan=on_plan)
+        report = _run_job(lambda: rebuild_with_spark(
+            spark, root, config, output_dir=output, in_place=args.in_place, skip_bad=args.skip_bad,
+            range_bytes=max(1, args.range_mb) << 20, progress=lambda n: bars[0](n), on_plan=on_plan))
         if bars:
             bars[0].finish()
     finally:

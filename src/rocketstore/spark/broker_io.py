@@ -24,6 +24,7 @@ from rocketstore.client import (
     Producer,
     PullConsumer,
     PullResult,
+    RouteCache,
     SendResult,
     SessionCredentials,
 )
@@ -138,6 +139,19 @@ class BrokerSession:
 
     def queues(self, topic: str) -> list[MessageQueue]:
         return self._run(self.consumer.queues(topic))
+
+    def queues_if_known(self, topic: str) -> list[MessageQueue] | None:
+        """The readable queues of *topic*; None when the name servers answer that they do not know it.
+
+        Unlike :meth:`queues`, a name server that cannot be reached (or answers another error) raises
+        instead of looking like a topic that does not exist yet."""
+        consumer = self.consumer
+
+        async def go() -> list[MessageQueue] | None:
+            route = await consumer.routes.fetch(topic)
+            return None if route is None else RouteCache.subscribe_queues(topic, route)
+
+        return self._run(go())
 
     def min_offset(self, mq: MessageQueue) -> int:
         return self._run(self.consumer.min_offset(mq))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rocketstore.errors import StoreConfigError
 from rocketstore.spark import register
 from rocketstore.spark.report import ReportResult, consumer_lag, render_report, traffic
 
@@ -47,7 +48,14 @@ def build_session(master: str = "local[*]", app_name: str = "rocketstore-pipelin
 
 def archive_store(spark: Any, store: str, output: str, progress: Progress, *, topics: str | None = None,
                   overwrite: bool = False) -> int:
-    """Every message of the store (or of *topics*) into Parquet under *output*; returns the row count."""
+    """Every message of the store (or of *topics*) into Parquet under *output*; returns the row count.
+
+    StoreConfigError when *output* is the store or a directory holding it: Spark's overwrite deletes the
+    output before the read runs, so the store would be gone (and nothing archived)."""
+    if overwrite:
+        out, root = os.path.realpath(output), os.path.realpath(store)
+        if root == out or root.startswith(out.rstrip(os.sep) + os.sep):
+            raise StoreConfigError(f"output {output} holds the store {store}: overwriting it would delete the store")
     reader = spark.read.format("rocketmq-store").option("path", store)
     if topics:
         reader = reader.option("topics", topics)
@@ -78,16 +86,22 @@ def archive_topic(spark: Any, name_server: str, topic: str, checkpoint: str, out
               else writer.trigger(processingTime=f"{int(trigger_interval_s * 1000)} milliseconds"))
     query = writer.start()
     progress(f"streaming {topic} from {name_server} -> {output} (checkpoint {checkpoint}, query {query.id})")
-    total = 0
-    seen = -1
+    rows: dict[int, int] = {}  # batch id -> input rows, from every progress event seen
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
+
+    def collect(report: bool) -> None:
+        # lastProgress alone would miss batches that finish between two polls (back-to-back batches of
+        # maxOffsetsPerTrigger): recentProgress keeps the last 100 events, read every half second
+        for p in query.recentProgress:
+            batch, n = int(p["batchId"]), int(p["numInputRows"])
+            if n > rows.get(batch, -1):  # an idle event may carry a batch id before its batch runs
+                rows[batch] = n
+                if report:
+                    progress(f"batch {batch}: {n} messages ({sum(rows.values())} in this run)")
+
     try:
         while query.isActive:
-            p = query.lastProgress
-            if p is not None and p["batchId"] != seen:
-                seen = p["batchId"]
-                total += int(p["numInputRows"])
-                progress(f"batch {seen}: {p['numInputRows']} messages ({total} in this run)")
+            collect(True)
             if deadline is not None and time.monotonic() > deadline:
                 query.stop()
                 break
@@ -97,9 +111,8 @@ def archive_topic(spark: Any, name_server: str, topic: str, checkpoint: str, out
         query.stop()
     if query.exception() is not None:
         raise query.exception()  # type: ignore[misc]
-    for p in query.recentProgress:
-        if p["batchId"] > seen:
-            total += int(p["numInputRows"])
+    collect(False)
+    total = sum(rows.values())
     progress(f"stopped after {total} messages")
     return total
 

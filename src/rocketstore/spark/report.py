@@ -65,10 +65,19 @@ def traffic(spark: Any, store: str) -> list[TrafficRow]:
     from pyspark.sql import functions as F
 
     df = spark.read.format("rocketmq-store").option("path", store).load()
-    grouped = (df.groupBy("topic", "queueId", "tags", F.date_trunc("hour", "storeTimestamp").alias("hour"))
+    # the hour as epoch seconds: date_trunc would cut in the session's time zone, and collected timestamps
+    # come back as naive datetimes in this process's local zone; the report's hours are UTC
+    hour = (F.expr("unix_micros(storeTimestamp) div 3600000000") * 3600).alias("hour")
+    grouped = (df.groupBy("topic", "queueId", "tags", hour)
                .agg(F.count(F.lit(1)).alias("n"), F.coalesce(F.sum(F.length("body")), F.lit(0)).alias("bytes"))
                .orderBy("topic", "queueId", "tags", "hour"))
-    return [TrafficRow(r["topic"], r["queueId"], r["tags"], r["hour"], r["n"], r["bytes"]) for r in grouped.collect()]
+    return [TrafficRow(r["topic"], r["queueId"], r["tags"], _utc_hour(r["hour"]), r["n"], r["bytes"])
+            for r in grouped.collect()]
+
+
+def _utc_hour(epoch_seconds: int) -> datetime:
+    """A naive datetime holding the UTC wall time of *epoch_seconds* (the report labels hours as UTC)."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).replace(tzinfo=None)
 
 
 def consumer_lag(store: str) -> list[GroupLag]:

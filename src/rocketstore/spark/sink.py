@@ -4,7 +4,8 @@
 
 Columns: ``body`` (required, binary or string), ``topic`` (string; else the ``topic`` option), ``tags``,
 ``keys`` (strings), ``properties`` (map<string,string>), ``queueId`` (int; else the producer picks a queue).
-Other columns are ignored.  Rows of one task going to the same topic and queue are sent as batches.
+Other columns are ignored.  Rows of one task going to the same topic and queue are sent as batches,
+except a row carrying a DELAY level: a batch may not hold delayed messages, so it is sent alone (in order).
 
 Every message gets a UNIQ_KEY derived from (query id, batch id, partition, row) in streaming, and from
 (write id, 0, partition, row) in batch: when Spark replays a micro-batch after a failure the replayed
@@ -36,6 +37,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from rocketstore.client.errors import NoRouteError
 from rocketstore.message.properties import PropertyName
 from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
@@ -109,7 +111,13 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         def flush(key: tuple[str, int | None]) -> None:
             records, _ = pending.pop(key)
             if records:
-                session.send(key[0], records, key[1])
+                try:
+                    session.send(key[0], records, key[1])
+                except NoRouteError as exc:
+                    if key[1] is None or "no writeable queue" not in str(exc):  # not about the queue id
+                        raise
+                    raise SparkOptionError(f"queueId {key[1]} is not a writeable queue of topic {key[0]!r} "
+                                           f"({exc})") from exc
                 report.send_count += 1
 
         for batch in batches:
@@ -139,15 +147,16 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                 qid = queue_ids[i] if queue_ids is not None else None
                 key = (str(topic), None if qid is None else int(qid))  # type: ignore[call-overload]
                 records, size = pending.setdefault(key, ([], [0]))
-                if records and size[0] + len(data) > _BATCH_MAX_BYTES:
-                    flush(key)
+                alone = PropertyName.DELAY in properties  # a batch refuses delayed messages, as RocketMQ's does
+                if records and (alone or size[0] + len(data) > _BATCH_MAX_BYTES):
+                    flush(key)  # what came before goes first: the queue keeps the rows' order
                     records, size = pending.setdefault(key, ([], [0]))
                 records.append(OutgoingRecord(data, properties))
                 size[0] += len(data)
                 report.message_count += 1
                 report.body_bytes += len(data)
                 report.per_topic[key[0]] = report.per_topic.get(key[0], 0) + 1
-                if len(records) >= options.batch_messages:
+                if alone or len(records) >= options.batch_messages:
                     flush(key)
         for key in list(pending):
             flush(key)

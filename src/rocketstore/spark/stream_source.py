@@ -103,6 +103,9 @@ class RocketMQDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rocketstore.spark.sink import BrokerBatchWriter, SinkOptions, check_sink_schema
 
+        if overwrite:  # a topic cannot be emptied: "overwrite" would quietly append (Kafka's sink refuses it too)
+            raise SparkOptionError("the rocketmq sink only appends messages to topics; write with "
+                                   "mode('append'), not mode('overwrite')")
         return BrokerBatchWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
@@ -127,6 +130,8 @@ class _Planner:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._session: BrokerSession | None = None
+        #: topic -> the queues the name servers last gave (a streaming query rides out a name server outage)
+        self._known: dict[str, list[MessageQueue]] = {}
 
     @property
     def session(self) -> BrokerSession:
@@ -147,15 +152,24 @@ class _Planner:
         elif opts.assign is not None:
             topics = sorted(opts.assign)
         else:
-            topics = [t for t in self.session.topics() if opts.wants_topic(t)]
+            try:
+                topics = [t for t in self.session.topics() if opts.wants_topic(t)]
+            except ClientError:
+                if not self._known:
+                    raise
+                topics = sorted(self._known)  # the name servers are unreachable: the topics they last listed
         queues: list[MessageQueue] = []
         for topic in topics:
+            # None: a topic that does not exist (yet, or any more) has no queues until it does.  A name server
+            # that cannot be reached is an error, not an empty topic, unless an earlier look-up of this
+            # planner (an earlier trigger of the stream) found the topic's queues: those are used again
             try:
-                found = self.session.queues(topic)
+                found = self.session.queues_if_known(topic) or []
             except ClientError:
-                if opts.subscribe_pattern is not None:
-                    continue  # listed a moment ago, gone now
-                found = []  # a subscribed topic that does not exist yet: no queues until it does
+                if topic not in self._known:
+                    raise
+                found = self._known[topic]
+            self._known[topic] = found
             queues.extend(mq for mq in found if opts.wants_queue(mq))
         return sorted(queues)
 
