@@ -116,6 +116,7 @@ def _send(args: argparse.Namespace) -> int:
     try:
         properties = _properties(args.property)
         check_name("topic", args.topic)
+        check_name("group", args.group)  # as the Java producer checks its group when it starts
     except (ValueError, InvalidNameError) as exc:
         return fail(str(exc))
     if args.count < 1:
@@ -155,6 +156,7 @@ def _request(args: argparse.Namespace) -> int:
     try:
         properties = _properties(args.property)
         check_name("topic", args.topic)
+        check_name("group", args.group)
     except (ValueError, InvalidNameError) as exc:
         return fail(str(exc))
     if args.timeout <= 0:

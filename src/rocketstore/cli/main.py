@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RocketStoreError, OSError) as exc:  # a broken store or an unreadable path, not a bug: no traceback
         print(f"rocketstore: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C ends a command (consume, watch, a Spark job): the shell's 128 + SIGINT
+        print("rocketstore: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

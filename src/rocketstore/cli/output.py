@@ -24,8 +24,8 @@ from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.transport import run
 
 __all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "credentials_of", "fail",
-           "format_time", "message_json", "namesrv_list", "parse_time_ms", "print_json", "print_message",
-           "print_table", "run_command"]
+           "format_time", "message_json", "namesrv_list", "parse_time_ms", "positive_seconds", "print_json",
+           "print_message", "print_table", "run_command"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
@@ -39,7 +39,7 @@ def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False) -> N
                         help="name server(s) HOST:PORT[;HOST:PORT] (env ROCKETSTORE_NAMESRV; "
                              f"default {DEFAULT_NAMESRV})")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--request-timeout-s", type=float, default=5.0, help="per request (default 5)")
+    parser.add_argument("--request-timeout-s", type=positive_seconds, default=5.0, help="per request (default 5)")
     parser.add_argument("--access-key", default=os.environ.get("ROCKETSTORE_ACCESS_KEY"),
                         help="ACL access key to sign requests with (env ROCKETSTORE_ACCESS_KEY)")
     parser.add_argument("--secret-key", default=os.environ.get("ROCKETSTORE_SECRET_KEY"),
@@ -47,6 +47,18 @@ def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False) -> N
     if full_body:
         parser.add_argument("--full-body", action="store_true",
                             help=f"print whole bodies (default: the first {BODY_PREVIEW_CHARS} characters)")
+
+
+def positive_seconds(text: str) -> float:
+    """A time limit in seconds (argparse type): a finite number above 0.  Zero or a negative one would make
+    every request fail with a puzzling "cannot connect ... within 0.0 s"."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
 
 
 def credentials_of(args: argparse.Namespace) -> SessionCredentials | None:

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Sequence
 
 from rocketstore.broker import Broker, load_broker_conf
+from rocketstore.cli.output import namesrv_list
+from rocketstore.errors import RocketStoreError
 from rocketstore.message.java_properties import read_properties_file
 from rocketstore.namesrv import NameServer, NamesrvConfig, NamesrvConfigError
 from rocketstore.remoting.transport import run
@@ -36,11 +38,27 @@ _BUSY_HELP = ("keep the event loop polling N µs after each read or write instea
               "trips for a busy core (overrides busyPollMicros; default 0, off)")
 
 
+class BrokerConfError(RocketStoreError):
+    """A broker.conf setting the broker cannot start with."""
+
+
+def listen_port(text: str) -> int:
+    """A port to listen on (argparse type): 0 (pick one) to 65535.  Checked here: the event loop would
+    otherwise keep only the low 16 bits of a larger number and listen somewhere else without a word."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not in 0..65535")
+    return port
+
+
 def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser("serve", help="run a name server and a broker in one process on a local store")
     p.add_argument("--store", default=None, help="store directory (default: storePathRootDir or ./store)")
-    p.add_argument("--namesrv-port", type=int, default=9876, help="name server port (0: pick one; default 9876)")
-    p.add_argument("--broker-port", type=int, default=None,
+    p.add_argument("--namesrv-port", type=listen_port, default=9876, help="name server port (0: pick one; default 9876)")
+    p.add_argument("--broker-port", type=listen_port, default=None,
                    help="broker port (0: pick one; default: listenPort or 10911)")
     p.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on and to advertise (127.0.0.1)")
@@ -49,7 +67,7 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     p.set_defaults(func=_cmd_serve, handler=_cmd_serve)
 
     n = subparsers.add_parser("namesrv", help="run a name server")
-    n.add_argument("-p", "--port", type=int, default=None,
+    n.add_argument("-p", "--port", type=listen_port, default=None,
                    help="port (0: pick one; default: listenPort of the config, else 9876)")
     n.add_argument("-c", "--config", default=None,
                    help="namesrv.conf (Java properties: kvConfigPath, configStorePath, orderMessageEnable, listenPort, ...)")
@@ -60,8 +78,9 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     b = subparsers.add_parser("broker", help="run a broker that registers with name servers")
     b.add_argument("-c", "--config", required=True, help="broker.conf (Java properties)")
     b.add_argument("--store", default=None, help="store directory (overrides storePathRootDir)")
-    b.add_argument("-p", "--port", type=int, default=None, help="listen port (overrides listenPort; 0: pick one)")
-    b.add_argument("-n", "--namesrv", default=None, help="name server address(es) host:port;host:port")
+    b.add_argument("-p", "--port", type=listen_port, default=None, help="listen port (overrides listenPort; 0: pick one)")
+    b.add_argument("-n", "--namesrv", type=namesrv_list, default=None,
+                   help="name server address(es) host:port;host:port")
     b.add_argument("--host", default=None, help="interface to listen on (default: brokerIP1 or 127.0.0.1)")
     b.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
     b.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
@@ -137,6 +156,11 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
     overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store,
                            busyPollMicros=busy_poll_us)
     broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
+    if broker_cfg.namesrv_addrs:
+        try:
+            namesrv_list(";".join(broker_cfg.namesrv_addrs))
+        except argparse.ArgumentTypeError as exc:  # a bad namesrvAddr in the file: one line, not a traceback
+            raise BrokerConfError(f"namesrvAddr in {config}: {exc}") from None
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
     broker_cfg = broker_cfg.replace(listen_host=listen_host, broker_ip1=props.get("brokerIP1", listen_host))
     broker = Broker(broker_cfg, store_cfg, config_path=config)

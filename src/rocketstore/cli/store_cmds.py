@@ -200,7 +200,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 class ProgressBar:
-    """A one-line text progress bar, fed the bytes scanned per commitlog segment."""
+    """A one-line text progress bar, fed the bytes scanned per commitlog segment.
+
+    Redrawn in place (``\\r``) only on a terminal; written to a file or a pipe it prints just the final
+    line, so a log does not collect every frame on one line."""
 
     def __init__(self, total_bytes: int, stream: TextIO, label: str = "recovery", width: int = 30) -> None:
         self.total_bytes = max(total_bytes, 1)
@@ -209,23 +212,34 @@ class ProgressBar:
         self.label = label
         self.width = width
         self._last = ""
+        try:
+            self.live = bool(stream.isatty())
+        except (AttributeError, ValueError):  # no isatty, or a closed stream
+            self.live = False
 
     def __call__(self, scanned_bytes: int) -> None:
         self.done_bytes += scanned_bytes
-        self._render()
+        if self.live:
+            self._render()
 
-    def _render(self) -> None:
+    def _text(self) -> str:
         fraction = min(1.0, self.done_bytes / self.total_bytes)
         filled = int(fraction * self.width)
-        text = (f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
+        return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
                 f"{self.done_bytes / 1048576:.1f} of {self.total_bytes / 1048576:.1f} MiB scanned")
+
+    def _render(self) -> None:
+        text = "\r" + self._text()
         if text != self._last:
             self.stream.write(text)
             self.stream.flush()
             self._last = text
 
     def finish(self) -> None:
-        self._render()
+        if self.live:
+            self._render()
+        else:
+            self.stream.write(self._text())
         self.stream.write(" done\n")
         self.stream.flush()
 
