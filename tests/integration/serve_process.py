@@ -78,6 +78,7 @@ class ServeProcess:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.namesrv_addr = ""
         self.broker_addr = ""
+        self.first_line = ""  # what serve printed on start (its addresses; the metrics URL with --metrics-port)
 
     def start(self) -> Self:
         args = [sys.executable, "-m", "rocketstore.cli.main", "serve", "--store", str(self.store),
@@ -97,6 +98,7 @@ class ServeProcess:
             raise AssertionError(f"serve did not say where it listens within {self.start_timeout_s} s: {line!r}; "
                                  f"stderr: {self.stderr_tail()}")
         self.namesrv_addr, self.broker_addr = found
+        self.first_line = line or ""
         return self
 
     def _read(self, proc: subprocess.Popen[str]) -> None:

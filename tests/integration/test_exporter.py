@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from local_cluster import LocalCluster
 from prometheus_client.parser import text_string_to_metric_families
+from serve_process import cli
 
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient
@@ -156,3 +157,13 @@ def test_unreachable_name_server_is_a_503_with_the_reason() -> None:
 async def _in_thread(url: str) -> tuple[int, str]:
     status, _, text = await asyncio.to_thread(_get, url)
     return status, text
+
+
+def test_exporter_command_prints_one_collection_and_checks_its_port(cluster: LocalCluster) -> None:
+    out = cli("exporter", "--once", "-n", cluster.namesrv_addr)
+    assert out.returncode == 0, out.stderr
+    offsets = {tuple(sorted(s.labels.items())): s.value for family in text_string_to_metric_families(out.stdout)
+               for s in family.samples if s.name == "rocketmq_producer_offset"}
+    assert offsets[(("broker", "broker-a"), ("cluster", "DefaultCluster"), ("topic", TOPIC))] == SENT
+    refused = cli("exporter", "--port", "99999", "-n", cluster.namesrv_addr)
+    assert refused.returncode == 2 and "65535" in refused.stderr

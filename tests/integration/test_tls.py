@@ -6,14 +6,17 @@ openssl command for each test module."""
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cpp_driver import Runner, requires_cpp_client
 from local_cluster import LocalCluster
+from serve_process import ServeProcess, cli, write_broker_conf
 
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient
@@ -220,3 +223,30 @@ def test_the_official_cpp_client_is_served_in_plain_text_by_a_permissive_broker(
         assert [s["status"] for s in runner.seen if "status" in s] == ["OK"] * 6
         cluster.wait_until(lambda: sum(cluster.broker.store.max_offset("CppTlsTopic", q) for q in range(8)) == 6, 10,
                            "the C++ client's messages")
+
+
+def test_serve_with_a_tls_config_and_metrics_as_a_user_runs_them(certs: dict[str, tuple[str, str]],
+                                                                 tmp_path: Path) -> None:
+    """``rocketstore serve --tls-config`` in enforcing mode (its own broker registering over TLS, as
+    tls.enable=true says), client commands with ``--tls``, and ``--metrics-port`` serving the cluster's
+    metrics; a plain client command is refused."""
+    cert, key = certs["server"]
+    tls_file = tmp_path / "tls.properties"
+    tls_file.write_text(f"tls.server.mode=enforcing\ntls.server.certPath={cert}\ntls.server.keyPath={key}\n"
+                        "tls.enable=true\n")
+    conf = write_broker_conf(tmp_path / "broker.conf")
+    with ServeProcess(tmp_path / "store", conf, extra_args=("--tls-config", str(tls_file), "--metrics-port", "0")
+                      ) as serve:
+        metrics_url = re.search(r"metrics on (http://\S+/metrics)", serve.first_line)
+        assert metrics_url, serve.first_line
+        made = cli("topic", "create", "ServeTlsTopic", "-b", serve.broker_addr, "-n", serve.namesrv_addr, "--tls")
+        assert made.returncode == 0, made.stderr
+        sent = cli("send", "ServeTlsTopic", "over tls", "-n", serve.namesrv_addr, "--tls")
+        assert sent.returncode == 0, sent.stderr
+        plain = cli("topic", "list", "-n", serve.namesrv_addr, "--request-timeout-s", "3")
+        assert plain.returncode == 1 and "Traceback" not in plain.stderr, plain.stderr
+        with urllib.request.urlopen(metrics_url.group(1), timeout=30) as response:
+            text = response.read().decode()
+        assert re.search(r'^rocketmq_producer_offset\{cluster="DefaultCluster",broker="[^"]+",topic="ServeTlsTopic"\} 1\.0$',
+                         text, re.MULTILINE), text[:2000]
+        assert "rocketstore_exporter_scrape_errors 0.0" in text  # its own admin client spoke TLS too

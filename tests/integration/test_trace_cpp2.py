@@ -109,3 +109,6 @@ def test_the_cpp2_clients_trace_reaches_our_broker_and_our_query_decodes_it(cpp2
         merged = run(query_all(sends[0]["msg_id"]))
         assert types_of(merged) == ["Pub", "SubAfter", "SubBefore"]
         assert {CPP_PUB_TOPIC, CPP_SUB_TOPIC} <= set(merged.trace_topic.split(","))
+        out = cli("trace", sends[0]["msg_id"], "--namesrv", cluster.namesrv_addr, "--json")  # no -t: the same
+        assert out.returncode == 0, out.stderr
+        assert sorted(t["type"] for t in json.loads(out.stdout)["traces"]) == ["Pub", "SubAfter", "SubBefore"]

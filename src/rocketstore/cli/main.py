@@ -17,6 +17,7 @@ from rocketstore.cli import (
     client_cmds,
     cluster_cmds,
     export_cmds,
+    exporter_cmds,
     group_admin_cmds,
     namesrv_admin_cmds,
     pipeline_cmds,
@@ -24,6 +25,7 @@ from rocketstore.cli import (
     store_cmds,
     trace_cmds,
 )
+from rocketstore.cli.output import apply_client_tls
 from rocketstore.errors import RocketStoreError
 
 __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
@@ -32,7 +34,7 @@ __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
 COMMAND_GROUPS: list[Callable[[argparse._SubParsersAction], None]] = [
     serve_cmds.register, store_cmds.register, admin_cmds.register, group_admin_cmds.register,
     cluster_cmds.register, broker_cmds.register, namesrv_admin_cmds.register, client_cmds.register,
-    trace_cmds.register, pipeline_cmds.register, export_cmds.register]
+    trace_cmds.register, pipeline_cmds.register, export_cmds.register, exporter_cmds.register]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        if hasattr(args, "tls"):  # a client command (add_common's --tls / --tls-config)
+            apply_client_tls(args)
         return int(handler(args))
     except (RocketStoreError, OSError) as exc:  # a broken store or an unreadable path, not a bug: no traceback
         print(f"rocketstore: error: {exc}", file=sys.stderr)

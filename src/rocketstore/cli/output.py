@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
 import os
 import sys
@@ -21,9 +22,10 @@ from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import StoredMessage
+from rocketstore.remoting.tls import TlsConfig, use_client_tls
 from rocketstore.remoting.transport import run
 
-__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "body_text", "credentials_of", "fail",
+__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "credentials_of", "fail",
            "format_time", "message_json", "namesrv_list", "parse_time_ms", "positive_seconds", "print_json",
            "print_message", "print_table", "run_command"]
 
@@ -44,6 +46,11 @@ def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False) -> N
                         help="ACL access key to sign requests with (env ROCKETSTORE_ACCESS_KEY)")
     parser.add_argument("--secret-key", default=os.environ.get("ROCKETSTORE_SECRET_KEY"),
                         help="ACL secret key (env ROCKETSTORE_SECRET_KEY; prefer the variable to the flag)")
+    parser.add_argument("--tls", action="store_true", help="connect over TLS (4.9.3's tls.enable=true)")
+    parser.add_argument("--tls-config", metavar="FILE", default=os.environ.get("ROCKETSTORE_TLS_CONFIG"),
+                        help="tls.properties with the client's settings (tls.client.authServer, "
+                             "tls.client.trustCertPath, tls.client.certPath / keyPath); implies --tls "
+                             "(env ROCKETSTORE_TLS_CONFIG)")
     if full_body:
         parser.add_argument("--full-body", action="store_true",
                             help=f"print whole bodies (default: the first {BODY_PREVIEW_CHARS} characters)")
@@ -59,6 +66,15 @@ def positive_seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
     return value
+
+
+def apply_client_tls(args: argparse.Namespace) -> None:
+    """A client command's ``--tls`` / ``--tls-config``: every connection of this process over TLS."""
+    path = getattr(args, "tls_config", None)
+    if not getattr(args, "tls", False) and not path:
+        return
+    config = TlsConfig.from_file(path) if path else TlsConfig()
+    use_client_tls(dataclasses.replace(config, client_enable=True))
 
 
 def credentials_of(args: argparse.Namespace) -> SessionCredentials | None:

@@ -26,9 +26,12 @@ from collections.abc import Sequence
 
 from rocketstore.broker import Broker, load_broker_conf
 from rocketstore.cli.output import namesrv_list
+from rocketstore.client.admin import AdminClient
+from rocketstore.client.exporter import MetricsServer
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.java_properties import read_properties_file
 from rocketstore.namesrv import NameServer, NamesrvConfig, NamesrvConfigError
+from rocketstore.remoting.tls import TlsConfig, TlsConfigError, use_client_tls
 from rocketstore.remoting.transport import run
 
 __all__ = ["add_serve_commands", "main", "serve", "serve_broker", "serve_namesrv"]
@@ -63,6 +66,9 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     p.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on and to advertise (127.0.0.1)")
     p.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
+    p.add_argument("--metrics-port", type=listen_port, default=None, metavar="PORT",
+                   help="also serve Prometheus metrics (rocketmq-exporter's names) on http://HOST:PORT/metrics")
+    _add_tls(p)
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     p.set_defaults(func=_cmd_serve, handler=_cmd_serve)
 
@@ -72,6 +78,7 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     n.add_argument("-c", "--config", default=None,
                    help="namesrv.conf (Java properties: kvConfigPath, configStorePath, orderMessageEnable, listenPort, ...)")
     n.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    _add_tls(n)
     n.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     n.set_defaults(func=_cmd_namesrv, handler=_cmd_namesrv)
 
@@ -83,11 +90,28 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
                    help="name server address(es) host:port;host:port")
     b.add_argument("--host", default=None, help="interface to listen on (default: brokerIP1 or 127.0.0.1)")
     b.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
+    _add_tls(b)
     b.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     b.set_defaults(func=_cmd_broker, handler=_cmd_broker)
 
 
 register = add_serve_commands
+
+
+def _add_tls(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tls-config", metavar="FILE", default=None,
+                        help="tls.properties (4.9.3's tls.* settings: tls.server.mode, tls.server.certPath, "
+                             "tls.server.keyPath, tls.enable, ...; see docs/tls.md)")
+
+
+def _tls(path: str | None) -> TlsConfig | None:
+    """The TLS settings of ``--tls-config``; with ``tls.enable=true`` the process's own connections (a
+    broker's to its name servers) use TLS too."""
+    if path is None:
+        return None
+    config = TlsConfig.from_file(path)
+    use_client_tls(config)
+    return config
 
 
 def _overrides(**values: object) -> dict[str, str]:
@@ -110,14 +134,16 @@ def _print(line: str) -> None:
 
 
 async def serve(store: str | None, namesrv_port: int, broker_port: int | None, config: str | None,
-                host: str, busy_poll_us: int | None = None) -> None:
+                host: str, busy_poll_us: int | None = None, *, tls: TlsConfig | None = None,
+                metrics_port: int | None = None) -> None:
     # the name server keeps its KV table and settings beside the store: <store>/namesrv/
     root = store or (read_properties_file(config).get("storePathRootDir") if config else None) or "./store"
     namesrv = NameServer(NamesrvConfig(kv_config_path=os.path.join(root, "namesrv", "kvConfig.json"),
                                        config_store_path=os.path.join(root, "namesrv", "namesrv.properties"),
-                                       listen_port=namesrv_port))
+                                       listen_port=namesrv_port), tls=tls)
     await namesrv.start(host, namesrv_port)
     broker = None
+    metrics: MetricsServer | None = None
     try:
         overrides = _overrides(listenPort=broker_port, namesrvAddr=f"{host}:{namesrv.port}",
                                busyPollMicros=busy_poll_us)
@@ -125,24 +151,31 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
             overrides["storePathRootDir"] = store
         broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
         broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", host))
-        broker = Broker(broker_cfg, store_cfg, config_path=config)
+        broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls)
         await broker.start()
+        if metrics_port is not None:
+            metrics = MetricsServer(AdminClient(namesrv.address), host=host, port=metrics_port)
+            await metrics.start()
         _print(f"name server listening on {namesrv.address}; broker {broker_cfg.broker_name} listening on "
-               f"{broker.address} (store {broker.store_config.store_path_root_dir})")
+               f"{broker.address} (store {broker.store_config.store_path_root_dir})"
+               + (f"; metrics on http://{host}:{metrics.port}/metrics" if metrics is not None else ""))
         await _wait_for_signal()
     finally:
+        if metrics is not None:
+            await metrics.close()
+            await metrics.admin.close()
         if broker is not None:
             await broker.close()
         await namesrv.close()
 
 
-async def serve_namesrv(port: int | None, host: str, config: str | None = None) -> None:
+async def serve_namesrv(port: int | None, host: str, config: str | None = None, tls: TlsConfig | None = None) -> None:
     """A name server with the settings of *config* (a namesrv.conf; default: RocketMQ's, its files under
     ~/namesrv), listening on *port* (default: the file's listenPort, else 9876)."""
     namesrv_config = NamesrvConfig.from_properties(read_properties_file(config) if config else {})
     if port is not None:
         namesrv_config = dataclasses.replace(namesrv_config, listen_port=port)
-    namesrv = NameServer(namesrv_config)
+    namesrv = NameServer(namesrv_config, tls=tls)
     await namesrv.start(host, namesrv_config.listen_port)
     try:
         _print(f"name server listening on {namesrv.address}")
@@ -152,7 +185,7 @@ async def serve_namesrv(port: int | None, host: str, config: str | None = None) 
 
 
 async def serve_broker(config: str, store: str | None, port: int | None, namesrv: str | None,
-                       host: str | None, busy_poll_us: int | None = None) -> None:
+                       host: str | None, busy_poll_us: int | None = None, tls: TlsConfig | None = None) -> None:
     overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store,
                            busyPollMicros=busy_poll_us)
     broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
@@ -163,7 +196,7 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
             raise BrokerConfError(f"namesrvAddr in {config}: {exc}") from None
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
     broker_cfg = broker_cfg.replace(listen_host=listen_host, broker_ip1=props.get("brokerIP1", listen_host))
-    broker = Broker(broker_cfg, store_cfg, config_path=config)
+    broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls)
     await broker.start()
     try:
         _print(f"broker {broker_cfg.broker_name} listening on {broker.address} "
@@ -181,15 +214,16 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host, args.busy_poll_us))
+    run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host, args.busy_poll_us,
+              tls=_tls(args.tls_config), metrics_port=args.metrics_port))
     return 0
 
 
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
     try:
-        run(serve_namesrv(args.port, args.host, args.config))
-    except (OSError, NamesrvConfigError) as exc:
+        run(serve_namesrv(args.port, args.host, args.config, _tls(args.tls_config)))
+    except (OSError, NamesrvConfigError, TlsConfigError) as exc:
         print(f"rocketstore: error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -197,7 +231,8 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
 
 def _cmd_broker(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host, args.busy_poll_us))
+    run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host, args.busy_poll_us,
+                     _tls(args.tls_config)))
     return 0
 
 

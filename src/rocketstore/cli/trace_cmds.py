@@ -6,8 +6,9 @@ MSG_ID is the client's message id (SendResult.msg_id, the UNIQ_KEY).  The table 
 shows: the Pub (producer group, client host, send time, cost, status), then per consumer group its
 handler calls (SubAfter: client host, time, cost, status); and, which mqadmin leaves out, the end of a
 transaction (EndTransaction: state, whether it answered a check).  ``--json`` prints every record
-(SubBefore too) with every field it carries.  The trace topic is RMQ_SYS_TRACE_TOPIC unless the clients
-were given another; the C++ client 2.1 writes to ``rmq_sys_TRACE_DATA_<region>``.
+(SubBefore too) with every field it carries.  Without ``-t`` every trace topic is read and merged:
+RMQ_SYS_TRACE_TOPIC and the ``rmq_sys_TRACE_DATA_<region>`` topics the C++ client 2.1 writes to (its Pub
+and Sub records of one message land in two of them); ``-t`` reads one topic (a client's custom one).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 from typing import Any
 
 from rocketstore.cli.output import add_common, admin_of, format_time, print_json, print_table, run_command
-from rocketstore.client.trace import RMQ_SYS_TRACE_TOPIC, TraceType
+from rocketstore.client.trace import CPP_TRACE_TOPIC_PREFIX, RMQ_SYS_TRACE_TOPIC, TraceType
 from rocketstore.client.trace_query import MessageTrace, TraceView
 
 __all__ = ["register", "view_json"]
@@ -25,8 +26,9 @@ __all__ = ["register", "view_json"]
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     trace = subparsers.add_parser("trace", help="show a message's trace (mqadmin queryMsgTraceById)")
     trace.add_argument("msg_id", metavar="MSG_ID", help="the client's message id (SendResult msgId, UNIQ_KEY)")
-    trace.add_argument("-t", "--trace-topic", default=RMQ_SYS_TRACE_TOPIC,
-                       help=f"the topic trace data went to (default {RMQ_SYS_TRACE_TOPIC})")
+    trace.add_argument("-t", "--trace-topic", default=None,
+                       help=f"the topic trace data went to (default: {RMQ_SYS_TRACE_TOPIC} and the C++ client's "
+                            f"{CPP_TRACE_TOPIC_PREFIX}* topics, merged)")
     add_common(trace)
     trace.set_defaults(handler=_trace)
 

@@ -1,0 +1,59 @@
+"""``exporter``: a Prometheus exporter for a RocketMQ cluster (ours or real RocketMQ 4.x brokers), serving
+what apache/rocketmq-exporter serves under its metric names (client/exporter.py lists them).
+
+    rocketstore exporter [-n NAMESRV] [--host 0.0.0.0] [--port 5557] [-c CLUSTER] [--min-interval-s 5]
+    rocketstore exporter --once [-n NAMESRV] [-c CLUSTER]       one collection printed, then exit
+
+Point Prometheus at ``http://HOST:5557/metrics`` (the exporter's default port); the Grafana dashboard
+10477 ("RocketMQ Exporter Overview") reads these names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from rocketstore.cli.output import add_common, admin_of, run_command
+from rocketstore.cli.serve_cmds import listen_port
+from rocketstore.client.exporter import MetricsServer, collect, render
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    exporter = subparsers.add_parser(
+        "exporter", help="serve the cluster's metrics for Prometheus (rocketmq-exporter's names) on /metrics")
+    exporter.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    exporter.add_argument("--port", type=listen_port, default=5557,
+                          help="HTTP port (default 5557, as rocketmq-exporter; 0: pick one)")
+    exporter.add_argument("-c", "--cluster", help="only this cluster's brokers (default: every cluster)")
+    exporter.add_argument("--min-interval-s", type=float, default=5.0,
+                          help="scrapes within this many seconds of a collection get it again (default 5)")
+    exporter.add_argument("--once", action="store_true", help="print one collection's text and exit")
+    add_common(exporter)
+    exporter.set_defaults(handler=_exporter)
+
+
+def _exporter(args: argparse.Namespace) -> int:
+    if args.min_interval_s < 0:
+        print("error: --min-interval-s cannot be negative", file=sys.stderr)
+        return 2
+
+    async def once() -> int:
+        async with admin_of(args) as admin:
+            sys.stdout.write(render(await collect(admin, cluster=args.cluster)))
+        return 0
+
+    async def serve() -> int:
+        async with admin_of(args) as admin, MetricsServer(
+                admin, host=args.host, port=args.port, cluster=args.cluster,
+                min_interval_s=args.min_interval_s) as server:
+            print(f"exporter: http://{args.host}:{server.port}/metrics (name server {args.namesrv})", flush=True)
+            await asyncio.Event().wait()
+        return 0
+
+    try:
+        return run_command(once() if args.once else serve())
+    except KeyboardInterrupt:
+        return 0
