@@ -10,6 +10,7 @@ Loop-bound.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ from rocketstore.remoting.headers import GetRouteInfoRequestHeader
 from rocketstore.remoting.transport import ConnectionPool
 
 __all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "MessageQueue", "RouteCache", "check"]
+
+log = logging.getLogger(__name__)
 
 AUTO_CREATE_TOPIC = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
@@ -43,6 +46,12 @@ class RouteCache:
         self.pool = pool
         self.timeout_s = timeout_s
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
+        self._stale: set[str] = set()  # topics running on an old route since the name servers went away
+
+    def _warn_stale(self, topic: str, exc: Exception) -> None:
+        if topic not in self._stale:  # once per outage, not per send
+            self._stale.add(topic)
+            log.warning("name servers unreachable for %s's route, using the last one known: %s", topic, exc)
 
     async def fetch(self, topic: str) -> TopicRouteData | None:
         """The name servers' route for *topic* (None when they say TOPIC_NOT_EXIST)."""
@@ -63,13 +72,24 @@ class RouteCache:
         raise NoRouteError(topic, str(last_error))
 
     async def route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
+        """The topic's route: the cached one while fresh (ROUTE_TTL_S), else the name servers'.  When they
+        cannot be asked (all unreachable, or erring), a cached route, however old, is used again, as a Java
+        client keeps its route table through a name server outage; *refresh* (an admin's look-up) wants
+        the name servers' answer and never falls back."""
         cached = self._routes.get(topic)
         if cached is not None and not refresh and time.monotonic() - cached[0] < ROUTE_TTL_S:
             return cached[1]
-        route = await self.fetch(topic)
+        try:
+            route = await self.fetch(topic)
+        except NoRouteError as exc:
+            if cached is None or refresh:
+                raise
+            self._warn_stale(topic, exc)
+            return cached[1]
         if route is None:
             raise NoRouteError(topic, "the name servers do not know it")
         self._routes[topic] = (time.monotonic(), route)
+        self._stale.discard(topic)
         return route
 
     def fresh_route(self, topic: str) -> TopicRouteData | None:
@@ -85,9 +105,17 @@ class RouteCache:
             cached = self.fresh_route(topic)
             if cached is not None:
                 return cached, True
-        route = await self.fetch(topic)
+        try:
+            route = await self.fetch(topic)
+        except NoRouteError as exc:
+            stale = self._routes.get(topic)
+            if stale is None or refresh:
+                raise
+            self._warn_stale(topic, exc)
+            return stale[1], True
         if route is not None:
             self._routes[topic] = (time.monotonic(), route)
+            self._stale.discard(topic)
             return route, True
         template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
         capped = tuple(QueueData(q.broker_name, min(q.read_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS),
