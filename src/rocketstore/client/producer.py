@@ -48,7 +48,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol, Self
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import BrokerError, NoRouteError, broker_error_for
+from rocketstore.client.errors import BrokerError, MessageIllegalError, NoRouteError, broker_error_for
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
 from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import RemotingError
@@ -109,6 +109,8 @@ REPLY_TOPIC_SUFFIX = "_REPLY_TOPIC"
 _SUCCESS = int(ResponseCode.SUCCESS)
 #: bodies from this size on go through Connection.request, which writes them beside the header uncopied
 _TEMPLATE_BODY_LIMIT = 16384
+#: Java DefaultMQProducer.maxMessageSize: the largest body (a batch's encoded body) a producer sends
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
 _FIX_HEX = _FIX.hex().upper()
 _PROPERTIES_LENGTH = struct.Struct(">h")
@@ -344,12 +346,15 @@ class _Targets:
 class Producer:
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
-                 trace_topic: str | None = None) -> None:
+                 trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
         *enable_trace*: record each send's Pub trace (see :mod:`rocketstore.client.trace_producer`) and send
         it in the background to *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as DefaultMQProducer(group,
-        enableMsgTrace, customizedTraceTopic)."""
+        enableMsgTrace, customizedTraceTopic).  *max_message_size* (Java's maxMessageSize, 4 MiB): a larger
+        body (a batch's encoded body) is refused before anything is sent, as Java's Validators.checkMessage
+        refuses it, with MessageIllegalError; so is an empty body given to :meth:`send`."""
         self.group = group
+        self.max_message_size = max_message_size
         self.timeout_s = timeout_s
         self.retry_times = retry_times
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials)
@@ -395,6 +400,8 @@ class Producer:
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
+        if not body:
+            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
         uniq = new_uniq_key()
         code = _SEND_MESSAGE_V2
         if properties or keys:
@@ -561,6 +568,9 @@ class Producer:
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int) -> SendResult:
+        if len(body) > self.max_message_size:
+            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
+                                      f"the message body size over max value, MAX: {self.max_message_size}")
         last_error: Exception | None = None
         failed_broker: str | None = None
         for attempt in range(self.retry_times + 1):
