@@ -137,3 +137,30 @@ def test_real_small_filesystem_fills_up_with_a_clear_status_and_no_crash(tmp_pat
                 assert m is not None and m.keys == key
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)
+
+
+def test_a_file_system_that_reports_no_size_keeps_young_segments(tmp_path: Path) -> None:
+    # an unlimited tmpfs (size=0) reports zero blocks: the usage is unknown (-1), which asks for a pass by
+    # age as in 4.9.3, never for deleting every segment at once
+    import subprocess
+
+    import pytest
+
+    mnt = tmp_path / "unlimited"
+    if not _mount_tmpfs(mnt, "0"):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        with MessageStore.open(mnt / "store", _config()) as store:
+            _fill(store, 40)
+            segments = len(list((mnt / "store" / "commitlog").iterdir()))
+            assert segments > 2
+            report = store.delete_expired_files()
+            assert report.disk_usage_ratio == -1
+            assert report.commit_log_files_deleted == 0
+            assert store.min_commit_log_offset == 0
+            assert store.get("Ret", 0, 0).status is GetMessageStatus.FOUND
+        _age_segments(mnt / "store", 100)
+        with MessageStore.open(mnt / "store", _config()) as store:  # a cleaner that first sees them old
+            assert store.delete_expired_files().commit_log_files_deleted == segments - 1
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)

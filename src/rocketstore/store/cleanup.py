@@ -5,6 +5,10 @@ RocketMQ's rules: deletion is attempted when the local hour is in ``deleteWhen``
 their age passes ``fileReservedTime`` hours, or all of them when disk use passes the force ratio (0.85);
 at most 10 per run.  Above 0.90 the store also refuses writes (disk full) until space comes back.
 
+Unlike RocketMQ, a segment holding records the dispatcher has not reached yet is never deleted: those
+records would never get their consume-queue entries, and the queue would wait at the gap (RocketMQ writes
+later entries at the wrong place instead).
+
 Age is not taken from the wall clock alone: a file counts as old only if it is old by its mtime AND by
 the monotonic clock since it was first seen (plus the age it already had then), so a wall clock that
 jumps forward never deletes data early.
@@ -61,7 +65,8 @@ class CleanReport:
 class Cleaner:
     def __init__(self, commitlog: CommitLog, queues: ConsumeQueueTable, index: IndexService | None, *,
                  file_reserved_time_h: int, delete_when: str, disk_max_used_space_ratio: int,
-                 clean_file_forcibly_enable: bool, usage: Callable[[str], float] = disk_usage_ratio) -> None:
+                 clean_file_forcibly_enable: bool, usage: Callable[[str], float] = disk_usage_ratio,
+                 dispatched_offset: Callable[[], int] | None = None) -> None:
         self.commitlog = commitlog
         self.queues = queues
         self.index = index
@@ -70,6 +75,8 @@ class Cleaner:
         self.max_used_ratio = min(95, max(10, disk_max_used_space_ratio)) / 100
         self.forcibly = clean_file_forcibly_enable
         self.usage = usage
+        #: how far the dispatcher has read the commitlog (None: no dispatcher to wait for)
+        self.dispatched_offset = dispatched_offset
         self.disk_full = False
         self._seen: dict[str, tuple[float, int]] = {}  # path -> (monotonic when first seen, age then in ms)
         self._last_min_offset = commitlog.min_offset
@@ -99,14 +106,18 @@ class Cleaner:
             reason = "disk space"
         elif hour in self.delete_hours:
             reason = "time"
-        clean_now = self.forcibly and (ratio > FORCE_CLEAN_RATIO or ratio < 0)
+        # an unknown usage (-1) asks for a pass, as 4.9.3's does, but only by age: it says nothing of a full disk
+        clean_now = self.forcibly and ratio > FORCE_CLEAN_RATIO
         deleted = 0
         if reason is not None:
             files = self.commitlog.files.files
+            dispatched = self.dispatched_offset() if self.dispatched_offset is not None else None
             count = 0
             for mf in files[:-1]:
                 if count >= _MAX_FILES_PER_RUN:
                     break
+                if dispatched is not None and mf.start_offset + mf.size_bytes > dispatched:
+                    break  # records not dispatched yet: they would never reach their consume queues
                 if clean_now or self._age_ms(mf.path, mf.last_modified_ms(), now) >= self.reserved_ms:
                     count += 1
                 else:

@@ -77,6 +77,9 @@ class CommitLog:
         #: the first append, clean-up never deletes the last segment), and it refreshes both.
         self._tail: MappedFile | None = None
         self._tail_buffer: Any = None
+        #: set (under the lock) when the store closes: appends from then on are refused, so none lands after
+        #: the closing flush or in a segment being closed
+        self.refuse_appends = False
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -138,6 +141,8 @@ class CommitLog:
         if not lock.acquire(False) and not lock.acquire(True, self.lock_wait_s):
             raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
         try:
+            if self.refuse_appends:
+                raise AppendError("SERVICE_NOT_AVAILABLE", "the store is closed")
             now = _time_ns() // 1_000_000
             self.lock_begin_ms = now
             ts = now if store_timestamp is None else store_timestamp
@@ -209,6 +214,8 @@ class CommitLog:
         if not lock.acquire(False) and not lock.acquire(True, self.lock_wait_s):
             raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
         try:
+            if self.refuse_appends:
+                raise AppendError("SERVICE_NOT_AVAILABLE", "the store is closed")
             now = _time_ns() // 1_000_000
             self.lock_begin_ms = now
             ts = now if store_timestamp is None else store_timestamp
@@ -265,6 +272,8 @@ class CommitLog:
         when *offset* or the length does not fit, AppendError when no segment can be made."""
         n = len(data)
         with self.lock:
+            if self.refuse_appends:
+                raise AppendError("SERVICE_NOT_AVAILABLE", "the store is closed")
             end = self.files.max_offset
             if self.files.last() is None:
                 if offset % self.segment_bytes:
@@ -292,7 +301,10 @@ class CommitLog:
             return b""
         pos = offset - mf.start_offset
         stop = min(mf.wrote, pos + max_bytes)
-        return bytes(mf.buffer[pos:stop]) if stop > pos else b""
+        try:
+            return bytes(mf.buffer[pos:stop]) if stop > pos else b""
+        except ValueError:  # its mapping was closed meanwhile: retention deleted the segment
+            return b""
 
     def _locate(self, offset: int, size_bytes: int) -> tuple[MappedFile, int] | None:
         """(segment, position) when *size_bytes* at *offset* lie inside one segment below the written end."""
@@ -310,14 +322,20 @@ class CommitLog:
         if found is None:
             return None
         mf, pos = found
-        return mf.buffer[pos : pos + size_bytes]
+        try:
+            return mf.buffer[pos : pos + size_bytes]
+        except ValueError:  # its mapping was closed meanwhile: retention deleted the segment
+            return None
 
     def read_head(self, offset: int) -> tuple[int, int] | None:
         """(TOTALSIZE, MAGICCODE) at *offset* within written data."""
         found = self._locate(offset, 8)
         if found is None:
             return None
-        return TOTAL_SIZE_MAGIC.unpack_from(found[0].buffer, found[1])
+        try:
+            return TOTAL_SIZE_MAGIC.unpack_from(found[0].buffer, found[1])
+        except ValueError:  # its mapping was closed meanwhile: retention deleted the segment
+            return None
 
     def read_record(self, offset: int) -> bytes | None:
         """The whole record starting at *offset* (its TOTALSIZE decides the length), else None."""

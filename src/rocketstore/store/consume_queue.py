@@ -336,6 +336,15 @@ class ConsumeQueue:
     def offset_by_time(self, timestamp_ms: int, commit_log_min_offset: int,
                        store_time_of: Callable[[int, int], int]) -> int:
         """RocketMQ's getOffsetInQueueByTime, including its choice of segment by file modification time."""
+        for _ in range(3):
+            try:
+                return self._offset_by_time(timestamp_ms, commit_log_min_offset, store_time_of)
+            except ValueError:  # a segment's mapping was closed meanwhile (retention, a dropped queue): again
+                continue
+        return 0
+
+    def _offset_by_time(self, timestamp_ms: int, commit_log_min_offset: int,
+                        store_time_of: Callable[[int, int], int]) -> int:
         files = self.files.files
         if not files:
             return 0

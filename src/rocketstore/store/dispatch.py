@@ -152,6 +152,8 @@ class Dispatcher:
         #: store time of the newest record dispatched (checkpoint.logicsMsgTimestamp)
         self.last_store_timestamp = 0
         self.error: str | None = None
+        #: how many times a dispatch listener raised (each is logged, then ignored)
+        self.listener_failures = 0
         #: set while consume-queue or index files cannot be written (disk full, I/O error); dispatch
         #: retries and clears it once a record goes through
         self.io_error: OSError | None = None
@@ -188,9 +190,20 @@ class Dispatcher:
                 index.build(topic, commit_log_offset, store_ts, sys_flag, uniq, keys)
         self.last_store_timestamp = store_ts
         if queued and self.listeners:
-            for listener in self.listeners:
-                listener(topic, queue_id, queue_offset + 1, code, store_ts)
+            try:
+                for listener in self.listeners:
+                    listener(topic, queue_id, queue_offset + 1, code, store_ts)
+            except Exception as exc:  # noqa: BLE001 - a listener's failure must not stop dispatch
+                self._listener_failed(exc)
         return size
+
+    def _listener_failed(self, exc: Exception) -> None:
+        """A dispatch listener raised: the records are dispatched all the same (a listener only hears of
+        them), and the failure is logged (the first, then every 1000th)."""
+        self.listener_failures += 1
+        if self.listener_failures % 1000 == 1:
+            log.error("dispatch: a listener failed (%d failures so far)", self.listener_failures,
+                      exc_info=exc)
 
     def dispatch_facts(self, facts: list[tuple]) -> None:  # type: ignore[type-arg]
         """Dispatch a run of records from what the writer already knew, in commitlog order: each fact is
@@ -227,8 +240,11 @@ class Dispatcher:
             index.build_one(topic, offset, ts, uniq, keys)
         self.last_store_timestamp = ts
         if queued:
-            for listener in self.listeners:
-                listener(topic, queue_id, queue_offset + 1, code, ts)
+            try:
+                for listener in self.listeners:
+                    listener(topic, queue_id, queue_offset + 1, code, ts)
+            except Exception as exc:  # noqa: BLE001 - a listener's failure must not stop dispatch
+                self._listener_failed(exc)
 
     def _dispatch_run(self, facts: list[tuple]) -> None:  # type: ignore[type-arg]
         """``dispatch_facts`` for a run of several, column by column: the facts are transposed once (in C),
@@ -258,15 +274,19 @@ class Dispatcher:
         self.last_store_timestamp = stamps[-1]
         listeners = self.listeners
         if listeners:
-            if len(listeners) == 1 and n >= _STARMAP_MIN_FACTS:
-                rows: Iterable[tuple[str, int, int, int, int]] = zip(topics, queue_ids,
-                                                                     map(_PLUS_ONE, queue_offsets), codes, stamps)
-                # called row by row from a C-level loop
-                deque(starmap(listeners[0], compress(rows, queued) if queued is not None else rows), maxlen=0)
-            else:
-                for fact in (compress(facts, queued) if queued is not None else facts):
-                    for listener in listeners:
-                        listener(fact[2], fact[3], fact[4] + 1, fact[7], fact[6])
+            try:
+                if len(listeners) == 1 and n >= _STARMAP_MIN_FACTS:
+                    rows: Iterable[tuple[str, int, int, int, int]] = zip(topics, queue_ids,
+                                                                         map(_PLUS_ONE, queue_offsets), codes,
+                                                                         stamps)
+                    # called row by row from a C-level loop
+                    deque(starmap(listeners[0], compress(rows, queued) if queued is not None else rows), maxlen=0)
+                else:
+                    for fact in (compress(facts, queued) if queued is not None else facts):
+                        for listener in listeners:
+                            listener(fact[2], fact[3], fact[4] + 1, fact[7], fact[6])
+            except Exception as exc:  # noqa: BLE001 - a listener's failure must not stop dispatch (the rest
+                self._listener_failed(exc)  # of this run's records go unheard: listeners are wake-up hints)
 
     def _queue_rows(self, facts: list[tuple], topics: tuple[str, ...], queue_ids: tuple[int, ...],  # type: ignore[type-arg]
                     queued: list[bool] | None, one_queue: bool) -> None:

@@ -5,7 +5,9 @@ creating the next one (optionally prepared ahead by a background thread, so a pu
 fallocate + mmap), truncating a dirty tail, deleting segments from the head, and flushing.
 
 Thread-safety: one writer creates and truncates; readers may look up segments concurrently (the list is
-replaced, never mutated in place, so a reader sees an old or a new list, both consistent).
+replaced, never mutated in place, so a reader sees an old or a new list, both consistent).  Clean-up may
+delete head segments while the writer adds one at the tail: each change of the list is made under
+``_list_lock`` from the list as it is then, so neither undoes the other's.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ class FileQueue:
         self.warm = warm
         self._files: list[MappedFile] = []
         self._starts: list[int] = []
+        #: (files, starts) set together: a look-up reads one consistent pair
+        self._lookup: tuple[list[MappedFile], list[int]] = ([], [])
+        #: held for each read-modify-write of the list (the writer appending, clean-up deleting the head)
+        self._list_lock = threading.Lock()
         self._ahead: dict[int, MappedFile | BaseException] = {}
         self._ahead_lock = threading.Lock()
         self._ahead_thread: threading.Thread | None = None
@@ -65,8 +71,10 @@ class FileQueue:
         self._set(files)
 
     def _set(self, files: list[MappedFile]) -> None:
+        starts = [f.start_offset for f in files]
+        self._lookup = (files, starts)
         self._files = files
-        self._starts = [f.start_offset for f in files]
+        self._starts = starts
 
     # --- look-ups -------------------------------------------------------------------------------------
 
@@ -90,8 +98,7 @@ class FileQueue:
 
     def find(self, offset: int) -> MappedFile | None:
         """The segment holding *offset*, or None."""
-        files = self._files
-        starts = self._starts
+        files, starts = self._lookup
         i = bisect_right(starts, offset) - 1
         if i < 0 or i >= len(files):
             return None
@@ -164,7 +171,8 @@ class FileQueue:
             mf = self._take_ahead(start) if self.preallocate else None
             if mf is None:
                 mf = self._make(start, False)
-        self._set(self._files + [mf])
+        with self._list_lock:
+            self._set(self._files + [mf])
         if self.preallocate:
             nxt = start + self.segment_bytes
             self._ahead_thread = threading.Thread(target=self._prepare_ahead, args=(nxt,),
@@ -207,11 +215,13 @@ class FileQueue:
 
     def delete_first(self, count: int) -> list[MappedFile]:
         """Remove the first *count* segments (never the last one)."""
-        count = min(count, len(self._files) - 1)
-        if count <= 0:
-            return []
-        gone = self._files[:count]
-        self._set(self._files[count:])
+        with self._list_lock:
+            files = self._files
+            count = min(count, len(files) - 1)
+            if count <= 0:
+                return []
+            gone = files[:count]
+            self._set(files[count:])
         for f in gone:
             f.destroy()
         return gone

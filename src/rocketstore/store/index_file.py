@@ -184,7 +184,8 @@ class IndexFile:
         buf = self.file.buffer
         slot_value = _SLOT.unpack_from(buf, _HEADER_BYTES + (key_hash % self.slot_count) * 4)[0]
         count = self.index_count
-        if slot_value <= 0 or slot_value > count or count <= 1:
+        # entry numbers past the file (a damaged header's count) are as invalid as those past the count
+        if slot_value <= 0 or slot_value > count or slot_value >= self.entry_count or count <= 1:
             return
         current = slot_value
         while len(out) < max_count:
@@ -194,7 +195,9 @@ class IndexFile:
             time_read = self.begin_timestamp + time_diff * 1000
             if hash_read == key_hash and begin_ms <= time_read <= end_ms:
                 out.append(offset_read)
-            if prev <= 0 or prev > count or prev == current or time_read < begin_ms:
+            # an entry always links to an earlier one (the slot's value before it was written): a link that
+            # does not go back is damage, and following it could loop for ever
+            if prev <= 0 or prev >= current or time_read < begin_ms:
                 break
             current = prev
 
@@ -266,7 +269,10 @@ class IndexService:
         with self.lock:
             self.files = self.files + [f]
         if prev is not None:
-            prev.flush()
+            try:
+                prev.flush()
+            except (ValueError, TypeError):  # retention deleted it meanwhile: nothing of it to keep
+                return f
             for hook in self.on_file_full:
                 hook(prev.end_timestamp)
         return f
@@ -547,20 +553,24 @@ class IndexService:
             if i == len(files) - 1:
                 last_ts, last_phy = f.end_timestamp, f.end_phy_offset
             if f.is_time_matched(begin_ms, end_ms):
-                f.select(key_hash, max_count, begin_ms, end_ms, offsets)
+                try:
+                    f.select(key_hash, max_count, begin_ms, end_ms, offsets)
+                except ValueError:  # its mapping was closed meanwhile: retention deleted the file
+                    continue
             if f.begin_timestamp < begin_ms or len(offsets) >= max_count:
                 break
         return offsets, last_ts, last_phy
 
     def delete_expired(self, commit_log_min_offset: int) -> int:
-        """Delete files (never the newest) whose last entry points below the commitlog min."""
-        files = self.files
-        gone = [f for f in files[:-1] if f.end_phy_offset < commit_log_min_offset]
-        if gone:
-            with self.lock:
+        """Delete files (never the newest) whose last entry points below the commitlog min.  The list is
+        read and replaced under the lock: a file the dispatcher adds meanwhile is kept."""
+        with self.lock:
+            files = self.files
+            gone = [f for f in files[:-1] if f.end_phy_offset < commit_log_min_offset]
+            if gone:
                 self.files = [f for f in files if f not in gone]
-            for f in gone:
-                f.destroy()
+        for f in gone:
+            f.destroy()
         return len(gone)
 
     def truncate_past(self, commit_log_offset: int) -> None:

@@ -281,9 +281,17 @@ class MappedFile:
                 and wrote // OS_PAGE_BYTES - self.flushed // OS_PAGE_BYTES < least_pages:
             return self.flushed
         if self.writable:
+            fd = self._fd
+            if fd < 0:
+                return self.flushed  # closed meanwhile (retention deleted it): nothing left to make durable
             # A shared mapping's dirty pages are the page cache's: fdatasync writes them back and, unlike
             # msync, reports write errors for the whole file (measured faster here too, see ANCHORS.md).
-            os.fdatasync(self._fd)
+            try:
+                os.fdatasync(fd)
+            except OSError as exc:
+                if exc.errno == errno.EBADF and self._fd < 0:
+                    return self.flushed  # closed between the check and the sync
+                raise
         self.flushed = wrote
         return wrote
 
@@ -303,9 +311,10 @@ class MappedFile:
         mm = getattr(self, "_mm", None)
         if mm is not None and not mm.closed:
             mm.close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        fd = self._fd
+        if fd >= 0:
+            self._fd = -1  # first: a flush on another thread then sees the file closed, not a stale descriptor
+            os.close(fd)
 
     def destroy(self) -> None:
         """Close and delete the file (scratch mode: forget it, the file on disk stays)."""

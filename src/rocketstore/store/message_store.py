@@ -195,7 +195,8 @@ class MessageStore:
             self._cleaner = Cleaner(self._commitlog, self._queues, self._index,
                                     file_reserved_time_h=cfg.file_reserved_time_h, delete_when=cfg.delete_when,
                                     disk_max_used_space_ratio=cfg.disk_max_used_space_ratio,
-                                    clean_file_forcibly_enable=cfg.clean_file_forcibly_enable)
+                                    clean_file_forcibly_enable=cfg.clean_file_forcibly_enable,
+                                    dispatched_offset=self._dispatched_offset)
             self._commitlog.segment_guard = self._segment_guard
             self._commitlog.lock_wait_s = cfg.os_page_cache_busy_timeout_ms / 1000
         except BaseException as exc:
@@ -212,6 +213,9 @@ class MessageStore:
             table[(cq.topic, cq.queue_id)] = cq.max_offset
             cq.correct_min_offset(min_offset)
         self._commitlog.queue_offsets = table
+
+    def _dispatched_offset(self) -> int:
+        return self._dispatcher.reput_offset
 
     def _on_index_file_full(self, end_timestamp: int) -> None:
         self._checkpoint.index_msg_timestamp = end_timestamp
@@ -528,7 +532,12 @@ class MessageStore:
         when *offset* is not the end."""
         if self._closed or self._fenced is not None or self._dispatcher.io_error is not None:
             raise StoreClosedError()
-        end = self._commitlog.append_replica(offset, data)
+        try:
+            end = self._commitlog.append_replica(offset, data)
+        except AppendError as exc:
+            if exc.kind == "SERVICE_NOT_AVAILABLE":  # closed meanwhile
+                raise StoreClosedError() from exc
+            raise
         threads = self._threads
         if threads.group_commit is not None:
             threads.group_commit.request(end)
@@ -580,7 +589,8 @@ class MessageStore:
     def add_dispatch_listener(self, listener: Callable[[str, int, int, int, int], None]) -> None:
         """Call ``listener(topic, queue_id, next_queue_offset, tags_code, store_timestamp)`` for every record
         the dispatcher adds to a consume queue.  It runs on the dispatch thread: keep it short, and hop to
-        your own thread or event loop (``loop.call_soon_threadsafe``) for real work."""
+        your own thread or event loop (``loop.call_soon_threadsafe``) for real work.  An exception it raises
+        is logged and dispatch goes on (the rest of that run of records may go unheard)."""
         self._dispatcher.listeners.append(listener)
 
     @property
@@ -690,12 +700,20 @@ class MessageStore:
         """Stop background work, flush everything and remove the abort marker (a clean shutdown)."""
         if self._closed:
             return
+        # no append after this one: a put racing close is refused (SERVICE_NOT_AVAILABLE), not written
+        # after the closing flush, past the dispatch that decides the abort marker, or into closed files
+        with self._commitlog.lock:
+            self._commitlog.refuse_appends = True
+        self._refuse_writes = True
         self._threads.stop()
         gc = self._threads.group_commit
         clean = False
         if self._writable and self._fenced is None:
             try:
                 if gc is not None:
+                    # RocketMQ's group commit syncs once more on shutdown: puts waiting for theirs (nothing is
+                    # appended now) learn they are durable (PUT_OK), not that the flusher went away
+                    gc.wait_durable(self._commitlog.max_offset, self.config.sync_flush_timeout_ms / 1000)
                     gc.stop()
                 self.flush()
                 if self._index is not None:
