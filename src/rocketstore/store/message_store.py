@@ -35,6 +35,7 @@ from rocketstore.errors import (
     MessageTooLargeError,
     PropertiesTooLargeError,
     StoreClosedError,
+    StoreConfigError,
 )
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.batch_draft import BatchDraft
@@ -169,6 +170,11 @@ class MessageStore:
         cfg = self.config
         w = self._writable
         root = cfg.store_path_root_dir
+        # a read-only open creates nothing: a path that is no directory (a typo) is an error, not an empty store
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise StoreConfigError(f"{root} is not a directory")
+        if not w and not os.path.isdir(root):
+            raise StoreConfigError(f"no store at {root}: the directory does not exist")
         self.last_exit_ok = not os.path.exists(self._abort_path)
         self._commitlog = CommitLog(cfg.commit_log_dir, cfg.mapped_file_size_commit_log, writable=w,
                                     preallocate=cfg.preallocate_commit_log, warm=cfg.warm_mapped_file_enable)
