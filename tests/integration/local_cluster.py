@@ -18,6 +18,7 @@ from typing import Any, Self, TypeVar
 
 from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.client import PullConsumer
+from rocketstore.client.admin import AdminClient
 from rocketstore.message.record import StoredMessage
 from rocketstore.namesrv import NameServer
 from rocketstore.remoting.tls import TlsConfig
@@ -91,6 +92,17 @@ class LocalCluster:
             return fn()
 
         return self.run(wrapper())
+
+    def create_topic(self, topic: str, queues: int = 1, timeout_s: float = 20.0) -> None:
+        """Create *topic* with *queues* read and write queues on this broker (an admin request, from the
+        calling thread) and wait until the name server routes it."""
+        async def create() -> None:
+            async with AdminClient(self.namesrv_addr) as admin:
+                await admin.create_topic(topic, broker_addr=self.broker_addr, read_queue_nums=queues,
+                                         write_queue_nums=queues)
+
+        run(create())
+        self.wait_until(lambda: self.namesrv.routes.route(topic) is not None, timeout_s, f"{topic}'s route")
 
     def wait_until(self, fn: Callable[[], T], timeout_s: float, what: str) -> T:
         """Poll *fn* on the loop until it returns something truthy; AssertionError after *timeout_s*."""

@@ -27,13 +27,7 @@ SENT, CONSUMED = 10, 4
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with LocalCluster(tmp_path_factory.mktemp("exporter") / "store") as cluster:
-        async def prepare() -> None:
-            async with AdminClient(cluster.namesrv_addr) as admin:
-                await admin.create_topic(TOPIC, broker_addr=cluster.broker_addr, read_queue_nums=2,
-                                         write_queue_nums=2)
-
-        run(prepare())
-        cluster.wait_until(lambda: cluster.namesrv.routes.route(TOPIC) is not None, 20, "the topic's route")
+        cluster.create_topic(TOPIC, queues=2)
 
         async def send_and_consume() -> None:
             async with Producer(cluster.namesrv_addr, "exporter-producer") as producer:

@@ -222,7 +222,6 @@ def test_a_producer_sends_ordered_messages_only_to_the_queues_the_order_config_n
     with LocalCluster(tmp_path / "store") as cluster:
         async def prepare() -> None:
             async with AdminClient(cluster.namesrv_addr) as admin:
-                await admin.create_topic(topic, broker_addr=cluster.broker_addr, read_queue_nums=4, write_queue_nums=4)
                 await admin.update_namesrv_config({"orderMessageEnable": "true"})
                 await admin.put_kv("ORDER_TOPIC_CONFIG", topic, f"{cluster.broker_name}:2")
 
@@ -231,6 +230,6 @@ def test_a_producer_sends_ordered_messages_only_to_the_queues_the_order_config_n
                 results = [await producer.send_orderly(topic, b"m", key) for key in range(40)]
             return {r.message_queue.queue_id for r in results}
 
+        cluster.create_topic(topic, queues=4)
         run(prepare())
-        cluster.wait_until(lambda: cluster.namesrv.routes.route(topic) is not None, 20, "the topic's route")
         assert run(send()) == {0, 1}

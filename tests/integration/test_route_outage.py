@@ -11,10 +11,8 @@ import pytest
 from local_cluster import LocalCluster
 
 from rocketstore.client import Producer, PullConsumer
-from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import NoRouteError
 from rocketstore.client.route import ROUTE_TTL_S, RouteCache
-from rocketstore.remoting.transport import run
 
 TOPIC = "OutageTopic"
 
@@ -27,13 +25,7 @@ def _age(routes: RouteCache) -> None:
 
 def test_sends_and_pulls_go_on_with_the_last_route_while_the_name_servers_are_down(tmp_path: Path) -> None:
     with LocalCluster(tmp_path / "store") as cluster:
-        async def create() -> None:
-            async with AdminClient(cluster.namesrv_addr) as admin:
-                await admin.create_topic(TOPIC, broker_addr=cluster.broker_addr, read_queue_nums=1,
-                                         write_queue_nums=1)
-
-        run(create())
-        cluster.wait_until(lambda: cluster.namesrv.routes.route(TOPIC) is not None, 20, "the route")
+        cluster.create_topic(TOPIC)
 
         async def go() -> tuple[list[str], list[bytes]]:
             async with Producer(cluster.namesrv_addr, "outage-producer", timeout_s=2) as producer, \

@@ -19,7 +19,6 @@ from local_cluster import LocalCluster
 from serve_process import ServeProcess, cli, write_broker_conf
 
 from rocketstore.client import Producer, PullConsumer
-from rocketstore.client.admin import AdminClient
 from rocketstore.errors import ConnectionClosedError
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -70,12 +69,6 @@ def _send_and_pull(cluster: LocalCluster, count: int) -> tuple[list[bytes], list
     """Messages sent and pulled back, and whether each broker connection ran over TLS while the producer
     was connected."""
     async def go() -> tuple[list[bytes], list[bool]]:
-        async with AdminClient(cluster.namesrv_addr) as admin:
-            await admin.create_topic(TOPIC, broker_addr=cluster.broker_addr, read_queue_nums=1, write_queue_nums=1)
-        for _ in range(200):
-            if cluster.namesrv.routes.route(TOPIC) is not None:
-                break
-            await asyncio.sleep(0.05)
         async with Producer(cluster.namesrv_addr, "tls-producer") as producer:
             for i in range(count):
                 assert (await producer.send(TOPIC, f"m{i}".encode())).status == "SEND_OK"
@@ -84,6 +77,7 @@ def _send_and_pull(cluster: LocalCluster, count: int) -> tuple[list[bytes], list
             [mq] = await consumer.queues(TOPIC)
             return [m.body for m in (await consumer.pull(mq, 0, 32)).messages], over_tls
 
+    cluster.create_topic(TOPIC)
     return run(go())
 
 

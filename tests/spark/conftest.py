@@ -33,6 +33,16 @@ ROW_FIELDS = ("topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "bo
 Row = tuple[Any, ...]
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A name server and a broker on 127.0.0.1 (tests/integration/local_cluster.py) for one test module."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from local_cluster import LocalCluster
+
+    with LocalCluster(tmp_path_factory.mktemp("broker") / "store") as c:
+        yield c
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark", reason=SKIP_REASON)

@@ -21,12 +21,6 @@ from local_cluster import LocalCluster
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with LocalCluster(tmp_path_factory.mktemp("broker") / "store") as c:
-        yield c
-
-
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -23,12 +23,6 @@ from rocketstore.spark.sink import uniq_key_for
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with LocalCluster(tmp_path_factory.mktemp("broker") / "store") as c:
-        yield c
-
-
 def _rows(spark: Any) -> Any:
     from pyspark.sql.types import BinaryType, IntegerType, MapType, StringType, StructField, StructType
 
