@@ -583,6 +583,9 @@ class Producer:
             targets = self._targets_of(topic, route)
             queues = targets.queues if queue_id is None else targets.by_queue_id.get(queue_id, [])
             if not queues:
+                if queue_id is not None and targets.queues:
+                    raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
+                                              f"(its queue ids: {sorted(targets.by_queue_id)})")
                 raise NoRouteError(topic, "no writeable queue")
             candidates = queues if failed_broker is None else (
                 [q for q in queues if q.broker_name != failed_broker] or queues)

@@ -37,7 +37,6 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rocketstore.client.errors import NoRouteError
 from rocketstore.message.properties import PropertyName
 from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
@@ -111,13 +110,7 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         def flush(key: tuple[str, int | None]) -> None:
             records, _ = pending.pop(key)
             if records:
-                try:
-                    session.send(key[0], records, key[1])
-                except NoRouteError as exc:
-                    if key[1] is None or "no writeable queue" not in str(exc):  # not about the queue id
-                        raise
-                    raise SparkOptionError(f"queueId {key[1]} is not a writeable queue of topic {key[0]!r} "
-                                           f"({exc})") from exc
+                session.send(key[0], records, key[1])
                 report.send_count += 1
 
         for batch in batches:
