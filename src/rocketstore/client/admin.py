@@ -56,6 +56,7 @@ from rocketstore.client.admin_types import (
     StatsWindow,
     check_name,
     mq_fields,
+    route_masters,
 )
 from rocketstore.client.broker_admin import BrokerAdmin
 from rocketstore.client.cluster_admin import ClusterAdmin
@@ -193,14 +194,7 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
 
     async def topic_masters(self, topic: str) -> dict[str, str]:
         """Broker name -> master address of every broker holding *topic*'s queues."""
-        route = await self.route(topic)
-        out = {}
-        for qd in route.queue_datas:
-            bd = route.broker(qd.broker_name)
-            addr = bd.master_addr() if bd is not None else None
-            if addr is not None:
-                out[qd.broker_name] = addr
-        return dict(sorted(out.items()))
+        return {name: addr for name, (addr, _) in route_masters(await self.route(topic)).items()}
 
     # --- name server ---------------------------------------------------------------------------------------
 

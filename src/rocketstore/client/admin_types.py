@@ -12,7 +12,7 @@ from rocketstore.client.errors import ClientError
 from rocketstore.remoting.bodies import BrokerData, DataVersion
 
 if TYPE_CHECKING:
-    from rocketstore.remoting.bodies import TopicRouteData
+    from rocketstore.remoting.bodies import QueueData, TopicRouteData
     from rocketstore.remoting.command import RemotingCommand
     from rocketstore.remoting.transport import ConnectionPool
 
@@ -35,6 +35,7 @@ __all__ = [
     "StatsWindow",
     "check_name",
     "mq_fields",
+    "route_masters",
     "stats_window",
 ]
 
@@ -216,6 +217,17 @@ class BrokerConsumeStats:
     broker_addr: str
     total_diff: int
     groups: dict[str, list[ConsumeProgress]]
+
+
+def route_masters(route: TopicRouteData) -> dict[str, tuple[str, QueueData]]:
+    """Broker name -> (master address, queue data) of every broker of *route* that has a master, by name."""
+    out = {}
+    for qd in route.queue_datas:
+        bd = route.broker(qd.broker_name)
+        addr = bd.master_addr() if bd is not None else None
+        if addr is not None:
+            out[qd.broker_name] = (addr, qd)
+    return dict(sorted(out.items()))
 
 
 def stats_window(obj: Any) -> StatsWindow:

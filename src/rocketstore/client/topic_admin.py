@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketstore.client.admin_types import AdminCalls, ClusterInfo, check_name
+from rocketstore.client.admin_types import AdminCalls, ClusterInfo, check_name, route_masters
 from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.errors import ClientError
 from rocketstore.client.route import MessageQueue, RouteCache
@@ -102,12 +102,7 @@ class TopicAdmin(AdminCalls):
         if perm not in PERMS:
             raise ClientError(f"perm must be 2 (write), 4 (read) or 6 (read and write), not {perm}")
         route = await self.route(topic)
-        masters = {}
-        for qd in route.queue_datas:
-            data = route.broker(qd.broker_name)
-            addr = data.master_addr() if data is not None else None
-            if addr is not None:
-                masters[qd.broker_name] = (addr, qd)
+        masters = route_masters(route)
         if broker_addr is not None:
             masters = {n: v for n, v in masters.items() if v[0] == broker_addr}
             if not masters:
