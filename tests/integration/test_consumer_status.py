@@ -16,7 +16,13 @@ from test_python_push_consumer import FAST, arun, create_topic, eventually
 from rocketstore.client import ConsumedMessage, ConsumeStatus, Producer, PushConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import ClientError
+from rocketstore.client.exporter import Sample, collect
 from rocketstore.remoting.consumer_bodies import CMResult, ConsumerRunningInfo
+
+#: the exporter's figures of one online client, per topic it reports
+CLIENT_METRICS = ("rocketmq_client_consume_fail_msg_count", "rocketmq_client_consume_fail_msg_tps",
+                  "rocketmq_client_consume_ok_msg_tps", "rocketmq_client_consume_rt",
+                  "rocketmq_client_consumer_pull_rt", "rocketmq_client_consumer_pull_tps")
 
 
 @pytest.fixture
@@ -188,6 +194,22 @@ def test_the_official_cpp_push_consumer_reports_its_running_info(tmp_path: Path)
             assert sorted(k[2] for k in info.mq_table if k[0] == topic) == [0, 1, 2, 3]
             assert info.properties[ConsumerRunningInfo.PROP_CONSUME_TYPE] == "CONSUME_PASSIVELY"
             assert info.properties[ConsumerRunningInfo.PROP_NAMESERVER_ADDR] == cluster.namesrv_addr
+
+            async def scrape() -> list[Sample]:
+                async with AdminClient(cluster.namesrv_addr) as admin:
+                    return await collect(admin)
+
+            # the Prometheus exporter counts it online and serves the figures it reports about itself
+            samples = arun(scrape)
+            counted = [(dict(s.labels)["localaddr"], s.value) for s in samples
+                       if s.name == "rocketmq_group_count" and dict(s.labels)["group"] == group]
+            assert counted == [(clients[0].client_id, 1.0)]
+            own = {(s.name, dict(s.labels)["topic"]): s.value for s in samples
+                   if s.name.startswith("rocketmq_client_") and dict(s.labels)["clientId"] == clients[0].client_id}
+            # librocketmq reports no per-topic figures (it never fills its statusTable): none are served for it,
+            # and asking it is no error
+            assert set(own) == {(name, t) for name in CLIENT_METRICS for t in info.status_table}
+            assert [s.value for s in samples if s.name == "rocketstore_exporter_scrape_errors"] == [0.0]
             consumer.stop()
         finally:
             consumer.kill()

@@ -8,16 +8,26 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from local_cluster import LocalCluster
 from prometheus_client.parser import text_string_to_metric_families
 from serve_process import cli
 
-from rocketstore.client import Producer, PullConsumer
+from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.client import (
+    ConsumedMessage,
+    ConsumeFromWhere,
+    ConsumeStatus,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+)
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.exporter import MetricsServer, collect, render
 from rocketstore.remoting.transport import run
+from rocketstore.store.config import BrokerRole, StoreConfig
 
 TOPIC = "ExporterTopic"
 GROUP = "exporter-group"
@@ -103,6 +113,96 @@ def test_a_caught_up_group_has_no_lag_and_no_latency(cluster: LocalCluster) -> N
     values, _, _ = _scrape(cluster)
     assert _one(values, "rocketmq_group_diff", topic=TOPIC, group=group) == 0
     assert _one(values, "rocketmq_group_get_latency_by_storetime", topic=TOPIC, group=group) == 0
+
+
+def test_online_clients_are_counted_and_report_their_own_figures(cluster: LocalCluster) -> None:
+    """A push consumer online in its group: rocketmq_group_count names it, and the rocketmq_client_*
+    figures are what it reports about itself when asked through the broker (one message failed once)."""
+    group = "exporter-push"
+    seen: set[bytes] = set()
+    failed: list[bytes] = []
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        body = messages[0].body
+        if body == b"m3" and not failed:
+            failed.append(body)
+            return ConsumeStatus.RECONSUME_LATER
+        seen.add(body)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def start() -> PushConsumer:
+        consumer = PushConsumer(cluster.namesrv_addr, group, {TOPIC: "*"}, handle,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                                heartbeat_interval_s=0.5, rebalance_interval_s=0.5, persist_interval_s=0.2)
+        await consumer.start()
+        return consumer
+
+    consumer = cluster.run(start())
+    try:
+        cluster.wait_until(lambda: len(seen) == SENT and cluster.broker.offsets.query(group, TOPIC, 0) == SENT,
+                           30, "the push consumer to consume and commit every message")
+        values, _, _ = _scrape(cluster)
+        assert _one(values, "rocketmq_group_count", group=group, localaddr=consumer.client_id) == 1
+        caddr = next(ls for (n, ls), _ in values.items() if n == "rocketmq_group_count" and ("group", group) in ls)
+        assert dict(caddr)["caddr"].startswith("127.0.0.1:")
+        assert _one(values, "rocketmq_group_diff", group=group, topic=TOPIC, countOfOnlineConsumers="1") == 0
+        client = {"group": group, "topic": TOPIC, "clientId": consumer.client_id, "clientAddr": dict(caddr)["caddr"]}
+        own = consumer.running_info().status_table[TOPIC]
+        assert _one(values, "rocketmq_client_consume_fail_msg_count", **client) == own.consume_failed_msgs == 1
+        assert _one(values, "rocketmq_client_consume_ok_msg_tps", **client) > 0
+        assert _one(values, "rocketmq_client_consumer_pull_tps", **client) > 0
+        for name in ("rocketmq_client_consume_fail_msg_tps", "rocketmq_client_consume_rt",
+                     "rocketmq_client_consumer_pull_rt"):
+            assert _one(values, name, **client) >= 0
+        assert _one(values, "rocketstore_exporter_scrape_errors") == 0
+    finally:
+        cluster.run(consumer.shutdown())
+    # offline: still counted, as 0 clients
+    values, _, _ = _scrape(cluster)
+    assert _one(values, "rocketmq_group_count", group=group, caddr="", localaddr="") == 0
+    assert not [k for k in values if k[0].startswith("rocketmq_client_") and ("group", group) in k[1]]
+
+
+def test_commitlog_diff_is_how_far_each_slave_is_behind(tmp_path: Path) -> None:
+    """Two slaves of one master: one replicating (caught up: 0), one whose HA master address leads nowhere
+    (it registers but has nothing: the master's whole commitlog)."""
+    with LocalCluster(tmp_path / "master", ha_listen_port=0) as master:
+        master.create_topic(TOPIC)
+
+        async def send() -> None:
+            async with Producer(master.namesrv_addr, "exporter-ha-producer") as producer:
+                for i in range(5):
+                    assert (await producer.send(TOPIC, b"x" * 100 + str(i).encode())).status == "SEND_OK"
+
+        master.run(send())
+        slaves: list[Broker] = []
+        for broker_id, ha in ((1, ""), (2, "127.0.0.1:1")):
+            config = BrokerConfig(broker_name=master.broker_name, broker_id=broker_id, namesrv_addr=master.namesrv_addr,
+                                  listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1", ha_master_address=ha)
+            store = StoreConfig(store_path_root_dir=str(tmp_path / f"slave{broker_id}"), broker_role=BrokerRole.SLAVE)
+            slaves.append(Broker(config, store))
+            master.run(slaves[-1].start())
+        try:
+            end = master.call(lambda: master.broker.store.max_commit_log_offset)
+            master.wait_until(lambda: slaves[0].store.max_commit_log_offset == end, 30, "the first slave to catch up")
+
+            async def registered() -> int:
+                async with AdminClient(master.namesrv_addr) as admin:
+                    return len((await admin.cluster_info()).brokers[master.broker_name].broker_addrs)
+
+            deadline = time.monotonic() + 30
+            while run(registered()) != 3:
+                assert time.monotonic() < deadline, "both slaves did not register with the name server"
+                time.sleep(0.1)
+            values, _, _ = _scrape(master)
+            where = {"cluster": "DefaultCluster", "broker": master.broker_name}
+            assert _one(values, "rocketmq_broker_commitlog_diff", brokerIP=slaves[0].address, **where) == 0
+            assert _one(values, "rocketmq_broker_commitlog_diff", brokerIP=slaves[1].address, **where) == end
+            assert not [k for k in values if k[0] == "rocketmq_broker_commitlog_diff" and
+                        ("brokerIP", master.broker_addr) in k[1]]
+        finally:
+            for slave in slaves:
+                master.run(slave.close())
 
 
 def _get(url: str) -> tuple[int, str, str]:

@@ -21,10 +21,15 @@ rocketmq_group_get_latency_by_storetime    cluster, broker, topic, group        
                                                                                        not consumed (0 when caught up), worst queue
 rocketmq_group_diff / _retrydiff / _dlqdiff group, topic, countOfOnlineConsumers,      messages not consumed, over every broker
                                            msgModel
+rocketmq_group_count                       caddr, localaddr, group                     the group's online clients (their addresses
+                                                                                       and client ids, comma-joined)
+rocketmq_client_*                          clientAddr, clientId, group, topic          each online client's own figures
+                                                                                       (GET_CONSUMER_RUNNING_INFO, relayed by a broker)
+rocketmq_broker_commitlog_diff             cluster, brokerIP, broker                   master's commitlog max offset minus a slave's
 ========================================== =========================================== ==========================
 
 A rate a broker has no stat item for yet (nothing put or got since it started) is 0, as statsAll counts
-it.  What one broker cannot answer (down, refusing) is left out of that scrape and counted in
+it.  What one broker or client cannot answer (down, refusing) is left out of that scrape and counted in
 ``rocketstore_exporter_scrape_errors``; the others are still served.  :class:`MetricsServer` answers
 ``GET /metrics`` over HTTP with the text format, collecting at most once per ``min_interval_s``.
 Loop-bound.  Imports remoting only (through the client package).
@@ -42,7 +47,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from rocketstore.client.admin import AdminClient
-from rocketstore.client.admin_types import QueueProgress
+from rocketstore.client.admin_types import ConsumerConnectionInfo, QueueProgress
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError
@@ -72,6 +77,14 @@ METRICS: dict[str, tuple[str, str]] = {
     "rocketmq_group_diff": ("gauge", "GroupDiff"),
     "rocketmq_group_retrydiff": ("gauge", "GroupRetryDiff"),
     "rocketmq_group_dlqdiff": ("gauge", "GroupDLQDiff"),
+    "rocketmq_group_count": ("gauge", "GroupCount"),
+    "rocketmq_client_consume_fail_msg_count": ("gauge", "consumerClientFailedMsgCounts"),
+    "rocketmq_client_consume_fail_msg_tps": ("gauge", "consumerClientFailedTPS"),
+    "rocketmq_client_consume_ok_msg_tps": ("gauge", "consumerClientOKTPS"),
+    "rocketmq_client_consume_rt": ("gauge", "consumerClientRT"),
+    "rocketmq_client_consumer_pull_rt": ("gauge", "consumerClientPullRT"),
+    "rocketmq_client_consumer_pull_tps": ("gauge", "consumerClientPullTPS"),
+    "rocketmq_broker_commitlog_diff": ("gauge", "brokerCommitLogDiffGauge"),
     "rocketstore_exporter_scrape_errors": ("gauge", "brokers or topics the last collection could not read"),
     "rocketstore_exporter_scrape_duration_seconds": ("gauge", "how long the last collection took"),
 }
@@ -178,10 +191,14 @@ async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sam
             brokers[name] = (cluster_name, addr)
     for name, (cluster_name, addr) in brokers.items():
         try:
-            await _broker(c, cluster_name, name, addr)
+            master_max = await _broker(c, cluster_name, name, addr)
         except (RocketStoreError, OSError, TimeoutError) as exc:
             log.warning("exporter: broker %s (%s) could not be read: %s", name, addr, exc)
             c.errors += 1
+            continue
+        slaves = sorted(a for a in info.brokers[name].broker_addrs.values() if a != addr)
+        if slaves and master_max is not None:
+            await _slaves(c, cluster_name, name, master_max, slaves)
     await _topics(c, brokers)
     await _groups(c, brokers)
     c.add("rocketstore_exporter_scrape_errors", c.errors)
@@ -189,7 +206,8 @@ async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sam
     return c.samples
 
 
-async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> None:
+async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> float | None:
+    """The master's figures; returns its commitlog max offset (None when its runtime info has none)."""
     table = await c.admin.runtime_info(addr)
     ip = addr.rsplit(":", 1)[0]
     c.add("rocketmq_broker_tps", await c.rate(addr, "BROKER_PUT_NUMS", cluster), cluster=cluster, brokerIP=ip,
@@ -203,6 +221,22 @@ async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> None:
         value = None if text is None else _runtime_value(text, kind)
         if value is not None:
             c.add(f"rocketmq_brokeruntime_{suffix}", value, **labels)
+    return _runtime_value(table.get("commitLogMaxOffset", ""), "int")
+
+
+async def _slaves(c: _Collection, cluster: str, name: str, master_max: float, slaves: list[str]) -> None:
+    """How far each slave's commitlog is behind its master's (the exporter's commitlog diff), both read
+    from their runtime info, the master's first (so a busy master reads a little ahead, never behind)."""
+    for addr in slaves:
+        try:
+            slave_max = _runtime_value((await c.admin.runtime_info(addr)).get("commitLogMaxOffset", ""), "int")
+        except (RocketStoreError, OSError, TimeoutError) as exc:
+            log.warning("exporter: slave %s of %s could not be read: %s", addr, name, exc)
+            c.errors += 1
+            continue
+        if slave_max is not None:
+            c.add("rocketmq_broker_commitlog_diff", master_max - slave_max, cluster=cluster, brokerIP=addr,
+                  broker=name)
 
 
 async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
@@ -276,13 +310,41 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
                         c.errors += 1
                         continue
                     c.add("rocketmq_group_get_latency_by_storetime", latency, **labels)
-    online: dict[str, int] = {}
+    online: dict[str, ConsumerConnectionInfo | None] = {}
     for (group, topic), diff in sorted(diffs.items()):
         if group not in online:
             online[group] = await _online_consumers(c.admin, group)
+        connected = online[group]
         name = ("rocketmq_group_retrydiff" if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else
                 "rocketmq_group_dlqdiff" if topic.startswith(DLQ_GROUP_TOPIC_PREFIX) else "rocketmq_group_diff")
-        c.add(name, diff, group=group, topic=topic, countOfOnlineConsumers=str(online[group]), msgModel=_CLUSTERING)
+        c.add(name, diff, group=group, topic=topic, msgModel=_CLUSTERING,
+              countOfOnlineConsumers=str(0 if connected is None else len(connected.connections)))
+    for group, connected in sorted(online.items()):
+        clients = [] if connected is None else connected.connections
+        c.add("rocketmq_group_count", len(clients), caddr=",".join(x.client_addr for x in clients),
+              localaddr=",".join(x.client_id for x in clients), group=group)
+    asked = [(group, connected.broker_addr, client) for group, connected in sorted(online.items())
+             if connected is not None for client in connected.connections]
+    # every client at once: a client that does not answer holds the collection up for one relay timeout,
+    # not one per client
+    answers = await asyncio.gather(*(c.admin.consumer_running_info(group, client.client_id, broker_addr=addr)
+                                     for group, addr, client in asked), return_exceptions=True)
+    for (group, _, client), answer in zip(asked, answers):
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, (RocketStoreError, OSError, TimeoutError)):
+                raise answer
+            log.warning("exporter: client %s of group %s could not be read: %s", client.client_id, group, answer)
+            c.errors += 1
+            continue
+        for topic, status in sorted(answer.status_table.items()):
+            labels = {"clientAddr": client.client_addr, "clientId": client.client_id, "group": group,
+                      "topic": topic}
+            c.add("rocketmq_client_consume_fail_msg_count", status.consume_failed_msgs, **labels)
+            c.add("rocketmq_client_consume_fail_msg_tps", status.consume_failed_tps, **labels)
+            c.add("rocketmq_client_consume_ok_msg_tps", status.consume_ok_tps, **labels)
+            c.add("rocketmq_client_consume_rt", status.consume_rt, **labels)
+            c.add("rocketmq_client_consumer_pull_rt", status.pull_rt, **labels)
+            c.add("rocketmq_client_consumer_pull_tps", status.pull_tps, **labels)
 
 
 async def _store_time_latency(consumer: PullConsumer, queues: Iterable[QueueProgress]) -> int:
@@ -302,11 +364,11 @@ async def _store_time_latency(consumer: PullConsumer, queues: Iterable[QueueProg
     return worst
 
 
-async def _online_consumers(admin: AdminClient, group: str) -> int:
+async def _online_consumers(admin: AdminClient, group: str) -> ConsumerConnectionInfo | None:
     try:
-        return len((await admin.consumer_connection_info(group)).connections)
+        return await admin.consumer_connection_info(group)
     except (RocketStoreError, OSError, TimeoutError):
-        return 0  # nobody online (or no broker could say): the exporter's 0 too
+        return None  # nobody online (or no broker could say): the exporter counts 0 too
 
 
 def _escape(value: str) -> str:
