@@ -4,6 +4,7 @@ broker's own state, and its text is read back with Prometheus's own Python parse
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import urllib.error
 import urllib.request
@@ -261,3 +262,10 @@ def test_exporter_command_prints_one_collection_and_checks_its_port(cluster: Loc
     assert offsets[(("broker", "broker-a"), ("cluster", "DefaultCluster"), ("topic", TOPIC))] == SENT
     refused = cli("exporter", "--port", "99999", "-n", cluster.namesrv_addr)
     assert refused.returncode == 2 and "65535" in refused.stderr
+    as_json = cli("exporter", "--once", "--json", "-n", cluster.namesrv_addr)
+    assert as_json.returncode == 0, as_json.stderr
+    found = [s["value"] for s in json.loads(as_json.stdout) if s["name"] == "rocketmq_producer_offset"
+             and s["labels"] == {"cluster": "DefaultCluster", "broker": "broker-a", "topic": TOPIC}]
+    assert found == [SENT]
+    refused = cli("exporter", "--json", "--port", "0", "-n", cluster.namesrv_addr)
+    assert refused.returncode == 2 and "--once" in refused.stderr

@@ -3,6 +3,7 @@ what apache/rocketmq-exporter serves under its metric names (client/exporter.py 
 
     rocketstore exporter [-n NAMESRV] [--host 0.0.0.0] [--port 5557] [-c CLUSTER] [--min-interval-s 5]
     rocketstore exporter --once [-n NAMESRV] [-c CLUSTER]       one collection printed, then exit
+    rocketstore exporter --once --json                            the same as a JSON list of samples
 
 Point Prometheus at ``http://HOST:5557/metrics`` (the exporter's default port); the Grafana dashboard
 10477 ("RocketMQ Exporter Overview") reads these names.
@@ -14,7 +15,7 @@ import argparse
 import asyncio
 import sys
 
-from rocketstore.cli.output import add_common, admin_of, run_command
+from rocketstore.cli.output import add_common, admin_of, print_json, run_command
 from rocketstore.cli.serve_cmds import listen_port
 from rocketstore.client.exporter import MetricsServer, collect, render
 
@@ -30,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     exporter.add_argument("-c", "--cluster", help="only this cluster's brokers (default: every cluster)")
     exporter.add_argument("--min-interval-s", type=float, default=5.0,
                           help="scrapes within this many seconds of a collection get it again (default 5)")
-    exporter.add_argument("--once", action="store_true", help="print one collection's text and exit")
+    exporter.add_argument("--once", action="store_true",
+                          help="print one collection (Prometheus's text; with --json a list of samples) and exit")
     add_common(exporter)
     exporter.set_defaults(handler=_exporter)
 
@@ -39,10 +41,18 @@ def _exporter(args: argparse.Namespace) -> int:
     if args.min_interval_s < 0:
         print("error: --min-interval-s cannot be negative", file=sys.stderr)
         return 2
+    if args.json and not args.once:
+        print("error: --json prints one collection: use it with --once (Prometheus reads the text format)",
+              file=sys.stderr)
+        return 2
 
     async def once() -> int:
         async with admin_of(args) as admin:
-            sys.stdout.write(render(await collect(admin, cluster=args.cluster)))
+            samples = await collect(admin, cluster=args.cluster)
+        if args.json:
+            print_json([{"name": s.name, "labels": dict(s.labels), "value": s.value} for s in samples])
+        else:
+            sys.stdout.write(render(samples))
         return 0
 
     async def serve() -> int:
