@@ -312,8 +312,17 @@ class PushConsumer(GroupConsumer):
         self.offsets.update(mq, offset, increase_only=True)
 
     async def offset_moved(self, mq: MessageQueue, offset: int) -> None:
+        # 4.9.3's PullCallback on OFFSET_ILLEGAL drops the process queue, commits the new offset and lets the
+        # rebalance take the queue again with a fresh ProcessQueue.  Going on with the old one would keep its
+        # queue_offset_max: after a move backwards (a topic deleted and created again, a queue rebuilt
+        # shorter) every commit would be the old queue's end, and the group's next consumer skip up to it.
+        pq = self.process_queues.get(mq)
+        if pq is not None:
+            pq.dropped = True  # the pull loop ends on its return from here
+            pq.wake()
         self.offsets.update(mq, offset, increase_only=False)
         await self._persist_one(mq)
+        self._rebalance_wanted.set()
 
     def _pull_stalled(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         """The queue's pull loop died or has not come round for pull_max_idle_s: RocketMQ's rebalance drops
