@@ -14,6 +14,7 @@ Imports store pieces, never the facade.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import struct
 import zlib
@@ -28,7 +29,9 @@ from rocketstore.message.record import (
     BLANK_MAGIC,
     MESSAGE_MAGIC,
     MIN_RECORD_BYTES,
+    MessageDecodeError,
     SysFlag,
+    decode_record,
     store_timestamp_position,
 )
 from rocketstore.store.checkpoint import Checkpoint
@@ -196,16 +199,22 @@ class _Redispatch:
     size and tagsCode of each record at its queue offset, compared in numpy), so an entry a torn write left
     plausible but wrong is found (20-byte entries straddle pages and sectors: a tear can spare the offset and
     size and hit the tagsCode); from the first disagreement on, the queue is cut and rebuilt from the
-    records.  Properties are parsed for the whole chunk at once, tags and keys hashed in numpy
+    records.  A record that lies before the entry expected next, where that entry points at a real record of
+    the queue, is one the queue never held (a deleted topic's, the topic created again since): skipped, as
+    RocketMQ's maxPhysicOffset rule skips it.  Properties are parsed for the whole chunk at once, tags and keys hashed in numpy
     (``UniformProperties`` for one producer's fixed layout, else ``ChunkProperties``; schedule-topic and
     non-ASCII records one by one, with the dispatcher's own rules); only queued records and records the
     index does not cover yet need them.  Index keys go in with ``IndexService.put_hashed``.
     """
 
-    def __init__(self, dispatcher: Dispatcher, queues: ConsumeQueueTable, rebuild_from: int) -> None:
+    def __init__(self, dispatcher: Dispatcher, queues: ConsumeQueueTable, rebuild_from: int,
+                 files: list[MappedFile]) -> None:
         self.dispatcher = dispatcher
         self.queues = queues
         self.rebuild_from = rebuild_from
+        #: the commitlog's segments, to read the record an entry points at (``_points_at_its_record``)
+        self.files = files
+        self._starts = [mf.start_offset for mf in files]
         self.checks: dict[tuple[str, int], _QueueCheck] = {}
         self.topics: dict[bytes, int] = {}
         self.names: list[str | None] = []
@@ -286,19 +295,46 @@ class _Redispatch:
             if not check.verifying:
                 need_cq[idx] = True
                 continue
-            e0 = check.next_entry
-            have = _entries(check.cq, e0, len(idx))  # type: ignore[arg-type]
-            m = len(have)
-            ok = ((chunk.queue_offset[idx[:m]] == e0 + np.arange(m, dtype=np.int64))
-                  & (have["offset"] == offsets[idx[:m]]) & (have["size"] == chunk.size[idx[:m]])
-                  & (have["tags_code"] == tags[idx[:m]]))
-            good = m if ok.all() else int(np.argmin(ok))
-            check.next_entry = e0 + good
-            if good < len(idx):
+            while len(idx):
+                e0 = check.next_entry
+                have = _entries(check.cq, e0, len(idx))  # type: ignore[arg-type]
+                m = len(have)
+                ok = ((chunk.queue_offset[idx[:m]] == e0 + np.arange(m, dtype=np.int64))
+                      & (have["offset"] == offsets[idx[:m]]) & (have["size"] == chunk.size[idx[:m]])
+                      & (have["tags_code"] == tags[idx[:m]]))
+                good = m if ok.all() else int(np.argmin(ok))
+                check.next_entry = e0 + good
+                if good == len(idx):
+                    break
+                i = int(idx[good])
+                if good < m and int(offsets[i] + chunk.size[i]) <= int(have["offset"][good]) and \
+                        self._points_at_its_record(have[good], topic, queue_id, e0 + good):  # type: ignore[arg-type]
+                    # a record of this topic and queue that the queue's next entry lies beyond, that entry
+                    # pointing at a real record of the queue: a record the queue never held (the topic was
+                    # deleted and created again since), which 4.9.3's re-dispatch skips as lying below the
+                    # queue's maxPhysicOffset; the queue is kept and checked on from the next record
+                    idx = idx[good + 1:]
+                    continue
                 # the first entry that disagrees: everything from it on is rebuilt from the records
                 _cut_queue(check.cq, check.next_entry)  # type: ignore[arg-type]
                 check.verifying = False
                 need_cq[idx[good:]] = True
+                break
+
+    def _points_at_its_record(self, entry: np.void, topic: str, queue_id: int, queue_offset: int) -> bool:
+        """Whether *entry* points at a whole record of *topic* / *queue_id* at *queue_offset*, of the entry's
+        size, that says it is stored where the entry says (a torn entry's offset points at nothing like it)."""
+        offset, size = int(entry["offset"]), int(entry["size"])
+        at = bisect.bisect_right(self._starts, offset) - 1
+        if at < 0 or size < MIN_RECORD_BYTES:
+            return False
+        mf = self.files[at]
+        try:
+            record = decode_record(mf.buffer, offset - mf.start_offset, with_body=False, limit=mf.size_bytes)
+        except (MessageDecodeError, ValueError):
+            return False
+        return (record.store_size == size and record.commit_log_offset == offset and record.topic == topic
+                and record.queue_id == queue_id and record.queue_offset == queue_offset)
 
     def _start_check(self, topic: str, queue_id: int) -> _QueueCheck:
         cq = self.queues.get(topic, queue_id)
@@ -395,7 +431,7 @@ def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, d
     files = commitlog.files.files
     if not files:
         return 0, 0, None
-    redo = _Redispatch(dispatcher, dispatcher.queues, files[start_index].start_offset)
+    redo = _Redispatch(dispatcher, dispatcher.queues, files[start_index].start_offset, files)
     end, records, reason = _walk_chunks(files, start_index, check_crc, redo.feed, progress)
     redo.finish()
     return end, records, reason

@@ -243,6 +243,29 @@ def test_abnormal_recovery_checks_consume_queue_entries_against_the_records(
         assert have == live[sub], sub
 
 
+def test_abnormal_recovery_keeps_a_recreated_topics_queue(tmp_path: Path) -> None:
+    """A topic deleted (its consume queues dropped) and written again: the walk meets the deleted topic's
+    records (queue offsets 0..4) before the new queue's (0, 1).  They are records the queue never held,
+    skipped as RocketMQ's maxPhysicOffset rule skips them, not a reason to rebuild the queue from them."""
+    root = tmp_path / "s"
+    with MessageStore.open(root, CONFIG, background=False) as s:
+        for i in range(5):
+            assert s.put(Message.create("TopicA", b"old%d" % i, queue_id=0)).ok
+        assert s.wait_dispatched()
+        assert s.clean_unused_topics(set()) == [("TopicA", 0)]
+        for i in range(2):
+            assert s.put(Message.create("TopicA", b"new%d" % i, queue_id=0)).queue_offset == i
+        assert s.wait_dispatched()
+    before = _files(root, "consumequeue")
+    _crash(root)
+    with MessageStore.open(root, CONFIG, background=False) as s:
+        assert [(m.queue_offset, m.body) for m in s.get("TopicA", 0, 0, max_count=10).messages] == \
+            [(0, b"new0"), (1, b"new1")]
+        assert s.max_offset("TopicA", 0) == 2
+        assert s.put(Message.create("TopicA", b"new2", queue_id=0)).queue_offset == 2
+    assert _files(root, "consumequeue")[0][1].startswith(before[0][1][:40])
+
+
 def test_abnormal_recovery_keeps_entries_that_check_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Intact consume queues are not rewritten: their files keep their bytes and nothing is re-dispatched
     into them (the walk only compares)."""
