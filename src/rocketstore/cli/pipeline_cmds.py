@@ -60,8 +60,12 @@ def _run_job(job: Callable[[], T]) -> T:
 
 
 def _check_store_dir(store: str) -> None:
+    """Before Spark starts: a --store that is no directory, or none holding a store, is refused."""
     if not os.path.isdir(store):
         raise PipelineError(f"--store {store} is not a directory")
+    from rocketstore.store.snapshot import check_store_root
+
+    check_store_root(store, f"--store {store}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

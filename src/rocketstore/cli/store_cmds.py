@@ -5,7 +5,8 @@ memory), so they never change DIR, even when it belongs to a running or crashed 
 it for writing, which runs recovery for real and closes cleanly.
 
 Geometry: RocketMQ's defaults unless given by flags or a broker.conf (``-c``); when neither names a
-segment size, the commitlog and consume-queue sizes are read off the first file of each.  Index files
+segment size, the commitlog and consume-queue sizes are read off the files (the most common size among
+the segments of the commitlog, of the first consume queue).  Index files
 cannot reveal their slot and entry counts, so a mismatch with the given (or default) counts is an error
 that names both sizes.
 """
@@ -25,6 +26,7 @@ from rocketstore.store.config import StoreConfig, read_properties_file
 from rocketstore.store.dump import dump_store
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.recovery import RecoveryReport
+from rocketstore.store.snapshot import check_store_root, segment_bytes_on_disk
 from rocketstore.store.verify import VerifyReport, verify_store
 
 __all__ = ["ProgressBar", "detect_segment_bytes", "format_verify_report", "register", "store_config_from_args"]
@@ -45,16 +47,8 @@ def _is_segment_name(name: str) -> bool:
 
 
 def detect_segment_bytes(directory: str) -> int | None:
-    """Size of the first segment file (20-digit name) in *directory*, or None if there is none."""
-    try:
-        names = sorted(n for n in os.listdir(directory) if _is_segment_name(n))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    for name in names:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            return os.path.getsize(path)
-    return None
+    """The segment size of the segment files (20-digit names) in *directory*, or None if there is none."""
+    return segment_bytes_on_disk(directory)
 
 
 def _detect_cq_bytes(consume_queue_root: str) -> int | None:
@@ -97,12 +91,16 @@ def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True
     directory = os.path.abspath(args.directory)
     if not os.path.isdir(directory):
         raise StoreConfigError(f"{args.directory} is not a directory")
+    check_store_root(directory, args.directory)
     props: dict[str, str] = {}
     if args.broker_conf:
         try:
             props = read_properties_file(args.broker_conf)
         except OSError as exc:
             raise StoreConfigError(f"cannot read {args.broker_conf}: {exc}") from exc
+        except UnicodeDecodeError as exc:  # a binary or non-UTF-8 file: one line, not a traceback
+            raise StoreConfigError(f"cannot read {args.broker_conf}: not UTF-8 text ({exc.reason} at byte "
+                                   f"{exc.start})") from exc
     # DIR is the store: its commitlog is DIR/commitlog whatever storePathCommitLog says.
     props = {k: v for k, v in props.items() if k not in ("storePathRootDir", "storePathCommitLog")}
     flags = {attr: getattr(args, attr) for attr in _GEOMETRY_PROPERTIES if getattr(args, attr) is not None}
@@ -147,6 +145,10 @@ def run_dump(args: argparse.Namespace) -> int:
     with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
         dump = dump_store(store)
     _write_text(json.dumps(dump, indent=1, ensure_ascii=False) + "\n", args.output)
+    damaged = sum("error" in m for t in dump["topics"] for q in t["queues"] for m in q["messages"])
+    if damaged:
+        print(f"rocketstore: warning: {damaged} message(s) did not decode (listed with an \"error\"); "
+              f"`rocketstore store verify` says what is damaged", file=sys.stderr)
     return 0
 
 
@@ -304,7 +306,7 @@ def _geometry_parent() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("directory", metavar="DIR", help="the store root (holds commitlog/, consumequeue/, ...)")
     geo = parent.add_argument_group(
-        "geometry", "flags win over -c; segment sizes not given are read off the first file, else RocketMQ's "
+        "geometry", "flags win over -c; segment sizes not given are read off the files, else RocketMQ's "
                     "defaults")
     geo.add_argument("--segment-bytes", type=_positive_int, metavar="N",
                      help="commitlog segment size (mappedFileSizeCommitLog)")

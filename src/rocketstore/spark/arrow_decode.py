@@ -269,6 +269,16 @@ class _Decoded:
         raise KeyError(name)
 
 
+def _at_commit_log_offset(exc: MessageDecodeError, positions: np.ndarray,
+                          expect: tuple[np.ndarray, np.ndarray] | None) -> MessageDecodeError | None:
+    """*exc*, raised at a position in the buffer, re-aimed at the record's commitlog offset; None when that
+    is not known (a buffer position, "offset 0" of a batch, does not lead a user to the damaged record)."""
+    if expect is None or exc.offset is None:
+        return None
+    at = np.flatnonzero(positions == exc.offset)
+    return MessageDecodeError(exc.reason, int(expect[0][int(at[0])])) if len(at) else None
+
+
 def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.ndarray, schema: pa.Schema, *,
                  include_body: bool = True, tag_set: Collection[str] | None = None,
                  expect: tuple[np.ndarray, np.ndarray] | None = None) -> pa.RecordBatch:
@@ -278,8 +288,15 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
     With *tag_set*, only records whose TAGS is one of its members are kept (the exact check after a
     tags-code match, as a RocketMQ client does it).  *expect* (commitlog offsets, sizes) are what the
     consume queue says each record is: a record whose own PHYSICALOFFSET or TOTALSIZE differs is refused.
+    With *expect*, a MessageDecodeError names the record's commitlog offset; without, its position in *buf*.
     """
-    cols = decode_columns(buf, positions)
+    try:
+        cols = decode_columns(buf, positions)
+    except MessageDecodeError as exc:
+        located = _at_commit_log_offset(exc, positions, expect)
+        if located is None:
+            raise
+        raise located from exc
     if expect is not None:
         wrong = np.flatnonzero((cols.commit_log_offset != expect[0]) | (cols.total_size != expect[1]))
         if len(wrong):
@@ -287,10 +304,16 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
                                      int(expect[0][wrong[0]]))
     decoded = _Decoded(cols, np.asarray(queue_offsets), include_body)
     keep = None
-    if tag_set is not None:
-        tags = decoded.column("tags", pa.string())
-        keep = pc.fill_null(pc.is_in(tags, value_set=pa.array(sorted(tag_set), pa.string())), False)
-    arrays = [decoded.column(f.name, f.type) for f in schema]
+    try:
+        if tag_set is not None:
+            tags = decoded.column("tags", pa.string())
+            keep = pc.fill_null(pc.is_in(tags, value_set=pa.array(sorted(tag_set), pa.string())), False)
+        arrays = [decoded.column(f.name, f.type) for f in schema]
+    except MessageDecodeError as exc:
+        located = _at_commit_log_offset(exc, positions, expect)
+        if located is None:
+            raise
+        raise located from exc
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     if keep is not None and not pc.all(keep).as_py():
         batch = batch.filter(keep)

@@ -7,7 +7,8 @@ max offsets seen at planning time, packed into partitions of balanced record cou
 queue (``pack_ranges``) or as stretches of the commitlog (``pack_in_commit_log_order``, when the
 commitlog offsets of the records are known).
 
-Imports the store config and numpy; never pyspark (so planning is testable and importable without it).
+Imports the store config, the snapshot module's checks of a store directory and numpy; never pyspark (so
+planning is testable and importable without it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from rocketstore.errors import StoreConfigError
 from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
 from rocketstore.store.config import StoreConfig
+from rocketstore.store.snapshot import check_store_root, segment_bytes_on_disk
 
 __all__ = [
     "BATCH_MAX_BYTES",
@@ -55,7 +57,6 @@ DEFAULT_MAX_RECORDS_PER_PARTITION = 100_000
 
 #: RocketMQ's default index geometry (maxHashSlotNum, maxIndexNum).
 _DEFAULT_INDEX = (5_000_000, 20_000_000)
-_SEGMENT_NAME = re.compile(r"\d{20}")
 _EARLIEST, _LATEST = -2, -1
 
 #: "earliest", "latest", or {topic: {queue_id: offset}} with -2 / -1 meaning earliest / latest.
@@ -102,6 +103,7 @@ class StoreReadOptions:
         path = os.path.abspath(os.path.expanduser(str(path)))
         if not os.path.isdir(path):
             raise StoreConfigError(f"path {path!r} is not a directory")
+        check_store_root(path, f"path {path!r}")
         topics = None
         if opts.get("topics") is not None:
             topics = tuple(t.strip() for t in str(opts["topics"]).split(",") if t.strip())
@@ -227,16 +229,17 @@ def _positive(opts: Mapping[str, str], key: str, name: str) -> int | None:
 def detect_config(path: str, options: Mapping[str, str] | None = None) -> StoreConfig:
     """The StoreConfig to open *path* with: explicit geometry options, else what the files show.
 
-    Commitlog and consume-queue segment sizes are the sizes of the first such files.  The index geometry
-    cannot be read off a file size (two unknowns), so it is RocketMQ's default when the index files have
-    the default size, the ``indexSlots`` / ``indexEntries`` options when given, and otherwise the index is
-    left closed: reading by queue needs no index.  Options take lower-case keys (as Spark passes them).
+    The commitlog segment size is the most common size of its segments, the consume-queue one the size
+    of the first consume-queue file.  The index geometry cannot be read off a file size (two unknowns), so
+    it is RocketMQ's default when the index files have the default size, the ``indexSlots`` /
+    ``indexEntries`` options when given, and otherwise the index is left closed: reading by queue needs no
+    index.  Options take lower-case keys (as Spark passes them).
     """
     opts = {k.lower(): v for k, v in (options or {}).items()}
     defaults = StoreConfig()
     segment = _positive(opts, "segmentbytes", "segmentBytes")
     if segment is None:
-        segment = _commitlog_segment_size(os.path.join(path, "commitlog")) or defaults.mapped_file_size_commit_log
+        segment = segment_bytes_on_disk(os.path.join(path, "commitlog")) or defaults.mapped_file_size_commit_log
     cq = _positive(opts, "consumequeuebytes", "consumeQueueBytes")
     if cq is None:
         cq = _first_file_size(os.path.join(path, "consumequeue"), 2) or defaults.mapped_file_size_consume_queue
@@ -265,14 +268,6 @@ def detect_config(path: str, options: Mapping[str, str] | None = None) -> StoreC
         max_transfer_bytes_on_message_in_disk=BATCH_MAX_BYTES,
         max_transfer_bytes_on_message_in_memory=BATCH_MAX_BYTES,
     )
-
-
-def _commitlog_segment_size(directory: str) -> int | None:
-    try:
-        names = sorted(n for n in os.listdir(directory) if _SEGMENT_NAME.fullmatch(n))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return os.path.getsize(os.path.join(directory, names[0])) if names else None
 
 
 # --- planning ----------------------------------------------------------------------------------------------

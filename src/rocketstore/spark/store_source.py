@@ -271,7 +271,8 @@ def _read_spans(snap: StoreSnapshot, offset: np.ndarray, size: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(buffer, positions, kept) for records of one segment: a view of their whole span when they fill
     at least half of it, else one copy per run of adjacent records.  Records whose bytes are gone (the
-    segment was deleted after planning) are dropped, as ``MessageStore.get`` skips them."""
+    segment was deleted after planning) are dropped, as ``MessageStore.get`` skips them; bytes missing
+    from a segment still there (a file cut short) are a CorruptFileError."""
     lo = int(offset[0])
     hi = int(offset[-1] + size[-1])
     if int(size.sum()) * 2 >= hi - lo:
@@ -287,8 +288,12 @@ def _read_spans(snap: StoreSnapshot, offset: np.ndarray, size: np.ndarray
     filled = 0
     for k, (a, b) in enumerate(zip(run_first.tolist(), run_last.tolist())):
         start = int(offset[a])
-        raw = snap.read_span(start, int(offset[b] + size[b]) - start)
+        length = int(offset[b] + size[b]) - start
+        raw = snap.read_span(start, length)
         if raw is None:
+            damage = snap.span_damage(start, length)
+            if damage is not None:  # MessageStore refuses such a store too: no rows silently left out
+                raise CorruptFileError(*damage)
             keep[a : b + 1] = False
             continue
         run_base[k] = filled - start

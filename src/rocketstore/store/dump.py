@@ -3,6 +3,8 @@
 Same structure and field names as the reference dumps of real RocketMQ stores (../shared/golden/dumps):
 ``commitlogRecords``, ``topics[].queues[]`` with consume-queue entries, every message read through the
 pull path and the answers of "offset by time" for fixed probes, and ``queries`` for every key seen.
+A message whose bytes do not decode (a damaged store) is listed as ``{queueOffset, commitLogOffset,
+storeSize, error}``: a dump of a damaged store is partial, not refused (``store verify`` says why).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from rocketstore.errors import MessageDecodeError
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import StoredMessage, decode_record
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
@@ -67,7 +70,11 @@ def commitlog_records(store: MessageStore) -> list[dict[str, Any]]:
             if kind != "MESSAGE":
                 out.append({"offset": offset, "type": "INVALID"})
                 return out
-            m = decode_record(mf.buffer, pos, with_body=False)
+            try:
+                m = decode_record(mf.buffer, pos, with_body=False)
+            except MessageDecodeError:  # sizes and magic agree, the fields do not (a damaged record)
+                out.append({"offset": offset, "type": "INVALID"})
+                return out
             props = parse_properties(m.properties_string)
             out.append({
                 "offset": offset, "type": "MESSAGE", "size": size, "topic": m.topic, "queueId": m.queue_id,
@@ -94,17 +101,25 @@ def _queue_json(store: MessageStore, topic: str, queue_id: int) -> dict[str, Any
         got = store.get(topic, queue_id, offset, 32)
         if got.status is GetMessageStatus.FOUND:
             for q, raw in zip(got.queue_offsets, got.records):
-                messages.append(message_json(decode_record(raw), q))
+                try:
+                    messages.append(message_json(decode_record(raw), q))
+                except MessageDecodeError as exc:
+                    # The pull path hands out the bytes the entry names, as RocketMQ's does; a damaged record
+                    # among them is listed with the reason, and the rest of the store is still dumped.
+                    entry = cq.entry(q) if cq is not None else None
+                    messages.append({"queueOffset": q, "commitLogOffset": entry[0] if entry else None,
+                                     "storeSize": len(raw), "error": exc.reason})
         if got.next_begin_offset <= offset or got.status in (
                 GetMessageStatus.OFFSET_OVERFLOW_ONE, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
                 GetMessageStatus.NO_MESSAGE_IN_QUEUE):
             break
         offset = got.next_begin_offset
     probes = {0, MAX_TIMESTAMP}
-    if messages:
-        first = messages[0]["storeTimestamp"]
-        last = messages[-1]["storeTimestamp"]
-        median = messages[len(messages) // 2]["storeTimestamp"]
+    decoded = [m for m in messages if "error" not in m]
+    if decoded:
+        first = decoded[0]["storeTimestamp"]
+        last = decoded[-1]["storeTimestamp"]
+        median = decoded[len(decoded) // 2]["storeTimestamp"]
         probes.update({first - 1, first, median, last, last + 1})
     return {
         "queueId": queue_id,

@@ -24,23 +24,59 @@ import mmap
 import os
 import struct
 from bisect import bisect_right
+from collections import Counter
 from typing import Self
 
 import numpy as np
 
+from rocketstore.errors import StoreConfigError
 from rocketstore.message.record import PHYSICAL_OFFSET_POS, SYS_FLAG_POS, store_timestamp_position
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, ConsumeQueueTable
 from rocketstore.store.recovery import validate_record
 
-__all__ = ["StoreSnapshot", "closed_cleanly"]
+__all__ = ["StoreSnapshot", "check_store_root", "closed_cleanly", "segment_bytes_on_disk"]
 
 _LONG = struct.Struct(">q")
+
+#: what a store root holds: RocketMQ writes the checkpoint (and abort) when a broker starts, the directories
+#: come with the first message
+_STORE_ROOT_ENTRIES = frozenset({"commitlog", "consumequeue", "index", "checkpoint", "abort"})
 
 
 def closed_cleanly(path: str) -> bool:
     """True when the store at *path* has no ``abort`` marker: its last run shut down cleanly."""
     return not os.path.exists(os.path.join(path, "abort"))
+
+
+def check_store_root(path: str, shown: str | None = None) -> None:
+    """StoreConfigError unless the directory *path* holds a store (named *shown* in the message).
+
+    A read of a mistyped path (the commitlog directory, the broker's home) would otherwise see an empty store
+    and answer "OK" or zero rows; a recovering write would put a new store there, which inside a commitlog
+    directory stops RocketMQ 4.9.3 loading the real one (MappedFileQueue.doLoad refuses any file there that
+    is not of the segment size).
+    """
+    names = set(os.listdir(path))
+    if names & _STORE_ROOT_ENTRIES:
+        return
+    hint = ""
+    if any(len(n) == 20 and n.isdigit() for n in names):
+        hint = " (it holds segment files: a commitlog or consume-queue directory, not the root above it)"
+    raise StoreConfigError(f"{shown or path} is not a store root: it has no commitlog/, consumequeue/, index/ or "
+                           f"checkpoint{hint}; give the directory storePathRootDir names")
+
+
+def segment_bytes_on_disk(directory: str) -> int | None:
+    """The segment size the files of *directory* (20-digit names) show, None without one: the most common
+    file size, the largest on a tie.  The first file alone would let one segment cut short (an interrupted
+    copy) set the size, and the size check would then blame every good segment instead of the cut one."""
+    try:
+        names = [n for n in os.listdir(directory) if len(n) == 20 and n.isdigit()]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    sizes = Counter(os.path.getsize(path) for n in names if os.path.isfile(path := os.path.join(directory, n)))
+    return max(sizes, key=lambda size: (sizes[size], size)) if sizes else None
 
 
 class _Segments:
@@ -74,6 +110,24 @@ class _Segments:
             fd = self._fds[i] = os.open(self.paths[i], os.O_RDONLY)
         data = os.pread(fd, size_bytes, pos)
         return data if len(data) == size_bytes else None  # a short (cut) file: those bytes are not there
+
+    def damage(self, offset: int, size_bytes: int) -> tuple[str, int, str] | None:
+        """(path, position in the file, why) when bytes :meth:`read` could not give are missing from a
+        segment that is still there (a file cut short, or a span past the segment's end); None when the
+        segment holding *offset* is gone."""
+        i = bisect_right(self.starts, offset) - 1
+        if i < 0 or offset >= self.starts[i] + self.segment_bytes:
+            return None
+        try:
+            length = os.path.getsize(self.paths[i])
+        except FileNotFoundError:
+            return None  # deleted since planning (retention on a live store)
+        pos = offset - self.starts[i]
+        if pos + size_bytes > self.segment_bytes:
+            return self.paths[i], pos, f"{size_bytes} bytes of records run past the segment's end"
+        if pos + size_bytes > length:
+            return self.paths[i], pos, f"the file is cut short: {length} of {self.segment_bytes} bytes"
+        return None
 
     def view(self, offset: int, size_bytes: int) -> np.ndarray | None:
         i = bisect_right(self.starts, offset) - 1
@@ -201,6 +255,12 @@ class StoreSnapshot:
     def read_span(self, commit_log_offset: int, size_bytes: int) -> bytes | None:
         """A copy of *size_bytes* at *commit_log_offset* when they lie inside one segment, else None."""
         return self.commit_log.read(commit_log_offset, size_bytes)
+
+    def span_damage(self, commit_log_offset: int, size_bytes: int) -> tuple[str, int, str] | None:
+        """Why :meth:`read_span` gave None, as (segment path, position, reason), when the segment is damaged
+        rather than deleted; None for a deleted segment, whose records a reader skips as MessageStore.get
+        does."""
+        return self.commit_log.damage(commit_log_offset, size_bytes)
 
     def span_view(self, commit_log_offset: int, size_bytes: int) -> np.ndarray | None:
         """Like :meth:`read_span` but zero-copy: a read-only view valid until :meth:`close`."""

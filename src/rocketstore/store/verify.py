@@ -16,14 +16,17 @@ reports every disagreement it finds as a :class:`Problem`:
   that record through a query by key.
 
 It also says what recovery did at open (``recovery_preview``); after a clean shutdown recovery should cut
-nothing, so a cut is a problem then.  After a crash a torn tail is what recovery is for: reported, not a
-problem.
+nothing, so a cut is a problem then: commitlog bytes, or consume-queue entries on disk that point past the
+commitlog's end (a lost last segment, a missing commitlog directory: 4.9.3 truncates such entries, or
+destroys every queue when no segment is left, so the store would otherwise verify as a smaller, "OK" one).
+After a crash a torn tail is what recovery is for: reported, not a problem.
 
 Same package as the facade, so it reads the commitlog, queues and index directly; imports no cli code.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from array import array
 from collections import defaultdict
@@ -43,7 +46,7 @@ from rocketstore.message.record import (
     decode_record,
     header_layout,
 )
-from rocketstore.store.consume_queue import PRE_BLANK_SIZE
+from rocketstore.store.consume_queue import CQ_ENTRY, CQ_ENTRY_BYTES, PRE_BLANK_SIZE, ConsumeQueueTable
 from rocketstore.store.message_store import MAX_TIMESTAMP, MessageStore
 
 __all__ = ["Problem", "ProblemKind", "RecoveryPreview", "VerifyReport", "verify_store"]
@@ -71,6 +74,7 @@ class ProblemKind:
     RECORD_NOT_IN_CQ = "RECORD_NOT_IN_CQ"
     INDEX_KEY_NOT_FOUND = "INDEX_KEY_NOT_FOUND"
     RECOVERY_TRUNCATES = "RECOVERY_TRUNCATES"
+    RECOVERY_DROPS_CQ_ENTRIES = "RECOVERY_DROPS_CQ_ENTRIES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +374,41 @@ def _check_index(store: MessageStore, recs: _Records, out: _Collector) -> int:
     return len(recs.keys)
 
 
+def _entry_on_disk(queue_dir: str, segment_bytes: int, queue_offset: int) -> tuple[int, int, int] | None:
+    """The consume-queue entry at *queue_offset* as the file holds it, None where no file or entry is."""
+    pos = queue_offset * CQ_ENTRY_BYTES
+    path = os.path.join(queue_dir, f"{pos - pos % segment_bytes:020d}")
+    try:
+        with open(path, "rb") as fh:
+            raw = os.pread(fh.fileno(), CQ_ENTRY_BYTES, pos % segment_bytes)
+    except FileNotFoundError:
+        return None
+    return CQ_ENTRY.unpack(raw) if len(raw) == CQ_ENTRY_BYTES else None
+
+
+def _check_dropped_entries(store: MessageStore, out: _Collector) -> None:
+    """Consume-queue entries on disk that recovery dropped at open: the entry each queue's file holds just
+    past what the opened store kept (one read a queue); only a queue that has one is read whole, privately,
+    to say how many."""
+    config = store.config
+    root, segment_bytes = config.consume_queue_dir, config.consume_queue_file_bytes
+    on_disk = ConsumeQueueTable(root, segment_bytes, writable=False)
+    try:
+        on_disk.load()  # maps the files, reads no entry
+        for cq in on_disk:
+            kept = store._queues.get(cq.topic, cq.queue_id)
+            kept_end = kept.max_offset if kept is not None else cq.first_queue_offset_on_disk
+            entry = _entry_on_disk(os.path.join(root, cq.topic, str(cq.queue_id)), segment_bytes, kept_end)
+            if entry is None or entry[0] < 0 or entry[1] <= 0:
+                continue  # nothing valid past what was kept: recovery dropped nothing here
+            cq.recover()
+            out.add(ProblemKind.RECOVERY_DROPS_CQ_ENTRIES, f"consumequeue/{cq.topic}/{cq.queue_id}#{kept_end}",
+                    f"after a clean shutdown recovery drops queue offsets {kept_end}..{cq.max_offset - 1}: they "
+                    f"point at commitlog {entry[0]} on, past the commitlog's end {store.max_commit_log_offset}")
+    finally:
+        on_disk.close()
+
+
 def verify_store(store: MessageStore, *, max_problems: int = 1000) -> VerifyReport:
     """Check commitlog, consume queues and index of an open *store* against each other."""
     out = _Collector(max_problems)
@@ -380,6 +419,8 @@ def verify_store(store: MessageStore, *, max_problems: int = 1000) -> VerifyRepo
         out.add(ProblemKind.RECOVERY_TRUNCATES, _where_record(rec.valid_end),
                 f"after a clean shutdown recovery cuts {rec.truncated_bytes} bytes: "
                 f"{rec.first_invalid_reason or 'invalid record'}")
+    if not rec.abnormal:
+        _check_dropped_entries(store, out)
     recs, blanks = _walk_commitlog(store, out)
     queue_count, entries = _check_queues(store, recs, out)
     index_keys = _check_index(store, recs, out)
