@@ -245,3 +245,17 @@ def test_kill_9_during_sync_flush_sends_loses_no_acknowledged_message_and_the_pr
 
 async def _value(value: Any) -> Any:
     return value
+
+
+@pytest.mark.parametrize("command", ["serve", "namesrv", "broker"])
+def test_a_config_file_that_is_not_utf8_is_one_error_line(tmp_path: Path, command: str) -> None:
+    """A latin-1 or binary broker.conf / namesrv.conf: one line naming the file and where it stops being
+    UTF-8, exit 2, no traceback and nothing started."""
+    conf = tmp_path / "broker.conf"
+    conf.write_bytes(b"brokerName=broker-\xe9\nlistenPort=0\n")
+    out = cli(command, "-c", str(conf), "--store", str(tmp_path / "store")) if command != "namesrv" else \
+        cli(command, "-c", str(conf))
+    assert out.returncode == 2, out
+    assert out.stderr == f"rocketstore: error: cannot read {conf}: not UTF-8 text (invalid continuation byte at " \
+                         f"byte 18)\n"
+    assert not (tmp_path / "store").exists()

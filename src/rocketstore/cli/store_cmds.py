@@ -98,9 +98,6 @@ def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True
             props = read_properties_file(args.broker_conf)
         except OSError as exc:
             raise StoreConfigError(f"cannot read {args.broker_conf}: {exc}") from exc
-        except UnicodeDecodeError as exc:  # a binary or non-UTF-8 file: one line, not a traceback
-            raise StoreConfigError(f"cannot read {args.broker_conf}: not UTF-8 text ({exc.reason} at byte "
-                                   f"{exc.start})") from exc
     # DIR is the store: its commitlog is DIR/commitlog whatever storePathCommitLog says.
     props = {k: v for k, v in props.items() if k not in ("storePathRootDir", "storePathCommitLog")}
     flags = {attr: getattr(args, attr) for attr in _GEOMETRY_PROPERTIES if getattr(args, attr) is not None}

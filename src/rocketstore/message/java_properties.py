@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from rocketstore.errors import StoreConfigError
+
 __all__ = ["format_properties", "parse_properties_text", "read_properties_file"]
 
 _LINE = re.compile(r"([^=:\s]+)\s*[=:\s]\s*(.*)$")
@@ -31,9 +33,15 @@ def parse_properties_text(text: str) -> dict[str, str]:
 
 
 def read_properties_file(path: str) -> dict[str, str]:
-    """The file at *path* as :func:`parse_properties_text` reads it."""
-    with open(path, encoding="utf-8") as fh:
-        return parse_properties_text(fh.read())
+    """The file at *path* as :func:`parse_properties_text` reads it, as UTF-8 text (StoreConfigError when it
+    is not: a binary file or another encoding, named with the byte where it stops being UTF-8)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StoreConfigError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    return parse_properties_text(text)
 
 
 def format_properties(pairs: Mapping[str, object] | Iterable[tuple[str, object]]) -> str:
