@@ -57,6 +57,17 @@ def test_verify_reports_consume_queue_entries_a_lost_last_segment_drops(golden_c
                                              "consumequeue/TopicB/2#28", "consumequeue/TopicB/3#28"}
 
 
+def test_recover_says_how_many_queue_entries_a_lost_last_segment_drops(golden_copy, capsys) -> None:  # type: ignore[no-untyped-def]
+    root: Path = golden_copy("clean")
+    (root / "commitlog" / f"{1179648:020d}").unlink()  # the last segment: 6 TopicB messages
+    code, out, _ = _run(capsys, "store", "recover", str(root), *INDEX_FLAGS)
+    assert code == 0
+    assert "  queue entries dropped: 6 (pointing past the valid end)" in out.splitlines()
+    assert "WARNING: the last shutdown was clean" in out
+    code, out, _ = _run(capsys, "store", "recover", str(root), *INDEX_FLAGS)  # nothing left to drop
+    assert code == 0 and "  queue entries dropped: 0 (pointing past the valid end)" in out and "WARNING" not in out
+
+
 def test_verify_reports_every_queue_when_the_commitlog_directory_is_gone(golden_copy, capsys) -> None:  # type: ignore[no-untyped-def]
     root: Path = golden_copy("clean")
     for segment in (root / "commitlog").iterdir():

@@ -276,7 +276,11 @@ def run_recover(args: argparse.Namespace) -> int:
     abort_left = os.path.exists(os.path.join(config.store_path_root_dir, "abort"))
     lines = [f"recovered {config.store_path_root_dir}",
              *_recovery_lines(report.abnormal, report.start_segment, report.valid_end, report.truncated_bytes,
-                              report.records_checked, report.first_invalid_reason)]
+                              report.records_checked, report.first_invalid_reason),
+             f"  queue entries dropped: {report.dropped_queue_entries} (pointing past the valid end)"]
+    if report.dropped_queue_entries and not report.abnormal:
+        lines.append("WARNING: the last shutdown was clean, so those entries' records were lost from the commitlog "
+                     "(missing or cut segments); the consume queues now end where the commitlog does")
     if abort_left:
         lines.append("NOT closed cleanly: the abort file is still there (dispatch did not catch up or a write "
                      "failed); the next open recovers again")

@@ -70,6 +70,10 @@ class RecoveryReport:
     truncated_bytes: int
     records_checked: int
     first_invalid_reason: str | None
+    #: consume-queue entries the final cut dropped because they point past the commitlog's valid end (after a
+    #: clean shutdown a sign that commitlog segments were lost; after a crash, entries the walk found no
+    #: record for are dropped before and not counted here)
+    dropped_queue_entries: int = 0
 
 
 def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bool) -> tuple[str, int, str]:
@@ -510,10 +514,12 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     max_phy_in_queues = queues.max_physic_offset()
     files = commitlog.files.files
     if not files:
+        dropped = 0
         for cq in list(queues):
+            dropped += cq.max_offset - cq.first_queue_offset_on_disk
             cq.destroy()
         queues.queues = {}
-        return RecoveryReport(abnormal, 0, 0, 0, 0, None)
+        return RecoveryReport(abnormal, 0, 0, 0, 0, None, dropped)
     if not abnormal:
         start = max(0, len(files) - 3)
     else:
@@ -537,11 +543,15 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
             truncated += _used_bytes_after(mf, max(0, end - mf.start_offset))
     commitlog.files.set_positions(end)
     commitlog.files.truncate_after(end)
+    dropped = 0
     if max_phy_in_queues >= end:
         for cq in queues:
+            before = cq.max_offset
             cq.truncate_dirty(end)
+            dropped += before - cq.max_offset
     if dispatcher.index is not None:
         dispatcher.index.truncate_past(end)
     if reason:
         log.warning("recovery stopped at commitlog offset %d: %s", end, reason)
-    return RecoveryReport(abnormal, files[start].start_offset if files else 0, end, truncated, records, reason)
+    return RecoveryReport(abnormal, files[start].start_offset if files else 0, end, truncated, records, reason,
+                          dropped)
