@@ -97,7 +97,7 @@ def draft_message_list(batch: list[Message], store_host_bytes: bytes, host_bytes
     if shared.count(shared[0]) != n:
         return None
     topic, queue_id, sys_flag, born_ts, born, store, reconsume, prepared = shared[0]
-    if sys_flag & SysFlag.TRANSACTION_MASK or topic == SCHEDULE_TOPIC:
+    if type(sys_flag) is not int or sys_flag & SysFlag.TRANSACTION_MASK or topic == SCHEDULE_TOPIC:
         return None
     props_of = list(map(_PROPERTIES, batch))
     try:
@@ -148,7 +148,8 @@ def draft_message_list_checked(batch: list[Message], store_host_bytes: bytes,
     for message in batch:
         if message.topic != topic or message.queue_id != queue_id:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch has one topic and queue")
-        if type(message.born_timestamp) is not int or type(queue_id) is not int:
+        if type(message.born_timestamp) is not int or type(queue_id) is not int \
+                or type(message.sys_flag) is not int:
             # caught here, not by the writer: a batch's records are written one after another, and a
             # field that cannot be packed half way would leave whole records past the write position
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
@@ -196,6 +197,8 @@ def draft_message_batch(batch: MessageBatch, store_host_bytes: bytes, host_bytes
         return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
     if len(batch.flags) != n or len(batch.properties) != n:
         return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a flag and properties for every body")
+    if type(batch.sys_flag) is not int:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
     if batch.sys_flag & SysFlag.TRANSACTION_MASK:
         return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
     suffix = batch.batch_properties

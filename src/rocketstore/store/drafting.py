@@ -51,8 +51,11 @@ def apply_delay_level(message: Message, max_delay_level: int) -> Message:
         return message
     if level <= 0:
         return message
-    level = min(level, max_delay_level)
     new_props = dict(props)
+    if level > max_delay_level:
+        # RocketMQ caps with setDelayTimeLevel, which rewrites DELAY: the record says the level it waits
+        level = max_delay_level
+        new_props[PropertyName.DELAY] = str(level)
     new_props[PropertyName.REAL_TOPIC] = message.topic
     new_props[PropertyName.REAL_QID] = str(message.queue_id)
     return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)

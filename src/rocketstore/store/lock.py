@@ -64,8 +64,10 @@ class StoreLock:
             self._lock_real = real
 
     def release(self) -> None:
-        if self._lock_fd >= 0:
-            with _LOCKED_PATHS_GUARD:
-                _LOCKED_PATHS.discard(self._lock_real)
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        with _LOCKED_PATHS_GUARD:
+            # taken under the guard: two racing releases must not both close the descriptor
+            fd, self._lock_fd = self._lock_fd, -1
+            if fd < 0:
+                return
+            _LOCKED_PATHS.discard(self._lock_real)
+        os.close(fd)

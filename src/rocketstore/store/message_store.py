@@ -17,7 +17,7 @@ reads.py (get and the look-ups), background.py (dispatch, clean-up and flush thr
 batch_put.py (what a put checks and drafts), lock.py (the ``lock`` file).  Nothing in store/ imports it
 but dump.py and verify.py (which inspect an open store).
 
-Thread-safety: put / put_batch / get / query / look-ups may be called from any number of threads.
+Thread-safety: put / put_batch / get / query / look-ups and close may be called from any number of threads.
 Subsystems receive config values, never this object.
 """
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
 from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Literal, Self
@@ -117,6 +118,7 @@ class MessageStore:
         self.read_only = read_only
         self._writable = not read_only
         self._closed = False
+        self._close_lock = threading.Lock()
         self._fenced: str | None = None
         #: one flag for the put fast path: closed, fenced, read-only or slave
         self._refuse_writes = read_only or config.broker_role == BrokerRole.SLAVE
@@ -448,6 +450,10 @@ class MessageStore:
             offset, queue_offset, ts = self._commitlog.append_batch(draft, (topic, queue_id), store_timestamp, meta)
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
+        except struct.error:
+            # a store timestamp that is no int (a float from time.time() * 1000): as in put, nothing was
+            # appended (the batch's one store time fails its first record's packing)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
@@ -521,6 +527,7 @@ class MessageStore:
         """Up to *count* raw consume queue entries (commitlog offset, size, tagsCode) from *index*, within
         the one consume queue file that holds it (RocketMQ's getIndexBuffer, as mqadmin queryCq shows them);
         [] when *index* is outside the queue, None when there is no such queue."""
+        self._check_open()
         cq = self._queues.get(topic, queue_id)
         if cq is None:
             return None
@@ -553,6 +560,7 @@ class MessageStore:
     def read_replica(self, offset: int, max_bytes: int) -> bytes:
         """A master's read for its slaves: up to *max_bytes* commitlog bytes from *offset*, within one
         segment (empty when nothing is written there yet)."""
+        self._check_open()
         return self._commitlog.read_chunk(offset, max_bytes)
 
     @property
@@ -703,9 +711,15 @@ class MessageStore:
     # --- closing ---------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop background work, flush everything and remove the abort marker (a clean shutdown)."""
-        if self._closed:
-            return
+        """Stop background work, flush everything and remove the abort marker (a clean shutdown).  Any
+        number of threads may call it: one closes, the others wait for it and return."""
+        # run concurrently, two closes would flush and unmap the same files and close the lock file's
+        # descriptor twice (the second os.close may hit a descriptor the process has reused meanwhile)
+        with self._close_lock:
+            if not self._closed:
+                self._close()
+
+    def _close(self) -> None:
         # no append after this one: a put racing close is refused (SERVICE_NOT_AVAILABLE), not written
         # after the closing flush, past the dispatch that decides the abort marker, or into closed files
         with self._commitlog.lock:

@@ -93,7 +93,7 @@ class StoreReader:
         self._queues = queues
         self._index = index
         self._memory_for_hot_bytes = memory_for_hot_bytes
-        #: set by the facade's close: the reads that check (get, message_at, query, offset_by_time) refuse
+        #: set by the facade's close: every read then raises StoreClosedError
         self.closed = False
 
     def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
@@ -272,15 +272,21 @@ class StoreReader:
         return cq.offset_by_time(timestamp_ms, self._commitlog.min_offset, self._store_time_of)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
+        if self.closed:  # its files are unmapped: the queue would read as empty, not as what it holds
+            raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
         return cq.min_offset if cq is not None else 0
 
     def max_offset(self, topic: str, queue_id: int) -> int:
+        if self.closed:
+            raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
         return cq.max_offset if cq is not None else 0
 
     def store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Store timestamp of the message at *queue_offset*, -1 if there is none."""
+        if self.closed:
+            raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
         entry = cq.entry(queue_offset) if cq is not None else None
         if entry is None:
@@ -289,6 +295,8 @@ class StoreReader:
 
     def earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
         """Store time of the oldest message (of one queue, or of the whole commitlog); -1 if none."""
+        if self.closed:
+            raise StoreClosedError()
         if topic is not None:
             return self.store_time(topic, queue_id, self.min_offset(topic, queue_id))
         head = self._commitlog.read_head(self._commitlog.min_offset)

@@ -363,7 +363,7 @@ def test_delayed_message_goes_to_the_schedule_topic_with_delivery_time_as_tags_c
         assert (m.topic, m.queue_id, m.store_timestamp, m.body) == (SCHEDULE_TOPIC, queue_id, store_ts, b"later")
         assert m.properties["REAL_TOPIC"] == "Real"
         assert m.properties["REAL_QID"] == "5"
-        assert m.properties["DELAY"] == level
+        assert m.properties["DELAY"] == str(queue_id + 1)  # a level past the highest is stored as the highest
         assert m.tags == "TagA"
         store.flush()
         phy, size, tags_code = read_cq_entry(tmp_path, SCHEDULE_TOPIC, queue_id, 0)
