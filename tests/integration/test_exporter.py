@@ -164,6 +164,30 @@ def test_online_clients_are_counted_and_report_their_own_figures(cluster: LocalC
     assert not [k for k in values if k[0].startswith("rocketmq_client_") and ("group", group) in k[1]]
 
 
+def test_a_group_online_before_its_first_commit_is_counted(cluster: LocalCluster) -> None:
+    """A group whose consumer is online but has committed nothing (an empty topic) holds no offsets on any
+    broker: it is found as rocketmq-exporter finds it, by who consumes each topic."""
+    group, topic = "exporter-idle", "ExporterIdleTopic"
+    cluster.create_topic(topic)
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def start() -> PushConsumer:
+        consumer = PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, heartbeat_interval_s=0.5)
+        await consumer.start()
+        return consumer
+
+    consumer = cluster.run(start())
+    try:
+        cluster.wait_until(lambda: cluster.broker.clients.groups_subscribing(topic), 20, "the consumer's heartbeat")
+        assert not cluster.call(lambda: cluster.broker.offsets.groups_of_topic(topic))
+        values, _, _ = _scrape(cluster)
+        assert _one(values, "rocketmq_group_count", group=group, localaddr=consumer.client_id) == 1
+    finally:
+        cluster.run(consumer.shutdown())
+
+
 def test_commitlog_diff_is_how_far_each_slave_is_behind(tmp_path: Path) -> None:
     """Two slaves of one master: one replicating (caught up: 0), one whose HA master address leads nowhere
     (it registers but has nothing: the master's whole commitlog)."""

@@ -199,8 +199,8 @@ async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sam
         slaves = sorted(a for a in info.brokers[name].broker_addrs.values() if a != addr)
         if slaves and master_max is not None:
             await _slaves(c, cluster_name, name, master_max, slaves)
-    await _topics(c, brokers)
-    await _groups(c, brokers)
+    consuming = await _topics(c, brokers)
+    await _groups(c, brokers, consuming)
     c.add("rocketstore_exporter_scrape_errors", c.errors)
     c.add("rocketstore_exporter_scrape_duration_seconds", round(time.monotonic() - began, 6))
     return c.samples
@@ -239,17 +239,22 @@ async def _slaves(c: _Collection, cluster: str, name: str, master_max: float, sl
                   broker=name)
 
 
-async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
-    """Offsets and put rates of every topic, per broker holding its queues."""
+async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> set[str]:
+    """Offsets and put rates of every topic, per broker holding its queues; returns the groups consuming
+    them (online, or with offsets), as the exporter finds groups (queryTopicConsumeByWho)."""
+    consuming: set[str] = set()
     try:
         topics = await c.admin.topic_list()
     except (RocketStoreError, OSError, TimeoutError) as exc:
         log.warning("exporter: the topic list could not be read: %s", exc)
         c.errors += 1
-        return
+        return consuming
     for topic in topics:
         try:
             queues = await c.admin.topic_stats(topic)
+            held = [brokers[b][1] for b in sorted({q.broker_name for q in queues}) if b in brokers]
+            if held and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+                consuming.update(await c.admin.consumed_by(topic, held))
         except (RocketStoreError, OSError, TimeoutError):
             c.errors += 1
             continue
@@ -275,10 +280,12 @@ async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
                     continue
                 c.add("rocketmq_producer_tps", tps, cluster=cluster, broker=broker_name, topic=topic)
                 c.add("rocketmq_producer_message_size", size, cluster=cluster, broker=broker_name, topic=topic)
+    return consuming
 
 
-async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
-    """Offsets, lag, rates and store-time latency of every group on every broker it has offsets on."""
+async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming: set[str]) -> None:
+    """Offsets, lag, rates and store-time latency of every group on every broker it has offsets on; online
+    clients of those groups and of the *consuming* ones (which may have committed nothing yet)."""
     diffs: dict[tuple[str, str], int] = defaultdict(int)  # (group, topic) -> lag over every broker
     credentials = c.admin.pool.credentials
     consumer = PullConsumer(";".join(c.admin.namesrv_addrs), TOOLS_CONSUMER_GROUP, timeout_s=c.admin.timeout_s,
@@ -311,6 +318,8 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]]) -> None:
                         continue
                     c.add("rocketmq_group_get_latency_by_storetime", latency, **labels)
     online: dict[str, ConsumerConnectionInfo | None] = {}
+    for group in sorted(consuming - {g for g, _ in diffs}):
+        online[group] = await _online_consumers(c.admin, group)
     for (group, topic), diff in sorted(diffs.items()):
         if group not in online:
             online[group] = await _online_consumers(c.admin, group)

@@ -68,7 +68,7 @@ class StatsAllAdmin(AdminCalls):
         route = await self.route(topic)
         masters = [addr for bd in route.broker_datas if (addr := bd.master_addr()) is not None]
         in_tps, in_day = await self._summed(masters, "TOPIC_PUT_NUMS", topic)
-        groups = await self._consumed_by(topic, [a for bd in route.broker_datas if (a := bd.any_addr())])
+        groups = await self.consumed_by(topic, [a for bd in route.broker_datas if (a := bd.any_addr())])
         if not groups:
             if active_only and in_day == 0:
                 return []
@@ -94,8 +94,9 @@ class StatsAllAdmin(AdminCalls):
             day += day_sum(stats)
         return tps, day
 
-    async def _consumed_by(self, topic: str, addrs: list[str]) -> list[str]:
-        """The groups consuming *topic*, as the first of its brokers answers QUERY_TOPIC_CONSUME_BY_WHO."""
+    async def consumed_by(self, topic: str, addrs: list[str]) -> list[str]:
+        """The groups consuming *topic* (online with a subscription to it, or holding offsets of it), as the
+        first of *addrs* (brokers of the topic) answers QUERY_TOPIC_CONSUME_BY_WHO."""
         for addr in addrs[:1]:
             obj = self._json(await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic}))
             return sorted(str(g) for g in obj.get("groupList") or [])
