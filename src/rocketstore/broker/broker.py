@@ -190,8 +190,10 @@ class Broker:
                     poller.add_due(lambda: store.dispatch_due_at)
             self.pull_hold.start()
             if self.store_config.broker_role != BrokerRole.SLAVE:
+                # messageTimeup sets waitStoreMsgOK false: a delivery waits neither for the disk nor for a
+                # SYNC_MASTER's slave (one that did would fail without a slave and be written again every 10 s)
                 self.schedule = ScheduleService(self.store, config_dir,
-                                                functools.partial(self.put, apply_delay=False),
+                                                functools.partial(self.put, apply_delay=False, wait=False),
                                                 lambda: int(time.time() * 1000))
                 self.schedule.load()
                 self.schedule.start()

@@ -8,8 +8,9 @@ it appends, and every ``HEARTBEAT_S`` as a heartbeat.  The master answers a stre
 record; size 0 is its heartbeat.  A slave reporting 0 (an empty store) gets the master's last segment
 onwards, not the history.  The slave lays the bytes down as they came (MessageStore.append_replica) and its
 own dispatcher builds consume queues and index from them; a chunk that does not start where its commitlog
-ends closes the connection, and it reconnects from its end.  Either side drops a connection silent for
-``HOUSEKEEPING_S``.
+ends closes the connection, and it reconnects from its end; so does a first chunk that does not start a
+record where the slave's commitlog ends after a whole one (the master's history is another; 4.9.3 appends
+it).  Either side drops a connection silent for ``HOUSEKEEPING_S``.
 
 :class:`HAServer` (masters) also keeps ``push_max`` (the furthest offset any slave acknowledged) and wakes
 SYNC_MASTER sends waiting for it (:meth:`HAServer.wait_replicated`).  :class:`HAClient` (slaves) follows
@@ -17,7 +18,9 @@ the master HA address of broker.conf's haMasterAddress, else the one the name se
 registration with.
 
 Loop-bound: both run on the broker's event loop; store reads and appends are memory copies of at most a
-chunk (32 KiB) and happen there too.
+chunk (32 KiB) and happen there too.  Waits are bounded with ``asyncio.timeout``, not ``asyncio.wait_for``:
+Python 3.11's wait_for returns the read's result when the task is cancelled just as that read completes,
+so under a steady stream a broker's close lost its cancellation and waited for the loop forever.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Callable
 
 from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import StoreError
+from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, TOTAL_SIZE_MAGIC
 from rocketstore.remoting.transport import split_address
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import PutMessageStatus
@@ -179,7 +183,8 @@ class HAServer:
         pending = b""
         while True:
             try:
-                data = await asyncio.wait_for(reader.read(1 << 16), self.housekeeping_s)
+                async with asyncio.timeout(self.housekeeping_s):
+                    data = await reader.read(1 << 16)
             except TimeoutError:
                 log.warning("HA: slave %s silent for %.0f s: closing", slave.peer, self.housekeeping_s)
                 return
@@ -224,7 +229,8 @@ class HAServer:
             else:
                 self._new_data.clear()
                 try:
-                    await asyncio.wait_for(self._new_data.wait(), IDLE_WAIT_S)
+                    async with asyncio.timeout(IDLE_WAIT_S):
+                        await self._new_data.wait()
                 except TimeoutError:
                     pass
                 continue
@@ -233,6 +239,21 @@ class HAServer:
                 await writer.drain()
             except OSError:
                 return
+
+
+def _check_continues(store: MessageStore, offset: int, body: bytes) -> None:
+    """The first chunk of a connection to a slave whose commitlog ends after a whole record (its dispatcher
+    has read everything) must start a record: else the master's commitlog is another history than this
+    slave's (a master restored from an older copy, or another broker's), and appending would leave the
+    slave a record cut by foreign bytes that its dispatcher stops at for good.  4.9.3 appends them.  A
+    slave whose end is inside a record (a chunk cut it) goes on with the rest of that record unchecked."""
+    if offset == 0 or store.dispatch_behind_bytes or len(body) < TOTAL_SIZE_MAGIC.size:
+        return
+    size, magic = TOTAL_SIZE_MAGIC.unpack_from(body)
+    if magic not in (MESSAGE_MAGIC, BLANK_MAGIC) or size < TOTAL_SIZE_MAGIC.size:
+        raise ValueError(f"the master's commitlog at {offset}, where this slave's ends after a whole record, does "
+                         f"not start a record: the master's history differs from this slave's (restored from an "
+                         f"older copy?); this slave keeps its store and takes nothing more until it is moved aside")
 
 
 class HAClient(TaskService):
@@ -264,24 +285,33 @@ class HAClient(TaskService):
 
     async def _follow(self, addr: str) -> None:
         host, port = split_address(addr)
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), self.housekeeping_s)
+        async with asyncio.timeout(self.housekeeping_s):
+            reader, writer = await asyncio.open_connection(host, port)
         _no_delay(writer)
         self.connected_to = addr
         log.info("HA: following master %s from offset %d", addr, self.store.max_commit_log_offset)
         store = self.store
         beat = asyncio.get_running_loop().create_task(self._heartbeats(writer))
+        first_chunk = True
         try:
             writer.write(REPORT.pack(store.max_commit_log_offset))
             await writer.drain()
             while True:
-                header = await asyncio.wait_for(reader.readexactly(TRANSFER_HEADER.size), self.housekeeping_s)
+                async with asyncio.timeout(self.housekeeping_s):
+                    header = await reader.readexactly(TRANSFER_HEADER.size)
                 offset, size = TRANSFER_HEADER.unpack(header)
                 if size < 0 or size > 64 * TRANSFER_BATCH_BYTES:
                     raise ValueError(f"a chunk of {size} bytes")
-                body = await asyncio.wait_for(reader.readexactly(size), self.housekeeping_s) if size else b""
+                body = b""
+                if size:
+                    async with asyncio.timeout(self.housekeeping_s):
+                        body = await reader.readexactly(size)
                 mine = store.max_commit_log_offset
                 if mine != 0 and mine != offset:
                     raise ValueError(f"the master sends offset {offset} but this slave's commitlog ends at {mine}")
+                if body and first_chunk:
+                    first_chunk = False
+                    _check_continues(store, offset, body)
                 if body:
                     store.append_replica(offset, body)
                     self.received_bytes += size

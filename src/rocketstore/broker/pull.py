@@ -74,6 +74,10 @@ __all__ = ["PullSysFlag", "pull_message", "register", "response_code_for_get_sta
 PropertyMatch = Callable[[Mapping[str, str]], bool]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+#: getMessage statuses whose next offset 4.9.3 corrects through nextOffsetCorrection (a master's only)
+_CORRECTED_ON_MASTERS_ONLY = frozenset({
+    GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.OFFSET_TOO_SMALL,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE, GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_FOUND_NULL})
 
 
 class PullSysFlag:
@@ -195,9 +199,22 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
             code = ResponseCode.PULL_RETRY_IMMEDIATELY
         else:
             _offset_moved_event(broker, h, result)
-    # slaveReadEnable: consumers stay where the group says (brokerId); otherwise they are sent to the master
-    suggest = group_cfg.broker_id if cfg.slave_read_enable else 0
-    ext = PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=result.next_begin_offset,
+    # slaveReadEnable: a consumer reading beyond the in-memory share of the commitlog is sent to
+    # whichBrokerWhenConsumeSlowly (a slave, so the master's page cache keeps the recent messages), any other
+    # stays where the group says (brokerId); without it consumers are sent to the master
+    if not cfg.slave_read_enable:
+        suggest = 0
+    elif result.suggest_pulling_from_slave:
+        suggest = group_cfg.which_broker_when_consume_slowly
+    else:
+        suggest = group_cfg.broker_id
+    next_begin_offset = result.next_begin_offset
+    if slave and result.status in _CORRECTED_ON_MASTERS_ONLY:
+        # nextOffsetCorrection: a slave (offsetCheckInSlave false) keeps the requested offset, so a consumer
+        # ahead of a lagging slave waits there instead of being sent back (to 0, for OFFSET_OVERFLOW_BADLY
+        # with minOffset 0), which clients do with a PULL_RETRY_IMMEDIATELY's nextBeginOffset
+        next_begin_offset = h.queue_offset
+    ext = PullMessageResponseHeader(suggest_which_broker_id=suggest, next_begin_offset=next_begin_offset,
                                     min_offset=result.min_offset, max_offset=result.max_offset).to_ext_fields()
     body = b""
     if code == ResponseCode.SUCCESS:

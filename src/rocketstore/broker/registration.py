@@ -46,8 +46,8 @@ class Registrar:
         self._again = asyncio.Event()
         #: name server address -> True when its last registration succeeded
         self.registered: dict[str, bool] = {}
-        #: what the last successful registration answered (for a slave: its master's HA and remoting
-        #: addresses; None while the name server knows no master of this broker name)
+        #: what the registrations answered (for a slave: its master's HA address, the last one answered;
+        #: its remoting address, None while the name server knows no master of this broker name)
         self.master_ha_addr: str | None = None
         self.master_addr: str | None = None
 
@@ -97,7 +97,12 @@ class Registrar:
             log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
         else:
             answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
-            self.master_ha_addr, self.master_addr = answer.ha_server_addr or None, answer.master_addr or None
+            # as 4.9.3's doRegisterBrokerAll: an answer without a master (gone for now) leaves the HA address,
+            # so the HA client goes on trying it and follows the master as soon as it is back there; the
+            # config sync's address follows the answer (no master, no sync)
+            if answer.ha_server_addr:
+                self.master_ha_addr = answer.ha_server_addr
+            self.master_addr = answer.master_addr or None
         self.registered[addr] = ok
 
     async def close(self, *, unregister: bool = True) -> None:

@@ -4,7 +4,7 @@ As the 4.9.3 SendMessageProcessor does (remoting.md 5.10): the message read back
 written again to ``%RETRY%<group>`` with a delay level (0 means 3 + reconsumeTimes) so it goes through
 SCHEDULE_TOPIC_XXXX and comes back later, or to ``%DLQ%<group>`` once it has been retried maxReconsumeTimes
 (16, or the request's value from clients of version >= V3_4_9) or when the level is negative.  The new record
-keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the original topic) and
+keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the original topic), WAIT=false and
 ORIGIN_MESSAGE_ID, and counts one more reconsume.  A stored one counts in SNDBCK_PUT_NUMS under
 ``<RETRY_TOPIC>@<group>`` (broker_stats.py).
 """
@@ -67,6 +67,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return fail(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.commit_log_offset}")
         props = original.properties
         props.setdefault(PropertyName.RETRY_TOPIC, original.topic)
+        # msgExt.setWaitStoreMsgOK(false): stored with WAIT=false, and the put waits neither for the disk nor
+        # for a SYNC_MASTER's slave (without one, a failed send-back would make the client store it again)
+        props[PropertyName.WAIT] = "false"
 
         max_reconsume = group_cfg.retry_max_times
         if request.version >= MQVersion.V3_4_9 and h.max_reconsume_times is not None:
