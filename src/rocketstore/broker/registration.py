@@ -7,6 +7,7 @@ Uses remoting.transport only.  Loop-bound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import zlib
 from collections.abc import Callable
@@ -63,7 +64,10 @@ class Registrar:
     async def _loop(self) -> None:
         while True:
             try:
-                await asyncio.wait_for(self._again.wait(), self.period_s)
+                # (asyncio.timeout, not wait_for: 3.11's wait_for can swallow close's cancel when the event is
+                # set at that moment, and the loop would register again after the unregistration)
+                async with asyncio.timeout(self.period_s):
+                    await self._again.wait()
             except TimeoutError:
                 pass
             self._again.clear()
@@ -106,9 +110,11 @@ class Registrar:
         self.registered[addr] = ok
 
     async def close(self, *, unregister: bool = True) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task  # ended before the unregistration: nothing registers after it
         if unregister and self.namesrv_addrs:
             header = UnregisterBrokerRequestHeader(broker_name=self.broker_name, broker_addr=self.broker_addr,
                                                    cluster_name=self.cluster_name, broker_id=self.broker_id)
