@@ -21,8 +21,10 @@ commitlog's writer lock (no put can take a queue offset meanwhile), after dispat
 everything written (no record of a dropped queue is still on its way to it) and under the dispatcher's
 lock (it cannot create or write a queue meanwhile) and :attr:`StoreThreads.queue_files_lock` (no flush or
 retention pass is working on a queue's files).  A reader still holding a dropped queue finds no entries.
-The writer lock is held only for the final check and the deletions; waiting for dispatch happens outside
-it, retried until a deadline when puts keep dispatch behind.
+The writer lock is held only for the final check, the last few records' dispatch and the deletions: waiting
+for dispatch happens outside it, retried until a deadline when puts keep dispatch behind, and a backlog
+larger than :data:`DISPATCH_UNDER_LOCK_BYTES` is never dispatched under it (that took puts' lock for
+seconds, answering them OS_PAGECACHE_BUSY, when dispatch had fallen far behind).
 
 Imports store pieces, never the facade.
 """
@@ -39,9 +41,13 @@ from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueue, ConsumeQueueTable
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 
-__all__ = ["KEPT_TOPICS", "LMQ_TOPIC_PREFIX", "QueueDropper", "is_expired", "is_unused"]
+__all__ = ["DISPATCH_UNDER_LOCK_BYTES", "KEPT_TOPICS", "LMQ_TOPIC_PREFIX", "QueueDropper", "is_expired", "is_unused"]
 
 log = logging.getLogger(__name__)
+
+#: the most commitlog bytes :meth:`QueueDropper.drop` dispatches while it holds the writer lock (~10k records
+#: of 100 B: some 50 ms of dispatch); a larger backlog is left to the dispatch thread and looked at again
+DISPATCH_UNDER_LOCK_BYTES = 1 << 20
 
 #: topics whose queues cleanUnusedTopic keeps whatever the topic table says
 KEPT_TOPICS = frozenset({SCHEDULE_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC"})
@@ -81,14 +87,15 @@ class QueueDropper:
         while True:
             threads.wait_dispatched(max(0.0, deadline - time.monotonic()))
             with threads.queue_files_lock, commitlog.lock:
-                dispatcher.dispatch_available(threads.dispatch_bound())
-                with dispatcher.lock:
-                    if dispatcher.reput_offset >= commitlog.max_offset:
-                        keys = sorted((cq.topic, cq.queue_id) for cq in self._queues if doomed(cq))
-                        self._queues.drop(keys)
-                        for key in keys:
-                            commitlog.queue_offsets.pop(key, None)
-                        break
+                if commitlog.max_offset - dispatcher.reput_offset <= DISPATCH_UNDER_LOCK_BYTES:
+                    dispatcher.dispatch_available(threads.dispatch_bound())
+                    with dispatcher.lock:
+                        if dispatcher.reput_offset >= commitlog.max_offset:
+                            keys = sorted((cq.topic, cq.queue_id) for cq in self._queues if doomed(cq))
+                            self._queues.drop(keys)
+                            for key in keys:
+                                commitlog.queue_offsets.pop(key, None)
+                            break
             if time.monotonic() > deadline:
                 raise StoreError(f"cannot drop consume queues ({why}): dispatch stays behind the writes "
                                  f"(at {dispatcher.reput_offset} of {commitlog.max_offset})")

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from rocketstore.errors import StoreError
 from rocketstore.message.record import Message
 from rocketstore.store.config import FlushDiskType, StoreConfig
 from rocketstore.store.message_store import MessageStore
+from rocketstore.store.queue_cleanup import DISPATCH_UNDER_LOCK_BYTES, QueueDropper
 from rocketstore.store.results import GetMessageStatus
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -249,3 +251,23 @@ def test_a_reader_holding_a_dropped_queue_finds_nothing(store: MessageStore) -> 
     assert held.entry(1) is None
     assert held.entries(0, 10) is None
     assert store.get("Gone", 0, 0).status is GetMessageStatus.NO_MESSAGE_IN_QUEUE
+
+
+def test_a_large_dispatch_backlog_is_not_dispatched_under_the_writer_lock(tmp_path: Path) -> None:
+    """Dispatch far behind when the wait for it ends (here: a store without its dispatch thread, and a wait
+    that dispatches nothing): the drop answers 'too busy' instead of dispatching megabytes while puts wait on
+    the writer lock; once dispatch has caught up, the same drop goes through."""
+    config = StoreConfig(mapped_file_size_commit_log=8 << 20, preallocate_commit_log=False)
+    with MessageStore.open(tmp_path / "store", config, background=False) as s:
+        for i in range(2 * DISPATCH_UNDER_LOCK_BYTES // 1000 + 1):
+            assert s.put(Message.create("Gone", b"x" * 1000)).ok
+        assert s.max_commit_log_offset > DISPATCH_UNDER_LOCK_BYTES
+        threads = s._threads
+        dropper = QueueDropper(s._commitlog, s._queues, s._dispatcher, threads, wait_s=0.05)
+        real_wait = threads.wait_dispatched
+        threads.wait_dispatched = lambda timeout_s=10.0: False  # type: ignore[method-assign]
+        with pytest.raises(StoreError, match="dispatch stays behind"):
+            dropper.drop(lambda cq: True, "test")
+        assert s._dispatcher.reput_offset < s.max_commit_log_offset - DISPATCH_UNDER_LOCK_BYTES  # not dispatched
+        threads.wait_dispatched = real_wait  # type: ignore[method-assign]
+        assert dropper.drop(lambda cq: True, "test") == [("Gone", 0)]
