@@ -26,7 +26,7 @@ from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.record import StoredMessage, SysFlag
 from rocketstore.message.record_decode import decode_records
-from rocketstore.remoting.bodies import SubscriptionData, build_subscription
+from rocketstore.remoting.bodies import MASTER_ID, SubscriptionData, build_subscription
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
@@ -119,6 +119,9 @@ class PullConsumer:
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials)
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
+        #: queue -> the broker id its last pull's answer suggested pulling from next (suggestWhichBrokerId:
+        #: a slave when the master has slaveReadEnable and the consumer reads cold messages)
+        self._pull_from: dict[MessageQueue, int] = {}
 
     async def __aenter__(self) -> Self:
         return self
@@ -148,19 +151,26 @@ class PullConsumer:
         """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives.
         *expression*: a tag expression (``"TagA || TagB"``) or a :class:`MessageSelector`."""
         sub = subscription_for(mq.topic, expression)
-        sys_flag = _SUBSCRIPTION | (_SUSPEND if suspend_ms > 0 else 0) | (_COMMIT if commit_offset is not None else 0)
+        # the broker the last answer suggested (the master, else any, when the route lacks it); a slave takes
+        # no offset commit with a pull (4.9.3 clears the flag: offsets are the master's)
+        addr, slave = await self.routes.subscribe_addr(mq, self._pull_from.get(mq, MASTER_ID))
+        commit = commit_offset is not None and not slave
+        sys_flag = _SUBSCRIPTION | (_SUSPEND if suspend_ms > 0 else 0) | (_COMMIT if commit else 0)
         header = PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
             max_msg_nums=max_count, sys_flag=sys_flag, commit_offset=commit_offset or 0,
             suspend_timeout_ms=suspend_ms, subscription=sub.sub_string, sub_version=0,
             expression_type=sub.expression_type)
-        response = await self._request(mq, RequestCode.PULL_MESSAGE, header.to_ext_fields(),
-                                       suspend_ms / 1000 + self.timeout_s)
-        assert response is not None
+        response = await self.pool.request(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE,
+                                                                         header.to_ext_fields()),
+                                           suspend_ms / 1000 + self.timeout_s)
         status = _PULL_STATUS.get(response.code)
         if status is None:
             raise broker_error_for(response.code, response.remark)
         ext = response.ext_fields
+        suggested = ext.get("suggestWhichBrokerId")
+        if suggested is not None and suggested.lstrip("-").isdigit():
+            self._pull_from[mq] = int(suggested)
         messages = decode_messages(response.body) if status == PullStatus.FOUND else []
         if sub.tags_set:
             wanted = set(sub.tags_set)

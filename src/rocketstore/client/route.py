@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rocketstore.client.errors import NoRouteError, broker_error_for
 from rocketstore.errors import RemotingError
-from rocketstore.remoting.bodies import Perm, QueueData, TopicRouteData
+from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetRouteInfoRequestHeader
@@ -159,6 +159,20 @@ class RouteCache:
         if addr is None:
             raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no {'master ' if master_only else ''}address")
         return addr
+
+    async def subscribe_addr(self, mq: MessageQueue, broker_id: int) -> tuple[str, bool]:
+        """Where to pull *mq* from, as 4.9.3's findBrokerAddressInSubscribe chooses: broker *broker_id* of its
+        broker name when the route has it, else the master, else any of them; (address, it is a slave)."""
+        route = await self.route(mq.topic)
+        bd = route.broker(mq.broker_name)
+        if bd is not None:
+            addr = bd.broker_addrs.get(broker_id)
+            if addr is not None:
+                return addr, broker_id != MASTER_ID
+            addr = bd.any_addr()
+            if addr is not None:
+                return addr, addr != bd.master_addr()
+        raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no address")
 
 
 def _order_conf_queues(topic: str, conf: str) -> list[MessageQueue]:
