@@ -23,13 +23,21 @@ As the 4.9.3 Java client does it:
    no longer waiting (timed out) is dropped with a log line, as in Java.
 
 A request whose reply does not come within ``timeout_s`` raises :class:`ReplyTimeoutError`; a failed send
-raises as :meth:`Producer.send` does.  Loop-bound.  Imports remoting and message only.
+raises as :meth:`Producer.send` does.
+
+The requests waiting for replies are one table for the whole process, as Java's RequestFutureHolder is a
+singleton: the broker pushes a reply to the connection that last heartbeated with the REPLY_TO_CLIENT
+client id, and producers given the same ``instance_name`` share that id (in Java they share one
+MQClientInstance), so the reply may arrive at another producer than the one waiting, even one on another
+event loop (:func:`deliver_reply` hands it over).  Loop-bound, but the table is thread-safe.  Imports
+remoting and message only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
 import zlib
@@ -46,7 +54,7 @@ from rocketstore.remoting.header_fields import HeaderFieldError
 from rocketstore.remoting.headers import ReplyMessageRequestHeader
 from rocketstore.remoting.transport import Connection
 
-__all__ = ["ReplyMessage", "ReplyTimeoutError", "RequestProducer"]
+__all__ = ["ReplyMessage", "ReplyTimeoutError", "RequestProducer", "deliver_reply"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +91,54 @@ class ReplyMessage(HasTagsAndKeys):
         return self.properties.get(PropertyName.CORRELATION_ID)
 
 
+#: CORRELATION_ID -> the request waiting for its reply and its event loop, for every producer of the process
+_waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[ReplyMessage]]] = {}
+_waiting_lock = threading.Lock()
+
+
+def _complete(future: asyncio.Future[ReplyMessage], reply: ReplyMessage) -> None:
+    if not future.done():
+        future.set_result(reply)
+
+
+def deliver_reply(request: RemotingCommand) -> RemotingCommand:
+    """PUSH_REPLY_MESSAGE_TO_CLIENT, whichever producer's connection it came on: the reply completes the
+    request waiting for its CORRELATION_ID in this process; one nobody waits for (timed out) is dropped
+    with a log line, as in Java.  The answer is SUCCESS unless the push cannot be decoded."""
+    arrived_ms = int(time.time() * 1000)
+    try:
+        h = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
+        body = request.body or b""
+        if h.sys_flag & SysFlag.COMPRESSED:
+            body = zlib.decompress(body)
+    except (HeaderFieldError, zlib.error) as exc:
+        log.warning("undecodable reply message: %s", exc)
+        return request.make_response(ResponseCode.SYSTEM_ERROR, remark="process reply message fail")
+    props = parse_properties(h.properties or "")
+    props[PropertyName.ARRIVE_TIME] = str(arrived_ms)
+    reply = ReplyMessage(h.topic, body, h.queue_id, h.flag, h.born_timestamp, h.store_timestamp,
+                         h.born_host.lstrip("/"), h.store_host.lstrip("/"), h.reconsume_times or 0, props)
+    correlation_id = props.get(PropertyName.CORRELATION_ID)
+    with _waiting_lock:
+        waiting = _waiting.get(correlation_id or "")
+    if waiting is None or waiting[1].done():
+        log.warning("reply %s came for no request waiting (timed out?); dropped", correlation_id)
+    else:
+        loop, future = waiting
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            _complete(future, reply)
+        else:
+            try:
+                loop.call_soon_threadsafe(_complete, future, reply)
+            except RuntimeError:  # that loop is closed: its request is gone
+                log.warning("reply %s came for a request whose event loop is closed; dropped", correlation_id)
+    return request.make_response(ResponseCode.SUCCESS)
+
+
 class RequestProducer(ServedProducer):
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
@@ -92,7 +148,7 @@ class RequestProducer(ServedProducer):
         super().__init__(namesrv_addr, group, self._serve, timeout_s=timeout_s, retry_times=retry_times,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name,
                          credentials=credentials)
-        #: CORRELATION_ID -> the request waiting for its reply
+        #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 
     async def request(self, topic: str, body: bytes, *, timeout_s: float = 3.0, tags: str | None = None,
@@ -113,8 +169,11 @@ class RequestProducer(ServedProducer):
         props[PropertyName.CORRELATION_ID] = correlation_id
         props[PropertyName.REPLY_TO_CLIENT] = self.client_id
         props[PropertyName.TTL] = str(int(timeout_s * 1000))
-        future: asyncio.Future[ReplyMessage] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[ReplyMessage] = loop.create_future()
         self._waiting[correlation_id] = future
+        with _waiting_lock:
+            _waiting[correlation_id] = (loop, future)
         try:
             await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id)
             try:
@@ -123,6 +182,8 @@ class RequestProducer(ServedProducer):
                 raise ReplyTimeoutError(topic, timeout_s) from None
         finally:
             self._waiting.pop(correlation_id, None)
+            with _waiting_lock:
+                _waiting.pop(correlation_id, None)
 
     async def close(self) -> None:
         await super().close()
@@ -133,28 +194,6 @@ class RequestProducer(ServedProducer):
 
     async def _serve(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
-            return self._reply_arrived(request)
+            return deliver_reply(request)
         return None if request.is_oneway else request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
-
-    def _reply_arrived(self, request: RemotingCommand) -> RemotingCommand:
-        arrived_ms = int(time.time() * 1000)
-        try:
-            h = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
-            body = request.body or b""
-            if h.sys_flag & SysFlag.COMPRESSED:
-                body = zlib.decompress(body)
-        except (HeaderFieldError, zlib.error) as exc:
-            log.warning("undecodable reply message: %s", exc)
-            return request.make_response(ResponseCode.SYSTEM_ERROR, remark="process reply message fail")
-        props = parse_properties(h.properties or "")
-        props[PropertyName.ARRIVE_TIME] = str(arrived_ms)
-        reply = ReplyMessage(h.topic, body, h.queue_id, h.flag, h.born_timestamp, h.store_timestamp,
-                             h.born_host.lstrip("/"), h.store_host.lstrip("/"), h.reconsume_times or 0, props)
-        correlation_id = props.get(PropertyName.CORRELATION_ID)
-        future = self._waiting.get(correlation_id or "")
-        if future is None or future.done():
-            log.warning("reply %s came for no request waiting (timed out?); dropped", correlation_id)
-        else:
-            future.set_result(reply)
-        return request.make_response(ResponseCode.SUCCESS)

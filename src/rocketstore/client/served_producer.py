@@ -7,6 +7,10 @@ routes it knows.  This Producer does the same: its connections answer the broker
 *handler*; ``start()`` heartbeats to the masters of the auto-create topic's route (where new topics go),
 ``discover(topic)`` to those of a topic's route before a send that needs the broker to know it, and every
 ``heartbeat_interval_s`` the routes of the topics seen are re-read and every master heartbeated again.
+A broker forgets a producer whose connection closed (a broker restart, a dropped socket), so
+``discover`` heartbeats again a master whose heartbeated connection has closed: without that, the replies
+to requests and the checks of transactions sent after a broker restart find no channel until the next
+periodic heartbeat (up to 30 s; 4.9.3's Java client has that gap).
 ``close()`` unregisters the group from each broker heartbeated (UNREGISTER_CLIENT), then closes the
 connections.
 
@@ -30,7 +34,7 @@ from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import UnregisterClientRequestHeader
-from rocketstore.remoting.transport import ConnectionPool, RequestHandler
+from rocketstore.remoting.transport import Connection, ConnectionPool, RequestHandler
 
 __all__ = ["ServedProducer"]
 
@@ -56,8 +60,8 @@ class ServedProducer(Producer):
         self.client_id = f"{local_ip()}@{instance_name or new_instance_name()}"
         #: broker name -> master address, from every route seen (Java's brokerAddrTable)
         self._brokers: dict[str, str] = {}
-        #: master addresses that have had a heartbeat from this producer
-        self._heartbeated: set[str] = set()
+        #: master address -> the connection its last heartbeat from this producer went out on
+        self._heartbeated: dict[str, Connection] = {}
         #: topics sent to: their routes are re-read before each periodic heartbeat
         self._topics: set[str] = set()
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -101,7 +105,8 @@ class ServedProducer(Producer):
         self._topics.add(topic)
         route, _ = await self.routes.publish_route(topic, refresh=refresh)
         for addr in self._note_masters(route):
-            if addr not in self._heartbeated:
+            heartbeated = self._heartbeated.get(addr)
+            if heartbeated is None or heartbeated.is_closed:
                 await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
 
     async def broker_addr(self, topic: str, broker_name: str) -> str:
@@ -134,8 +139,9 @@ class ServedProducer(Producer):
 
     async def _heartbeat(self, addr: str) -> None:
         request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, self.heartbeat_data().encode())
-        check(await self.pool.request(addr, request, self.timeout_s))
-        self._heartbeated.add(addr)
+        connection = await self.pool.get(addr)
+        check(await connection.request(request, self.timeout_s))
+        self._heartbeated[addr] = connection
 
     async def _unregister(self, addr: str) -> None:
         ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=self.group).to_ext_fields()

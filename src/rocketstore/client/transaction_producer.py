@@ -50,6 +50,7 @@ from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
 from rocketstore.client.producer import OutgoingMessage, Producer, SendResult
+from rocketstore.client.request_producer import deliver_reply
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import RocketStoreError
@@ -348,6 +349,10 @@ class TransactionProducer:
         if request.code == RequestCode.CHECK_TRANSACTION_STATE:
             self._start_check(connection, request)
             return None  # oneway; Java answers nothing even if it were not
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            # a RequestProducer given the same instance_name shares this client id, and the broker pushes
+            # its replies to whichever of them heartbeated last (Java: one MQClientInstance handles both)
+            return deliver_reply(request)
         return None if request.is_oneway else request.make_response(
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
 
