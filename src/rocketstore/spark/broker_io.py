@@ -166,9 +166,11 @@ class BrokerSession:
         return self._run(self.consumer.committed_offset(mq, default))
 
     def commit_offsets(self, offsets: dict[MessageQueue, int]) -> None:
+        consumer = self.consumer  # made here: inside go() the loop is running and cannot make it
+
         async def go() -> None:
             for mq, offset in offsets.items():
-                await self.consumer.commit_offset(mq, offset)
+                await consumer.commit_offset(mq, offset)
 
         self._run(go())
 

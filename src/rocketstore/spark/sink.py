@@ -37,6 +37,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from rocketstore.client.errors import MessageIllegalError
 from rocketstore.message.properties import PropertyName
 from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
@@ -110,8 +111,7 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         def flush(key: tuple[str, int | None]) -> None:
             records, _ = pending.pop(key)
             if records:
-                session.send(key[0], records, key[1])
-                report.send_count += 1
+                report.send_count += _send_split(session, key[0], records, key[1])
 
         for batch in batches:
             bodies = _column(batch, "body") or []
@@ -154,6 +154,24 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         for key in list(pending):
             flush(key)
     return report
+
+
+def _send_split(session: BrokerSession, topic: str, records: list[OutgoingRecord], queue_id: int | None) -> int:
+    """Send *records*, in order; returns the number of sends.
+
+    The batch budget (_BATCH_MAX_BYTES) fits RocketMQ's default maxMessageSize (4 MiB), but a broker may be
+    configured lower, and it refuses a whole batch above it (MESSAGE_ILLEGAL, nothing stored): such a batch
+    is sent again as two halves, down to single messages, whose refusal fails the task as before.
+    """
+    try:
+        session.send(topic, records, queue_id)
+        return 1
+    except MessageIllegalError:
+        if len(records) < 2:
+            raise
+    half = len(records) // 2
+    return (_send_split(session, topic, records[:half], queue_id)
+            + _send_split(session, topic, records[half:], queue_id))
 
 
 def _totals(messages: list[WriterCommitMessage | None]) -> SinkCommitMessage:

@@ -183,7 +183,10 @@ class _Planner:
         """Concrete offsets for an ``earliest`` / ``latest`` / ``group`` / JSON / timestamp start or end."""
         out: Offsets = {}
         s = self.session
-        for mq in self.queues():
+        queues = self.queues()
+        if isinstance(spec, dict):
+            _check_named_queues(spec, queues)
+        for mq in queues:
             if self.options.starting_timestamp_ms is not None and spec is self.options.starting_offsets:
                 offset = s.search_offset(mq, self.options.starting_timestamp_ms)
             elif spec == "earliest":
@@ -192,8 +195,14 @@ class _Planner:
                 offset = s.max_offset(mq)
             elif spec == "group":
                 offset = s.committed_offset(mq, -1)
-                if offset < 0:
-                    offset = s.min_offset(mq)
+                low = s.min_offset(mq)
+                if offset < low:  # none committed, or retention deleted what the group had not read yet
+                    offset = low
+                elif offset > (high := s.max_offset(mq)):
+                    # past the queue's end (the topic was created again): corrected as 4.9.3's getMessage
+                    # corrects a consumer's pull (OFFSET_OVERFLOW_BADLY), to the start when the queue still
+                    # has its first message, else to its end
+                    offset = low if low == 0 else high
             else:
                 assert isinstance(spec, dict)
                 wanted = SourceOptions.spec_offset(spec, mq)
@@ -204,12 +213,52 @@ class _Planner:
         return out
 
 
+def _check_named_queues(spec: dict[str, dict[str, int]], queues: list[MessageQueue]) -> None:
+    """SparkOptionError when an offsets JSON names a queue that a topic being read does not have: a typo
+    ("broker_a:0") would otherwise read that queue from the default offset, silently."""
+    have: dict[str, set[str]] = {}
+    for mq in queues:
+        have.setdefault(mq.topic, set()).update((queue_key(mq), str(mq.queue_id)))
+    for topic, named in spec.items():
+        if topic not in have:
+            continue  # not read by this query, or no queues (yet): nothing to check against
+        unknown = sorted(key for key in named if key not in have[topic])
+        if unknown:
+            read = ", ".join(sorted(k for k in have[topic] if ":" in k))
+            raise SparkOptionError(f"offsets name {', '.join(unknown)} of topic {topic!r}: not among the queues "
+                                   f"read ({read})")
+
+
 def _merge_forward(start: Offsets, latest: Offsets) -> Offsets:
     """*latest* for every queue it has, never behind *start*; queues only *start* has keep their offset."""
     out: Offsets = {t: dict(q) for t, q in start.items()}
     for topic, queues in latest.items():
         for key, offset in queues.items():
             out.setdefault(topic, {})[key] = max(offset, start.get(topic, {}).get(key, offset))
+    return out
+
+
+def _moved_back(start: Offsets, latest: Offsets, fail: bool) -> Offsets:
+    """*start* with every queue whose broker max offset is now below it moved back to that max offset.
+
+    A queue's offsets go back when its topic was deleted and created again, or its broker lost messages:
+    left alone, the query would wait until the new queue passed the old offset and then silently skip its
+    first messages.  As Spark's Kafka source, fail (failOnDataLoss) or warn and go on from the broker's
+    offset; the messages of the new queue up to that offset are skipped.
+    """
+    moved = [(topic, key, start[topic][key], offset) for topic, queues in sorted(latest.items())
+             for key, offset in sorted(queues.items()) if offset < start.get(topic, {}).get(key, offset)]
+    if not moved:
+        return start
+    described = "; ".join(f"{topic} {key}: from {old} to {new}" for topic, key, old, new in moved)
+    message = (f"queue offsets moved back on the broker (the topic was deleted and created again, or the broker "
+               f"lost messages), messages may have been missed: {described}")
+    if fail:
+        raise DataLossError(message + "; set failOnDataLoss=false to go on from the broker's offsets")
+    print(f"rocketmq source: {message}; going on from the broker's offsets", file=sys.stderr)
+    out: Offsets = {t: dict(q) for t, q in start.items()}
+    for topic, key, _, new in moved:
+        out[topic][key] = new
     return out
 
 
@@ -232,6 +281,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         latest = self._target if self._target is not None else self.planner.latest()
+        start = _moved_back(start, latest, self.options.fail_on_data_loss)
         end = _merge_forward(start, latest)
         if isinstance(limit, ReadMaxRows):
             end = _merge_forward(start, limit_offsets(start, end, limit.max_rows))
