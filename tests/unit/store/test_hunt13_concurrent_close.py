@@ -5,12 +5,8 @@ the process had reused meanwhile."""
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from rocketstore.message.record import Message
 from rocketstore.store.config import StoreConfig
@@ -22,16 +18,6 @@ CLOSERS = 4
 # chance of about 1 in 50000
 ROUNDS = 40
 
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    """Let the closing threads interleave often, so the race shows up within a short test."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 def close_from_threads(store: MessageStore) -> list[BaseException]:

@@ -3,13 +3,9 @@ while commitlog, consume-queue and index files are deleted under them."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from rocketstore.message.record import Message
 from rocketstore.store.config import StoreConfig
@@ -21,16 +17,6 @@ BUSY = StoreConfig(mapped_file_size_commit_log=4096, mapped_file_size_consume_qu
                    max_index_num=64, file_reserved_time_h=0, flush_interval_commit_log_ms=1,
                    flush_commit_log_least_pages=0, preallocate_commit_log=False)
 
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    """Let threads interleave often, so that races show up within a short test."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 def test_a_retention_pass_keeps_segments_the_dispatcher_has_not_reached(tmp_path: Path) -> None:
