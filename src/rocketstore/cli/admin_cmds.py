@@ -19,6 +19,7 @@
     rocketstore acl delete ACCOUNT
     rocketstore acl white [ADDR_PATTERN ...]      replace plain_acl.yml's globalWhiteRemoteAddresses
     rocketstore acl version                        each ACL file's dataVersion
+    rocketstore acl config                         each master's white list and accounts       (acl_cmds.py)
 
 The acl commands act, like mqadmin's updateAccessConfig / deleteAccessConfig / updateGlobalWhiteAddr /
 clusterAclConfigVersion, on one broker (``-b HOST:PORT``) or on every broker of a cluster (``-c CLUSTER``; default
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import argparse
 
-from rocketstore.cli import group_admin_cmds, message_admin_cmds, send_probe_cmds, topic_admin_cmds
+from rocketstore.cli import acl_cmds, group_admin_cmds, message_admin_cmds, send_probe_cmds, topic_admin_cmds
 from rocketstore.cli.group_offset_cmds import add_group_commands, add_topic_commands
 from rocketstore.cli.output import (
     add_common,
@@ -122,7 +123,8 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     reset.add_argument("group")
     reset.add_argument("-t", "--topic", required=True)
     reset.add_argument("--to", required=True, metavar="TIME",
-                       help="ms since the epoch, an ISO 8601 time, or 'end' (each queue's end: skip the backlog)")
+                       help="ms since the epoch, an ISO 8601 time, mqadmin's yyyy-MM-dd#HH:mm:ss:SSS, or 'end' "
+                            "(also 'now', as mqadmin: each queue's end, skipping the backlog)")
     reset.add_argument("--no-force", action="store_true",
                        help="only move offsets backwards (a queue consumed past TIME keeps its offset)")
     add_common(reset)
@@ -130,12 +132,13 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
 
     update = commands.add_parser("update", help="create or update a subscription group on the brokers")
     update.add_argument("group")
-    update.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
     update.add_argument("--retry-max-times", type=int, default=16,
                         help="deliveries through the retry topic before the DLQ (default 16)")
     update.add_argument("--retry-queue-nums", type=int, default=1, help="retry topic queues (default 1)")
     update.add_argument("--disable", action="store_true", help="forbid the group to consume")
-    add_common(update)
+    update.add_argument("--disable-broadcast", action="store_true",
+                        help="forbid the group to consume in broadcasting mode (consumeBroadcastEnable=false)")
+    add_targets(update, brokers="master")
     update.set_defaults(handler=_group_update)
 
     status = commands.add_parser("status", help="ask each connected client of the group about itself: settings, "
@@ -221,6 +224,8 @@ def _register_acl(subparsers: argparse._SubParsersAction) -> None:  # type: igno
     version = commands.add_parser("version", help="each ACL file's dataVersion, per master broker")
     targets(version)
     version.set_defaults(handler=_acl_version)
+
+    acl_cmds.add_acl_commands(commands)
 
 
 
@@ -330,15 +335,18 @@ def _group_update(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
             targets = await admin.update_subscription_group(
-                args.group, cluster=args.cluster, retry_max_times=args.retry_max_times,
-                retry_queue_nums=args.retry_queue_nums, consume_enable=not args.disable)
+                args.group, broker_addr=args.broker, cluster=args.cluster, retry_max_times=args.retry_max_times,
+                retry_queue_nums=args.retry_queue_nums, consume_enable=not args.disable,
+                consume_broadcast_enable=not args.disable_broadcast)
         if args.json:
             print_json({"group": args.group, "brokers": targets, "retryMaxTimes": args.retry_max_times,
-                        "retryQueueNums": args.retry_queue_nums, "consumeEnable": not args.disable})
+                        "retryQueueNums": args.retry_queue_nums, "consumeEnable": not args.disable,
+                        "consumeBroadcastEnable": not args.disable_broadcast})
         else:
             for addr in targets:
                 print(f"updated group {args.group} on {addr}: retryMaxTimes {args.retry_max_times}, "
-                      f"retryQueueNums {args.retry_queue_nums}{', consuming disabled' if args.disable else ''}")
+                      f"retryQueueNums {args.retry_queue_nums}{', consuming disabled' if args.disable else ''}"
+                      f"{', broadcasting disabled' if args.disable_broadcast else ''}")
         return 0
 
     return run_command(go())
@@ -418,7 +426,8 @@ def _group_consume_directly(args: argparse.Namespace) -> int:
 
 def _group_reset_offset(args: argparse.Namespace) -> int:
     try:
-        when = -1 if args.to.strip().lower() == "end" else parse_time_ms(args.to, -1)
+        # mqadmin resetOffsetByTime -s now sends -1, which the broker answers with each queue's max offset
+        when = -1 if args.to.strip().lower() in ("end", "now") else parse_time_ms(args.to, -1)
     except argparse.ArgumentTypeError as exc:
         return fail(str(exc))
 

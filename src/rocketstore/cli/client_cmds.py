@@ -44,6 +44,7 @@ from rocketstore.client import (
     RequestProducer,
 )
 from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
+from rocketstore.client.errors import ClientError
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import StoredMessage
 
@@ -227,6 +228,13 @@ def _consume(args: argparse.Namespace) -> int:
         async with PullConsumer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
                                 credentials=credentials_of(args)) as consumer:
             queues = await consumer.queues(args.topic)
+            if not queues:
+                # every broker of the route forbids reads (perm 2: brokerPermission or updateTopicPerm);
+                # Java's fetchSubscribeMessageQueues fails here too ("Can not find Message Queue for this topic")
+                if state.replier is not None:
+                    await state.replier.close()
+                raise ClientError(f"topic {args.topic!r} has no readable queue: the perm of each of its brokers "
+                                  "forbids reads")
             starts = await _start_offsets(args, consumer, queues)
             loops = [asyncio.ensure_future(_pull_loop(consumer, mq, starts[mq], args, state)) for mq in queues]
             try:

@@ -125,16 +125,26 @@ def format_time(ms: int) -> str:
         return str(ms)
 
 
+#: the form mqadmin's time options take besides epoch ms (UtilAll.YYYY_MM_DD_HH_MM_SS_SSS), local time
+MQADMIN_TIME_FORMAT = "%Y-%m-%d#%H:%M:%S:%f"
+
+
 def parse_time_ms(text: str | None, default: int) -> int:
-    """Milliseconds since the epoch, or an ISO 8601 time (local time when it has no zone)."""
+    """Milliseconds since the epoch, an ISO 8601 time (local time when it has no zone), or mqadmin's
+    ``yyyy-MM-dd#HH:mm:ss:SSS`` (local time), which users of resetOffsetByTime / printMsgByQueue write."""
     if text is None:
         return default
     if text.strip().lstrip("-").isdigit():
         return int(text)
     try:
         return int(datetime.fromisoformat(text.strip()).timestamp() * 1000)
+    except ValueError:
+        pass
+    try:
+        return int(datetime.strptime(text.strip(), MQADMIN_TIME_FORMAT).timestamp() * 1000)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch or ISO 8601)") from exc
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch, ISO 8601 or "
+                                         "yyyy-MM-dd#HH:mm:ss:SSS)") from exc
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, right: Sequence[int] = ()) -> None:

@@ -150,6 +150,7 @@ def _cluster_rt(args: argparse.Namespace) -> int:
                    for name in sorted(info.clusters[c])]
         rows: list[dict[str, object]] = []
         failed = 0
+        first_failure: str | None = None
         async with _producer(args, RT_PROBE_GROUP) as producer:
             for round_index in range(args.rounds):
                 if round_index:
@@ -158,6 +159,8 @@ def _cluster_rt(args: argparse.Namespace) -> int:
                     samples = await probe_sends(producer, name, args.amount, args.size)
                     ok_count = sum(1 for s in samples if s.ok)
                     failed += len(samples) - ok_count
+                    if first_failure is None:
+                        first_failure = next((s.error or s.status for s in samples if not s.ok), None)
                     row = {"round": round_index + 1, "clusterName": cluster, "brokerName": name,
                            "avgRtMs": round(average_rt_ms(samples), 3), "successCount": ok_count,
                            "failCount": len(samples) - ok_count}
@@ -169,7 +172,7 @@ def _cluster_rt(args: argparse.Namespace) -> int:
                         [(r["round"], r["clusterName"], r["brokerName"], f"{r['avgRtMs']:.2f}", r["successCount"],
                           r["failCount"]) for r in rows], right=(0, 3, 4, 5))
         if failed:
-            print(f"rocketstore: error: {failed} sends failed", file=sys.stderr)
+            print(f"rocketstore: error: {failed} sends failed: {first_failure}", file=sys.stderr)
             return 1
         return 0
 

@@ -216,9 +216,11 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         """UPDATE_AND_CREATE_TOPIC on one broker, on every master of *cluster*, or (neither given) on every
         master the name servers know.  Returns the addresses written to.
 
-        An ordered topic created on a cluster also gets its order config on the name servers, as mqadmin
-        updateTopic -o does: ``brokerName:writeQueueNums`` of each broker, joined by ``;``, under
-        ORDER_TOPIC_CONFIG / topic (PUT_KV_CONFIG)."""
+        An ordered topic also gets its order config on the name servers, as mqadmin updateTopic -o does:
+        ``brokerName:writeQueueNums`` of each broker, joined by ``;``, under ORDER_TOPIC_CONFIG / topic
+        (PUT_KV_CONFIG).  Created on one broker, that broker's entry is merged into the value the name
+        servers hold (DefaultMQAdminExtImpl.createOrUpdateOrderConf with isCluster=false): its other
+        brokers' entries stay."""
         check_name("topic", topic)
         if read_queue_nums < 1 or write_queue_nums < 1:
             raise ClientError("a topic needs at least one read and one write queue")
@@ -231,7 +233,23 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         if order and broker_addr is None:
             names = sorted((await self.cluster_info()).masters(cluster))
             await self.put_kv(ORDER_TOPIC_CONFIG, topic, ";".join(f"{name}:{write_queue_nums}" for name in names))
+        elif order:
+            await self._merge_order_conf(topic, broker_addr, write_queue_nums)
         return targets
+
+    async def _merge_order_conf(self, topic: str, broker_addr: str | None, write_queue_nums: int) -> None:
+        info = await self.cluster_info()
+        name = next((n for n, bd in sorted(info.brokers.items()) if broker_addr in bd.broker_addrs.values()), None)
+        if name is None:
+            # mqadmin's CommandUtil.fetchBrokerNameByAddr fails the same way, after the topic was created
+            raise ClientError(f"broker {broker_addr} is not registered with the name server: the order config "
+                              f"of topic {topic!r} is not set")
+        entries: dict[str, str] = {}
+        for entry in (await self.get_kv(ORDER_TOPIC_CONFIG, topic) or "").split(";"):
+            if entry.strip():
+                entries[entry.split(":")[0]] = entry
+        entries[name] = f"{name}:{write_queue_nums}"
+        await self.put_kv(ORDER_TOPIC_CONFIG, topic, ";".join(entries.values()))
 
     async def topic_stats(self, topic: str) -> list[QueueStats]:
         """GET_TOPIC_STATS_INFO from every master of the topic, sorted by broker and queue."""
@@ -446,18 +464,25 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
                                     timeout_s=max(self.timeout_s, CALL_CONSUMER_TIMEOUT_S))
         return ConsumeMessageDirectlyResult.decode(response.body)
 
-    async def update_subscription_group(self, group: str, *, cluster: str | None = None,
-                                        retry_max_times: int = 16, retry_queue_nums: int = 1,
-                                        consume_enable: bool = True) -> list[str]:
-        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on every master (of *cluster*).  retryMaxTimes is what a
-        broker uses for a send-back that does not say maxReconsumeTimes (C++ 1.x clients)."""
+    async def update_subscription_group(self, group: str, *, broker_addr: str | None = None,
+                                        cluster: str | None = None, retry_max_times: int = 16,
+                                        retry_queue_nums: int = 1, consume_enable: bool = True,
+                                        consume_broadcast_enable: bool = True) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker (mqadmin updateSubGroup -b), else on every master
+        (of *cluster*).  retryMaxTimes is what a broker uses for a send-back that does not say
+        maxReconsumeTimes (C++ 1.x clients); without consumeBroadcastEnable the broker refuses the pulls of
+        the group's broadcasting consumers."""
         check_name("group", group)
-        info = await self.cluster_info()
-        targets = list(info.masters(cluster).values())
+        if broker_addr is not None:
+            targets = [broker_addr]
+        else:
+            info = await self.cluster_info()
+            info.require(cluster)
+            targets = list(info.masters(cluster).values())
         if not targets:
             raise ClientError("no master broker is registered with the name server")
         body = fastjson.dumps({"groupName": group, "consumeEnable": consume_enable, "consumeFromMinEnable": True,
-                               "consumeBroadcastEnable": True, "retryQueueNums": retry_queue_nums,
+                               "consumeBroadcastEnable": consume_broadcast_enable, "retryQueueNums": retry_queue_nums,
                                "retryMaxTimes": retry_max_times, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
                                "notifyConsumerIdsChangedEnable": True})
         for addr in targets:

@@ -71,9 +71,11 @@ class MessageAdmin(AdminCalls):
         async with self._tools_consumer() as consumer:
             result = await consumer.pull(mq, queue_offset, 1)
         if result.status != PullStatus.FOUND or not result.messages:
+            held = (f"it holds offsets {result.min_offset} .. {result.max_offset - 1}"
+                    if result.min_offset < result.max_offset else
+                    f"it holds no message; the next one stored gets offset {result.max_offset}")
             raise ClientError(f"no message at offset {queue_offset} of {topic} queue {queue_id} on "
-                              f"{mq.broker_name} ({result.status}; it holds offsets {result.min_offset} .. "
-                              f"{result.max_offset - 1})")
+                              f"{mq.broker_name} ({result.status}; {held})")
         return result.messages[0]
 
     async def queue_messages(self, topic: str, broker: str, queue_id: int, *, begin_offset: int | None = None,
@@ -90,6 +92,12 @@ class MessageAdmin(AdminCalls):
             end = end_offset if end_offset is not None else await consumer.max_offset(mq)
             if end_offset is None and end_ms is not None:
                 end = await consumer.search_offset(mq, end_ms)
+            if begin_offset is not None:
+                # an offset retention already deleted answers OFFSET_ILLEGAL, which would end the walk before
+                # the messages of the range still kept: start at the first one kept
+                first_kept = await consumer.min_offset(mq)
+                if begin < first_kept < end:
+                    begin = first_kept
             messages: list[StoredMessage] = []
             offset = begin
             while offset < end and (max_count is None or len(messages) < max_count):
