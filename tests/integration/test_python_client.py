@@ -137,6 +137,31 @@ def test_batch_send_stores_each_message_with_consecutive_offsets(cluster: LocalC
     arun(go)
 
 
+def test_a_uniq_key_the_user_set_is_kept_and_is_the_msg_id(cluster: LocalCluster) -> None:
+    """As MessageClientIDSetter.setUniqID: a message that already has a UNIQ_KEY keeps it (a re-sent message
+    keeps its id), in single, orderly and batch sends; the others get new ones."""
+    mine = ["0A0B0C0D00002A9F0000000000000001", "0A0B0C0D00002A9F0000000000000002", "0A0B0C0D00002A9F0000000000000003"]
+
+    async def go() -> None:
+        async with Producer(cluster.namesrv_addr, "py-uniq") as producer:
+            one = await producer.send("PyUniq", b"u0", properties={"UNIQ_KEY": mine[0]}, queue_id=0)
+            ordered = await producer.send_orderly("PyUniq", b"u1", 0, properties={"UNIQ_KEY": mine[1]})
+            batch = await producer.send_batch("PyUniq", [OutgoingMessage(b"u2", properties={"UNIQ_KEY": mine[2]}),
+                                                         OutgoingMessage(b"u3")], queue_id=0)
+        assert (one.msg_id, ordered.msg_id) == (mine[0], mine[1])
+        batch_ids = batch.msg_id.split(",")
+        assert batch_ids[0] == mine[2] and len(batch_ids[1]) == 32 and batch_ids[1] not in mine
+        async with PullConsumer(cluster.namesrv_addr, "py-uniq-consumer") as consumer:
+            await routed(consumer, "PyUniq")
+            stored = []
+            for mq in await consumer.queues("PyUniq"):
+                stored += (await consumer.pull(mq, 0, 32)).messages
+        assert {m.body: m.properties["UNIQ_KEY"] for m in stored} == {
+            b"u0": mine[0], b"u1": mine[1], b"u2": mine[2], b"u3": batch_ids[1]}
+
+    arun(go)
+
+
 def test_a_uniform_batch_arrives_with_its_keys_tags_and_the_brokers_properties(cluster: LocalCluster) -> None:
     """The usual batch (one tags value, one body length, no keys): the client packs it column-wise and the
     broker stores each entry's properties as sent plus the batch's own (WAIT, CLUSTER), as RocketMQ does."""

@@ -183,9 +183,13 @@ class OutgoingMessage:
             props[PropertyName.TAGS] = self.tags
         if self.keys:
             props[PropertyName.KEYS] = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
-        props[PropertyName.UNIQ_KEY] = uniq_key
+        props.setdefault(PropertyName.UNIQ_KEY, uniq_key)  # a UNIQ_KEY of the user's stays (setUniqID)
         props.setdefault(PropertyName.WAIT, "true")
         return props
+
+    def uniq_key(self) -> str:
+        """The message's UNIQ_KEY: the user's, else a new one (MessageClientIDSetter.setUniqID keeps one set)."""
+        return self.properties.get(PropertyName.UNIQ_KEY) or new_uniq_key()
 
 
 class HasProperties(Protocol):
@@ -402,14 +406,15 @@ class Producer:
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
         if not body:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
-        uniq = new_uniq_key()
         code = _SEND_MESSAGE_V2
         if properties or keys:
-            text = encode_properties(OutgoingMessage(body, tags, keys, dict(properties)
-                                                     if properties else {}).property_map(uniq))
+            message = OutgoingMessage(body, tags, keys, dict(properties) if properties else {})
+            uniq = message.uniq_key()
+            text = encode_properties(message.property_map(uniq))
             if properties and properties.get(PropertyName.MSG_TYPE) == REPLY_MESSAGE_FLAG:
                 code = _SEND_REPLY_MESSAGE_V2  # as the Java client sends a reply message
         else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
+            uniq = new_uniq_key()
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
         sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
         if self.trace is None:
@@ -460,7 +465,7 @@ class Producer:
                             keys: str | list[str] | None, properties: dict[str, str] | None,
                             selector: QueueSelector) -> SendResult:
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
-        uniq = new_uniq_key()
+        uniq = message.uniq_key()
         props = message.property_map(uniq)
         route, known = await self.routes.publish_route(topic)
         queues = RouteCache.publish_queues(topic, route)
@@ -558,8 +563,10 @@ class Producer:
         keys_text = new_uniq_keys(len(messages))
         body = _uniform_batch_body(messages, keys_text)
         if body is None:
-            body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag)
-                                 for m, k in zip(messages, keys_text.split(","))])
+            # (only here can a message carry properties of its own, a UNIQ_KEY among them, which it keeps)
+            keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
+            keys_text = ",".join(keys)
+            body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag) for m, k in zip(messages, keys)])
         sending = self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id, flag=0)
         if self.trace is None:
             return await sending
