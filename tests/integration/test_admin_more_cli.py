@@ -56,6 +56,27 @@ def test_topic_clusters_names_the_cluster_holding_it(cluster: LocalCluster,
     assert ok_json(capsys, cluster, "topic", "clusters", "ClusterTopic") == [CLUSTER]
 
 
+def test_topic_list_with_consumers_names_each_topics_cluster_and_groups(cluster: LocalCluster,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """mqadmin topicList -c: a row per (topic, consuming group), the topic's cluster beside it; a topic nobody
+    consumes gets one row without a group; retry and DLQ topics are left out."""
+    create_topic(capsys, cluster, "ListedTopic", 1)
+    create_topic(capsys, cluster, "UnconsumedTopic", 1)
+    cluster.call(lambda: cluster.broker.offsets.commit("listing-group", "ListedTopic", 0, 1))
+    ok(capsys, cluster, "group", "update", "listing-group")
+    cluster.call(lambda: cluster.broker.topics.create_retry_or_dlq("%RETRY%listing-group", 1))
+    cluster.call(lambda: cluster.broker.registrar.request_registration())
+    cluster.wait_until(lambda: cluster.namesrv.routes.route("%RETRY%listing-group") is not None, 20,
+                       "the retry topic's route")
+    rows = {r["topic"]: r for r in ok_json(capsys, cluster, "topic", "list", "-c")}
+    assert rows["ListedTopic"] == {"clusterName": CLUSTER, "topic": "ListedTopic", "consumerGroups": ["listing-group"]}
+    assert rows["UnconsumedTopic"] == {"clusterName": CLUSTER, "topic": "UnconsumedTopic", "consumerGroups": []}
+    assert not [t for t in rows if t.startswith(("%RETRY%", "%DLQ%"))]
+    lines = [line.split() for line in ok(capsys, cluster, "topic", "list", "--consumers").splitlines()]
+    assert lines[0] == ["CLUSTER", "TOPIC", "CONSUMER", "GROUP"]
+    assert [CLUSTER, "ListedTopic", "listing-group"] in lines and [CLUSTER, "UnconsumedTopic", "-"] in lines
+
+
 def test_topic_perm_changes_the_masters_topic_config(cluster: LocalCluster,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     create_topic(capsys, cluster, "PermTopic", 2)

@@ -85,6 +85,9 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     create.set_defaults(handler=_topic_create)
 
     listing = commands.add_parser("list", help="every topic the name server knows")
+    listing.add_argument("-c", "--consumers", action="store_true",
+                         help="with each topic's cluster and the groups consuming it (mqadmin topicList -c); "
+                              "retry and DLQ topics left out")
     add_common(listing)
     listing.set_defaults(handler=_topic_list)
 
@@ -253,8 +256,17 @@ def _topic_create(args: argparse.Namespace) -> int:
 def _topic_list(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
-            topics = await admin.topic_list()
-        if args.json:
+            if args.consumers:
+                rows = await admin.topics_with_consumers()
+            else:
+                topics = await admin.topic_list()
+        if args.consumers:
+            if args.json:
+                print_json([{"clusterName": r.cluster, "topic": r.topic, "consumerGroups": r.groups} for r in rows])
+            else:
+                print_table(["CLUSTER", "TOPIC", "CONSUMER GROUP"],
+                            [(r.cluster or "-", r.topic, g or "-") for r in rows for g in (r.groups or [""])])
+        elif args.json:
             print_json(topics)
         else:
             for t in topics:

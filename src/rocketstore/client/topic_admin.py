@@ -1,5 +1,5 @@
 """AdminClient's topic calls beyond create / list / status (mqadmin deleteTopic, topicClusterList,
-updateTopicPerm, allocateMQ): DELETE_TOPIC_IN_BROKER (215) on every broker of the clusters holding the topic,
+updateTopicPerm, allocateMQ, topicList -c): DELETE_TOPIC_IN_BROKER (215) on every broker of the clusters holding the topic,
 then DELETE_TOPIC_IN_NAMESRV (216) on every name server; UPDATE_AND_CREATE_TOPIC (17) with a new perm; and
 the queue assignment the average strategy would give a list of client ids.  The route itself is
 :meth:`AdminClient.route` (GET_ROUTEINFO_BY_TOPIC, mqadmin topicRoute).
@@ -10,16 +10,19 @@ Mixed into AdminClient, whose plumbing it uses.  Imports remoting only.  Loop-bo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rocketstore.client.admin_types import AdminCalls, ClusterInfo, check_name, route_masters
 from rocketstore.client.allocate import allocate_averagely
 from rocketstore.client.errors import ClientError
 from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.errors import RocketStoreError
+from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
 
-__all__ = ["PERMS", "PermChange", "TopicAdmin", "TopicDeletion"]
+__all__ = ["PERMS", "PermChange", "TopicAdmin", "TopicConsumers", "TopicDeletion"]
 
 #: the perms updateTopicPerm accepts: write only, read only, both
 PERMS = (Perm.WRITE, Perm.READ, Perm.READ | Perm.WRITE)
@@ -49,6 +52,16 @@ class PermChange:
         return self.old_perm != self.new_perm
 
 
+@dataclass(frozen=True, slots=True)
+class TopicConsumers:
+    """One topic of mqadmin topicList -c: the cluster of its route's first broker and the groups consuming
+    it ("" and none where they could not be read, as mqadmin prints them)."""
+
+    topic: str
+    cluster: str
+    groups: list[str]
+
+
 def _cluster_addrs(info: ClusterInfo, clusters: list[str]) -> list[str]:
     """Every address (masters, then slaves by id) of every broker of *clusters*, as mqadmin's
     fetchMasterAndSlaveAddrByClusterName finds them."""
@@ -62,6 +75,31 @@ def _cluster_addrs(info: ClusterInfo, clusters: list[str]) -> list[str]:
 
 
 class TopicAdmin(AdminCalls):
+    if TYPE_CHECKING:
+        async def topic_list(self) -> list[str]: ...
+
+        async def consumed_by(self, topic: str, addrs: list[str]) -> list[str]: ...
+
+    async def topics_with_consumers(self) -> list[TopicConsumers]:
+        """mqadmin topicList -c: every topic the name servers know but %RETRY% / %DLQ% ones, with its cluster
+        and the groups consuming it (QUERY_TOPIC_CONSUME_BY_WHO: online subscribers and offset holders)."""
+        info = await self.cluster_info()
+        rows: list[TopicConsumers] = []
+        for topic in await self.topic_list():
+            if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+                continue
+            cluster, groups = "", []
+            try:
+                route = await self.route(topic)
+                if route.broker_datas:
+                    first = route.broker_datas[0].broker_name
+                    cluster = next((c for c, names in sorted(info.clusters.items()) if first in names), "")
+                groups = await self.consumed_by(topic, [a for bd in route.broker_datas if (a := bd.any_addr())])
+            except (RocketStoreError, OSError, TimeoutError):
+                pass  # mqadmin prints the topic with what it could not read left empty
+            rows.append(TopicConsumers(topic, cluster, groups))
+        return rows
+
     async def topic_clusters(self, topic: str) -> list[str]:
         """The clusters holding *topic*'s brokers (NoRouteError for an unknown topic).  mqadmin
         topicClusterList looks at the route's first broker only; this looks at every one."""
