@@ -149,6 +149,23 @@ def test_group_config_prints_the_brokers_subscription_group(cluster: LocalCluste
     assert "no-such-group" in refused(capsys, cluster, "group", "config", "no-such-group")
 
 
+def test_group_update_sets_every_field_mqadmin_update_sub_group_sets(cluster: LocalCluster,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The broker ids a slaveReadEnable master suggests (-i / -w), consumeFromMinEnable (-m) and
+    notifyConsumerIdsChangedEnable (-a), as the broker's own subscription group config holds them."""
+    ok(capsys, cluster, "group", "update", "fields-group", "--broker-id", "2", "--slow-broker-id", "3",
+       "--no-consume-from-min", "--no-notify-ids-changed")
+    config = cluster.call(lambda: cluster.broker.groups.get("fields-group"))
+    assert config is not None
+    assert (config.broker_id, config.which_broker_when_consume_slowly, config.consume_from_min_enable,
+            config.notify_consumer_ids_changed_enable) == (2, 3, False, False)
+    ok(capsys, cluster, "group", "update", "fields-group")  # the defaults again
+    config = cluster.call(lambda: cluster.broker.groups.get("fields-group"))
+    assert config is not None
+    assert (config.broker_id, config.which_broker_when_consume_slowly, config.consume_from_min_enable,
+            config.notify_consumer_ids_changed_enable) == (0, 1, True, True)
+
+
 def test_group_delete_drops_config_offsets_and_retry_topic(cluster: LocalCluster,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     group = "doomed-group"

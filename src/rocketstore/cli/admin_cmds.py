@@ -141,6 +141,15 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     update.add_argument("--disable", action="store_true", help="forbid the group to consume")
     update.add_argument("--disable-broadcast", action="store_true",
                         help="forbid the group to consume in broadcasting mode (consumeBroadcastEnable=false)")
+    update.add_argument("--no-consume-from-min", action="store_true", help="consumeFromMinEnable=false")
+    update.add_argument("--broker-id", type=int, default=0,
+                        help="with slaveReadEnable: the broker id consumers that keep up pull from (default 0)")
+    update.add_argument("--slow-broker-id", type=int, default=1,
+                        help="with slaveReadEnable: the broker id consumers reading cold messages are sent to "
+                             "(whichBrokerWhenConsumeSlowly, default 1)")
+    update.add_argument("--no-notify-ids-changed", action="store_true",
+                        help="members are not told when the group's members change "
+                             "(notifyConsumerIdsChangedEnable=false)")
     add_targets(update, brokers="master")
     update.set_defaults(handler=_group_update)
 
@@ -349,11 +358,17 @@ def _group_update(args: argparse.Namespace) -> int:
             targets = await admin.update_subscription_group(
                 args.group, broker_addr=args.broker, cluster=args.cluster, retry_max_times=args.retry_max_times,
                 retry_queue_nums=args.retry_queue_nums, consume_enable=not args.disable,
-                consume_broadcast_enable=not args.disable_broadcast)
+                consume_broadcast_enable=not args.disable_broadcast,
+                consume_from_min_enable=not args.no_consume_from_min, broker_id=args.broker_id,
+                which_broker_when_consume_slowly=args.slow_broker_id,
+                notify_consumer_ids_changed_enable=not args.no_notify_ids_changed)
         if args.json:
             print_json({"group": args.group, "brokers": targets, "retryMaxTimes": args.retry_max_times,
                         "retryQueueNums": args.retry_queue_nums, "consumeEnable": not args.disable,
-                        "consumeBroadcastEnable": not args.disable_broadcast})
+                        "consumeBroadcastEnable": not args.disable_broadcast,
+                        "consumeFromMinEnable": not args.no_consume_from_min, "brokerId": args.broker_id,
+                        "whichBrokerWhenConsumeSlowly": args.slow_broker_id,
+                        "notifyConsumerIdsChangedEnable": not args.no_notify_ids_changed})
         else:
             for addr in targets:
                 print(f"updated group {args.group} on {addr}: retryMaxTimes {args.retry_max_times}, "

@@ -467,11 +467,15 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
     async def update_subscription_group(self, group: str, *, broker_addr: str | None = None,
                                         cluster: str | None = None, retry_max_times: int = 16,
                                         retry_queue_nums: int = 1, consume_enable: bool = True,
-                                        consume_broadcast_enable: bool = True) -> list[str]:
+                                        consume_broadcast_enable: bool = True, consume_from_min_enable: bool = True,
+                                        broker_id: int = 0, which_broker_when_consume_slowly: int = 1,
+                                        notify_consumer_ids_changed_enable: bool = True) -> list[str]:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker (mqadmin updateSubGroup -b), else on every master
         (of *cluster*).  retryMaxTimes is what a broker uses for a send-back that does not say
         maxReconsumeTimes (C++ 1.x clients); without consumeBroadcastEnable the broker refuses the pulls of
-        the group's broadcasting consumers."""
+        the group's broadcasting consumers; with the broker's slaveReadEnable, its consumers are told to pull
+        from *broker_id* while they keep up and from *which_broker_when_consume_slowly* while they read cold
+        messages; without notifyConsumerIdsChangedEnable its members are not told when another joins."""
         check_name("group", group)
         if broker_addr is not None:
             targets = [broker_addr]
@@ -481,10 +485,12 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
             targets = list(info.masters(cluster).values())
         if not targets:
             raise ClientError("no master broker is registered with the name server")
-        body = fastjson.dumps({"groupName": group, "consumeEnable": consume_enable, "consumeFromMinEnable": True,
+        body = fastjson.dumps({"groupName": group, "consumeEnable": consume_enable,
+                               "consumeFromMinEnable": consume_from_min_enable,
                                "consumeBroadcastEnable": consume_broadcast_enable, "retryQueueNums": retry_queue_nums,
-                               "retryMaxTimes": retry_max_times, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
-                               "notifyConsumerIdsChangedEnable": True})
+                               "retryMaxTimes": retry_max_times, "brokerId": broker_id,
+                               "whichBrokerWhenConsumeSlowly": which_broker_when_consume_slowly,
+                               "notifyConsumerIdsChangedEnable": notify_consumer_ids_changed_enable})
         for addr in targets:
             await self._call(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
         return targets
