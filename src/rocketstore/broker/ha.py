@@ -80,6 +80,12 @@ class _Slave:
         self.reported = asyncio.Event()
 
 
+#: timed-out SYNC_MASTER waiters stay in the heap until a slave acknowledges past them; once it holds more
+#: than this many entries, a timeout drops the entries nobody waits for (a slave that stopped acknowledging
+#: would otherwise keep one per send)
+_WAITERS_PRUNE_AT = 4096
+
+
 class HAServer:
     def __init__(self, store: MessageStore, host: str, port: int, *, heartbeat_s: float = HEARTBEAT_S,
                  housekeeping_s: float = HOUSEKEEPING_S, batch_bytes: int = TRANSFER_BATCH_BYTES) -> None:
@@ -141,6 +147,10 @@ class HAServer:
         try:
             done = await asyncio.wait_for(asyncio.shield(future), timeout_s)
         except TimeoutError:
+            future.cancel()  # nobody waits for it any more: its heap entry is dropped below or when acked
+            if len(self._waiters) > _WAITERS_PRUNE_AT:
+                self._waiters = [w for w in self._waiters if not w[2].done()]
+                heapq.heapify(self._waiters)
             return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
         return PutMessageStatus.PUT_OK if done else PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 
