@@ -223,7 +223,7 @@ class Broker:
                 broker_id=cfg.broker_id, broker_addr=self.address,
                 ha_server_addr=f"{cfg.broker_ip2 or ip}:{ha_port}", body=self._register_body,
                 period_s=cfg.register_period_s, timeout_s=cfg.register_broker_timeout_ms / 1000,
-                compressed=cfg.compressed_register)
+                compressed=cfg.compressed_register, on_order_topics=self.topics.update_order_flags)
             await self.registrar.start()
             if self.store_config.broker_role == BrokerRole.SLAVE:
                 registrar = self.registrar

@@ -12,7 +12,8 @@ import logging
 import zlib
 from collections.abc import Callable
 
-from rocketstore.errors import RemotingError
+from rocketstore.errors import RemotingError, RocketStoreError
+from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -31,7 +32,12 @@ log = logging.getLogger(__name__)
 class Registrar:
     def __init__(self, namesrv_addrs: list[str], *, cluster_name: str, broker_name: str, broker_id: int,
                  broker_addr: str, ha_server_addr: str, body: Callable[[], RegisterBrokerBody],
-                 period_s: float = 30.0, timeout_s: float = 6.0, compressed: bool = False) -> None:
+                 period_s: float = 30.0, timeout_s: float = 6.0, compressed: bool = False,
+                 on_order_topics: Callable[[dict[str, str]], object] | None = None) -> None:
+        """*on_order_topics*: given the ORDER_TOPIC_CONFIG table (topic -> ``brokerName:queueNums;...``) a name
+        server answers a registration with, after each round that got one (4.9.3's doRegisterBrokerAll hands
+        it to TopicConfigManager.updateOrderTopicConfig, which marks exactly those topics ``order``); a name
+        server without such entries answers no table and nothing is called."""
         self.namesrv_addrs = namesrv_addrs
         self.cluster_name = cluster_name
         self.broker_name = broker_name
@@ -42,6 +48,7 @@ class Registrar:
         self.period_s = period_s
         self.timeout_s = timeout_s
         self.compressed = compressed
+        self.on_order_topics = on_order_topics
         self.pool = ConnectionPool(connect_timeout_s=timeout_s)
         self._task: asyncio.Task[None] | None = None
         self._again = asyncio.Event()
@@ -86,16 +93,24 @@ class Registrar:
             ha_server_addr=self.ha_server_addr, broker_id=self.broker_id, compressed=self.compressed,
             body_crc32=zlib.crc32(payload) & 0x7FFFFFFF)
         request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), payload)
-        await asyncio.gather(*(self._register_one(addr, request) for addr in self.namesrv_addrs))
+        answers = await asyncio.gather(*(self._register_one(addr, request) for addr in self.namesrv_addrs))
+        # as 4.9.3, one answer decides (its first to arrive; here the first accepting name server's in the
+        # configured order, so two name servers with different tables do not flip the flags at random)
+        accepted = [table for ok, table in answers if ok]
+        if accepted and accepted[0] is not None and self.on_order_topics is not None:
+            self.on_order_topics(accepted[0])
 
-    async def _register_one(self, addr: str, request: RemotingCommand) -> None:
+    async def _register_one(self, addr: str, request: RemotingCommand) -> tuple[bool, dict[str, str] | None]:
+        """Register with one name server: whether it accepted, and the ORDER_TOPIC_CONFIG table it answered
+        (None: no table, or one that does not read)."""
         try:
             response = await self.pool.request(addr, request, self.timeout_s)
         except RemotingError as exc:
             if self.registered.get(addr, True):
                 log.warning("cannot register with name server %s: %s", addr, exc)
             self.registered[addr] = False
-            return
+            return False, None
+        table: dict[str, str] | None = None
         ok = response.code == ResponseCode.SUCCESS
         if not ok:
             log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
@@ -107,7 +122,9 @@ class Registrar:
             if answer.ha_server_addr:
                 self.master_ha_addr = answer.ha_server_addr
             self.master_addr = answer.master_addr or None
+            table = _order_topic_table(addr, response.body)
         self.registered[addr] = ok
+        return ok, table
 
     async def close(self, *, unregister: bool = True) -> None:
         task, self._task = self._task, None
@@ -128,3 +145,16 @@ class Registrar:
 
             await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
         await self.pool.close()
+
+
+def _order_topic_table(addr: str, body: bytes | None) -> dict[str, str] | None:
+    """The KVTable body (``{"table": {topic: conf}}``) of a registration answer; None when there is none or
+    it does not read (logged: the flags then stay as they are)."""
+    if not body:
+        return None
+    try:
+        table = fastjson.loads(body).get("table") or {}
+        return {str(topic): str(conf) for topic, conf in table.items()}
+    except (RocketStoreError, ValueError, AttributeError) as exc:
+        log.warning("name server %s answered an unreadable ORDER_TOPIC_CONFIG table: %s", addr, exc)
+        return None

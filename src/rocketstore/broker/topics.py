@@ -11,9 +11,10 @@ Thread-safety: none; used from the broker's event loop.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
@@ -27,6 +28,8 @@ from rocketstore.message.system_topics import (
     is_system_topic,
 )
 from rocketstore.remoting.bodies import DataVersion, Perm, TopicConfig
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AUTO_CREATE_TOPIC",
@@ -191,6 +194,21 @@ class TopicTable:
             return False
         self._changed()
         return True
+
+    def update_order_flags(self, order_topics: Mapping[str, str]) -> bool:
+        """updateOrderTopicConfig: the name servers' ORDER_TOPIC_CONFIG table (answered to a registration)
+        decides which topics are ``order``: exactly those it names.  True when a flag changed (then the data
+        version moves on and the table is persisted, once)."""
+        changed = False
+        for name, tc in list(self.table.items()):
+            wanted = name in order_topics
+            if tc.order != wanted:
+                self.table[name] = tc.replace(order=wanted)
+                log.info("order topic config from the name server: %s order=%s", name, wanted)
+                changed = True
+        if changed:
+            self._changed()
+        return changed
 
     def create_for_send(self, topic: str, default_topic: str, client_queue_nums: int,
                         topic_sys_flag: int = 0) -> TopicConfig | None:

@@ -71,14 +71,15 @@ class KVTable:
     def delete(self, namespace: str, key: str) -> None:
         ns = self.table.get(namespace)
         if ns is not None and key in ns:
+            # the namespace stays, empty, as in 4.9.3's KVConfigManager: GET_KVLIST_BY_NAMESPACE and the
+            # REGISTER_BROKER answer then carry {"table":{}}, which is how brokers learn that no topic is
+            # ordered any more (updateOrderTopicConfig clears the flags only when it gets a table)
             del ns[key]
-            if not ns:
-                del self.table[namespace]
             self._persist()
 
     def namespace_body(self, namespace: str) -> bytes | None:
         ns = self.table.get(namespace)
-        return fastjson.dumps({"table": ns}) if ns else None
+        return fastjson.dumps({"table": ns}) if ns is not None else None
 
     def _persist(self) -> None:
         if self.path is not None:
@@ -231,7 +232,12 @@ class NameServerHandlers:
                                      body=topic_list_body(self.routes.topics_of_cluster(header.cluster)))
 
     async def system_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.system_topics()))
+        # TopicList with brokerAddr, as 4.9.3 (fastjson: keys sorted, a null brokerAddr left out)
+        fields: dict[str, object] = {"topicList": self.routes.system_topics()}
+        broker_addr = self.routes.any_broker_addr()
+        if broker_addr is not None:
+            fields = {"brokerAddr": broker_addr, **fields}
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps(fields))
 
     async def unit_topics(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.unit_topics(unit=True)))

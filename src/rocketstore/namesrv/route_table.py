@@ -231,6 +231,16 @@ class RouteTable:
             result.update(names)
         return sorted(result)
 
+    def any_broker_addr(self) -> str | None:
+        """One registered broker address (the first brokerName's lowest id), or None.  4.9.3's
+        GET_SYSTEM_TOPIC_LIST_FROM_NS answers one as ``brokerAddr``: the Java admin asks that broker for its
+        own system topics (GET_SYSTEM_TOPIC_LIST_FROM_BROKER) and adds them, and skips that without it."""
+        for name in sorted(self.brokers):
+            addrs = self.brokers[name].addrs
+            if addrs:
+                return addrs[min(addrs)]
+        return None
+
     def cluster_info(self) -> dict[str, Any]:
         return {"brokerAddrTable": {n: b.frozen() for n, b in sorted(self.brokers.items())},
                 "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.clusters.items())}}
