@@ -63,6 +63,9 @@ __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
+#: Java's TopicFilterType enum constants, the only topicFilterType values UPDATE_AND_CREATE_TOPIC takes
+_TOPIC_FILTER_TYPES = frozenset({"SINGLE_TAG", "MULTI_TAG"})
+
 
 def _mq(broker: Broker, topic: str, queue_id: int) -> dict[str, object]:
     return {"brokerName": broker.config.broker_name, "queueId": queue_id, "topic": topic}
@@ -79,6 +82,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def create_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        if h.topic_filter_type not in _TOPIC_FILTER_TYPES:
+            # 4.9.3's CreateTopicRequestHeader.checkFields; what it refuses would otherwise be kept in the
+            # topic table and written to topics.json (a lone surrogate there broke every later write of it)
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         remark=f"topicFilterType = [{h.topic_filter_type}] value invalid")
         problem = topic_problem(h.topic)
         if problem is not None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)

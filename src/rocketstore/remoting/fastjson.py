@@ -161,8 +161,10 @@ def _plain(obj: Any) -> Any:
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact UTF-8 JSON; int keys are quoted."""
-    return json.dumps(_plain(obj), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """Compact UTF-8 JSON; int keys are quoted.  A lone surrogate (a peer's ``"\\ud800"`` escape, which JSON
+    allows and fastjson keeps in a Java String) becomes ``?`` as Java's String.getBytes(UTF_8) writes it:
+    strict encoding raised, and one such value in a table broke every later answer and write of it."""
+    return json.dumps(_plain(obj), ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
 
 
 def dumps_object_keyed(fields: Mapping[str, Any], keyed_name: str,
@@ -179,4 +181,4 @@ def dumps_object_keyed(fields: Mapping[str, Any], keyed_name: str,
         for k, v in pairs
     ]
     out.append(json.dumps(keyed_name) + ":{" + ",".join(entries) + "}")
-    return ("{" + ",".join(out) + "}").encode("utf-8")
+    return ("{" + ",".join(out) + "}").encode("utf-8", "replace")  # lone surrogates as in dumps
