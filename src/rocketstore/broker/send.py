@@ -292,10 +292,18 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
 def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_topic: str,
                           default_topic_queue_nums: int, queue_id: int, unit_mode: bool
                           ) -> tuple[TopicConfig, int, None] | tuple[None, int, str]:
-    """4.9.3's msgCheck for a send or a reply: the topic's name, SCHEDULE_TOPIC_XXXX refused, a missing
+    """4.9.3's msgCheck for a send or a reply: an order topic refused while the broker is not writable, the
+    topic's name, SCHEDULE_TOPIC_XXXX refused, a missing
     topic created from the request's default topic (a %RETRY% one as a retry topic), the queue id checked,
     a negative one picked at random among the writable queues.  (topic config, queue id, None), or (None,
     response code, remark) to refuse the request with."""
+    if not broker.config.broker_permission & Perm.WRITE:
+        # a broker whose write perm was wiped still takes sends (clients steer clear of it by the route), but
+        # not to an order topic, whose messages would then go to some other queue than their key's
+        ordered = broker.topics.get(topic)
+        if ordered is not None and ordered.order:
+            return None, ResponseCode.NO_PERMISSION, \
+                f"the broker[{broker.config.broker_ip1}] sending message is forbidden"
     problem = topic_problem(topic)
     if problem is not None:
         return None, ResponseCode.SYSTEM_ERROR, problem
