@@ -107,18 +107,25 @@ def test_a_broker_whose_connection_closes_takes_its_topics_and_routes_at_once(tm
     with_two_brokers(tmp_path, go)
 
 
+async def namesrv_and_registrar() -> tuple[NameServer, Registrar, list[dict[str, str]]]:
+    """A started name server and a (not yet started) broker-a registrar for it, with the order-topic tables
+    its registrations were answered with collected in the returned list."""
+    namesrv = NameServer()
+    await namesrv.start("127.0.0.1", 0)
+    seen: list[dict[str, str]] = []
+    registrar = Registrar([namesrv.address], cluster_name="DefaultCluster", broker_name="broker-a", broker_id=0,
+                          broker_addr="127.0.0.1:10911", ha_server_addr="127.0.0.1:10912",
+                          body=lambda: RegisterBrokerBody({}, DataVersion()), period_s=600,
+                          on_order_topics=seen.append)
+    return namesrv, registrar, seen
+
+
 def test_registration_hands_the_name_servers_order_topic_table_to_the_broker(tmp_path: Path) -> None:
     """4.9.3's REGISTER_BROKER answer carries the ORDER_TOPIC_CONFIG KV table (what ``mqadmin updateOrderConf``
     writes); the broker's registration hands it on (doRegisterBrokerAll -> updateOrderTopicConfig), and a name
     server without such entries hands nothing (the flags stay)."""
     async def go() -> None:
-        namesrv = NameServer()
-        await namesrv.start("127.0.0.1", 0)
-        seen: list[dict[str, str]] = []
-        registrar = Registrar([namesrv.address], cluster_name="DefaultCluster", broker_name="broker-a", broker_id=0,
-                              broker_addr="127.0.0.1:10911", ha_server_addr="127.0.0.1:10912",
-                              body=lambda: RegisterBrokerBody({}, DataVersion()), period_s=600,
-                              on_order_topics=seen.append)
+        namesrv, registrar, seen = await namesrv_and_registrar()
         try:
             await registrar.start()
             assert seen == []  # no ORDER_TOPIC_CONFIG entries: no table
@@ -138,13 +145,7 @@ def test_deleting_the_last_order_topic_entry_still_answers_an_empty_table(tmp_pa
     SUCCESS with ``{"table":{}}`` and so does REGISTER_BROKER, which is how brokers learn that no topic is
     ordered any more (an absent table leaves their order flags as they were)."""
     async def go() -> None:
-        namesrv = NameServer()
-        await namesrv.start("127.0.0.1", 0)
-        seen: list[dict[str, str]] = []
-        registrar = Registrar([namesrv.address], cluster_name="DefaultCluster", broker_name="broker-a", broker_id=0,
-                              broker_addr="127.0.0.1:10911", ha_server_addr="127.0.0.1:10912",
-                              body=lambda: RegisterBrokerBody({}, DataVersion()), period_s=600,
-                              on_order_topics=seen.append)
+        namesrv, registrar, seen = await namesrv_and_registrar()
         pool = ConnectionPool()
         try:
             async with AdminClient(namesrv.address) as admin:
