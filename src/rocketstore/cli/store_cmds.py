@@ -29,7 +29,7 @@ from rocketstore.store.recovery import RecoveryReport
 from rocketstore.store.snapshot import check_store_root, segment_bytes_on_disk
 from rocketstore.store.verify import VerifyReport, verify_store
 
-__all__ = ["ProgressBar", "detect_segment_bytes", "format_verify_report", "register", "store_config_from_args"]
+__all__ = ["ProgressBar", "format_verify_report", "register", "store_config_from_args"]
 
 _GEOMETRY_PROPERTIES = {
     "segment_bytes": "mappedFileSizeCommitLog",
@@ -46,11 +46,6 @@ def _is_segment_name(name: str) -> bool:
     return len(name) == 20 and name.isdigit()
 
 
-def detect_segment_bytes(directory: str) -> int | None:
-    """The segment size of the segment files (20-digit names) in *directory*, or None if there is none."""
-    return segment_bytes_on_disk(directory)
-
-
 def _detect_cq_bytes(consume_queue_root: str) -> int | None:
     try:
         topics = sorted(os.listdir(consume_queue_root))
@@ -62,7 +57,7 @@ def _detect_cq_bytes(consume_queue_root: str) -> int | None:
             continue
         for queue in sorted(os.listdir(topic_dir)):
             if queue.isdigit():
-                size = detect_segment_bytes(os.path.join(topic_dir, queue))
+                size = segment_bytes_on_disk(os.path.join(topic_dir, queue))
                 if size is not None:
                     return size
     return None
@@ -106,7 +101,7 @@ def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True
     if "segment_bytes" in flags:
         changes["mapped_file_size_commit_log"] = flags["segment_bytes"]
     elif "mappedFileSizeCommitLog" not in props:
-        detected = detect_segment_bytes(config.commit_log_dir)
+        detected = segment_bytes_on_disk(config.commit_log_dir)
         if detected is not None:
             changes["mapped_file_size_commit_log"] = detected
     if "cq_bytes" in flags:
