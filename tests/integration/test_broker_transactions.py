@@ -342,3 +342,36 @@ def test_a_producer_set_immunity_does_not_hold_up_the_queue(cluster: LocalCluste
     settled = len(stored(cluster, HALF_TOPIC))
     time.sleep(0.6)  # three more rounds
     assert len(stored(cluster, HALF_TOPIC)) == settled, "no copy once the op record names its first offset"
+
+
+def test_check_offsets_past_the_queue_end_restart_at_the_end(tmp_path: Path) -> None:
+    """Check offsets saved past their queue's end (the commitlog's tail lost in a crash after they were
+    saved, so the consume queues were cut back) are moved to the end when the broker starts: the half
+    message written next is checked, instead of waiting until the queue grows back past the saved offset."""
+    store = tmp_path / "store"
+    with LocalCluster(store, **FAST_CHECKS) as cluster:
+        def save_offsets_past_the_end() -> None:
+            cluster.broker.offsets.commit(CHECK_GROUP, HALF_TOPIC, 0, 50)
+            cluster.broker.offsets.commit(CHECK_GROUP, OP_TOPIC, 0, 40)
+
+        cluster.call(save_offsets_past_the_end)
+    with LocalCluster(store, **FAST_CHECKS) as cluster:
+        assert cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) == 0
+        assert cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, OP_TOPIC, 0)) == 0
+        p = Producer(cluster)
+
+        async def go() -> None:
+            await p.open()
+            old = int(time.time() * 1000) - 60_000
+            answer = await p.request(half_send(b"after the loss", "UNIQ-L", born_ms=old))
+            assert answer.code == ResponseCode.SUCCESS
+            p.answer = commit_on_check
+            await asyncio.to_thread(wait_for, lambda: stored(cluster, TOPIC, 1), DEADLINE_S,
+                                    "the half message written after the loss checked and committed")
+
+        run(go())
+        assert [m.body for m in stored(cluster, TOPIC, 1)] == [b"after the loss"]
+        wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, HALF_TOPIC, 0)) == 2,
+                 DEADLINE_S, "the half offset to pass the checked message and its copy")
+        wait_for(lambda: cluster.call(lambda: cluster.broker.offsets.query(CHECK_GROUP, OP_TOPIC, 0)) == 1,
+                 DEADLINE_S, "the op offset to pass the commit's op record")

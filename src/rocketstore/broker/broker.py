@@ -197,6 +197,7 @@ class Broker:
                                                 lambda: int(time.time() * 1000))
                 self.schedule.load()
                 self.schedule.start()
+                self.transactions.correct_offsets()
                 self.transactions.start()
             self.start_time_ms = int(time.time() * 1000)
             self.stats.store.boot_time_ms = self.start_time_ms

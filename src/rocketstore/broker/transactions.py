@@ -253,6 +253,24 @@ class TransactionCheckService(TaskService):
         offset = self.broker.offsets.query(CHECK_GROUP, topic, queue_id)
         return offset if offset >= 0 else self.broker.store.min_offset(topic, queue_id)
 
+    def correct_offsets(self) -> None:
+        """Called once at start, before the broker serves: a saved check offset past its queue's end (the
+        commitlog's tail lost in a crash after the offset was saved, and the queue cut back with it) is
+        saved again as the end, where the next half message or op record lands.  Left as it was, the
+        halves written from the end up to the old offset would never be checked.  (4.9.3 finds this during
+        a round and goes back to 0 when the queue starts at 0, asking again about transactions already
+        ended, whose answers write their messages a second time.)"""
+        broker, store = self.broker, self.broker.store
+        if store.dispatch_behind_bytes:
+            store.wait_dispatched(5.0)  # the queue ends are where recovery left them, not before
+        for topic in (HALF_TOPIC, OP_TOPIC):
+            for queue_id, offset in broker.offsets.offsets(CHECK_GROUP, topic).items():
+                end = store.max_offset(topic, queue_id)
+                if offset > end:
+                    log.warning("the check offset %d of %s queue %d is past the queue's end %d: going on from "
+                                "the end", offset, topic, queue_id, end)
+                    broker.offsets.commit(CHECK_GROUP, topic, queue_id, end)
+
     def _read_ops(self, queue_id: int, op_offset: int, half_offset: int
                   ) -> tuple[dict[int, int], list[int], set[int]]:
         """Every op record from *op_offset* on: (half queue offset -> op queue offset) for halves not yet
