@@ -33,6 +33,19 @@ def test_golden_geometry_is_detected_and_the_odd_sized_index_left_closed(golden_
     assert explicit.index_file_bytes == 8440
 
 
+def test_a_consume_queue_file_cut_short_does_not_set_the_consume_queue_size(tmp_path: Path) -> None:
+    """The consume-queue size is the most common file size of the first queue (as the store commands
+    find it), not the first file's: an interrupted copy that cut the first file short changes nothing."""
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / f"{0:020d}").write_bytes(bytes(4096))
+    queue = tmp_path / "consumequeue" / "T" / "0"
+    queue.mkdir(parents=True)
+    (queue / f"{0:020d}").write_bytes(bytes(1000))  # cut short
+    for start in (6000, 12000):
+        (queue / f"{start:020d}").write_bytes(bytes(6000))
+    assert detect_config(str(tmp_path)).mapped_file_size_consume_queue == 6000
+
+
 def test_pack_ranges_splits_long_queues_and_shares_partitions_between_small_ones() -> None:
     ranges = [QueueRange("A", 0, 0, 10), QueueRange("A", 1, 5, 7), QueueRange("B", 0, 100, 103)]
     parts = pack_ranges(ranges, 4)

@@ -26,7 +26,7 @@ from rocketstore.store.config import StoreConfig, read_properties_file
 from rocketstore.store.dump import dump_store
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.recovery import RecoveryReport
-from rocketstore.store.snapshot import check_store_root, segment_bytes_on_disk
+from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
 from rocketstore.store.verify import VerifyReport, verify_store
 
 __all__ = ["ProgressBar", "format_verify_report", "register", "store_config_from_args"]
@@ -44,23 +44,6 @@ _GEOMETRY_PROPERTIES = {
 
 def _is_segment_name(name: str) -> bool:
     return len(name) == 20 and name.isdigit()
-
-
-def _detect_cq_bytes(consume_queue_root: str) -> int | None:
-    try:
-        topics = sorted(os.listdir(consume_queue_root))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    for topic in topics:
-        topic_dir = os.path.join(consume_queue_root, topic)
-        if not os.path.isdir(topic_dir):
-            continue
-        for queue in sorted(os.listdir(topic_dir)):
-            if queue.isdigit():
-                size = segment_bytes_on_disk(os.path.join(topic_dir, queue))
-                if size is not None:
-                    return size
-    return None
 
 
 def _check_index_geometry(config: StoreConfig) -> None:
@@ -107,7 +90,7 @@ def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True
     if "cq_bytes" in flags:
         changes["mapped_file_size_consume_queue"] = flags["cq_bytes"]
     elif "mappedFileSizeConsumeQueue" not in props:
-        detected = _detect_cq_bytes(config.consume_queue_dir)
+        detected = consume_queue_bytes_on_disk(config.consume_queue_dir)
         if detected is not None:
             changes["mapped_file_size_consume_queue"] = detected
     if "index_slots" in flags:

@@ -25,7 +25,7 @@ import numpy as np
 from rocketstore.errors import StoreConfigError
 from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
 from rocketstore.store.config import StoreConfig
-from rocketstore.store.snapshot import check_store_root, segment_bytes_on_disk
+from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
 
 __all__ = [
     "BATCH_MAX_BYTES",
@@ -202,19 +202,15 @@ def _parse_offsets(raw: object, name: str) -> OffsetSpec:
 # --- geometry ----------------------------------------------------------------------------------------------
 
 
-def _first_file_size(directory: str, depth: int) -> int | None:
-    """Size of the first (name order) file *depth* directories below *directory*, or None."""
+def _first_file_size(directory: str) -> int | None:
+    """Size of the first (name order) file in *directory*, or None."""
     try:
         names = sorted(os.listdir(directory))
     except (FileNotFoundError, NotADirectoryError):
         return None
     for name in names:
         full = os.path.join(directory, name)
-        if depth:
-            size = _first_file_size(full, depth - 1)
-            if size is not None:
-                return size
-        elif os.path.isfile(full) and not name.endswith(".allocating"):
+        if os.path.isfile(full) and not name.endswith(".allocating"):
             return os.path.getsize(full)
     return None
 
@@ -229,8 +225,8 @@ def _positive(opts: Mapping[str, str], key: str, name: str) -> int | None:
 def detect_config(path: str, options: Mapping[str, str] | None = None) -> StoreConfig:
     """The StoreConfig to open *path* with: explicit geometry options, else what the files show.
 
-    The commitlog segment size is the most common size of its segments, the consume-queue one the size
-    of the first consume-queue file.  The index geometry cannot be read off a file size (two unknowns), so
+    The commitlog segment size is the most common size of its segments, the consume-queue one the most
+    common size of the first queue's files.  The index geometry cannot be read off a file size (two unknowns), so
     it is RocketMQ's default when the index files have the default size, the ``indexSlots`` /
     ``indexEntries`` options when given, and otherwise the index is left closed: reading by queue needs no
     index.  Options take lower-case keys (as Spark passes them).
@@ -242,13 +238,13 @@ def detect_config(path: str, options: Mapping[str, str] | None = None) -> StoreC
         segment = segment_bytes_on_disk(os.path.join(path, "commitlog")) or defaults.mapped_file_size_commit_log
     cq = _positive(opts, "consumequeuebytes", "consumeQueueBytes")
     if cq is None:
-        cq = _first_file_size(os.path.join(path, "consumequeue"), 2) or defaults.mapped_file_size_consume_queue
+        cq = consume_queue_bytes_on_disk(os.path.join(path, "consumequeue")) or defaults.mapped_file_size_consume_queue
     slots = _positive(opts, "indexslots", "indexSlots")
     entries = _positive(opts, "indexentries", "indexEntries")
     index_enable = True
     if slots is None and entries is None:
         slots, entries = _DEFAULT_INDEX
-        index_size = _first_file_size(os.path.join(path, "index"), 0)
+        index_size = _first_file_size(os.path.join(path, "index"))
         if index_size is None or index_size != StoreConfig(max_hash_slot_num=slots, max_index_num=entries) \
                 .index_file_bytes:
             index_enable = False

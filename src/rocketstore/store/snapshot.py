@@ -35,7 +35,7 @@ from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, ConsumeQueueTable
 from rocketstore.store.recovery import validate_record
 
-__all__ = ["StoreSnapshot", "check_store_root", "closed_cleanly", "segment_bytes_on_disk"]
+__all__ = ["StoreSnapshot", "check_store_root", "closed_cleanly", "consume_queue_bytes_on_disk", "segment_bytes_on_disk"]
 
 _LONG = struct.Struct(">q")
 
@@ -77,6 +77,25 @@ def segment_bytes_on_disk(directory: str) -> int | None:
         return None
     sizes = Counter(os.path.getsize(path) for n in names if os.path.isfile(path := os.path.join(directory, n)))
     return max(sizes, key=lambda size: (sizes[size], size)) if sizes else None
+
+
+def consume_queue_bytes_on_disk(consume_queue_root: str) -> int | None:
+    """The consume-queue file size the store under *consume_queue_root* shows: that of the first queue
+    (topic, then queue id, in name order) with a file, by :func:`segment_bytes_on_disk`; None without one."""
+    try:
+        topics = sorted(os.listdir(consume_queue_root))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for topic in topics:
+        topic_dir = os.path.join(consume_queue_root, topic)
+        if not os.path.isdir(topic_dir):
+            continue
+        for queue in sorted(os.listdir(topic_dir)):
+            if queue.isdigit():
+                size = segment_bytes_on_disk(os.path.join(topic_dir, queue))
+                if size is not None:
+                    return size
+    return None
 
 
 class _Segments:
