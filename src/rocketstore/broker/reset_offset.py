@@ -1,10 +1,11 @@
 """INVOKE_BROKER_TO_RESET_OFFSET (222): move a consumer group's offsets of a topic to a point in time, as
 ``mqadmin resetOffsetByTime`` asks each master (RocketMQ 4.9.3's Broker2Client.resetOffset).
 
-For every write queue of the topic on this broker: the offset of the first message stored at or after the
-timestamp (-1: the queue's end), taken when it lies before the group's committed offset or the request says
-``isForce``, else the committed offset kept.  A group with no committed offset on a queue is refused
-(SYSTEM_ERROR "THe consumer group <g> not exist", RocketMQ's words), as is an unknown topic.  The broker does
+For every write queue of the topic on this broker: the offset of the message stored nearest the timestamp
+(the store's offset_by_time, 4.9.3's getOffsetInQueueByTime; -1: the queue's end), taken when it lies
+before the group's committed offset or the request says ``isForce``, else the committed offset kept.
+A group with no committed offset on a queue is refused (SYSTEM_ERROR "THe consumer group <g> not exist",
+RocketMQ's words), as is an unknown topic.  The broker does
 not change the offsets itself: it sends RESET_CONSUMER_CLIENT_OFFSET (220, oneway) with the new table to
 every connected consumer of the group, which stop those queues, commit the new offsets and go on from
 there; none connected is CONSUMER_NOT_ONLINE (the admin then sets the offsets itself).  The answer carries

@@ -188,7 +188,7 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
                                        "index keeps times to the second, so reach a second back)")
     query.add_argument("--end", help="with --key: stored at or before (ms since the epoch or ISO time)")
     query.add_argument("--max", type=int, default=64,
-                       help="with --key: at most this many (default 64; each broker answers at most its "
+                       help="with --key: at most this many, the newest (default 64; each broker answers at most its "
                             "maxMsgsNumBatch, 64 by default, as in 4.9.3)")
     add_common(query, full_body=True)
     query.set_defaults(handler=_message_query)

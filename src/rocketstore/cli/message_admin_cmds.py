@@ -53,12 +53,14 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
                                                     "counted with --tags-stats (mqadmin printMsgByQueue)")
     _queue_args(queue)
     begin = queue.add_mutually_exclusive_group()
-    begin.add_argument("--begin", metavar="TIME", help="from the first message stored at or after TIME (ms since "
-                                                       "the epoch or ISO 8601; default: the first kept)")
+    begin.add_argument("--begin", metavar="TIME", help="from the message stored nearest TIME, which may be stored "
+                                                       "before it (the broker's search by time, as mqadmin; ms "
+                                                       "since the epoch or ISO 8601; default: the first kept)")
     begin.add_argument("--begin-offset", type=int, metavar="N", help="from queue offset N")
     end = queue.add_mutually_exclusive_group()
-    end.add_argument("--end", metavar="TIME", help="up to the first message stored at or after TIME (default: the "
-                                                   "queue's end)")
+    end.add_argument("--end", metavar="TIME", help="up to (not including) the message stored nearest TIME, found "
+                                                   "as --begin's: a TIME past the last message stops before that "
+                                                   "last one, as in mqadmin (default: the queue's end)")
     end.add_argument("--end-offset", type=int, metavar="N", help="up to (not including) queue offset N")
     queue.add_argument("-s", "--sub-expression", default="*", help="only these tags ('TagA || TagB'; default *)")
     queue.add_argument("--tags-stats", action="store_true", help="count the messages of each tag")

@@ -304,12 +304,12 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
                                    ) -> dict[QueueKey, int]:
-        """mqadmin resetOffsetByTime: *group*'s offsets of *topic* moved to the first message stored at or
-        after *timestamp_ms* (-1: each queue's end; only backwards unless *force*).  Each master does it
-        with its connected consumers (INVOKE_BROKER_TO_RESET_OFFSET: they stop those queues and go on from
-        the new offsets); where none is connected, the offsets are committed from here (the 'old' way:
-        the offset by time or the end, then UPDATE_CONSUMER_OFFSET per queue).  Returns the new offsets,
-        (topic, broker name, queue id) -> offset."""
+        """mqadmin resetOffsetByTime: *group*'s offsets of *topic* moved to the message stored nearest
+        *timestamp_ms* (the broker's search by time; -1: each queue's end; only backwards unless *force*).
+        Each master does it with its connected consumers (INVOKE_BROKER_TO_RESET_OFFSET: they stop those
+        queues and go on from the new offsets); where none is connected, the offsets are committed from here
+        (the 'old' way: the offset by time or the end, then UPDATE_CONSUMER_OFFSET per queue).  Returns the
+        new offsets, (topic, broker name, queue id) -> offset."""
         check_name("group", group)
         check_name("topic", topic)
         route = await self.route(topic)
@@ -552,11 +552,15 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         else:
             hits = [m for m in found if m.topic == topic and key in (m.keys or "").split(" ")]
         hits.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset))
-        return hits[:max_count] if not unique else hits
+        if unique:
+            return hits
+        # each broker's index answered its newest max_count: the newest max_count of all are among them
+        return hits[-max_count:] if max_count > 0 else []
 
     async def query_by_key(self, topic: str, key: str, *, max_count: int = 64, begin_ms: int = 0,
                            end_ms: int = MAX_TIMESTAMP_MS) -> list[StoredMessage]:
-        """Messages of *topic* with *key* among their KEYS, stored in [begin_ms, end_ms]."""
+        """Messages of *topic* with *key* among their KEYS, stored in [begin_ms, end_ms]: the newest
+        *max_count*, oldest first."""
         return await self._query(topic, key, max_count, begin_ms, end_ms, False)
 
     async def query_by_uniq_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0,

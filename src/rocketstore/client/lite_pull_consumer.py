@@ -524,7 +524,8 @@ class LitePullConsumer(GroupConsumer):
             return None
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The broker's SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after *timestamp_ms*."""
+        """The broker's SEARCH_OFFSET_BY_TIMESTAMP: the offset of the message stored nearest *timestamp_ms*
+        (4.9.3's getOffsetInQueueByTime; it may be stored before that time)."""
         self._check_running()
         return await self.consumer.search_offset(mq, timestamp_ms)
 

@@ -82,8 +82,10 @@ class MessageAdmin(AdminCalls):
                              end_offset: int | None = None, begin_ms: int | None = None, end_ms: int | None = None,
                              expression: str = "*", max_count: int | None = None) -> QueueMessages:
         """mqadmin printMsgByQueue: the messages of one queue from the first kept (or *begin_offset*, or the
-        first stored at or after *begin_ms*) up to the end (or *end_offset*, or the first stored at or after
-        *end_ms*), those matching the tag *expression*, at most *max_count*."""
+        one stored nearest *begin_ms*) up to the end (or *end_offset*, or the one stored nearest *end_ms*,
+        excluded), those matching the tag *expression*, at most *max_count*.  The times are looked up with
+        SEARCH_OFFSET_BY_TIMESTAMP, which answers the nearest message (4.9.3's getOffsetInQueueByTime): it
+        may be stored before the time, and a time past the last message answers that last message."""
         mq = await self.message_queue(topic, broker, queue_id)
         async with self._tools_consumer() as consumer:
             begin = begin_offset if begin_offset is not None else await consumer.min_offset(mq)

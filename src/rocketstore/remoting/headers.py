@@ -252,7 +252,7 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResetOffsetRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_RESET_OFFSET (admin -> broker) and RESET_CONSUMER_CLIENT_OFFSET (broker -> consumers):
-    move *group*'s offsets of *topic* to the first message stored at or after *timestamp* (ms; -1: the end),
+    move *group*'s offsets of *topic* to the message stored nearest *timestamp* (ms; -1: the end),
     only backwards unless *is_force*."""
 
     topic: str = _req("topic")
