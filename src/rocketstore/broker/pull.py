@@ -116,7 +116,7 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         return request.make_response(code, remark=remark)
 
     if not Perm.readable(cfg.broker_permission):
-        return fail(ResponseCode.NO_PERMISSION, f"the broker[{cfg.broker_name}] pulling message is forbidden")
+        return fail(ResponseCode.NO_PERMISSION, f"the broker[{cfg.advertised_ip()}] pulling message is forbidden")
     # before find_or_create: a bad group name must not be auto-created into subscriptionGroup.json
     problem = group_problem(h.consumer_group) or topic_problem(h.topic)
     if problem is not None:

@@ -3,7 +3,8 @@
 As the 4.9.3 SendMessageProcessor does (remoting.md 5.10): the message read back by its commitlog offset is
 written again to ``%RETRY%<group>`` with a delay level (0 means 3 + reconsumeTimes) so it goes through
 SCHEDULE_TOPIC_XXXX and comes back later, or to ``%DLQ%<group>`` once it has been retried maxReconsumeTimes
-(16, or the request's value from clients of version >= V3_4_9) or when the level is negative.  The new record
+(16, or the request's value from clients of version >= V3_4_9) or when the level is negative (stored at once
+with DELAY=0, whatever the perm of an existing ``%DLQ%`` topic).  The new record
 keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the original topic), WAIT=false and
 ORIGIN_MESSAGE_ID, and counts one more reconsume.  A stored one counts in SNDBCK_PUT_NUMS under
 ``<RETRY_TOPIC>@<group>`` (broker_stats.py).
@@ -48,7 +49,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}{_FAQ}")
         if not Perm.writeable(broker.config.broker_permission):
             return fail(ResponseCode.NO_PERMISSION,
-                        f"the broker[{broker.config.broker_name}] sending message is forbidden")
+                        f"the broker[{broker.config.advertised_ip()}] sending message is forbidden")
         if group_cfg.retry_queue_nums <= 0:
             return request.make_response(ResponseCode.SUCCESS)
 
@@ -75,16 +76,16 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if request.version >= MQVersion.V3_4_9 and h.max_reconsume_times is not None:
             max_reconsume = h.max_reconsume_times
         delay_level = h.delay_level
-        props.pop(PropertyName.DELAY, None)
+        # setDelayTimeLevel: DELAY is set in place (a DELAY the record kept from its last trip through
+        # SCHEDULE_TOPIC_XXXX keeps its position among the properties), to 0 for a dead letter
         if original.reconsume_times >= max_reconsume or delay_level < 0:
             topic = dlq_topic(h.group)
             queue_id = 0
-            dlq = broker.topics.get(topic)
-            if dlq is None:
-                dlq = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
+            if broker.topics.get(topic) is None:
+                broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
                 broker.topic_created()
-            if not Perm.writeable(dlq.perm):
-                return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+            # as 4.9.3, the perm of an existing %DLQ% topic is not checked (only the %RETRY% topic's is)
+            props[PropertyName.DELAY] = "0"
         else:
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times

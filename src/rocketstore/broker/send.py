@@ -234,12 +234,10 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             max_reconsume = max_reconsume_times
         if reconsume_times >= max_reconsume:
             topic = dlq_topic(group)
-            dlq = broker.topics.get(topic)
-            if dlq is None:
-                dlq = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
+            if broker.topics.get(topic) is None:
+                broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
                 broker.topic_created()
-            if not Perm.writeable(dlq.perm):
-                return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] is not writable")
+            # as 4.9.3's handleRetryAndDLQ, the perm of an existing %DLQ% topic is not checked
             queue_id = 0
             to_dlq = True
 
