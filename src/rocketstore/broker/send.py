@@ -29,7 +29,7 @@ from rocketstore.broker.transactions import half_message
 from rocketstore.errors import MessageDecodeError, MessageError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
-from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
+from rocketstore.message.properties import PeakProperties, PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm, TopicConfig
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
@@ -276,6 +276,7 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
         return message_batch, queue_id, region, wait_durable
     # RocketMQ leaves WAIT out of the stored properties string (9 bytes a message) but still honours it
+    peak = len(props) + (PropertyName.CLUSTER not in props)
     wait_text = props.pop(PropertyName.WAIT, None)
     props[PropertyName.CLUSTER] = config.broker_cluster_name
     if half:  # stored in the half topic until END_TRANSACTION (broker/transactions.py); WAIT stays, last
@@ -283,6 +284,10 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             props[PropertyName.WAIT] = wait_text
         return (half_message(topic, queue_id, request.body, props, flag, sys_flag, born_timestamp, born_host,
                              store_host, reconsume_times), queue_id, region, wait_durable)
+    if wait_text is not None and peak > 12:
+        # 4.9.3 adds CLUSTER before it drops WAIT: the map it serialises had one entry more at its peak,
+        # which for 13, 25, 49 ... entries doubled its table (a default HashMap of 16 holds 12)
+        props = PeakProperties.after_removal(props, peak)
     return (_new_message(topic, request.body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
                          store_host, reconsume_times), queue_id, region, wait_durable)
 

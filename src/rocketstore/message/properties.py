@@ -23,6 +23,7 @@ __all__ = [
     "PROPERTY_FORMATS",
     "PROPERTY_SEPARATOR",
     "HasTagsAndKeys",
+    "PeakProperties",
     "PropertiesFormat",
     "PropertyName",
     "encode_properties",
@@ -100,30 +101,58 @@ def _spread(name: str) -> int:
     return h ^ (h >> 16)
 
 
-_ORDER_CACHE: dict[tuple[str, ...], tuple[int, ...]] = {}
+#: names (or names and peak) -> order
+_ORDER_CACHE: dict[object, tuple[int, ...]] = {}
 _ORDER_CACHE_MAX = 4096
 
 
-def java_hashmap_order(names: tuple[str, ...]) -> tuple[int, ...]:
-    """Positions of *names* (distinct, in insertion order) in a Java ``HashMap``'s iteration order.
+def _table_size(entries: int) -> int:
+    """Buckets of a default Java HashMap that has held *entries* at once: 16, doubled each time its size
+    passes 3/4 of the table (and never shrunk)."""
+    table = 16
+    while entries > table * 3 // 4:
+        table *= 2
+    return table
+
+
+def java_hashmap_order(names: tuple[str, ...], peak: int = 0) -> tuple[int, ...]:
+    """Positions of *names* (distinct, in insertion order) in a Java ``HashMap``'s iteration order; *peak*
+    is the most entries the map ever held, when it held more than it does now (a table never shrinks).
 
     A default HashMap starts with 16 buckets and doubles when its size passes 3/4 of the table.  Resizing
     splits each bucket keeping relative order, so iteration is by bucket index in the final table and,
     within a bucket, by insertion order.  (Treeified bins need 8 colliding keys in a table of 64 or more;
     properties never get there.)
     """
-    cached = _ORDER_CACHE.get(names)
+    key = names if peak <= len(names) else (names, peak)
+    cached = _ORDER_CACHE.get(key)
     if cached is not None:
         return cached
-    table = 16
-    while len(names) > table * 3 // 4:
-        table *= 2
-    mask = table - 1
+    mask = _table_size(max(len(names), peak)) - 1
     order = tuple(sorted(range(len(names)), key=lambda i: (_spread(names[i]) & mask, i)))
     if len(_ORDER_CACHE) >= _ORDER_CACHE_MAX:
         _ORDER_CACHE.clear()
-    _ORDER_CACHE[names] = order
+    _ORDER_CACHE[key] = order
     return order
+
+
+class PeakProperties(dict[str, str]):
+    """A properties map that once held *peak* entries, more than it holds now: the map Java serialises
+    then iterates in the bigger table that held them all.  The broker's send path makes one where it drops
+    WAIT after adding CLUSTER, as 4.9.3 does; anything else is a plain dict."""
+
+    __slots__ = ("peak",)
+
+    def __init__(self, properties: Mapping[str, str], peak: int) -> None:
+        super().__init__(properties)
+        self.peak = peak
+
+    @staticmethod
+    def after_removal(properties: dict[str, str], peak: int) -> dict[str, str]:
+        """*properties*, as a PeakProperties when its table with *peak* entries is bigger than now."""
+        if _table_size(peak) > _table_size(len(properties)):
+            return PeakProperties(properties, peak)
+        return properties
 
 
 #: names in insertion order -> (a %-format with the names in Java HashMap order and a ``%s`` per value,
@@ -170,7 +199,8 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
     if not properties:
         return ""
     names = tuple(properties)
-    shape = _FORMATS.get(names) or properties_format(names)
+    peak = properties.peak if properties.__class__ is PeakProperties else 0  # type: ignore[attr-defined]
+    shape = None if peak else (_FORMATS.get(names) or properties_format(names))
     if shape is not None:
         fmt, values_of, _ = shape
         values = values_of(properties)
@@ -181,7 +211,7 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
         else:
             return fmt % values
     items = list(properties.items())
-    order = java_hashmap_order(names)
+    order = java_hashmap_order(names, peak)
     try:
         return PROPERTY_SEPARATOR.join([items[i][0] + NAME_VALUE_SEPARATOR + items[i][1] for i in order])  # type: ignore[operator]
     except TypeError:  # a None value: skipped, as Java skips null values

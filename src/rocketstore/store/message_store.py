@@ -46,6 +46,7 @@ from rocketstore.message.properties import NAME_VALUE_SEPARATOR as _NAME_VALUE_S
 from rocketstore.message.properties import PROPERTY_FORMATS as _PROPERTY_FORMATS
 from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPARATOR
 from rocketstore.message.properties import (
+    PeakProperties,
     PropertyName,
     encode_properties,
     properties_format,
@@ -95,6 +96,7 @@ _PUT_OK = PutMessageStatus.PUT_OK
 FlushMode = Literal["wait", "ask", "later"]
 _PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
 _PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
+_PEAK = PeakProperties
 #: tags -> tagsCode of the tags the put path has seen (a producer repeats a few): tags_code without a call
 _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
@@ -138,6 +140,13 @@ class MessageStore:
         if self._writable:
             os.makedirs(root, exist_ok=True)
             self._lock.acquire(root)
+            # as 4.9.3's DefaultMessageStore makes them at once: a new broker's disk ratios are not -1
+            for directory in (config.commit_log_dir, config.consume_queue_dir):
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                except OSError:
+                    self._lock.release()
+                    raise
         try:
             self._open_files(progress)
         except BaseException:
@@ -305,7 +314,8 @@ class MessageStore:
             # encode_properties inlined (the put hot path): the cached Java-HashMap-order format, filled
             # when every value is a str; anything else goes through encode_properties itself
             names = tuple(props)
-            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names)
+            # (a PeakProperties, iterated in a bigger table than its size gives, is encode_properties's)
+            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names) if props.__class__ is not _PEAK else None
             props_text = None
             if shape is not None:
                 values = shape[1](props)

@@ -7,6 +7,7 @@ import pytest
 from rocketstore.message.properties import (
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
+    PeakProperties,
     PropertyName,
     encode_properties,
     parse_properties,
@@ -105,6 +106,12 @@ class JavaHashMapModel:
             for n in old:
                 self.table[self._spread(n) % len(self.table)].append(n)
 
+    def remove(self, name: str) -> None:
+        for bucket in self.table:
+            if name in bucket:
+                bucket.remove(name)
+                self.size -= 1
+
     def order(self) -> list[str]:
         return [n for b in self.table for n in b]
 
@@ -160,3 +167,18 @@ def test_encode_then_parse_round_trips_non_empty_pairs() -> None:
     props = {"TAGS": "TagA", "KEYS": "a b c", "UNIQ_KEY": "0A00000100002A9F0000000000001234",
              "user.prop": "\u00e9\U0001F600", "DELAY": "3"}
     assert parse_properties(encode_properties(props)) == props
+
+
+@pytest.mark.parametrize("count", [11, 12, 13, 23, 24, 47, 48])
+def test_a_map_that_held_more_entries_iterates_in_its_bigger_table(count: int) -> None:
+    """PeakProperties: Java's table never shrinks, so a map that held one entry more (the broker adds
+    CLUSTER before it drops WAIT) iterates in the table that entry made it grow to."""
+    names = [f"p{i}" for i in range(count)]
+    model = JavaHashMapModel()
+    for n in names + ["WAIT"]:
+        model.put(n)
+    model.remove("WAIT")
+    props = {n: "v" for n in names}
+    text = encode_properties(PeakProperties(props, count + 1))
+    assert names_of(text) == model.order()
+    assert names_of(encode_properties(PeakProperties.after_removal(props, count + 1))) == model.order()
