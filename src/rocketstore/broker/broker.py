@@ -169,12 +169,17 @@ class Broker:
         try:
             self._store = await loop.run_in_executor(self._executor, MessageStore.open, None, self.store_config)
             config_dir = self.store_config.config_dir
-            self.topics = TopicTable(cfg, config_dir)
-            self.topics.load()
-            self.groups = SubscriptionGroupTable(config_dir, auto_create=cfg.auto_create_subscription_group)
-            self.groups.load()
-            self.offsets = ConsumerOffsetTable(config_dir)
-            self.offsets.load()
+            # each table is set only once it has loaded: close() persists the ones set, and one whose file
+            # could not be read (CorruptFileError) must not be written over it as an empty table
+            topics = TopicTable(cfg, config_dir)
+            topics.load()
+            self.topics = topics
+            groups = SubscriptionGroupTable(config_dir, auto_create=cfg.auto_create_subscription_group)
+            groups.load()
+            self.groups = groups
+            offsets = ConsumerOffsetTable(config_dir)
+            offsets.load()
+            self.offsets = offsets
             self.topics.persist()
             self.pull_hold = PullHold(self.store.max_offset,
                                       check_interval_s=5.0 if cfg.long_polling_enable else cfg.short_polling_time_ms / 1000)
@@ -192,10 +197,11 @@ class Broker:
             if self.store_config.broker_role != BrokerRole.SLAVE:
                 # messageTimeup sets waitStoreMsgOK false: a delivery waits neither for the disk nor for a
                 # SYNC_MASTER's slave (one that did would fail without a slave and be written again every 10 s)
-                self.schedule = ScheduleService(self.store, config_dir,
-                                                functools.partial(self.put, apply_delay=False, wait=False),
-                                                lambda: int(time.time() * 1000))
-                self.schedule.load()
+                schedule = ScheduleService(self.store, config_dir,
+                                           functools.partial(self.put, apply_delay=False, wait=False),
+                                           lambda: int(time.time() * 1000))
+                schedule.load()
+                self.schedule = schedule
                 self.schedule.start()
                 self.transactions.correct_offsets()
                 self.transactions.start()

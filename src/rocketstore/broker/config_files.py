@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any
 
-from rocketstore.errors import ProtocolError
+from rocketstore.errors import CorruptFileError, ProtocolError
 from rocketstore.files import write_text_atomically
 from rocketstore.remoting import fastjson
 
@@ -38,7 +39,11 @@ def fastjson_plain(obj: Any) -> Any:
 
 def read_json_file(path: str) -> Any | None:
     """The parsed content of *path* (or of ``path.bak`` when *path* is missing or unreadable); None if
-    neither exists.  Empty files count as missing."""
+    neither exists.  Empty files count as missing.
+
+    Raises CorruptFileError when the ``.bak`` is needed and is there but unreadable too: 4.9.3's
+    ConfigManager.load then fails and the broker does not start, rather than start with an empty table and
+    overwrite both files (lost topics, groups and consumer offsets)."""
     for candidate in (path, path + ".bak"):
         try:
             with open(candidate, "rb") as fh:
@@ -48,8 +53,15 @@ def read_json_file(path: str) -> Any | None:
         if not data.strip():
             continue
         try:
-            return fastjson.loads(data)
+            obj = fastjson.loads(data)
+            if obj is not None and not isinstance(obj, dict):
+                # fastjson cannot read an array or a scalar into the manager's object: unreadable too
+                raise ProtocolError(f"a JSON {type(obj).__name__}, not an object")
+            return obj
         except ProtocolError as exc:
             log.error("cannot parse %s: %s", candidate, exc)
+            if candidate != path:
+                raise CorruptFileError(candidate, 0, f"cannot parse it ({exc}) and {os.path.basename(path)} is "
+                                       "missing or unreadable too; repair or remove the files") from exc
             continue
     return None

@@ -30,6 +30,7 @@ class ConsumerOffsetTable:
         #: "topic@group" -> queue id -> next offset to consume
         self.table: dict[str, dict[int, int]] = {}
         self._lock = threading.Lock()
+        self._persist_lock = threading.Lock()
         self._dirty = False
 
     @staticmethod
@@ -49,17 +50,20 @@ class ConsumerOffsetTable:
 
     def persist(self, force: bool = False) -> bool:
         """Write the file if anything changed since the last write (or *force*); True if written."""
-        with self._lock:
-            if not self._dirty and not force:
-                return False
-            snapshot = {k: dict(sorted(v.items())) for k, v in self.table.items()}
-            self._dirty = False
-        try:
-            write_json_atomically(self.path, {"offsetTable": snapshot})
-        except OSError:
+        # snapshot and write in one piece: a periodic write on a worker thread and the one at shutdown must
+        # not land older-snapshot-last
+        with self._persist_lock:
             with self._lock:
-                self._dirty = True
-            raise
+                if not self._dirty and not force:
+                    return False
+                snapshot = {k: dict(sorted(v.items())) for k, v in self.table.items()}
+                self._dirty = False
+            try:
+                write_json_atomically(self.path, {"offsetTable": snapshot})
+            except OSError:
+                with self._lock:
+                    self._dirty = True
+                raise
         return True
 
     def merge(self, table: dict[str, Any]) -> None:

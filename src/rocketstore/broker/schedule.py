@@ -12,9 +12,10 @@ Due is decided from the record's store time plus the level's current delay, whic
 dispatcher wrote as long as the delay levels are not reconfigured between the put and the delivery.  As
 in RocketMQ, a delivery time further ahead than one whole delay (the clock went back) counts as due now.
 
-Delivery offsets persist in ``config/delayOffset.json`` every 10 s and at shutdown, in the exact text
-RocketMQ writes (fastjson's pretty format of DelayOffsetSerializeWrapper: integer keys unquoted, a tab
-indent, e.g. ``{\\n\\t"offsetTable":{1:1,2:1\\n\\t}\\n}``); only levels that delivered something have an entry.
+Delivery offsets persist in ``config/delayOffset.json`` every ``flushDelayOffsetInterval`` (10 s) and at
+shutdown, in the exact text RocketMQ writes (fastjson's pretty format of DelayOffsetSerializeWrapper: integer
+keys unquoted, a tab indent, e.g. ``{\\n\\t"offsetTable":{1:1,2:1\\n\\t}\\n}``); only levels that
+delivered something have an entry.
 On load the offsets are clamped into their queue's [min, max], as correctDelayOffset does.
 
 Runs on masters only.  Loop-bound: every method but :meth:`persist` runs on the broker's event loop.
@@ -46,8 +47,6 @@ TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 POLL_INTERVAL_S = 0.1
 #: RocketMQ's DELAY_FOR_A_PERIOD, after a failed delivery
 RETRY_AFTER_FAILURE_S = 10.0
-#: RocketMQ's flushDelayOffsetInterval default
-FLUSH_INTERVAL_S = 10.0
 
 
 def encode_delay_offsets(offsets: dict[int, int], *, pretty: bool = True) -> str:
@@ -129,8 +128,9 @@ class ScheduleService:
         self._tasks.clear()
 
     async def _flush_loop(self) -> None:
+        interval_s = max(0.1, self.store.config.flush_delay_offset_interval_ms / 1000)
         while True:
-            await asyncio.sleep(FLUSH_INTERVAL_S)
+            await asyncio.sleep(interval_s)
             try:
                 self.persist()
             except OSError:

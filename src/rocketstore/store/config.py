@@ -62,6 +62,8 @@ class StoreConfig:
     max_msgs_num_batch: int = 64
     default_query_max_num: int = 32
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    #: how often the broker writes config/delayOffset.json (read once, at start, as 4.9.3 does)
+    flush_delay_offset_interval_ms: int = 10_000
     file_reserved_time_h: int = 72
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75
@@ -163,6 +165,7 @@ _PROPERTY_ALIASES = {
     "flushIntervalCommitLog": "flush_interval_commit_log_ms",
     "flushCommitLogThoroughInterval": "flush_commit_log_thorough_interval_ms",
     "flushIntervalConsumeQueue": "flush_interval_consume_queue_ms",
+    "flushDelayOffsetInterval": "flush_delay_offset_interval_ms",
     "flushConsumeQueueThoroughInterval": "flush_consume_queue_thorough_interval_ms",
     "syncFlushTimeout": "sync_flush_timeout_ms",
     "slaveTimeout": "slave_timeout_ms",
