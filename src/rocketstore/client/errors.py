@@ -61,7 +61,7 @@ class SystemError_(BrokerError):  # trailing underscore: not the builtin SystemE
 
 
 class SystemBusyError(BrokerError):
-    retriable = True
+    retriable = False  # not among 4.9.3's retryResponseCodes: a busy broker sheds load, a send is not repeated
 
 
 class RequestCodeNotSupportedError(BrokerError):
@@ -77,7 +77,7 @@ class ServiceNotAvailableError(BrokerError):
 
 
 class NoPermissionError(BrokerError):
-    pass
+    retriable = True  # NO_PERMISSION is among 4.9.3's DefaultMQProducer.retryResponseCodes
 
 
 class TopicNotExistError(BrokerError):

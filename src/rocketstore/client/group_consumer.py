@@ -39,6 +39,7 @@ from rocketstore.client.offset_store import (
     default_offset_dir,
 )
 from rocketstore.client.process_queue import wait_event
+from rocketstore.client.producer import group_problem
 from rocketstore.client.push_types import (
     RETRY_GROUP_TOPIC_PREFIX,
     ConsumeFromWhere,
@@ -58,6 +59,9 @@ from rocketstore.remoting.transport import Connection
 __all__ = ["GroupConsumer", "GroupSettings", "resolve_settings"]
 
 log = logging.getLogger(__name__)
+
+#: MixAll.DEFAULT_CONSUMER_GROUP, which a consumer may not start with
+DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,6 +170,13 @@ class GroupConsumer:
         """*what* (``"push consumer"``) is started now: a second start raises."""
         if self.started:
             raise ClientError(f"the {what} is already started")
+        # checkConfig's group checks: a bad name would otherwise fail every heartbeat in the background
+        problem = group_problem(self.group)
+        if problem is None and self.group == DEFAULT_CONSUMER_GROUP:
+            problem = f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
+        if problem is not None:
+            self.stopping = True  # it can never start (a blocking wrapper's loop thread goes too)
+            raise ClientError(problem)
         self.started = True
         self.start_timestamp_ms = int(time.time() * 1000)
         if self._timestamp_ms is None:

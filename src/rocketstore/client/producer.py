@@ -9,7 +9,9 @@ oneway sends (no answer, no retry) and orderly sends (the queue chosen from a sh
 
 Connections are opened on demand and reopened after a broker restart (the pool drops closed ones), so a
 producer outlives a broker that goes away and comes back on the same address: sends fail meanwhile
-(RemotingError / NoRouteError) and succeed again afterwards without any call to reconnect.
+(RemotingError / NoRouteError) and succeed again afterwards without any call to reconnect.  As in 4.9.3,
+``timeout_s`` bounds a whole send, its retries included, and a body of 4 KiB or more goes out
+zlib-compressed with sysFlag COMPRESSED (``compress_msg_body_over_howmuch``; never a batch's).
 
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
 instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
@@ -39,6 +41,7 @@ import random
 import socket
 import struct
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +58,8 @@ from rocketstore.errors import RemotingError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.message.record import SysFlag
+from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -72,10 +77,20 @@ __all__ = ["REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX", "HasProperties", "Outgoin
 QueueSelector = Callable[[list[MessageQueue], object], MessageQueue]
 
 
+def _java_number_hash(value: int) -> int:
+    """hashCode of the Java number *value* would be: an Integer's is itself (as the C++ client's hashing
+    selector takes ``arg % size``), a Long's ``(int) (v ^ (v >>> 32))`` (of its low 64 bits beyond)."""
+    if -(1 << 31) <= value < (1 << 31):
+        return value
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h = (v ^ (v >> 32)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= (1 << 31) else h
+
+
 def hash_queue_selector(queues: list[MessageQueue], sharding_key: object) -> MessageQueue:
-    """SelectMessageQueueByHash: ``abs(key.hashCode() % len(queues))``; an int is its own hash code, as
-    the C++ client's hashing selector takes ``arg % size``."""
-    code = sharding_key if isinstance(sharding_key, int) else java_string_hash(str(sharding_key))
+    """SelectMessageQueueByHash: ``abs(key.hashCode() % len(queues))``: String.hashCode of text, and of an
+    int Integer.hashCode (itself) when it fits 32 bits, else Long.hashCode, as a Java ``long`` key hashes."""
+    code = _java_number_hash(sharding_key) if isinstance(sharding_key, int) else java_string_hash(str(sharding_key))
     # Java's % keeps the dividend's sign
     index = abs(code) % len(queues)
     return queues[index]
@@ -111,10 +126,73 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _TEMPLATE_BODY_LIMIT = 16384
 #: Java DefaultMQProducer.maxMessageSize: the largest body (a batch's encoded body) a producer sends
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+#: Java DefaultMQProducer.compressMsgBodyOverHowmuch: a body this long or longer is sent zlib-compressed
+DEFAULT_COMPRESS_OVER = 4 * 1024
+#: the Java producer's zipCompressLevel (system property rocketmq.message.compressLevel, 5)
+DEFAULT_COMPRESS_LEVEL = 5
+_COMPRESSED = int(SysFlag.COMPRESSED)
+#: Java Validators.TOPIC_MAX_LENGTH
+TOPIC_MAX_LENGTH = 127
+#: Java Validators.CHARACTER_MAX_LENGTH, the longest group name
+GROUP_MAX_LENGTH = 255
+_TOPIC_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
 _FIX_HEX = _FIX.hex().upper()
 _PROPERTIES_LENGTH = struct.Struct(">h")
 _COUNTER = itertools.count()
+
+
+def topic_problem(topic: str) -> str | None:
+    """Why a producer may not send to *topic* (Java's Validators.checkTopic and isNotAllowedSendTopic, their
+    wording), or None."""
+    if not topic or not topic.strip():
+        return "The specified topic is blank"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+    if not _TOPIC_CHARS.issuperset(topic):
+        return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if topic == SCHEDULE_TOPIC:
+        return f"Sending message to topic[{topic}] is forbidden."
+    return None
+
+
+def group_problem(group: str) -> str | None:
+    """Why *group* is not a group name (Java's Validators.checkGroup, its wording), or None."""
+    if not group or not group.strip():
+        return "the specified group is blank"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
+    if not _TOPIC_CHARS.issuperset(group):
+        return f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    return None
+
+
+def _body_problem(body: bytes, max_message_size: int) -> str | None:
+    """Why a producer may not send *body* (Java's Validators.checkMessage), or None."""
+    if not body:
+        return "the message body length is zero"
+    if len(body) > max_message_size:
+        return f"the message body size over max value, MAX: {max_message_size}"
+    return None
+
+
+def _batch_problem(topic: str, messages: list[OutgoingMessage], max_message_size: int) -> str | None:
+    """Why *messages* may not go out as a batch to *topic* (Java's MessageBatch.generateFromList, then
+    Validators.checkMessage of each), or None; column-wise, without Python work per message in the usual
+    batch (no properties)."""
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return "Retry Group is not supported for batching"
+    if any(map(_message_properties, messages)):
+        for message in messages:
+            delay = message.properties.get(PropertyName.DELAY)
+            if delay is not None and delay.strip().lstrip("+-").isdecimal() and int(delay) > 0:
+                return "TimeDelayLevel is not supported for batching"
+    lengths = list(map(len, map(_message_body, messages)))
+    if not all(lengths):
+        return "the message body length is zero"
+    if max(lengths) > max_message_size:
+        return f"the message body size over max value, MAX: {max_message_size}"
+    return None
 
 
 def _month_bounds_ms() -> tuple[int, int]:
@@ -350,15 +428,24 @@ class _Targets:
 class Producer:
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
-                 trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+                 trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
+                 compress_level: int = DEFAULT_COMPRESS_LEVEL) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
         *enable_trace*: record each send's Pub trace (see :mod:`rocketstore.client.trace_producer`) and send
         it in the background to *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as DefaultMQProducer(group,
         enableMsgTrace, customizedTraceTopic).  *max_message_size* (Java's maxMessageSize, 4 MiB): a larger
         body (a batch's encoded body) is refused before anything is sent, as Java's Validators.checkMessage
-        refuses it, with MessageIllegalError; so is an empty body given to :meth:`send`."""
+        refuses it, with MessageIllegalError; so are an empty body and a topic it refuses (blank, over 127
+        characters, outside ``^[%|a-zA-Z0-9_-]+$``, SCHEDULE_TOPIC_XXXX), on every send path, and a batch
+        message with a delay level or for a retry topic (as MessageBatch.generateFromList).
+        *compress_msg_body_over_howmuch* and *compress_level* (Java's compressMsgBodyOverHowmuch, 4 KiB, and
+        zipCompressLevel, 5): a body of that many bytes or more goes out zlib-compressed with sysFlag
+        COMPRESSED, as the Java producer sends it (not a batch's); consumers inflate it."""
         self.group = group
         self.max_message_size = max_message_size
+        self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
+        self.compress_level = compress_level
         self.timeout_s = timeout_s
         self.retry_times = retry_times
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials)
@@ -369,10 +456,12 @@ class Producer:
         self._next_queue = itertools.count(random.randrange(1024))
         #: topic -> where its sends go under the route last seen: recomputed only when the route changes
         self._targets: dict[str, _Targets] = {}
-        #: (group, topic, queue id, batch, flag, code, with properties) -> the request frames' template
-        self._frame_templates: dict[tuple[str, str, int, bool, int, int, bool], JsonRequestTemplate] = {}
+        #: (group, topic, queue id, batch, flag, code, with properties, sysFlag) -> the request frames' template
+        self._frame_templates: dict[tuple[str, str, int, bool, int, int, bool, int], JsonRequestTemplate] = {}
         #: address -> the pool's connection last used there, taken again while it is open (pool.get otherwise)
         self._connections: dict[str, Connection] = {}
+        #: topics that passed topic_problem, checked again only when this set is cleared
+        self._checked_topics: set[str] = set()
         #: the message trace (None: off, and then the send paths test nothing more than this)
         self.trace: ProducerTrace | None = None
         if enable_trace:
@@ -402,10 +491,24 @@ class Producer:
         bd = route.broker(broker_name) if route is not None else None
         return bd.master_addr() if bd is not None else None
 
+    def _check(self, topic: str, body: bytes | None) -> None:
+        """Refuse what Java's Validators.checkMessage refuses before a send (the topic, then *body*, when
+        given) with MessageIllegalError; nothing is sent."""
+        if topic not in self._checked_topics:
+            problem = topic_problem(topic)
+            if problem is not None:
+                raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
+            if len(self._checked_topics) >= 4096:
+                self._checked_topics.clear()
+            self._checked_topics.add(topic)
+        if body is not None:
+            problem = _body_problem(body, self.max_message_size)
+            if problem is not None:
+                raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
+
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
-        if not body:
-            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
+        self._check(topic, body)
         code = _SEND_MESSAGE_V2
         if properties or keys:
             message = OutgoingMessage(body, tags, keys, dict(properties) if properties else {})
@@ -416,7 +519,11 @@ class Producer:
         else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
             uniq = new_uniq_key()
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
-        sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0)
+        sys_flag = 0
+        if len(body) >= self.compress_msg_body_over_howmuch:  # tryToCompressMessage (the trace too sees it)
+            body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
+        sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+                             sys_flag=sys_flag)
         if self.trace is None:
             return await sending
         return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
@@ -435,6 +542,8 @@ class Producer:
                           queue_id: int | None = None) -> None:
         """Send without waiting for an answer (the request's oneway flag): nothing comes back, a failed
         write raises, and there is no retry, as RocketMQ's sendOneway."""
+        self._check(topic, body)
+        body, sys_flag = self._compressed(body)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         props = message.property_map(new_uniq_key())
         route, _ = await self.routes.publish_route(topic)
@@ -447,7 +556,7 @@ class Producer:
         addr = self._master_addr(route, mq)
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2,
                                           self._header(topic, mq.queue_id, encode_properties(props), False,
-                                                       message.flag).to_ext_fields_v2(), body, oneway=True)
+                                                       message.flag, sys_flag).to_ext_fields_v2(), body, oneway=True)
         await self.pool.oneway(addr, request, self.timeout_s)
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
@@ -464,6 +573,8 @@ class Producer:
     async def _send_orderly(self, topic: str, body: bytes, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,
                             selector: QueueSelector) -> SendResult:
+        self._check(topic, body)
+        body, sys_flag = self._compressed(body)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         uniq = message.uniq_key()
         props = message.property_map(uniq)
@@ -472,7 +583,7 @@ class Producer:
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
         mq = selector(queues, sharding_key)
-        header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag)
+        header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag, sys_flag)
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), body)
         response = await self.pool.request(self._master_addr(route, mq), request, self.timeout_s)
         result = self._result(response, uniq, mq)
@@ -492,21 +603,29 @@ class Producer:
         targets = self._targets[topic] = _Targets(route, queues, addrs, by_queue_id)
         return targets
 
-    def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int
+    def _compressed(self, body: bytes) -> tuple[bytes, int]:
+        """(body, sysFlag) as the Java producer's tryToCompressMessage leaves them: a body of
+        compress_msg_body_over_howmuch bytes or more zlib-compressed and flagged COMPRESSED."""
+        if len(body) >= self.compress_msg_body_over_howmuch:
+            return zlib.compress(body, self.compress_level), _COMPRESSED
+        return body, 0
+
+    def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int, sys_flag: int = 0
                 ) -> SendMessageRequestHeader:
         return SendMessageRequestHeader(
             producer_group=self.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
-            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=queue_id, sys_flag=0,
+            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=queue_id, sys_flag=sys_flag,
             born_timestamp=int(time.time() * 1000), flag=flag, properties=properties or None,
             reconsume_times=0, unit_mode=False, batch=batch)
 
-    def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int) -> dict[str, str]:
+    def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int,
+                       sys_flag: int = 0) -> dict[str, str]:
         """``self._header(...).to_ext_fields_v2()`` written out: the same dict (same keys, values and
         order, a unit test compares them) without building and walking a 13-field frozen dataclass per send.
         Only cold paths build it per send (bodies of 16 KiB and more); the usual send goes through the frame
         template it makes (:meth:`_frame_template`)."""
         ext = {"a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT, "e": str(queue_id),
-               "f": "0", "g": str(int(time.time() * 1000)), "h": str(flag)}
+               "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(flag)}
         if properties:
             ext["i"] = properties
         ext["j"] = "0"
@@ -515,15 +634,15 @@ class Producer:
         return ext
 
     def _frame_template(self, topic: str, queue_id: int, batch: bool, flag: int, code: int,
-                        with_properties: bool) -> JsonRequestTemplate:
+                        with_properties: bool, sys_flag: int = 0) -> JsonRequestTemplate:
         """The template of the request frames :meth:`_ext_fields_v2`'s extFields make: everything but the
         born timestamp ("g") and the properties ("i", when there are any) quoted once per queue."""
-        key = (self.group, topic, queue_id, batch, flag, code, with_properties)
+        key = (self.group, topic, queue_id, batch, flag, code, with_properties, sys_flag)
         template = self._frame_templates.get(key)
         if template is None:
             if len(self._frame_templates) >= 4096:
                 self._frame_templates.clear()
-            ext = self._ext_fields_v2(topic, queue_id, "-" if with_properties else "", batch, flag)
+            ext = self._ext_fields_v2(topic, queue_id, "-" if with_properties else "", batch, flag, sys_flag)
             template = self._frame_templates[key] = JsonRequestTemplate(
                 code, ext, ("g", "i") if with_properties else ("g",))
         return template
@@ -560,6 +679,10 @@ class Producer:
         """Send messages of one topic as one batch; ``msg_id`` holds their UNIQ_KEYs joined by commas."""
         if not messages:
             raise ValueError("a batch needs at least one message")
+        self._check(topic, None)
+        problem = _batch_problem(topic, messages, self.max_message_size)  # as Java's DefaultMQProducer.batch
+        if problem is not None:
+            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, f"Failed to initiate the MessageBatch: {problem}")
         keys_text = new_uniq_keys(len(messages))
         body = _uniform_batch_body(messages, keys_text)
         if body is None:
@@ -574,17 +697,34 @@ class Producer:
         return await self.trace.pub(sending, topic, len(body), None, None, None)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
-                    queue_id: int | None, flag: int) -> SendResult:
+                    queue_id: int | None, flag: int, sys_flag: int = 0) -> SendResult:
         if len(body) > self.max_message_size:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                       f"the message body size over max value, MAX: {self.max_message_size}")
         last_error: Exception | None = None
         failed_broker: str | None = None
+        targets: _Targets | None = None
+        known = True
+        # the timeout bounds the whole send, as sendDefaultImpl's: a retry gets what is left of it, and
+        # none starts once it is spent (a broker that never answers is not waited for once per retry)
+        deadline = time.monotonic() + self.timeout_s
+        timeout_s = self.timeout_s
         for attempt in range(self.retry_times + 1):
+            if attempt > 0:
+                timeout_s = deadline - time.monotonic()
+                if timeout_s <= 0:
+                    break
             # a fresh cached route without a coroutine (the usual case), else the route cache's full path
             route = self.routes.fresh_route(topic) if attempt == 0 else None
             if route is None:
-                route, known = await self.routes.publish_route(topic, refresh=attempt > 0)
+                try:
+                    route, known = await self.routes.publish_route(topic, refresh=attempt > 0)
+                except NoRouteError:
+                    if targets is None:
+                        raise
+                    # a retry whose name servers cannot be asked goes on with the route of the last
+                    # attempt, as Java's retries go on with the TopicPublishInfo they started with
+                    route = targets.route
             else:
                 known = True
             targets = self._targets_of(topic, route)
@@ -607,13 +747,14 @@ class Producer:
                     # the frame from a per-queue template (the bytes encode_command would write for the
                     # command of _ext_fields_v2's extFields), numbered by the connection
                     born = str(int(time.time() * 1000))
-                    template = self._frame_template(topic, mq.queue_id, batch, flag, code, bool(properties))
+                    template = self._frame_template(topic, mq.queue_id, batch, flag, code, bool(properties),
+                                                    sys_flag)
                     encode = partial(template.encode, (born, properties) if properties else (born,), body)
-                    response = await connection.request_encoded(encode, code, self.timeout_s)
+                    response = await connection.request_encoded(encode, code, timeout_s)
                 else:
                     request = RemotingCommand.request(code, self._ext_fields_v2(
-                        topic, mq.queue_id, properties, batch, flag), body)
-                    response = await connection.request(request, self.timeout_s)
+                        topic, mq.queue_id, properties, batch, flag, sys_flag), body)
+                    response = await connection.request(request, timeout_s)
                 result = self._result(response, msg_id, mq)
             except RemotingError as exc:
                 last_error, failed_broker = exc, mq.broker_name

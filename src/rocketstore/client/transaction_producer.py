@@ -194,14 +194,16 @@ class _HalfMessageProducer(ServedProducer):
     typed header) and the send answer becomes a TransactionSendResult.  The retry loop and the send path
     itself are the Producer's, unchanged."""
 
-    def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int
+    def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int, sys_flag: int = 0
                 ) -> SendMessageRequestHeader:
-        header = super()._header(topic, queue_id, properties, batch, flag)
+        header = super()._header(topic, queue_id, properties, batch, flag, sys_flag)
         return dataclasses.replace(header, sys_flag=header.sys_flag | SysFlag.TRANSACTION_PREPARED_TYPE)
 
-    def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int) -> dict[str, str]:
-        ext = super()._ext_fields_v2(topic, queue_id, properties, batch, flag)
-        ext["f"] = _PREPARED_TEXT  # the Producer writes sysFlag 0; "f" keeps its place in the dict
+    def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int,
+                       sys_flag: int = 0) -> dict[str, str]:
+        ext = super()._ext_fields_v2(topic, queue_id, properties, batch, flag, sys_flag)
+        # the Producer writes the send's sysFlag (0, or COMPRESSED); "f" keeps its place in the dict
+        ext["f"] = str(sys_flag | SysFlag.TRANSACTION_PREPARED_TYPE) if sys_flag else _PREPARED_TEXT
         return ext
 
     @staticmethod

@@ -180,6 +180,8 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = False
         self._close_cause: BaseException | None = None
         loop = asyncio.get_running_loop()
+        #: the loop this connection lives on: it reads the answers, so requests must come from it too
+        self._loop = loop
         self._lost: asyncio.Future[None] = loop.create_future()
         #: the loop's busy poller (busy_poll.enable), told of every read and write; None when off
         self._busy = busy_poll.of(loop)
@@ -483,8 +485,16 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed:
             raise ConnectionClosedError(f"connection to {self.peer_address} closed") from self._close_cause
 
+    def _other_loop_error(self) -> RemotingError:
+        """The error of a request made from another event loop than the connection's (loop-bound: that
+        loop reads the answers, and writes from two threads would interleave)."""
+        return RemotingError(f"connection to {self.peer_address} belongs to another event loop (clients are "
+                             "loop-bound: use one from the loop it was first used on, or one per loop)")
+
     async def send(self, command: RemotingCommand, timeout_s: float = 30.0) -> None:
         """Write one command as it is (a response, or a request with its opaque set) and drain."""
+        if asyncio.get_running_loop() is not self._loop:
+            raise self._other_loop_error()
         self._write(command)
         await self._drain(timeout_s)
 
@@ -495,6 +505,8 @@ class Connection(asyncio.BufferedProtocol):
             command = signed_request(command, credentials)
         opaque = self._next_opaque()
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            raise self._other_loop_error()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         self._pending[opaque] = future
         # One timer handle on the future instead of asyncio.wait_for (which adds a wrapper, callbacks and
@@ -526,6 +538,8 @@ class Connection(asyncio.BufferedProtocol):
         opaque = self._next_opaque()
         frame = encode(opaque)
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            raise self._other_loop_error()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         pending = self._pending
         pending[opaque] = future
@@ -575,7 +589,8 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def is_closed(self) -> bool:
-        return self._closed or self._transport is None or self._transport.is_closing()
+        """Closed, or left behind by a loop that has closed (a client's next ``asyncio.run`` reconnects)."""
+        return self._closed or self._transport is None or self._transport.is_closing() or self._loop.is_closed()
 
     @property
     def in_flight_count(self) -> int:
@@ -589,6 +604,11 @@ class Connection(asyncio.BufferedProtocol):
         """Close now; pending requests fail with ConnectionClosedError chained to *cause*."""
         if self._close_cause is None:
             self._close_cause = cause
+        if self._loop.is_closed():
+            # left behind by a loop that has closed: nothing runs on it any more, the transport object
+            # closes its socket when it goes
+            self._closed = True
+            return
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()
         elif self._transport is None:
@@ -603,6 +623,8 @@ class Connection(asyncio.BufferedProtocol):
 
     async def aclose(self, timeout_s: float = 5.0) -> None:
         self.close()
+        if self._loop.is_closed():
+            return
         await self.wait_closed(timeout_s)
         for task in list(self._tasks):
             task.cancel()

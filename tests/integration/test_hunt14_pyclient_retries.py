@@ -1,0 +1,93 @@
+"""A producer's retries across two brokers, as 4.9.3's DefaultMQProducerImpl.sendDefaultImpl retries: an
+answer whose code is in retryResponseCodes (NO_PERMISSION among them) and a broker that went away are
+retried on the other broker, from the route the producer holds even when the name server is gone."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from local_cluster import SMALL_STORE, LocalCluster
+
+from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.client import Producer
+from rocketstore.client.admin import AdminClient
+from rocketstore.remoting.transport import run
+from rocketstore.store.config import StoreConfig
+
+TOPIC = "Hunt14RetryTopic"
+
+
+class TwoBrokers:
+    def __init__(self, cluster: LocalCluster, broker_b: Broker) -> None:
+        self.cluster = cluster
+        self.broker_b = broker_b
+
+
+@pytest.fixture
+def two_brokers(tmp_path: Path) -> Iterator[TwoBrokers]:
+    with LocalCluster(tmp_path / "store-a") as cluster:
+        async def start_b() -> Broker:
+            config = BrokerConfig(broker_name="broker-b", namesrv_addr=cluster.namesrv_addr, listen_port=0,
+                                  listen_host="127.0.0.1", broker_ip1="127.0.0.1")
+            broker = Broker(config, StoreConfig(store_path_root_dir=str(tmp_path / "store-b"), **SMALL_STORE))
+            await broker.start()
+            return broker
+
+        broker_b = cluster.run(start_b())
+        try:
+            async def create() -> None:
+                async with AdminClient(cluster.namesrv_addr) as admin:
+                    for addr in (cluster.broker_addr, broker_b.address):
+                        await admin.create_topic(TOPIC, broker_addr=addr, read_queue_nums=2, write_queue_nums=2)
+
+            run(create())
+
+            def routed_on_both() -> bool:
+                route = cluster.namesrv.routes.route(TOPIC)
+                return route is not None and len(route.queue_datas) == 2
+
+            cluster.wait_until(routed_on_both, 20, "the topic's route on both brokers")
+            yield TwoBrokers(cluster, broker_b)
+        finally:
+            cluster.run(broker_b.close())
+
+
+def test_no_permission_from_one_broker_is_retried_on_the_other(two_brokers: TwoBrokers) -> None:
+    cluster = two_brokers.cluster
+
+    async def go() -> list[str]:
+        async with Producer(cluster.namesrv_addr, "hunt14-retry-pg") as producer:
+            await producer.send(TOPIC, b"warm-up")  # the route is cached from here on
+
+            def wipe() -> None:
+                # broker-a's write permission is wiped while the topic is an order topic there: it answers
+                # NO_PERMISSION to sends, and the producer's cached route still says it is writeable
+                cluster.broker.topics.update_order_flags({TOPIC: "broker-a:2;broker-b:2"})
+                cluster.broker.config = dataclasses.replace(cluster.broker.config, broker_permission=4)
+
+            cluster.call(wipe)
+            results = [await producer.send(TOPIC, f"m{i}".encode()) for i in range(8)]
+            return [r.message_queue.broker_name for r in results]
+
+    brokers = run(asyncio.wait_for(go(), 30))
+    assert brokers == ["broker-b"] * 8
+
+
+def test_a_dead_broker_is_retried_on_the_other_while_the_name_server_is_gone(two_brokers: TwoBrokers) -> None:
+    cluster = two_brokers.cluster
+
+    async def go() -> list[str]:
+        async with Producer(cluster.namesrv_addr, "hunt14-retry-pg", timeout_s=2.0) as producer:
+            for i in range(4):  # the route is cached and both brokers' connections are open
+                await producer.send(TOPIC, f"warm-up {i}".encode())
+            cluster.run(cluster.namesrv.close())
+            cluster.run(two_brokers.broker_b.close())
+            results = [await producer.send(TOPIC, f"m{i}".encode()) for i in range(8)]
+            return [r.message_queue.broker_name for r in results]
+
+    brokers = run(asyncio.wait_for(go(), 60))
+    assert brokers == ["broker-a"] * 8
