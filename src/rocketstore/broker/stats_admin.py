@@ -362,7 +362,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
             try:
                 await broker.run_blocking(write_text_atomically, path, config_text(broker))
                 if "brokerPermission" in props and hasattr(broker, "topics"):
-                    await broker.run_blocking(broker.topics.persist)
+                    # on the loop, as every other topic change: the table must not change while it is
+                    # written (a send on the loop may auto-create a topic)
+                    broker.topics.persist()
             except OSError as exc:
                 log.error("cannot write %s: %s", path, exc)
                 return request.make_response(ResponseCode.SYSTEM_ERROR,
