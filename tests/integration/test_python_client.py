@@ -503,9 +503,11 @@ def test_send_back_goes_to_the_retry_topic_after_a_delay_or_to_the_dlq(tmp_path:
                 [buried] = (await consumer.pull(dlq, 0, suspend_ms=5000)).messages
                 assert buried.body == b"again" and buried.topic == "%DLQ%sb-group"
 
+                # a group never seen is created (autoCreateSubscriptionGroup), as 4.9.3's findSubscriptionGroupConfig
                 stranger = await raw(cluster.broker_addr, RequestCode.CONSUMER_SEND_MSG_BACK,
                                      {**back, "group": "never-seen"})
-                assert stranger.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+                assert stranger.code == ResponseCode.SUCCESS, stranger.remark
+                assert cluster.call(lambda: cluster.broker.groups.get("never-seen")) is not None
                 missing = await raw(cluster.broker_addr, RequestCode.CONSUMER_SEND_MSG_BACK,
                                     {**back, "offset": "123456789"})
                 assert missing.code == ResponseCode.SYSTEM_ERROR

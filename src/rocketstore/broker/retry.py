@@ -44,7 +44,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         problem = group_problem(h.group)
         if problem is not None:
             return fail(ResponseCode.SYSTEM_ERROR, problem)
-        group_cfg = broker.groups.get(h.group)
+        # findSubscriptionGroupConfig: a group not seen yet is created when autoCreateSubscriptionGroup is on
+        group_cfg = broker.groups.find_or_create(h.group)
         if group_cfg is None:
             return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}{_FAQ}")
         if not Perm.writeable(broker.config.broker_permission):

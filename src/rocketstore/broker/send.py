@@ -34,6 +34,7 @@ from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm, TopicConfig
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.header_fields import parse_java_int
 from rocketstore.remoting.send_headers import send_message_header_fields
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.templates import JsonResponseTemplate
@@ -223,10 +224,11 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         batch = _is_batch(request)
     if reconsume_times is None:
         reconsume_times = 0
-    to_dlq = False
+    answer_queue_id = queue_id  # handlePutMessageResult answers the queue asked for, even for a dead letter
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not batch:
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
-        group_cfg = broker.groups.get(group)
+        # findSubscriptionGroupConfig: a group not seen yet is created when autoCreateSubscriptionGroup is on
+        group_cfg = broker.groups.find_or_create(group)
         if group_cfg is None:
             return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{_FAQ}")
         max_reconsume = group_cfg.retry_max_times
@@ -239,13 +241,12 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                 broker.topic_created()
             # as 4.9.3's handleRetryAndDLQ, the perm of an existing %DLQ% topic is not checked
             queue_id = 0
-            to_dlq = True
+            # no DELAY=0 here: 4.9.3's setDelayTimeLevel(0) goes to a properties map that the request's own
+            # properties then replace, so the DELAY sent stays (a level > 0 schedules the dead letter first)
 
     if tc.topic_filter_type == "MULTI_TAG":
         sys_flag |= SysFlag.MULTI_TAGS
     props = parse_properties(properties) if properties else {}
-    if to_dlq:  # Java's setDelayTimeLevel(0): a dead letter is stored at once, not scheduled
-        props.pop(PropertyName.DELAY, None)
     tran_msg = props.get(PropertyName.TRAN_MSG)
     half = tran_msg is not None and tran_msg.lower() == "true"  # Boolean.parseBoolean
     if half:
@@ -254,6 +255,15 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                         f"the broker[{config.advertised_ip()}] sending transaction message is forbidden")
         if batch:
             return fail(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot hold transactional (half) messages")
+    delay_text = props.get(PropertyName.DELAY)
+    if delay_text is not None and not batch:
+        # 4.9.3's CommitLog reads DELAY with Integer.parseInt: text that is not a Java int ("1.5", "2 ") throws,
+        # and the send is answered SYSTEM_ERROR (neither stored at once nor scheduled)
+        try:
+            parse_java_int(delay_text)
+        except ValueError:
+            return fail(ResponseCode.SYSTEM_ERROR,
+                        f'java.lang.NumberFormatException: For input string: "{delay_text[:64]}"')
     born_host = peer_host(conn)
     store_host = broker.store_host
     wait = props.get(PropertyName.WAIT)
@@ -283,13 +293,13 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         if wait_text is not None:
             props[PropertyName.WAIT] = wait_text
         return (half_message(topic, queue_id, request.body, props, flag, sys_flag, born_timestamp, born_host,
-                             store_host, reconsume_times), queue_id, region, wait_durable)
+                             store_host, reconsume_times), answer_queue_id, region, wait_durable)
     if wait_text is not None and peak > 12:
         # 4.9.3 adds CLUSTER before it drops WAIT: the map it serialises had one entry more at its peak,
         # which for 13, 25, 49 ... entries doubled its table (a default HashMap of 16 holds 12)
         props = PeakProperties.after_removal(props, peak)
     return (_new_message(topic, request.body, props, queue_id, flag, sys_flag, born_timestamp, born_host,
-                         store_host, reconsume_times), queue_id, region, wait_durable)
+                         store_host, reconsume_times), answer_queue_id, region, wait_durable)
 
 
 def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_topic: str,
