@@ -17,6 +17,9 @@ from rocketstore.remoting.bodies import DataVersion
 
 __all__ = ["SubscriptionGroupConfig", "SubscriptionGroupTable"]
 
+#: MixAll.CID_RMQ_SYS_PREFIX: groups the broker itself uses, created whatever autoCreateSubscriptionGroup says
+SYS_GROUP_PREFIX = "CID_RMQ_SYS_"
+
 _SYSTEM_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
                   "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRACE")
 
@@ -127,9 +130,11 @@ class SubscriptionGroupTable:
         return self.table.get(group)
 
     def find_or_create(self, group: str) -> SubscriptionGroupConfig | None:
-        """The group's config; auto-created (and persisted) if allowed, else None."""
+        """The group's config; auto-created (and persisted) if allowed, else None.  A system group
+        (``CID_RMQ_SYS_`` prefix) is created even without autoCreateSubscriptionGroup, as 4.9.3's
+        findSubscriptionGroupConfig does."""
         cfg = self.table.get(group)
-        if cfg is None and self.auto_create and group:
+        if cfg is None and group and (self.auto_create or group.startswith(SYS_GROUP_PREFIX)):
             cfg = SubscriptionGroupConfig(group)
             self.update(cfg)
         return cfg

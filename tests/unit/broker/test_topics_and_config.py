@@ -75,6 +75,9 @@ def test_subscription_groups_auto_create_and_persist(tmp_path: Path) -> None:
     assert json.loads(Path(groups.path).read_text())["subscriptionGroupTable"]["g1"]["consumeEnable"] is True
     strict = SubscriptionGroupTable(str(tmp_path / "other"), auto_create=False)
     assert strict.find_or_create("g2") is None
+    # a system group (CID_RMQ_SYS_ prefix) is created anyway, as 4.9.3's findSubscriptionGroupConfig
+    system = strict.find_or_create("CID_RMQ_SYS_TRANS")
+    assert system is not None and strict.get("CID_RMQ_SYS_TRANS") == system
 
 
 def test_broker_conf_names_feed_broker_and_store_configs(tmp_path: Path) -> None:
