@@ -126,6 +126,11 @@ class RouteCache:
     def invalidate(self, topic: str) -> None:
         self._routes.pop(topic, None)
 
+    def expire(self) -> None:
+        """Every cached route out of date: the next look-up of a topic asks the name servers, and still falls
+        back to the cached route while they cannot be reached (unlike :meth:`invalidate`)."""
+        self._routes = {topic: (float("-inf"), route) for topic, (_, route) in self._routes.items()}
+
     @staticmethod
     def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
         """The queues a producer sends to.  A route with an order config (``orderTopicConf``, the name

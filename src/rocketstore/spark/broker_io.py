@@ -115,6 +115,13 @@ class BrokerSession:
             self._consumer = self._producer = None
             self._loop.close()
 
+    def expire_routes(self) -> None:
+        """The next call asks the name servers for its topic's route again (a broker may have moved); the
+        cached routes stay in use while the name servers cannot be reached."""
+        for client in (self._consumer, self._producer):
+            if client is not None:
+                client.routes.expire()
+
     # --- look-ups ---------------------------------------------------------------------------------------
 
     def topics(self) -> list[str]:

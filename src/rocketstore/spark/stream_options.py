@@ -38,6 +38,11 @@ __all__ = [
 Offsets = dict[str, dict[str, int]]
 _EARLIEST, _LATEST = -2, -1
 DEFAULT_PULL_BATCH = 32
+#: Kafka's source tries 3 more times 10 ms apart; its consumer also backs off on its own when a broker is away,
+#: while the client here fails at once on a refused connection, so the retries wait long enough for a broker
+#: (or name server) restart to be seen through
+DEFAULT_FETCH_RETRIES = 3
+DEFAULT_FETCH_RETRY_INTERVAL_MS = 1000
 
 
 class SparkOptionError(RocketStoreError):
@@ -164,6 +169,10 @@ class SourceOptions:
     timeout_s: float = 5.0
     #: accessKey / secretKey: the ACL keys every request is signed with
     credentials: SessionCredentials | None = None
+    #: fetchOffset.numRetries / fetchOffset.retryIntervalMs (Kafka's source): how often the driver's offset and
+    #: route look-ups of a trigger, and the executors' pulls, are tried again, and how long apart, before failing
+    fetch_retries: int = DEFAULT_FETCH_RETRIES
+    fetch_retry_interval_s: float = DEFAULT_FETCH_RETRY_INTERVAL_MS / 1000
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -215,6 +224,8 @@ class SourceOptions:
             except SqlSyntaxError as exc:
                 raise SparkOptionError(f"option sql: {exc}") from exc
         timeout_ms = _int(opts, "timeoutms", "timeoutMs", 1) or 5000
+        retries = _int(opts, "fetchoffset.numretries", "fetchOffset.numRetries", 0)
+        interval_ms = _int(opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0)
         return cls(name_server=_name_server(opts), subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
                    starting_offsets=start, ending_offsets=end, starting_timestamp_ms=starting_ts,
                    max_offsets_per_trigger=max_per_trigger,
@@ -222,7 +233,10 @@ class SourceOptions:
                    fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
                    tags=tags, sql=sql, consumer_group=group,
                    pull_batch=_int(opts, "pullbatchsize", "pullBatchSize", 1) or DEFAULT_PULL_BATCH,
-                   timeout_s=timeout_ms / 1000, credentials=_credentials(opts))
+                   timeout_s=timeout_ms / 1000, credentials=_credentials(opts),
+                   fetch_retries=DEFAULT_FETCH_RETRIES if retries is None else retries,
+                   fetch_retry_interval_s=(DEFAULT_FETCH_RETRY_INTERVAL_MS if interval_ms is None
+                                           else interval_ms) / 1000)
 
     @property
     def selector(self) -> MessageSelector:

@@ -16,8 +16,11 @@ pyspark and pyarrow are imported at module level: only ``register`` and Spark's 
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +41,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StringType, StructField, StructType
 
 from rocketstore.client import MessageQueue, PullStatus
-from rocketstore.client.errors import ClientError
+from rocketstore.client.errors import ClientError, NoRouteError
+from rocketstore.errors import RemotingError
 from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.properties import PropertyName, parse_properties
@@ -59,6 +63,7 @@ __all__ = ["FORMAT_NAME", "BrokerBatchReader", "BrokerStreamReader", "DataLossEr
            "source_schema"]
 
 FORMAT_NAME = "rocketmq"
+T = TypeVar("T")
 
 
 class DataLossError(ClientError):
@@ -145,6 +150,11 @@ class _Planner:
             self._session.close()
             self._session = None
 
+    def retrying(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` with the fetchOffset.* tries (:func:`_retrying`): a broker restarting between two triggers
+        does not fail the query."""
+        return _retrying(self.options, what, fn, lambda: self._session)
+
     def queues(self) -> list[MessageQueue]:
         opts = self.options
         if opts.subscribe is not None:
@@ -213,6 +223,32 @@ class _Planner:
         return out
 
 
+def _retrying(options: SourceOptions, what: str, fn: Callable[[], T],
+              session: Callable[[], BrokerSession | None]) -> T:
+    """``fn()``, tried again up to fetchOffset.numRetries times, fetchOffset.retryIntervalMs apart, when a
+    name server or broker cannot be reached or answers an error; before each new try the *session*'s routes
+    are expired (a broker may be back at another address).  Option errors and data loss are raised at once."""
+    retries, interval_s = options.fetch_retries, options.fetch_retry_interval_s
+    for attempt in range(retries + 1):
+        try:
+            return fn()
+        except (SparkOptionError, DataLossError):
+            raise
+        except (ClientError, RemotingError, OSError, TimeoutError) as exc:
+            if attempt == retries:
+                if retries:
+                    exc.add_note(f"rocketmq source: {what} failed {retries + 1} times, "
+                                 f"{interval_s * 1000:g} ms apart (fetchOffset.numRetries={retries})")
+                raise
+            print(f"rocketmq source: {what} failed ({type(exc).__name__}: {exc}); trying again in "
+                  f"{interval_s * 1000:g} ms ({attempt + 1} of fetchOffset.numRetries={retries})", file=sys.stderr)
+            current = session()
+            if current is not None:
+                current.expire_routes()
+            time.sleep(interval_s)
+    raise AssertionError("unreachable")
+
+
 def _check_named_queues(spec: dict[str, dict[str, int]], queues: list[MessageQueue]) -> None:
     """SparkOptionError when an offsets JSON names a queue that a topic being read does not have: a typo
     ("broker_a:0") would otherwise read that queue from the default offset, silently."""
@@ -270,22 +306,42 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None
 
     def initialOffset(self) -> dict:
-        return self.planner.resolve(self.options.starting_offsets, default=-2)
+        return self.planner.retrying("resolving the starting offsets",
+                                     lambda: self.planner.resolve(self.options.starting_offsets, default=-2))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self.planner.latest()
+        self._target = self.planner.retrying("looking up the latest offsets", self.planner.latest)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        latest = self._target if self._target is not None else self.planner.latest()
+        latest = (self._target if self._target is not None
+                  else self.planner.retrying("looking up the latest offsets", self.planner.latest))
         start = _moved_back(start, latest, self.options.fail_on_data_loss)
         end = _merge_forward(start, latest)
         if isinstance(limit, ReadMaxRows):
-            end = _merge_forward(start, limit_offsets(start, end, limit.max_rows))
+            end = _merge_forward(start, limit_offsets(self._from_minimums(start, end), end, limit.max_rows))
         return end
+
+    def _from_minimums(self, start: Offsets, end: Offsets) -> Offsets:
+        """*start* with every queue that only *end* has (it appeared since: a new topic or queue, a broker
+        back) at its broker min offset.  Its range is planned from 0 and read from the minimum; limited from
+        0, its share could end below the minimum and the next trigger would start there, in messages that
+        were gone before the query ever saw the queue (a data-loss error)."""
+        fresh = [(topic, key) for topic, queues in end.items() for key in queues if key not in start.get(topic, {})]
+        if not fresh:
+            return start
+
+        def look_up() -> Offsets:
+            out: Offsets = {t: dict(q) for t, q in start.items()}
+            for topic, key in fresh:
+                low = self.planner.session.min_offset(_queue(topic, key))
+                out.setdefault(topic, {})[key] = min(max(low, 0), end[topic][key])
+            return out
+
+        return self.planner.retrying("looking up the min offsets of new queues", look_up)
 
     def reportLatestOffset(self) -> dict | None:
         return None  # one more round of look-ups per trigger is not worth a progress field
@@ -301,9 +357,31 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         if self.options.consumer_group is None:
             return
-        committed = {mq: offset for topic, queues in end.items() for key, offset in queues.items()
-                     for mq in [_queue(topic, key)]}
-        self.planner.session.commit_offsets(committed)
+        for topic, queues in sorted(end.items()):
+            committed = {_queue(topic, key): offset for key, offset in queues.items()}
+            self.planner.retrying(f"committing offsets of {topic} for group {self.options.consumer_group!r}",
+                                  functools.partial(self._commit_routed, committed))
+
+    def _commit_routed(self, committed: dict[MessageQueue, int]) -> None:
+        """Commit *committed* (one topic), leaving out queues the name servers no longer route (the topic was
+        deleted, or its broker left): the checkpoint still holds their offsets, and the informational commit
+        must not fail every trigger (and every restart) for them."""
+        session = self.planner.session
+        try:
+            session.commit_offsets(committed)
+            return
+        except NoRouteError:
+            routed = session.queues_if_known(next(iter(committed)).topic)  # raises while they are unreachable
+            gone = [mq for mq in committed if routed is None or mq not in routed]
+            if not gone:
+                raise
+        named = ", ".join(f"{mq.topic} {queue_key(mq)}" for mq in gone)
+        print(f"rocketmq source: not committing the offsets of {named} for group "
+              f"{self.options.consumer_group!r}: the name servers route no such queue (the topic was deleted, or "
+              "its broker left)", file=sys.stderr)
+        rest = {mq: offset for mq, offset in committed.items() if mq not in gone}
+        if rest:
+            session.commit_offsets(rest)
 
     def stop(self) -> None:
         self.planner.close()
@@ -322,8 +400,10 @@ class BrokerBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         planner = _Planner(self.options)
         try:
-            start = planner.resolve(self.options.starting_offsets, default=-2)
-            end = planner.resolve(self.options.ending_offsets, default=-1)
+            start = planner.retrying("resolving the starting offsets",
+                                     lambda: planner.resolve(self.options.starting_offsets, default=-2))
+            end = planner.retrying("resolving the ending offsets",
+                                   lambda: planner.resolve(self.options.ending_offsets, default=-1))
         finally:
             planner.close()
         ranges = plan_pull_ranges(start, end, self.options.min_partitions)
@@ -342,7 +422,9 @@ def _pull_range(session: BrokerSession, options: SourceOptions, r: PullRange) ->
     mq = r.queue
     offset = r.start
     while offset < r.end:
-        got = session.pull(mq, offset, min(options.pull_batch, r.end - offset), options.selector)
+        count = min(options.pull_batch, r.end - offset)
+        got = _retrying(options, f"pulling {mq.topic} {r.broker_name}:{r.queue_id} at {offset}",
+                        functools.partial(session.pull, mq, offset, count, options.selector), lambda: session)
         if got.status == PullStatus.FOUND:
             yield [m for m in got.messages if offset <= m.queue_offset < r.end]
         elif got.status == PullStatus.OFFSET_ILLEGAL and offset < got.min_offset and r.fresh:
