@@ -40,6 +40,7 @@ from rocketstore.cli.output import (
     add_common,
     add_targets,
     admin_of,
+    broker_address,
     fail,
     format_time,
     message_json,
@@ -75,7 +76,7 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     create.add_argument("topic")
     where = create.add_mutually_exclusive_group()
     where.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
-    where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+    where.add_argument("-b", "--broker", type=broker_address, help="one broker, HOST:PORT")
     create.add_argument("-r", "--read-queues", type=int, default=8, help="read queue count (default 8)")
     create.add_argument("-w", "--write-queues", type=int, default=8, help="write queue count (default 8)")
     create.add_argument("-p", "--perm", type=int, default=Perm.READ | Perm.WRITE,
@@ -97,7 +98,7 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     cq.add_argument("-i", "--index", type=int, default=0, help="first queue offset (default 0)")
     cq.add_argument("-c", "--count", type=int, default=10, help="at most this many entries (default 10)")
     cq.add_argument("-g", "--group", help="also show this group's subscription to the topic")
-    cq.add_argument("-b", "--broker", help="broker address (default: the topic's first master)")
+    cq.add_argument("-b", "--broker", type=broker_address, help="broker address (default: the topic's first master)")
     add_common(cq)
     cq.set_defaults(handler=_topic_cq)
 

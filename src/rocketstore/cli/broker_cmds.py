@@ -11,7 +11,7 @@ getBrokerConfig, updateBrokerConfig), through client.admin:
     rocketstore broker-admin config set KEY=VALUE ... [-b ADDR | -c CLUSTER]
     rocketstore broker-admin watch [-b ADDR | -c CLUSTER] [--interval S] [--count N] [--png FILE]
                                                                    live figures per sample (cli/broker_watch.py)
-    rocketstore broker-admin wipe-write-perm | add-write-perm BROKER_NAME
+    rocketstore broker-admin wipe-write-perm | add-write-perm [-b] BROKER_NAME
                                                                    on every name server (cli/cluster_cmds.py)
 
 Without ``-b`` a command asks every master of ``-c CLUSTER`` (default: every master the name server
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from functools import partial
 
@@ -246,8 +247,20 @@ def _config_set(args: argparse.Namespace) -> int:
     return run_command(go())
 
 
+def _png_path_problem(path: str) -> str | None:
+    """Why the chart could not be written to *path*, checked before the watch starts (not after an hour)."""
+    if os.path.isdir(path):
+        return f"--png {path} is a directory: give the chart's file name"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"--png {path}: no directory {parent} to write the chart in"
+    if not os.access(parent, os.W_OK):
+        return f"--png {path}: the directory {parent} is not writable"
+    return None
+
+
 def _watch(args: argparse.Namespace) -> int:
-    if args.png and (problem := broker_watch.chart_problem()):
+    if args.png and (problem := broker_watch.chart_problem() or _png_path_problem(args.png)):
         return fail(problem)
 
     def emit(row: broker_watch.WatchRow) -> None:

@@ -30,6 +30,7 @@ from rocketstore.cli.output import (
     credentials_of,
     fail,
     message_json,
+    positive_seconds,
     print_json,
     print_table,
     run_command,
@@ -45,6 +46,7 @@ from rocketstore.client import (
 )
 from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
 from rocketstore.client.errors import ClientError
+from rocketstore.errors import RocketStoreError
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import StoredMessage
 
@@ -69,7 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     request = subparsers.add_parser("request", help="send a request message and print its reply (request/reply)")
     request.add_argument("topic")
     _add_message_args(request, "request body ('-': read stdin)", "keys, separated by spaces")
-    request.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the reply (default 3)")
+    request.add_argument("--timeout", type=positive_seconds, default=3.0,
+                         help="seconds to wait for the reply (default 3)")
     request.add_argument("--group", default="rocketstore-cli-requester", help="producer group")
     add_common(request, full_body=True)
     request.set_defaults(handler=_request)
@@ -84,8 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     consume.add_argument("--from", dest="start", choices=("first", "last"), default="first",
                          help="where a queue without a committed offset starts (default first)")
     consume.add_argument("--max", type=int, help="stop after this many messages")
-    consume.add_argument("--timeout", type=float, default=5.0,
-                         help="stop when no message came for this many seconds (default 5)")
+    consume.add_argument("--timeout", type=_idle_seconds, default=5.0,
+                         help="stop when no message came for this many seconds (default 5; inf: never)")
     consume.add_argument("--reply", metavar="BODY",
                          help="answer each request message with BODY ({body}: the request's body)")
     add_common(consume, full_body=True)
@@ -211,6 +214,18 @@ class _Consumption:
         return batch
 
 
+def _idle_seconds(text: str) -> float:
+    """consume's --timeout (argparse type): seconds above 0, ``inf`` for a consumer (a responder) that runs
+    until Ctrl-C; not NaN, which no timer takes."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (or inf), not {text!r}")
+    return value
+
+
 def _consume(args: argparse.Namespace) -> int:
     if args.max is not None and args.max < 1:
         return fail("--max must be at least 1")
@@ -315,7 +330,13 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
             if not args.json:
                 _print_line(m, args.full_body)
             if state.replier is not None and m.properties.get(PropertyName.REPLY_TO_CLIENT):
-                await state.replier.send_reply(m, args.reply.encode("utf-8").replace(b"{body}", m.body))
+                try:
+                    await state.replier.send_reply(m, args.reply.encode("utf-8").replace(b"{body}", m.body))
+                except (RocketStoreError, TimeoutError, ValueError) as exc:
+                    # e.g. a request whose requester has gone ("channel ... not found"): later ones still get
+                    # answers, as a Java responder's catch around its send goes on
+                    print(f"rocketstore: warning: no reply to request {m.uniq_key or m.msg_id}: {exc}",
+                          file=sys.stderr, flush=True)
         if len(taken) < len(result.messages):
             next_offset = taken[-1].queue_offset + 1 if taken else offset
         else:

@@ -2,8 +2,8 @@
 
     rocketstore cluster list [-c CLUSTER]                  every broker: address, version, TPS in / out, ...
     rocketstore cluster rt [-c CLUSTER] [-a N] [-s BYTES]  send round trips per broker (cli/send_probe_cmds.py)
-    rocketstore broker-admin wipe-write-perm BROKER_NAME   every name server stops routing writes to it
-    rocketstore broker-admin add-write-perm BROKER_NAME    and routes them again
+    rocketstore broker-admin wipe-write-perm [-b] BROKER_NAME   every name server stops routing writes to it
+    rocketstore broker-admin add-write-perm [-b] BROKER_NAME    and routes them again
 
 ``cluster list`` prints, per broker address, what mqadmin clusterList takes from GET_BROKER_RUNTIME_INFO: the
 version, put TPS with the send queue's size and head wait, get TPS with the pull queue's, how long the
@@ -44,9 +44,12 @@ def add_broker_admin_commands(commands: argparse._SubParsersAction) -> None:  # 
     add_help = "give the write perm of a broker's topics back on every name server (mqadmin addWritePerm)"
     for action, what, handler in (("wipe-write-perm", wipe_help, _wipe), ("add-write-perm", add_help, _add)):
         command = commands.add_parser(action, help=what)
-        command.add_argument("broker_name", help="the broker's name (brokerName), not its address")
+        command.add_argument("broker_name", nargs="?", metavar="BROKER_NAME",
+                             help="the broker's name (brokerName), not its address")
+        command.add_argument("-b", "--broker-name", dest="broker_name_option", metavar="BROKER_NAME",
+                             help="the same, as mqadmin takes it")
         add_common(command)
-        command.set_defaults(handler=handler)
+        command.set_defaults(handler=handler, write_perm_parser=command)
 
 
 def _first_number(text: str | None) -> float:
@@ -123,6 +126,11 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _write_perm(args: argparse.Namespace, *, wipe: bool) -> int:
+    names = {name.strip() for name in (args.broker_name, args.broker_name_option) if name is not None}
+    if len(names) != 1 or not next(iter(names)):  # as argparse refuses a missing argument: usage, exit 2
+        args.write_perm_parser.error("give one broker name: BROKER_NAME or -b BROKER_NAME (mqadmin's form)")
+    args.broker_name = names.pop()
+
     async def go() -> int:
         async with admin_of(args) as admin:
             if wipe:

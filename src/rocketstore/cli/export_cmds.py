@@ -25,7 +25,7 @@ import json
 import os
 from typing import Any
 
-from rocketstore.cli.output import add_common, admin_of, print_json, run_command
+from rocketstore.cli.output import add_common, admin_of, broker_address, print_json, run_command
 
 __all__ = ["DEFAULT_EXPORT_DIR", "fastjson_pretty", "register"]
 
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     metadata = commands.add_parser("metadata", help="user topics and subscription groups (exportMetadata)")
     where = metadata.add_mutually_exclusive_group(required=True)
     where.add_argument("-c", "--cluster", help="every master of this cluster, merged")
-    where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+    where.add_argument("-b", "--broker", type=broker_address, help="one broker, HOST:PORT")
     only = metadata.add_mutually_exclusive_group()
     only.add_argument("-t", "--topics-only", action="store_true", help="only topics: topic.json")
     only.add_argument("-g", "--groups-only", action="store_true", help="only subscription groups: subscriptionGroup.json")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from rocketstore.cli.output import add_common, admin_of, print_json, print_table, run_command
+from rocketstore.cli.output import add_common, admin_of, broker_address, print_json, print_table, run_command
 from rocketstore.client.admin_types import ConsumerConnection
 from rocketstore.remoting.codes import MQVersion
 
@@ -28,7 +28,8 @@ def add_group_commands(commands: argparse._SubParsersAction) -> None:  # type: i
                                                 "deleteSubGroup)")
     delete.add_argument("group")
     where = delete.add_mutually_exclusive_group()
-    where.add_argument("-b", "--broker", help="only this broker, HOST:PORT (its retry / DLQ topics stay)")
+    where.add_argument("-b", "--broker", type=broker_address,
+                       help="only this broker, HOST:PORT (its retry / DLQ topics stay)")
     where.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
     delete.add_argument("-r", "--remove-offsets", action="store_true",
                         help="the brokers forget the group's committed offsets too (mqadmin -r true)")

@@ -20,6 +20,7 @@ import argparse
 from rocketstore.cli.output import (
     add_common,
     admin_of,
+    broker_address,
     fail,
     format_time,
     print_json,
@@ -56,7 +57,8 @@ def add_group_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     correction.add_argument("group", help="the group to compare with")
     correction.add_argument("-t", "--topic", required=True)
     correction.add_argument("--filter", help="groups to leave out, comma-separated")
-    correction.add_argument("-b", "--broker", help="one broker, HOST:PORT (default: every master of the topic)")
+    correction.add_argument("-b", "--broker", type=broker_address,
+                            help="one broker, HOST:PORT (default: every master of the topic)")
     add_common(correction)
     correction.set_defaults(handler=_correction_offset)
 
@@ -78,7 +80,7 @@ def add_topic_commands(commands: argparse._SubParsersAction) -> None:  # type: i
                                 ("clean-unused", _clean_unused, unused_help)):
         parser = commands.add_parser(name, help=text)
         where = parser.add_mutually_exclusive_group()
-        where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+        where.add_argument("-b", "--broker", type=broker_address, help="one broker, HOST:PORT")
         where.add_argument("-c", "--cluster", help="every broker of this cluster (default: of every cluster)")
         add_common(parser)
         parser.set_defaults(handler=handler)

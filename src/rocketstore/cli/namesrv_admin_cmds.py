@@ -107,6 +107,11 @@ def _kv_put(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
             await admin.put_kv(args.namespace, args.key, args.value)
+            namesrvs = admin.namesrv_addrs
+        if args.json:
+            print_json({"namespace": args.namespace, "key": args.key, "value": args.value, "namesrvs": namesrvs})
+        else:
+            print(f"put {args.namespace} {args.key}={args.value} on {', '.join(namesrvs)}")
         return 0
 
     return run_command(go())
@@ -116,6 +121,11 @@ def _kv_delete(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
             await admin.delete_kv(args.namespace, args.key)
+            namesrvs = admin.namesrv_addrs
+        if args.json:
+            print_json({"namespace": args.namespace, "key": args.key, "namesrvs": namesrvs})
+        else:
+            print(f"deleted {args.namespace} {args.key} on {', '.join(namesrvs)}")
         return 0
 
     return run_command(go())

@@ -25,9 +25,9 @@ from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.tls import TlsConfig, use_client_tls
 from rocketstore.remoting.transport import run
 
-__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "credentials_of", "fail",
-           "format_time", "message_json", "namesrv_list", "parse_time_ms", "positive_seconds", "print_json",
-           "print_message", "print_table", "run_command"]
+__all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "broker_address",
+           "credentials_of", "fail", "format_time", "message_json", "namesrv_list", "parse_time_ms",
+           "positive_seconds", "print_json", "print_message", "print_table", "run_command"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
@@ -97,6 +97,16 @@ def namesrv_list(text: str) -> str:
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise argparse.ArgumentTypeError(f"not HOST:PORT: {part!r}")
     return ";".join(parts)
+
+
+def broker_address(text: str) -> str:
+    """A broker's ``HOST:PORT`` (argparse type for ``-b``): a broker name there, or a bad port, is a usage error
+    saying what is wanted, not a traceback from the connection code."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r} (give the broker's address, e.g. "
+                                         f"127.0.0.1:10911; `rocketstore cluster list` shows each broker's)")
+    return text.strip()
 
 
 def fail(message: str) -> int:
@@ -217,6 +227,6 @@ def add_targets(parser: argparse.ArgumentParser, *, brokers: str = "broker") -> 
     """``-b HOST:PORT`` (one broker) or ``-c CLUSTER`` (every *brokers* of it, default every one the name
     server knows), then :func:`add_common`'s options."""
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("-b", "--broker", help="one broker, HOST:PORT")
+    where.add_argument("-b", "--broker", type=broker_address, help="one broker, HOST:PORT")
     where.add_argument("-c", "--cluster", help=f"every {brokers} of this cluster (default: every {brokers})")
     add_common(parser)

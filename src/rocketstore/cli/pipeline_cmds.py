@@ -44,6 +44,14 @@ def spark_error_line(exc: BaseException) -> str:
     if ours:
         return f"{ours[-1].group(1).rsplit('.', 1)[-1]}: {ours[-1].group(2).strip()}"
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    head, traceback_mark, _ = first.partition("Traceback (most recent call last):")
+    if traceback_mark:  # a Python worker's own error: the last traceback's exception line, not its first words
+        lines = text.splitlines()
+        start = max(i for i, line in enumerate(lines) if "Traceback (most recent call last):" in line)
+        last = next((m for m in map(_EXCEPTION_LINE.match, lines[start + 1:]) if m and not m.string[0].isspace()),
+                    None)
+        if last is not None:
+            return f"{head.strip()} {last.group(1).rsplit('.', 1)[-1]}: {last.group(2).strip()}".strip()
     return re.sub(r"\s*SQLSTATE: \w+\.?$", "", first)
 
 

@@ -49,6 +49,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _pause_seconds(text: str) -> float:
+    """The pause between rounds: a finite number of seconds, 0 or more (NaN or inf no timer takes)."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from exc
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, not {text!r}")
+    return value
+
+
 def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check = commands.add_parser("check-rt", help="send messages over a topic's queues in turn and print each "
                                                  "send's round trip (mqadmin checkMsgSendRT)")
@@ -74,7 +85,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:  # type:
     rt.add_argument("-a", "--amount", type=_positive, default=50, help="messages per broker and round (default 50)")
     rt.add_argument("-s", "--size", type=_positive, default=128, help="body bytes (default 128)")
     rt.add_argument("--rounds", type=_positive, default=1, help="rounds to run (default 1)")
-    rt.add_argument("--interval-s", type=float, default=10.0, help="seconds between rounds (default 10)")
+    rt.add_argument("--interval-s", type=_pause_seconds, default=10.0, help="seconds between rounds (default 10)")
     add_common(rt)
     rt.set_defaults(handler=_cluster_rt)
 

@@ -29,7 +29,7 @@ from rocketstore.store.recovery import RecoveryReport
 from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
 from rocketstore.store.verify import VerifyReport, verify_store
 
-__all__ = ["ProgressBar", "format_verify_report", "register", "store_config_from_args"]
+__all__ = ["PhaseProgress", "ProgressBar", "format_verify_report", "register", "store_config_from_args"]
 
 _GEOMETRY_PROPERTIES = {
     "segment_bytes": "mappedFileSizeCommitLog",
@@ -117,8 +117,18 @@ def _write_text(text: str, output: str | None) -> None:
 
 def run_dump(args: argparse.Namespace) -> int:
     config = store_config_from_args(args)
-    with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
-        dump = dump_store(store)
+    if args.output:  # checked before a dump that may take minutes, not after
+        parent = os.path.dirname(os.path.abspath(args.output))
+        if os.path.isdir(args.output):
+            raise StoreConfigError(f"--output {args.output} is a directory: give the dump's file name")
+        if not os.path.isdir(parent):
+            raise StoreConfigError(f"--output {args.output}: no directory {parent} to write the dump in")
+    bar = PhaseProgress(sys.stderr, "dump")
+    try:
+        with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
+            dump = dump_store(store, progress=bar)
+    finally:
+        bar.finish()
     _write_text(json.dumps(dump, indent=1, ensure_ascii=False) + "\n", args.output)
     damaged = sum("error" in m for t in dump["topics"] for q in t["queues"] for m in q["messages"])
     if damaged:
@@ -164,8 +174,12 @@ def format_verify_report(directory: str, report: VerifyReport) -> str:
 
 def run_verify(args: argparse.Namespace) -> int:
     config = store_config_from_args(args)
-    with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
-        report = verify_store(store, max_problems=args.max_problems)
+    bar = PhaseProgress(sys.stderr, "verify")
+    try:
+        with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
+            report = verify_store(store, max_problems=args.max_problems, progress=bar)
+    finally:
+        bar.finish()
     if args.json:
         data: dict[str, Any] = dataclasses.asdict(report)
         data["ok"] = report.ok
@@ -219,6 +233,46 @@ class ProgressBar:
             self.stream.write(self._text())
         self.stream.write(" done\n")
         self.stream.flush()
+
+
+class PhaseProgress:
+    """Progress of a job in phases (``verify`` and ``dump``: the commitlog walk, then queues and index keys),
+    fed ``(phase, done, total)``; the commitlog phase counts bytes, the others items.
+
+    Drawn in place on a terminal only, and wiped by :meth:`finish` so the report starts on a clean line;
+    to a file or a pipe it writes nothing (the report on stdout is the whole answer)."""
+
+    def __init__(self, stream: TextIO, label: str, width: int = 30) -> None:
+        self.stream = stream
+        self.label = label
+        self.width = width
+        self._last = self._shown = ""  # the last frame's text, and as drawn (padded)
+        try:
+            self.live = bool(stream.isatty())
+        except (AttributeError, ValueError):  # no isatty, or a closed stream
+            self.live = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.live:
+            return
+        fraction = min(1.0, done / total) if total > 0 else 1.0
+        filled = int(fraction * self.width)
+        if phase == "commitlog":
+            amount = f"{done / 1048576:.1f} of {total / 1048576:.1f} MiB"
+        else:
+            amount = f"{done} of {total}"
+        text = f"{self.label}: {phase} [{'#' * filled}{'.' * (self.width - filled)}] {amount}"
+        if text != self._last:
+            frame = text.ljust(len(self._shown))  # covers what is left of a longer frame
+            self.stream.write("\r" + frame)
+            self.stream.flush()
+            self._last, self._shown = text, frame
+
+    def finish(self) -> None:
+        if self._shown:
+            self.stream.write("\r" + " " * len(self._shown) + "\r")
+            self.stream.flush()
+            self._last = self._shown = ""
 
 
 def _refuse_read_only_tree(root: str) -> None:

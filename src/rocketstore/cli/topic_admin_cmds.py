@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from rocketstore.cli.output import add_common, admin_of, print_json, print_table, run_command
+from rocketstore.cli.output import add_common, admin_of, broker_address, print_json, print_table, run_command
 from rocketstore.client.topic_admin import PERMS
 from rocketstore.remoting.bodies import TopicRouteData
 
@@ -47,7 +47,7 @@ def add_topic_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     perm.add_argument("-p", "--perm", type=int, required=True, choices=PERMS,
                       help="2 write only, 4 read only, 6 read and write")
     where = perm.add_mutually_exclusive_group()
-    where.add_argument("-b", "--broker", help="only this master, HOST:PORT")
+    where.add_argument("-b", "--broker", type=broker_address, help="only this master, HOST:PORT")
     where.add_argument("-c", "--cluster", help="only the masters of this cluster")
     add_common(perm)
     perm.set_defaults(handler=_perm)

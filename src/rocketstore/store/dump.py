@@ -10,6 +10,7 @@ storeSize, error}``: a dump of a damaged store is partial, not refused (``store 
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from rocketstore.errors import MessageDecodeError
@@ -21,6 +22,9 @@ from rocketstore.store.recovery import validate_record
 from rocketstore.store.results import GetMessageStatus
 
 __all__ = ["commitlog_records", "dump_store", "message_json"]
+
+#: called with (phase, done, total) as a dump goes on: "commitlog" in bytes, other phases in items
+Progress = Callable[[str, int, int], None]
 
 
 def message_json(m: StoredMessage, queue_offset: int | None = None) -> dict[str, Any]:
@@ -52,13 +56,16 @@ def message_json(m: StoredMessage, queue_offset: int | None = None) -> dict[str,
     return out
 
 
-def commitlog_records(store: MessageStore) -> list[dict[str, Any]]:
+def commitlog_records(store: MessageStore, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Walk every record of the commitlog: MESSAGE, BLANK, or INVALID where the walk stops."""
     out: list[dict[str, Any]] = []
     commitlog = store._commitlog
     dispatcher = store._dispatcher
     end = commitlog.max_offset
+    first = commitlog.min_offset
     for mf in commitlog.files:
+        if progress is not None:
+            progress("commitlog", max(0, mf.start_offset - first), end - first)
         pos = 0
         limit = min(mf.wrote, end - mf.start_offset)
         while pos < limit:
@@ -85,6 +92,8 @@ def commitlog_records(store: MessageStore) -> list[dict[str, Any]]:
                 "preparedTransactionOffset": m.prepared_transaction_offset,
             })
             pos += size
+            if progress is not None and len(out) % 4096 == 0:
+                progress("commitlog", mf.start_offset + pos - first, end - first)
     return out
 
 
@@ -134,13 +143,25 @@ def _queue_json(store: MessageStore, topic: str, queue_id: int) -> dict[str, Any
     }
 
 
-def dump_store(store: MessageStore) -> dict[str, Any]:
-    records = commitlog_records(store)
+def dump_store(store: MessageStore, progress: Progress | None = None) -> dict[str, Any]:
+    """The whole picture; *progress* (phase, done, total) hears of the commitlog walk (bytes), then the
+    queues and the index keys (counts)."""
+    records = commitlog_records(store, progress)
     topics = store.topics()
     levels = len(store.config.delay_levels_ms())
     # The schedule service keeps one queue per delay level open, so they all show, as in RocketMQ.
     topics[SCHEDULE_TOPIC] = sorted(set(topics.get(SCHEDULE_TOPIC, [])) | set(range(levels)))
-    topic_list = [{"topic": t, "queues": [_queue_json(store, t, q) for q in qs]} for t, qs in sorted(topics.items())]
+    queue_total = sum(len(qs) for qs in topics.values())
+    topic_list = []
+    queues_done = 0
+    for t, qs in sorted(topics.items()):
+        queues = []
+        for q in qs:
+            if progress is not None:
+                progress("queues", queues_done, queue_total)
+            queues.append(_queue_json(store, t, q))
+            queues_done += 1
+        topic_list.append({"topic": t, "queues": queues})
     keys: set[tuple[str, str]] = set()
     for r in records:
         if r["type"] != "MESSAGE":
@@ -150,7 +171,9 @@ def dump_store(store: MessageStore) -> dict[str, Any]:
         if r["keys"]:
             keys.update((r["topic"], k) for k in r["keys"].split(" ") if k)
     queries = []
-    for topic, key in sorted(keys):
+    for n, (topic, key) in enumerate(sorted(keys)):
+        if progress is not None and n % 1000 == 0:
+            progress("index keys", n, len(keys))
         result = store.query(topic, key, 64, 0, MAX_TIMESTAMP)
         queries.append({
             "topic": topic, "key": key,

@@ -30,6 +30,7 @@ import os
 import zlib
 from array import array
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -49,7 +50,10 @@ from rocketstore.message.record import (
 from rocketstore.store.consume_queue import CQ_ENTRY, CQ_ENTRY_BYTES, PRE_BLANK_SIZE, ConsumeQueueTable
 from rocketstore.store.message_store import MAX_TIMESTAMP, MessageStore
 
-__all__ = ["Problem", "ProblemKind", "RecoveryPreview", "VerifyReport", "verify_store"]
+__all__ = ["Problem", "ProblemKind", "Progress", "RecoveryPreview", "VerifyReport", "verify_store"]
+
+#: called with (phase, done, total) as a long check goes on: "commitlog" in bytes, other phases in items
+Progress = Callable[[str, int, int], None]
 
 
 class ProblemKind:
@@ -161,14 +165,17 @@ def _body_span(buf: bytes, pos: int, sys_flag: int) -> tuple[int, int]:
     return pos + header.size, body_len
 
 
-def _walk_commitlog(store: MessageStore, out: _Collector) -> tuple[_Records, int]:
+def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | None = None) -> tuple[_Records, int]:
     commitlog = store._commitlog
     dispatcher = store._dispatcher
     end = commitlog.max_offset
     recs = _Records()
     blanks = 0
     files = commitlog.files.files
+    first = files[0].start_offset if files else 0
     for n, mf in enumerate(files):
+        if progress is not None:
+            progress("commitlog", mf.start_offset - first, end - first)
         # an mmap is a buffer; decode_record's annotation does not list it yet
         buf = cast(bytes, mf.buffer)
         limit = min(mf.wrote, end - mf.start_offset, mf.size_bytes)
@@ -228,9 +235,13 @@ def _walk_commitlog(store: MessageStore, out: _Collector) -> tuple[_Records, int
                         if k:
                             recs.keys[(m.topic, k)].append(offset)
             pos += m.store_size
+            if progress is not None and len(recs.offsets) % 4096 == 0:
+                progress("commitlog", mf.start_offset + pos - first, end - first)
         if not ended and not is_last:
             out.add(ProblemKind.SEGMENT_WITHOUT_BLANK, _where_record(mf.start_offset + pos),
                     "a segment that is not the last one ends without an end-of-file blank record")
+    if progress is not None:
+        progress("commitlog", end - first, end - first)
     return recs, blanks
 
 
@@ -355,12 +366,14 @@ def _check_queue_records(where: str, topic: str, queue_id: int, mine: np.ndarray
                 f"no record carries QUEUEOFFSET {low}" + (f"..{high}" if high > low else ""))
 
 
-def _check_index(store: MessageStore, recs: _Records, out: _Collector) -> int:
+def _check_index(store: MessageStore, recs: _Records, out: _Collector, progress: Progress | None = None) -> int:
     batch = store.config.max_msgs_num_batch
     index = store._index
     if index is None:
         return 0
-    for (topic, key), offsets in sorted(recs.keys.items()):
+    for n, ((topic, key), offsets) in enumerate(sorted(recs.keys.items())):
+        if progress is not None and n % 1000 == 0:
+            progress("index keys", n, len(recs.keys))
         wanted = set(offsets)
         hits = store.query(topic, key, batch, 0, MAX_TIMESTAMP).messages
         found = {m.commit_log_offset for m in hits}
@@ -371,6 +384,8 @@ def _check_index(store: MessageStore, recs: _Records, out: _Collector) -> int:
         for offset in sorted(wanted - found):
             out.add(ProblemKind.INDEX_KEY_NOT_FOUND, f"index {topic}#{key}",
                     f"a query by this key does not find the record at commitlog {offset}")
+    if progress is not None:
+        progress("index keys", len(recs.keys), len(recs.keys))
     return len(recs.keys)
 
 
@@ -409,8 +424,9 @@ def _check_dropped_entries(store: MessageStore, out: _Collector) -> None:
         on_disk.close()
 
 
-def verify_store(store: MessageStore, *, max_problems: int = 1000) -> VerifyReport:
-    """Check commitlog, consume queues and index of an open *store* against each other."""
+def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Progress | None = None) -> VerifyReport:
+    """Check commitlog, consume queues and index of an open *store* against each other; *progress* is
+    called now and then with (phase, done, total): "commitlog" in bytes, then "index keys"."""
     out = _Collector(max_problems)
     rec = store.recovery
     preview = RecoveryPreview(rec.abnormal, rec.start_segment, rec.valid_end, rec.truncated_bytes,
@@ -421,9 +437,9 @@ def verify_store(store: MessageStore, *, max_problems: int = 1000) -> VerifyRepo
                 f"{rec.first_invalid_reason or 'invalid record'}")
     if not rec.abnormal:
         _check_dropped_entries(store, out)
-    recs, blanks = _walk_commitlog(store, out)
+    recs, blanks = _walk_commitlog(store, out, progress)
     queue_count, entries = _check_queues(store, recs, out)
-    index_keys = _check_index(store, recs, out)
+    index_keys = _check_index(store, recs, out, progress)
     return VerifyReport(
         problems=tuple(out.items), problem_count=out.count, recovery_preview=preview,
         commit_log_min_offset=store.min_commit_log_offset, commit_log_max_offset=store.max_commit_log_offset,
