@@ -192,6 +192,26 @@ def test_group_delete_drops_config_offsets_and_retry_topic(cluster: LocalCluster
     assert out.splitlines() == [f"deleted subscription group kept-offsets-group from broker {cluster.broker_addr}"]
 
 
+def test_group_delete_with_remove_offsets_clears_a_group_that_has_only_offsets(
+        cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """A group with committed offsets but no subscription config (clone-offset makes one): without
+    --remove-offsets a delete is refused as a likely typo, with it the offsets go (4.9.3 answers SUCCESS)."""
+    group = "offsets-only-group"
+    create_topic(capsys, cluster, "OffsetsOnlyTopic", 1)
+
+    async def commit() -> None:
+        async with PullConsumer(cluster.namesrv_addr, group) as consumer:
+            await consumer.commit_offset(MessageQueue("OffsetsOnlyTopic", "broker-a", 0), 0)
+    run(commit())
+    cluster.wait_until(lambda: cluster.broker.offsets.query(group, "OffsetsOnlyTopic", 0) == 0, 20,
+                       "the committed offset")
+    assert group not in cluster.call(lambda: cluster.broker.groups.table)
+    assert group in refused(capsys, cluster, "group", "delete", group)
+    done = ok_json(capsys, cluster, "group", "delete", group, "--remove-offsets")
+    assert done["removeOffset"] is True and done["brokers"] == [cluster.broker_addr]
+    assert cluster.call(lambda: cluster.broker.offsets.query(group, "OffsetsOnlyTopic", 0)) < 0
+
+
 def test_group_and_producer_connections_show_the_connected_clients(cluster: LocalCluster,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from rocketstore.client import ConsumedMessage, ConsumeStatus, PushConsumer

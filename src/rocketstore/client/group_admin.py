@@ -64,10 +64,12 @@ class GroupAdmin(TopicAdmin):
         group's committed offsets too).  Without *broker_addr* the group's %RETRY% and %DLQ% topics are
         deleted as well where the name servers know them, as mqadmin does for ``-c``.
 
-        ClientError when none of the target brokers has the group (4.9.3 answers SUCCESS for any name)."""
+        ClientError when none of the target brokers has the group and *remove_offsets* is False (a likely
+        typo; 4.9.3 answers SUCCESS for any name).  With *remove_offsets* the request goes out anyway: a
+        group may have offsets and no config (clone-offset makes such a group)."""
         check_name("group", group)
         targets = [broker_addr] if broker_addr is not None else await self.master_addrs(cluster)
-        if not any([group in await self._group_table(addr) for addr in targets]):
+        if not remove_offsets and not any([group in await self._group_table(addr) for addr in targets]):
             raise ClientError(f"no broker of {', '.join(targets)} has the subscription group {group!r}")
         ext = {"groupName": group, "removeOffset": "true" if remove_offsets else "false"}
         for addr in targets:
