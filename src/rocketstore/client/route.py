@@ -117,7 +117,11 @@ class RouteCache:
             self._routes[topic] = (time.monotonic(), route)
             self._stale.discard(topic)
             return route, True
-        template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
+        try:
+            template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
+        except NoRouteError as exc:  # named after the topic asked for, not the template (as 4.9.3's error)
+            raise NoRouteError(topic, f"the name servers do not know it, and it cannot be created on a send "
+                                      f"({exc}; brokers with autoCreateTopicEnable register that one)") from exc
         capped = tuple(QueueData(q.broker_name, min(q.read_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS),
                                  min(q.write_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS), q.perm, q.topic_sys_flag)
                        for q in template.queue_datas)
