@@ -110,3 +110,20 @@ def test_archive_refuses_to_overwrite_the_store_it_reads(spark: Any, golden_copy
     assert main(["pipeline", "archive", "--store", str(store), "--output", str(tmp_path / "parquet"),
                  "--overwrite", "--topics", "TopicA"]) == 0
     assert spark.read.parquet(str(tmp_path / "parquet")).count() == 100
+
+
+def test_an_in_place_rebuild_of_an_open_store_is_refused_before_spark_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rocketstore import Message, MessageStore
+    from rocketstore.store.config import StoreConfig
+
+    config = StoreConfig(store_path_root_dir=str(tmp_path / "store"), mapped_file_size_commit_log=1 << 20,
+                         mapped_file_size_consume_queue=6000, max_hash_slot_num=100, max_index_num=400)
+    with MessageStore.open(config=config) as store:
+        assert store.put(Message.create("T", b"x")).ok
+        code = main(["pipeline", "rebuild", str(tmp_path / "store"), "--in-place", "--index-slots", "100",
+                     "--index-entries", "400"])
+        err = capsys.readouterr().err
+    assert code != 0
+    assert "lock" in _one_error_line(err)
+    assert "starting Spark" not in err

@@ -187,6 +187,14 @@ def _rebuild(args: argparse.Namespace) -> int:
     config = store_config_from_args(args, check_index=False)
     root = config.store_path_root_dir
     output = None if args.in_place else (args.output or root.rstrip(os.sep) + ".rebuilt")
+    if args.in_place:
+        # a store that is open (a broker runs on it) is refused now, not after Spark has started and planned
+        # the scan; the rebuild takes the lock again for the whole job
+        from rocketstore.store.lock import StoreLock
+
+        probe = StoreLock()
+        probe.acquire(root)
+        probe.release()
     _progress(f"starting Spark ({args.master})")
     spark, created = build_session(args.master, "rocketstore-rebuild")
     bars: list[ProgressBar] = []
