@@ -223,9 +223,9 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
     try:
         run(serve_namesrv(args.port, args.host, args.config, _tls(args.tls_config)))
-    except (OSError, NamesrvConfigError, TlsConfigError) as exc:
+    except (OSError, NamesrvConfigError, TlsConfigError) as exc:  # exit 2, as broker and serve
         print(f"rocketstore: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 
