@@ -49,6 +49,7 @@ from rocketstore.client.errors import ClientError
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import StoredMessage
+from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
 
 __all__ = ["register"]
 
@@ -234,6 +235,13 @@ def _consume(args: argparse.Namespace) -> int:
         check_name("group", args.group)
     except InvalidNameError as exc:
         return fail(str(exc))
+    if args.sql is not None:
+        # before anything is pulled: an empty --sql must not read as "no filter" (everything consumed and
+        # committed), and a malformed one is best told where, which the broker's pull refusal does not say
+        try:
+            compile_sql(args.sql)
+        except SqlSyntaxError as exc:
+            return fail(f"--sql: {exc}")
 
     async def go() -> int:
         state = _Consumption(args.max)

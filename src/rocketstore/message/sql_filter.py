@@ -26,7 +26,8 @@ What 4.9.3's filter module accepts and how it evaluates, kept here on purpose (s
   comparison, a logic operation, TRUE / FALSE / NULL, or a bare property (which is never TRUE: its value
   is a string, so it counts as FALSE, or as unknown when the message lacks it).
 * A deliberate limit: a tree more than 400 operations deep does not compile (evaluation recurses once per
-  level and must stay within Python's stack).
+  level and must stay within Python's stack).  A chain ``x AND y AND ...`` or ``x OR y OR ...`` is one level
+  however long, so chains of thousands of terms compile, as in 4.9.3.
 * Values: a property's value is its string, or NULL when the message does not have it.  Comparisons
   convert as Java's ``ComparisonExpression`` does: a string against a number is parsed as that number's
   Java type (``Integer.valueOf`` for a 32-bit literal, ``Long.valueOf`` for a 64-bit one,
@@ -262,34 +263,40 @@ def _bool_cast(operand: _Node) -> _Node:
     return _boolean(fn, operand)
 
 
-def _and(left: _Node, right: _Node) -> _Node:
-    lf, rf = left.fn, right.fn
+def _and(*operands: _Node) -> _Node:
+    """``a AND b AND ...``: one node for a whole chain, which 4.9.3 builds as a left-deep tree, so a chain
+    of thousands of terms neither counts toward the nesting limit nor recurses when evaluated.  The same
+    result: operands in order, the first FALSE ends it, else unknown if any was unknown."""
+    fns = tuple(o.fn for o in operands)
 
     def fn(props: Mapping[str, str]) -> _Value:
-        lv = lf(props)
-        if lv is False:
-            return False
-        rv = rf(props)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
+        unknown = False
+        for f in fns:
+            v = f(props)
+            if v is False:
+                return False
+            if v is None:
+                unknown = True
+        return None if unknown else True
 
-    return _boolean(fn, left, right)
+    return _boolean(fn, *operands)
 
 
-def _or(left: _Node, right: _Node) -> _Node:
-    lf, rf = left.fn, right.fn
+def _or(*operands: _Node) -> _Node:
+    """``a OR b OR ...`` as one node (see :func:`_and`): the first TRUE ends it, else unknown if any was."""
+    fns = tuple(o.fn for o in operands)
 
     def fn(props: Mapping[str, str]) -> _Value:
-        lv = lf(props)
-        if lv is True:
-            return True
-        rv = rf(props)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
+        unknown = False
+        for f in fns:
+            v = f(props)
+            if v is True:
+                return True
+            if v is None:
+                unknown = True
+        return None if unknown else False
 
-    return _boolean(fn, left, right)
+    return _boolean(fn, *operands)
 
 
 def _equal(left: _Node, right: _Node) -> _Node:
@@ -448,20 +455,26 @@ class _Parser:
     def or_expression(self) -> _Node:
         start = self.peek()
         left = self.and_expression()
+        terms: list[_Node] = []  # a chain's operands, each checked as 4.9.3 checks them, once it is parsed
         while self.peek().kind == "OR":
             token = self.take()
             right = self.and_expression()
-            left = _or(self.boolean(left, start), self.boolean(right, token))
-        return left
+            if not terms:
+                terms.append(self.boolean(left, start))
+            terms.append(self.boolean(right, token))
+        return _or(*terms) if terms else left
 
     def and_expression(self) -> _Node:
         start = self.peek()
         left = self.equality_expression()
+        terms: list[_Node] = []
         while self.peek().kind == "AND":
             token = self.take()
             right = self.equality_expression()
-            left = _and(self.boolean(left, start), self.boolean(right, token))
-        return left
+            if not terms:
+                terms.append(self.boolean(left, start))
+            terms.append(self.boolean(right, token))
+        return _and(*terms) if terms else left
 
     def equality_expression(self) -> _Node:
         left = self.comparison_expression()

@@ -479,12 +479,11 @@ def test_the_store_reads_a_records_properties_as_the_codec_decodes_them(born: st
 
 
 def test_huge_or_deep_input_is_a_syntax_error_or_no_match_never_a_crash() -> None:
-    for expression in ("(" * 300 + "a = 1" + ")" * 300, " AND ".join(["a = 1"] * 1000), "NOT " * 500 + "TRUE",
-                       "a = " + "9" * 5000):
+    for expression in ("(" * 300 + "a = 1" + ")" * 300, "NOT " * 500 + "TRUE", "a = " + "9" * 5000):
         with pytest.raises(SqlSyntaxError) as info:
             compile_sql(expression)
         assert len(str(info.value)) < 400
-    assert compile_sql(" AND ".join(["a = 1"] * 300)).matches({"a": "1"})
+    assert compile_sql(" AND ".join(["a = 1"] * 1000)).matches({"a": "1"})  # a chain is one level, as in 4.9.3
     equal_5 = compile_sql("a = 5")
     assert equal_5.matches({"a": "0" * 5000 + "5"})  # leading zeros, as Integer.valueOf reads them
     assert not equal_5.matches({"a": "5" * 5000})
