@@ -41,3 +41,6 @@ def test_a_bad_sql_option_is_refused_before_anything_is_read() -> None:
     with pytest.raises(SparkOptionError, match="either 'tags' or 'sql'"):
         SourceOptions.parse({**base, "sql": "a > 1", "tags": "T1"}, streaming=False)
     assert SourceOptions.parse({**base, "sql": " a > 1 "}, streaming=False).selector.expression == "a > 1"
+    for empty in ("", "   "):  # an unset variable would otherwise read every message
+        with pytest.raises(SparkOptionError, match="option sql is empty"):
+            SourceOptions.parse({**base, "sql": empty}, streaming=False)

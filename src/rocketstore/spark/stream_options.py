@@ -216,6 +216,9 @@ class SourceOptions:
             raise SparkOptionError("maxOffsetsPerTrigger is for streaming queries only")
         tags = (opts.get("tags") or "*").strip() or "*"
         sql = (opts.get("sql") or "").strip() or None
+        if sql is None and "sql" in opts:
+            # an empty filter (an unset variable) would read every message: refused, as the CLI's --sql
+            raise SparkOptionError("option sql is empty: give a SQL92 expression, or leave the option out")
         if sql is not None:
             if "tags" in opts:
                 raise SparkOptionError("give either 'tags' or 'sql', not both")
