@@ -97,6 +97,65 @@ def _ipv4_parts(ip: str) -> list[int] | None:
     return [int(p) for p in parts]
 
 
+def _expand_ipv6(text: str, groups: int) -> str:
+    """AclUtils.expandIP: upper case, ``::`` widened so that the text has *groups* groups, each group
+    left-padded to four digits (the text form RocketMQ compares IPv6 white addresses in)."""
+    text = text.upper()
+    pad = groups - text.count(":")
+    if pad > 0:
+        text = text.replace("::", ":" * (pad + 1))
+    return ":".join(g.rjust(4, "0") for g in text.split(":"))
+
+
+def _ipv6_range(text: str, pattern: str | None) -> Callable[[str], bool]:
+    """RangeRemoteAddressStrategy for an IPv6 pattern: the first group after the first that is ``*`` or a
+    hex ``lo-hi`` is the range, the groups before it (as AclUtils.v6ipProcess expands them) are fixed, a
+    ``*`` after a range leaves the last group free; an IPv4 peer never matches."""
+    refused = AclConfigError(f"white address pattern {pattern!r} is not one RocketMQ accepts")
+    star, minus, last = text.find("*"), text.find("-"), text.rfind(":")
+    if star > -1 and star != len(text) - 1:
+        raise refused  # '*' only at the end
+    if minus > -1 and minus <= (last if star == -1 else text.rfind(":", 0, last)):
+        raise refused  # a range only in the last group, or the one before a final '*'
+    tokens = [t for t in text.split(":") if t]
+    lo = hi = index = 0
+    for index in range(1, len(tokens)):
+        value = tokens[index].strip()
+        if value == "*":
+            lo, hi = 0, 0xFFFF
+        elif "-" in value:
+            bounds = [b for b in value.split("-") if b]
+            try:
+                lo, hi = int(bounds[0], 16), int(bounds[1], 16)
+            except (IndexError, ValueError):
+                raise refused from None
+            if value.startswith("-") or not 0 <= lo <= hi <= 0xFFFF:
+                raise refused
+        if hi > 0:
+            break
+    fixed = _expand_ipv6(text, 8).split(":")[:index - 1]
+    if hi <= 0 or not all(g and all(c in "0123456789ABCDEF" for c in g) and int(g, 16) <= 0xFFFF for g in fixed):
+        raise refused
+    if star > -1 and minus > -1:
+        head = _expand_ipv6(text[:text.rfind(":", 0, last)], 6)
+    else:
+        head = _expand_ipv6(text[:last], 7)
+    at = len([g for g in head.split(":") if g])
+
+    def in_range(ip: str) -> bool:
+        try:
+            addr = ipaddress.ip_address(ip.strip().strip("[]"))
+        except ValueError:
+            return False
+        if addr.version != 6:
+            return False
+        full = addr.exploded.upper()
+        value = full[5 * at:5 * at + 4]
+        return full.startswith(head) and len(value) == 4 and lo <= int(value, 16) <= hi
+
+    return in_range
+
+
 def _normalized(ip: str) -> str:
     try:
         return str(ipaddress.ip_address(ip.strip().strip("[]")))
@@ -121,6 +180,8 @@ def address_matcher(pattern: str | None) -> Callable[[str], bool]:
     if "," in text:
         allowed = {_normalized(part) for part in text.split(",") if part.strip()}
         return lambda ip: _normalized(ip) in allowed
+    if ":" in text and ("*" in text or "-" in text):
+        return _ipv6_range(text, pattern)
     if "*" in text or "-" in text:
         parts = text.split(".")
         if 1 < len(parts) <= 4:

@@ -185,6 +185,10 @@ def load_broker_conf(path: str | None, *, store_dir: str | None = None, override
         props["storePathRootDir"] = store_dir
     if "storePathRootDir" in props:
         props["storePathRootDir"] = os.path.abspath(os.path.expanduser(props["storePathRootDir"]))
+    for name in ("brokerIP1", "brokerIP2"):
+        ip = props.get(name, "").strip()
+        if ip.startswith("[") and ip.endswith("]"):  # [::1]: an IPv6 literal as Java's InetAddress takes it
+            props[name] = ip[1:-1]
     broker = BrokerConfig.from_properties(props)
     store = StoreConfig.from_properties(props)
     return broker, store, props

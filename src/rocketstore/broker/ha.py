@@ -37,7 +37,7 @@ from collections.abc import Callable
 from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import StoreError
 from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, TOTAL_SIZE_MAGIC
-from rocketstore.remoting.transport import split_address
+from rocketstore.remoting.transport import dual_stack_listener, split_address
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import PutMessageStatus
 
@@ -106,7 +106,11 @@ class HAServer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        dual = dual_stack_listener(self.host, self.port)  # "::": IPv4 slaves too, as 4.9.3's wildcard bind
+        if dual is None:
+            self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        else:
+            self._server = await asyncio.start_server(self._serve, sock=dual)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:

@@ -316,7 +316,7 @@ def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_
         ordered = broker.topics.get(topic)
         if ordered is not None and ordered.order:
             return None, ResponseCode.NO_PERMISSION, \
-                f"the broker[{broker.config.broker_ip1}] sending message is forbidden"
+                f"the broker[{broker.config.advertised_ip()}] sending message is forbidden"
     problem = topic_problem(topic)
     if problem is not None:
         return None, ResponseCode.SYSTEM_ERROR, problem

@@ -59,7 +59,8 @@ def _exporter(args: argparse.Namespace) -> int:
         async with admin_of(args) as admin, MetricsServer(
                 admin, host=args.host, port=args.port, cluster=args.cluster,
                 min_interval_s=args.min_interval_s) as server:
-            print(f"exporter: http://{args.host}:{server.port}/metrics (name server {args.namesrv})", flush=True)
+            url_host = f"[{args.host}]" if ":" in args.host else args.host  # an IPv6 address is bracketed in a URL
+            print(f"exporter: http://{url_host}:{server.port}/metrics (name server {args.namesrv})", flush=True)
             await asyncio.Event().wait()
         return 0
 

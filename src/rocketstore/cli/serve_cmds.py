@@ -64,7 +64,9 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     p.add_argument("--broker-port", type=listen_port, default=None,
                    help="broker port (0: pick one; default: listenPort or 10911)")
     p.add_argument("-c", "--config", default=None, help="broker.conf (Java properties)")
-    p.add_argument("--host", default="127.0.0.1", help="interface to listen on and to advertise (127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to listen on and to advertise (127.0.0.1); 0.0.0.0 or :: (IPv6 and IPv4) "
+                        "listen on every interface and advertise this host's address")
     p.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
     p.add_argument("--metrics-port", type=listen_port, default=None, metavar="PORT",
                    help="also serve Prometheus metrics (rocketmq-exporter's names) on http://HOST:PORT/metrics")
@@ -88,7 +90,8 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     b.add_argument("-p", "--port", type=listen_port, default=None, help="listen port (overrides listenPort; 0: pick one)")
     b.add_argument("-n", "--namesrv", type=namesrv_list, default=None,
                    help="name server address(es) host:port;host:port")
-    b.add_argument("--host", default=None, help="interface to listen on (default: brokerIP1 or 127.0.0.1)")
+    b.add_argument("--host", default=None,
+                   help="interface to listen on (default: brokerIP1 or 127.0.0.1); :: listens on IPv6 and IPv4")
     b.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
     _add_tls(b)
     b.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
@@ -129,6 +132,12 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
+def _advertisable(host: str) -> str | None:
+    """*host* as brokerIP1, or None (the broker then advertises this host's address, 4.9.3's brokerIP1
+    default) for a wildcard that no client could connect to."""
+    return None if host in ("", "0.0.0.0", "::") else host
+
+
 def _print(line: str) -> None:
     print(line, flush=True)
 
@@ -150,7 +159,7 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
         if store is not None:
             overrides["storePathRootDir"] = store
         broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
-        broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", host))
+        broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", _advertisable(host)))
         broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls)
         await broker.start()
         if metrics_port is not None:
@@ -158,7 +167,8 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
             await metrics.start()
         _print(f"name server listening on {namesrv.address}; broker {broker_cfg.broker_name} listening on "
                f"{broker.address} (store {broker.store_config.store_path_root_dir})"
-               + (f"; metrics on http://{host}:{metrics.port}/metrics" if metrics is not None else ""))
+               + (f"; metrics on http://{f'[{host}]' if ':' in host else host}:{metrics.port}/metrics"
+                  if metrics is not None else ""))
         await _wait_for_signal()
     finally:
         if metrics is not None:
@@ -195,7 +205,8 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
         except argparse.ArgumentTypeError as exc:  # a bad namesrvAddr in the file: one line, not a traceback
             raise BrokerConfError(f"namesrvAddr in {config}: {exc}") from None
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
-    broker_cfg = broker_cfg.replace(listen_host=listen_host, broker_ip1=props.get("brokerIP1", listen_host))
+    broker_cfg = broker_cfg.replace(listen_host=listen_host,
+                                    broker_ip1=props.get("brokerIP1", _advertisable(listen_host)))
     broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls)
     await broker.start()
     try:

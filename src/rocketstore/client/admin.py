@@ -70,7 +70,8 @@ from rocketstore.client.namesrv_admin import NamesrvAdmin
 from rocketstore.client.route import RouteCache, check
 from rocketstore.client.stats_all import StatsAllAdmin
 from rocketstore.client.trace_query import TraceAdmin
-from rocketstore.errors import InvalidMessageIdError, RemotingError
+from rocketstore.errors import InvalidMessageIdError, MessageError, RemotingError
+from rocketstore.message.host import parse_host
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import fastjson
@@ -531,7 +532,15 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
             host, _ = decode_offset_message_id(msg_id)
         except InvalidMessageIdError:
             return False
-        return str(host) in (await self.cluster_info()).addresses()
+        # compared as addresses, not texts: an IPv6 id's host reads [0:0:0:0:0:0:0:1]:PORT, while the broker
+        # registered [::1]:PORT (or, as a Java broker does, ::1:PORT)
+        for addr in (await self.cluster_info()).addresses():
+            try:
+                if parse_host(addr) == host:
+                    return True
+            except MessageError:  # a host name, not an IP
+                continue
+        return False
 
     async def _query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int,
                      unique: bool) -> list[StoredMessage]:

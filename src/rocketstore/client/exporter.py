@@ -55,6 +55,7 @@ from rocketstore.client.message_admin import TOOLS_CONSUMER_GROUP
 from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rocketstore.remoting.transport import dual_stack_listener
 
 __all__ = ["METRICS", "MetricsServer", "Sample", "collect", "render"]
 
@@ -428,7 +429,11 @@ class MetricsServer:
         self._at = 0.0
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=16384)
+        dual = dual_stack_listener(self.host, self.port)  # "::": IPv4 scrapers too
+        if dual is None:
+            self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=16384)
+        else:
+            self._server = await asyncio.start_server(self._serve, sock=dual, limit=16384)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:

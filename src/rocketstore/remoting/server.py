@@ -25,7 +25,13 @@ from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
 from rocketstore.remoting.tls import TLS_HANDSHAKE_BYTE, TlsConfig, TlsMode
-from rocketstore.remoting.transport import DEFAULT_MAX_IN_FLIGHT, Connection, ImmediateHandler, RequestHandler
+from rocketstore.remoting.transport import (
+    DEFAULT_MAX_IN_FLIGHT,
+    Connection,
+    ImmediateHandler,
+    RequestHandler,
+    dual_stack_listener,
+)
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Guard", "RemotingServer", "RequestRouter"]
 
@@ -136,13 +142,18 @@ class RemotingServer:
         """Bind (port 0 picks a free port, see :attr:`port`); accept connections now or at
         :meth:`start_serving`."""
         loop = asyncio.get_running_loop()
+        # "::" listens on every IPv6 and IPv4 address, as 4.9.3's wildcard bind does
+        dual = dual_stack_listener(host, port)
         if self._tls is None:
-            self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
-                                                    start_serving=start_serving)
+            if dual is None:
+                self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
+                                                        start_serving=start_serving)
+            else:
+                self._server = await loop.create_server(self._new_connection, sock=dual, start_serving=start_serving)
             sockname = self._server.sockets[0].getsockname()
         else:
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            self._listener = socket.create_server((host, port), family=family, backlog=1024)
+            self._listener = dual or socket.create_server((host, port), family=family, backlog=1024)
             self._listener.setblocking(False)
             sockname = self._listener.getsockname()
             if start_serving:

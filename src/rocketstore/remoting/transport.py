@@ -45,6 +45,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -134,6 +135,15 @@ def run(main: Coroutine[Any, Any, T]) -> T:
         return runner.run(main)
 
 
+def dual_stack_listener(host: str, port: int, backlog: int = 1024) -> socket.socket | None:
+    """For *host* ``::``, a socket listening on *port* of every IPv6 and IPv4 address (IPv4 peers show as
+    IPv4-mapped addresses), as a Java server bound to the wildcard address accepts both; None for any other
+    host (bind that host itself) or where the platform has no dual-stack sockets."""
+    if host != "::" or not socket.has_dualstack_ipv6():
+        return None
+    return socket.create_server((host, port), family=socket.AF_INET6, backlog=backlog, dualstack_ipv6=True)
+
+
 def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ProtocolError-free ValueError on junk."""
     text = address.strip()
@@ -200,7 +210,10 @@ class Connection(asyncio.BufferedProtocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
-            self.peer = (str(peer[0]), int(peer[1]))
+            host = str(peer[0])
+            if host.startswith("::ffff:") and "." in host:  # an IPv4 peer of a dual-stack listener: as Java sees it
+                host = host[7:]
+            self.peer = (host, int(peer[1]))
         sock = transport.get_extra_info("sockname")
         if isinstance(sock, tuple) and len(sock) >= 2:
             self.local = (str(sock[0]), int(sock[1]))

@@ -154,6 +154,8 @@ class StoreConfig:
             values[attr] = _coerce(name, raw, default)
         if "brokerIP1" in props or "listenPort" in props:
             ip = props.get("brokerIP1", "127.0.0.1").strip()
+            if ip.startswith("[") and ip.endswith("]"):  # a bracketed IPv6 literal, which Java's InetAddress takes
+                ip = ip[1:-1]
             port = props.get("listenPort", "10911").strip()
             values.setdefault("store_host", f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}")
         values.update(overrides)
