@@ -18,6 +18,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.stats_admin import disk_used_ratio
 from rocketstore.broker.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -44,6 +45,7 @@ from rocketstore.store.results import PutMessageStatus, PutResult
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
     from rocketstore.broker.config import BrokerConfig
+    from rocketstore.store.config import StoreConfig
 
 __all__ = ["PUT_STATUS_REMARKS", "check_topic_and_queue", "peer_host", "register", "send_message", "send_message_frame",
            "send_message_now"]
@@ -121,7 +123,7 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
     item, queue_id, region, wait = prepared
     result = await (broker.put_batch(item, wait=wait, sent=True) if isinstance(item, MessageBatch)
                     else broker.put(item, wait=wait, sent=True))
-    return _answer(request, result, queue_id, region)
+    return _answer(request, result, queue_id, region, broker.store.config)
 
 
 def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
@@ -143,7 +145,7 @@ def send_message_now(broker: Broker, conn: Connection, request: RemotingCommand)
     done = _put_now(broker, conn, request)
     if done is None or isinstance(done, RemotingCommand):
         return done
-    return _answer(request, *done)
+    return _answer(request, *done, broker.store.config)
 
 
 def send_message_frame(broker: Broker, conn: Connection, request: RemotingCommand
@@ -159,15 +161,15 @@ def send_message_frame(broker: Broker, conn: Connection, request: RemotingComman
     done = _put_now(broker, conn, request)
     if done is None or isinstance(done, RemotingCommand):
         return done
-    return _answer_frame(broker.config, request, *done)
+    return _answer_frame(broker.config, request, *done, broker.store.config)
 
 
 def _answer_frame(config: BrokerConfig, request: RemotingCommand, result: PutResult, queue_id: int,
-                  region: dict[str, str]) -> RemotingCommand | bytes:
+                  region: dict[str, str], store_config: StoreConfig | None = None) -> RemotingCommand | bytes:
     """:func:`_answer`, as its encoded frame from the template when the answer is success-like."""
     code = _SUCCESS_CODE_FOR_STATUS.get(result.status)
     if code is None:
-        return _answer(request, result, queue_id, region)
+        return _answer(request, result, queue_id, region, store_config)
     return _answer_template(config).encode(code, request.opaque,
                                            (result.msg_id, str(queue_id), str(result.queue_offset)))
 
@@ -187,13 +189,13 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand)
         if result.status is PutMessageStatus.PUT_OK:
             broker.durable_waits.ask_sync(result.commit_log_offset + result.wrote_bytes)
         broker.count_put(result, began_ns, True)
-        return _answer_frame(config, request, result, queue_id, region)
+        return _answer_frame(config, request, result, queue_id, region, broker.store.config)
     reply = conn.answer_later(request)
 
     def durable(status: PutMessageStatus) -> None:
         final = result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
         broker.count_put(final, began_ns, True)
-        reply(_answer_frame(config, request, final, queue_id, region))
+        reply(_answer_frame(config, request, final, queue_id, region, broker.store.config))
 
     broker.durable_waits.add(result.commit_log_offset + result.wrote_bytes, durable)
     return ANSWER_LATER
@@ -391,12 +393,23 @@ def peer_host(conn: Connection) -> HostAddress | None:
     return host  # type: ignore[return-value]
 
 
-def _answer(request: RemotingCommand, result: PutResult, queue_id: int, region: dict[str, str]) -> RemotingCommand:
+def disk_util(store_config: StoreConfig) -> str:
+    """4.9.3's SendMessageProcessor.diskUtil: the used share of the commitlog's, the consume queues' and
+    the index's partitions, as the SERVICE_NOT_AVAILABLE remark names them (-1.00: a directory not made)."""
+    return "CL: {:5.2f} CQ: {:5.2f} INDEX: {:5.2f}".format(*(disk_used_ratio(path) for path in (
+        store_config.commit_log_dir, store_config.consume_queue_dir, store_config.index_dir)))
+
+
+def _answer(request: RemotingCommand, result: PutResult, queue_id: int, region: dict[str, str],
+            store_config: StoreConfig | None = None) -> RemotingCommand:
+    """The answer to a send; *store_config*: the running store's, whose disks a SERVICE_NOT_AVAILABLE names."""
     code = _CODE_FOR_STATUS.get(result.status)
     if code is None:
         code = response_code_for_put_status(result.status.name)
     if code not in _SUCCESS_LIKE:
         remark = PUT_STATUS_REMARKS.get(result.status, "UNKNOWN_ERROR DEFAULT")
+        if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and store_config is not None and remark:
+            remark = remark.replace("[unknown]", f"[{disk_util(store_config)}]")
         return request.make_response(code, remark=remark, ext_fields=region)
     # queueId is the queue asked for (a delayed message really went to SCHEDULE_TOPIC_XXXX); queueOffset is
     # where it was written, as the Java broker answers

@@ -22,9 +22,11 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   What acts at once: values the request handlers read per request (brokerPermission,
   autoCreateTopicEnable, longPollingEnable, shortPollingTimeMills, slaveReadEnable,
   rejectTransactionMessage, regionId, traceOn, notifyConsumerIdsChangedEnable, enablePropertyFilter and
-  the like).  Everything the broker or the store reads once when it starts (ports, names, addresses, role,
-  store paths and sizes, flush and retention settings, ACL, transaction check timing) is recorded, shown by
-  GET_BROKER_CONFIG and written to the file, and takes effect at the next start from that file.
+  the like) and the retention settings the store's next clean-up pass uses (fileReservedTime, deleteWhen,
+  diskMaxUsedSpaceRatio, cleanFileForciblyEnable: 4.9.3 reads them at every pass).  Everything the broker
+  or the store reads once when it starts (ports, names, addresses, role, store paths and sizes, flush
+  settings, cleanResourceInterval, ACL, transaction check timing) is recorded, shown by GET_BROKER_CONFIG
+  and written to the file, and takes effect at the next start from that file.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ __all__ = ["ConfigUpdateError", "config_text", "queue_offsets", "register", "rep
 
 log = logging.getLogger(__name__)
 
+#: the retention settings an UPDATE_BROKER_CONFIG hands to the running store (its next clean-up pass uses them)
+_RETENTION_PROPERTIES = frozenset({"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable"})
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
 #: 4.9.3's BrokerConfig defaults for the pool figures a runtime info reports (this broker serves every
@@ -349,6 +353,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
             log.info("UPDATE_BROKER_CONFIG from %s: %s", conn.peer_address, props)
             broker.config = new_broker
             broker.store_config = new_store
+            if _RETENTION_PROPERTIES.intersection(props):
+                broker.store.update_retention(new_store)  # 4.9.3's clean-up reads them at every pass
             if hasattr(broker, "topics"):
                 broker.topics.config = new_broker  # auto-creation reads it per send
             now_ms = int(time.time() * 1000)

@@ -97,8 +97,9 @@ class StoreThreads:
 
     def _clean_loop(self) -> None:
         interval_s = self.config.clean_resource_interval_ms / 1000
-        next_clean = time.monotonic() + max(interval_s, 60.0)  # RocketMQ's first clean-up runs after 60 s
-        while not self._stop.wait(min(interval_s, 10.0)):
+        # RocketMQ's first clean-up runs 60 s after the start whatever the interval, then one every interval
+        next_clean = time.monotonic() + 60.0
+        while not self._stop.wait(max(0.0, min(interval_s, 10.0, next_clean - time.monotonic()))):
             self._cleaner.check_disk()
             self._update_refuse_writes()
             if time.monotonic() >= next_clean:

@@ -3,7 +3,9 @@
 RocketMQ's rules: deletion is attempted when the local hour is in ``deleteWhen``, when disk use passes
 ``diskMaxUsedSpaceRatio``, or on request.  Segments (never the last) are eligible from the oldest while
 their age passes ``fileReservedTime`` hours, or all of them when disk use passes the force ratio (0.85);
-at most 10 per run.  Above 0.90 the store also refuses writes (disk full) until space comes back.
+at most 10 per run.  Disk use is the commitlog's disk, then (when that one asks for nothing) the consume
+queues' disk, which differs when ``storePathCommitLog`` puts the commitlog elsewhere.  Above 0.90 (the
+commitlog's disk) the store also refuses writes (disk full) until space comes back.
 
 Unlike RocketMQ, a segment holding records the dispatcher has not reached yet is never deleted: those
 records would never get their consume-queue entries, and the queue would wait at the gap (RocketMQ writes
@@ -70,16 +72,27 @@ class Cleaner:
         self.commitlog = commitlog
         self.queues = queues
         self.index = index
-        self.reserved_ms = file_reserved_time_h * 3_600_000
-        self.delete_hours = {int(h) for h in delete_when.split(";") if h.strip().isdigit()}
-        self.max_used_ratio = min(95, max(10, disk_max_used_space_ratio)) / 100
-        self.forcibly = clean_file_forcibly_enable
+        self.set_policy(file_reserved_time_h=file_reserved_time_h, delete_when=delete_when,
+                        disk_max_used_space_ratio=disk_max_used_space_ratio,
+                        clean_file_forcibly_enable=clean_file_forcibly_enable)
         self.usage = usage
         #: how far the dispatcher has read the commitlog (None: no dispatcher to wait for)
         self.dispatched_offset = dispatched_offset
         self.disk_full = False
         self._seen: dict[str, tuple[float, int]] = {}  # path -> (monotonic when first seen, age then in ms)
-        self._last_min_offset = commitlog.min_offset
+        # 0, not the commitlog's min: queue and index files a crash left pointing before it (retention had
+        # deleted segments, not yet their files) go at the first pass, as 4.9.3's lastPhysicalMinOffset
+        self._last_min_offset = 0
+
+    def set_policy(self, *, file_reserved_time_h: int, delete_when: str, disk_max_used_space_ratio: int,
+                   clean_file_forcibly_enable: bool) -> None:
+        """The retention settings the next pass uses (4.9.3 reads them from its config at every pass, so an
+        UPDATE_BROKER_CONFIG of fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio or
+        cleanFileForciblyEnable acts at once)."""
+        self.reserved_ms = file_reserved_time_h * 3_600_000
+        self.delete_hours = {int(h) for h in delete_when.split(";") if h.strip().isdigit()}
+        self.max_used_ratio = min(95, max(10, disk_max_used_space_ratio)) / 100
+        self.forcibly = clean_file_forcibly_enable
 
     def _age_ms(self, path: str, mtime_ms: int, now_ms: int) -> int:
         wall_age = now_ms - mtime_ms
@@ -88,6 +101,10 @@ class Cleaner:
             self._seen[path] = seen = (time.monotonic(), max(0, wall_age))
         mono_age = int((time.monotonic() - seen[0]) * 1000) + seen[1]
         return min(wall_age, mono_age)
+
+    def _logic_usage(self) -> float:
+        root = self.queues.root
+        return self.usage(root if os.path.isdir(root) else os.path.dirname(root))
 
     def check_disk(self) -> float:
         ratio = self.usage(self.commitlog.files.directory)
@@ -99,15 +116,22 @@ class Cleaner:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         hour = time.localtime(now / 1000).tm_hour if local_hour is None else local_hour
         ratio = self.check_disk()
+        space = ratio < 0 or ratio > self.max_used_ratio
+        # an unknown usage (-1) asks for a pass, as 4.9.3's does, but only by age: it says nothing of a full disk
+        clean_now = self.forcibly and ratio > FORCE_CLEAN_RATIO
+        if not space:
+            # then the consume queues' disk (another one when storePathCommitLog is set), as 4.9.3's
+            # isSpaceToDelete looks at it when the commitlog's disk asked for nothing
+            logic = self._logic_usage()
+            space = logic < 0 or logic > self.max_used_ratio
+            clean_now = clean_now or (self.forcibly and logic > FORCE_CLEAN_RATIO)
         reason = None
         if force:
             reason = "manual"
-        elif ratio < 0 or ratio > self.max_used_ratio:
+        elif space:
             reason = "disk space"
         elif hour in self.delete_hours:
             reason = "time"
-        # an unknown usage (-1) asks for a pass, as 4.9.3's does, but only by age: it says nothing of a full disk
-        clean_now = self.forcibly and ratio > FORCE_CLEAN_RATIO
         deleted = 0
         if reason is not None:
             files = self.commitlog.files.files

@@ -638,6 +638,19 @@ class MessageStore:
         self._update_refuse_writes()
         return report
 
+    def update_retention(self, config: StoreConfig) -> None:
+        """Take *config*'s retention settings (file_reserved_time_h, delete_when, disk_max_used_space_ratio,
+        clean_file_forcibly_enable) from the next clean-up pass on, as 4.9.3's clean-up reads them from its
+        config at every pass; every other setting stays as the store was opened with."""
+        self._check_open()
+        self.config = self.config.replace(file_reserved_time_h=config.file_reserved_time_h,
+                                          delete_when=config.delete_when,
+                                          disk_max_used_space_ratio=config.disk_max_used_space_ratio,
+                                          clean_file_forcibly_enable=config.clean_file_forcibly_enable)
+        self._cleaner.set_policy(file_reserved_time_h=config.file_reserved_time_h, delete_when=config.delete_when,
+                                 disk_max_used_space_ratio=config.disk_max_used_space_ratio,
+                                 clean_file_forcibly_enable=config.clean_file_forcibly_enable)
+
     def clean_unused_topics(self, live_topics: Container[str]) -> list[tuple[str, int]]:
         """RocketMQ's cleanUnusedTopic: drop the consume queues of every topic not in *live_topics* (but
         SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_OP_HALF_TOPIC and LMQ topics); returns the (topic, queue id)
