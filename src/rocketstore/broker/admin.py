@@ -168,7 +168,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             tc = broker.topics.get(topic)
             if tc is None or subscribed_elsewhere(broker, group, topic):
                 continue
-            tps += broker.consume_rates.tps(group, topic)
+            tps += broker.stats.group_get_tps(group, topic)  # 4.9.3's tpsGroupGetNums
             pairs.extend(queue_offsets(broker, group, topic, tc.read_queue_nums))
         body = fastjson.dumps_object_keyed({"consumeTps": tps}, "offsetTable", pairs)
         return request.make_response(ResponseCode.SUCCESS, body=body)

@@ -3,21 +3,28 @@ message totals at the last two midnights (BrokerStats), with the sampler that ke
 
 Stat items (name -> key -> item), fed where 4.9.3 feeds them:
 
-    TOPIC_PUT_NUMS / TOPIC_PUT_SIZE   key topic         a send stored (messages, bytes); once per send request
-    BROKER_PUT_NUMS                   key cluster name  messages stored by sends (its ``times`` stays 0, as
-                                                        4.9.3 adds to the value only)
+    TOPIC_PUT_NUMS / TOPIC_PUT_SIZE   key topic         a send stored (messages, bytes); once per send request;
+                                                        also a delayed message delivered to its real topic
+    BROKER_PUT_NUMS                   key cluster name  messages stored by sends and delayed deliveries (its
+                                                        ``times`` stays 0, as 4.9.3 adds to the value only)
 
 (the send counts themselves live in StoreStats' per-topic lists, bumped by Broker.count_put with the
 store figures in one lookup; the three items take them over before each sampling and each read)
     SNDBCK_PUT_NUMS                   key topic@group   a message given back (CONSUMER_SEND_MSG_BACK) stored;
                                                         topic: the one it was consumed from
-    GROUP_GET_NUMS / GROUP_GET_SIZE   key topic@group   a pull that found messages (messages, bytes)
+    GROUP_GET_NUMS / GROUP_GET_SIZE   key topic@group   a pull that found messages (messages, bytes);
+                                                        a delayed message delivered to its real topic
+                                                        counts under SCHEDULE_TOPIC_XXXX@SCHEDULE_CONSUMER,
+                                                        as 4.9.3's enableScheduleMessageStats (default on)
     BROKER_GET_NUMS                   key cluster name  messages handed out by pulls (value only)
-    GROUP_GET_LATENCY                 key topic@group   ms a successful pull took (one per pull)
+    GROUP_GET_LATENCY                 key queueId@topic@group (4.9.3's key with its enableDetailStat,
+                                                        on by default): ms a successful pull took (one
+                                                        per pull)
 
-The other names 4.9.3 registers (GROUP_GET_FROM_DISK_*, BROKER_GET_FROM_DISK_*, QUEUE_* without
-enableQueueStat, COMMERCIAL_*) are known but nothing feeds them, as in 4.9.3's own broker: asking for one of
-their keys gets the "not exist" answer, like any key that was never counted.
+The other names 4.9.3 registers (GROUP_GET_FROM_DISK_*, BROKER_GET_FROM_DISK_*, COMMERCIAL_*) are known but
+nothing feeds them, as in 4.9.3's own broker: asking for one of their keys gets the "not exist" answer, like
+any key that was never counted.  Nor are the QUEUE_* names of enableDetailStat (4.9.3 feeds them for
+SCHEDULE_TOPIC_XXXX only): asking for them gets the same answer.
 
 An item keeps ``value`` and ``times`` and snapshots of both: every 10 s (the last 7: one minute), every
 10 min (the last 7: one hour) and every hour (the last 25: one day); the first snapshot of each list is
@@ -69,7 +76,9 @@ SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
-#: every stats name 4.9.3's BrokerStatsManager registers with enableQueueStat off (fed or not)
+#: the group a delayed delivery counts as a get of (4.9.3's MixAll.SCHEDULE_CONSUMER_GROUP)
+SCHEDULE_CONSUMER_GROUP = "SCHEDULE_CONSUMER"
+#: every stats name 4.9.3's BrokerStatsManager registers (fed or not), but the QUEUE_* ones of enableDetailStat
 KNOWN_STATS_NAMES = (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, GROUP_GET_LATENCY,
                      SNDBCK_PUT_NUMS, BROKER_PUT_NUMS, BROKER_GET_NUMS, "GROUP_GET_FROM_DISK_NUMS",
                      "GROUP_GET_FROM_DISK_SIZE", "BROKER_GET_FROM_DISK_NUMS", "BROKER_GET_FROM_DISK_SIZE",
@@ -215,23 +224,28 @@ class BrokerStats:
     def _sync_sends(self) -> None:
         """Bring TOPIC_PUT_NUMS / TOPIC_PUT_SIZE / BROKER_PUT_NUMS up to the send counts, which the put path
         keeps in StoreStats' per-topic lists (one lookup a send; see Broker.count_put)."""
-        nums_set, size_set = self.sets[TOPIC_PUT_NUMS], self.sets[TOPIC_PUT_SIZE]
-        base = self._send_base
-        broker_total = 0
         for topic, counter in self.store.topic_puts.items():
-            _, _, count, wrote, requests = counter
-            broker_total += count
-            seen = base.get(topic)
-            if seen is not None:
-                count, wrote, requests = count - seen[0], wrote - seen[1], requests - seen[2]
-            extra = self._scheduled_back.get(topic)
-            if extra is not None:  # given-back messages stored for later delivery (sent_back)
-                count, wrote, requests = count + extra[0], wrote + extra[1], requests + extra[0]
-            if requests == 0:
-                continue
-            nums, size = nums_set.item(topic), size_set.item(topic)
-            nums.value, nums.times = count, requests
-            size.value, size.times = wrote, requests
+            self._sync_topic(topic, counter)
+        self._sync_broker_put()
+
+    def _sync_topic(self, topic: str, counter: list[int]) -> None:
+        """TOPIC_PUT_NUMS / TOPIC_PUT_SIZE of *topic* from its StoreStats *counter* (a view of one topic
+        syncs that topic only: statsAll and the exporter view every topic in turn)."""
+        _, _, count, wrote, requests = counter
+        seen = self._send_base.get(topic)
+        if seen is not None:
+            count, wrote, requests = count - seen[0], wrote - seen[1], requests - seen[2]
+        extra = self._scheduled_back.get(topic)
+        if extra is not None:  # given-back messages stored for later delivery (sent_back)
+            count, wrote, requests = count + extra[0], wrote + extra[1], requests + extra[0]
+        if requests == 0:
+            return
+        nums, size = self.sets[TOPIC_PUT_NUMS].item(topic), self.sets[TOPIC_PUT_SIZE].item(topic)
+        nums.value, nums.times = count, requests
+        size.value, size.times = wrote, requests
+
+    def _sync_broker_put(self) -> None:
+        broker_total = sum(counter[2] for counter in self.store.topic_puts.values())
         if broker_total:
             if self._broker_put is None:
                 self._broker_put = self.sets[BROKER_PUT_NUMS].item(self.cluster_name)
@@ -248,13 +262,21 @@ class BrokerStats:
             extra[0] += 1
             extra[1] += wrote_bytes
 
-    def pulled(self, group: str, topic: str, message_count: int, total_bytes: int, latency_ms: int) -> None:
-        """A pull that answered with *message_count* messages (*total_bytes* of records)."""
+    def delayed_delivered(self, message_count: int, wrote_bytes: int) -> None:
+        """The schedule service moved a due message (*wrote_bytes* written) to its real topic: a get of
+        SCHEDULE_CONSUMER from SCHEDULE_TOPIC_XXXX, as 4.9.3 counts it (its put: Broker._deliver_delayed)."""
+        key = f"{SCHEDULE_TOPIC}@{SCHEDULE_CONSUMER_GROUP}"
+        self.sets[GROUP_GET_NUMS].add(key, message_count, 1)
+        self.sets[GROUP_GET_SIZE].add(key, wrote_bytes, 1)
+
+    def pulled(self, group: str, topic: str, message_count: int, total_bytes: int, latency_ms: int, *,
+               queue_id: int = 0) -> None:
+        """A pull of queue *queue_id* that answered with *message_count* messages (*total_bytes* of records)."""
         key = f"{topic}@{group}"
         sets = self.sets
         sets[GROUP_GET_NUMS].add(key, message_count, 1)
         sets[GROUP_GET_SIZE].add(key, total_bytes, 1)
-        sets[GROUP_GET_LATENCY].add(key, latency_ms, 1)
+        sets[GROUP_GET_LATENCY].add(f"{queue_id}@{key}", latency_ms, 1)
         broker_get = self._broker_get
         if broker_get is None:
             broker_get = self._broker_get = self.sets[BROKER_GET_NUMS].item(self.cluster_name)
@@ -269,8 +291,10 @@ class BrokerStats:
         if counter is not None:
             self._send_base[topic] = (counter[2], counter[3], counter[4])
         self._scheduled_back.pop(topic, None)
-        for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS, GROUP_GET_LATENCY):
+        for name in (GROUP_GET_NUMS, GROUP_GET_SIZE, SNDBCK_PUT_NUMS):
             self.sets[name].remove_where(lambda key: key.startswith(prefix))
+        infix = "@" + prefix
+        self.sets[GROUP_GET_LATENCY].remove_where(lambda key: infix in key)
 
     def group_deleted(self, group: str) -> None:
         """Forget *group*'s items (4.9.3's onGroupDeleted)."""
@@ -285,8 +309,12 @@ class BrokerStats:
         items = self.sets.get(stats_name)
         if items is None:
             return None
-        if stats_name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BROKER_PUT_NUMS):
-            self._sync_sends()
+        if stats_name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE):
+            counter = self.store.topic_puts.get(stats_key)
+            if counter is not None:
+                self._sync_topic(stats_key, counter)
+        elif stats_name == BROKER_PUT_NUMS:
+            self._sync_broker_put()
         return items.items.get(stats_key)
 
     def group_get_tps(self, group: str, topic: str) -> float:

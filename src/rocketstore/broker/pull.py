@@ -220,7 +220,7 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     if code == ResponseCode.SUCCESS:
         body = b"".join(result.records)
         broker.stats.pulled(h.consumer_group, h.topic, result.message_count, len(body),
-                            (time.monotonic_ns() - began_ns) // 1_000_000)
+                            (time.monotonic_ns() - began_ns) // 1_000_000, queue_id=h.queue_id)
     return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)
 
 

@@ -1,10 +1,10 @@
-"""Consume rates per (group, topic): what GET_CONSUME_STATS answers as ``consumeTps`` (mqadmin's
-"Consume TPS").
+"""Consume rates per (group, topic): the messages each pull hands out, in one-second buckets; the rate is
+the number handed out in the last 60 s divided by 60.
 
-RocketMQ counts the messages each pull hands out per ``topic@group`` (GROUP_GET_NUMS) and reports the rate
-over its last minute of samples.  Here the count is kept in one-second buckets and the rate is the number
-of messages handed out in the last 60 s divided by 60.  Loop-bound (no locks): fed by the pull handler,
-read by the admin handler, both on the broker's event loop.
+Not what GET_CONSUME_STATS / GET_BROKER_CONSUME_STATS answer as ``consumeTps`` (mqadmin's "Consume TPS"):
+those report 4.9.3's tpsGroupGetNums, the last-minute tps of the GROUP_GET_NUMS item
+(BrokerStats.group_get_tps), the figure VIEW_BROKER_STATS_DATA and the exporter show.  Loop-bound (no
+locks): fed by the pull handler on the broker's event loop.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from rocketstore.broker import config as broker_config_module
@@ -87,7 +88,9 @@ def human_bytes(count: int) -> str:
     while value >= 1024 and exponent < 6:
         value /= 1024
         exponent += 1
-    return f"{value:.1f} {'KMGTPE'[exponent - 1]}iB"
+    # Java's %.1f rounds the shortest decimal form of the double half up (1.25 -> 1.3; Python's rounds to even)
+    rounded = Decimal(repr(value)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    return f"{rounded} {'KMGTPE'[exponent - 1]}iB"
 
 
 def disk_used_ratio(path: str) -> float:
@@ -306,7 +309,7 @@ def consume_stats_list(broker: Broker, is_order: bool) -> bytes:
             pairs = queue_offsets(broker, group, topic, tc.write_queue_nums)
             total_diff += sum(int(e["brokerOffset"]) - int(e["consumerOffset"])  # type: ignore[call-overload]
                               for _, e in pairs)
-            tps = broker.consume_rates.tps(group, topic)
+            tps = broker.stats.group_get_tps(group, topic)  # 4.9.3's tpsGroupGetNums
             stats.append(fastjson.dumps_object_keyed({"consumeTps": tps}, "offsetTable", pairs).decode())
         groups.append("{" + json.dumps(group, ensure_ascii=False) + ":[" + ",".join(stats) + "]}")
     text = (f'{{"brokerAddr":{json.dumps(broker.address)},"consumeStatsList":[{",".join(groups)}],'

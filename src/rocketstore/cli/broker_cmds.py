@@ -5,7 +5,7 @@ getBrokerConfig, updateBrokerConfig), through client.admin:
     rocketstore broker-admin stats -s STATS_NAME -k KEY [-b ADDR | -c CLUSTER]
                                                                    one stat item: minute / hour / day rows
     rocketstore broker-admin stats-all [-t TOPIC] [--active]      per topic and group: lag, TPS, day counts
-    rocketstore broker-admin consume-stats [-b ADDR | -c CLUSTER] [--order]
+    rocketstore broker-admin consume-stats [-b ADDR | -c CLUSTER] [--order] [-l N]
                                                                    every group's offsets and lag per queue
     rocketstore broker-admin config get [-b ADDR | -c CLUSTER]     the brokers' properties
     rocketstore broker-admin config set KEY=VALUE ... [-b ADDR | -c CLUSTER]
@@ -46,8 +46,9 @@ from rocketstore.client.admin import AdminClient
 __all__ = ["register"]
 
 #: the stat names mqadmin statsAll and brokerConsumeStats ask for, with the key each takes
-_STATS_HELP = ("TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic), GROUP_GET_NUMS / GROUP_GET_SIZE / GROUP_GET_LATENCY "
-               "/ SNDBCK_PUT_NUMS (key: topic@group), BROKER_PUT_NUMS / BROKER_GET_NUMS (key: cluster name)")
+_STATS_HELP = ("TOPIC_PUT_NUMS / TOPIC_PUT_SIZE (key: topic), GROUP_GET_NUMS / GROUP_GET_SIZE "
+               "/ SNDBCK_PUT_NUMS (key: topic@group), GROUP_GET_LATENCY (key: queueId@topic@group), "
+               "BROKER_PUT_NUMS / BROKER_GET_NUMS (key: cluster name)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -78,6 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                                         "(brokerConsumeStats)")
     consume.add_argument("--order", action="store_true", help="only ordered topics")
     consume.add_argument("--timeout-ms", type=int, default=None, help="wait this long for each broker")
+    consume.add_argument("-l", "--level", type=int, default=0, metavar="N",
+                         help="only queues whose diff is at least N (mqadmin's -l threshold of print diff)")
     targets(consume)
     consume.set_defaults(handler=_consume_stats)
 
@@ -203,13 +206,15 @@ def _consume_stats(args: argparse.Namespace) -> int:
                                          "queues": [{"topic": q.topic, "brokerName": q.broker_name,
                                                      "queueId": q.queue_id, "brokerOffset": q.broker_offset,
                                                      "consumerOffset": q.consumer_offset, "diff": q.lag,
-                                                     "lastTimestamp": q.last_timestamp_ms} for q in p.queues]}
+                                                     "lastTimestamp": q.last_timestamp_ms} for q in p.queues
+                                                    if q.lag >= args.level]}
                                         for p in progress]
                                     for g, progress in a.groups.items()}} for a in answers])
             return 0
         rows = [(q.topic, group, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.lag,
                  format_time(q.last_timestamp_ms))
-                for a in answers for group, progress in a.groups.items() for p in progress for q in p.queues]
+                for a in answers for group, progress in a.groups.items() for p in progress for q in p.queues
+                if q.lag >= args.level]
         print_table(["TOPIC", "GROUP", "BROKER", "QID", "BROKER OFFSET", "CONSUMER OFFSET", "DIFF", "LAST TIME"],
                     rows, right=(3, 4, 5, 6))
         print(f"Diff Total: {sum(a.total_diff for a in answers)}")

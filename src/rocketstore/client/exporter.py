@@ -15,7 +15,7 @@ rocketmq_producer_offset                   cluster, broker, topic               
 rocketmq_topic_retry_offset                cluster, broker, topic                      the same, of a %RETRY% topic
 rocketmq_topic_dlq_offset                  cluster, broker, group                      the same, of a %DLQ% topic
 rocketmq_consumer_tps / _message_size      cluster, broker, topic, group               GROUP_GET_NUMS / GROUP_GET_SIZE, last minute
-rocketmq_send_back_nums                    cluster, broker, topic, group               SNDBCK_PUT_NUMS, last minute
+rocketmq_send_back_nums                    cluster, broker, topic, group               SNDBCK_PUT_NUMS, last minute's sum
 rocketmq_consumer_offset                   cluster, broker, topic, group               the group's committed offsets, summed
 rocketmq_group_get_latency_by_storetime    cluster, broker, topic, group               ms since the store time of the first message
                                                                                        not consumed (0 when caught up), worst queue
@@ -127,9 +127,37 @@ _RUNTIME: dict[str, tuple[str, str]] = {
     "gettotal_tps10": ("getTotalTps", "rate0"),
     "gettotal_tps60": ("getTotalTps", "rate1"),
     "gettotal_tps600": ("getTotalTps", "rate2"),
+    "dispatch_maxbuffer": ("dispatchMaxBuffer", "int"),
+    "remain_transientstore_buffer_numbs": ("remainTransientStoreBufferNumbs", "int"),
+    "start_accept_sendrequest_time": ("startAcceptSendRequestTimeStamp", "int"),
+    "send_threadpool_queue_size": ("sendThreadPoolQueueSize", "int"),
+    "send_threadpoolqueue_capacity": ("sendThreadPoolQueueCapacity", "int"),
+    "send_threadpoolqueue_headwait_timemills": ("sendThreadPoolQueueHeadWaitTimeMills", "int"),
+    "pull_threadpoolqueue_size": ("pullThreadPoolQueueSize", "int"),
+    "pull_threadpoolqueue_capacity": ("pullThreadPoolQueueCapacity", "int"),
+    "pull_threadpoolqueue_headwait_timemills": ("pullThreadPoolQueueHeadWaitTimeMills", "int"),
+    "query_threadpoolqueue_size": ("queryThreadPoolQueueSize", "int"),
+    "query_threadpool_queue_capacity": ("queryThreadPoolQueueCapacity", "int"),
+    "query_threadpoolqueue_headwait_timemills": ("queryThreadPoolQueueHeadWaitTimeMills", "int"),
+    # "Total : 252.0 GiB, Free : 64.6 GiB." in bytes
+    "commitlogdir_capacity_total": ("commitLogDirCapacity", "capacity0"),
+    "commitlogdir_capacity_free": ("commitLogDirCapacity", "capacity1"),
+    # figures a 4.9.3 broker does not report: the exporter serves -1 then (_RUNTIME_DEFAULTS)
+    "put_latency_99": ("putLatency99", "float"),
+    "put_latency_999": ("putLatency999", "float"),
 }
+#: rocketmq_brokeruntime_pmdt_<suffix> -> its band in putMessageDistributeTime (served once the broker has
+#: a finished minute of bands: "null" before)
+_PUT_LATENCY_BANDS = {"0ms": "[<=0ms]", "0to10ms": "[0~10ms]", "10to50ms": "[10~50ms]", "50to100ms": "[50~100ms]",
+                      "100to200ms": "[100~200ms]", "200to500ms": "[200~500ms]", "500to1s": "[500ms~1s]",
+                      "1to2s": "[1~2s]", "2to3s": "[2~3s]", "3to4s": "[3~4s]", "4to5s": "[4~5s]",
+                      "5to10s": "[5~10s]", "10stomore": "[10s~]"}
+#: runtime info keys a 4.9.3 broker may leave out, with the value the exporter serves then
+_RUNTIME_DEFAULTS = {"putLatency99": "-1", "putLatency999": "-1"}
 for _suffix, (_key, _kind) in _RUNTIME.items():
     METRICS[f"rocketmq_brokeruntime_{_suffix}"] = ("gauge", _key)
+for _suffix in _PUT_LATENCY_BANDS:
+    METRICS[f"rocketmq_brokeruntime_pmdt_{_suffix}"] = ("gauge", "putMessageDistributeTime")
 
 _SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60,
                "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
@@ -152,8 +180,12 @@ def _runtime_value(text: str, kind: str) -> float | None:
             return float(int(text))
         if kind == "float":
             return float(text)
-        if kind.startswith("rate"):
-            return float(text.split()[int(kind[4:])])
+        if kind.startswith("rate"):  # a window without its samples yet is blank: 0, as the exporter reads it
+            rates = text.split(" ")
+            i = int(kind[4:])
+            return float(rates[i]) if i < len(rates) and rates[i] else 0.0
+        if kind.startswith("capacity"):  # "Total : <size>, Free : <size>."
+            text = text.rstrip(".").split(",")[int(kind[8:])].partition(":")[2]
         number, _, unit = text.strip().partition(" ")
         return float(number) * _SIZE_UNITS[unit or "B"]
     except (ValueError, IndexError, KeyError):
@@ -172,9 +204,18 @@ class _Collection:
         self.samples.append(Sample(name, tuple(labels.items()), float(value)))
 
     async def rate(self, addr: str, stats_name: str, key: str) -> float:
-        """The last minute's per-second rate of a stat item; 0 when the broker has no such item yet."""
+        """The last minute's per-second rate of a stat item, with two decimals as the exporter serves it
+        (Utils.getFixedDouble: DecimalFormat "#.##", half even, which Python's round matches); 0 when the
+        broker has no such item yet."""
         try:
-            return (await self.admin.view_stats(addr, stats_name, key)).minute.tps
+            return round((await self.admin.view_stats(addr, stats_name, key)).minute.tps, 2)
+        except BrokerError:
+            return 0.0
+
+    async def minute_sum(self, addr: str, stats_name: str, key: str) -> float:
+        """What a stat item counted in the last minute; 0 when the broker has no such item yet."""
+        try:
+            return (await self.admin.view_stats(addr, stats_name, key)).minute.sum
         except BrokerError:
             return 0.0
 
@@ -218,10 +259,15 @@ async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> float |
     labels = {"cluster": cluster, "brokerIP": addr, "brokerHost": name, "des": table.get("brokerVersionDesc", ""),
               "boottime": table.get("bootTimestamp", ""), "broker_version": table.get("brokerVersion", "")}
     for suffix, (key, kind) in _RUNTIME.items():
-        text = table.get(key)
+        text = table.get(key, _RUNTIME_DEFAULTS.get(key))
         value = None if text is None else _runtime_value(text, kind)
         if value is not None:
             c.add(f"rocketmq_brokeruntime_{suffix}", value, **labels)
+    bands = dict(part.rsplit(":", 1) for part in table.get("putMessageDistributeTime", "").split() if ":" in part)
+    for suffix, band in _PUT_LATENCY_BANDS.items():
+        count = _runtime_value(bands.get(band, ""), "int")
+        if count is not None:
+            c.add(f"rocketmq_brokeruntime_pmdt_{suffix}", count, **labels)
     return _runtime_value(table.get("commitLogMaxOffset", ""), "int")
 
 
@@ -312,7 +358,8 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
                         key = f"{topic}@{group}"
                         c.add("rocketmq_consumer_tps", await c.rate(addr, "GROUP_GET_NUMS", key), **labels)
                         c.add("rocketmq_consumer_message_size", await c.rate(addr, "GROUP_GET_SIZE", key), **labels)
-                        c.add("rocketmq_send_back_nums", await c.rate(addr, "SNDBCK_PUT_NUMS", key), **labels)
+                        # rocketmq-exporter serves this one's minute sum, not its rate
+                        c.add("rocketmq_send_back_nums", await c.minute_sum(addr, "SNDBCK_PUT_NUMS", key), **labels)
                         latency = await _store_time_latency(consumer, queues)
                     except (RocketStoreError, OSError, TimeoutError):
                         c.errors += 1

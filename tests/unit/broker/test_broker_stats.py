@@ -207,9 +207,9 @@ def test_a_retry_stored_for_later_counts_as_a_put_of_the_schedule_topic() -> Non
 
 def test_pulls_count_per_topic_at_group_and_for_the_broker() -> None:
     stats = BrokerStats("C", Clock())
-    stats.pulled("g", "T", 4, 400, 3)
-    stats.pulled("g", "T", 2, 200, 5)
-    nums, latency = stats.item(GROUP_GET_NUMS, "T@g"), stats.item(GROUP_GET_LATENCY, "T@g")
+    stats.pulled("g", "T", 4, 400, 3, queue_id=1)
+    stats.pulled("g", "T", 2, 200, 5, queue_id=1)
+    nums, latency = stats.item(GROUP_GET_NUMS, "T@g"), stats.item(GROUP_GET_LATENCY, "1@T@g")
     assert nums is not None and latency is not None
     assert (nums.value, nums.times, latency.value, latency.times) == (6, 2, 8, 2)
     assert stats.item("BROKER_GET_NUMS", "C").value == 6  # type: ignore[union-attr]
