@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 
 #: MixAll.DEFAULT_CONSUMER_GROUP, which a consumer may not start with
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
+#: ClientConfig's default instanceName, kept by a BROADCASTING consumer
+DEFAULT_INSTANCE_NAME = "DEFAULT"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,7 +74,8 @@ class GroupSettings:
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     #: CONSUME_FROM_TIMESTAMP's start, ms since the epoch; None: half an hour before start()
     consume_timestamp_ms: int | None = None
-    #: client id = ``ip@instance_name``; None: ``pid#nanos``, unique per consumer
+    #: client id = ``ip@instance_name``; None: ``pid#nanos``, unique per consumer, for CLUSTERING and
+    #: ``DEFAULT`` for BROADCASTING (4.9.3: the same client id, so the same offsets file, after a restart)
     instance_name: str | None = None
     #: Java waits 30 s / 20 s; a few seconds costs one small request and notices a lost NOTIFY sooner
     heartbeat_interval_s: float = 10.0
@@ -118,8 +121,11 @@ class GroupConsumer:
         self.settings = settings
         self.group = group
         self.namesrv_addr = namesrv_addr
-        self.client_id = f"{local_ip()}@{settings.instance_name or new_instance_name()}"
         self.clustering = settings.message_model is MessageModel.CLUSTERING
+        # 4.9.3 turns the default instance name into pid#nanos for CLUSTERING only (changeInstanceNameToPID):
+        # a BROADCASTING member stays <ip>@DEFAULT, so a restart finds its offsets file again
+        instance = settings.instance_name or (new_instance_name() if self.clustering else DEFAULT_INSTANCE_NAME)
+        self.client_id = f"{local_ip()}@{instance}"
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
                                      credentials=credentials)
@@ -135,6 +141,7 @@ class GroupConsumer:
         self._rebalance_lock = asyncio.Lock()
         self._route_at: dict[str, float] = {}
         self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
+        self._route_masters: dict[str, dict[str, str]] = {}  # topic -> its route's masters now, by broker name
         self._timestamp_ms = settings.consume_timestamp_ms
         self.started = False
         self.stopping = False
@@ -258,10 +265,13 @@ class GroupConsumer:
             return []
         if stale:
             self._route_at[topic] = now
+        masters: dict[str, str] = {}
         for bd in route.broker_datas:
             addr = bd.master_addr()
             if addr is not None:
                 self._brokers[bd.broker_name] = addr
+                masters[bd.broker_name] = addr
+        self._route_masters[topic] = masters
         return sorted(RouteCache.subscribe_queues(topic, route))
 
     async def _check_client_config(self) -> None:
@@ -316,10 +326,21 @@ class GroupConsumer:
             return None
         if not self.clustering:
             return set(queues)
-        addr = self._brokers.get(queues[0].broker_name)
-        if addr is None:
+        # the group's members, as a master of the topic that the route has now knows them (their heartbeats):
+        # the first queue's broker, else the next; one whose master is down (its slave still routes its
+        # queues) must not stop the rebalance of the others' queues
+        masters = self._route_masters.get(topic, {})
+        addrs = [masters[name] for name in sorted({q.broker_name for q in queues}) if name in masters]
+        if not addrs:
             return None
-        ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group, self.settings.timeout_s)
+        ids: list[str] = []
+        for i, addr in enumerate(addrs):
+            try:
+                ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group, self.settings.timeout_s)
+                break
+            except (RocketStoreError, OSError):
+                if i == len(addrs) - 1:
+                    raise
         if not ids:
             return None
         return set(allocate_averagely(self.client_id, queues, sorted(ids)))

@@ -8,8 +8,10 @@ the last persisted offset are delivered again.
 
 The local file is JSON, ``{"offsetTable": [{"topic", "brokerName", "queueId", "offset"}, ...]}``, written
 atomically (temporary file, fsync, rename) so a crash leaves the old or the new table, never half of one.
-Java writes fastjson with object map keys, which is not JSON; the file is private to this client, so the
-plain form wins.
+Java writes fastjson with object map keys, which is not JSON; the plain form is written, and a file in
+Java's form (a Java consumer with the same client id ran before, the path is the same) is read too.  An
+empty or unparsable file is read from its ``.bak`` when there is one (Java keeps the previous table there
+and its writes are not fsynced); without one it is an :class:`OffsetStoreError`, not a silent fresh start.
 
 Loop-bound; file reads and writes run in a worker thread.
 """
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
@@ -26,8 +30,12 @@ from typing import Protocol
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import ClientError
 from rocketstore.client.route import MessageQueue
+from rocketstore.remoting import fastjson
+from rocketstore.remoting.fastjson import JsonBodyError
 
 __all__ = ["LocalFileOffsetStore", "OffsetStore", "OffsetStoreError", "RemoteOffsetStore", "default_offset_dir"]
+
+log = logging.getLogger(__name__)
 
 #: readOffset's answer when nothing is known
 NO_OFFSET = -1
@@ -117,6 +125,25 @@ class RemoteOffsetStore(_MemoryTable):
         self._committed.pop(mq, None)
 
 
+_file_locks: dict[str, threading.Lock] = {}
+_file_locks_guard = threading.Lock()
+
+
+def _file_lock(path: Path) -> threading.Lock:
+    """The process-wide lock of one offsets file: BROADCASTING consumers of one group in one process share
+    ``<ip>@DEFAULT``, so the file and its temporary file, and write from worker threads."""
+    key = os.path.abspath(path)
+    with _file_locks_guard:
+        return _file_locks.setdefault(key, threading.Lock())
+
+
+def _object_key(key: object) -> dict[str, object]:
+    """A MessageQueue key of 4.9.3's offset file (fastjson.loads makes an object key a tuple of pairs)."""
+    if not isinstance(key, tuple):
+        raise TypeError(f"offset table key {key!r} is not a message queue")
+    return dict(key)
+
+
 class LocalFileOffsetStore(_MemoryTable):
     """Offsets in ``<dir>/<client id>/<group>/offsets.json`` (broadcasting: each member has its own)."""
 
@@ -142,24 +169,40 @@ class LocalFileOffsetStore(_MemoryTable):
         async with self._write_lock:
             await asyncio.to_thread(self._merge_and_write, snapshot)
 
-    def _read_file(self) -> dict[MessageQueue, int]:
+    def _read_file(self, path: Path | None = None) -> dict[MessageQueue, int]:
+        """The table of the offsets file (or *path*); one that is empty or does not parse is read from its
+        ``.bak`` when there is one, as 4.9.3 does (its client keeps the previous table there)."""
+        path = path or self.path
         try:
-            text = self.path.read_text("utf-8")
+            data = path.read_bytes()
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            raise OffsetStoreError(str(self.path), str(exc)) from exc
+            raise OffsetStoreError(str(path), str(exc)) from exc
         try:
-            obj = json.loads(text)
+            obj = fastjson.loads(data)
+            raw = obj["offsetTable"]
+            if isinstance(raw, dict):  # 4.9.3's file: fastjson's map keyed by MessageQueue objects
+                entries = [{**_object_key(key), "offset": offset} for key, offset in raw.items()]
+            else:
+                entries = raw
             table = {}
-            for entry in obj["offsetTable"]:
+            for entry in entries:
                 mq = MessageQueue(str(entry["topic"]), str(entry["brokerName"]), int(entry["queueId"]))
                 table[mq] = int(entry["offset"])
             return table
-        except (ValueError, KeyError, TypeError) as exc:
-            raise OffsetStoreError(str(self.path), f"not an offset table: {exc}") from exc
+        except (ValueError, KeyError, TypeError, JsonBodyError) as exc:
+            bak = self.path.with_name(self.path.name + ".bak")
+            if path == self.path and bak.is_file():
+                log.warning("offset file %s is not an offset table (%s): reading %s", path, exc, bak.name)
+                return self._read_file(bak)
+            raise OffsetStoreError(str(path), f"not an offset table: {exc}") from exc
 
     def _merge_and_write(self, snapshot: dict[MessageQueue, int]) -> None:
+        with _file_lock(self.path):  # other stores of this file in the process (consumers of one group)
+            self._merge_and_write_locked(snapshot)
+
+    def _merge_and_write_locked(self, snapshot: dict[MessageQueue, int]) -> None:
         table = self._read_file()
         table.update(snapshot)
         entries = [{"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off}

@@ -110,8 +110,9 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
     """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops."""
     s = pc.settings
     mq = pq.mq
-    expression = _selector(pc.subscriptions, mq.topic)
     while not pq.dropped and not pc.stopping:
+        # read at every pull, as 4.9.3's lite pull task does: a subscription replaced meanwhile applies now
+        expression = _selector(pc.subscriptions, mq.topic)
         pq.last_pull_s = time.monotonic()  # every turn, as Java's pullMessage stamps it before flow control
         if pc.pull_held_back(pq):
             await pq.wait_freed(FLOW_CONTROL_CHECK_S)

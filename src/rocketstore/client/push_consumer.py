@@ -19,8 +19,8 @@ What runs, and why (the Java behaviour kept):
 * One pull loop per queue (:mod:`rocketstore.client.pull_loop`); consumption concurrent or orderly
   (:mod:`rocketstore.client.consume`).
 * Offsets persisted every ``persist_interval_s`` and at shutdown: to the broker (CLUSTERING) or to
-  ``<offset_dir>/<client id>/<group>/offsets.json`` (BROADCASTING; pass ``instance_name`` to keep the
-  same file across restarts, since the default client id is unique per consumer).
+  ``<offset_dir>/<client id>/<group>/offsets.json`` (BROADCASTING; the default client id is then
+  ``<ip>@DEFAULT`` as in 4.9.3, so a restart finds the same file; ``instance_name`` names another).
 * Orderly CLUSTERING: queues are locked on the broker before they are consumed, the locks renewed every
   ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.
 
