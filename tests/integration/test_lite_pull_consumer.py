@@ -7,7 +7,6 @@ SQL92 selection, the blocking wrapper, and the errors bad calls get."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,6 +40,7 @@ from rocketstore.client import (
     group_requests,
 )
 from rocketstore.client.admin import AdminClient
+from rocketstore.client.offset_store import LocalFileOffsetStore
 from rocketstore.remoting.bodies import ConsumerData, ConsumeType, HeartbeatData, build_subscription
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.transport import ConnectionPool
@@ -236,8 +236,8 @@ def test_broadcasting_members_each_poll_everything_and_keep_their_offsets_in_the
         return consumer
 
     def file_offsets(consumer: LitePullConsumer) -> dict[int, int]:
-        text = (offset_dir / consumer.client_id / group / "offsets.json").read_text("utf-8")
-        return {e["queueId"]: e["offset"] for e in json.loads(text)["offsetTable"]}
+        path = offset_dir / consumer.client_id / group / "offsets.json"
+        return {mq.queue_id: offset for mq, offset in LocalFileOffsetStore(path)._read_file().items()}
 
     async def go() -> None:
         await create_topic(cluster, topic)

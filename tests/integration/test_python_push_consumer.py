@@ -6,7 +6,6 @@ group starts."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -34,6 +33,7 @@ from rocketstore.client import (
     allocate_averagely,
 )
 from rocketstore.client.errors import NoRouteError
+from rocketstore.client.offset_store import LocalFileOffsetStore
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.errors import ConnectionClosedError
 from rocketstore.message.record import StoredMessage
@@ -300,8 +300,8 @@ def test_broadcasting_members_each_get_everything_and_keep_offsets_in_their_own_
 
     def offset_file(consumer: PushConsumer) -> dict[int, int]:
         path = offset_dir / consumer.client_id / group / "offsets.json"
-        return {e["queueId"]: e["offset"] for e in json.loads(path.read_text())["offsetTable"]
-                if e["topic"] == topic}
+        table = LocalFileOffsetStore(path)._read_file()  # Java's fastjson form, object keys
+        return {mq.queue_id: offset for mq, offset in table.items() if mq.topic == topic}
 
     async def go() -> None:
         sent = await send_all(cluster, topic, 20)

@@ -6,12 +6,14 @@ handled; :meth:`persist` writes it out (every few seconds and at shutdown).  The
 the smallest offset still in flight (ProcessQueue semantics), so after a crash at most the messages after
 the last persisted offset are delivered again.
 
-The local file is JSON, ``{"offsetTable": [{"topic", "brokerName", "queueId", "offset"}, ...]}``, written
-atomically (temporary file, fsync, rename) so a crash leaves the old or the new table, never half of one.
-Java writes fastjson with object map keys, which is not JSON; the plain form is written, and a file in
-Java's form (a Java consumer with the same client id ran before, the path is the same) is read too.  An
-empty or unparsable file is read from its ``.bak`` when there is one (Java keeps the previous table there
-and its writes are not fsynced); without one it is an :class:`OffsetStoreError`, not a silent fresh start.
+The local file is what 4.9.3's LocalFileOffsetStore writes at the same path: fastjson's form of its
+OffsetSerializeWrapper, ``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:offset, ...}}`` (object map
+keys, not JSON), so a Java consumer with the same client id (``ip@DEFAULT`` for broadcasting) goes on from
+it, and the other way round.  It is written atomically (temporary file, fsync, rename) so a crash leaves
+the old or the new table, never half of one, and the previous table is kept as ``.bak``, as Java keeps it.
+The plain-JSON form earlier versions wrote (``{"offsetTable": [{"topic", "brokerName", "queueId",
+"offset"}, ...]}``) is read too.  An empty or unparsable file is read from its ``.bak`` when there is one;
+without one it is an :class:`OffsetStoreError`, not a silent fresh start.
 
 Loop-bound; file reads and writes run in a worker thread.
 """
@@ -19,7 +21,6 @@ Loop-bound; file reads and writes run in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import threading
@@ -30,6 +31,7 @@ from typing import Protocol
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import ClientError
 from rocketstore.client.route import MessageQueue
+from rocketstore.files import write_text_atomically
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.fastjson import JsonBodyError
 
@@ -205,16 +207,11 @@ class LocalFileOffsetStore(_MemoryTable):
     def _merge_and_write_locked(self, snapshot: dict[MessageQueue, int]) -> None:
         table = self._read_file()
         table.update(snapshot)
-        entries = [{"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off}
-                   for mq, off in sorted(table.items())]
-        data = json.dumps({"offsetTable": entries}, indent=1).encode()
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        # fastjson's form of OffsetSerializeWrapper: the queues as object keys, which the Java client reads
+        text = fastjson.dumps_object_keyed({}, "offsetTable", [
+            ({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}, off)
+            for mq, off in sorted(table.items())]).decode()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            write_text_atomically(str(self.path), text)  # the previous table kept as .bak, as Java's string2File
         except OSError as exc:
             raise OffsetStoreError(str(self.path), str(exc)) from exc

@@ -94,7 +94,7 @@ def test_two_stores_of_one_file_in_one_process_write_it_one_at_a_time(tmp_path: 
     store = LocalFileOffsetStore(path)
     asyncio.run(store.load())
     assert set(store.table) == set(queues)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["offsets.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["offsets.json", "offsets.json.bak"], "no .tmp left"
 
 
 @pytest.mark.parametrize("main", ["", "{\n\t\"offsetTable\":{{\n\t\t\t\"brokerName\""])

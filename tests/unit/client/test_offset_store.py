@@ -35,10 +35,27 @@ def test_offsets_survive_a_new_store_on_the_same_file(tmp_path: Path) -> None:
         assert await again.read_store(B) == 12
 
     asyncio.run(go())
-    table = json.loads(path.read_text())["offsetTable"]
-    assert table == [{"topic": "T", "brokerName": "broker-a", "queueId": 0, "offset": 5},
-                     {"topic": "T", "brokerName": "broker-a", "queueId": 1, "offset": 12}]
-    assert sorted(p.name for p in path.parent.iterdir()) == ["offsets.json"], "no temporary file left"
+    # 4.9.3's LocalFileOffsetStore form (fastjson, the queues as object keys), which the Java client reads
+    assert path.read_text() == ('{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:5,'
+                                '{"brokerName":"broker-a","queueId":1,"topic":"T"}:12}}')
+    assert path.with_name("offsets.json.bak").read_text() == (  # the previous table, as Java's string2File
+        '{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:5,'
+        '{"brokerName":"broker-a","queueId":1,"topic":"T"}:9}}')
+    assert sorted(p.name for p in path.parent.iterdir()) == ["offsets.json", "offsets.json.bak"], \
+        "no temporary file left"
+
+
+def test_a_file_in_the_plain_json_form_earlier_versions_wrote_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "offsets.json"
+    path.write_text(json.dumps({"offsetTable": [{"topic": "T", "brokerName": "broker-a", "queueId": 0,
+                                                 "offset": 7}]}))
+
+    async def go() -> None:
+        store = LocalFileOffsetStore(path)
+        await store.load()
+        assert store.read_memory(A) == 7
+
+    asyncio.run(go())
 
 
 @pytest.mark.parametrize("text", ["not json", "[]", '{"offsetTable": [{"topic": "T"}]}', '{"x": 1}'])
