@@ -94,13 +94,13 @@ def test_cpp_pull_consumer_gets_every_message_once_and_only_matching_tags_with_a
     tags = ["TagA", "TagB", "TagC"]
     with LocalCluster(tmp_path / "store") as cluster:
         handed_out: Counter[tuple[str, str]] = Counter()
-        record = cluster.broker.consume_rates.record
+        count_pull = cluster.broker.stats.pulled
 
-        def counting(group: str, topic: str, count: int) -> None:
+        def counting(group: str, topic: str, count: int, *args: Any, **kwargs: Any) -> None:
             handed_out[(group, topic)] += count
-            record(group, topic, count)
+            count_pull(group, topic, count, *args, **kwargs)
 
-        cluster.broker.consume_rates.record = counting  # type: ignore[method-assign]
+        cluster.broker.stats.pulled = counting  # type: ignore[method-assign]
         sent = run_to_done(cluster, tmp_path, ["produce", topic, "cpp-pull-producer", str(count),
                                                "--tags", ",".join(tags)], "the C++ producer")
         assert [s["status"] for s in sent] == ["OK"] * count

@@ -50,7 +50,6 @@ from rocketstore.broker.offsets import ConsumerOffsetTable
 from rocketstore.broker.registration import Registrar
 from rocketstore.broker.schedule import ScheduleService
 from rocketstore.broker.slave_sync import SlaveSync
-from rocketstore.broker.stats import ConsumeRates
 from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
 from rocketstore.message.batch import MessageBatch
@@ -145,7 +144,6 @@ class Broker:
         #: ``version``, as 4.9.3's Configuration keeps one)
         self.config_version = DataVersion(int(time.time() * 1000), 0)
         #: messages handed out per (group, topic) over the last minute: GET_CONSUME_STATS's consumeTps
-        self.consume_rates = ConsumeRates()
         self.closed = False
 
     @property

@@ -272,7 +272,6 @@ def _get(broker: Broker, h: PullMessageRequestHeader, codes: frozenset[int] | No
                               match=match)
     broker.stats.store.got(result.status is GetMessageStatus.FOUND, result.message_count,
                            (time.monotonic_ns() - began_ns) // 1_000_000)
-    broker.consume_rates.record(h.consumer_group, h.topic, result.message_count)
     return result
 
 
