@@ -76,6 +76,18 @@ class LocalCluster:
                              tls=self.tls)
         await self.broker.start()
 
+    def start_broker(self, store_dir: Path | str, broker_name: str = "broker-b") -> Broker:
+        """Another broker, on its own store (small segments as the first's), registering with this cluster's
+        name server; the caller closes it (``cluster.run(broker.close())``) before the cluster."""
+        async def start() -> Broker:
+            config = BrokerConfig(broker_name=broker_name, namesrv_addr=self.namesrv_addr, listen_port=0,
+                                  listen_host="127.0.0.1", broker_ip1="127.0.0.1")
+            broker = Broker(config, StoreConfig(store_path_root_dir=str(store_dir), **SMALL_STORE))
+            await broker.start()
+            return broker
+
+        return self.run(start())
+
     @property
     def namesrv_addr(self) -> str:
         return self.namesrv.address

@@ -16,16 +16,15 @@ from typing import Any
 
 import pytest
 from cli_calls import ok, ok_json, refused, rocketstore
-from local_cluster import SMALL_STORE, LocalCluster
+from local_cluster import LocalCluster
 
-from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.broker import Broker
 from rocketstore.cli.export_cmds import fastjson_pretty
 from rocketstore.cli.main import main
 from rocketstore.client import ConsumedMessage, ConsumeStatus, Producer, PullConsumer, PushConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.transaction_producer import LocalTransactionState, TransactionProducer
 from rocketstore.remoting.transport import run
-from rocketstore.store.config import StoreConfig
 
 CLUSTER = "DefaultCluster"
 SHARED_TOPIC = "ExpShared"  # 4 queues on broker-a, 2 on broker-b
@@ -114,14 +113,7 @@ def _prepare(cluster: LocalCluster, broker_b: Broker) -> None:
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     root = tmp_path_factory.mktemp("export-cli")
     with LocalCluster(root / "store-a") as cluster:
-        async def start_b() -> Broker:
-            config = BrokerConfig(broker_name="broker-b", namesrv_addr=cluster.namesrv_addr, listen_port=0,
-                                  listen_host="127.0.0.1", broker_ip1="127.0.0.1")
-            broker = Broker(config, StoreConfig(store_path_root_dir=str(root / "store-b"), **SMALL_STORE))
-            await broker.start()
-            return broker
-
-        broker_b = cluster.run(start_b())
+        broker_b = cluster.start_broker(root / "store-b")
         try:
             cluster.wait_until(lambda: "broker-b" in cluster.namesrv.routes.cluster_info()["brokerAddrTable"], 20,
                                "broker-b's registration")

@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 from cli_calls import ok_json
-from local_cluster import SMALL_STORE, LocalCluster
+from local_cluster import LocalCluster
 
-from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.broker import Broker
 from rocketstore.client.admin import AdminClient
 from rocketstore.message.record import Message
 from rocketstore.remoting.transport import run
-from rocketstore.store.config import StoreConfig
 
 TOPIC = "LookTwoBrokers"
 KEY = "shared-key"
@@ -29,14 +28,7 @@ TIMES = {"broker-a": (1, 3, 5), "broker-b": (2, 4, 6)}
 def two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, Broker]]:
     root: Path = tmp_path_factory.mktemp("lookups-two-brokers")
     with LocalCluster(root / "store-a") as cluster:
-        async def start_b() -> Broker:
-            config = BrokerConfig(broker_name="broker-b", namesrv_addr=cluster.namesrv_addr, listen_port=0,
-                                  listen_host="127.0.0.1", broker_ip1="127.0.0.1")
-            broker = Broker(config, StoreConfig(store_path_root_dir=str(root / "store-b"), **SMALL_STORE))
-            await broker.start()
-            return broker
-
-        broker_b = cluster.run(start_b())
+        broker_b = cluster.start_broker(root / "store-b")
         try:
             async def create() -> None:
                 async with AdminClient(cluster.namesrv_addr) as admin:

@@ -10,13 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from local_cluster import SMALL_STORE, LocalCluster
+from local_cluster import LocalCluster
 
-from rocketstore.broker import Broker, BrokerConfig
+from rocketstore.broker import Broker
 from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
 from rocketstore.remoting.transport import run
-from rocketstore.store.config import StoreConfig
 
 TOPIC = "Hunt14RetryTopic"
 
@@ -30,14 +29,7 @@ class TwoBrokers:
 @pytest.fixture
 def two_brokers(tmp_path: Path) -> Iterator[TwoBrokers]:
     with LocalCluster(tmp_path / "store-a") as cluster:
-        async def start_b() -> Broker:
-            config = BrokerConfig(broker_name="broker-b", namesrv_addr=cluster.namesrv_addr, listen_port=0,
-                                  listen_host="127.0.0.1", broker_ip1="127.0.0.1")
-            broker = Broker(config, StoreConfig(store_path_root_dir=str(tmp_path / "store-b"), **SMALL_STORE))
-            await broker.start()
-            return broker
-
-        broker_b = cluster.run(start_b())
+        broker_b = cluster.start_broker(tmp_path / "store-b")
         try:
             async def create() -> None:
                 async with AdminClient(cluster.namesrv_addr) as admin:
