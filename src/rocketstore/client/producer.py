@@ -568,7 +568,8 @@ class Producer:
         sending = self._send_orderly(topic, body, sharding_key, tags, keys, properties, selector)
         if self.trace is None:
             return await sending
-        return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
+        # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
+        return await self.trace.pub(sending, topic, len(self._compressed(body)[0]), tags, keys, properties)
 
     async def _send_orderly(self, topic: str, body: bytes, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,

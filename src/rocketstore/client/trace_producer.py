@@ -91,6 +91,9 @@ class ProducerTrace:
         if topic.startswith(self.dispatcher.trace_topic) or not result.trace_on:
             return
         cost_ms = _now_ms() - began_ms
+        if properties:  # TAGS / KEYS given as properties went out as the message's (the arguments win)
+            tags = tags or properties.get(PropertyName.TAGS)
+            keys = keys or properties.get(PropertyName.KEYS)
         bean = TraceBean(topic=topic, msg_id=result.msg_id, offset_msg_id=result.offset_msg_id, tags=tags or None,
                          keys=(keys if isinstance(keys, str) else " ".join(keys)) if keys else None,
                          store_host=self._store_host(topic, result), body_length=body_length,
@@ -119,6 +122,8 @@ class ProducerTrace:
         try:
             if topic.startswith(self.dispatcher.trace_topic):
                 return
+            tags = tags or properties.get(PropertyName.TAGS)  # as the message went out (see _record_pub)
+            keys = keys or properties.get(PropertyName.KEYS)
             bean = TraceBean(topic=topic, msg_id=msg_id, tags=tags or None, keys=keys or None,
                              store_host=store_host, msg_type=MessageType.Trans_msg_Commit,
                              transaction_id=transaction_id, transaction_state=state,

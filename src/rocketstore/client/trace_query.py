@@ -4,9 +4,10 @@ message.
 
 As 4.9.3's QueryMsgTraceByIdSubCommand does: up to 64 trace messages stored up to now, every record in them
 decoded (Java's TraceView) and only those whose msgId is the one asked kept, the trace message's born host
-standing for the client that traced (``client_host``).  Besides Java: a record of a batch send (msgIds
-joined by commas) counts for each of its ids, and a record that does not decode is skipped with a warning
-(Java's decoder would throw and end the command) and counted in :attr:`MessageTrace.undecodable`.
+IP (no port) standing for the client that traced (``client_host``).  Besides Java: a record of a batch
+send (msgIds joined by commas) counts for each of its ids, and a record that does not decode is skipped
+with a warning (Java's decoder would throw and end the command) and counted in
+:attr:`MessageTrace.undecodable`.
 
 Mixed into AdminClient, whose ``query_by_key`` it uses.  Loop-bound.
 """
@@ -39,7 +40,7 @@ TRACE_QUERY_MAX_MESSAGES = 64
 @dataclass(frozen=True, slots=True)
 class TraceView:
     """One trace record about the message asked for: the decoded context (with its one bean), who sent the
-    trace message (its born host) and when the broker stored it."""
+    trace message (its born host's IP) and when the broker stored it."""
 
     context: TraceContext
     client_host: str
@@ -91,7 +92,9 @@ def trace_views(msg_id: str, trace_messages: list[StoredMessage],
             continue
         for ctx in decode_trace_data(text, errors=undecodable):
             if ctx.beans and _concerns(ctx.bean, msg_id):
-                views.append(TraceView(ctx, str(m.born_host), m.store_timestamp, m.msg_id))
+                # the address only, as Java's getBornHostString (the port is the trace producer's
+                # ephemeral one)
+                views.append(TraceView(ctx, m.born_host.ip_text(), m.store_timestamp, m.msg_id))
     views.sort(key=lambda v: (v.time_ms, v.stored_ms))
     return views
 
