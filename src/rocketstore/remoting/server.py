@@ -202,6 +202,7 @@ class RemotingServer:
             sock.close()
             return
         made: list[Connection] = []
+        peer = _peer(sock)  # asked now: a failed handshake leaves the socket closed
 
         def protocol() -> Connection:
             made.append(self._new_connection())
@@ -211,7 +212,7 @@ class RemotingServer:
             await loop.connect_accepted_socket(protocol, sock, ssl=self._ssl_context if over_tls else None,
                                                ssl_handshake_timeout=FIRST_BYTE_TIMEOUT_S if over_tls else None)
         except (OSError, ssl.SSLError, TimeoutError) as exc:
-            log.warning("TLS handshake with %s failed: %s", _peer(sock), exc)
+            log.warning("TLS handshake with %s failed: %s", peer, exc)
             for connection in made:  # never connected: nobody else will drop it
                 self.connections.discard(connection)
             sock.close()

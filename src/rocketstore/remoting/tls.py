@@ -156,9 +156,17 @@ class TlsConfig:
 
 
 def _load_chain(ctx: ssl.SSLContext, cert: str, key: str, password: str | None, prefix: str) -> None:
+    def no_password() -> str:
+        # without it OpenSSL would prompt for a pass phrase on the terminal, holding the start
+        raise TlsConfigError(f"{prefix}.keyPath {key} is encrypted: {prefix}.keyPassword must give its password")
+
     try:
-        ctx.load_cert_chain(cert, key, password)
-    except (OSError, ssl.SSLError) as exc:
+        ctx.load_cert_chain(cert, key, password if password is not None else no_password)
+    except ssl.SSLError as exc:
+        hint = f" (is {prefix}.keyPassword right?)" if password is not None else ""
+        raise TlsConfigError(f"cannot load {prefix}.certPath {cert} / {prefix}.keyPath {key}: {exc}{hint}") \
+            from exc
+    except OSError as exc:
         raise TlsConfigError(f"cannot load {prefix}.certPath {cert} / {prefix}.keyPath {key}: {exc}") from exc
 
 

@@ -51,7 +51,13 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, Protocol, TypeVar, cast
 
-from rocketstore.errors import ConnectionClosedError, ProtocolError, RemotingError, RequestTimeoutError
+from rocketstore.errors import (
+    ConnectionClosedError,
+    FrameTooLargeError,
+    ProtocolError,
+    RemotingError,
+    RequestTimeoutError,
+)
 from rocketstore.remoting import busy_poll
 from rocketstore.remoting.acl_signing import sign_ext_fields
 from rocketstore.remoting.codec import _output_ext_fields, encode_command, encode_command_parts
@@ -59,7 +65,7 @@ from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import ONEWAY_FLAG, RESPONSE_FLAG, RemotingCommand, new_command
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES, FrameDecoder
 from rocketstore.remoting.header_fields import HeaderFieldError
-from rocketstore.remoting.tls import client_context_default
+from rocketstore.remoting.tls import TLS_HANDSHAKE_BYTE, client_context_default
 
 __all__ = [
     "ANSWER_LATER",
@@ -244,7 +250,12 @@ class Connection(asyncio.BufferedProtocol):
                 try:
                     command = decoder.next_command()
                 except ProtocolError as exc:
-                    log.warning("closing %s: %s", self.peer_address, exc)
+                    if isinstance(exc, FrameTooLargeError) and exc.length_bytes >> 24 == TLS_HANDSHAKE_BYTE:
+                        # a TLS record's first bytes read as a length (4.9.3 names it too, in disabled mode)
+                        log.warning("closing %s: it started a TLS handshake and this server serves no TLS "
+                                    "(tls.server.mode disabled, or no tls.server.certPath)", self.peer_address)
+                    else:
+                        log.warning("closing %s: %s", self.peer_address, exc)
                     self._holding = False
                     self._flush()  # the answers to the frames before the bad one still go out
                     self.close(exc)
@@ -661,7 +672,11 @@ async def connect(address: str, *, handler: RequestHandler | None = None,
     except TimeoutError as exc:
         raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
     except (OSError, ssl.SSLError) as exc:
-        raise ConnectionClosedError(f"cannot connect to {address}: {exc}") from exc
+        reason = str(exc) or type(exc).__name__
+        if ssl_context is not None and isinstance(exc, (ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+            # a server that serves no TLS (disabled mode, no certificate) closes a handshake unanswered
+            reason = f"the TLS handshake failed ({reason}): does the server serve TLS?"
+        raise ConnectionClosedError(f"cannot connect to {address}: {reason}") from exc
     return protocol
 
 
