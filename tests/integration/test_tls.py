@@ -244,3 +244,17 @@ def test_serve_with_a_tls_config_and_metrics_as_a_user_runs_them(certs: dict[str
         assert re.search(r'^rocketmq_producer_offset\{cluster="DefaultCluster",broker="[^"]+",topic="ServeTlsTopic"\} 1\.0$',
                          text, re.MULTILINE), text[:2000]
         assert "rocketstore_exporter_scrape_errors 0.0" in text  # its own admin client spoke TLS too
+
+
+def test_a_refused_handshake_is_logged_with_the_client_address(certs: dict[str, tuple[str, str]], tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    """The server's warning names the client whose handshake failed (it said "TLS handshake with ?")."""
+    server = _server_tls(certs, TlsMode.ENFORCING, server_need_client_auth="require",
+                         server_trust_cert_path=certs["client"][0])
+    with LocalCluster(tmp_path / "store", tls=server) as cluster:
+        with caplog.at_level("WARNING", logger="rocketstore.remoting.server"), pytest.raises(ConnectionClosedError):
+            _ping(cluster.namesrv_addr, TlsConfig(client_enable=True).client_context())
+        cluster.wait_until(lambda: any("TLS handshake with" in r.getMessage() for r in caplog.records), 10,
+                           "the server's warning")
+    [warning] = [r.getMessage() for r in caplog.records if "TLS handshake with" in r.getMessage()]
+    assert "TLS handshake with 127.0.0.1:" in warning, warning
