@@ -378,6 +378,10 @@ def draft_message(message: Message, properties: bytes, born: bytes, store: bytes
     if props_len > 32767:
         raise PropertiesTooLargeError(props_len)
     body = message.body
+    if body.__class__ is not bytes:
+        # a buffer's len() may count items, not bytes (a memoryview of ints): its bytes, or TypeError for
+        # something that is no buffer (a str, None, an int)
+        body = bytes(memoryview(body))
     body_len = len(body)
     total = 90 + body_len + len(topic_part) + props_len  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
     sys_flag = message.sys_flag & ~0x30

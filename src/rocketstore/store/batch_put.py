@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import operator
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import repeat
 
 from rocketstore.errors import (
@@ -61,6 +61,7 @@ _SHARED_FIELDS = operator.attrgetter("topic", "queue_id", "sys_flag", "born_time
 _PROPERTIES = operator.attrgetter("properties")
 _FLAG = operator.attrgetter("flag")
 _BODY = operator.attrgetter("body")
+_BYTES_ONLY = {bytes}
 _contains = operator.contains
 #: a DELAY pair can only be in an entry's properties bytes if this is
 _DELAY_PAIR = PropertyName.DELAY.encode() + b"\x01"
@@ -99,6 +100,9 @@ def draft_message_list(batch: list[Message], store_host_bytes: bytes, host_bytes
     topic, queue_id, sys_flag, born_ts, born, store, reconsume, prepared = shared[0]
     if type(sys_flag) is not int or sys_flag & SysFlag.TRANSACTION_MASK or topic == SCHEDULE_TOPIC:
         return None
+    bodies = list(map(_BODY, batch))
+    if set(map(type, bodies)) != _BYTES_ONLY:
+        return None  # (len() of a memoryview may count items, not bytes: the checked path takes its bytes)
     props_of = list(map(_PROPERTIES, batch))
     try:
         if any(map(_contains, props_of, repeat(_DELAY))):
@@ -117,7 +121,7 @@ def draft_message_list(batch: list[Message], store_host_bytes: bytes, host_bytes
             props_bytes = list(map(str.encode, texts))
             agree = list(map(str.count, texts, repeat(NAME_VALUE_SEPARATOR))) == counts and \
                 list(map(str.count, texts, repeat(PROPERTY_SEPARATOR))) == [c - 1 if c else 0 for c in counts]
-        draft = draft_batch(topic, queue_id, list(map(_FLAG, batch)), list(map(_BODY, batch)), props_bytes,
+        draft = draft_batch(topic, queue_id, list(map(_FLAG, batch)), bodies, props_bytes,
                             sys_flag=sys_flag, born_timestamp=born_ts,
                             born=store_host_bytes if born is None else host_bytes(born),
                             store=store_host_bytes if store is None else host_bytes(store),
@@ -153,7 +157,9 @@ def draft_message_list_checked(batch: list[Message], store_host_bytes: bytes,
             # caught here, not by the writer: a batch's records are written one after another, and a
             # field that cannot be packed half way would leave whole records past the write position
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-        props = message.properties
+        props = message.properties or {}  # None: no properties, as put takes it
+        if not isinstance(props, Mapping):  # (a list of pairs: put answers it so too)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
         if message.sys_flag & SysFlag.TRANSACTION_MASK or (props.get(_DELAY) is not None
                                                            and delay_level(props) > 0):
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")

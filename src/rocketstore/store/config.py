@@ -125,6 +125,18 @@ class StoreConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
+        # the types first: a float size opened a store whose every put failed, a "false" string was true
+        for f in _TYPED_FIELDS:
+            value = getattr(self, f.name)
+            default = f.default
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise StoreConfigError(f"{f.name} must be True or False, not {value!r}")
+            elif isinstance(default, int):
+                if not isinstance(value, int):
+                    raise StoreConfigError(f"{f.name} must be an int, not {value!r}")
+            elif not isinstance(value, str):
+                raise StoreConfigError(f"{f.name} must be a str, not {value!r}")
         if self.mapped_file_size_commit_log < 4096:
             raise StoreConfigError("mappedFileSizeCommitLog must be at least 4096 bytes")
         if self.warm_ahead_bytes < 0:
@@ -161,6 +173,11 @@ class StoreConfig:
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
 
+
+#: the fields __post_init__ checks the type of: every one with a bool, int or str default (not the paths,
+#: which may be PathLike, or None for the commitlog's)
+_TYPED_FIELDS = tuple(f for f in dataclasses.fields(StoreConfig)
+                      if isinstance(f.default, (bool, int, str)) and not f.name.startswith("store_path"))
 
 _PROPERTY_ALIASES = {
     "fileReservedTime": "file_reserved_time_h",

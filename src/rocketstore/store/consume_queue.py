@@ -247,10 +247,10 @@ class ConsumeQueue:
 
     # --- recovery and clean-up ----------------------------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, allow_short_tail: bool = True) -> None:
         # a short last segment (a crash while it was created by an older version, or a copy cut short) is
-        # treated as a torn tail, as for the commitlog
-        self.files.load(allow_short_tail=True)
+        # treated as a torn tail, as for the commitlog (unless the caller says the last run closed cleanly)
+        self.files.load(allow_short_tail=allow_short_tail)
 
     def recover(self) -> None:
         """Keep the valid prefix (offset >= 0 and size > 0), starting from the third-last segment."""
@@ -417,6 +417,10 @@ class ConsumeQueueTable:
         key = (topic, queue_id)
         cq = self.queues.get(key)
         if cq is None:
+            # a queue id that is an int but no plain int (True, a numpy integer) names its directory as a
+            # number: str(True) would make consumequeue/<topic>/True, which no load finds again
+            queue_id = int(queue_id)
+            key = (topic, queue_id)
             cq = ConsumeQueue(topic, queue_id, os.path.join(self.root, topic, str(queue_id)), self.segment_bytes,
                               writable=self.writable)
             queues = dict(self.queues)
@@ -424,7 +428,9 @@ class ConsumeQueueTable:
             self.queues = queues
         return cq
 
-    def load(self) -> None:
+    def load(self, allow_short_tail: bool = True) -> None:
+        """Load every queue; *allow_short_tail*: a queue's short last segment is a torn tail (see
+        ConsumeQueue.load), not a segment size that disagrees with the configured one."""
         if not os.path.isdir(self.root):
             return
         for topic in sorted(os.listdir(self.root)):
@@ -437,7 +443,7 @@ class ConsumeQueueTable:
                 except ValueError:
                     continue  # RocketMQ skips non-numeric queue directories too
                 cq = self.find_or_create(topic, queue_id)
-                cq.load()
+                cq.load(allow_short_tail)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(list(self.queues.values()))

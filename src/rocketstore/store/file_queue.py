@@ -17,7 +17,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Iterator
 
-from rocketstore.errors import StoreError
+from rocketstore.errors import StoreConfigError
 from rocketstore.store.mapped_file import MappedFile, segment_name
 
 __all__ = ["FileQueue"]
@@ -62,8 +62,8 @@ class FileQueue:
             if size != self.segment_bytes and not short_ok:
                 for f in files:
                     f.close()
-                raise StoreError(f"{path} has {size} bytes; every segment here must have "
-                                 f"{self.segment_bytes} (check the configured segment size)")
+                raise StoreConfigError(f"{path} has {size} bytes; every segment here must have "
+                                       f"{self.segment_bytes} (check the configured segment size)")
             mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False,
                             allow_short=short_ok)
             mf.wrote = mf.flushed = self.segment_bytes

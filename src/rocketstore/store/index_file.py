@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING
 
+from rocketstore.errors import StoreConfigError
 from rocketstore.message.hashing import index_key_hash_for_topic, index_key_hash_with_prefix, index_key_prefix
 from rocketstore.message.record import SysFlag
 from rocketstore.store.mapped_file import MappedFile
@@ -240,8 +241,17 @@ class IndexService:
             if name.endswith(".allocating") and self.writable:
                 os.unlink(path)  # a crash interrupted its allocation: it never held data
                 continue
-            if not name.isdigit() or os.path.getsize(path) != expected:
+            if not name.isdigit() or not os.path.isfile(path):
                 continue
+            size = os.path.getsize(path)
+            if size != expected:
+                if size == 0:
+                    continue  # (a crash before a Java broker mapped it): it holds no entry
+                # skipped, its keys would answer nothing and retention would never delete it
+                raise StoreConfigError(
+                    f"index file {path} has {size} bytes, but maxHashSlotNum={self.slot_count} and "
+                    f"maxIndexNum={self.entry_count} make index files of {expected} bytes "
+                    f"(40 + slots x 4 + entries x 20): configure the geometry this store was written with")
             f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False)
             if not last_exit_ok and f.end_timestamp > checkpoint_index_timestamp:
                 f.destroy()

@@ -92,8 +92,11 @@ _WAIT = PropertyName.WAIT
 _PUT_OK = PutMessageStatus.PUT_OK
 #: How a SYNC_FLUSH put deals with the disk: "wait" until its record is durable (the default), "ask" for
 #: a sync and return at once, or return at once and leave asking to the caller (:meth:`request_flush`,
-#: once for many puts).  Under ASYNC_FLUSH a put never waits, whatever it says.
+#: once for many puts).  Under ASYNC_FLUSH a put never waits, whatever it says.  Any other value is a
+#: ValueError (under either flush type).
 FlushMode = Literal["wait", "ask", "later"]
+_FLUSH_WAIT: FlushMode = "wait"
+_FLUSH_MODES = frozenset(("wait", "ask", "later"))
 _PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
 _PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
 _PEAK = PeakProperties
@@ -102,6 +105,11 @@ _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
 _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
+
+
+def _bad_flush_mode(flush: object) -> ValueError:
+    # anything else used to be taken for "later": under SYNC_FLUSH a typo gave up durability silently
+    return ValueError(f"flush must be 'wait', 'ask' or 'later', not {flush!r}")
 
 
 def _total_memory_bytes() -> int:
@@ -196,8 +204,10 @@ class MessageStore:
             self._index = IndexService(cfg.index_dir, cfg.max_hash_slot_num, cfg.max_index_num, writable=w)
             self._index.on_file_full.append(self._on_index_file_full)
         try:
-            self._commitlog.files.load(allow_short_tail=True)
-            self._queues.load()
+            # every segment a clean shutdown leaves has its full size (segments are created whole): a short
+            # last one then says the configured size is not the store's (a torn tail only after a crash)
+            self._commitlog.files.load(allow_short_tail=not self.last_exit_ok)
+            self._queues.load(allow_short_tail=not self.last_exit_ok)
             if self._index is not None:
                 self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp)
             self._dispatcher = Dispatcher(self._commitlog, self._queues, self._index, self._delay_levels)
@@ -290,11 +300,13 @@ class MessageStore:
         service's delivery, whose record keeps DELAY in its properties as RocketMQ's does (RocketMQ clears
         DELAY from the property map it checks, not from the properties string it writes).
         """
+        if flush is not _FLUSH_WAIT and flush not in _FLUSH_MODES:
+            raise _bad_flush_mode(flush)
         if self._refuse_writes or self._commitlog.lock_begin_ms:
             gate = self._write_gate()
             if gate is not None:
                 return PutResult(gate)
-        if apply_delay and _DELAY in message.properties:
+        if apply_delay and _DELAY in (message.properties or ()):  # (None: no properties, as below)
             # RocketMQ checks the topic the producer named before the delay moves it to SCHEDULE_TOPIC_XXXX
             try:
                 validate_topic(message.topic)
@@ -418,6 +430,8 @@ class MessageStore:
         carries) is stored as RocketMQ stores a MessageExtBatch: each entry's properties bytes as given, then
         the batch's properties string.
         """
+        if flush not in _FLUSH_MODES:
+            raise _bad_flush_mode(flush)
         gate = self._write_gate()
         if gate is not None:
             return PutResult(gate)
