@@ -263,40 +263,33 @@ def _bool_cast(operand: _Node) -> _Node:
     return _boolean(fn, operand)
 
 
-def _and(*operands: _Node) -> _Node:
-    """``a AND b AND ...``: one node for a whole chain, which 4.9.3 builds as a left-deep tree, so a chain
-    of thousands of terms neither counts toward the nesting limit nor recurses when evaluated.  The same
-    result: operands in order, the first FALSE ends it, else unknown if any was unknown."""
+def _chain(decides: bool, operands: tuple[_Node, ...]) -> _Node:
+    """``a AND b AND ...`` (*decides* False) or ``a OR b OR ...`` (True): one node for a whole chain, which
+    4.9.3 builds as a left-deep tree, so a chain of thousands of terms neither counts toward the nesting
+    limit nor recurses when evaluated.  The same result: operands in order, the first one that is
+    *decides* ends it, else unknown if any was unknown."""
     fns = tuple(o.fn for o in operands)
+    otherwise = not decides
 
     def fn(props: Mapping[str, str]) -> _Value:
         unknown = False
         for f in fns:
             v = f(props)
-            if v is False:
-                return False
+            if v is decides:
+                return decides
             if v is None:
                 unknown = True
-        return None if unknown else True
+        return None if unknown else otherwise
 
     return _boolean(fn, *operands)
+
+
+def _and(*operands: _Node) -> _Node:
+    return _chain(False, operands)
 
 
 def _or(*operands: _Node) -> _Node:
-    """``a OR b OR ...`` as one node (see :func:`_and`): the first TRUE ends it, else unknown if any was."""
-    fns = tuple(o.fn for o in operands)
-
-    def fn(props: Mapping[str, str]) -> _Value:
-        unknown = False
-        for f in fns:
-            v = f(props)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
-
-    return _boolean(fn, *operands)
+    return _chain(True, operands)
 
 
 def _equal(left: _Node, right: _Node) -> _Node:
