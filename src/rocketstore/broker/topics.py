@@ -19,6 +19,7 @@ from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.system_topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -50,10 +51,6 @@ SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SCHEDULE_TOPIC_QUEUE_NUMS = 18
-_VALID_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-TOPIC_MAX_LENGTH = 127
-#: Validators.CHARACTER_MAX_LENGTH, the limit RocketMQ puts on group names
-GROUP_MAX_LENGTH = 255
 
 
 def retry_topic(group: str) -> str:
@@ -67,31 +64,17 @@ def dlq_topic(group: str) -> str:
 def topic_problem(topic: str | None) -> str | None:
     """Why *topic* is not a valid topic name (TopicValidator's remarks), or None.
 
-    The charset leaves out '.', '/' and '\\', so a valid name can never climb out of consumequeue/ or
-    break a ``topic@group`` offset key; every request that names a topic is checked with this at the edge.
+    Every request that names a topic is checked with this at the edge (the charset: message/names.py).
+    Groups: :func:`rocketstore.message.names.group_problem`, which a 4.9.3 broker does not apply (it takes
+    any group and auto-creates it); we apply the client's rule at the edge so a bad name never reaches a
+    config file.
     """
     if not topic or not topic.strip():
         return "The specified topic is blank."
-    if not _VALID_CHARS.issuperset(topic):
+    if not NAME_CHARS.issuperset(topic):
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
-    return None
-
-
-def group_problem(group: str | None) -> str | None:
-    """Why *group* is not a valid group name (the client-side Validators.checkGroup's remarks), or None.
-
-    A 4.9.3 broker takes any group and auto-creates it in subscriptionGroup.json, and a heartbeat also
-    creates ``%RETRY%<group>``; we apply the client's rule (topic charset, at most 255 characters) at the
-    edge so a bad name never reaches a config file.
-    """
-    if not group or not group.strip():
-        return "the specified group is blank"
-    if not _VALID_CHARS.issuperset(group):
-        return f"the specified group[{group[:300]}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(group) > GROUP_MAX_LENGTH:
-        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
     return None
 
 

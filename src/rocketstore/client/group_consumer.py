@@ -39,7 +39,6 @@ from rocketstore.client.offset_store import (
     default_offset_dir,
 )
 from rocketstore.client.process_queue import wait_event
-from rocketstore.client.producer import group_problem
 from rocketstore.client.push_types import (
     RETRY_GROUP_TOPIC_PREFIX,
     ConsumeFromWhere,
@@ -49,6 +48,7 @@ from rocketstore.client.push_types import (
 )
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand

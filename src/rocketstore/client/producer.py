@@ -57,6 +57,7 @@ from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import RemotingError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
+from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
@@ -131,11 +132,6 @@ DEFAULT_COMPRESS_OVER = 4 * 1024
 #: the Java producer's zipCompressLevel (system property rocketmq.message.compressLevel, 5)
 DEFAULT_COMPRESS_LEVEL = 5
 _COMPRESSED = int(SysFlag.COMPRESSED)
-#: Java Validators.TOPIC_MAX_LENGTH
-TOPIC_MAX_LENGTH = 127
-#: Java Validators.CHARACTER_MAX_LENGTH, the longest group name
-GROUP_MAX_LENGTH = 255
-_TOPIC_CHARS = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
 _FIX_HEX = _FIX.hex().upper()
 _PROPERTIES_LENGTH = struct.Struct(">h")
@@ -149,21 +145,10 @@ def topic_problem(topic: str) -> str | None:
         return "The specified topic is blank"
     if len(topic) > TOPIC_MAX_LENGTH:
         return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
-    if not _TOPIC_CHARS.issuperset(topic):
+    if not NAME_CHARS.issuperset(topic):
         return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if topic == SCHEDULE_TOPIC:
         return f"Sending message to topic[{topic}] is forbidden."
-    return None
-
-
-def group_problem(group: str) -> str | None:
-    """Why *group* is not a group name (Java's Validators.checkGroup, its wording), or None."""
-    if not group or not group.strip():
-        return "the specified group is blank"
-    if len(group) > GROUP_MAX_LENGTH:
-        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
-    if not _TOPIC_CHARS.issuperset(group):
-        return f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     return None
 
 

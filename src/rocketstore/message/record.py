@@ -28,7 +28,7 @@ is left as zeros.
 
 Two modules beside this one share its private layout helpers: :mod:`rocketstore.message.batch_draft` (a
 batch's records drafted column-wise) and :mod:`rocketstore.message.record_decode` (a pull body's records
-decoded in runs).  This module imports only the errors, host and properties modules of this package (and
+decoded in runs).  This module imports only the errors, host, names and properties modules of this package (and
 message_id lazily), never those two.
 """
 
@@ -50,6 +50,7 @@ from rocketstore.errors import (
     PropertiesTooLargeError,
 )
 from rocketstore.message.host import HostAddress
+from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, encode_properties, parse_properties
 
 __all__ = [
@@ -194,7 +195,6 @@ def body_crc(body: bytes) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
-_TOPIC_CHARS: Final = frozenset("%|abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _VALID_TOPICS: dict[str, bytes] = {}
 
 
@@ -205,9 +205,9 @@ def validate_topic(topic: str) -> bytes:
         return cached
     if not isinstance(topic, str) or not topic:
         raise InvalidTopicError(str(topic), "a topic name must be a non-empty string")
-    if len(topic) > 127:
-        raise InvalidTopicError(topic, f"{len(topic)} characters, at most 127 allowed")
-    if not _TOPIC_CHARS.issuperset(topic):
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise InvalidTopicError(topic, f"{len(topic)} characters, at most {TOPIC_MAX_LENGTH} allowed")
+    if not NAME_CHARS.issuperset(topic):
         raise InvalidTopicError(topic, "only the characters %|a-zA-Z0-9_- are allowed")
     encoded = topic.encode("ascii")
     if len(_VALID_TOPICS) < 65536:
