@@ -550,17 +550,17 @@ class Producer:
         """Send to the queue *selector* picks for *sharding_key* among the topic's publish queues, so that
         messages with one key keep their order.  No retry on another queue (that would break the order);
         a failure raises."""
-        sending = self._send_orderly(topic, body, sharding_key, tags, keys, properties, selector)
+        self._check(topic, body)
+        body, sys_flag = self._compressed(body)
+        sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector)
         if self.trace is None:
             return await sending
         # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
-        return await self.trace.pub(sending, topic, len(self._compressed(body)[0]), tags, keys, properties)
+        return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
 
-    async def _send_orderly(self, topic: str, body: bytes, sharding_key: object, tags: str | None,
+    async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,
                             selector: QueueSelector) -> SendResult:
-        self._check(topic, body)
-        body, sys_flag = self._compressed(body)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         uniq = message.uniq_key()
         props = message.property_map(uniq)
