@@ -12,7 +12,9 @@ Two modes, exclusive as in 4.9.3 (mixing them raises :class:`SubscriptionConflic
 * subscribe: the group shares each topic's queues with rebalance, heartbeats carry the subscriptions
   (CONSUME_ACTIVELY; no ``%RETRY%<group>`` subscription: a lite consumer sends nothing back) and
   NOTIFY_CONSUMER_IDS_CHANGED rebalances at once (:class:`GroupConsumer`, shared with the push consumer).
-  A queue given up by a rebalance is dropped with its buffered messages and its offset committed.
+  A queue given up by a rebalance is dropped with its buffered messages; what the offset store holds for
+  it (the last auto commit or ``commit_sync``, not the batch in hand) is written out, as 4.9.3's
+  removeUnnecessaryMessageQueue does, so the next owner may see that batch again but never skips it.
 * assign: exactly the queues given, no rebalance, no heartbeat.
 
 Each held queue has a pull task (:func:`pull_loop`, shared with the push consumer: long polling, and
@@ -306,16 +308,14 @@ class LitePullConsumer(GroupConsumer):
             return
 
     def _drop(self, mq: MessageQueue) -> _QueueState:
-        """Stop pulling *mq*, forget its buffered messages; with ``auto_commit`` its consumed offset goes to
-        the offset store (written out by the caller)."""
+        """Stop pulling *mq* and forget its buffered messages.  Its consumed offset is not committed: the
+        caller writes out what the offset store already holds (4.9.3 persists, it does not commitAll)."""
         state = self._states.pop(mq)
         state.pq.dropped = True
         state.pq.wake()
         self.consumption.discard(state.pq)
         if state.task is not None:
             state.task.cancel()
-        if self.settings.auto_commit and state.consumed_offset >= 0:
-            self.offsets.update(mq, state.consumed_offset, increase_only=False)
         return state
 
     def _leave(self, mqs: list[MessageQueue]) -> None:
@@ -345,8 +345,8 @@ class LitePullConsumer(GroupConsumer):
 
     async def _update_assignment(self, topic: str, mine: set[MessageQueue]) -> None:
         """4.9.3's updateProcessQueueTableInRebalance + removeUnnecessaryMessageQueue: a queue that left
-        is dropped (buffered messages too) and its offset committed; a new one starts pulling; one whose
-        pull task died is started again."""
+        is dropped (buffered messages too) and its stored offset written out; a new one starts pulling;
+        one whose pull task died is started again."""
         for mq, state in list(self._states.items()):
             if mq.topic != topic:
                 continue
