@@ -11,8 +11,9 @@ without a remark and the queries not at all, which leaves a client to time out).
 
 GET_BROKER_RUNTIME_INFO answers 4.9.3's table of figures (broker.stats_admin.runtime_table, from
 broker.broker_stats) and GET_BROKER_CONFIG every property under its broker.conf name with the configuration's
-data version, with the fixed figures 4.9.3 reports of its netty client and filter servers
-(UPDATE_BROKER_CONFIG, which changes the properties, is in broker.stats_admin).
+data version, with the 4.9.3 properties kept without effect (broker.config_keys: its netty, thread pool and
+filter server figures, ...) and the start file's other keys (UPDATE_BROKER_CONFIG, which changes the
+properties, is in broker.stats_admin).
 
 ConsumeStats' consumeTps is the group's rate over the last minute (broker.stats), summed over its topics as
 RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's object-keyed maps

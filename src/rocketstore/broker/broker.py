@@ -90,13 +90,18 @@ CLIENT_SCAN_INTERVAL_S = 10.0
 
 class Broker:
     def __init__(self, config: BrokerConfig | None = None, store_config: StoreConfig | None = None, *,
-                 config_path: str | None = None, tls: TlsConfig | None = None) -> None:
+                 config_path: str | None = None, tls: TlsConfig | None = None,
+                 properties: dict[str, str] | None = None) -> None:
         """*config_path*: the broker.conf the broker was started with (``-c``), where UPDATE_BROKER_CONFIG
         writes the changed properties, as 4.9.3 does; None: ``<storePathRootDir>/config/broker.properties``.
+        *properties*: that file's properties; the ones no BrokerConfig / StoreConfig setting takes are kept,
+        shown by GET_BROKER_CONFIG and written back by UPDATE_BROKER_CONFIG, as 4.9.3 keeps them.
         *tls*: serve TLS connections too (or only) as it says (:mod:`rocketstore.remoting.tls`)."""
         self.config = config or BrokerConfig()
         self.store_config = store_config or StoreConfig()
         self.config_path = config_path
+        #: properties kept without effect (broker.config_keys) and the start file's other keys: name -> text
+        self.extra_properties = stats_admin.start_file_extras(properties or {})
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,

@@ -41,6 +41,9 @@ class ConsumerGroupInfo:
     channels: dict[object, ClientChannel] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
     last_update_ms: int = 0
+    #: topic -> when its current expression (not TAG) was first registered: 4.9.3's ConsumerFilterData
+    #: bornTime, which QUERY_CONSUME_QUEUE shows (broker.filter_data)
+    filter_born_ms: dict[str, int] = field(default_factory=dict)
 
     def client_ids(self) -> list[str]:
         return [c.client_id for c in self.channels.values()]
@@ -59,8 +62,16 @@ class ConsumerGroupInfo:
                 changed = True
             elif sub.sub_version > old.sub_version:
                 self.subscriptions[topic] = sub
+            else:
+                continue
+            if sub.expression_type == "TAG":
+                self.filter_born_ms.pop(topic, None)
+            elif (old is None or topic not in self.filter_born_ms
+                  or (old.sub_string, old.expression_type) != (sub.sub_string, sub.expression_type)):
+                self.filter_born_ms[topic] = now_ms  # a new expression: 4.9.3 builds new filter data
         for topic in [t for t in self.subscriptions if t not in wanted]:
             del self.subscriptions[topic]
+            self.filter_born_ms.pop(topic, None)
             changed = True
         self.last_update_ms = now_ms
         return changed

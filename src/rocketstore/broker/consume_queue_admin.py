@@ -4,7 +4,9 @@ AdminBrokerProcessor.queryConsumeQueue).
 Header topic, queueId, index, count and an optional consumerGroup.  The answer (QueryConsumeQueueResponseBody,
 fastjson's field order) holds the queue's min and max index and up to *count* entries from *index*, each its
 commitlog offset, size, tagsCode and ``eval``, never past the consume queue file that holds *index*; with a
-group, its subscription to the topic (or "group@topic is not online!").  ``eval`` is always false: 4.9.3 asks
+group, its subscription to the topic and filterData (or "group@topic is not online!"): for an SQL92
+subscription that compiles, 4.9.3's ConsumerFilterData as fastjson's pretty text (broker.filter_data), else
+"null".  ``eval`` is always false: 4.9.3 asks
 the group's ExpressionMessageFilter only about an entry whose tagsCode is a consume queue extension address
 (at most Integer.MIN_VALUE - 1) and leaves it false on every other entry.  No such queue is SYSTEM_ERROR
 "queueId@topic is not exist!"; an index outside the queue is SUCCESS with that remark and no body.  This
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rocketstore.broker.filter_data import bloom_bits, filter_data_text
+from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
 from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import QueryConsumeQueueRequestHeader
@@ -28,6 +33,30 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
+def _filter_data(broker: Broker, group: str, sub: SubscriptionData) -> str:
+    """4.9.3's filterData of an online group: its ConsumerFilterData as fastjson's pretty text for an
+    SQL92 expression that compiles, else fastjson's text of null."""
+    info = broker.clients.group(group)
+    born_ms = info.filter_born_ms.get(sub.topic) if info is not None else None
+    if sub.expression_type != "SQL92" or not sub.sub_string or born_ms is None:
+        return "null"
+    try:
+        compile_sql(sub.sub_string)
+    except SqlSyntaxError:
+        return "null"  # 4.9.3 builds no filter data for an expression that does not compile
+    kept = broker.extra_properties
+    bloom = bloom_bits(f"{group}#{sub.topic}", _kept_int(kept, "maxErrorRateOfBloomFilter", 20),
+                       _kept_int(kept, "expectConsumerNumUseFilter", 32))
+    return filter_data_text(group, sub.topic, sub.sub_string, sub.expression_type, born_ms, sub.sub_version, bloom)
+
+
+def _kept_int(kept: dict[str, str], name: str, default: int) -> int:
+    try:
+        return int(kept.get(name, default))
+    except ValueError:
+        return default
+
+
 def register(router: RequestRouter, broker: Broker) -> None:
     async def query_consume_queue(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
@@ -38,7 +67,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         body: dict[str, Any] = {}
         sub = broker.clients.subscription(h.consumer_group, h.topic) if h.consumer_group is not None else None
         if h.consumer_group is not None:
-            body["filterData"] = (f"{h.consumer_group}@{h.topic} is not online!" if sub is None else "null")
+            body["filterData"] = (f"{h.consumer_group}@{h.topic} is not online!" if sub is None
+                                  else _filter_data(broker, h.consumer_group, sub))
         body["maxQueueIndex"] = store.max_offset(h.topic, h.queue_id)
         body["minQueueIndex"] = store.min_offset(h.topic, h.queue_id)
         if not entries:

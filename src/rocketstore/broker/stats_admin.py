@@ -9,15 +9,23 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   ConsumeStats per topic it has offsets for (every write queue; topics the group, online with other
   subscriptions, does not subscribe to are left out; with ``isOrder`` only ordered topics), in a
   ConsumeStatsList with the broker address and the summed lag.
-- UPDATE_BROKER_CONFIG: the body is Java properties text.  Every key must be a property of BrokerConfig or
-  StoreConfig (the broker.conf names: camelCase, with RocketMQ's own spellings such as brokerIP1 or
-  flushIntervalCommitLog) and every value must convert as broker.conf's would; otherwise nothing changes
-  and the answer is SYSTEM_ERROR saying which key or value is wrong (4.9.3 silently skips unknown keys and
-  values it cannot convert).  The new values replace the broker's config objects, the configuration's data
-  version goes up, and every property is written to the broker.conf the broker was started with (``-c``:
-  ``Broker(config_path=...)``), as 4.9.3 does, its previous text kept as ``.bak``; a broker started without
-  one writes ``<storePathRootDir>/config/broker.properties`` (4.9.3: ``~/store/config/broker.properties``).  A brokerPermission change also raises
-  the topic config version and registers with the name servers at once, as 4.9.3 does.
+- UPDATE_BROKER_CONFIG: the body is Java properties text, taken as 4.9.3's Configuration.update takes it.
+  A key may be a property of BrokerConfig or StoreConfig (the broker.conf names: camelCase, with RocketMQ's
+  own spellings such as brokerIP1 or flushIntervalCommitLog), a 4.9.3 property this broker keeps without
+  acting on it (broker.config_keys: deleteCommitLogFilesInterval, enableCalcFilterBitMap, the thread pool
+  sizes, ...) or a key of the file the broker was started with that no setting here takes (4.9.3 keeps
+  those too).  A value converts as 4.9.3's setter converts it (java_value: a boolean is true or false, an
+  int or long is digits in range, an enum is one of its names).  What converts not, and keys that are none
+  of the above, are left as they were, as 4.9.3 leaves them; the answer is still SUCCESS, its remark naming
+  them.  A value that converts but that the config refuses (brokerId -1, listenPort 70000, an empty
+  brokerName, a messageDelayLevel that does not parse, mappedFileSizeCommitLog under 4096, ...: 4.9.3 takes
+  them, and then cannot start again from the file it wrote) changes nothing and answers SYSTEM_ERROR.
+  The new values replace the broker's config objects, the configuration's data version goes up, and every
+  property (the ones kept without effect too) is written to the broker.conf the broker was started with
+  (``-c``: ``Broker(config_path=...)``), as 4.9.3 does, its previous text kept as ``.bak``; a broker started
+  without one writes ``<storePathRootDir>/config/broker.properties`` (4.9.3:
+  ``~/store/config/broker.properties``).  A brokerPermission change also raises the topic config version and
+  registers with the name servers at once, as 4.9.3 does.  An empty body changes nothing (4.9.3 neither).
 
   What acts at once: values the request handlers read per request (brokerPermission,
   autoCreateTopicEnable, longPollingEnable, shortPollingTimeMills, slaveReadEnable,
@@ -43,6 +51,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from rocketstore.broker import config as broker_config_module
+from rocketstore.broker import config_keys
 from rocketstore.broker.broker_stats import StatsItem
 from rocketstore.broker.config_files import write_text_atomically
 from rocketstore.errors import StoreConfigError
@@ -61,8 +70,8 @@ from rocketstore.store.store_stats import java_double
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["ConfigUpdateError", "config_text", "queue_offsets", "register", "reported_config_text", "runtime_table",
-           "subscribed_elsewhere", "updated_configs"]
+__all__ = ["ConfigUpdate", "ConfigUpdateError", "config_text", "queue_offsets", "register", "reported_config_text",
+           "runtime_table", "start_file_extras", "subscribed_elsewhere", "updated_configs"]
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +79,12 @@ log = logging.getLogger(__name__)
 _RETENTION_PROPERTIES = frozenset({"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable"})
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
-#: 4.9.3's BrokerConfig defaults for the pool figures a runtime info reports (this broker serves every
-#: request on its event loop: its queues are always empty)
-_QUEUE_CAPACITIES = {"sendThreadPoolQueueCapacity": 10000, "pullThreadPoolQueueCapacity": 100000,
-                     "queryThreadPoolQueueCapacity": 20000, "EndTransactionThreadPoolQueueCapacity": 100000}
+#: the runtime info's pool figures -> the kept BrokerConfig property 4.9.3 reports there (this broker serves
+#: every request on its event loop: its queues are always empty, their capacities only settings)
+_QUEUE_CAPACITIES = {"sendThreadPoolQueueCapacity": "sendThreadPoolQueueCapacity",
+                     "pullThreadPoolQueueCapacity": "pullThreadPoolQueueCapacity",
+                     "queryThreadPoolQueueCapacity": "queryThreadPoolQueueCapacity",
+                     "EndTransactionThreadPoolQueueCapacity": "endTransactionPoolQueueCapacity"}
 
 
 # --- runtime info ------------------------------------------------------------------------------------------
@@ -118,6 +129,7 @@ def runtime_table(broker: Broker) -> dict[str, str]:
     stats = broker.stats
     now_ms = int(time.time() * 1000)
     table = stats.store.runtime_info(now_ms)
+    kept = {**config_keys.kept_defaults(use_tls=False), **broker.extra_properties}
     commit_log_dir = broker.store_config.commit_log_dir
     ratio = disk_used_ratio(commit_log_dir)
     table[f"commitLogDiskRatio_{commit_log_dir}"] = java_double(ratio)
@@ -138,20 +150,20 @@ def runtime_table(broker: Broker) -> dict[str, str]:
         "msgGetTotalTodayMorning": str(stats.get_total_today_morning),
         "msgGetTotalTodayNow": str(stats.store.get_transferred_count),
         "sendThreadPoolQueueSize": "0",
-        "sendThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["sendThreadPoolQueueCapacity"]),
+        "sendThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["sendThreadPoolQueueCapacity"]],
         "pullThreadPoolQueueSize": "0",
-        "pullThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["pullThreadPoolQueueCapacity"]),
+        "pullThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["pullThreadPoolQueueCapacity"]],
         "queryThreadPoolQueueSize": "0",
-        "queryThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["queryThreadPoolQueueCapacity"]),
+        "queryThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["queryThreadPoolQueueCapacity"]],
         "EndTransactionQueueSize": "0",
-        "EndTransactionThreadPoolQueueCapacity": str(_QUEUE_CAPACITIES["EndTransactionThreadPoolQueueCapacity"]),
+        "EndTransactionThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["EndTransactionThreadPoolQueueCapacity"]],
         "dispatchBehindBytes": str(store.dispatch_behind_bytes),
         "pageCacheLockTimeMills": str(_page_cache_lock_ms(broker, now_ms)),
         "sendThreadPoolQueueHeadWaitTimeMills": "0",
         "pullThreadPoolQueueHeadWaitTimeMills": "0",
         "queryThreadPoolQueueHeadWaitTimeMills": "0",
         "earliestMessageTimeStamp": str(store.earliest_message_time()),
-        "startAcceptSendRequestTimeStamp": "0",
+        "startAcceptSendRequestTimeStamp": kept["startAcceptSendRequestTimeStamp"],
         # no transient store pool here: 4.9.3 answers Integer.MAX_VALUE without one
         "remainTransientStoreBufferNumbs": str(2**31 - 1),
         "remainHowManyDataToFlush": human_bytes(_unflushed_bytes(broker)),
@@ -204,65 +216,124 @@ def _properties(obj: Any, names: dict[str, str]) -> Iterator[tuple[str, object]]
             yield name, value
 
 
+def _extra_lines(broker: Broker) -> list[tuple[str, object]]:
+    """The properties kept without effect (4.9.3's defaults, overridden by the start file and by updates) and
+    the other keys of the start file, in that order."""
+    values = config_keys.kept_defaults(use_tls=client_context_default() is not None)
+    values.update(broker.extra_properties)
+    return list(values.items())
+
+
 def config_text(broker: Broker) -> str:
-    """Every set property of the broker and its store as ``name=value`` lines, broker.conf's names (what
-    GET_BROKER_CONFIG answers and UPDATE_BROKER_CONFIG writes)."""
+    """Every set property of the broker and its store as ``name=value`` lines, broker.conf's names, then the
+    4.9.3 properties kept without effect and the start file's other keys: what GET_BROKER_CONFIG answers and
+    UPDATE_BROKER_CONFIG writes (4.9.3 answers and writes the same text: its Configuration's every
+    property)."""
     return format_properties([*_properties(broker.config, _BROKER_NAMES),
-                              *_properties(broker.store_config, _STORE_NAMES)])
+                              *_properties(broker.store_config, _STORE_NAMES), *_extra_lines(broker)])
 
 
 def reported_config_text(broker: Broker) -> str:
-    """GET_BROKER_CONFIG's body: :func:`config_text` and the fixed figures a 4.9.3 broker reports from parts
-    this one has no settings of (its filter servers, its netty client), which mqadmin exportConfigs and
-    exportMetrics read (the latter takes clientCallbackExecutorThreads, the CPU count, as cpuNum).  Not
-    written to broker.properties: they are not settings here, and UPDATE_BROKER_CONFIG refuses them.
-    useTLS: whether the broker's own connections (to the name servers) go over TLS (``tls.enable``)."""
-    fixed = [("filterServerNums", 0), ("clientCallbackExecutorThreads", os.cpu_count() or 1),
-             ("useTLS", client_context_default() is not None)]
-    return config_text(broker) + format_properties(fixed)
+    """GET_BROKER_CONFIG's body: :func:`config_text`.  mqadmin exportConfigs and exportMetrics read some of
+    the kept ones (filterServerNums, useTLS: whether the broker's own connections go over TLS, ``tls.enable``;
+    clientCallbackExecutorThreads, the CPU count, which exportMetrics takes as cpuNum)."""
+    return config_text(broker)
+
+
+def start_file_extras(props: dict[str, str]) -> dict[str, str]:
+    """The keys of a start file (a broker.conf) that are no BrokerConfig or StoreConfig property, as the broker
+    keeps them: a 4.9.3 property kept without effect with its value converted (left out, so its default
+    shows, when it does not convert, as 4.9.3 does), any other key with its text (4.9.3's
+    Configuration.registerConfig of the file's properties)."""
+    extras: dict[str, str] = {}
+    for name, raw in props.items():
+        if name in _BROKER_NAMES or name in _STORE_NAMES:
+            continue
+        kept = config_keys.KEPT_PROPERTIES.get(name)
+        value = config_keys.java_value(kept[0], raw) if kept is not None else raw
+        if value is not None:
+            extras[name] = value
+    return extras
 
 
 class ConfigUpdateError(ValueError):
-    """An UPDATE_BROKER_CONFIG body that names an unknown property or a value that does not convert."""
+    """An UPDATE_BROKER_CONFIG body with a value the broker's config refuses (brokerId -1, an empty brokerName,
+    a messageDelayLevel that does not parse, ...)."""
 
 
-def _convert(name: str, raw: str, current: object, type_text: str) -> object:
-    text = raw.strip()
+def _java_kind(name: str, current: object, type_text: str) -> str:
+    """The kind of 4.9.3's setter of one of rocketstore's own properties."""
     if isinstance(current, bool) or type_text.startswith("bool"):
-        if text.lower() not in ("true", "false"):
-            raise ConfigUpdateError(f"{name}={raw!r}: not true or false (nothing was changed)")
-        return text.lower() == "true"
+        return "bool"
     if isinstance(current, int) or type_text.startswith("int"):
-        try:
-            return int(text)
-        except ValueError:
-            raise ConfigUpdateError(f"{name}={raw!r}: not an integer (nothing was changed)") from None
-    return text
+        # rocketstore's own properties (busyPollMicros, ...) have no 4.9.3 setter: a long's range
+        return "long" if name in config_keys.JAVA_LONGS or name in config_keys.ROCKETSTORE_ONLY else "int"
+    return "str"
 
 
-def updated_configs(broker: Broker, props: dict[str, str]) -> tuple[Any, Any]:
-    """(broker config, store config) with *props* applied; ConfigUpdateError, changing nothing, for an
-    unknown name, a value that does not convert or a combination the configs refuse."""
+@dataclasses.dataclass(frozen=True)
+class ConfigUpdate:
+    """What an UPDATE_BROKER_CONFIG body changes: the new config objects and kept properties, and the keys
+    left as they were (name -> why)."""
+
+    broker_config: Any
+    store_config: Any
+    extra_properties: dict[str, str]
+    ignored: dict[str, str]
+
+    def remark(self) -> str | None:
+        """SUCCESS's remark: the keys left as they were, else None (4.9.3 answers none)."""
+        if not self.ignored:
+            return None
+        return "left as they were (as 4.9.3 leaves them): " + "; ".join(
+            f"{name}: {why}" for name, why in self.ignored.items())
+
+
+def updated_configs(broker: Broker, props: dict[str, str]) -> ConfigUpdate:
+    """*props* applied to the broker's configuration as 4.9.3's Configuration.update applies them (see the
+    module docstring); ConfigUpdateError, changing nothing, for a converted value the configs refuse."""
     broker_changes: dict[str, object] = {}
     store_changes: dict[str, object] = {}
+    extras = dict(broker.extra_properties)
+    ignored: dict[str, str] = {}
     for name, raw in props.items():
-        known = False
-        for names, obj, changes in ((_BROKER_NAMES, broker.config, broker_changes),
-                                    (_STORE_NAMES, broker.store_config, store_changes)):
-            field = names.get(name)
-            if field is None:
-                continue
-            known = True
-            type_text = str({f.name: f for f in dataclasses.fields(obj)}[field].type)
-            changes[field] = _convert(name, raw, getattr(obj, field), type_text)
-        if not known:
-            raise ConfigUpdateError(f"unknown broker config property {name!r} (nothing was changed)")
+        target = config_keys.SETTER_NAMES.get(name, name)
+        own = [(names[name], obj, changes) for names, obj, changes in
+               ((_BROKER_NAMES, broker.config, broker_changes), (_STORE_NAMES, broker.store_config, store_changes))
+               if name in names]
+        if own:
+            for field, obj, changes in own:
+                current = getattr(obj, field)
+                type_text = str({f.name: f for f in dataclasses.fields(obj)}[field].type)
+                if name in config_keys.JAVA_ENUMS:
+                    value: object = raw if raw in config_keys.JAVA_ENUMS[name] else None
+                    why = f"{raw!r} is not one of {', '.join(sorted(config_keys.JAVA_ENUMS[name]))}"
+                else:
+                    kind = _java_kind(name, current, type_text)
+                    text = config_keys.java_value(kind, raw)
+                    value = text if kind == "str" or text is None else (text == "true" if kind == "bool" else int(text))
+                    why = f"{raw!r} is not a Java {kind}"
+                if value is None:
+                    ignored[name] = why
+                else:
+                    changes[field] = value
+        elif target in config_keys.KEPT_PROPERTIES:
+            kind = config_keys.KEPT_PROPERTIES[target][0]
+            text = config_keys.java_value(kind, raw)
+            if text is None:
+                ignored[name] = f"{raw!r} is not a Java {kind}"
+            else:
+                extras[target] = text
+        elif name in extras:
+            extras[name] = raw  # a key of the start file no setting takes: 4.9.3 keeps its new text
+        else:
+            ignored[name] = "not a broker property"
     try:
         new_broker = broker.config.replace(**broker_changes) if broker_changes else broker.config
         new_store = broker.store_config.replace(**store_changes) if store_changes else broker.store_config
     except (StoreConfigError, TypeError, ValueError) as exc:
         raise ConfigUpdateError(f"{exc} (nothing was changed)") from exc
-    return new_broker, new_store
+    return ConfigUpdate(new_broker, new_store, extras, ignored)
 
 
 # --- consume stats -----------------------------------------------------------------------------------------
@@ -350,12 +421,16 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"the body is not UTF-8 text: {exc}")
         async with update_lock:
             try:
-                new_broker, new_store = updated_configs(broker, props)
+                update = updated_configs(broker, props)
             except ConfigUpdateError as exc:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
             log.info("UPDATE_BROKER_CONFIG from %s: %s", conn.peer_address, props)
+            if update.ignored:
+                log.warning("UPDATE_BROKER_CONFIG from %s: %s", conn.peer_address, update.remark())
+            new_broker, new_store = update.broker_config, update.store_config
             broker.config = new_broker
             broker.store_config = new_store
+            broker.extra_properties = update.extra_properties
             if _RETENTION_PROPERTIES.intersection(props):
                 broker.store.update_retention(new_store)  # 4.9.3's clean-up reads them at every pass
             if hasattr(broker, "topics"):
@@ -378,7 +453,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 log.error("cannot write %s: %s", path, exc)
                 return request.make_response(ResponseCode.SYSTEM_ERROR,
                                              remark=f"the config was changed but could not be written to {path}: {exc}")
-        return request.make_response(ResponseCode.SUCCESS)
+        return request.make_response(ResponseCode.SUCCESS, remark=update.remark())
 
     router.add(RequestCode.VIEW_BROKER_STATS_DATA, view_stats)
     router.add(RequestCode.GET_BROKER_CONSUME_STATS, broker_consume_stats)

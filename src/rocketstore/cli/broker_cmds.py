@@ -9,6 +9,8 @@ getBrokerConfig, updateBrokerConfig), through client.admin:
                                                                    every group's offsets and lag per queue
     rocketstore broker-admin config get [-b ADDR | -c CLUSTER]     the brokers' properties
     rocketstore broker-admin config set KEY=VALUE ... [-b ADDR | -c CLUSTER]
+                                                                   keys: broker.conf's; 4.9.3's that do nothing
+                                                                   here are kept (broker/config_keys.py)
     rocketstore broker-admin watch [-b ADDR | -c CLUSTER] [--interval S] [--count N] [--png FILE]
                                                                    live figures per sample (cli/broker_watch.py)
     rocketstore broker-admin wipe-write-perm | add-write-perm [-b] BROKER_NAME
@@ -92,7 +94,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     get.set_defaults(handler=_config_get)
     put = actions.add_parser("set", help="change properties at runtime (updateBrokerConfig); most take effect at "
                                          "the next start, the broker writes them to the broker.conf it was started "
-                                         "with (-c), else to <store>/config/broker.properties")
+                                         "with (-c), else to <store>/config/broker.properties.  4.9.3 properties "
+                                         "this broker has no use for (thread pools, netty, DLedger, LMQ, "
+                                         "deleteCommitLogFilesInterval, enableCalcFilterBitMap, ...) are kept, "
+                                         "shown and written, with no effect.  Unknown keys and values that do "
+                                         "not convert are left as they were, as 4.9.3 leaves them: a warning "
+                                         "says which")
     put.add_argument("assignments", nargs="+", metavar="KEY=VALUE", type=_assignment)
     targets(put)
     put.set_defaults(handler=_config_set)
@@ -240,10 +247,14 @@ def _config_get(args: argparse.Namespace) -> int:
 def _config_set(args: argparse.Namespace) -> int:
     async def go() -> int:
         properties = dict(args.assignments)
+        notes: dict[str, str] = {}
         async with admin_of(args) as admin:
-            updated = await admin.update_broker_config(properties, broker_addr=args.broker, cluster=args.cluster)
+            updated = await admin.update_broker_config(properties, broker_addr=args.broker, cluster=args.cluster,
+                                                       notes=notes)
+        for addr, note in notes.items():
+            print(f"warning: {addr}: {note}", file=sys.stderr)
         if args.json:
-            print_json({"brokers": updated, "properties": properties})
+            print_json({"brokers": updated, "properties": properties, **({"notes": notes} if notes else {})})
         else:
             for addr in updated:
                 print(f"updated {', '.join(f'{k}={v}' for k, v in properties.items())} on {addr}")

@@ -25,7 +25,7 @@ from rocketstore.cli import (
     store_cmds,
     trace_cmds,
 )
-from rocketstore.cli.output import apply_client_tls
+from rocketstore.cli.output import apply_client_tls, trim_names
 from rocketstore.errors import RocketStoreError
 
 __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    trim_names(args)  # as mqadmin trims its option values
     handler = getattr(args, "handler", None)
     if handler is None:  # a group registered without a handler of its own
         parser.print_help(sys.stderr)

@@ -27,10 +27,25 @@ from rocketstore.remoting.transport import run
 
 __all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "broker_address",
            "credentials_of", "fail", "format_time", "message_json", "namesrv_list", "parse_time_ms",
-           "positive_seconds", "print_json", "print_message", "print_table", "run_command"]
+           "positive_seconds", "print_json", "print_message", "print_table", "run_command", "trim_names"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
+
+#: the arguments that name a topic, group, cluster, broker, client, account, stat item or message (their
+#: ``dest``): mqadmin trims each such option value (``getOptionValue(..).trim()``), and so do we
+NAME_DESTS = frozenset({"topic", "group", "src_group", "dest_group", "consumer_group", "cluster", "broker",
+                        "broker_name", "broker_name_option", "client", "msg_id", "id", "key", "trace_topic",
+                        "account", "namespace", "stats_name"})
+
+
+def trim_names(args: argparse.Namespace) -> None:
+    """Strip the spaces around every name or id argument of *args* (:data:`NAME_DESTS`), as mqadmin does: a
+    ``-t " TopicA "`` pasted with its spaces asks for TopicA."""
+    for dest in NAME_DESTS:
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            setattr(args, dest, value.strip())
 
 
 def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False) -> None:

@@ -160,7 +160,7 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
             overrides["storePathRootDir"] = store
         broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
         broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", _advertisable(host)))
-        broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls)
+        broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls, properties=props)
         await broker.start()
         if metrics_port is not None:
             metrics = MetricsServer(AdminClient(namesrv.address), host=host, port=metrics_port)
@@ -207,7 +207,7 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
     broker_cfg = broker_cfg.replace(listen_host=listen_host,
                                     broker_ip1=props.get("brokerIP1", _advertisable(listen_host)))
-    broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls)
+    broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls, properties=props)
     await broker.start()
     try:
         _print(f"broker {broker_cfg.broker_name} listening on {broker.address} "

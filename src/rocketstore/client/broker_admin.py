@@ -78,10 +78,12 @@ class BrokerAdmin(AdminCalls):
         return props, version
 
     async def update_broker_config(self, properties: dict[str, str], *, broker_addr: str | None = None,
-                                   cluster: str | None = None) -> list[str]:
+                                   cluster: str | None = None, notes: dict[str, str] | None = None) -> list[str]:
         """UPDATE_BROKER_CONFIG with *properties* (broker.conf names and values) on one broker, else on every
         master of *cluster* (every master when None), as mqadmin updateBrokerConfig.  Returns the addresses
-        updated; a broker refusing (unknown property, bad value) raises its error and stops there."""
+        updated; a broker refusing (a value its config cannot take) raises its error and stops there.  A
+        broker leaves unknown keys and values that do not convert as they were and still answers SUCCESS (as
+        4.9.3 does); *notes*, when given, gets each such broker's remark saying which: address -> remark."""
         if not properties:
             raise ClientError("no property to update")
         for name, value in properties.items():
@@ -90,5 +92,7 @@ class BrokerAdmin(AdminCalls):
         body = "".join(f"{name}={value}\n" for name, value in properties.items()).encode("utf-8")
         targets = [broker_addr] if broker_addr is not None else await self.master_addrs(cluster)
         for addr in targets:
-            await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+            response = await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+            if notes is not None and response.remark:
+                notes[addr] = response.remark
         return targets

@@ -221,10 +221,12 @@ class _Collection:
 
 
 async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sample]:
-    """Every metric of the masters the name servers know (of *cluster* only, when given)."""
+    """Every metric of the masters the name servers know (of *cluster* only, when given: ClientError when the
+    name servers do not know it, rather than a collection without a broker that looks like a healthy one)."""
     began = time.monotonic()
     c = _Collection(admin)
     info = await admin.cluster_info()
+    info.require(cluster)
     brokers: dict[str, tuple[str, str]] = {}  # broker name -> (cluster, master address)
     for cluster_name, names in sorted(info.clusters.items()):
         if cluster is not None and cluster_name != cluster:

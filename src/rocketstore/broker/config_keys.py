@@ -1,0 +1,196 @@
+"""The properties a 4.9.3 broker takes that rocketstore keeps but does not act on, and how 4.9.3 converts values.
+
+A 4.9.3 broker's configuration is every field of its BrokerConfig, NettyServerConfig, NettyClientConfig and
+MessageStoreConfig plus every other key of the file it was started with.  GET_BROKER_CONFIG shows them all and
+UPDATE_BROKER_CONFIG changes any of them (and writes them all to that file).  Most are mapped onto
+rocketstore's own BrokerConfig / StoreConfig; the rest (thread pool sizes and queue capacities, netty buffer
+and semaphore settings, the DLedger, LMQ and consume-queue-ext switches, the clean-up pacing intervals such as
+deleteCommitLogFilesInterval or destroyMapedFileIntervalForcibly, the bloom filter settings such as
+enableCalcFilterBitMap or filterDataCleanTimeSpan, ...) are listed in :data:`KEPT_PROPERTIES` with their
+Java kind and 4.9.3's default: the broker shows them, takes new values for them and writes them, and acts on
+none of them (this broker has no thread pools, no netty, no DLedger and a clean-up of its own pacing).
+
+:func:`java_value` is 4.9.3's MixAll.properties2Object for one value: the text a setter of that kind takes,
+else None (4.9.3 then leaves the property as it was).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["JAVA_ENUMS", "JAVA_LONGS", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY", "SETTER_NAMES", "java_value", "kept_defaults"]
+
+#: name -> (Java kind: int, long, bool or str; 4.9.3's default as text, None where it has none or depends on
+#: the host: see :func:`kept_defaults`)
+KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
+    # BrokerConfig
+    "messageStorePlugIn": ("str", ""),
+    "sendMessageThreadPoolNums": ("int", None),
+    "putMessageFutureThreadPoolNums": ("int", None),
+    "pullMessageThreadPoolNums": ("int", None),
+    "processReplyMessageThreadPoolNums": ("int", None),
+    "queryMessageThreadPoolNums": ("int", None),
+    "adminBrokerThreadPoolNums": ("int", "16"),
+    "clientManageThreadPoolNums": ("int", "32"),
+    "consumerManageThreadPoolNums": ("int", "32"),
+    "heartbeatThreadPoolNums": ("int", None),
+    "endTransactionThreadPoolNums": ("int", None),
+    "flushConsumerOffsetHistoryInterval": ("int", "60000"),
+    "fetchNamesrvAddrByAddressServer": ("bool", "false"),
+    "sendThreadPoolQueueCapacity": ("int", "10000"),
+    "putThreadPoolQueueCapacity": ("int", "10000"),
+    "pullThreadPoolQueueCapacity": ("int", "100000"),
+    "replyThreadPoolQueueCapacity": ("int", "10000"),
+    "queryThreadPoolQueueCapacity": ("int", "20000"),
+    "clientManagerThreadPoolQueueCapacity": ("int", "1000000"),
+    "consumerManagerThreadPoolQueueCapacity": ("int", "1000000"),
+    "heartbeatThreadPoolQueueCapacity": ("int", "50000"),
+    "endTransactionPoolQueueCapacity": ("int", "100000"),
+    "filterServerNums": ("int", "0"),
+    "highSpeedMode": ("bool", "false"),
+    "commercialEnable": ("bool", "true"),
+    "commercialTimerCount": ("int", "1"),
+    "commercialTransCount": ("int", "1"),
+    "commercialBigCount": ("int", "1"),
+    "commercialBaseCount": ("int", "1"),
+    "transferMsgByHeap": ("bool", "true"),
+    "maxDelayTime": ("int", "40"),
+    "disableConsumeIfConsumerReadSlowly": ("bool", "false"),
+    "consumerFallbehindThreshold": ("long", str(16 << 30)),
+    "brokerFastFailureEnable": ("bool", "true"),
+    "waitTimeMillsInSendQueue": ("long", "200"),
+    "waitTimeMillsInPullQueue": ("long", "5000"),
+    "waitTimeMillsInHeartbeatQueue": ("long", "31000"),
+    "waitTimeMillsInTransactionQueue": ("long", "3000"),
+    "startAcceptSendRequestTimeStamp": ("long", "0"),
+    "enableCalcFilterBitMap": ("bool", "false"),
+    "expectConsumerNumUseFilter": ("int", "32"),
+    "maxErrorRateOfBloomFilter": ("int", "20"),
+    "filterDataCleanTimeSpan": ("long", str(24 * 3600 * 1000)),
+    "forceRegister": ("bool", "true"),
+    "enableDetailStat": ("bool", "true"),
+    "autoDeleteUnusedStats": ("bool", "false"),
+    "isolateLogEnable": ("bool", "false"),
+    # NettyServerConfig
+    "serverWorkerThreads": ("int", "8"),
+    "serverCallbackExecutorThreads": ("int", "0"),
+    "serverSelectorThreads": ("int", "3"),
+    "serverOnewaySemaphoreValue": ("int", "256"),
+    "serverAsyncSemaphoreValue": ("int", "64"),
+    "serverSocketSndBufSize": ("int", "0"),
+    "serverSocketRcvBufSize": ("int", "0"),
+    "serverSocketBacklog": ("int", "1024"),
+    "serverPooledByteBufAllocatorEnable": ("bool", "true"),
+    "useEpollNativeSelector": ("bool", "false"),
+    # NettyServerConfig and NettyClientConfig both
+    "writeBufferHighWaterMark": ("int", "0"),
+    "writeBufferLowWaterMark": ("int", "0"),
+    # NettyClientConfig
+    "clientWorkerThreads": ("int", "4"),
+    "clientCallbackExecutorThreads": ("int", None),
+    "clientOnewaySemaphoreValue": ("int", "65535"),
+    "clientAsyncSemaphoreValue": ("int", "65535"),
+    "connectTimeoutMillis": ("int", "3000"),
+    "channelNotActiveInterval": ("long", "60000"),
+    "clientChannelMaxIdleTimeSeconds": ("int", "120"),
+    "clientSocketSndBufSize": ("int", "0"),
+    "clientSocketRcvBufSize": ("int", "0"),
+    "clientPooledByteBufAllocatorEnable": ("bool", "false"),
+    "clientCloseSocketIfTimeout": ("bool", "true"),
+    "useTLS": ("bool", None),
+    # MessageStoreConfig
+    "readOnlyCommitLogStorePaths": ("str", None),
+    "enableConsumeQueueExt": ("bool", "false"),
+    "mappedFileSizeConsumeQueueExt": ("int", str(48 << 20)),
+    "bitMapLengthConsumeQueueExt": ("int", "64"),
+    "commitIntervalCommitLog": ("int", "200"),
+    "useReentrantLockWhenPutMessage": ("bool", "true"),
+    "deleteCommitLogFilesInterval": ("int", "100"),
+    "deleteConsumeQueueFilesInterval": ("int", "100"),
+    "destroyMapedFileIntervalForcibly": ("int", "120000"),
+    "redeleteHangedFileInterval": ("int", "120000"),
+    "putMsgIndexHightWater": ("int", "600000"),
+    "commitCommitLogLeastPages": ("int", "4"),
+    "flushLeastPagesWhenWarmMapedFile": ("int", "4096"),
+    "commitCommitLogThoroughInterval": ("int", "200"),
+    "haSendHeartbeatInterval": ("int", "5000"),
+    "haHousekeepingInterval": ("int", "20000"),
+    "haTransferBatchSize": ("int", str(32 << 10)),
+    "haSlaveFallbehindMax": ("int", str(256 << 20)),
+    "offsetCheckInSlave": ("bool", "false"),
+    "debugLockEnable": ("bool", "false"),
+    "duplicationEnable": ("bool", "false"),
+    "diskFallRecorded": ("bool", "true"),
+    "transientStorePoolEnable": ("bool", "false"),
+    "transientStorePoolSize": ("int", "5"),
+    "fastFailIfNoBufferInStorePool": ("bool", "false"),
+    "enableDLegerCommitLog": ("bool", "false"),
+    "dLegerGroup": ("str", None),
+    "dLegerPeers": ("str", None),
+    "dLegerSelfId": ("str", None),
+    "preferredLeaderId": ("str", None),
+    "isEnableBatchPush": ("bool", "false"),
+    "enableScheduleMessageStats": ("bool", "true"),
+    "enableLmq": ("bool", "false"),
+    "enableMultiDispatch": ("bool", "false"),
+    "maxLmqConsumeQueueNum": ("int", "20000"),
+    "enableScheduleAsyncDeliver": ("bool", "false"),
+    "scheduleAsyncDeliverMaxPendingLimit": ("int", "2000"),
+    "scheduleAsyncDeliverMaxResendNum2Blocked": ("int", "3"),
+}
+
+#: the name an update uses where 4.9.3's setter is not named after the field (the field isEnableBatchPush has
+#: the setter setEnableBatchPush: the update names enableBatchPush, GET_BROKER_CONFIG shows isEnableBatchPush)
+SETTER_NAMES = {"enableBatchPush": "isEnableBatchPush"}
+
+#: rocketstore's own properties whose 4.9.3 field is a long (the others it has are Java ints)
+JAVA_LONGS = frozenset({"brokerId", "shortPollingTimeMills", "transactionTimeOut", "transactionCheckInterval",
+                        "flushDelayOffsetInterval", "osPageCacheBusyTimeOutMills"})
+
+#: rocketstore's own properties, which 4.9.3 does not have
+ROCKETSTORE_ONLY = frozenset({"busyPollMicros", "channelExpiredTimeout", "listenHost", "storeHost",
+                              "preallocateCommitLog", "warmAheadBytes"})
+
+#: enum properties (4.9.3's setters take the constant's exact name and leave the property as it was otherwise)
+JAVA_ENUMS = {"flushDiskType": frozenset({"ASYNC_FLUSH", "SYNC_FLUSH"}),
+              "brokerRole": frozenset({"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"})}
+
+_INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+
+def java_value(kind: str, raw: str) -> str | None:
+    """*raw* as 4.9.3's setter of *kind* takes it, as the text GET_BROKER_CONFIG then shows; None when the
+    setter would throw (Integer.parseInt / Long.parseLong of a value with spaces, a fraction, out of range).
+    A boolean is Boolean.parseBoolean: any text but ``true`` (in any case) is false."""
+    if kind == "bool":
+        return "true" if raw.lower() == "true" else "false"
+    if kind in _INT_RANGES:
+        if not _DIGITS.fullmatch(raw):
+            return None
+        low, high = _INT_RANGES[kind]
+        number = int(raw)
+        return str(number) if low <= number <= high else None
+    return raw
+
+
+def kept_defaults(*, use_tls: bool) -> dict[str, str]:
+    """4.9.3's default of every property in :data:`KEPT_PROPERTIES` that has one on this host: the thread
+    pool sizes follow the CPU count as 4.9.3's do; useTLS is *use_tls* (4.9.3 sets it from tls.enable)."""
+    cpus = os.cpu_count() or 1
+    send_threads = min(cpus, 4)
+    computed = {
+        "sendMessageThreadPoolNums": send_threads,
+        "putMessageFutureThreadPoolNums": min(cpus, 4),
+        "pullMessageThreadPoolNums": 16 + cpus * 2,
+        "processReplyMessageThreadPoolNums": 16 + cpus * 2,
+        "queryMessageThreadPoolNums": 8 + cpus,
+        "heartbeatThreadPoolNums": min(32, cpus),
+        "endTransactionThreadPoolNums": max(8 + cpus * 2, send_threads * 4),
+        "clientCallbackExecutorThreads": cpus,
+    }
+    defaults = {name: default for name, (_, default) in KEPT_PROPERTIES.items() if default is not None}
+    defaults.update({name: str(value) for name, value in computed.items()})
+    defaults["useTLS"] = "true" if use_tls else "false"
+    return defaults
