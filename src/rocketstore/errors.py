@@ -108,7 +108,8 @@ class StoreClosedError(StoreError):
 class StoreLockedError(StoreError):
     def __init__(self, path: str) -> None:
         self.path = path
-        super().__init__(f"the store at {path} is locked by another process")
+        super().__init__(f"the store at {path} is locked by a writer (another MessageStore, in this process or "
+                         "another, or a RocketMQ broker)")
 
 
 class StoreConfigError(StoreError):

@@ -31,8 +31,9 @@ from rocketstore.broker.consumer_calls import CALL_CLIENT_TIMEOUT_S
 from rocketstore.broker.send import PUT_STATUS_REMARKS, check_topic_and_queue, peer_host
 from rocketstore.errors import RemotingError
 from rocketstore.message.host import HostAddress
-from rocketstore.message.properties import encode_properties, parse_properties
-from rocketstore.message.record import Message
+from rocketstore.message.java_numbers import java_int_problem
+from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
+from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import ReplyMessageRequestHeader
@@ -49,6 +50,8 @@ __all__ = ["PUSH_REPLY_TIME", "REPLY_TO_CLIENT", "java_socket_text", "register"]
 REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
 PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
 
+#: the transaction types whose DELAY 4.9.3's CommitLog reads (not a half's or a rollback's)
+_DELAY_READ_TX = frozenset({0, SysFlag.TRANSACTION_COMMIT_TYPE})
 #: what 4.9.3 counts as stored (the reply answer keeps the record's id for these)
 _STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
                      PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
@@ -86,6 +89,12 @@ def register(router: RequestRouter, broker: Broker) -> None:
         pushed, why = await _push(broker, conn, fields, props, message)
         ext = {"msgId": "0", "queueId": str(queue_id), "queueOffset": "0", **region}
         if config.store_reply_message_enable:
+            # 4.9.3's putMessage reads DELAY with Integer.parseInt (but of a half or rollback) and lets it
+            # throw: the push is done, yet the answer is that exception's SYSTEM_ERROR and nothing is stored
+            tx = sys_flag & SysFlag.TRANSACTION_MASK
+            problem = java_int_problem(props.get(PropertyName.DELAY)) if tx in _DELAY_READ_TX else None
+            if problem is not None:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
             result = await broker.put(message, sent=True)  # counted as a send (TOPIC_PUT_NUMS), as 4.9.3 does
             if result.status in _STORED:
                 ext["msgId"] = result.msg_id

@@ -30,12 +30,12 @@ from rocketstore.broker.transactions import half_message
 from rocketstore.errors import MessageDecodeError, MessageError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
+from rocketstore.message.java_numbers import java_int_problem
 from rocketstore.message.properties import PeakProperties, PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.bodies import Perm, TopicConfig
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.header_fields import parse_java_int
 from rocketstore.remoting.send_headers import send_message_header_fields
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.templates import JsonResponseTemplate
@@ -257,15 +257,12 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                         f"the broker[{config.advertised_ip()}] sending transaction message is forbidden")
         if batch:
             return fail(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot hold transactional (half) messages")
-    delay_text = props.get(PropertyName.DELAY)
-    if delay_text is not None and not batch:
-        # 4.9.3's CommitLog reads DELAY with Integer.parseInt: text that is not a Java int ("1.5", "2 ") throws,
-        # and the send is answered SYSTEM_ERROR (neither stored at once nor scheduled)
-        try:
-            parse_java_int(delay_text)
-        except ValueError:
-            return fail(ResponseCode.SYSTEM_ERROR,
-                        f'java.lang.NumberFormatException: For input string: "{delay_text[:64]}"')
+    # 4.9.3's CommitLog reads DELAY with Integer.parseInt: text that is not a Java int ("1.5", "2 ") throws,
+    # and the send is answered SYSTEM_ERROR (neither stored at once nor scheduled); a batch's own DELAY (the
+    # header's) is read so too, after its own checks below
+    delay_problem = java_int_problem(props.get(PropertyName.DELAY))
+    if delay_problem is not None and not batch:
+        return fail(ResponseCode.SYSTEM_ERROR, delay_problem)
     born_host = peer_host(conn)
     store_host = broker.store_host
     wait = props.get(PropertyName.WAIT)
@@ -275,6 +272,9 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)
         if len(request.body) > broker.store.config.max_message_size:
             return fail(ResponseCode.MESSAGE_ILLEGAL, PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL])
+        if delay_problem is not None:
+            # (4.9.3's putMessages reads the batch's DELAY, never an entry's: a level > 0 is MESSAGE_ILLEGAL)
+            return fail(ResponseCode.SYSTEM_ERROR, delay_problem)
         # As RocketMQ 4.9.3's batch send: the header's properties as sent (WAIT too) plus CLUSTER become the
         # batch's own properties string, which the store appends to each entry's properties bytes as they
         # came (MessageExtBatchEncoder); the entries are not parsed here.

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.host import HostAddress
+from rocketstore.message.java_numbers import java_int_problem, number_format_remark, parse_java_int
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message, StoredMessage, SysFlag, encode_record
@@ -121,17 +122,22 @@ def _op_message(half: StoredMessage, store_host: HostAddress | None) -> Message:
                    store_host, 0)
 
 
-def _final_message(half: StoredMessage, commit_log_offset: int) -> Message | None:
-    """The committed message: the half message back in its real topic and queue; None when the half
-    message lacks REAL_TOPIC / REAL_QID."""
+def _final_message(half: StoredMessage, commit_log_offset: int) -> Message | str:
+    """The committed message: the half message back in its real topic and queue; else what 4.9.3 answers
+    (SYSTEM_ERROR): the NumberFormatException of a REAL_QID or DELAY that Integer.parseInt refuses (its
+    endMessageTransaction and CommitLog read them so), or that the half message has no REAL_TOPIC / REAL_QID."""
     props = half.properties
     topic = props.get(PropertyName.REAL_TOPIC)
+    real_qid = props.get(PropertyName.REAL_QID)
+    if not topic or real_qid is None:
+        return "Find prepared transaction message failed"
     try:
-        queue_id = int(props.get(PropertyName.REAL_QID, ""))
+        queue_id = parse_java_int(real_qid)
     except ValueError:
-        return None
-    if not topic:
-        return None
+        return number_format_remark(real_qid)
+    problem = java_int_problem(props.get(PropertyName.DELAY))
+    if problem is not None:
+        return problem
     return Message(topic, half.body, props, queue_id, half.flag, (half.sys_flag & ~_TX_MASK) | _COMMIT,
                    half.born_timestamp, half.born_host, half.store_host, half.reconsume_times, commit_log_offset)
 
@@ -170,8 +176,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
             await broker.transactions.write_op(half)
             return request.make_response(ResponseCode.SUCCESS)
         final = _final_message(half, h.commit_log_offset)
-        if final is None:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, remark="Find prepared transaction message failed")
+        if isinstance(final, str):  # the half message stays open: the check service asks about it again
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=final)
         result = await broker.put(final, wait=False)
         if result.status in _SUCCESS_STATUSES:
             await broker.transactions.write_op(half)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
+import operator
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -241,7 +242,19 @@ class Message(HasTagsAndKeys):
     def create(cls, topic: str, body: bytes = b"", *, tags: str | None = None,
                keys: str | list[str] | tuple[str, ...] | None = None, uniq_key: str | None = None,
                properties: dict[str, str] | None = None, **fields: object) -> Message:
-        """Build a message the way a RocketMQ client does: tags, keys (joined by a space) and user properties."""
+        """Build a message the way a RocketMQ client does: tags, keys (joined by a space) and user properties.
+
+        A ``queue_id`` must be an int (a numpy integer is taken as its value): a bool or str is a TypeError."""
+        if "queue_id" in fields:
+            queue_id = fields["queue_id"]
+            if queue_id.__class__ is not int:
+                # True == 1 to Python, but a flag passed where the queue goes is a mistake, not queue 1
+                if isinstance(queue_id, bool):
+                    raise TypeError(f"queue_id must be an int, not a bool ({queue_id!r})")
+                try:
+                    fields["queue_id"] = operator.index(queue_id)  # type: ignore[arg-type]
+                except TypeError:
+                    raise TypeError(f"queue_id must be an int, not {type(queue_id).__name__} ({queue_id!r})") from None
         props: dict[str, str] = {}
         if properties:
             props.update(properties)

@@ -7,7 +7,8 @@ is true; strings verbatim), the per-class field tables built from each dataclass
 for a missing required field (`@CFNotNull` in Java) or a malformed number.  The headers themselves are in
 :mod:`rocketstore.remoting.send_headers` and :mod:`rocketstore.remoting.headers`.
 
-Pure: imports only errors, never another remoting module, and nothing with sockets, clocks or threads.
+Pure: imports only errors and message.java_numbers (the int and long parsers), never another remoting
+module, and nothing with sockets, clocks or threads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from enum import Enum
 from typing import Any, Self
 
 from rocketstore.errors import ProtocolError
+from rocketstore.message.java_numbers import parse_java_int, parse_java_long
 
 __all__ = [
     "CommandHeader",
@@ -41,32 +43,7 @@ class HeaderFieldError(ProtocolError):
 
 
 # --- Java value parsing --------------------------------------------------------------------------
-
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
-_SIGNS = ("+", "-")
-
-
-def _parse_java_integer(text: str, low: int, high: int, kind: str) -> int:
-    # Java's Character.digit takes any Unicode decimal digit, which is what str.isdecimal() tests; int()
-    # alone would also take surrounding blanks and underscores, which Java rejects.
-    digits = text[1:] if text[:1] in _SIGNS else text
-    if not digits.isdecimal():
-        raise ValueError(f"{text[:64]!r} is not a decimal {kind}")
-    value = int(text)  # may itself raise ValueError past Python's 4300-digit limit
-    if not low <= value <= high:
-        raise ValueError(f"{text[:64]!r} is out of range for a {kind}")
-    return value
-
-
-def parse_java_int(text: str) -> int:
-    """Integer.parseInt: optional sign, decimal digits, 32-bit range; ValueError otherwise."""
-    return _parse_java_integer(text, _INT_MIN, _INT_MAX, "int")
-
-
-def parse_java_long(text: str) -> int:
-    """Long.parseLong: optional sign, decimal digits, 64-bit range; ValueError otherwise."""
-    return _parse_java_integer(text, _LONG_MIN, _LONG_MAX, "long")
+# (ints and longs: message/java_numbers.py, shared with the store and the broker's property readers)
 
 
 def parse_java_boolean(text: str) -> bool:

@@ -32,6 +32,7 @@ from rocketstore.message.batch import MessageBatch, key_columns
 from rocketstore.message.batch_draft import BatchDraft, draft_batch
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.host import HostAddress
+from rocketstore.message.java_numbers import number_format_remark, parse_java_int
 from rocketstore.message.properties import (
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -42,7 +43,7 @@ from rocketstore.message.properties import (
 )
 from rocketstore.message.record import Message, RecordDraft, SysFlag
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
-from rocketstore.store.drafting import draft_or_status
+from rocketstore.store.drafting import DelayLevelError, draft_or_status
 from rocketstore.store.results import PutMessageStatus, PutResult
 
 __all__ = ["BatchMeta", "delay_level", "draft_message_batch", "draft_message_list", "draft_message_list_checked",
@@ -63,19 +64,19 @@ _FLAG = operator.attrgetter("flag")
 _BODY = operator.attrgetter("body")
 _BYTES_ONLY = {bytes}
 _contains = operator.contains
-#: a DELAY pair can only be in an entry's properties bytes if this is
-_DELAY_PAIR = PropertyName.DELAY.encode() + b"\x01"
+_NO_DELAYED_BATCHES = "no delayed or transactional batches"
 
 
-def delay_level(properties: dict[str, str]) -> int:
-    """The DELAY property as a number, 0 when absent or not a number (as RocketMQ reads it)."""
+def delay_level(properties: Mapping[str, str]) -> int:
+    """The DELAY property as 4.9.3's getDelayTimeLevel reads it (Integer.parseInt), 0 when absent;
+    DelayLevelError (the batch is refused: 4.9.3's parseInt throws, nothing is stored) when it is no Java int."""
     delay = properties.get(_DELAY)
     if delay is None:
         return 0
     try:
-        return int(delay)
-    except ValueError:
-        return 0
+        return parse_java_int(delay)
+    except (ValueError, TypeError) as exc:
+        raise DelayLevelError(number_format_remark(str(delay))) from exc
 
 
 def tags_codes(tags: list[str | None]) -> list[int]:
@@ -160,9 +161,14 @@ def draft_message_list_checked(batch: list[Message], store_host_bytes: bytes,
         props = message.properties or {}  # None: no properties, as put takes it
         if not isinstance(props, Mapping):  # (a list of pairs: put answers it so too)
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-        if message.sys_flag & SysFlag.TRANSACTION_MASK or (props.get(_DELAY) is not None
-                                                           and delay_level(props) > 0):
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+        if message.sys_flag & SysFlag.TRANSACTION_MASK:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=_NO_DELAYED_BATCHES)
+        if props.get(_DELAY) is not None:
+            try:
+                if delay_level(props) > 0:
+                    return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=_NO_DELAYED_BATCHES)
+            except DelayLevelError as exc:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id, remark=str(exc))
         if props:
             try:
                 props_text = encode_properties(props)
@@ -206,7 +212,7 @@ def draft_message_batch(batch: MessageBatch, store_host_bytes: bytes, host_bytes
     if type(batch.sys_flag) is not int:
         return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
     if batch.sys_flag & SysFlag.TRANSACTION_MASK:
-        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=_NO_DELAYED_BATCHES)
     suffix = batch.batch_properties
     shared = parse_properties(suffix) if suffix else {}
     props = batch.properties
@@ -218,16 +224,13 @@ def draft_message_batch(batch: MessageBatch, store_host_bytes: bytes, host_bytes
             joined.decode("utf-8")
     except (UnicodeDecodeError, TypeError):
         return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-    # DELAY as a reader of each stored string finds it: the batch's own value when it has one (it comes
-    # last), else the entry's
-    if _DELAY in shared:
-        delayed = delay_level(shared) > 0
-    elif _DELAY_PAIR in joined:
-        delayed = any(delay_level(parse_properties(p.decode("utf-8"))) > 0 for p in props)
-    else:
-        delayed = False
-    if delayed:
-        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="no delayed or transactional batches")
+    # 4.9.3's putMessages reads the DELAY of the MessageExtBatch itself (the request header's properties),
+    # never an entry's: an entry's DELAY is stored as it came, in the batch's topic, as any other property
+    try:
+        if delay_level(shared) > 0:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=_NO_DELAYED_BATCHES)
+    except DelayLevelError as exc:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id, remark=str(exc))
     born, store = batch.born_host, batch.store_host
     try:
         draft = draft_batch(topic, queue_id, batch.flags, batch.bodies, props, suffix.encode("utf-8"),

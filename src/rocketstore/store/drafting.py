@@ -17,6 +17,7 @@ Thread-safety: pure functions, safe from any thread.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import struct
 from collections.abc import Callable
 
@@ -28,6 +29,7 @@ from rocketstore.errors import (
 )
 from rocketstore.message.hashing import tags_code
 from rocketstore.message.host import HostAddress
+from rocketstore.message.java_numbers import number_format_remark, parse_java_int
 from rocketstore.message.properties import NAME_VALUE_SEPARATOR as _NAME_VALUE_SEPARATOR
 from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPARATOR
 from rocketstore.message.properties import PropertyName
@@ -35,29 +37,46 @@ from rocketstore.message.record import Message, RecordDraft, SysFlag, draft_mess
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.results import PutMessageStatus
 
-__all__ = ["apply_delay_level", "draft_or_status", "fact_meta"]
+__all__ = ["DelayLevelError", "apply_delay_level", "draft_or_status", "fact_meta"]
+
+
+class DelayLevelError(ValueError):
+    """Why :func:`apply_delay_level` cannot schedule a message (the put answers MESSAGE_ILLEGAL with it)."""
 
 
 def apply_delay_level(message: Message, max_delay_level: int) -> Message:
     """*message* moved to SCHEDULE_TOPIC_XXXX when it carries a DELAY level (capped at *max_delay_level*)
-    and is not a transaction's half or rollback; else *message* itself."""
+    and is not a transaction's half or rollback; else *message* itself.
+
+    DelayLevelError when DELAY is no Java int (4.9.3's getDelayTimeLevel is Integer.parseInt, which throws:
+    nothing is stored) or the queue id REAL_QID would keep is no queue id (the delivery could not store it)."""
     props = message.properties
     delay = props.get(PropertyName.DELAY)
     if delay is None or message.sys_flag & SysFlag.TRANSACTION_MASK not in (0, SysFlag.TRANSACTION_COMMIT_TYPE):
         return message
     try:
-        level = int(delay)
-    except ValueError:
-        return message
+        level = parse_java_int(delay)
+    except (ValueError, TypeError) as exc:  # (TypeError: a value that is no str)
+        raise DelayLevelError(number_format_remark(str(delay))) from exc
     if level <= 0:
         return message
+    queue_id = message.queue_id
+    if queue_id.__class__ is not int:
+        # True or a numpy integer is stored in queue 1 (see ConsumeQueueTable.find_or_create): REAL_QID says
+        # the number, never "True"; a str or float is no queue id
+        try:
+            queue_id = operator.index(queue_id)
+        except TypeError as exc:
+            raise DelayLevelError(f"queue id {queue_id!r} is not an int") from exc
+    if not 0 <= queue_id <= 0x7FFFFFFF:
+        raise DelayLevelError(f"queue id {queue_id} is out of range")
     new_props = dict(props)
     if level > max_delay_level:
         # RocketMQ caps with setDelayTimeLevel, which rewrites DELAY: the record says the level it waits
         level = max_delay_level
         new_props[PropertyName.DELAY] = str(level)
     new_props[PropertyName.REAL_TOPIC] = message.topic
-    new_props[PropertyName.REAL_QID] = str(message.queue_id)
+    new_props[PropertyName.REAL_QID] = str(queue_id)
     return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)
 
 

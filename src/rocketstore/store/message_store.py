@@ -28,6 +28,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Container, Iterable, Mapping
+from itertools import repeat
 from typing import Literal, Self
 
 from rocketstore.errors import (
@@ -73,11 +74,11 @@ from rocketstore.store.commitlog import AppendError, CommitLog
 from rocketstore.store.config import BrokerRole, StoreConfig
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
-from rocketstore.store.drafting import apply_delay_level
+from rocketstore.store.drafting import DelayLevelError, apply_delay_level
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
 from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
-from rocketstore.store.reads import StoreReader, tag_codes
+from rocketstore.store.reads import StoreReader, int_argument, tag_codes
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
 
@@ -128,6 +129,8 @@ class MessageStore:
         self.read_only = read_only
         self._writable = not read_only
         self._closed = False
+        #: (min, max, flushed) commitlog offsets as close found them: the read-outs' answers once closed
+        self._offsets_at_close = (0, 0, 0)
         self._close_lock = threading.Lock()
         self._fenced: str | None = None
         #: one flag for the put fast path: closed, fenced, read-only or slave
@@ -299,7 +302,12 @@ class MessageStore:
         ``apply_delay=False`` stores a message carrying DELAY in its own topic and queue: the schedule
         service's delivery, whose record keeps DELAY in its properties as RocketMQ's does (RocketMQ clears
         DELAY from the property map it checks, not from the properties string it writes).
+
+        A *message* that is no :class:`Message` is a TypeError (nothing is written); a Message whose fields
+        cannot be stored is answered MESSAGE_ILLEGAL, as RocketMQ answers it.
         """
+        if message.__class__ is not Message and not isinstance(message, Message):
+            raise TypeError(f"put takes a Message, not {type(message).__name__}")
         if flush is not _FLUSH_WAIT and flush not in _FLUSH_MODES:
             raise _bad_flush_mode(flush)
         if self._refuse_writes or self._commitlog.lock_begin_ms:
@@ -312,7 +320,11 @@ class MessageStore:
                 validate_topic(message.topic)
             except (InvalidTopicError, TypeError):
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=str(message.topic), queue_id=message.queue_id)
-            message = apply_delay_level(message, self._max_delay_level)
+            try:
+                message = apply_delay_level(message, self._max_delay_level)
+            except DelayLevelError as exc:  # nothing stored, as 4.9.3's parseInt throwing stores nothing
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=message.topic, queue_id=message.queue_id,
+                                 remark=str(exc))
         props = message.properties
         topic = message.topic
         queue_id = message.queue_id
@@ -426,18 +438,25 @@ class MessageStore:
         """Append messages of one topic and queue contiguously, with consecutive queue offsets.
 
         As RocketMQ: a batch holds no delayed or transactional messages (MESSAGE_ILLEGAL otherwise) and
-        must fit within maxMessageSize as a whole (*flush*: as :meth:`put`).  A :class:`MessageBatch` (what a broker's batch send
-        carries) is stored as RocketMQ stores a MessageExtBatch: each entry's properties bytes as given, then
-        the batch's properties string.
+        must fit within maxMessageSize as a whole (*flush*: as :meth:`put`); anything but Messages is a
+        TypeError.  A :class:`MessageBatch` (what a broker's batch send carries) is stored as RocketMQ stores
+        a MessageExtBatch: each entry's properties bytes as given, then the batch's properties string.
         """
         if flush not in _FLUSH_MODES:
             raise _bad_flush_mode(flush)
+        if isinstance(messages, MessageBatch):
+            gate = self._write_gate()
+            return PutResult(gate) if gate is not None else self._put_message_batch(messages, flush)
+        # what is no batch of Messages is a TypeError, before anything is written (as put)
+        if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
+            raise TypeError(f"put_batch takes Messages (a list) or a MessageBatch, not {type(messages).__name__}")
+        batch = list(messages)
+        if not all(map(isinstance, batch, repeat(Message))):
+            bad = next(m for m in batch if not isinstance(m, Message))
+            raise TypeError(f"put_batch takes Messages, not {type(bad).__name__}")
         gate = self._write_gate()
         if gate is not None:
             return PutResult(gate)
-        if isinstance(messages, MessageBatch):
-            return self._put_message_batch(messages, flush)
-        batch = list(messages)
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         prepared = self._draft_messages(batch)
@@ -551,6 +570,8 @@ class MessageStore:
         """Up to *count* raw consume queue entries (commitlog offset, size, tagsCode) from *index*, within
         the one consume queue file that holds it (RocketMQ's getIndexBuffer, as mqadmin queryCq shows them);
         [] when *index* is outside the queue, None when there is no such queue."""
+        index = int_argument("index", index)
+        count = int_argument("count", count)
         self._check_open()
         cq = self._queues.get(topic, queue_id)
         if cq is None:
@@ -565,10 +586,12 @@ class MessageStore:
     def append_replica(self, offset: int, data: bytes | memoryview) -> int:
         """A slave's write path: commitlog bytes from the master laid down at *offset* (the written end);
         returns the new end.  The dispatcher builds consume queues and index from them as from puts.
-        Raises StoreClosedError on a closed or fenced store (or one whose dispatcher failed), ValueError
-        when *offset* is not the end."""
+        Raises StoreClosedError on a closed or fenced store (or one whose dispatcher failed), PermissionError
+        on a read-only one, ValueError when *offset* is not the end."""
         if self._closed or self._fenced is not None or self._dispatcher.io_error is not None:
             raise StoreClosedError()
+        if not self._writable:  # (its scratch mappings took the bytes, and the store's end moved past them)
+            raise PermissionError("a read-only store takes no replica bytes")
         try:
             end = self._commitlog.append_replica(offset, data)
         except AppendError as exc:
@@ -584,21 +607,33 @@ class MessageStore:
     def read_replica(self, offset: int, max_bytes: int) -> bytes:
         """A master's read for its slaves: up to *max_bytes* commitlog bytes from *offset*, within one
         segment (empty when nothing is written there yet)."""
+        offset = int_argument("offset", offset)
+        max_bytes = int_argument("max_bytes", max_bytes)
         self._check_open()
         return self._commitlog.read_chunk(offset, max_bytes)
 
+    # The commitlog read-outs answer what the store held when it closed from then on (its unmapped files would
+    # say 0, which a reader takes for an empty store): read first, then ask whether the store closed meanwhile,
+    # since close records them before it sets _closed and unmaps the files after.
+
     @property
     def min_commit_log_offset(self) -> int:
-        return self._commitlog.min_offset
+        """Where the commitlog starts (after close: where it started then)."""
+        value = self._commitlog.min_offset
+        return self._offsets_at_close[0] if self._closed else value
 
     @property
     def max_commit_log_offset(self) -> int:
-        return self._commitlog.max_offset
+        """Where the commitlog ends (after close: where it ended then)."""
+        value = self._commitlog.max_offset
+        return self._offsets_at_close[1] if self._closed else value
 
     @property
     def flushed_commit_log_offset(self) -> int:
-        """How far the commitlog is known flushed (the rest is RocketMQ's remainHowManyDataToFlush)."""
-        return self._commitlog.flushed_offset
+        """How far the commitlog is known flushed (the rest is RocketMQ's remainHowManyDataToFlush; after
+        close: as far as it was flushed then)."""
+        value = self._commitlog.flushed_offset
+        return self._offsets_at_close[2] if self._closed else value
 
     @property
     def append_lock_begin_ms(self) -> int:
@@ -697,7 +732,7 @@ class MessageStore:
         """SYNC_FLUSH: the commitlog offset up to which records are on disk (group commit); otherwise the
         end of what was written (an async-flush put is acknowledged once written)."""
         gc = self._threads.group_commit
-        return gc.durable_offset if gc is not None else self._commitlog.max_offset
+        return gc.durable_offset if gc is not None else self.max_commit_log_offset
 
     @property
     def flush_failed(self) -> bool:
@@ -780,6 +815,8 @@ class MessageStore:
                 self._fence(exc)
         elif gc is not None:
             gc.stop()
+        commitlog = self._commitlog
+        self._offsets_at_close = (commitlog.min_offset, commitlog.max_offset, commitlog.flushed_offset)
         self._closed = True
         self._reader.closed = True
         self._refuse_writes = True
@@ -798,6 +835,7 @@ class MessageStore:
         self._lock.release()
 
     def __enter__(self) -> Self:
+        self._check_open()  # a closed store entered again would answer every read with StoreClosedError
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,6 +12,7 @@ pieces it reads are safe for that).
 from __future__ import annotations
 
 import mmap
+import operator
 import struct
 from collections.abc import Callable, Mapping
 
@@ -32,7 +33,7 @@ from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.results import GetMessageStatus, GetResult, QueryResult
 
-__all__ = ["MessageMatcher", "StoreReader", "record_properties", "tag_codes"]
+__all__ = ["MessageMatcher", "StoreReader", "int_argument", "record_properties", "str_argument", "tag_codes"]
 
 #: a per-message filter of get(): takes the record's properties, answers whether it is handed out
 MessageMatcher = Callable[[Mapping[str, str]], bool]
@@ -70,6 +71,25 @@ def record_properties(data: bytes) -> dict[str, str] | None:
         return None
 
 
+def int_argument(name: str, value: object) -> int:
+    """*value* as the int argument *name* of a public store method: an int, or what has ``__index__`` (a numpy
+    integer); a bool (True == 1 to Python, but a flag where an offset goes is a mistake), float, str or None is
+    a TypeError naming the argument."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not a bool ({value!r})")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__} ({str(value)[:40]!r})") from None
+
+
+def str_argument(name: str, value: object) -> str:
+    """*value* as the str argument *name* of a public store method; anything else is a TypeError naming it."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__} ({str(value)[:40]!r})")
+    return value
+
+
 def tag_codes(expression: str | None) -> frozenset[int] | None:
     """Codes of a subscription expression ``"a || b"``; None for ``*`` / empty (everything matches)."""
     if expression is None:
@@ -103,9 +123,21 @@ class StoreReader:
         *tags* filters by the consume queue's tag codes; *match* (4.9.3's isMatchedByCommitLog) is asked
         about each record read, with its properties: one it refuses is skipped, and counts neither toward
         *max_count* nor the transfer limits, but the returned next offset moves past it."""
+        # the arguments' types first (one class test each when they are right): a float offset failed deep
+        # inside with a slicing TypeError, a float queue id found queue 0, a bool offset came back as next offset
+        if topic.__class__ is not str:
+            str_argument("topic", topic)
+        if queue_id.__class__ is not int:
+            queue_id = int_argument("queue_id", queue_id)
+        if queue_offset.__class__ is not int:
+            queue_offset = int_argument("queue_offset", queue_offset)
+        if max_count.__class__ is not int:
+            max_count = int_argument("max_count", max_count)
         if self.closed:
             raise StoreClosedError()
         codes = tag_codes(tags) if isinstance(tags, str) or tags is None else tags
+        if codes is not None and not isinstance(codes, (frozenset, set)):
+            raise TypeError(f"tags must be a str or a set of tag codes, not {type(tags).__name__}")
         cq = self._queues.get(topic, queue_id)
         if cq is None:
             return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
@@ -217,6 +249,8 @@ class StoreReader:
 
     def message_at(self, commit_log_offset: int) -> StoredMessage | None:
         """The message whose record starts at *commit_log_offset*, or None."""
+        if commit_log_offset.__class__ is not int:
+            commit_log_offset = int_argument("commit_log_offset", commit_log_offset)
         if self.closed:
             raise StoreClosedError()
         if commit_log_offset < self._commitlog.min_offset or commit_log_offset >= self._commitlog.max_offset:
@@ -231,7 +265,7 @@ class StoreReader:
 
     def message_by_id(self, msg_id: str) -> StoredMessage | None:
         """Look up by offset message id (raises InvalidMessageIdError for malformed ids)."""
-        _, offset = decode_offset_message_id(msg_id)
+        _, offset = decode_offset_message_id(str_argument("msg_id", msg_id))
         return self.message_at(offset)
 
     def query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int) -> QueryResult:
@@ -239,6 +273,11 @@ class StoreReader:
 
         As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.
         """
+        str_argument("topic", topic)
+        str_argument("key", key)
+        max_count = int_argument("max_count", max_count)
+        begin_ms = int_argument("begin_ms", begin_ms)
+        end_ms = int_argument("end_ms", end_ms)
         if self.closed:
             raise StoreClosedError()
         if self._index is None:
@@ -264,6 +303,8 @@ class StoreReader:
 
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """RocketMQ's getOffsetInQueueByTime (nearest entry, ties to the earlier one)."""
+        self._queue_arguments(topic, queue_id)
+        timestamp_ms = int_argument("timestamp_ms", timestamp_ms)
         if self.closed:
             raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
@@ -271,13 +312,24 @@ class StoreReader:
             return 0
         return cq.offset_by_time(timestamp_ms, self._commitlog.min_offset, self._store_time_of)
 
+    @staticmethod
+    def _queue_arguments(topic: object, queue_id: object) -> None:
+        """TypeError unless *topic* is a str and *queue_id* an int (a float queue id found queue 0, a str
+        one no queue at all)."""
+        if topic.__class__ is not str:
+            str_argument("topic", topic)
+        if queue_id.__class__ is not int:
+            int_argument("queue_id", queue_id)
+
     def min_offset(self, topic: str, queue_id: int) -> int:
+        self._queue_arguments(topic, queue_id)
         if self.closed:  # its files are unmapped: the queue would read as empty, not as what it holds
             raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
         return cq.min_offset if cq is not None else 0
 
     def max_offset(self, topic: str, queue_id: int) -> int:
+        self._queue_arguments(topic, queue_id)
         if self.closed:
             raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
@@ -285,6 +337,9 @@ class StoreReader:
 
     def store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Store timestamp of the message at *queue_offset*, -1 if there is none."""
+        self._queue_arguments(topic, queue_id)
+        if queue_offset.__class__ is not int:
+            queue_offset = int_argument("queue_offset", queue_offset)
         if self.closed:
             raise StoreClosedError()
         cq = self._queues.get(topic, queue_id)
@@ -295,6 +350,8 @@ class StoreReader:
 
     def earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
         """Store time of the oldest message (of one queue, or of the whole commitlog); -1 if none."""
+        if topic is not None:
+            self._queue_arguments(topic, queue_id)
         if self.closed:
             raise StoreClosedError()
         if topic is not None:

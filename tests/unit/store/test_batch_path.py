@@ -226,7 +226,7 @@ def test_a_batch_of_one_producer_layout_is_stored_with_its_facts(tmp_path: Path)
 @pytest.mark.parametrize(("change", "status"), [
     ({"sys_flag": SysFlag.TRANSACTION_PREPARED_TYPE}, PutMessageStatus.MESSAGE_ILLEGAL),
     ({"batch_properties": "DELAY\x013"}, PutMessageStatus.MESSAGE_ILLEGAL),
-    ({"properties": [b"a\x01b", b"DELAY\x012"]}, PutMessageStatus.MESSAGE_ILLEGAL),
+    ({"batch_properties": "DELAY\x01 3"}, PutMessageStatus.MESSAGE_ILLEGAL),  # no Java int: parseInt throws
     ({"properties": [b"a\x01b", b"\xc3"]}, PutMessageStatus.MESSAGE_ILLEGAL),
     ({"properties": [b"a\x01b", b"p\x01" + b"e" * 40000]}, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED),
     ({"topic": "bad topic"}, PutMessageStatus.MESSAGE_ILLEGAL),
@@ -250,11 +250,13 @@ def test_a_refused_message_batch_writes_nothing(tmp_path: Path, change: dict[str
         assert store.put_batch(MessageBatch("T", 0, [0], [b"ok"], [b""])).ok
 
 
-def test_a_batch_delay_of_zero_overrides_an_entrys_delay(tmp_path: Path) -> None:
-    """The batch's properties come last in each stored string, so its DELAY is the one a reader sees."""
+def test_only_the_batchs_own_delay_counts(tmp_path: Path) -> None:
+    """4.9.3's putMessages reads the MessageExtBatch's DELAY (the request header's) with Integer.parseInt,
+    never an entry's: an entry's DELAY is stored as it came."""
     with MessageStore.open(tmp_path / "s", CONFIG, background=False) as store:
         assert store.put_batch(MessageBatch("T", 0, [0], [b"x"], [b"DELAY\x012"], "DELAY\x010")).ok
-        assert store.put_batch(MessageBatch("T", 0, [0], [b"x"], [b"DELAY\x010"], "DELAY\x01x")).ok
+        assert store.put_batch(MessageBatch("T", 0, [0], [b"x"], [b"DELAY\x012"], "W\x01x")).ok
+        assert not store.put_batch(MessageBatch("T", 0, [0], [b"x"], [b"DELAY\x010"], "DELAY\x01x")).ok
         assert not store.put_batch(MessageBatch("T", 0, [0], [b"x"], [b"DELAY\x010"], "DELAY\x011")).ok
 
 
