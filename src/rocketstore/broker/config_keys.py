@@ -17,7 +17,8 @@ else None (4.9.3 then leaves the property as it was).
 from __future__ import annotations
 
 import os
-import re
+
+from rocketstore.message.java_numbers import parse_java_int, parse_java_long
 
 __all__ = ["JAVA_ENUMS", "JAVA_LONGS", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY", "SETTER_NAMES", "java_value", "kept_defaults"]
 
@@ -156,8 +157,8 @@ ROCKETSTORE_ONLY = frozenset({"busyPollMicros", "channelExpiredTimeout", "listen
 JAVA_ENUMS = {"flushDiskType": frozenset({"ASYNC_FLUSH", "SYNC_FLUSH"}),
               "brokerRole": frozenset({"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"})}
 
-_INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
-_DIGITS = re.compile(r"[+-]?[0-9]+")
+#: Integer.parseInt / Long.parseLong, which the setters' conversions use
+_JAVA_PARSERS = {"int": parse_java_int, "long": parse_java_long}
 
 
 def java_value(kind: str, raw: str) -> str | None:
@@ -166,12 +167,11 @@ def java_value(kind: str, raw: str) -> str | None:
     A boolean is Boolean.parseBoolean: any text but ``true`` (in any case) is false."""
     if kind == "bool":
         return "true" if raw.lower() == "true" else "false"
-    if kind in _INT_RANGES:
-        if not _DIGITS.fullmatch(raw):
+    if kind in _JAVA_PARSERS:
+        try:
+            return str(_JAVA_PARSERS[kind](raw))
+        except ValueError:
             return None
-        low, high = _INT_RANGES[kind]
-        number = int(raw)
-        return str(number) if low <= number <= high else None
     return raw
 
 
