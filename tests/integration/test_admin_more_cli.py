@@ -104,6 +104,10 @@ def test_topic_allocate_shares_the_queues_averagely(cluster: LocalCluster,
     rows = [line.split() for line in ok(capsys, cluster, "topic", "allocate", "AllocTopic", "-i",
                                         "10.0.0.1,10.0.0.2").splitlines()]
     assert rows == [["CLIENT", "BROKER", "QUEUES"], ["10.0.0.1", "broker-a", "0,1,2"], ["10.0.0.2", "broker-a", "3,4"]]
+    # ids sorted as Java members sort them (by UTF-16 unit): U+1F600 (a surrogate pair) before U+FFFF
+    shares = ok_json(capsys, cluster, "topic", "allocate", "AllocTopic", "--ip-list", "\uffff,\U0001f600")
+    assert {cid: [q["queueId"] for q in queues] for cid, queues in shares["result"].items()} == \
+        {"\U0001f600": [0, 1, 2], "\uffff": [3, 4]}
 
 
 def test_topic_delete_removes_it_from_broker_and_name_server(cluster: LocalCluster,

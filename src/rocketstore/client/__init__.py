@@ -4,7 +4,15 @@ push consumer and lite pull consumer (both with a blocking wrapper) over a route
 Imports remoting and message only (never store, broker or namesrv).
 """
 
-from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.allocate import (
+    AllocateByConfig,
+    AllocateByMachineRoom,
+    AllocateConsistentHash,
+    AllocateMachineRoomNearby,
+    AllocateStrategy,
+    allocate_averagely,
+    allocate_averagely_by_circle,
+)
 from rocketstore.client.blocking_push import BlockingLitePullConsumer, BlockingPushConsumer
 from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
 from rocketstore.client.credentials import SessionCredentials
@@ -42,6 +50,11 @@ from rocketstore.client.transaction_producer import (
 )
 
 __all__ = [
+    "AllocateByConfig",
+    "AllocateByMachineRoom",
+    "AllocateConsistentHash",
+    "AllocateMachineRoomNearby",
+    "AllocateStrategy",
     "BlockingLitePullConsumer",
     "BlockingPushConsumer",
     "BrokerError",
@@ -80,6 +93,7 @@ __all__ = [
     "TransactionProducer",
     "TransactionSendResult",
     "allocate_averagely",
+    "allocate_averagely_by_circle",
     "broker_error_for",
     "decode_messages",
     "hash_queue_selector",

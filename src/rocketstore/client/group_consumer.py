@@ -6,7 +6,8 @@ part RocketMQ keeps in MQClientInstance and RebalanceImpl, shared by :class:`Pus
 * Heartbeats to those masters with the group's subscriptions (CHECK_CLIENT_CONFIG first for SQL92 ones).
 * Rebalance: every ``rebalance_interval_s`` and at once when a broker sends NOTIFY_CONSUMER_IDS_CHANGED,
   each member takes its share of a topic's sorted queues among the group's sorted client ids
-  (CLUSTERING, :func:`allocate_averagely`) or all of them (BROADCASTING); what a member then does with the
+  (CLUSTERING, by the ``allocate_strategy`` setting: :func:`allocate_averagely` unless another of
+  :mod:`rocketstore.client.allocate`'s) or all of them (BROADCASTING); what a member then does with the
   queues it gained or lost is the subclass's ``_update_assignment``.
 * Where a queue without a committed offset starts (RebalancePushImpl / RebalanceLitePullImpl
   computePullFromWhere: both follow the same rules).
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 from rocketstore.client import group_requests
-from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.allocate import AllocateStrategy, allocate_averagely, java_string_key, strategy_name
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
@@ -90,6 +91,9 @@ class GroupSettings:
     #: BROADCASTING offsets go under this directory (default ``~/.rocketmq_offsets``)
     offset_dir: str | None = None
     timeout_s: float = 3.0
+    #: CLUSTERING: how the group shares a topic's queues (setAllocateMessageQueueStrategy); every member of
+    #: the group, Java ones too, must use the same strategy: see :mod:`rocketstore.client.allocate`
+    allocate_strategy: AllocateStrategy = allocate_averagely
 
     def check(self) -> None:
         """Raise ValueError for a value out of range (the subclasses' fields)."""
@@ -118,6 +122,8 @@ class GroupConsumer:
 
     def __init__(self, namesrv_addr: str, group: str, settings: GroupSettings,
                  credentials: SessionCredentials | None) -> None:
+        if not callable(settings.allocate_strategy):  # else every rebalance would fail, and nothing be consumed
+            raise TypeError(f"allocate_strategy is not callable: {settings.allocate_strategy!r:.80}")
         self.settings = settings
         self.group = group
         self.namesrv_addr = namesrv_addr
@@ -248,6 +254,9 @@ class GroupConsumer:
             "pullThresholdForQueue": str(s.pull_threshold_for_queue),
             "pullThresholdSizeForQueue": str(s.pull_threshold_bytes_for_queue >> 20),
             "clientIP": self.client_id.split("@", 1)[0], "instanceName": self.client_id.split("@", 1)[-1],
+            # Java shows the strategy object's toString; its getName tells an operator the same: whether the
+            # members of a group share the queues the same way
+            "allocateMessageQueueStrategy": strategy_name(s.allocate_strategy),
             ConsumerRunningInfo.PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp_ms),
         }
 
@@ -343,7 +352,14 @@ class GroupConsumer:
                     raise
         if not ids:
             return None
-        return set(allocate_averagely(self.client_id, queues, sorted(ids)))
+        strategy = self.settings.allocate_strategy
+        try:
+            mine = strategy(self.client_id, queues, sorted(ids, key=java_string_key))  # as Java members sort
+        except Exception as exc:  # noqa: BLE001 -- a user's strategy; Java logs it and skips the topic too
+            log.error("allocate strategy %s failed for %s: %r", strategy_name(strategy), topic, exc)
+            return None
+        # a fixed list (AllocateByConfig) may name other topics' queues: this rebalance is of *topic*
+        return {mq for mq in mine if mq.topic == topic}
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """computePullFromWhere: the stored offset, else by ``consume_from_where`` (a retry topic starts at

@@ -392,8 +392,9 @@ class PushConsumer(GroupConsumer):
     async def reset_offsets(self, topic: str, table: Mapping[QueueKey, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (mqadmin resetOffsetByTime through the broker), as
         MQClientInstance.resetOffset: each queue of *topic* in *table* that this consumer holds stops (what
-        it has in hand is not committed), takes its new offset (committed at once) and is pulled again from
-        there by the rebalance that follows."""
+        it has in hand is not committed; an orderly batch being handled finishes before the queue is
+        unlocked), takes its new offset (committed at once) and is pulled again from there by the rebalance
+        that follows."""
         async with self._rebalance_lock:
             for mq, pq in list(self.process_queues.items()):
                 offset = table.get((mq.topic, mq.broker_name, mq.queue_id))
@@ -405,13 +406,14 @@ class PushConsumer(GroupConsumer):
                 if task is not None:
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
-                self.consumption.queue_removed(pq)
-                del self.process_queues[mq]
                 self.offsets.update(mq, offset, increase_only=False)
-                await self._persist_one(mq)
-                if self.orderly and self.clustering:
-                    await self._unlock([mq])
-                self.offsets.remove(mq)
+                # committed, then (orderly) unlocked only once the batch in hand is done, as a rebalance
+                # releases a queue: a queue unlocked, or taken again, under a busy handler would be handled
+                # twice at once.  Still busy: it stays, dropped, for the next rebalance to release.
+                if await self._release(mq, pq):
+                    del self.process_queues[mq]
+                else:
+                    await self._persist_one(mq)
                 log.info("%s reset %s to offset %d", self.client_id, mq, offset)
         self._rebalance_wanted.set()
 
@@ -454,8 +456,10 @@ class PushConsumer(GroupConsumer):
         return granted
 
     async def lock_all(self) -> None:
-        """Renew the locks of every held queue (RebalanceImpl.lockAll)."""
-        pqs = {mq: pq for mq, pq in self.process_queues.items() if not pq.dropped}
+        """Renew the locks of every held queue (RebalanceImpl.lockAll).  A queue dropped but not let go yet
+        (its handler is still busy) is renewed too, as in 4.9.3: were its lock to expire under that handler,
+        the queue's new owner would start on it meanwhile."""
+        pqs = dict(self.process_queues)
         if not pqs:
             return
         granted = await self._lock(list(pqs))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocketstore.client.admin_types import AdminCalls, ClusterInfo, check_name, route_masters
-from rocketstore.client.allocate import allocate_averagely
+from rocketstore.client.allocate import allocate_averagely, java_string_key
 from rocketstore.client.errors import ClientError
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.errors import RocketStoreError
@@ -169,7 +169,7 @@ class TopicAdmin(AdminCalls):
         *client_ids* make up the group.  Queues and ids are sorted first, as a consumer's rebalance sorts
         them (mqadmin feeds the strategy a hash set's order, so its answer can differ from what consumers
         really get)."""
-        ids = sorted({c.strip() for c in client_ids if c.strip()})
+        ids = sorted({c.strip() for c in client_ids if c.strip()}, key=java_string_key)
         if not ids:
             raise ClientError("no client id to allocate queues to")
         queues = sorted(RouteCache.subscribe_queues(topic, await self.route(topic)))
