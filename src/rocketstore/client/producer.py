@@ -28,6 +28,17 @@ addresses and the pool's connection are looked up without a coroutine while they
 With ``credentials`` (ACL) every request is signed by its connection, which needs the request's extFields:
 sends then build a RemotingCommand (the path bodies of 16 KiB and more always take), never a template's frame.
 
+Heartbeats, as 4.9.3's MQClientInstance sends them for a DefaultMQProducer: HEART_BEAT with the client id
+and the group in ``producerDataSet`` to every master of the routes the producer has read.  A background
+task, started by ``start()`` (``async with`` starts) or else by the first route a send reads, heartbeats the
+masters of the auto-create topic's route at once, a master new in a route as soon as it shows, and every
+``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them after re-reading their routes;
+``close()`` sends UNREGISTER_CLIENT with the group to each master heartbeated.  So the brokers' producer
+tables list the producer (GET_PRODUCER_CONNECTION_LIST, ``rocketstore producer connections``).  The
+heartbeats go on the connection the sends use and never hold a send up.  A broker may call back on that
+connection: a reply pushed for a RequestProducer of the same client id is handed over, a transaction
+check is dropped (a plain producer has no check listener, as in Java).
+
 With ``enable_trace`` each send, orderly send and batch is wrapped by the trace's ``pub`` (a Pub record once
 its result is known, see :mod:`rocketstore.client.trace_producer`); without it a send path tests
 ``self.trace`` once and nothing more.
@@ -35,14 +46,16 @@ its result is known, see :mod:`rocketstore.client.trace_producer`); without it a
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 import os
 import random
 import socket
 import struct
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -51,19 +64,35 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol, Self
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import BrokerError, MessageIllegalError, NoRouteError, broker_error_for
-from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
+from rocketstore.client.errors import (
+    BrokerError,
+    ClientError,
+    MessageIllegalError,
+    NoRouteError,
+    broker_error_for,
+    logged,
+)
+from rocketstore.client.process_queue import wait_event
+from rocketstore.client.push_types import local_ip, new_instance_name
+from rocketstore.client.route import (
+    AUTO_CREATE_TOPIC,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    MessageQueue,
+    RouteCache,
+    check,
+)
 from rocketstore.client.trace import DEFAULT_REGION_ID
-from rocketstore.errors import RemotingError
+from rocketstore.errors import RemotingError, RocketStoreError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
-from rocketstore.remoting.bodies import TopicRouteData
+from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.headers import UnregisterClientRequestHeader
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.transport import Connection, ConnectionPool
@@ -73,6 +102,8 @@ if TYPE_CHECKING:
 
 __all__ = ["REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX", "HasProperties", "OutgoingMessage", "Producer",
            "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key", "new_uniq_keys", "reply_properties"]
+
+log = logging.getLogger(__name__)
 
 #: ``selector(queues, sharding_key) -> one of queues``, as RocketMQ's MessageQueueSelector
 QueueSelector = Callable[[list[MessageQueue], object], MessageQueue]
@@ -415,7 +446,8 @@ class Producer:
                  retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
-                 compress_level: int = DEFAULT_COMPRESS_LEVEL) -> None:
+                 compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
+                 instance_name: str | None = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
         *enable_trace*: record each send's Pub trace (see :mod:`rocketstore.client.trace_producer`) and send
         it in the background to *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as DefaultMQProducer(group,
@@ -426,19 +458,39 @@ class Producer:
         message with a delay level or for a retry topic (as MessageBatch.generateFromList).
         *compress_msg_body_over_howmuch* and *compress_level* (Java's compressMsgBodyOverHowmuch, 4 KiB, and
         zipCompressLevel, 5): a body of that many bytes or more goes out zlib-compressed with sysFlag
-        COMPRESSED, as the Java producer sends it (not a batch's); consumers inflate it."""
+        COMPRESSED, as the Java producer sends it (not a batch's); consumers inflate it.
+        *heartbeat_interval_s* (Java's heartbeatBrokerInterval, 30 s) and *instance_name*: see "Heartbeats"
+        in the module's docstring; the client id is ``ip@instance_name`` (default ``pid#nanos``)."""
+        if heartbeat_interval_s <= 0:
+            raise ValueError("heartbeat_interval_s must be positive")
         self.group = group
         self.max_message_size = max_message_size
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.compress_level = compress_level
         self.timeout_s = timeout_s
         self.retry_times = retry_times
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials)
+        self.pool = ConnectionPool(handler=self._serve_broker, connect_timeout_s=timeout_s, credentials=credentials)
         #: bodies shorter than this go out as a template's frame; 0 with credentials (a signed request is a
         #: RemotingCommand whose extFields the connection signs), so the send path tests nothing more per send
         self._template_body_limit = 0 if credentials is not None else _TEMPLATE_BODY_LIMIT
-        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
+        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s,
+                                 on_route=self._route_seen)
         self._next_queue = itertools.count(random.randrange(1024))
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.client_id = f"{local_ip()}@{instance_name or new_instance_name()}"
+        #: broker name -> master address, from every route seen (Java's brokerAddrTable)
+        self._brokers: dict[str, str] = {}
+        #: master address -> the connection its last heartbeat from this producer went out on
+        self._heartbeated: dict[str, Connection] = {}
+        #: topics whose routes the name servers answered: re-read before each periodic heartbeat
+        self._topics: set[str] = set()
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        #: set when a route shows a master not heartbeated yet, and when the heartbeats stop
+        self._due = asyncio.Event()
+        self.started = False
+        #: no more heartbeats (close() began); sends are refused from then on
+        self.closed = False
+        self._shut_down = False
         #: topic -> where its sends go under the route last seen: recomputed only when the route changes
         self._targets: dict[str, _Targets] = {}
         #: (group, topic, queue id, batch, flag, code, with properties, sysFlag) -> the request frames' template
@@ -456,15 +508,167 @@ class Producer:
             self.trace = ProducerTrace(self, namesrv_addr, trace_topic=trace_topic, credentials=credentials)
 
     async def __aenter__(self) -> Self:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def start(self) -> None:
+        """Start the heartbeats, as DefaultMQProducer.start: in the background, the masters of the auto-create
+        topic's route (where new topics go) are heartbeated at once, then every ``heartbeat_interval_s``;
+        nothing here waits for the network.  Optional: the first route a send reads starts the heartbeats
+        of a producer not started.  ClientError once closed."""
+        if self.closed:
+            raise ClientError("the producer is closed")
+        if self.started:
+            return
+        self.started = True
+        self._start_heartbeats()
+
+    async def stop_heartbeats(self) -> None:
+        """No more heartbeats (the first step of closing; what the producer still has in flight may finish
+        before :meth:`close`)."""
+        self.closed = True
+        self._due.set()
+        task = self._heartbeat_task
+        if task is not None and task.get_loop() is asyncio.get_running_loop():
+            await asyncio.gather(task, return_exceptions=True)
+
     async def close(self) -> None:
+        """Stop the heartbeats, unregister the group from every broker heartbeated (UNREGISTER_CLIENT, as
+        DefaultMQProducer.shutdown), send the trace still waiting, close the connections.  A second call
+        does nothing."""
+        await self.stop_heartbeats()
+        if self._shut_down:
+            return
+        self._shut_down = True
+        for addr in sorted(self._heartbeated):
+            await self.quietly(f"unregister from {addr}", self._unregister(addr))
+        self._heartbeated.clear()
         if self.trace is not None:  # the trace waiting is sent first (it has its own producer)
             await self.trace.close()
         await self.pool.close()
+
+    async def discover(self, topic: str, *, refresh: bool = False) -> None:
+        """Note the masters of *topic*'s publish route and heartbeat the ones not heartbeated yet (or whose
+        heartbeated connection closed), so that a broker that stores a message of *topic* knows this
+        producer before it could call it back."""
+        route, _ = await self.routes.publish_route(topic, refresh=refresh)
+        for addr in self._note_masters(route):
+            heartbeated = self._heartbeated.get(addr)
+            if heartbeated is None or heartbeated.is_closed:
+                await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+
+    async def discover_quietly(self, topic: str) -> None:
+        """:meth:`discover`, its failure logged at debug level: brokers that do not auto-create topics have
+        no TBW102, and a name server away fails the sends anyway."""
+        try:
+            await self.discover(topic)
+        except (RocketStoreError, OSError) as exc:
+            log.debug("no route of %s to heartbeat its masters: %s", topic, exc)
+
+    def heartbeat_data(self) -> HeartbeatData:
+        """HEART_BEAT's body: this client id and the group in producerDataSet (prepareHeartbeatData)."""
+        return HeartbeatData(self.client_id, (self.group,), ())
+
+    @staticmethod
+    async def quietly(what: str, coro: Awaitable[None]) -> None:
+        """Await *coro*; a failure is logged (the next heartbeat period or send tries again)."""
+        await logged(log, what, coro)
+
+    def _start_heartbeats(self) -> None:
+        """Run the heartbeat loop on the running event loop, unless it runs there already: a producer used
+        from one ``asyncio.run`` to the next gets a new one on each loop (the last loop's was cancelled when
+        that loop ended; a task and the Event it waits on belong to one loop)."""
+        if self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        task = self._heartbeat_task
+        if task is not None and task.get_loop() is loop and not task.done():
+            return
+        if task is not None:
+            due, self._due = self._due.is_set(), asyncio.Event()
+            if due:
+                self._due.set()
+        self._heartbeat_task = loop.create_task(self._heartbeat_loop())
+
+    def _route_seen(self, topic: str, route: TopicRouteData) -> None:
+        """A route the name servers answered (RouteCache's on_route): its masters join the ones heartbeated,
+        a new one right away (the heartbeat loop wakes; a send does not wait for it)."""
+        if self.closed:
+            return
+        self._topics.add(topic)
+        for addr in self._note_masters(route):
+            heartbeated = self._heartbeated.get(addr)
+            if heartbeated is None or heartbeated.is_closed:
+                self._due.set()
+        if self._due.is_set():
+            self._start_heartbeats()
+
+    def _note_masters(self, route: TopicRouteData) -> list[str]:
+        addrs = []
+        for bd in route.broker_datas:
+            addr = bd.master_addr()
+            if addr is not None:
+                self._brokers[bd.broker_name] = addr
+                addrs.append(addr)
+        return addrs
+
+    async def _heartbeat(self, addr: str) -> None:
+        request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, self.heartbeat_data().encode())
+        connection = await self.pool.get(addr)
+        check(await connection.request(request, self.timeout_s))
+        self._heartbeated[addr] = connection
+
+    async def _unregister(self, addr: str) -> None:
+        ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=self.group).to_ext_fields()
+        check(await self.pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext),
+                                      self.timeout_s))
+
+    async def _heartbeat_loop(self) -> None:
+        """Every heartbeat_interval_s: re-read the routes of the topics seen and heartbeat every master known
+        (MQClientInstance's sendHeartbeatToAllBroker); in between, as soon as a route shows a master not
+        heartbeated yet, heartbeat that one."""
+        # TBW102 first, as Java's producer puts it among its topics at start
+        await self.discover_quietly(AUTO_CREATE_TOPIC)
+        next_round = time.monotonic() + self.heartbeat_interval_s
+        while not self.closed:
+            await wait_event(self._due, next_round - time.monotonic())
+            if self.closed:
+                return
+            self._due.clear()
+            if time.monotonic() >= next_round:
+                next_round = time.monotonic() + self.heartbeat_interval_s
+                for topic in sorted(self._topics):
+                    await self.quietly(f"route of {topic}", self._refresh_route(topic))
+                for addr in sorted(set(self._brokers.values())):
+                    await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+                continue
+            for addr in sorted(set(self._brokers.values())):
+                heartbeated = self._heartbeated.get(addr)
+                if heartbeated is None or heartbeated.is_closed:
+                    await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+
+    async def _refresh_route(self, topic: str) -> None:
+        route, _ = await self.routes.publish_route(topic, refresh=True)
+        self._note_masters(route)
+
+    async def _serve_broker(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        """A request a broker sends on this producer's connection (it knows the connection by the
+        heartbeats): a reply pushed for a RequestProducer of this client id is handed over (Java's one
+        MQClientInstance serves both); a transaction check finds no listener and is dropped, as a plain
+        DefaultMQProducer drops it; anything else is not supported."""
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            from rocketstore.client.request_producer import deliver_reply  # it imports this module
+
+            return deliver_reply(request)
+        if request.code == RequestCode.CHECK_TRANSACTION_STATE:
+            log.warning("transaction check from %s for producer group %s, which has no check listener; ignored",
+                        connection.peer_address, self.group)
+            return None
+        return None if request.is_oneway else request.make_response(
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f" request type {request.code} not supported")
 
     def cached_master_addr(self, topic: str, broker_name: str) -> str | None:
         """The master address of *broker_name* for *topic* from the routes this producer has cached (no
@@ -477,8 +681,11 @@ class Producer:
         return bd.master_addr() if bd is not None else None
 
     def _check(self, topic: str, body: bytes | None) -> None:
-        """Refuse what Java's Validators.checkMessage refuses before a send (the topic, then *body*, when
-        given) with MessageIllegalError; nothing is sent."""
+        """Refuse a send once close() began with ClientError (Java's "The producer service state not OK"),
+        and what Java's Validators.checkMessage refuses before a send (the topic, then *body*, when given)
+        with MessageIllegalError; nothing is sent."""
+        if self.closed:
+            raise ClientError("the producer is closed")
         if topic not in self._checked_topics:
             problem = topic_problem(topic)
             if problem is not None:
@@ -507,11 +714,13 @@ class Producer:
         sys_flag = 0
         if len(body) >= self.compress_msg_body_over_howmuch:  # tryToCompressMessage (the trace too sees it)
             body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
-        sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                             sys_flag=sys_flag)
         if self.trace is None:
-            return await sending
-        return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
+            return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+                                    sys_flag=sys_flag)
+        began_ms = [0]
+        sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+                             sys_flag=sys_flag, began_ms=began_ms)
+        return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
     async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
                          keys: str | list[str] | None = None, properties: dict[str, str] | None = None
@@ -534,7 +743,11 @@ class Producer:
         route, _ = await self.routes.publish_route(topic)
         queues = RouteCache.publish_queues(topic, route)
         if queue_id is not None:
-            queues = [q for q in queues if q.queue_id == queue_id]
+            chosen = [q for q in queues if q.queue_id == queue_id]
+            if not chosen and queues:  # named as a send names it (see _send)
+                raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
+                                          f"(its queue ids: {sorted({q.queue_id for q in queues})})")
+            queues = chosen
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
         mq = queues[next(self._next_queue) % len(queues)]
@@ -552,15 +765,17 @@ class Producer:
         a failure raises."""
         self._check(topic, body)
         body, sys_flag = self._compressed(body)
-        sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector)
         if self.trace is None:
-            return await sending
+            return await self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector)
+        began_ms = [0]
+        sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector,
+                                     began_ms)
         # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
-        return await self.trace.pub(sending, topic, len(body), tags, keys, properties)
+        return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
     async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,
-                            selector: QueueSelector) -> SendResult:
+                            selector: QueueSelector, began_ms: list[int] | None = None) -> SendResult:
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         uniq = message.uniq_key()
         props = message.property_map(uniq)
@@ -568,10 +783,18 @@ class Producer:
         queues = RouteCache.publish_queues(topic, route)
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
-        mq = selector(queues, sharding_key)
+        try:
+            mq = selector(queues, sharding_key)
+        except Exception as exc:  # the user's selector: its failure is named as Java's sendSelectImpl names it
+            raise ClientError(f"select message queue threw exception: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(mq, MessageQueue):
+            raise ClientError(f"select message queue return {'null' if mq is None else repr(mq)}.")
         header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag, sys_flag)
         request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), body)
-        response = await self.pool.request(self._master_addr(route, mq), request, self.timeout_s)
+        addr = self._master_addr(route, mq)
+        if began_ms is not None:  # the trace times the request, not the route look-up (see _send)
+            began_ms[0] = int(time.time() * 1000)
+        response = await self.pool.request(addr, request, self.timeout_s)
         result = self._result(response, uniq, mq)
         if not known:
             self.routes.invalidate(topic)
@@ -676,14 +899,21 @@ class Producer:
             keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
             keys_text = ",".join(keys)
             body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag) for m, k in zip(messages, keys)])
-        sending = self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id, flag=0)
         if self.trace is None:
-            return await sending
+            return await self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id,
+                                    flag=0)
+        began_ms = [0]
+        sending = self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id, flag=0,
+                             began_ms=began_ms)
         # one Pub for the batch, as 4.9.3 traces a MessageBatch: no tags or keys, the ids joined by commas
-        return await self.trace.pub(sending, topic, len(body), None, None, None)
+        return await self.trace.pub(sending, topic, len(body), None, None, None, began_ms=began_ms)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
-                    queue_id: int | None, flag: int, sys_flag: int = 0) -> SendResult:
+                    queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None
+                    ) -> SendResult:
+        """Send with retries.  *began_ms* (a traced send's): its one item set to the wall-clock ms at which each
+        attempt's request starts, so the trace's Pub times the attempt that answered, not the failed ones
+        before it (Java's SendMessageTraceHookImpl wraps each sendKernelImpl call)."""
         if len(body) > self.max_message_size:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                       f"the message body size over max value, MAX: {self.max_message_size}")
@@ -724,6 +954,8 @@ class Producer:
                 [q for q in queues if q.broker_name != failed_broker] or queues)
             mq = candidates[next(self._next_queue) % len(candidates)]
             addr = targets.addrs[mq.broker_name]
+            if began_ms is not None:
+                began_ms[0] = int(time.time() * 1000)
             try:
                 # the pool's connection, without pool.request's two coroutines per send while it stays open
                 connection = self._connections.get(addr)

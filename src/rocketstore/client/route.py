@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketstore.client.errors import NoRouteError, broker_error_for
@@ -39,12 +40,16 @@ class MessageQueue:
 
 
 class RouteCache:
-    def __init__(self, namesrv_addrs: list[str], pool: ConnectionPool, *, timeout_s: float = 3.0) -> None:
+    def __init__(self, namesrv_addrs: list[str], pool: ConnectionPool, *, timeout_s: float = 3.0,
+                 on_route: Callable[[str, TopicRouteData], None] | None = None) -> None:
+        """*on_route(topic, route)*: told of each route the name servers answer (a producer learns its
+        brokers from them, as MQClientInstance's brokerAddrTable), on the loop; it must not raise."""
         if not namesrv_addrs:
             raise ValueError("at least one name server address is needed")
         self.namesrv_addrs = namesrv_addrs
         self.pool = pool
         self.timeout_s = timeout_s
+        self.on_route = on_route
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._stale: set[str] = set()  # topics running on an old route since the name servers went away
 
@@ -90,6 +95,8 @@ class RouteCache:
             raise NoRouteError(topic, "the name servers do not know it")
         self._routes[topic] = (time.monotonic(), route)
         self._stale.discard(topic)
+        if self.on_route is not None:
+            self.on_route(topic, route)
         return route
 
     def fresh_route(self, topic: str) -> TopicRouteData | None:
@@ -116,6 +123,8 @@ class RouteCache:
         if route is not None:
             self._routes[topic] = (time.monotonic(), route)
             self._stale.discard(topic)
+            if self.on_route is not None:
+                self.on_route(topic, route)
             return route, True
         try:
             template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)

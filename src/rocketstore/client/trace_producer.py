@@ -3,7 +3,8 @@ a Pub record for each send whose result came back, an EndTransaction record for 
 transaction, handed to the producer's :class:`TraceDispatcher`.
 
 A Pub is recorded, as in 4.9.3, once the send returned a SendResult: with the time from just before the
-send (timestamp) to its answer (costTime), success = SEND_OK, the client msgId and the broker's
+request of the attempt that answered (timestamp; failed attempts before it are not counted) to its answer
+(costTime), success = SEND_OK, the client msgId and the broker's
 offsetMsgId, the master address sent to (storeHost), the body length and the message type (a half message
 Trans_Msg_Half, a delayed one Delay_Msg, else Normal_Msg).  Not recorded: a send that raised, a oneway
 send (no result), a send to a topic starting with the trace topic's name (trace data is never traced), and
@@ -75,13 +76,17 @@ class ProducerTrace:
         await self.dispatcher.close()
 
     async def pub(self, sending: Awaitable[_Result], topic: str, body_length: int, tags: str | None,
-                  keys: str | list[str] | None, properties: Mapping[str, str] | None) -> _Result:
+                  keys: str | list[str] | None, properties: Mapping[str, str] | None, *,
+                  began_ms: list[int] | None = None) -> _Result:
         """Await *sending* (a send of the producer's, not yet started) and record its Pub; the send's
-        result or exception is passed on unchanged, whatever happens to the trace."""
-        began_ms = _now_ms()
+        result or exception is passed on unchanged, whatever happens to the trace.  *began_ms*: the send
+        sets its item to the start of each attempt; the Pub's timestamp and costTime are then the last
+        attempt's (the one that answered), as Java's hook times each sendKernelImpl call; else from now."""
+        called_ms = _now_ms()
         result = await sending
         try:
-            self._record_pub(result, began_ms, topic, body_length, tags, keys, properties)
+            began = began_ms[0] if began_ms is not None and began_ms[0] else called_ms
+            self._record_pub(result, began, topic, body_length, tags, keys, properties)
         except Exception:
             log.exception("Pub trace of %s not recorded", result.msg_id)
         return result
