@@ -23,7 +23,10 @@ their behaviour (remoting.md 5.11 / 5.12, store-format.md section 10).
   moved to TRANS_CHECK_MAX_TIME_TOPIC; any other is written again at the end of the half queue with its
   check count raised, and a producer of its group (PGROUP) connected to this broker is sent
   CHECK_TRANSACTION_STATE about that new copy (oneway: its answer is an END_TRANSACTION).  Like 4.9.3 the
-  copy carries neither the message flag nor the reconsume count.
+  copy carries neither the message flag nor the reconsume count.  Unlike 4.9.3, a half message found before
+  a newer copy of the same transaction (UNIQ_KEY) that this broker wrote for a check is passed over: such
+  stale copies are what a kill -9 before the check offset was saved leaves behind, and checking each of them
+  commits the message once per copy.
 
 Masters only.  Loop-bound: everything here runs on the broker's event loop.
 """
@@ -219,9 +222,12 @@ class TransactionCheckService(TaskService):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._round_robin = itertools.count()
-        #: check requests sent, half messages given up (moved to TRANS_CHECK_MAX_TIME_TOPIC)
+        #: check requests sent, half messages given up (moved to TRANS_CHECK_MAX_TIME_TOPIC), stale copies passed
         self.checks_sent = 0
         self.discarded = 0
+        self.stale_passed = 0
+        #: half queue id -> UNIQ_KEY -> queue offset of the copy this broker last wrote for a check of it
+        self._latest_copy: dict[int, dict[str, int]] = {}
 
     async def _run(self) -> None:
         interval_s = self.broker.config.transaction_check_interval_ms / 1000
@@ -316,6 +322,7 @@ class TransactionCheckService(TaskService):
         half_offset = self._start_offset(HALF_TOPIC, queue_id)
         op_offset = self._start_offset(OP_TOPIC, queue_id)
         removed, done, done_halves = self._read_ops(queue_id, op_offset, half_offset)
+        latest = self._stale_copies(queue_id, half_offset)
         reserved_ms = store.config.file_reserved_time_h * 3600 * 1000
         i = new_offset = half_offset
         while True:
@@ -336,6 +343,13 @@ class TransactionCheckService(TaskService):
                 i = new_offset = i + 1
                 continue
             props = half.properties
+            uniq = props.get(PropertyName.UNIQ_KEY)
+            if uniq is not None and latest.get(uniq, -1) > i:
+                # a stale copy: a later copy of this transaction, written by this broker for a check, is
+                # further on in the queue and carries it on (see _stale_copies)
+                self.stale_passed += 1
+                i = new_offset = i + 1
+                continue
             now = _now_ms()
             times_text = props.get(PropertyName.TRANSACTION_CHECK_TIMES)
             times = _long(times_text) if times_text is not None else 0
@@ -361,6 +375,8 @@ class TransactionCheckService(TaskService):
             copy = await self._put_back(half, props)
             if copy is None:
                 break  # try again next round
+            if uniq is not None:
+                latest[uniq] = copy.queue_offset
             self._send_check(half, props, copy)
             i = new_offset = i + 1
         if new_offset != half_offset:
@@ -372,6 +388,19 @@ class TransactionCheckService(TaskService):
             new_op_offset += 1
         if new_op_offset != op_offset:
             broker.offsets.commit(CHECK_GROUP, OP_TOPIC, queue_id, new_op_offset)
+
+    def _stale_copies(self, queue_id: int, half_offset: int) -> dict[str, int]:
+        """UNIQ_KEY -> queue offset of the newest copy written for a check, for the copies at or after
+        *half_offset* (older ones were passed and are forgotten).  A half message found before the newest
+        copy of its transaction is passed over without a copy or a check: the newest copy is checked when the
+        scan gets to it.  Such stale copies are left behind by a kill -9 before the check offset was saved
+        (the next broker scans the copied halves again and copies them again, while the earlier copies are
+        still in the queue): 4.9.3 copies and checks each of them, and a producer answering COMMIT to every
+        check has its message committed once per copy.  Here a transaction is checked once per round."""
+        latest = self._latest_copy.setdefault(queue_id, {})
+        for key in [k for k, offset in latest.items() if offset < half_offset]:
+            del latest[key]
+        return latest
 
     async def _put_back(self, half: StoredMessage, props: dict[str, str]) -> PutResult | None:
         """Write *half* again at the end of its queue with *props* (its check count raised).  As 4.9.3's
