@@ -178,7 +178,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 if not -(1 << 31) <= queue_id < 1 << 31:
                     raise fastjson.JsonBodyError(f"queueId {queue_id} is out of range for a Java int")
                 mqs.append((str(mq.get("topic", "")), str(mq.get("brokerName", "")), queue_id))
-        return str(obj.get("consumerGroup", "")), str(obj.get("clientId", "")), mqs
+        # mqSet is a Set<MessageQueue> in 4.9.3: a queue listed twice is one queue (and 16 MiB of "{}," one
+        # lock, not an answer of millions of entries past the frame limit)
+        return str(obj.get("consumerGroup", "")), str(obj.get("clientId", "")), list(dict.fromkeys(mqs))
 
     async def lock_batch(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         group, client_id, mqs = _mq_set(request.body)

@@ -71,7 +71,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
                                   else _filter_data(broker, h.consumer_group, sub))
         body["maxQueueIndex"] = store.max_offset(h.topic, h.queue_id)
         body["minQueueIndex"] = store.min_offset(h.topic, h.queue_id)
-        if not entries:
+        # a count of 0 (or less) reads no entry of an index that exists: 4.9.3 answers the body, queueData empty
+        if not entries and not (h.count <= 0 and body["minQueueIndex"] <= h.index < body["maxQueueIndex"]):
             return request.make_response(ResponseCode.SUCCESS, remark=(
                 f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!"))
         body["queueData"] = [{"eval": False, "physicOffset": o, "physicSize": s, "tagsCode": t} for o, s, t in entries]

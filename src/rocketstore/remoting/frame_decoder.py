@@ -101,9 +101,14 @@ def _copy(buf: bytes | bytearray, start: int, end: int) -> bytes:
 
 def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields:
     try:
-        # Strict UTF-8: fastjson gives up on malformed UTF-8 too (the Java broker then drops the connection).
         # (A slice copy is cheaper than a memoryview for a header of a few hundred bytes.)
-        text = buf[start:end].decode("utf-8")
+        try:
+            text = buf[start:end].decode("utf-8")
+        except UnicodeDecodeError:
+            # 4.9.3 makes the header a String first (new String(data, UTF_8)), which replaces malformed bytes
+            # with U+FFFD, and serves the request: a C++ 1.x client writes a GBK message key into the header
+            # as raw bytes.  Only what is still not JSON after that closes the connection.
+            text = buf[start:end].decode("utf-8", "replace")
         # raw_decode skips json's two whitespace regex matches per header; what it leaves over (C++ ends its
         # header with a newline) must be JSON whitespace, as decode() would insist.
         if text[:1] == "{":

@@ -243,9 +243,10 @@ class EndTransactionRequestHeader(CommandHeader):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumeQueueRequestHeader(CommandHeader):
     topic: str = _req("topic")
-    queue_id: int = _req("queueId", _INT)
-    index: int = _req("index", _LONG)
-    count: int = _req("count", _INT)
+    # primitives without @CFNotNull in 4.9.3: a missing one is 0, not an error
+    queue_id: int = _opt("queueId", _INT, 0)
+    index: int = _opt("index", _LONG, 0)
+    count: int = _opt("count", _INT, 0)
     consumer_group: str | None = _opt("consumerGroup")
 
 

@@ -306,10 +306,13 @@ def test_send_answer_variants_decode_as_the_general_decoder_reads_them(header: s
     assert _outcome(decode_command, frame[4:]) == _outcome(_general_decode, frame)
 
 
-def test_malformed_utf8_in_a_send_answer_still_raises() -> None:
+def test_malformed_utf8_in_a_send_answer_is_replaced_as_java_reads_it() -> None:
+    # 4.9.3 reads a header through new String(data, UTF_8): a malformed byte becomes U+FFFD (hunt 15)
     data = CANONICAL.encode().replace(b"DefaultRegion", b"Default\xffRegion")
-    with pytest.raises(ProtocolError):
-        decode_command(struct.pack(">I", len(data)) + data)
+    frame = struct.pack(">iI", 4 + len(data), len(data)) + data
+    answer = decode_command(frame[4:])
+    assert answer.ext_fields["MSG_REGION"] == "Default\ufffdRegion"
+    assert answer == _general_decode(frame)
 
 
 def test_request_encoded_numbers_the_frame_times_out_and_fails_on_a_closed_connection() -> None:
