@@ -32,6 +32,30 @@ SMALL_STORE: dict[str, Any] = {"mapped_file_size_commit_log": 8 << 20, "mapped_f
                                "max_hash_slot_num": 1000, "max_index_num": 4000, "preallocate_commit_log": False}
 
 
+def run_within(fn: Callable[[], Coroutine[Any, Any, T]], timeout_s: float) -> T:
+    """Run the coroutine *fn* makes on a fresh event loop (this thread), cancelled after *timeout_s*: a test's
+    whole scenario, bounded so that a hang fails the test instead of the suite."""
+    async def bounded() -> T:
+        return await asyncio.wait_for(fn(), timeout_s)
+
+    return run(bounded())
+
+
+async def eventually(fn: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """Poll *fn* (sync, or async: its coroutine is awaited) on the running loop until it returns something
+    truthy; AssertionError after *timeout_s*."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = fn()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {value!r})")
+        await asyncio.sleep(0.05)
+
+
 def acl_home(directory: Path, plain_acl_yml: str) -> Path:
     """A RocketMQ home whose conf/plain_acl.yml is *plain_acl_yml*, for ``LocalCluster(..., acl_enable=True,
     rocketmq_home=str(home))``."""

@@ -5,7 +5,6 @@ admin creates can send at once, deleting it refuses its sends, refusals are answ
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -13,14 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
-from local_cluster import LocalCluster, acl_home
+from local_cluster import LocalCluster, acl_home, run_within
 from serve_process import cli
 
 from rocketstore.client import Producer, SessionCredentials
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import BrokerError
 from rocketstore.remoting.codes import ResponseCode
-from rocketstore.remoting.transport import run
 
 TEST_TIMEOUT_S = 20.0
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
@@ -63,10 +61,7 @@ def cluster(tmp_path: Path, home: Path) -> Iterator[LocalCluster]:
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 async def send_as(cluster: LocalCluster, credentials: SessionCredentials, body: bytes) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpp_driver import Runner, messages, requires_cpp_client
+from local_cluster import eventually
 from serve_process import ServeProcess, write_broker_conf
 
 from rocketstore.client import PullConsumer, decode_messages
@@ -52,17 +53,6 @@ def bounded(coro: Any) -> Any:
         return await asyncio.wait_for(coro, TEST_TIMEOUT_S)
 
     return run(go())
-
-
-async def eventually(fn: Any, timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {value!r})")
-        await asyncio.sleep(0.05)
 
 
 async def queue_offsets(namesrv: str, topic: str, group: str) -> tuple[dict[int, int], dict[int, int]]:

@@ -3,13 +3,10 @@ created again while its group consumes."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, eventually
 
 from rocketstore.client import ConsumedMessage, ConsumeStatus, Producer, PushConsumer
 from rocketstore.client.admin import AdminClient
@@ -18,15 +15,6 @@ from rocketstore.remoting.transport import run
 #: short periods so rebalances and commits happen within a test's patience
 FAST: dict[str, Any] = {"heartbeat_interval_s": 0.5, "rebalance_interval_s": 0.5, "persist_interval_s": 0.2,
                         "route_refresh_interval_s": 0.5, "long_poll_ms": 1000, "pull_delay_on_error_s": 0.2}
-
-
-async def eventually(fn: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := fn()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.05)
-    return value
 
 
 def test_a_topic_deleted_and_created_again_is_consumed_from_its_new_start_and_commits_follow(

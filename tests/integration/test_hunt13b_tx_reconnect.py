@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from local_cluster import run_within
 from serve_process import ServeProcess, free_port, write_broker_conf
 from test_python_push_consumer import FAST
 
@@ -29,7 +30,6 @@ from rocketstore.client import (
     TransactionMessage,
     TransactionProducer,
 )
-from rocketstore.remoting.transport import run
 
 T = TypeVar("T")
 
@@ -40,10 +40,7 @@ RARE_HEARTBEATS_S = 600.0
 
 
 def arun(fn: Callable[[], Awaitable[T]]) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 class RestartableServe:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, run_within
 from test_python_push_consumer import FAST, create_topic
 
 from rocketstore.client import (
@@ -30,7 +30,6 @@ from rocketstore.client import (
     TransactionMessage,
     TransactionProducer,
 )
-from rocketstore.remoting.transport import run
 
 T = TypeVar("T")
 
@@ -47,10 +46,7 @@ def cluster(tmp_path: Path) -> Any:
 
 
 def arun(fn: Callable[[], Awaitable[T]]) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 class Replier:

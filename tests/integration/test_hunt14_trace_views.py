@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, run_within
 from serve_process import cli
 
 from rocketstore.client import Producer
@@ -17,16 +17,12 @@ from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import NoRouteError
 from rocketstore.client.trace import TraceType
 from rocketstore.client.trace_query import MessageTrace
-from rocketstore.remoting.transport import run
 
 WAIT_S = 30.0
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), 90.0)
-
-    return run(bounded())
+    return run_within(fn, 90.0)  # type: ignore[arg-type]
 
 
 async def wait_for_pub(namesrv: str, msg_id: str) -> MessageTrace:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from cpp_driver import Runner, messages, requires_cpp_client
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, eventually, run_within
 
 from rocketstore.client import (
     AllocateByConfig,
@@ -34,7 +34,6 @@ from rocketstore.client import (
     group_requests,
 )
 from rocketstore.client.admin import AdminClient
-from rocketstore.remoting.transport import run
 
 TEST_TIMEOUT_S = 40.0
 FAST: dict[str, Any] = {"heartbeat_interval_s": 0.3, "rebalance_interval_s": 0.3, "persist_interval_s": 0.2,
@@ -45,21 +44,7 @@ LATER = ConsumeStatus.RECONSUME_LATER
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
-
-
-async def eventually(fn: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.05)
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 def lock_table(cluster: LocalCluster, group: str) -> dict[int, str]:

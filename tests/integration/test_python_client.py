@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, eventually, run_within
 
 from rocketstore.client import (
     MessageQueue,
@@ -24,7 +24,7 @@ from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData, TopicRouteData
 from rocketstore.remoting.fastjson import loads
-from rocketstore.remoting.transport import ConnectionPool, run
+from rocketstore.remoting.transport import ConnectionPool
 
 TEST_TIMEOUT_S = 20.0
 
@@ -38,10 +38,7 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 async def raw(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
@@ -50,17 +47,6 @@ async def raw(addr: str, code: int, ext: dict[str, str] | None = None, body: byt
         return await pool.request(addr, RemotingCommand.request(code, ext or {}, body), 5)
     finally:
         await pool.close()
-
-
-async def eventually(fn: Callable[[], Awaitable[Any]], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def test_send_then_pull_everything_back_with_tags_keys_and_offsets(cluster: LocalCluster) -> None:

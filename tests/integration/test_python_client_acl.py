@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster, acl_home
+from local_cluster import LocalCluster, acl_home, run_within
 
 from rocketstore.client import MessageQueue, Producer, PullConsumer, PullStatus, SessionCredentials
 from rocketstore.client.errors import BrokerError, NoRouteError
 from rocketstore.remoting.codes import ResponseCode
-from rocketstore.remoting.transport import run
 
 TEST_TIMEOUT_S = 20.0
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
@@ -59,10 +58,7 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 async def routed(consumer: PullConsumer, topic: str) -> list[MessageQueue]:

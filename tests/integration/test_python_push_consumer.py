@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, eventually, run_within
 
 from rocketstore.client import (
     BlockingPushConsumer,
@@ -39,7 +39,6 @@ from rocketstore.errors import ConnectionClosedError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.headers import CreateTopicRequestHeader
-from rocketstore.remoting.transport import run
 
 TEST_TIMEOUT_S = 60.0
 HERE = Path(__file__).resolve().parent
@@ -54,24 +53,7 @@ LATER = ConsumeStatus.RECONSUME_LATER
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
-
-
-async def eventually(fn: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    """Poll *fn* (sync or async) until it returns something truthy."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = fn()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.05)
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 def stored(cluster: LocalCluster, topic: str, queue_id: int = 0) -> list[StoredMessage]:

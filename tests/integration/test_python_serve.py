@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from local_cluster import eventually
 from serve_process import ServeProcess, cli, free_port, store_dump, write_broker_conf
 
 from rocketstore.client import (
@@ -41,17 +42,6 @@ def bounded(fn: Callable[[], Awaitable[Any]]) -> Any:
         return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
 
     return run(go())
-
-
-async def eventually(fn: Callable[[], Awaitable[Any]], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last: {value!r})")
-        await asyncio.sleep(0.05)
 
 
 async def routed(consumer: PullConsumer, topic: str) -> list[MessageQueue]:

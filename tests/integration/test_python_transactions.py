@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from local_cluster import LocalCluster, acl_home
+from local_cluster import LocalCluster, acl_home, run_within
 
 from rocketstore.client import (
     ConsumedMessage,
@@ -37,7 +37,6 @@ from rocketstore.client import (
 )
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage, SysFlag
-from rocketstore.remoting.transport import run
 
 T = TypeVar("T")
 
@@ -60,10 +59,7 @@ PUSH_FAST: dict[str, Any] = {"heartbeat_interval_s": 0.5, "rebalance_interval_s"
 
 
 def arun(fn: Callable[[], Awaitable[T]]) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 async def on_cluster(cluster: LocalCluster, fn: Callable[[], T]) -> T:

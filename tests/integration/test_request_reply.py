@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import pytest
-from local_cluster import LocalCluster, stored_messages, wait_stored
+from local_cluster import LocalCluster, run_within, stored_messages, wait_stored
 from serve_process import cli, env
 from test_python_push_consumer import FAST, create_topic
 
@@ -36,7 +36,7 @@ from rocketstore.message.properties import encode_properties
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
-from rocketstore.remoting.transport import ConnectionPool, run
+from rocketstore.remoting.transport import ConnectionPool
 
 T = TypeVar("T")
 
@@ -47,10 +47,7 @@ REPLY_TOPIC = f"{CLUSTER}_REPLY_TOPIC"
 
 
 def arun(fn: Callable[[], Awaitable[T]]) -> T:
-    async def bounded() -> T:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 @pytest.fixture

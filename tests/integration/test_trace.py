@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster, stored_messages
+from local_cluster import LocalCluster, run_within, stored_messages
 from serve_process import cli
 
 from rocketstore.broker.config import load_broker_conf
@@ -33,7 +33,6 @@ from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.trace import RMQ_SYS_TRACE_TOPIC, TraceType
 from rocketstore.client.trace_query import MessageTrace
-from rocketstore.remoting.transport import run
 
 TEST_TIMEOUT_S = 90.0
 WAIT_S = 30.0
@@ -46,10 +45,7 @@ FAST_CHECKS: dict[str, Any] = {"transaction_check_interval_ms": 200, "transactio
 
 
 def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(fn(), TEST_TIMEOUT_S)
-
-    return run(bounded())
+    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
 
 
 async def wait_for_trace(namesrv: str, msg_id: str, want: Callable[[MessageTrace], bool], what: str,
