@@ -16,8 +16,10 @@ Uses the RDD API (classic Spark, local or a cluster); pyspark is imported by the
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rocketstore.store.config import StoreConfig
@@ -66,7 +68,10 @@ def spark_scan(spark: Any, plan: RebuildPlan, progress: Progress | None = None,
             return []
         sc = spark.sparkContext
         accumulator = sc.accumulator(0)
-        rdd = sc.parallelize(list(ranges), partition_count(ranges, int(sc.defaultParallelism))).mapPartitions(
+        # an executor runs in its own working directory (a cluster's work/app-*/N): a relative segment path
+        # (a store given as "store") must be made absolute here, where it was planned
+        shipped = [replace(r, path=os.path.abspath(r.path)) for r in ranges]
+        rdd = sc.parallelize(shipped, partition_count(ranges, int(sc.defaultParallelism))).mapPartitions(
             _scan_partition(plan.check_crc, plan.rule, accumulator))
         result: list[list[RangeFacts]] = []
         failure: list[BaseException] = []

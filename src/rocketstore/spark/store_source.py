@@ -14,6 +14,8 @@ and cuts the queues into queue-offset ranges (store_options).  Two ways, chosen 
 
 Either way nothing past the planning snapshot is read, so a live store yields a consistent prefix of every
 queue, and records become Arrow batches column by column with numpy (arrow_decode), never row by row.
+On a cluster the executor may not see the store planning read (no shared file system, another broker's
+store at the same path): it checks the directory and each range's last entry before reading, and fails.
 
 pyspark and pyarrow are imported here, at module level: this module is only imported by
 ``rocketstore.spark.register`` and by Spark's workers.  Imports the store facade, the store snapshot and
@@ -25,6 +27,7 @@ Thread-safety: the per-worker store cache is guarded by a lock; a reader object 
 from __future__ import annotations
 
 import atexit
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -61,7 +64,7 @@ from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import PRE_BLANK_SIZE
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import GetMessageStatus
-from rocketstore.store.snapshot import StoreSnapshot, closed_cleanly
+from rocketstore.store.snapshot import StoreSnapshot, check_store_root, closed_cleanly
 
 __all__ = ["FORMAT_NAME", "StoreDataSource", "StorePartition", "StoreReader", "store_schema"]
 
@@ -140,7 +143,7 @@ class StorePartition(InputPartition):
     """
 
     def __init__(self, path: str, config: StoreConfig, snapshot_id: str, ranges: tuple[QueueRange, ...],
-                 trusted: bool = False) -> None:
+                 trusted: bool = False, last_entries: tuple[Mark, ...] = ()) -> None:
         super().__init__(ranges)
         self.path = path
         self.config = config
@@ -148,6 +151,8 @@ class StorePartition(InputPartition):
         self.snapshot_id = snapshot_id
         self.ranges = ranges
         self.trusted = trusted
+        #: per range, its last entry as planning saw it: the executor checks that it reads the same store
+        self.last_entries = last_entries
 
 
 class StoreDataSource(DataSource):
@@ -176,11 +181,13 @@ class StoreReader(DataSourceReader):
         if closed_cleanly(opts.path):
             groups = _plan_trusted(opts)
             if groups is not None:
-                return [StorePartition(opts.path, opts.config, snapshot_id, g, trusted=True) for g in groups]
+                return [StorePartition(opts.path, opts.config, snapshot_id, g, trusted=True, last_entries=marks)
+                        for g, marks in groups]
         with MessageStore.open(opts.path, opts.config, read_only=True) as store:
             ranges = plan_ranges(store, opts)
-        return [StorePartition(opts.path, opts.config, snapshot_id, group)
-                for group in pack_ranges(ranges, opts.max_records_per_partition, opts.min_partitions)]
+            return [StorePartition(opts.path, opts.config, snapshot_id, group,
+                                   last_entries=tuple(_store_mark(store, r) for r in group))
+                    for group in pack_ranges(ranges, opts.max_records_per_partition, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         if not isinstance(partition, StorePartition) or not partition.ranges:
@@ -190,9 +197,12 @@ class StoreReader(DataSourceReader):
         codes = MessageStore.tag_codes(opts.tags)
         tag_set = opts.tag_set()
         if partition.trusted:
-            chunks = _snapshot_chunks(_worker_snapshot(partition), partition.ranges, codes)
+            snap = _worker_snapshot(partition)
+            _check_same_store(snap, partition)
+            chunks = _snapshot_chunks(snap, partition.ranges, codes)
         else:
             store = _worker_store(partition.path, partition.config, partition.snapshot_id)
+            _check_same_store(store, partition)
             chunks = _store_chunks(store, partition.ranges, codes)
         for buf, positions, queue_offsets, expect in chunks:
             batch = record_batch(buf, positions, queue_offsets, schema, include_body=opts.include_body,
@@ -201,9 +211,9 @@ class StoreReader(DataSourceReader):
                 yield batch
 
 
-def _plan_trusted(opts: StoreReadOptions) -> list[tuple[QueueRange, ...]] | None:
-    """Partitions in commitlog order from a StoreSnapshot; None when the queues' tails do not check out
-    (a copy cut short, say): then the caller plans through a recovering open."""
+def _plan_trusted(opts: StoreReadOptions) -> list[tuple[tuple[QueueRange, ...], tuple[Mark, ...]]] | None:
+    """Partitions in commitlog order from a StoreSnapshot, each with its ranges' last entries; None when the
+    queues' tails do not check out (a copy cut short, say): then the caller plans through a recovering open."""
     with StoreSnapshot.open(opts.path, opts.config) as snap:
         if not snap.tails_agree():
             return None
@@ -214,7 +224,47 @@ def _plan_trusted(opts: StoreReadOptions) -> list[tuple[QueueRange, ...]] | None
             if len(queue_offsets) != r.record_count:
                 return None  # a consume-queue segment is missing inside the range
             offsets.append(entries["offset"].astype(np.int64))
-    return pack_in_commit_log_order(ranges, offsets, opts.max_records_per_partition, opts.min_partitions)
+        groups = pack_in_commit_log_order(ranges, offsets, opts.max_records_per_partition, opts.min_partitions)
+        return [(g, tuple(_snapshot_mark(snap, r) for r in g)) for g in groups]
+
+
+#: (commitlog offset, size) of the consume-queue entry before a range's end; None when it is not there
+Mark = tuple[int, int] | None
+
+
+def _snapshot_mark(snap: StoreSnapshot, r: QueueRange) -> Mark:
+    _, entries = snap.entries(r.topic, r.queue_id, r.end - 1, r.end)
+    return (int(entries["offset"][0]), int(entries["size"][0])) if len(entries) else None
+
+
+def _store_mark(store: MessageStore, r: QueueRange) -> Mark:
+    found = store.queue_entries(r.topic, r.queue_id, r.end - 1, 1)
+    return (found[0][0], found[0][1]) if found else None
+
+
+def _check_same_store(view: MessageStore | StoreSnapshot, partition: StorePartition) -> None:
+    """StoreConfigError when the store this worker opened at the partition's path is not the one planning
+    read: another store at the same path on an executor's host (each broker host keeping its own), or a copy
+    with fewer messages.  A consume-queue entry never changes once written, and only older ones are deleted,
+    so the last entry of each planned range is either still what planning saw or gone with everything before
+    it; anything else would read other messages (or fewer) in place of the planned ones."""
+    for r, planned in zip(partition.ranges, partition.last_entries):
+        if planned is None:
+            continue
+        if isinstance(view, StoreSnapshot):
+            seen = _snapshot_mark(view, r)
+            shorter = seen is None and view.queues.get(r.topic, r.queue_id) is None
+        else:
+            seen = _store_mark(view, r)
+            shorter = seen is None and view.max_offset(r.topic, r.queue_id) < r.end
+        if seen == planned or (seen is None and not shorter):
+            continue  # the same entry, or deleted by retention since planning
+        found = "no such entry" if seen is None else f"commitlog offset {seen[0]}, {seen[1]} bytes"
+        raise StoreConfigError(
+            f"the store {partition.path} on this executor (host {socket.gethostname()}) is not the one planning "
+            f"read: entry {r.end - 1} of {r.topic} queue {r.queue_id} was commitlog offset {planned[0]}, "
+            f"{planned[1]} bytes, here it is {found}; every executor must see the same store at the same path, "
+            "on a shared or network file system")
 
 
 #: (record buffer, record positions in it, queue offsets, (commitlog offsets, sizes) the records must have)
@@ -370,12 +420,25 @@ def _cached_open(kind: str, path: str, config: StoreConfig, snapshot_id: str) ->
         if _cached is not None:
             _cached[1].close()
             _cached = None
+        _check_visible(path)
         if kind == "store":
             opened: MessageStore | StoreSnapshot = MessageStore.open(path, config, read_only=True)
         else:
             opened = StoreSnapshot.open(path, config, check_queues=False)
         _cached = (key, opened)
         return opened
+
+
+def _check_visible(path: str) -> None:
+    """StoreConfigError when this worker does not see a store at *path*, where planning (on the driver) saw
+    one: on a cluster whose executors lack the store's file system, or see an empty mount point there, a
+    read-only open would find no queues and the scan would silently come out empty."""
+    try:
+        check_store_root(path)
+    except (StoreConfigError, OSError) as exc:
+        raise StoreConfigError(f"the store {path} that planning read is not there on this executor (host "
+                               f"{socket.gethostname()}): every executor must see the store at the same path, "
+                               f"on a shared or network file system ({exc})") from exc
 
 
 def _worker_store(path: str, config: StoreConfig, snapshot_id: str) -> MessageStore:
