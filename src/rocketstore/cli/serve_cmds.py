@@ -104,7 +104,7 @@ register = add_serve_commands
 def _add_tls(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-config", metavar="FILE", default=None,
                         help="tls.properties (4.9.3's tls.* settings: tls.server.mode, tls.server.certPath, "
-                             "tls.server.keyPath, tls.enable, ...; see docs/tls.md)")
+                             "tls.server.keyPath, tls.enable, tls.test.mode.enable, ...; see docs/tls.md)")
 
 
 def _tls(path: str | None) -> TlsConfig | None:

@@ -110,6 +110,7 @@ from rocketstore.remoting.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
+from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool
 
 __all__ = [
@@ -148,10 +149,12 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, ClusterAdmin, MessageAdmin, ExportAdmin,
                   StatsAllAdmin):
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
-                 credentials: SessionCredentials | None = None) -> None:
-        """*credentials*: ACL access key and secret every request (name servers' too) is signed with."""
+                 credentials: SessionCredentials | None = None, tls: ClientTls = None) -> None:
+        """*credentials*: ACL access key and secret every request (name servers' too) is signed with; *tls*:
+        this client's own TLS switch (None follows the process, see :data:`rocketstore.remoting.tls.ClientTls`)."""
         self.timeout_s = timeout_s
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials,
+                                   ssl_context=client_ssl_context(tls))
         self.namesrv_addrs = [a for a in namesrv_addr.split(";") if a]
         self.routes = RouteCache(self.namesrv_addrs, self.pool, timeout_s=timeout_s)
 

@@ -36,6 +36,7 @@ from rocketstore.client.lite_pull_consumer import LitePullConsumer, LitePullCons
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler
 from rocketstore.client.route import MessageQueue
+from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import new_event_loop
 
 __all__ = ["BlockingLitePullConsumer", "BlockingPushConsumer"]
@@ -84,11 +85,12 @@ class _LoopThread:
 class BlockingPushConsumer(_LoopThread):
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, call_timeout_s: float = 60.0,
-                 credentials: SessionCredentials | None = None, **settings_kw: object) -> None:
+                 credentials: SessionCredentials | None = None, tls: ClientTls = None,
+                 **settings_kw: object) -> None:
         super().__init__(f"push-consumer-{group}", call_timeout_s)
         try:
             self.consumer: PushConsumer = self._call(self._create(namesrv_addr, group, subscriptions, handler,
-                                                                 settings, credentials, settings_kw))
+                                                                 settings, credentials, tls, settings_kw))
         except BaseException:
             self._stop_loop()
             raise
@@ -96,9 +98,9 @@ class BlockingPushConsumer(_LoopThread):
     @staticmethod
     async def _create(namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                       settings: PushConsumerSettings | None, credentials: SessionCredentials | None,
-                      settings_kw: dict[str, object]) -> PushConsumer:
+                      tls: ClientTls, settings_kw: dict[str, object]) -> PushConsumer:
         return PushConsumer(namesrv_addr, group, subscriptions, handler, settings, credentials=credentials,
-                            **settings_kw)
+                            tls=tls, **settings_kw)
 
     @property
     def client_id(self) -> str:
@@ -131,11 +133,11 @@ class BlockingLitePullConsumer(_LoopThread):
 
     def __init__(self, namesrv_addr: str, group: str, settings: LitePullConsumerSettings | None = None, *,
                  call_timeout_s: float = 60.0, credentials: SessionCredentials | None = None,
-                 **settings_kw: object) -> None:
+                 tls: ClientTls = None, **settings_kw: object) -> None:
         super().__init__(f"lite-pull-consumer-{group}", call_timeout_s)
         try:
             self.consumer: LitePullConsumer = self._call_sync(lambda: LitePullConsumer(
-                namesrv_addr, group, settings, credentials=credentials, **settings_kw))
+                namesrv_addr, group, settings, credentials=credentials, tls=tls, **settings_kw))
         except BaseException:
             self._stop_loop()
             raise

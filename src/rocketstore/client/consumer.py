@@ -37,6 +37,7 @@ from rocketstore.remoting.headers import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
 __all__ = ["MessageSelector", "PullConsumer", "PullResult", "PullStatus", "decode_messages", "subscription_for"]
@@ -111,13 +112,16 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
 
 class PullConsumer:
     def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0,
-                 handler: RequestHandler | None = None, credentials: SessionCredentials | None = None) -> None:
+                 handler: RequestHandler | None = None, credentials: SessionCredentials | None = None,
+                 tls: ClientTls = None) -> None:
         """*handler* answers requests the brokers send back on our connections (a push consumer's
         NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
-        servers' too) is signed with."""
+        servers' too) is signed with; *tls*: this client's own TLS switch (4.9.3's useTLS; None follows
+        the process, see :data:`rocketstore.remoting.tls.ClientTls`)."""
         self.group = group
         self.timeout_s = timeout_s
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials,
+                                   ssl_context=client_ssl_context(tls))
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
         #: queue -> the broker id its last pull's answer suggested pulling from next (suggestWhichBrokerId:
         #: a slave when the master has slaveReadEnable and the consumer reads cold messages)

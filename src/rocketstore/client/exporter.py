@@ -338,7 +338,8 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
     diffs: dict[tuple[str, str], int] = defaultdict(int)  # (group, topic) -> lag over every broker
     credentials = c.admin.pool.credentials
     consumer = PullConsumer(";".join(c.admin.namesrv_addrs), TOOLS_CONSUMER_GROUP, timeout_s=c.admin.timeout_s,
-                            credentials=credentials if isinstance(credentials, SessionCredentials) else None)
+                            credentials=credentials if isinstance(credentials, SessionCredentials) else None,
+                            tls=c.admin.pool.tls)
     async with consumer:
         for broker_name, (cluster, addr) in brokers.items():
             try:

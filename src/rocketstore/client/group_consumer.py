@@ -55,6 +55,7 @@ from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader
+from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
 
 __all__ = ["GroupConsumer", "GroupSettings", "resolve_settings"]
@@ -121,7 +122,7 @@ class GroupConsumer:
     consume_type: ClassVar[str]
 
     def __init__(self, namesrv_addr: str, group: str, settings: GroupSettings,
-                 credentials: SessionCredentials | None) -> None:
+                 credentials: SessionCredentials | None, tls: ClientTls = None) -> None:
         if not callable(settings.allocate_strategy):  # else every rebalance would fail, and nothing be consumed
             raise TypeError(f"allocate_strategy is not callable: {settings.allocate_strategy!r:.80}")
         self.settings = settings
@@ -134,7 +135,7 @@ class GroupConsumer:
         self.client_id = f"{local_ip()}@{instance}"
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
-                                     credentials=credentials)
+                                     credentials=credentials, tls=tls)
         self.offsets: OffsetStore
         if self.clustering:
             self.offsets = RemoteOffsetStore(self.consumer)

@@ -61,6 +61,7 @@ from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
+from rocketstore.remoting.tls import ClientTls
 
 __all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError",
            "TopicQueuesListener"]
@@ -164,13 +165,16 @@ class LitePullConsumer(GroupConsumer):
     orderly = False
 
     def __init__(self, namesrv_addr: str, group: str, settings: LitePullConsumerSettings | None = None, *,
-                 credentials: SessionCredentials | None = None, **settings_kw: object) -> None:
+                 credentials: SessionCredentials | None = None, tls: ClientTls = None,
+                 **settings_kw: object) -> None:
         """*settings* or keyword arguments naming :class:`LitePullConsumerSettings` fields; *credentials*:
-        ACL access key and secret every request (name servers' too) is signed with."""
+        ACL access key and secret every request (name servers' too) is signed with; *tls*: this consumer's
+        own TLS switch (4.9.3's setUseTLS; None follows the process, see
+        :data:`rocketstore.remoting.tls.ClientTls`)."""
         if not group:
             raise ValueError("a lite pull consumer needs a consumer group")
         super().__init__(namesrv_addr, group, resolve_settings(LitePullConsumerSettings, settings, settings_kw),
-                         credentials)
+                         credentials, tls)
         self.consumption = _Batches()
         self._mode = _Mode.NONE
         self._assigned: set[MessageQueue] = set()

@@ -44,7 +44,8 @@ class MessageAdmin(AdminCalls):
     def _tools_consumer(self) -> PullConsumer:
         credentials = self.pool.credentials
         return PullConsumer(";".join(self.namesrv_addrs), TOOLS_CONSUMER_GROUP, timeout_s=self.timeout_s,
-                            credentials=credentials if isinstance(credentials, SessionCredentials) else None)
+                            credentials=credentials if isinstance(credentials, SessionCredentials) else None,
+                            tls=self.pool.tls)
 
     async def message_queue(self, topic: str, broker: str, queue_id: int) -> MessageQueue:
         """The queue *queue_id* of *topic* on *broker* (a broker name, or the address of its master), checked

@@ -95,6 +95,7 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import UnregisterClientRequestHeader
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
+from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
 if TYPE_CHECKING:
@@ -447,8 +448,10 @@ class Producer:
                  trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
                  compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
-                 instance_name: str | None = None) -> None:
+                 instance_name: str | None = None, tls: ClientTls = None) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
+        *tls*: this producer's own TLS switch (4.9.3's setUseTLS; None follows the process, see
+        :data:`rocketstore.remoting.tls.ClientTls`), which its trace producer shares;
         *enable_trace*: record each send's Pub trace (see :mod:`rocketstore.client.trace_producer`) and send
         it in the background to *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as DefaultMQProducer(group,
         enableMsgTrace, customizedTraceTopic).  *max_message_size* (Java's maxMessageSize, 4 MiB): a larger
@@ -469,7 +472,8 @@ class Producer:
         self.compress_level = compress_level
         self.timeout_s = timeout_s
         self.retry_times = retry_times
-        self.pool = ConnectionPool(handler=self._serve_broker, connect_timeout_s=timeout_s, credentials=credentials)
+        self.pool = ConnectionPool(handler=self._serve_broker, connect_timeout_s=timeout_s, credentials=credentials,
+                                   ssl_context=client_ssl_context(tls))
         #: bodies shorter than this go out as a template's frame; 0 with credentials (a signed request is a
         #: RemotingCommand whose extFields the connection signs), so the send path tests nothing more per send
         self._template_body_limit = 0 if credentials is not None else _TEMPLATE_BODY_LIMIT
@@ -505,7 +509,8 @@ class Producer:
             # imported here: the trace modules import this one
             from rocketstore.client.trace_producer import ProducerTrace
 
-            self.trace = ProducerTrace(self, namesrv_addr, trace_topic=trace_topic, credentials=credentials)
+            self.trace = ProducerTrace(self, namesrv_addr, trace_topic=trace_topic, credentials=credentials,
+                                       tls=self.pool.tls)
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -73,6 +73,7 @@ from rocketstore.remoting.headers import (
     GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
+from rocketstore.remoting.tls import ClientTls
 
 __all__ = ["PushConsumer", "PushConsumerSettings"]
 
@@ -139,16 +140,17 @@ class PushConsumer(GroupConsumer):
     def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector],
                  handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, credentials: SessionCredentials | None = None,
-                 **settings_kw: object) -> None:
+                 tls: ClientTls = None, **settings_kw: object) -> None:
         """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``) or a MessageSelector
         (``MessageSelector.by_sql("a > 5")``: the broker filters by properties); *settings* or keyword
         arguments naming :class:`PushConsumerSettings` fields; *credentials*: ACL access key and secret
-        every request (name servers' too) is signed with.  ``enable_trace=True`` (a setting) traces every
-        message handled."""
+        every request (name servers' too) is signed with; *tls*: this consumer's own TLS switch (4.9.3's
+        setUseTLS; None follows the process, see :data:`rocketstore.remoting.tls.ClientTls`), its trace's
+        producer's too.  ``enable_trace=True`` (a setting) traces every message handled."""
         if not subscriptions:
             raise ValueError("a push consumer needs at least one subscription")
         settings = resolve_settings(PushConsumerSettings, settings, settings_kw)
-        super().__init__(namesrv_addr, group, settings, credentials)
+        super().__init__(namesrv_addr, group, settings, credentials, tls)
         self.orderly = settings.orderly
         version = int(time.time() * 1000)
         self.subscriptions = {
@@ -161,7 +163,7 @@ class PushConsumer(GroupConsumer):
         self.trace: TraceDispatcher | None = None
         if settings.enable_trace:
             self.trace = TraceDispatcher(namesrv_addr, group, "CONSUME", trace_topic=settings.trace_topic,
-                                         credentials=credentials)
+                                         credentials=credentials, tls=self.consumer.pool.tls)
             self.consumption: Consumption = TracedConsumption(self, handler, self._executor, self.trace)
         else:
             self.consumption = Consumption(self, handler, self._executor)

@@ -52,6 +52,7 @@ from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.header_fields import HeaderFieldError
 from rocketstore.remoting.headers import ReplyMessageRequestHeader
+from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
 
 __all__ = ["ReplyMessage", "ReplyTimeoutError", "RequestProducer", "deliver_reply"]
@@ -143,15 +144,15 @@ class RequestProducer(ServedProducer):
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
-                 trace_topic: str | None = None) -> None:
-        """*timeout_s* bounds each send (connecting and the broker's answer); a request's own timeout is
+                 trace_topic: str | None = None, tls: ClientTls = None) -> None:
+        """*tls* as the Producer's.  *timeout_s* bounds each send (connecting and the broker's answer); a request's own timeout is
         :meth:`request`'s.  *enable_trace* / *trace_topic* as the Producer's: each request message's send is
         a Pub (Normal_Msg, its CORRELATION_ID, REPLY_TO_CLIENT and TTL among the properties sent), as
         DefaultMQProducer.request goes through the send hook; the reply's arrival is not traced (Java's
         is not either)."""
         super().__init__(namesrv_addr, group, self._serve, timeout_s=timeout_s, retry_times=retry_times,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name,
-                         credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic)
+                         credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic, tls=tls)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 

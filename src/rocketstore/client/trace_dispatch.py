@@ -41,6 +41,7 @@ from rocketstore.client.trace import (
     trace_keys,
 )
 from rocketstore.errors import RocketStoreError
+from rocketstore.remoting.tls import ClientTls
 
 __all__ = ["TraceDispatcher", "trace_group_name"]
 
@@ -61,9 +62,11 @@ class TraceDispatcher:
     def __init__(self, namesrv_addr: str, group: str, kind: Literal["PRODUCE", "CONSUME"], *,
                  trace_topic: str | None = None, credentials: SessionCredentials | None = None,
                  queue_limit: int = 1024, batch_size: int = 100, max_message_chars: int = 118_000,
-                 linger_s: float = 0.005, send_timeout_s: float = 5.0, max_in_flight: int = 16) -> None:
+                 linger_s: float = 0.005, send_timeout_s: float = 5.0, max_in_flight: int = 16,
+                 tls: ClientTls = None) -> None:
         """*trace_topic*: where trace messages go (None or blank: RMQ_SYS_TRACE_TOPIC); *credentials*: the
-        traced client's ACL keys, which the trace producer signs with too."""
+        traced client's ACL keys, which the trace producer signs with too; *tls*: the traced client's TLS
+        switch, which the trace producer connects with too."""
         if queue_limit < 1 or batch_size < 1 or max_message_chars < 1 or max_in_flight < 1:
             raise ValueError("queue_limit, batch_size, max_message_chars and max_in_flight must be at least 1")
         self.trace_topic = trace_topic.strip() if trace_topic and trace_topic.strip() else RMQ_SYS_TRACE_TOPIC
@@ -76,7 +79,8 @@ class TraceDispatcher:
         #: trace messages being sent at most at once (Java bounds its trace executor's queue); past this the
         #: worker waits and new contexts pile up in the queue, where the limit drops them
         self.max_in_flight = max_in_flight
-        self.producer = Producer(namesrv_addr, self.group, timeout_s=send_timeout_s, credentials=credentials)
+        self.producer = Producer(namesrv_addr, self.group, timeout_s=send_timeout_s, credentials=credentials,
+                                 tls=tls)
         #: contexts appended beyond queue_limit (dropped), and trace messages whose send failed
         self.discarded = 0
         self.failed_sends = 0

@@ -30,6 +30,7 @@ from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import InvalidMessageIdError
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import PropertyName
+from rocketstore.remoting.tls import ClientTls
 
 if TYPE_CHECKING:
     from rocketstore.client.producer import Producer, SendResult
@@ -63,10 +64,10 @@ class ProducerTrace:
     """The trace side of one Producer.  Loop-bound."""
 
     def __init__(self, producer: Producer, namesrv_addr: str, *, trace_topic: str | None = None,
-                 credentials: SessionCredentials | None = None) -> None:
+                 credentials: SessionCredentials | None = None, tls: ClientTls = None) -> None:
         self.producer = producer
         self.dispatcher = TraceDispatcher(namesrv_addr, producer.group, "PRODUCE", trace_topic=trace_topic,
-                                          credentials=credentials)
+                                          credentials=credentials, tls=tls)
 
     @property
     def trace_topic(self) -> str:

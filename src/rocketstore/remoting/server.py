@@ -125,6 +125,8 @@ class RemotingServer:
         self._on_connection_closed = on_connection_closed
         self._tls = tls if tls is not None and tls.server_tls else None
         self._ssl_context: ssl.SSLContext | None = self._tls.server_context() if self._tls is not None else None
+        if self._tls is not None and self._tls.test_mode:
+            log.warning("%s", self._tls.test_mode_notice())
         self._server: asyncio.Server | None = None
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None

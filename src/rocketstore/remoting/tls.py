@@ -9,31 +9,37 @@ Servers (name server, broker) run in one of three modes, ``tls.server.mode``:
   frame starts with below 352 MB) is served over TLS, any other in plain text (4.9.3's HandshakeHandler);
 * ``enforcing``: TLS only; a plain connection is closed.
 
-A server needs ``tls.server.certPath`` and ``tls.server.keyPath`` (PEM) for TLS; 4.9.3's test mode (a
-self-signed certificate made at start, ``tls.test.mode.enable``, on by default there) is not offered: without
-a certificate a permissive server serves plain connections only, as 4.9.3's does without an SSL context.
-``tls.server.need.client.auth`` (none, optional, require) asks clients for a certificate, checked against
-``tls.server.trustCertPath``.
+A server needs ``tls.server.certPath`` and ``tls.server.keyPath`` (PEM) for TLS, or 4.9.3's test mode,
+``tls.test.mode.enable=true`` (off by default here, on by default in 4.9.3): a self-signed certificate made at
+start (:mod:`rocketstore.remoting.self_signed`) instead of the configured one, client certificates not asked
+for.  Without either a permissive server serves plain connections only, as 4.9.3's does without an SSL
+context.  ``tls.server.need.client.auth`` (none, optional, require) asks clients for a certificate, checked
+against ``tls.server.trustCertPath``.
 
 Clients use TLS when ``tls.enable`` is true (4.9.3's JVM-wide switch; here :func:`use_client_tls` for the
-process, or a pool's own context).  They check the server's certificate chain against
+process, or a client's own ``tls=``).  They check the server's certificate chain against
 ``tls.client.trustCertPath`` only with ``tls.client.authServer`` true, and never its host name, as 4.9.3's
-client does; ``tls.client.certPath`` / ``tls.client.keyPath`` present a certificate of their own.
-Sans-IO but for reading the files the settings name.
+client does; ``tls.client.certPath`` / ``tls.client.keyPath`` present a certificate of their own.  In test
+mode a client checks nothing and presents nothing, whatever those say (4.9.3's test mode).
+Sans-IO but for reading the files the settings name (and a test-mode server's temporary key files).
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import ssl
+import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.java_properties import parse_properties_text
 
-__all__ = ["TLS_HANDSHAKE_BYTE", "TlsConfig", "TlsConfigError", "TlsMode", "client_context_default",
-           "use_client_tls"]
+__all__ = ["TLS_HANDSHAKE_BYTE", "ClientTls", "TlsConfig", "TlsConfigError", "TlsMode", "client_context_default",
+           "client_ssl_context", "use_client_tls"]
 
 #: the first byte of a TLS record carrying a handshake: a client hello starts with it
 TLS_HANDSHAKE_BYTE = 0x16
@@ -64,16 +70,19 @@ class TlsConfig:
     server_mode: TlsMode = TlsMode.PERMISSIVE
     server_cert_path: str | None = None
     server_key_path: str | None = None
-    server_key_password: str | None = None
+    #: kept out of repr (a Spark source's options are printed in plans and logs)
+    server_key_password: str | None = field(default=None, repr=False)
     #: none, optional or require
     server_need_client_auth: str = "none"
     server_trust_cert_path: str | None = None
     client_enable: bool = False
     client_cert_path: str | None = None
     client_key_path: str | None = None
-    client_key_password: str | None = None
+    client_key_password: str | None = field(default=None, repr=False)
     client_auth_server: bool = False
     client_trust_cert_path: str | None = None
+    #: tls.test.mode.enable: a server's self-signed certificate made at start, clients that check nothing
+    test_mode: bool = False
 
     def __post_init__(self) -> None:
         if self.server_need_client_auth not in _CLIENT_AUTH:
@@ -86,8 +95,9 @@ class TlsConfig:
             raise TlsConfigError("tls.server.certPath and tls.server.keyPath go together")
         if bool(self.client_cert_path) != bool(self.client_key_path):
             raise TlsConfigError("tls.client.certPath and tls.client.keyPath go together")
-        if self.server_mode is TlsMode.ENFORCING and not self.server_cert_path:
-            raise TlsConfigError("tls.server.mode enforcing needs tls.server.certPath and tls.server.keyPath")
+        if self.server_mode is TlsMode.ENFORCING and not self.server_cert_path and not self.test_mode:
+            raise TlsConfigError("tls.server.mode enforcing needs tls.server.certPath and tls.server.keyPath "
+                                 "(or tls.test.mode.enable=true for a self-signed certificate made at start)")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TlsConfig:
@@ -110,7 +120,8 @@ class TlsConfig:
                    client_enable=_flag(props, "tls.enable", False), client_cert_path=text("tls.client.certPath"),
                    client_key_path=text("tls.client.keyPath"), client_key_password=text("tls.client.keyPassword"),
                    client_auth_server=_flag(props, "tls.client.authServer", False),
-                   client_trust_cert_path=text("tls.client.trustCertPath"))
+                   client_trust_cert_path=text("tls.client.trustCertPath"),
+                   test_mode=_flag(props, "tls.test.mode.enable", False))
 
     @classmethod
     def from_file(cls, path: str) -> TlsConfig:
@@ -124,11 +135,24 @@ class TlsConfig:
 
     @property
     def server_tls(self) -> bool:
-        """Whether a server serves TLS connections at all (a mode that allows them and a certificate)."""
-        return self.server_mode is not TlsMode.DISABLED and self.server_cert_path is not None
+        """Whether a server serves TLS connections at all (a mode that allows them and a certificate, or
+        test mode)."""
+        return self.server_mode is not TlsMode.DISABLED and (self.server_cert_path is not None or self.test_mode)
+
+    def test_mode_notice(self) -> str:
+        """What a server in test mode logs at start (a warning: nobody can check who it is)."""
+        ignored = [name for name, value in (("tls.server.certPath", self.server_cert_path),
+                                            ("tls.server.need.client.auth", self.server_need_client_auth != "none"))
+                   if value]
+        unused = f" ({' and '.join(ignored)} not used in test mode)" if ignored else ""
+        return ("tls.test.mode.enable=true: serving TLS with a self-signed certificate made at start; clients "
+                f"cannot tell this server from another{unused}")
 
     def server_context(self) -> ssl.SSLContext:
-        """The server side's context (the certificate, and client certificates asked for as configured)."""
+        """The server side's context (the certificate, and client certificates asked for as configured; in
+        test mode a certificate made now, client certificates not asked for)."""
+        if self.test_mode:
+            return _test_mode_server_context(self)
         if not self.server_cert_path or not self.server_key_path:
             raise TlsConfigError("a TLS server needs tls.server.certPath and tls.server.keyPath")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -142,6 +166,9 @@ class TlsConfig:
         """The client side's context: the server's chain checked only with authServer, never its name."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
+        if self.test_mode:  # 4.9.3: trusts any server and presents no certificate, whatever else is set
+            ctx.verify_mode = ssl.CERT_NONE
+            return ctx
         if self.client_auth_server:
             ctx.verify_mode = ssl.CERT_REQUIRED
             if self.client_trust_cert_path:
@@ -170,6 +197,25 @@ def _load_chain(ctx: ssl.SSLContext, cert: str, key: str, password: str | None, 
         raise TlsConfigError(f"cannot load {prefix}.certPath {cert} / {prefix}.keyPath {key}: {exc}") from exc
 
 
+def _test_mode_server_context(config: TlsConfig) -> ssl.SSLContext:
+    """A server context with a self-signed certificate made now (ssl loads a key from a file only: it is
+    written to a private temporary directory and removed as soon as it is loaded)."""
+    from rocketstore.remoting.self_signed import make_self_signed
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    made = make_self_signed("rocketstore-test-mode", now - timedelta(days=1), timedelta(days=3650))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.TemporaryDirectory(prefix="rocketstore-tls-") as directory:  # mode 0700
+        cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+        with open(cert, "wb") as f:
+            f.write(made.cert_pem)
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+            f.write(made.key_pem)
+        ctx.load_cert_chain(cert, key)
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
 def _load_trust(ctx: ssl.SSLContext, path: str, key: str) -> None:
     try:
         ctx.load_verify_locations(cafile=path)
@@ -194,3 +240,28 @@ def use_client_tls(config: TlsConfig | ssl.SSLContext | None) -> None:
 def client_context_default() -> ssl.SSLContext | None:
     """The process's client context (:func:`use_client_tls`); None: plain connections."""
     return _client_context
+
+
+#: A client's own TLS switch (4.9.3's ClientConfig.useTLS, per client; ``tls=`` of every client): None
+#: follows the process (:func:`use_client_tls`, 4.9.3's default from ``tls.enable``), False is plain, True is
+#: TLS with the default client settings (the server's certificate not checked), a TlsConfig is TLS with its
+#: ``tls.client.*`` settings when its ``tls.enable`` is true and plain when it is false, a context is used as
+#: it is.
+ClientTls = TlsConfig | ssl.SSLContext | bool | None
+
+
+def client_ssl_context(tls: ClientTls) -> ssl.SSLContext | None | Literal["process"]:
+    """What a client's ``tls=`` means for its connection pool: a context, None (plain) or ``"process"`` (the
+    process's choice when a connection is made).  A TlsConfig's files are read here, so a bad one fails
+    the client's construction with TlsConfigError."""
+    if tls is None:
+        return "process"
+    if tls is True:
+        return TlsConfig(client_enable=True).client_context()
+    if tls is False:
+        return None
+    if isinstance(tls, TlsConfig):
+        return tls.client_context() if tls.client_enable else None
+    if isinstance(tls, ssl.SSLContext):
+        return tls
+    raise TypeError(f"tls must be None, a bool, a TlsConfig or an ssl.SSLContext, not {type(tls).__name__}")

@@ -673,7 +673,10 @@ async def connect(address: str, *, handler: RequestHandler | None = None,
         raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
     except (OSError, ssl.SSLError) as exc:
         reason = str(exc) or type(exc).__name__
-        if ssl_context is not None and isinstance(exc, (ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            # our own check of the server's chain (tls.client.authServer), not a server without TLS
+            reason = f"the server's certificate is not trusted ({reason}; see tls.client.trustCertPath)"
+        elif ssl_context is not None and isinstance(exc, (ssl.SSLError, ConnectionResetError, BrokenPipeError)):
             # a server that serves no TLS (disabled mode, no certificate) closes a handshake unanswered
             reason = f"the TLS handshake failed ({reason}): does the server serve TLS?"
         raise ConnectionClosedError(f"cannot connect to {address}: {reason}") from exc
@@ -697,6 +700,13 @@ class ConnectionPool:
         self._connections: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+
+    @property
+    def tls(self) -> ssl.SSLContext | bool | None:
+        """This pool's TLS choice as a client's ``tls=`` takes it (None: the process's), so a client made
+        for another (a trace producer, an admin's helper) connects the same way."""
+        ctx = self._ssl_context
+        return None if ctx == "process" else ctx if ctx is not None else False
 
     async def get(self, address: str) -> Connection:
         if self._closed:

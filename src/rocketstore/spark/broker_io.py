@@ -34,6 +34,7 @@ from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.tls import TlsConfig
 from rocketstore.remoting.transport import new_event_loop
 
 __all__ = ["SEND_OK", "BrokerSession", "OutgoingRecord", "SendRefusedError"]
@@ -67,11 +68,13 @@ class BrokerSession:
     """A producer and a pull consumer on a private event loop; close() when done."""
 
     def __init__(self, name_server: str, group: str, *, timeout_s: float = 5.0,
-                 credentials: SessionCredentials | None = None) -> None:
+                 credentials: SessionCredentials | None = None, tls: TlsConfig | None = None) -> None:
         self.name_server = name_server
         self.group = group
         self.timeout_s = timeout_s
         self.credentials = credentials
+        #: the clients' TLS (the source's and sink's useTLS / tls.client.* options; None: the process's)
+        self.tls = tls
         self._loop = new_event_loop()
         self._consumer: PullConsumer | None = None
         self._producer: Producer | None = None
@@ -90,7 +93,7 @@ class BrokerSession:
         if self._consumer is None:
             async def make() -> PullConsumer:  # the pool binds to the running loop
                 return PullConsumer(self.name_server, self.group, timeout_s=self.timeout_s,
-                                    credentials=self.credentials)
+                                    credentials=self.credentials, tls=self.tls)
 
             self._consumer = self._loop.run_until_complete(make())
         return self._consumer
@@ -99,7 +102,8 @@ class BrokerSession:
     def producer(self) -> Producer:
         if self._producer is None:
             async def make() -> Producer:
-                return Producer(self.name_server, self.group, timeout_s=self.timeout_s, credentials=self.credentials)
+                return Producer(self.name_server, self.group, timeout_s=self.timeout_s, credentials=self.credentials,
+                                tls=self.tls)
 
             self._producer = self._loop.run_until_complete(make())
         return self._producer

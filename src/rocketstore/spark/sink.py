@@ -106,7 +106,7 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
     pending: dict[tuple[str, int | None], tuple[list[OutgoingRecord], list[int]]] = {}
     row = 0
     with BrokerSession(options.name_server, options.producer_group, timeout_s=options.timeout_s,
-                       credentials=options.credentials) as session:
+                       credentials=options.credentials, tls=options.tls) as session:
 
         def flush(key: tuple[str, int | None]) -> None:
             records, _ = pending.pop(key)

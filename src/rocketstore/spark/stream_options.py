@@ -5,8 +5,10 @@ lives on one broker, and two brokers may both have queue 0 of a topic.  An offse
 to read; a micro-batch reads ``[start, end)`` of every queue, so replaying a batch from the checkpoint reads
 exactly the same messages (the partitions are a pure function of the two offsets).
 
-Option names follow Spark's Kafka source where they fit; docs/spark.md lists them.
-Imports the client's MessageQueue and the error base only.
+Option names follow Spark's Kafka source where they fit; docs/spark.md lists them.  TLS (4.9.3's useTLS and
+``tls.client.*`` names) is an option because executors are fresh Python workers: nothing set up in the
+driver's process (``use_client_tls``) reaches them, and the files the options name are opened there.
+Imports the client's MessageQueue, TlsConfig and the error base only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import NamedTuple
 from rocketstore.client import MessageQueue, MessageSelector, SessionCredentials
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
+from rocketstore.remoting.tls import TlsConfig, TlsConfigError
 from rocketstore.spark.store_options import is_system_topic
 
 __all__ = [
@@ -115,6 +118,34 @@ def _credentials(opts: dict[str, str]) -> SessionCredentials | None:
     return SessionCredentials(access_key, secret_key)
 
 
+#: option (lower case) -> the tls.properties name it gives (4.9.3's TlsSystemConfig names)
+_TLS_CLIENT_OPTIONS = {"tls.client.authserver": "tls.client.authServer",
+                       "tls.client.trustcertpath": "tls.client.trustCertPath",
+                       "tls.client.certpath": "tls.client.certPath", "tls.client.keypath": "tls.client.keyPath",
+                       "tls.client.keypassword": "tls.client.keyPassword"}
+
+
+def _tls(opts: dict[str, str]) -> TlsConfig | None:
+    """options useTLS (4.9.3's ClientConfig.useTLS) and ``tls.client.*``: None without any (the process's
+    choice, plain on an executor), else the clients' TLS settings; a ``tls.client.*`` option implies
+    useTLS=true.  The files are opened where the clients run (the driver and every executor)."""
+    given = {name: opts[key] for key, name in _TLS_CLIENT_OPTIONS.items() if opts.get(key, "").strip()}
+    if "usetls" not in opts and not given:
+        return None
+    use = _bool(opts, "usetls", "useTLS", True)
+    if not use:
+        if given:
+            raise SparkOptionError(f"useTLS=false contradicts option(s) {', '.join(sorted(given))}")
+        return TlsConfig(client_enable=False)
+    if "tls.client.authServer" in given:  # checked as the other flags are: a typo must not turn the check off
+        auth_server = _bool(opts, "tls.client.authserver", "tls.client.authServer", False)
+        given["tls.client.authServer"] = "true" if auth_server else "false"
+    try:
+        return TlsConfig.from_properties({**given, "tls.enable": "true"})
+    except TlsConfigError as exc:
+        raise SparkOptionError(f"TLS options: {exc}") from exc
+
+
 def _name_server(opts: dict[str, str]) -> str:
     ns = opts.get("nameserver") or opts.get("namesrvaddr")
     if not ns:
@@ -169,6 +200,8 @@ class SourceOptions:
     timeout_s: float = 5.0
     #: accessKey / secretKey: the ACL keys every request is signed with
     credentials: SessionCredentials | None = None
+    #: useTLS / tls.client.*: the clients' TLS (None: the process's, plain on executors)
+    tls: TlsConfig | None = None
     #: fetchOffset.numRetries / fetchOffset.retryIntervalMs (Kafka's source): how often the driver's offset and
     #: route look-ups of a trigger, and the executors' pulls, are tried again, and how long apart, before failing
     fetch_retries: int = DEFAULT_FETCH_RETRIES
@@ -236,7 +269,7 @@ class SourceOptions:
                    fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
                    tags=tags, sql=sql, consumer_group=group,
                    pull_batch=_int(opts, "pullbatchsize", "pullBatchSize", 1) or DEFAULT_PULL_BATCH,
-                   timeout_s=timeout_ms / 1000, credentials=_credentials(opts),
+                   timeout_s=timeout_ms / 1000, credentials=_credentials(opts), tls=_tls(opts),
                    fetch_retries=DEFAULT_FETCH_RETRIES if retries is None else retries,
                    fetch_retry_interval_s=(DEFAULT_FETCH_RETRY_INTERVAL_MS if interval_ms is None
                                            else interval_ms) / 1000)
@@ -283,6 +316,7 @@ class SinkOptions:
     batch_messages: int = 64
     timeout_s: float = 5.0
     credentials: SessionCredentials | None = None
+    tls: TlsConfig | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -291,7 +325,7 @@ class SinkOptions:
                    producer_group=opts.get("producergroup") or "spark-rocketmq-writer",
                    batch_messages=_int(opts, "batchmessages", "batchMessages", 1) or 64,
                    timeout_s=(_int(opts, "timeoutms", "timeoutMs", 1) or 5000) / 1000,
-                   credentials=_credentials(opts))
+                   credentials=_credentials(opts), tls=_tls(opts))
 
 
 def limit_offsets(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:

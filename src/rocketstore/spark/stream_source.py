@@ -142,7 +142,8 @@ class _Planner:
     def session(self) -> BrokerSession:
         if self._session is None:
             self._session = BrokerSession(self.options.name_server, self.options.pull_group,
-                                          timeout_s=self.options.timeout_s, credentials=self.options.credentials)
+                                          timeout_s=self.options.timeout_s, credentials=self.options.credentials,
+                                          tls=self.options.tls)
         return self._session
 
     def close(self) -> None:
@@ -452,7 +453,7 @@ def read_ranges(options: SourceOptions, ranges: list[PullRange], schema: StructT
     arrow_schema = _arrow_schema(StructType([f for f in schema.fields]))
     builder = _Columns([f.name for f in schema.fields], arrow_schema)
     with BrokerSession(options.name_server, options.pull_group, timeout_s=options.timeout_s,
-                       credentials=options.credentials) as session:
+                       credentials=options.credentials, tls=options.tls) as session:
         for r in ranges:
             for messages in _pull_range(session, options, r):
                 builder.add(r.broker_name, messages)
