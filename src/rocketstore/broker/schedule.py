@@ -8,15 +8,27 @@ the same properties string: DELAY stays in it, as in the records RocketMQ 4.9.3 
 builds the properties string first and then clears DELAY from the property map only, so the delivered
 record is not delayed again).  Here the put is asked not to apply the delay instead.
 
-Due is decided from the record's store time plus the level's current delay, which is the tagsCode the
-dispatcher wrote as long as the delay levels are not reconfigured between the put and the delivery.  As
-in RocketMQ, a delivery time further ahead than one whole delay (the clock went back) counts as due now.
+Due is decided, as in RocketMQ, from the record's consume-queue tagsCode: the delivery time the dispatcher
+wrote with the delay levels configured then, so a messageDelayLevel changed between the put and a restart
+keeps the delay the message was stored with (store time plus the level's current delay only where no entry
+is found).  A delivery time further ahead than one whole current delay (the clock went back, or the level
+got shorter) counts as due now, as correctDeliverTimestamp does.
+
+A record that cannot be stored anywhere is dropped with an error, never retried: a REAL_QID that
+Integer.parseInt refuses, a put answering MESSAGE_ILLEGAL (e.g. a REAL_TOPIC that is no topic name).
+4.9.3 instead retries such a record every 100 ms for ever (its NumberFormatException or failed put
+re-reads the same consume-queue entry), which stops every later message of that level too.  A negative
+REAL_QID, which 4.9.3's store files under a queue of that number and ours refuses, is dropped as well.
+A REAL_TOPIC of SCHEDULE_TOPIC_XXXX itself (only an embedded put can leave one) is dropped too: 4.9.3
+delivers it into a schedule queue again, where it waits and comes back every delay for ever.
 
 Delivery offsets persist in ``config/delayOffset.json`` every ``flushDelayOffsetInterval`` (10 s) and at
 shutdown, in the exact text RocketMQ writes (fastjson's pretty format of DelayOffsetSerializeWrapper: integer
 keys unquoted, a tab indent, e.g. ``{\\n\\t"offsetTable":{1:1,2:1\\n\\t}\\n}``); only levels that
 delivered something have an entry.
-On load the offsets are clamped into their queue's [min, max], as correctDelayOffset does.
+On load the offsets are clamped into their queue's [min, max], as correctDelayOffset does; one found past
+its queue's end later (its queue did not exist at load, or is gone) goes on from the end, as 4.9.3's timer
+task does.
 
 Runs on masters only.  Loop-bound: every method but :meth:`persist` runs on the broker's event loop.
 """
@@ -31,6 +43,7 @@ from collections.abc import Awaitable, Callable
 
 from rocketstore.broker.config_files import read_json_file, write_text_atomically
 from rocketstore.errors import MessageDecodeError
+from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message, StoredMessage, decode_record
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
@@ -87,7 +100,7 @@ class ScheduleService:
             for level, offset in table.items():
                 try:
                     self.offsets[int(level)] = int(offset)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):  # (OverflowError: an infinite float)
                     log.error("ignoring delay offset %r: %r in %s", level, offset, self.path)
         queues = set(self.store.topics().get(SCHEDULE_TOPIC, ()))
         for level, offset in list(self.offsets.items()):
@@ -159,6 +172,16 @@ class ScheduleService:
         offset = self.offsets.get(level, 0)
         while True:
             result = self.store.get(SCHEDULE_TOPIC, queue_id, offset, 32)
+            if offset > result.max_offset and result.status is not GetMessageStatus.FOUND:
+                # past the queue's end (its delayOffset.json came from elsewhere, or the queue is gone or
+                # shorter): as 4.9.3's timer task, go on from the end, or the level would wait for the
+                # queue to grow past the offset and skip what it got meanwhile
+                log.error("delay offset of level %d is %d, past its queue's end %d: going on from there", level,
+                          offset, result.max_offset)
+                with self._lock:
+                    self.offsets[level] = result.max_offset
+                    self._dirty = True
+                return True
             if result.status is not GetMessageStatus.FOUND:
                 if result.status in (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
                                      GetMessageStatus.OFFSET_FOUND_NULL):
@@ -167,6 +190,7 @@ class ScheduleService:
                     if result.status is GetMessageStatus.OFFSET_FOUND_NULL:
                         continue
                 return True
+            due_at = self._due_times(queue_id, result.queue_offsets)
             for record, queue_offset in zip(result.records, result.queue_offsets):
                 try:
                     stored = decode_record(record)
@@ -175,7 +199,7 @@ class ScheduleService:
                     self._advance(level, queue_offset + 1)
                     continue
                 now = self._clock_ms()
-                deliver_at = stored.store_timestamp + delay_ms
+                deliver_at = due_at.get(queue_offset, stored.store_timestamp + delay_ms)
                 if deliver_at > now + delay_ms:  # RocketMQ's correctDeliverTimestamp: the clock went back
                     deliver_at = now
                 if deliver_at > now:
@@ -183,10 +207,15 @@ class ScheduleService:
                 message = self._delivery(stored.properties, stored, level, queue_offset)
                 if message is not None:
                     put = await self._put(message)
-                    if put.status is not PutMessageStatus.PUT_OK:
+                    if put.status is PutMessageStatus.MESSAGE_ILLEGAL:
+                        # the same record is refused again on every try: never deliverable (see the docstring)
+                        log.error("delayed message at %s/%s refused by %s/%s (MESSAGE_ILLEGAL %s); dropped", level,
+                                  queue_offset, message.topic, message.queue_id, put.remark)
+                    elif put.status is not PutMessageStatus.PUT_OK:
                         log.warning("delayed delivery to %s failed: %s", message.topic, put.status.name)
                         return False
-                    self.delivered_count += 1
+                    else:
+                        self.delivered_count += 1
                 self._advance(level, queue_offset + 1)
             offset = result.next_begin_offset
             self._advance(level, offset)
@@ -195,17 +224,40 @@ class ScheduleService:
     def _delivery(props: dict[str, str], stored: StoredMessage, level: int, queue_offset: int) -> Message | None:
         """The message to write to the real topic, or None for one that cannot be delivered (logged)."""
         real_topic = props.get(PropertyName.REAL_TOPIC)
-        real_qid = props.get(PropertyName.REAL_QID)
-        if not real_topic or real_qid is None or not real_qid.lstrip("-").isdigit():
+        real_qid_text = props.get(PropertyName.REAL_QID)
+        if not real_topic or real_qid_text is None:
             log.error("delayed message at %s/%s has no REAL_TOPIC/REAL_QID; dropped", level, queue_offset)
+            return None
+        try:
+            real_qid = parse_java_int(real_qid_text)
+        except ValueError:
+            real_qid = -1
+        if real_qid < 0:
+            log.error("delayed message at %s/%s has REAL_QID %r, no queue id; dropped", level, queue_offset,
+                      real_qid_text[:64])
             return None
         if real_topic == TRANS_HALF_TOPIC:
             log.error("delayed message at %s/%s names the half topic as its real topic; dropped", level,
                       queue_offset)
             return None
+        if real_topic == SCHEDULE_TOPIC:
+            # its copy, DELAY kept, would wait in a schedule queue again and come back every delay for ever
+            # (as in 4.9.3, whose brokers refuse sends to the topic but whose store takes such a put)
+            log.error("delayed message at %s/%s names the schedule topic as its real topic; dropped", level,
+                      queue_offset)
+            return None
         # properties unchanged, DELAY included: the record RocketMQ writes keeps it (see the module docstring)
-        return Message(real_topic, stored.body, props, int(real_qid), stored.flag, stored.sys_flag,
+        return Message(real_topic, stored.body, props, real_qid, stored.flag, stored.sys_flag,
                        stored.born_timestamp, stored.born_host, stored.store_host, stored.reconsume_times)
+
+    def _due_times(self, queue_id: int, queue_offsets: tuple[int, ...]) -> dict[int, int]:
+        """The tagsCode (delivery time) of each of *queue_offsets*' consume-queue entries that is found."""
+        if not queue_offsets:
+            return {}
+        # a get's records lie in one consume-queue file, as queue_entries' do
+        first = queue_offsets[0]
+        entries = self.store.queue_entries(SCHEDULE_TOPIC, queue_id, first, queue_offsets[-1] - first + 1) or ()
+        return {first + i: tags_code for i, (_, _, tags_code) in enumerate(entries)}
 
     def _advance(self, level: int, offset: int) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
+from rocketstore.message.java_numbers import parse_java_long
 from rocketstore.message.java_properties import read_properties_file
 
 __all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "read_properties_file"]
@@ -212,16 +213,27 @@ def _coerce(name: str, raw: str, default: object) -> object:
 
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def parse_delay_levels(text: str) -> dict[int, int]:
-    """``"1s 5s 10s ..."`` -> {1: 1000, 2: 5000, ...} (levels count from 1)."""
+    """``"1s 5s 10s ..."`` -> {1: 1000, 2: 5000, ...} (levels count from 1).
+
+    The number is read as 4.9.3's parseDelayLevel does (Long.parseLong: a sign, any Unicode decimal digits);
+    a delay past a Java long in ms, which 4.9.3 lets wrap round, is refused (StoreConfigError) here.  Items
+    may be apart by any blanks (4.9.3 splits on single spaces and refuses to start otherwise)."""
     levels: dict[int, int] = {}
     for i, item in enumerate(text.split(), start=1):
         unit = item[-1:]
-        if unit not in _UNIT_MS or not item[:-1].isdigit():
+        try:
+            number = parse_java_long(item[:-1])
+        except ValueError:
+            number = None
+        if unit not in _UNIT_MS or number is None:
             raise StoreConfigError(f"messageDelayLevel item {item!r} is not <number><s|m|h|d>")
-        levels[i] = int(item[:-1]) * _UNIT_MS[unit]
+        if not _LONG_MIN <= number * _UNIT_MS[unit] <= _LONG_MAX:
+            raise StoreConfigError(f"messageDelayLevel item {item!r} is past a Java long in milliseconds")
+        levels[i] = number * _UNIT_MS[unit]
     if not levels:
         raise StoreConfigError("messageDelayLevel is empty")
     return levels

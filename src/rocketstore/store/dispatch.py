@@ -37,6 +37,7 @@ from operator import itemgetter
 
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.hashing import tags_code
+from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import (
     BLANK_MAGIC,
@@ -56,22 +57,32 @@ log = logging.getLogger(__name__)
 
 DispatchListener = Callable[[str, int, int, int, int], None]
 
+#: a Java long's wrap-round: ((n + _LONG_HALF) & _LONG_MASK) - _LONG_HALF
+_LONG_HALF, _LONG_MASK = 1 << 63, (1 << 64) - 1
+
 
 def tags_code_of(topic: str, props: Mapping[str, str], store_timestamp: int, delay_levels_ms: Mapping[int, int],
                  max_delay_level: int) -> int:
     """A record's consume-queue tagsCode: the hash of its TAGS, except in SCHEDULE_TOPIC_XXXX, where it is
     the delivery time (store time + its DELAY level's delay, the level capped at the highest; 1 s for a
-    level with no configured delay)."""
+    level with no configured delay), added as Java longs add (wrapping round past 2**63).
+
+    DELAY is read as Integer.parseInt reads it.  A DELAY it refuses (only another writer puts one there:
+    the store's own put refuses it) makes 4.9.3's checkMessageAndReturnSize fail, which stops its reput
+    and ends its recovery at that record; here such a record is dispatched with its TAGS hash instead,
+    so dispatch and recovery go on (the schedule service, which reads the code as a delivery time, takes
+    the hash for a time long past or far ahead: it delivers such a record at once)."""
     if topic == SCHEDULE_TOPIC:
         delay = props.get(PropertyName.DELAY)
         if delay is not None:
             try:
-                level = int(delay)
+                level = parse_java_int(delay)
             except ValueError:
                 level = 0
             if level > 0:
                 level = min(level, max_delay_level)
-                return store_timestamp + delay_levels_ms.get(level, 1000)
+                due = store_timestamp + delay_levels_ms.get(level, 1000)
+                return ((due + _LONG_HALF) & _LONG_MASK) - _LONG_HALF
     return tags_code(props.get(PropertyName.TAGS))
 
 
