@@ -285,6 +285,12 @@ class Broker:
             pull_hold = getattr(self, "pull_hold", None)
             if pull_hold is not None:
                 pull_hold.close()
+            for table in (getattr(self, "topics", None), getattr(self, "groups", None)):
+                if table is not None:
+                    try:
+                        await table.flush()  # the writes under way end first (written again just below)
+                    except OSError:
+                        pass  # logged by the writer
             try:
                 if self.schedule is not None:
                     self.schedule.persist(force=True)
@@ -484,6 +490,32 @@ class Broker:
         """A topic was created or changed: register with the name servers again soon."""
         if self.registrar is not None:
             self.registrar.request_registration()
+
+    def config_changes(self) -> int:
+        """How many changes the topic and group tables have had: a send compares it before and after its
+        checks, and one that created its topic (or group) is answered once that is written."""
+        return self.topics.writer.generation + self.groups.writer.generation
+
+    async def config_written(self) -> None:
+        """Wait until topics.json and subscriptionGroup.json hold every change made so far (written off the
+        loop); the OSError of a write that failed."""
+        await self.topics.flush()
+        await self.groups.flush()
+
+    async def config_written_quietly(self) -> None:
+        """:meth:`config_written`, a failed write only logged (by the writer), as 4.9.3's persist only logs."""
+        try:
+            await self.config_written()
+        except OSError:
+            pass
+
+    def answer_when_config_written(self, reply: Any, answer: RemotingCommand | bytes) -> None:
+        """Give *answer* (to ``Connection.answer_later``'s *reply*) once :meth:`config_written_quietly`."""
+        async def later() -> None:
+            await self.config_written_quietly()
+            reply(answer)
+
+        asyncio.get_running_loop().create_task(later())
 
     def notify_consumer_ids_changed(self, group: str) -> None:
         """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of *group*, so they rebalance now."""

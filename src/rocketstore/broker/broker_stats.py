@@ -44,7 +44,7 @@ import datetime
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from rocketstore.broker.topics import SCHEDULE_TOPIC
 from rocketstore.store.store_stats import StoreStats
@@ -91,6 +91,9 @@ _HOUR = (600_000, 7)
 _DAY = (3_600_000, 25)
 #: sampler ticks (one a second) between snapshots of each window, and between latency band swaps
 _TICKS_MINUTE, _TICKS_HOUR, _TICKS_DAY, _TICKS_BANDS = 10, 600, 3600, 60
+#: the sampler snapshots this many items, then lets the loop serve requests before it goes on: 10,000
+#: topics and 5,000 groups are 30,000 items, ~125 ms to snapshot in one go every 10 s
+_SAMPLE_CHUNK = 1000
 
 
 class Snapshot:
@@ -328,11 +331,17 @@ class BrokerStats:
         """One sampler second: StoreStats every tick, the item windows every 10 s / 10 min / 1 h (from the
         first tick on, as 4.9.3 schedules them with no initial delay), the latency bands every minute, the
         midnight totals when a local midnight has passed."""
+        for _ in self._tick_steps(now_ms):
+            pass
+
+    def _tick_steps(self, now_ms: int) -> Iterator[None]:
+        """:meth:`tick`, pausing (a yield) after every ``_SAMPLE_CHUNK`` items it snapshots: :meth:`run` lets
+        the loop serve requests there.  Every item of the tick is dated *now_ms* all the same."""
         n = self._ticks
         self._ticks = n + 1
         self.store.sample(now_ms)
-        self.sample_windows(now_ms, minute=n % _TICKS_MINUTE == 0, hour=n % _TICKS_HOUR == 0,
-                            day=n % _TICKS_DAY == 0)
+        yield from self._sample_steps(now_ms, minute=n % _TICKS_MINUTE == 0, hour=n % _TICKS_HOUR == 0,
+                                      day=n % _TICKS_DAY == 0)
         if n and n % _TICKS_BANDS == 0:
             self.store.swap_bands()
         if now_ms >= self._next_midnight_ms:
@@ -342,9 +351,19 @@ class BrokerStats:
     def sample_windows(self, now_ms: int, *, minute: bool = True, hour: bool = True, day: bool = True) -> None:
         """Snapshot every item's minute / hour / day window now (the sampler's 10 s, 10 min and 1 h
         steps; an admin or a test may take one between them)."""
+        for _ in self._sample_steps(now_ms, minute=minute, hour=hour, day=day):
+            pass
+
+    def _sample_steps(self, now_ms: int, *, minute: bool, hour: bool, day: bool) -> Iterator[None]:
         self._sync_sends()
-        for items in self.sets.values():
-            for item in items.items.values():
+        if not (minute or hour or day):
+            return
+        # the items as they are now: counting may add some (and a deletion drop some) at a pause
+        todo = [item for items in self.sets.values() for item in items.items.values()]
+        for start in range(0, len(todo), _SAMPLE_CHUNK):
+            if start:
+                yield
+            for item in todo[start:start + _SAMPLE_CHUNK]:
                 if minute:
                     item.sample_minute(now_ms)
                 if hour:
@@ -369,7 +388,8 @@ class BrokerStats:
         due = loop.time()
         while True:
             try:
-                self.tick(self.clock_ms())
+                for _ in self._tick_steps(self.clock_ms()):
+                    await asyncio.sleep(0)  # a pause between chunks of items: requests are served there
             except Exception:  # a statistics bug must not stop the sampling for good
                 log.exception("statistics sampling failed")
             due += period_s

@@ -101,6 +101,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if problem is not None:  # refuse the whole heartbeat: nothing of it is registered or created
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
         now = _now_ms()
+        changes = broker.config_changes()
         conn.attributes["client_id"] = data.client_id
         channel_args = (data.client_id, request.language.name, request.version, conn.peer_address, now)
         for consumer in data.consumers:
@@ -120,6 +121,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 broker.notify_consumer_ids_changed(consumer.group_name)
         for group in data.producer_groups:
             broker.clients.register_producer(group, ClientChannel(conn, *channel_args), now)
+        if broker.config_changes() != changes:
+            await broker.config_written_quietly()  # the group / %RETRY% topic it created is on disk, as in 4.9.3
         return request.make_response(ResponseCode.SUCCESS)
 
     async def unregister_client(conn: Connection, request: RemotingCommand) -> RemotingCommand:

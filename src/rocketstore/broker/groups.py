@@ -1,7 +1,9 @@
 """Subscription group configs (RocketMQ's SubscriptionGroupManager): config/subscriptionGroup.json.
 
 File: ``{"dataVersion":{...},"subscriptionGroupTable":{"<group>":SubscriptionGroupConfig,...}}``.  Groups are
-auto-created on first use when autoCreateSubscriptionGroup (default true).  Not thread-safe: event loop.
+auto-created on first use when autoCreateSubscriptionGroup (default true).  A change is written off the loop
+when one runs (config_files.BackgroundWriter; :meth:`SubscriptionGroupTable.flush` awaits it), else at once.
+Not thread-safe: event loop.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.broker.config_files import BackgroundWriter, read_json_file, write_json_atomically
 from rocketstore.remoting.bodies import DataVersion
 
 __all__ = ["SubscriptionGroupConfig", "SubscriptionGroupTable"]
@@ -93,6 +95,8 @@ class SubscriptionGroupTable:
         self.auto_create = auto_create
         self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(g) for g in _SYSTEM_GROUPS}
         self.data_version = DataVersion(int(time.time() * 1000), 0)
+        self.writer: BackgroundWriter[tuple[DataVersion, dict[str, SubscriptionGroupConfig]]] = BackgroundWriter(
+            self._snapshot, self._write, self.path)
 
     def load(self) -> None:
         obj = read_json_file(self.path)
@@ -108,9 +112,21 @@ class SubscriptionGroupTable:
             self.data_version = DataVersion.from_json(obj["dataVersion"])
 
     def persist(self) -> None:
+        """Write the file now, on this thread."""
+        self.writer.write_now()
+
+    async def flush(self) -> None:
+        """Wait until every change made so far is in the file (the write runs off the loop)."""
+        await self.writer.flush()
+
+    def _snapshot(self) -> tuple[DataVersion, dict[str, SubscriptionGroupConfig]]:
+        return self.data_version, dict(self.table)  # the configs are frozen: a shallow copy is a snapshot
+
+    def _write(self, snapshot: tuple[DataVersion, dict[str, SubscriptionGroupConfig]]) -> None:
+        version, table = snapshot
         write_json_atomically(self.path, {
-            "dataVersion": self.data_version.to_json(),
-            "subscriptionGroupTable": {name: cfg.to_json() for name, cfg in self.table.items()},
+            "dataVersion": version.to_json(),
+            "subscriptionGroupTable": {name: cfg.to_json() for name, cfg in table.items()},
         })
 
     def replace_all(self, obj: dict[str, Any]) -> bool:
@@ -123,7 +139,7 @@ class SubscriptionGroupTable:
         self.table = {str(name): SubscriptionGroupConfig.from_json(raw, str(name)) for name, raw in table.items()
                       if isinstance(raw, dict)}
         self.data_version = version
-        self.persist()
+        self.writer.changed()
         return True
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
@@ -142,11 +158,11 @@ class SubscriptionGroupTable:
     def update(self, cfg: SubscriptionGroupConfig) -> None:
         self.table[cfg.group_name] = cfg
         self.data_version = self.data_version.next(int(time.time() * 1000))
-        self.persist()
+        self.writer.changed()
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
         self.data_version = self.data_version.next(int(time.time() * 1000))
-        self.persist()
+        self.writer.changed()
         return True

@@ -32,8 +32,10 @@ def _int32(code: int) -> int:
     return ((code + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Waiter:
+    """One parked pull; compared and hashed by identity (a queue's waiters are a dict keyed by them, so one
+    leaves in O(1) however many park on that queue)."""
     queue_offset: int
     codes: frozenset[int] | None
     future: asyncio.Future[bool]
@@ -44,7 +46,8 @@ class PullHold:
     def __init__(self, max_offset: Callable[[str, int], int], *, check_interval_s: float = CHECK_INTERVAL_S) -> None:
         self._loop = asyncio.get_running_loop()
         self._max_offset = max_offset
-        self._waiters: dict[tuple[str, int], list[_Waiter]] = {}
+        #: (topic, queue id) -> its parked pulls, in arrival order (a dict as an ordered set)
+        self._waiters: dict[tuple[str, int], dict[_Waiter, None]] = {}
         self.check_interval_s = check_interval_s
         self._task: asyncio.Task[None] | None = None
 
@@ -75,7 +78,7 @@ class PullHold:
         *match(queue_offset)*: whether the message dispatched at that offset is one the pull wants."""
         key = (topic, queue_id)
         waiter = _Waiter(queue_offset, codes, self._loop.create_future(), match)
-        self._waiters.setdefault(key, []).append(waiter)
+        self._waiters.setdefault(key, {})[waiter] = None
         try:
             if self._max_offset(topic, queue_id) > queue_offset:
                 return True
@@ -86,10 +89,7 @@ class PullHold:
         finally:
             waiters = self._waiters.get(key)
             if waiters is not None:
-                try:
-                    waiters.remove(waiter)
-                except ValueError:
-                    pass
+                waiters.pop(waiter, None)
                 if not waiters:
                     del self._waiters[key]
 

@@ -37,6 +37,7 @@ from rocketstore.store.results import GetMessageStatus
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
+    from rocketstore.broker.offsets import ConsumerOffsetTable
 
 __all__ = ["first_message_in_disk", "register"]
 
@@ -64,6 +65,11 @@ def first_message_in_disk(broker: Broker, topic: str, queue_id: int) -> bool:
     if hot is None:
         hot = _HOT_BYTES_CACHE[ratio] = _memory_bytes() * ratio // 100
     return store.max_commit_log_offset - phy > hot
+
+
+def _all_offsets_body(offsets: ConsumerOffsetTable) -> bytes:
+    """GET_ALL_CONSUMER_OFFSET's ConsumerOffsetSerializeWrapper (thread-safe: the table copies under its lock)."""
+    return fastjson.dumps({"offsetTable": offsets.all_json()})
 
 
 def register(router: RequestRouter, broker: Broker) -> None:
@@ -119,8 +125,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
                                      ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp_ms=ts).to_ext_fields())
 
     async def all_consumer_offsets(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ResponseCode.SUCCESS,
-                                     body=fastjson.dumps({"offsetTable": broker.offsets.all_json()}))
+        # copied (under the table's lock) and encoded on the executor: 10,000 queues are ~25 ms of JSON
+        body = await broker.run_blocking(_all_offsets_body, broker.offsets)
+        return request.make_response(ResponseCode.SUCCESS, body=body)
 
     async def all_delay_offsets(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         if broker.schedule is None:

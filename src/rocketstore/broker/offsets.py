@@ -100,6 +100,19 @@ class ConsumerOffsetTable:
         suffix = TOPIC_GROUP_SEPARATOR + group
         return sorted(k[: -len(suffix)] for k in self.table if k.endswith(suffix))
 
+    def topics_by_group(self) -> dict[str, list[str]]:
+        """group -> what :meth:`topics_of_group` answers for it, for every group, in one pass over the table
+        (asking each of 5,000 groups in turn scanned 10,000 keys 5,000 times: seconds on the loop)."""
+        found: dict[str, list[str]] = {}
+        for key in list(self.table):
+            start = 0
+            while (at := key.find(TOPIC_GROUP_SEPARATOR, start)) >= 0:  # names have no "@"; a key may anyway
+                found.setdefault(key[at + 1:], []).append(key[:at])
+                start = at + 1
+        for topics in found.values():
+            topics.sort()
+        return found
+
     def groups_of_topic(self, topic: str) -> list[str]:
         prefix = topic + TOPIC_GROUP_SEPARATOR
         return sorted(k[len(prefix):] for k in self.table if k.startswith(prefix))

@@ -87,7 +87,11 @@ class Registrar:
         if not self.namesrv_addrs:
             return
         body = self.body()
-        payload = body.encode_compressed() if self.compressed else body.encode()
+        # encoded off the loop: 10,000 topics are 1.4 MB of JSON and take ~200 ms to encode, which on the
+        # loop stalled every send and pull at each registration (every 30 s, and after topic changes); the
+        # body holds a copy of the table (frozen configs), so the loop may change the table meanwhile
+        payload = await asyncio.get_running_loop().run_in_executor(
+            None, body.encode_compressed if self.compressed else body.encode)
         header = RegisterBrokerRequestHeader(
             broker_name=self.broker_name, broker_addr=self.broker_addr, cluster_name=self.cluster_name,
             ha_server_addr=self.ha_server_addr, broker_id=self.broker_id, compressed=self.compressed,

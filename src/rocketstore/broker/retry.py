@@ -37,6 +37,7 @@ _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 def register(router: RequestRouter, broker: Broker) -> None:
     async def send_back(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        changes = broker.config_changes()
 
         def fail(code: int, remark: str) -> RemotingCommand:
             return request.make_response(code, remark=remark)
@@ -99,6 +100,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         result = await broker.put(message)
         if result.status is PutMessageStatus.PUT_OK:
             broker.stats.sent_back(h.group, props[PropertyName.RETRY_TOPIC], result.topic, result.wrote_bytes)
+            if broker.config_changes() != changes:
+                await broker.config_written_quietly()  # the %RETRY% / %DLQ% topic (or group) it created, on disk
             return request.make_response(ResponseCode.SUCCESS)
         return fail(ResponseCode.SYSTEM_ERROR, result.status.name)
 

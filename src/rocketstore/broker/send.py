@@ -117,12 +117,15 @@ def _answer_template(config: BrokerConfig) -> JsonResponseTemplate:
 
 
 async def send_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+    changes = broker.config_changes()
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared
     item, queue_id, region, wait = prepared
     result = await (broker.put_batch(item, wait=wait, sent=True) if isinstance(item, MessageBatch)
                     else broker.put(item, wait=wait, sent=True))
+    if broker.config_changes() != changes:  # the send created its topic (or group): answered once it is written
+        await broker.config_written_quietly()
     return _answer(request, result, queue_id, region, broker.store.config)
 
 
@@ -156,12 +159,18 @@ def send_message_frame(broker: Broker, conn: Connection, request: RemotingComman
     and the answer waits for the disk on the broker's DurableWaits (ANSWER_LATER)."""
     if broker.sync_master:
         return None  # the answer waits for a slave: send_message's task
+    changes = broker.config_changes()
     if broker.store.config.is_sync_flush:
-        return _send_sync_flush(broker, conn, request)
+        return _send_sync_flush(broker, conn, request, changes)
     done = _put_now(broker, conn, request)
     if done is None or isinstance(done, RemotingCommand):
         return done
-    return _answer_frame(broker.config, request, *done, broker.store.config)
+    frame = _answer_frame(broker.config, request, *done, broker.store.config)
+    if broker.config_changes() != changes:
+        # the send created its topic (or group): answered once topics.json has it, as 4.9.3 persists first
+        broker.answer_when_config_written(conn.answer_later(request), frame)
+        return ANSWER_LATER
+    return frame
 
 
 def _answer_frame(config: BrokerConfig, request: RemotingCommand, result: PutResult, queue_id: int,
@@ -174,10 +183,12 @@ def _answer_frame(config: BrokerConfig, request: RemotingCommand, result: PutRes
                                            (result.msg_id, str(queue_id), str(result.queue_offset)))
 
 
-def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | bytes | object:
+def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand,
+                     changes: int) -> RemotingCommand | bytes | object:
     """A send under SYNC_FLUSH without a task: the checks and the put now, the answer once the group commit
     covers the record (the broker's DurableWaits asks for the sync), or at once for WAIT=false and
-    refusals."""
+    refusals; a send that created its topic or group (*changes*: Broker.config_changes before it) is also
+    answered only once that is written."""
     prepared = _prepare(broker, conn, request)
     if isinstance(prepared, RemotingCommand):
         return prepared
@@ -189,13 +200,22 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand)
         if result.status is PutMessageStatus.PUT_OK:
             broker.durable_waits.ask_sync(result.commit_log_offset + result.wrote_bytes)
         broker.count_put(result, began_ns, True)
-        return _answer_frame(config, request, result, queue_id, region, broker.store.config)
+        frame = _answer_frame(config, request, result, queue_id, region, broker.store.config)
+        if broker.config_changes() != changes:
+            broker.answer_when_config_written(conn.answer_later(request), frame)
+            return ANSWER_LATER
+        return frame
     reply = conn.answer_later(request)
+    created = broker.config_changes() != changes
 
     def durable(status: PutMessageStatus) -> None:
         final = result if status is PutMessageStatus.PUT_OK else result._replace(status=status)
         broker.count_put(final, began_ns, True)
-        reply(_answer_frame(config, request, final, queue_id, region, broker.store.config))
+        frame = _answer_frame(config, request, final, queue_id, region, broker.store.config)
+        if created:
+            broker.answer_when_config_written(reply, frame)
+        else:
+            reply(frame)
 
     broker.durable_waits.add(result.commit_log_offset + result.wrote_bytes, durable)
     return ANSWER_LATER

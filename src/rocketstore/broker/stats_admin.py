@@ -371,9 +371,10 @@ def consume_stats_list(broker: Broker, is_order: bool) -> bytes:
     object-keyed offsetTable."""
     groups = []
     total_diff = 0
+    topics_by_group = broker.offsets.topics_by_group()  # one pass, not one per group
     for group in list(broker.groups.table):
         stats = []
-        for topic in broker.offsets.topics_of_group(group):
+        for topic in topics_by_group.get(group, ()):
             tc = broker.topics.get(topic)
             if tc is None or (is_order and not tc.order) or subscribed_elsewhere(broker, group, topic):
                 continue

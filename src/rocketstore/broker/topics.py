@@ -4,7 +4,8 @@ File: ``{"dataVersion":{"counter":n,"timestamp":ms},"topicConfigTable":{"<topic>
 System topics are created as 4.9.3 creates them (SELF_TEST_TOPIC, TBW102 when autoCreateTopicEnable with
 defaultTopicQueueNums queues and perm 7, BenchmarkTest, the cluster-name and broker-name topics,
 OFFSET_MOVED_EVENT, SCHEDULE_TOPIC_XXXX, ``<cluster>_REPLY_TOPIC``, the trace topic when enabled); the file's
-entries override them.  Every change bumps the data version and is persisted at once.
+entries override them.  Every change bumps the data version and is persisted: at once without a running
+loop, else by a write off the loop (config_files.BackgroundWriter) that :meth:`TopicTable.flush` awaits.
 
 Thread-safety: none; used from the broker's event loop.
 """
@@ -18,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
-from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.broker.config_files import BackgroundWriter, read_json_file, write_json_atomically
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.system_topics import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -87,6 +88,8 @@ class TopicTable:
         self.table: dict[str, TopicConfig] = {}
         self.system_topics: set[str] = set()
         self.data_version = DataVersion(int(time.time() * 1000), 0)
+        self.writer: BackgroundWriter[tuple[DataVersion, dict[str, TopicConfig]]] = BackgroundWriter(
+            self._snapshot, self._write, self.path)
         self._add_system_topics()
 
     def _system(self, tc: TopicConfig) -> None:
@@ -135,9 +138,21 @@ class TopicTable:
             self.data_version = DataVersion.from_json(obj["dataVersion"])
 
     def persist(self) -> None:
+        """Write the file now, on this thread."""
+        self.writer.write_now()
+
+    async def flush(self) -> None:
+        """Wait until every change made so far is in the file (the write runs off the loop)."""
+        await self.writer.flush()
+
+    def _snapshot(self) -> tuple[DataVersion, dict[str, TopicConfig]]:
+        return self.data_version, dict(self.table)  # TopicConfig is frozen: a shallow copy is a snapshot
+
+    def _write(self, snapshot: tuple[DataVersion, dict[str, TopicConfig]]) -> None:
+        version, table = snapshot
         write_json_atomically(self.path, {
-            "dataVersion": self.data_version.to_json(),
-            "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
+            "dataVersion": version.to_json(),
+            "topicConfigTable": {name: tc.to_json() for name, tc in table.items()},
         })
 
     def replace_all(self, obj: dict[str, Any]) -> bool:
@@ -150,12 +165,12 @@ class TopicTable:
         self.table = {str(name): TopicConfig.from_json(raw, str(name)) for name, raw in table.items()
                       if isinstance(raw, dict)}
         self.data_version = version
-        self.persist()
+        self.writer.changed()
         return True
 
     def _changed(self) -> None:
         self.data_version = self.data_version.next(int(time.time() * 1000))
-        self.persist()
+        self.writer.changed()
 
     # --- lookups and changes --------------------------------------------------------------------------
 

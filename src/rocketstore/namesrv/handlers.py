@@ -6,6 +6,8 @@ Imports remoting only (never store, broker or client).  Runs on the name server'
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import time
 import zlib
@@ -48,6 +50,8 @@ log = logging.getLogger(__name__)
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 _FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+#: a registration body this big is decoded off the loop (10,000 topics: 1.4 MB, ~100 ms to decode)
+_DECODE_OFF_LOOP_BYTES = 64 * 1024
 
 
 class KVTable:
@@ -123,6 +127,9 @@ class NameServerHandlers:
         self.config = config or NamesrvConfig()
         self.persist_config = persist_config
         self.clock_ms = clock_ms
+        #: registrations are decoded and applied one at a time, in arrival order, even when a big body is
+        #: decoded off the loop (a broker's newer registration must not be applied before its older one)
+        self._registering = asyncio.Lock()
 
     def router(self) -> RequestRouter:
         r = RequestRouter()
@@ -178,12 +185,18 @@ class NameServerHandlers:
         header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
         if header.body_crc32 != 0 and (zlib.crc32(request.body) & 0x7FFFFFFF) != header.body_crc32:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark="crc32 not match")
-        if request.body:
-            body = RegisterBrokerBody.decode(request.body, compressed=header.compressed, version=request.version)
-        else:
-            body = RegisterBrokerBody({}, DataVersion())
-        result = self.routes.register_broker(header.cluster_name, header.broker_addr, header.broker_name,
-                                             header.broker_id, header.ha_server_addr, body, self.clock_ms(), conn)
+        async with self._registering:
+            if len(request.body) >= _DECODE_OFF_LOOP_BYTES:
+                # off the loop: route queries go on being answered meanwhile (the GIL is shared, not held)
+                body = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
+                    RegisterBrokerBody.decode, request.body, compressed=header.compressed, version=request.version))
+            elif request.body:
+                body = RegisterBrokerBody.decode(request.body, compressed=header.compressed, version=request.version)
+            else:
+                body = RegisterBrokerBody({}, DataVersion())
+            result = self.routes.register_broker(header.cluster_name, header.broker_addr, header.broker_name,
+                                                 header.broker_id, header.ha_server_addr, body, self.clock_ms(),
+                                                 conn)
         ext = RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr,
                                            master_addr=result.master_addr).to_ext_fields()
         return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
