@@ -240,7 +240,9 @@ def _load_yaml(path: Path) -> object:
     try:
         with open(path, encoding="utf-8") as fh:
             return yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
+    # bytes that are not UTF-8 (UnicodeDecodeError), a date that is no date (ValueError) and nesting too deep
+    # are a broken file like bad YAML, as SnakeYAML's exceptions are AclExceptions to 4.9.3
+    except (OSError, ValueError, RecursionError, yaml.YAMLError) as exc:
         raise AclConfigError(f"{path}: {exc}") from exc
 
 
@@ -295,9 +297,16 @@ def check_acl_data(data: object, where: Path) -> None:
 def _add_file(data: object, path: Path, white: list[Callable[[str], bool]], accounts: dict[str, Account]) -> None:
     if not isinstance(data, dict) or not data:
         raise AclConfigError(f"{path} file is not data")
-    for pattern in data.get("globalWhiteRemoteAddresses") or []:
-        white.append(address_matcher(str(pattern)))
-    for raw in data.get("accounts") or []:
+    patterns, raws = data.get("globalWhiteRemoteAddresses"), data.get("accounts")
+    # a scalar is no list (4.9.3's getJSONArray fails on it): walked as one, '10.10.*' would be the
+    # patterns '1', '0', '.', ..., '*', the last of which lets every address in
+    if patterns is not None and not isinstance(patterns, list):
+        raise AclConfigError(f"{path}: globalWhiteRemoteAddresses must be a list of address patterns")
+    if raws is not None and not isinstance(raws, list):
+        raise AclConfigError(f"{path}: accounts must be a list")
+    for pattern in patterns or []:
+        white.append(address_matcher(None if pattern is None else str(pattern)))
+    for raw in raws or []:
         account = _account(raw, path)
         if account.access_key in accounts:
             log.warning("accessKey %s is defined again in %s: the first definition stays", account.access_key, path)

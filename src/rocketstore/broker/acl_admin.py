@@ -145,11 +145,11 @@ def _read(path: Path) -> dict[str, Any] | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: bytes that are not UTF-8
         raise AclUpdateError(f"{path}: {exc}") from exc
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
         raise AclUpdateError(str(exc)) from exc
     if data is None:
         return None
@@ -298,6 +298,9 @@ class AclAdmin:
             data = _read(path)
             if not data:
                 raise AclUpdateError(f"{path} file is not data")
+            for key in (WHITE_ADDRS, ACCOUNTS):  # a scalar there is refused (4.9.3's getJSONArray fails on it)
+                if data.get(key) is not None and not isinstance(data[key], list):
+                    raise AclUpdateError(f"{path}: {key} must be a list")
             whites.extend(str(w) for w in data.get(WHITE_ADDRS) or [])
             for raw in data.get(ACCOUNTS) or []:
                 if not isinstance(raw, dict):
