@@ -137,6 +137,7 @@ def test_a_uniq_key_the_user_set_is_kept_and_is_the_msg_id(cluster: LocalCluster
         assert (one.msg_id, ordered.msg_id) == (mine[0], mine[1])
         batch_ids = batch.msg_id.split(",")
         assert batch_ids[0] == mine[2] and len(batch_ids[1]) == 32 and batch_ids[1] not in mine
+        cluster.wait_dispatched()  # an answered send may not be in its consume queue yet (dispatch is async)
         async with PullConsumer(cluster.namesrv_addr, "py-uniq-consumer") as consumer:
             await routed(consumer, "PyUniq")
             stored = []
