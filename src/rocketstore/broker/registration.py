@@ -1,5 +1,7 @@
 """Broker -> name server registration: REGISTER_BROKER to every name server at start and every 30 s,
-again (coalesced) whenever the topic set changes, UNREGISTER_BROKER at shutdown.
+again (coalesced) whenever the topic set changes, UNREGISTER_BROKER at shutdown.  Each name server gets its
+registrations one at a time and in order; one that does not answer (for up to registerBrokerTimeoutMills)
+holds the next registration back from none of the others.
 
 Uses remoting.transport only.  Loop-bound.
 """
@@ -28,6 +30,9 @@ __all__ = ["Registrar"]
 
 log = logging.getLogger(__name__)
 
+#: a name server's answer to a registration: whether it accepted, and the ORDER_TOPIC_CONFIG table it sent
+_Answer = tuple[bool, dict[str, str] | None]
+
 
 class Registrar:
     def __init__(self, namesrv_addrs: list[str], *, cluster_name: str, broker_name: str, broker_id: int,
@@ -52,6 +57,13 @@ class Registrar:
         self.pool = ConnectionPool(connect_timeout_s=timeout_s)
         self._task: asyncio.Task[None] | None = None
         self._again = asyncio.Event()
+        #: name server address -> the task sending registrations there, one at a time and in order
+        self._senders: dict[str, asyncio.Task[None]] = {}
+        #: name server address -> the newest registration waiting for the one in flight there, and the futures
+        #: of everyone waiting for it (an older one not sent yet is dropped: each carries the whole table)
+        self._waiting: dict[str, tuple[RemotingCommand, list[asyncio.Future[_Answer]]]] = {}
+        #: rounds whose answers are still awaited (the loop goes on without them when asked to register again)
+        self._rounds: set[asyncio.Task[None]] = set()
         #: name server address -> True when its last registration succeeded
         self.registered: dict[str, bool] = {}
         #: what the registrations answered (for a slave: its master's HA address, the last one answered;
@@ -79,13 +91,34 @@ class Registrar:
                 pass
             self._again.clear()
             try:
-                await self.register_all()
+                answers = await self._send_round()
             except Exception:
                 log.exception("registration with the name servers failed")
+                continue
+            if answers is None:
+                continue
+            # the answers are waited for, but not past the next registration wanted: a name server that does
+            # not answer (stopped; its socket still accepts) must not hold a new topic back from the others for
+            # registerBrokerTimeoutMills (4.9.3 registers a topic change from the thread that made it, beside
+            # the periodic registration)
+            again = asyncio.get_running_loop().create_task(self._again.wait())
+            try:
+                await asyncio.wait((answers, again), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                again.cancel()
 
     async def register_all(self) -> None:
+        """Register with every name server and wait for all their answers (failures are logged).  A name server
+        still busy with an earlier registration gets this one right after it."""
+        answers = await self._send_round()
+        if answers is not None:
+            await answers
+
+    async def _send_round(self) -> asyncio.Task[None] | None:
+        """Encode the registration and hand it to every name server's sender; the task that waits for their
+        answers (None without name servers)."""
         if not self.namesrv_addrs:
-            return
+            return None
         body = self.body()
         # encoded off the loop: 10,000 topics are 1.4 MB of JSON and take ~200 ms to encode, which on the
         # loop stalled every send and pull at each registration (every 30 s, and after topic changes); the
@@ -97,14 +130,60 @@ class Registrar:
             ha_server_addr=self.ha_server_addr, broker_id=self.broker_id, compressed=self.compressed,
             body_crc32=zlib.crc32(payload) & 0x7FFFFFFF)
         request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), payload)
-        answers = await asyncio.gather(*(self._register_one(addr, request) for addr in self.namesrv_addrs))
+        futures = [self._send_to(addr, request) for addr in self.namesrv_addrs]
+        task = asyncio.get_running_loop().create_task(self._answers(futures))
+        self._rounds.add(task)
+        task.add_done_callback(self._round_done)
+        return task
+
+    def _round_done(self, task: asyncio.Task[None]) -> None:
+        self._rounds.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("registration with the name servers failed", exc_info=task.exception())
+
+    def _send_to(self, addr: str, request: RemotingCommand) -> asyncio.Future[_Answer]:
+        """*request* to *addr* now, or right after the registration in flight there (so a stopped name server
+        holds at most one registration in flight and one waiting, and gets them in order)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_Answer] = loop.create_future()
+        sender = self._senders.get(addr)
+        if sender is not None and not sender.done():
+            _, futures = self._waiting.get(addr, (request, []))
+            self._waiting[addr] = (request, [*futures, future])
+        else:
+            self._senders[addr] = loop.create_task(self._send(addr, request, [future]))
+        return future
+
+    async def _send(self, addr: str, request: RemotingCommand, futures: list[asyncio.Future[_Answer]]) -> None:
+        try:
+            while True:
+                try:
+                    answer = await self._register_one(addr, request)
+                except Exception as exc:  # noqa: BLE001 - a bug (the network's failures are answers): to each waiter
+                    for future in futures:
+                        if not future.done():
+                            future.set_exception(exc)
+                else:
+                    for future in futures:
+                        if not future.done():
+                            future.set_result(answer)
+                waiting = self._waiting.pop(addr, None)
+                if waiting is None:
+                    return
+                request, futures = waiting
+        finally:  # cancelled (close): nobody waits for an answer that will not come
+            for future in futures:
+                future.cancel()
+
+    async def _answers(self, futures: list[asyncio.Future[_Answer]]) -> None:
+        answers = await asyncio.gather(*futures)
         # as 4.9.3, one answer decides (its first to arrive; here the first accepting name server's in the
         # configured order, so two name servers with different tables do not flip the flags at random)
         accepted = [table for ok, table in answers if ok]
         if accepted and accepted[0] is not None and self.on_order_topics is not None:
             self.on_order_topics(accepted[0])
 
-    async def _register_one(self, addr: str, request: RemotingCommand) -> tuple[bool, dict[str, str] | None]:
+    async def _register_one(self, addr: str, request: RemotingCommand) -> _Answer:
         """Register with one name server: whether it accepted, and the ORDER_TOPIC_CONFIG table it answered
         (None: no table, or one that does not read)."""
         try:
@@ -136,6 +215,15 @@ class Registrar:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task  # ended before the unregistration: nothing registers after it
+        pending = [*self._senders.values(), *self._rounds]
+        for sending in pending:
+            sending.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for _, futures in self._waiting.values():
+            for future in futures:
+                future.cancel()
+        self._senders.clear()
+        self._waiting.clear()
         if unregister and self.namesrv_addrs:
             header = UnregisterBrokerRequestHeader(broker_name=self.broker_name, broker_addr=self.broker_addr,
                                                    cluster_name=self.cluster_name, broker_id=self.broker_id)

@@ -11,6 +11,7 @@ Loop-bound.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteDa
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetRouteInfoRequestHeader
-from rocketstore.remoting.transport import ConnectionPool
+from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "MessageQueue", "RouteCache", "check"]
 
@@ -52,23 +53,39 @@ class RouteCache:
         self.on_route = on_route
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._stale: set[str] = set()  # topics running on an old route since the name servers went away
+        #: the name server asked first: one picked at random, kept while it answers and its connection stays
+        #: open (4.9.3's NettyRemotingClient: namesrvIndex starts random, namesrvAddrChoosed sticks), so a
+        #: fleet of clients spreads over the name servers and a dead one is not tried first on every look-up
+        self._namesrv_index = random.randrange(len(namesrv_addrs))
+        self._namesrv_connection: Connection | None = None
 
     def _warn_stale(self, topic: str, exc: Exception) -> None:
         if topic not in self._stale:  # once per outage, not per send
             self._stale.add(topic)
-            log.warning("name servers unreachable for %s's route, using the last one known: %s", topic, exc)
+            log.warning("the name servers give no route for %s, using the last one known: %s", topic, exc)
 
     async def fetch(self, topic: str) -> TopicRouteData | None:
-        """The name servers' route for *topic* (None when they say TOPIC_NOT_EXIST)."""
+        """The name servers' route for *topic* (None when they say TOPIC_NOT_EXIST).  The chosen name server
+        is asked first, then the others in turn; the first that answers is chosen from then on.  A chosen one
+        whose connection closed meanwhile (it went down, or restarted and knows no broker yet) is left for
+        the next, as 4.9.3 moves on from a name server channel that is no longer open."""
         request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                           GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+        count = len(self.namesrv_addrs)
+        if self._namesrv_connection is not None and self._namesrv_connection.is_closed:
+            self._namesrv_connection = None
+            self._namesrv_index = (self._namesrv_index + 1) % count
         last_error: Exception | None = None
-        for addr in self.namesrv_addrs:
+        for step in range(count):
+            index = (self._namesrv_index + step) % count
+            addr = self.namesrv_addrs[index]
             try:
-                response = await self.pool.request(addr, request, self.timeout_s)
+                connection = await self.pool.get(addr)
+                response = await connection.request(request, self.timeout_s)
             except RemotingError as exc:
                 last_error = exc
                 continue
+            self._namesrv_index, self._namesrv_connection = index, connection
             if response.code == ResponseCode.SUCCESS:
                 return TopicRouteData.decode(response.body)
             if response.code == ResponseCode.TOPIC_NOT_EXIST:
@@ -92,7 +109,13 @@ class RouteCache:
             self._warn_stale(topic, exc)
             return cached[1]
         if route is None:
-            raise NoRouteError(topic, "the name servers do not know it")
+            if cached is None or refresh:
+                raise NoRouteError(topic, "the name servers do not know it")
+            # a name server that restarted knows no broker until their next registration (up to 30 s):
+            # the route known stays, as 4.9.3's updateTopicRouteInfoFromNameServer keeps its tables when
+            # the answer is TOPIC_NOT_EXIST
+            self._warn_stale(topic, NoRouteError(topic, "the name server does not know it"))
+            return cached[1]
         self._routes[topic] = (time.monotonic(), route)
         self._stale.discard(topic)
         if self.on_route is not None:
@@ -126,6 +149,10 @@ class RouteCache:
             if self.on_route is not None:
                 self.on_route(topic, route)
             return route, True
+        stale = self._routes.get(topic)
+        if stale is not None and not refresh:  # a restarted name server's TOPIC_NOT_EXIST (see route())
+            self._warn_stale(topic, NoRouteError(topic, "the name server does not know it"))
+            return stale[1], True
         try:
             template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
         except NoRouteError as exc:  # named after the topic asked for, not the template (as 4.9.3's error)
