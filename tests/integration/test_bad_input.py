@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import struct
 import time
 from collections.abc import Iterator
@@ -23,11 +22,11 @@ from typing import Any
 
 import pytest
 from local_cluster import LocalCluster
+from raw_frames import RawConnection
 
 from rocketstore.message.properties import encode_properties
-from rocketstore.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode
+from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData
-from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import SerializeType
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
 
@@ -37,53 +36,6 @@ GOOD_TOPIC, GOOD_GROUP = "GoodTopic", "good-group"
 #: names no topic or group may have: path escapes, separators, blank, spaces, too long
 BAD_TOPICS = ["../x", "a/b", "..", "/abs", "", " ", "has space", "x" * 128, "tab\there", "dot.name", "ünï"]
 BAD_GROUPS = ["../x", "a/b", "..", "", "has space", "g" * 256, "at@sign", "back\\slash"]
-
-
-class RawConnection:
-    """A blocking socket speaking frames; every read has a deadline."""
-
-    def __init__(self, addr: str) -> None:
-        host, port = addr.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=DEADLINE_S)
-        self.decoder = FrameDecoder()
-        self.opaque = 1000
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send_bytes(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def request(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
-                serialize_type: SerializeType = SerializeType.JSON) -> RemotingCommand:
-        self.opaque += 1
-        command = RemotingCommand.request(code, ext or {}, body, opaque=self.opaque, serialize_type=serialize_type)
-        self.send_bytes(encode_command(command))
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            answer = self.decoder.next_command()
-            if answer is not None and not answer.is_response:
-                continue  # the broker's own oneway requests (NOTIFY_CONSUMER_IDS_CHANGED after a heartbeat)
-            if answer is not None:
-                assert answer.opaque == self.opaque, answer
-                return answer
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            data = self.sock.recv(65536)
-            if not data:
-                raise AssertionError(f"the broker closed the connection instead of answering code {code}")
-            self.decoder.feed(data)
-
-    def closed_by_peer(self) -> bool:
-        """True once the peer closes (EOF or reset) within the deadline; fails if it answers instead."""
-        self.sock.settimeout(DEADLINE_S)
-        try:
-            data = self.sock.recv(65536)
-        except ConnectionResetError:
-            return True
-        except TimeoutError:
-            return False
-        assert data == b"", f"expected the connection to be closed, got {data[:80]!r}"
-        return True
 
 
 @pytest.fixture

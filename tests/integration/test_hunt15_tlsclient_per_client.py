@@ -6,12 +6,12 @@ file), so this process stays plain while its clients choose one by one."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from certs import self_signed
 from serve_process import ServeProcess, write_broker_conf
 
 from rocketstore.client import (
@@ -38,17 +38,10 @@ TOPIC = "PerClientTls"
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 
 
-def _self_signed(directory: Path, name: str) -> tuple[str, str]:
-    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                    f"/CN={name}", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    return str(cert), str(key)
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
     directory = tmp_path_factory.mktemp("certs")
-    return {name: _self_signed(directory, name) for name in ("server", "stranger")}
+    return {name: self_signed(directory, name) for name in ("server", "stranger")}
 
 
 @pytest.fixture(scope="module")

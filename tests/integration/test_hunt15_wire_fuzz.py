@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from local_cluster import LocalCluster
+from raw_frames import RawConnection
 
-from rocketstore.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode
+from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import SerializeType
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
@@ -55,52 +55,6 @@ class TracebackCatcher(logging.Handler):
 
     def tracebacks(self) -> list[str]:
         return [f"{r.name}: {r.getMessage()}: {r.exc_info[1]!r}" for r in self.records if r.exc_info]
-
-
-class RawConnection:
-    """A blocking socket speaking frames; every read has a deadline."""
-
-    def __init__(self, addr: str) -> None:
-        host, port = addr.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=DEADLINE_S)
-        self.decoder = FrameDecoder()
-        self.opaque = 1000
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send(self, code: int, ext: dict[str, str], body: bytes, serialize_type: SerializeType) -> int:
-        self.opaque += 1
-        command = RemotingCommand.request(code, ext, body, opaque=self.opaque, serialize_type=serialize_type)
-        self.sock.sendall(encode_command(command))
-        return self.opaque
-
-    def answer(self, opaque: int, wait_s: float = DEADLINE_S) -> RemotingCommand | None:
-        """The response numbered *opaque*; None if nothing came within *wait_s*; AssertionError on a close."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            got = self.decoder.next_command()
-            if got is not None:
-                if got.is_response and got.opaque == opaque:
-                    return got
-                continue  # the broker's own requests (NOTIFY_CONSUMER_IDS_CHANGED), earlier unanswered opaques
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(1 << 20)
-            except TimeoutError:
-                return None
-            if not data:
-                raise AssertionError("the server closed the connection instead of answering")
-            self.decoder.feed(data)
-
-    def request(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
-                serialize_type: SerializeType = SerializeType.JSON) -> RemotingCommand:
-        answer = self.answer(self.send(code, ext or {}, body, serialize_type))
-        assert answer is not None, f"no answer to code {code}"
-        return answer
 
 
 class Target:

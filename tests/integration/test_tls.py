@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from certs import self_signed
 from cpp_driver import Runner, requires_cpp_client
 from local_cluster import LocalCluster
 from serve_process import ServeProcess, cli, write_broker_conf
@@ -28,17 +28,10 @@ from rocketstore.remoting.transport import Connection, ConnectionPool, run
 TOPIC = "TlsTopic"
 
 
-def _self_signed(directory: Path, name: str) -> tuple[str, str]:
-    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                    f"/CN={name}", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    return str(cert), str(key)
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
     directory = tmp_path_factory.mktemp("certs")
-    return {name: _self_signed(directory, name) for name in ("server", "client", "stranger")}
+    return {name: self_signed(directory, name) for name in ("server", "client", "stranger")}
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ TLS, the files they name opened by every task.  The broker runs in a ``rocketsto
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from certs import self_signed
 from serve_process import ServeProcess, write_broker_conf
 
 pytestmark = pytest.mark.spark
@@ -27,9 +27,7 @@ TOPIC = "SparkTls"
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, str]]:
     base = tmp_path_factory.mktemp("serve")
-    cert, key = base / "server.crt", base / "server.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=server",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    cert, key = self_signed(base, "server")
     tls_file = base / "tls.properties"
     tls_file.write_text(f"tls.server.mode=enforcing\ntls.server.certPath={cert}\ntls.server.keyPath={key}\n"
                         "tls.enable=true\n")
