@@ -112,10 +112,10 @@ def broker_error_for(code: int, remark: str | None) -> BrokerError:
     return _TABLE.get(code, BrokerError)(code, remark)
 
 
-async def logged(log: logging.Logger, what: str, coro: Awaitable[None]) -> None:
+async def logged(log: logging.Logger, what: str, coro: Awaitable[None], level: int = logging.WARNING) -> None:
     """Await *coro*; a client-side failure (a RocketStoreError or OSError: a broker gone, a refusal) is logged
-    on *log* as a warning instead of raised: for periodic work whose next round tries again."""
+    on *log* at *level* (a warning) instead of raised: for periodic work whose next round tries again."""
     try:
         await coro
     except (RocketStoreError, OSError) as exc:
-        log.warning("%s failed: %s", what, exc)
+        log.log(level, "%s failed: %s", what, exc)

@@ -443,6 +443,12 @@ class _Targets:
 
 
 class Producer:
+    #: how a failed heartbeat or unregistration is logged: a plain producer's heartbeats only make it known to
+    #: the brokers' producer tables (its sends report their own failures), so at INFO, which an application
+    #: that did not configure logging does not see on stderr (Java logs them to its client log file);
+    #: ServedProducer, whose callbacks depend on them, warns
+    heartbeat_failure_level = logging.INFO
+
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -577,10 +583,10 @@ class Producer:
         """HEART_BEAT's body: this client id and the group in producerDataSet (prepareHeartbeatData)."""
         return HeartbeatData(self.client_id, (self.group,), ())
 
-    @staticmethod
-    async def quietly(what: str, coro: Awaitable[None]) -> None:
-        """Await *coro*; a failure is logged (the next heartbeat period or send tries again)."""
-        await logged(log, what, coro)
+    async def quietly(self, what: str, coro: Awaitable[None]) -> None:
+        """Await *coro*; a failure is logged at :attr:`heartbeat_failure_level` (the next heartbeat period or
+        send tries again)."""
+        await logged(log, what, coro, self.heartbeat_failure_level)
 
     def _start_heartbeats(self) -> None:
         """Run the heartbeat loop on the running event loop, unless it runs there already: a producer used

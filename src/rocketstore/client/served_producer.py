@@ -14,6 +14,8 @@ Loop-bound.  Imports remoting and message only (never store, broker or namesrv).
 
 from __future__ import annotations
 
+import logging
+
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
 from rocketstore.client.producer import Producer
@@ -25,6 +27,9 @@ __all__ = ["ServedProducer"]
 
 
 class ServedProducer(Producer):
+    #: replies and transaction checks reach this producer only on a heartbeated connection
+    heartbeat_failure_level = logging.WARNING
+
     def __init__(self, namesrv_addr: str, group: str, handler: RequestHandler, *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
