@@ -123,7 +123,11 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     progress.set_defaults(handler=_group_progress)
 
     reset = commands.add_parser("reset-offset", help="move the group's offsets of a topic to a point in time "
-                                                   "(mqadmin resetOffsetByTime); connected consumers follow")
+                                                   "(mqadmin resetOffsetByTime); connected consumers follow",
+                                description="Move the group's offsets of a topic to a point in time (mqadmin "
+                                            "resetOffsetByTime); connected consumers follow. As in 4.9.3, a broker "
+                                            "refuses it (\"THe consumer group <G> not exist\") while the group has "
+                                            "no committed offset on one of the topic's queues there.")
     reset.add_argument("group")
     reset.add_argument("-t", "--topic", required=True)
     reset.add_argument("--to", required=True, metavar="TIME",

@@ -4,10 +4,10 @@ added to admin_cmds' ``group`` and ``topic`` commands:
 
     rocketstore group client-offsets GROUP -t TOPIC [-i CLIENT_ID]   each connected client's offsets in memory
     rocketstore group time-span GROUP -t TOPIC                       per queue: oldest / newest / consumed times
-    rocketstore group correction-offset GROUP -t TOPIC [--filter G1,G2] [-b BROKER]
+    rocketstore group correction-offset GROUP -t TOPIC [--filter G1,G2] [-b ADDR]
     rocketstore group clone-offset SRC_GROUP DEST_GROUP [-t TOPIC] [--offline]
-    rocketstore topic clean-expired-cq [-b BROKER | -c CLUSTER]      drop queues retention emptied
-    rocketstore topic clean-unused [-b BROKER | -c CLUSTER]          drop queues of topics no longer configured
+    rocketstore topic clean-expired-cq [-b ADDR | -c CLUSTER]        drop queues retention emptied
+    rocketstore topic clean-unused [-b ADDR | -c CLUSTER]            drop queues of topics no longer configured
 
 The clean-ups act, like mqadmin's, on one broker or on every broker (masters and slaves) of a cluster or of
 all clusters.  Parse arguments, call one AdminClient method, print.

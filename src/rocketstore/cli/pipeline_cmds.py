@@ -35,6 +35,20 @@ def _progress(text: str) -> None:
     print(f"rocketstore pipeline: {text}", file=sys.stderr, flush=True)
 
 
+def _need_spark_extra(*modules: str) -> None:
+    """Before Spark starts: the packages of the ``spark`` extra a job imports (the core install has none of
+    them) are there, else one line saying what to install instead of a traceback from Spark's start-up."""
+    missing = []
+    for name in ("pyspark", "pyarrow", *modules):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise PipelineError(f"the pipeline jobs need the spark extra ({', '.join(missing)} missing): "
+                            f"pip install -e '.[spark]' in the checkout")
+
+
 def spark_error_line(exc: BaseException) -> str:
     """One line for a failed Spark call: the innermost rocketstore error when Spark wraps one (a data source
     raising in a Python worker), else the first line of Spark's own message (SQLSTATE dropped)."""
@@ -141,6 +155,7 @@ def _archive(args: argparse.Namespace) -> int:
         _check_store_dir(args.store)
         if os.path.exists(args.output) and not args.overwrite:
             raise PipelineError(f"--output {args.output} already exists (give --overwrite to replace it)")
+    _need_spark_extra()
     from rocketstore.spark.jobs import archive_store, archive_topic, build_session
 
     _progress(f"starting Spark ({args.master})")
@@ -163,6 +178,7 @@ def _archive(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     _check_store_dir(args.store)
+    _need_spark_extra("matplotlib")
     from rocketstore.spark.jobs import build_session, store_report
 
     _progress(f"starting Spark ({args.master})")
@@ -181,6 +197,8 @@ def _rebuild(args: argparse.Namespace) -> int:
     import os
 
     from rocketstore.cli.store_cmds import ProgressBar, store_config_from_args
+
+    _need_spark_extra()
     from rocketstore.spark.jobs import build_session
     from rocketstore.spark.rebuild import rebuild_with_spark
 

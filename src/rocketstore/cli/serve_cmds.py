@@ -1,9 +1,9 @@
 """``serve``, ``namesrv`` and ``broker`` commands: run a name server and/or a broker until SIGINT/SIGTERM.
 
     rocketstore serve [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [-c broker.conf] [--host H]
-                      [--busy-poll-us N]
-    rocketstore namesrv [-c namesrv.conf] [--port 9876] [--host H]
-    rocketstore broker -c broker.conf [--store DIR] [--port P] [-n host:port] [--host H]
+                      [--busy-poll-us N] [--metrics-port PORT] [--tls-config tls.properties] [-v]
+    rocketstore namesrv [-c namesrv.conf] [--port 9876] [--host H] [--tls-config tls.properties]
+    rocketstore broker -c broker.conf [--store DIR] [--port P] [-n host:port] [--host H] [--tls-config ...]
 
 ``serve`` keeps the name server's KV table and settings under ``<store>/namesrv/``; ``namesrv`` where its
 namesrv.conf says (RocketMQ's default: ``~/namesrv/``).  Port 0 picks a free port; each command prints one line saying where it listens, then serves until
