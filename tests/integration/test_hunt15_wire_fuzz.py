@@ -441,13 +441,14 @@ def test_a_lock_batch_listing_a_queue_twice_locks_and_answers_it_once(broker: Ta
 def test_query_consume_queue_reads_missing_numbers_as_java_primitives_do(broker: Target) -> None:
     """QueryConsumeQueueRequestHeader's queueId, index and count are int/long primitives without @CFNotNull
     in 4.9.3: missing, they are 0 (queue 0, from index 0, no entries), not an error."""
-    broker.cluster.create_topic(TOPIC, 4)  # as it was made: the fuzz tests may have updated it (0 write queues)
+    topic = "WireQueryCq"  # its own: the fuzz tests send to FuzzTopic and may update it (0 write queues)
+    broker.cluster.create_topic(topic, 4)
     sent = broker.fuzz.request(RequestCode.SEND_MESSAGE, {
-        "producerGroup": "p", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+        "producerGroup": "p", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
         "queueId": "0", "sysFlag": "0", "bornTimestamp": "0", "flag": "0"}, b"cq")
     assert sent.code == ResponseCode.SUCCESS
-    broker.cluster.wait_until(lambda: broker.cluster.broker.store.max_offset(TOPIC, 0) > 0, 10, "the message")
-    for ext in ({"topic": TOPIC}, {"topic": TOPIC, "count": "5"}, {"topic": TOPIC, "queueId": "0", "index": "0"}):
+    broker.cluster.wait_until(lambda: broker.cluster.broker.store.max_offset(topic, 0) > 0, 10, "the message")
+    for ext in ({"topic": topic}, {"topic": topic, "count": "5"}, {"topic": topic, "queueId": "0", "index": "0"}):
         answer = broker.fuzz.request(RequestCode.QUERY_CONSUME_QUEUE, ext)
         assert answer.code == ResponseCode.SUCCESS, (ext, answer.remark)
         entries = json.loads(answer.body)["queueData"]
