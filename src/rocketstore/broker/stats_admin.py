@@ -79,12 +79,6 @@ log = logging.getLogger(__name__)
 _RETENTION_PROPERTIES = frozenset({"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable"})
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
-#: the runtime info's pool figures -> the kept BrokerConfig property 4.9.3 reports there (this broker serves
-#: every request on its event loop: its queues are always empty, their capacities only settings)
-_QUEUE_CAPACITIES = {"sendThreadPoolQueueCapacity": "sendThreadPoolQueueCapacity",
-                     "pullThreadPoolQueueCapacity": "pullThreadPoolQueueCapacity",
-                     "queryThreadPoolQueueCapacity": "queryThreadPoolQueueCapacity",
-                     "EndTransactionThreadPoolQueueCapacity": "endTransactionPoolQueueCapacity"}
 
 
 # --- runtime info ------------------------------------------------------------------------------------------
@@ -150,13 +144,14 @@ def runtime_table(broker: Broker) -> dict[str, str]:
         "msgGetTotalTodayMorning": str(stats.get_total_today_morning),
         "msgGetTotalTodayNow": str(stats.store.get_transferred_count),
         "sendThreadPoolQueueSize": "0",
-        "sendThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["sendThreadPoolQueueCapacity"]],
+        "sendThreadPoolQueueCapacity": kept["sendThreadPoolQueueCapacity"],
         "pullThreadPoolQueueSize": "0",
-        "pullThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["pullThreadPoolQueueCapacity"]],
+        "pullThreadPoolQueueCapacity": kept["pullThreadPoolQueueCapacity"],
         "queryThreadPoolQueueSize": "0",
-        "queryThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["queryThreadPoolQueueCapacity"]],
+        "queryThreadPoolQueueCapacity": kept["queryThreadPoolQueueCapacity"],
         "EndTransactionQueueSize": "0",
-        "EndTransactionThreadPoolQueueCapacity": kept[_QUEUE_CAPACITIES["EndTransactionThreadPoolQueueCapacity"]],
+        # 4.9.3 reports BrokerConfig's endTransactionPoolQueueCapacity under this name
+        "EndTransactionThreadPoolQueueCapacity": kept["endTransactionPoolQueueCapacity"],
         "dispatchBehindBytes": str(store.dispatch_behind_bytes),
         "pageCacheLockTimeMills": str(_page_cache_lock_ms(broker, now_ms)),
         "sendThreadPoolQueueHeadWaitTimeMills": "0",
