@@ -8,10 +8,12 @@ reading goes through these.  Pure: no imports but the standard library.
 
 from __future__ import annotations
 
-__all__ = ["java_int_problem", "number_format_remark", "parse_java_int", "parse_java_long"]
+__all__ = ["INT_MAX", "INT_MIN", "LONG_MAX", "LONG_MIN", "java_int_problem", "number_format_remark",
+           "parse_java_int", "parse_java_long"]
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+#: the ranges of Java's int and long
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 _SIGNS = ("+", "-")
 
 
@@ -29,12 +31,12 @@ def _parse_java_integer(text: str, low: int, high: int, kind: str) -> int:
 
 def parse_java_int(text: str) -> int:
     """Integer.parseInt: optional sign, decimal digits, 32-bit range; ValueError otherwise."""
-    return _parse_java_integer(text, _INT_MIN, _INT_MAX, "int")
+    return _parse_java_integer(text, INT_MIN, INT_MAX, "int")
 
 
 def parse_java_long(text: str) -> int:
     """Long.parseLong: optional sign, decimal digits, 64-bit range; ValueError otherwise."""
-    return _parse_java_integer(text, _LONG_MIN, _LONG_MAX, "long")
+    return _parse_java_integer(text, LONG_MIN, LONG_MAX, "long")
 
 
 def number_format_remark(text: str) -> str:

@@ -6,7 +6,8 @@ HeartbeatData (accepting enum names or C++'s ordinals, numbers or strings), and 
 of the calls a broker relays to a consumer (running info, consume directly) are
 :mod:`rocketstore.remoting.consumer_bodies`, which builds on this module.
 
-Pure: no I/O; imports errors, message.hashing and remoting.fastjson only (never consumer_bodies).  Values
+Pure: no I/O; imports errors, message.hashing, message.java_numbers and remoting.fastjson only (never
+consumer_bodies).  Values
 are frozen dataclasses, safe to share between threads.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from rocketstore.errors import ProtocolError
 from rocketstore.message.hashing import java_string_hash
+from rocketstore.message.java_numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from rocketstore.remoting import fastjson
 
 __all__ = [
@@ -73,10 +75,6 @@ class Perm:
             "X" if perm & Perm.INHERIT else "-")
 
 
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
-
-
 def _int(value: Any, default: int = 0, *, java_int: bool = False) -> int:
     """A JSON int that some clients send as a string.  ProtocolError for anything else, for an infinite
     float (JSON's 1e400) and for a value past the Java field's range: a long, or an int with *java_int*
@@ -89,7 +87,7 @@ def _int(value: Any, default: int = 0, *, java_int: bool = False) -> int:
         number = int(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ProtocolError(f"{value!r:.80} is not an integer") from exc
-    low, high = (_INT_MIN, _INT_MAX) if java_int else (_LONG_MIN, _LONG_MAX)
+    low, high = (INT_MIN, INT_MAX) if java_int else (LONG_MIN, LONG_MAX)
     if not low <= number <= high:
         raise ProtocolError(f"{value!r:.80} is out of range for a Java {'int' if java_int else 'long'}")
     return number

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
-from rocketstore.message.java_numbers import parse_java_long
+from rocketstore.message.java_numbers import LONG_MAX, LONG_MIN, parse_java_long
 from rocketstore.message.java_properties import read_properties_file
 
 __all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "read_properties_file"]
@@ -213,7 +213,6 @@ def _coerce(name: str, raw: str, default: object) -> object:
 
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def parse_delay_levels(text: str) -> dict[int, int]:
@@ -231,7 +230,7 @@ def parse_delay_levels(text: str) -> dict[int, int]:
             number = None
         if unit not in _UNIT_MS or number is None:
             raise StoreConfigError(f"messageDelayLevel item {item!r} is not <number><s|m|h|d>")
-        if not _LONG_MIN <= number * _UNIT_MS[unit] <= _LONG_MAX:
+        if not LONG_MIN <= number * _UNIT_MS[unit] <= LONG_MAX:
             raise StoreConfigError(f"messageDelayLevel item {item!r} is past a Java long in milliseconds")
         levels[i] = number * _UNIT_MS[unit]
     if not levels:
