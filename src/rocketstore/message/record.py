@@ -28,7 +28,7 @@ is left as zeros.
 
 Two modules beside this one share its private layout helpers: :mod:`rocketstore.message.batch_draft` (a
 batch's records drafted column-wise) and :mod:`rocketstore.message.record_decode` (a pull body's records
-decoded in runs).  This module imports only the errors, host, names and properties modules of this package (and
+decoded in runs).  This module imports only the errors, arguments, host, names and properties modules of this package (and
 message_id lazily), never those two.
 """
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
-import operator
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from rocketstore.errors import (
     MessageTooLargeError,
     PropertiesTooLargeError,
 )
+from rocketstore.message.arguments import int_argument
 from rocketstore.message.host import HostAddress
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, encode_properties, parse_properties
@@ -245,16 +245,8 @@ class Message(HasTagsAndKeys):
         """Build a message the way a RocketMQ client does: tags, keys (joined by a space) and user properties.
 
         A ``queue_id`` must be an int (a numpy integer is taken as its value): a bool or str is a TypeError."""
-        if "queue_id" in fields:
-            queue_id = fields["queue_id"]
-            if queue_id.__class__ is not int:
-                # True == 1 to Python, but a flag passed where the queue goes is a mistake, not queue 1
-                if isinstance(queue_id, bool):
-                    raise TypeError(f"queue_id must be an int, not a bool ({queue_id!r})")
-                try:
-                    fields["queue_id"] = operator.index(queue_id)  # type: ignore[arg-type]
-                except TypeError:
-                    raise TypeError(f"queue_id must be an int, not {type(queue_id).__name__} ({queue_id!r})") from None
+        if "queue_id" in fields and fields["queue_id"].__class__ is not int:
+            fields["queue_id"] = int_argument("queue_id", fields["queue_id"])
         props: dict[str, str] = {}
         if properties:
             props.update(properties)

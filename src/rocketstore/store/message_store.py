@@ -39,6 +39,7 @@ from rocketstore.errors import (
     StoreClosedError,
     StoreConfigError,
 )
+from rocketstore.message.arguments import int_argument
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.batch_draft import BatchDraft
 from rocketstore.message.hashing import tags_code
@@ -78,7 +79,7 @@ from rocketstore.store.drafting import DelayLevelError, apply_delay_level
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
 from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
-from rocketstore.store.reads import StoreReader, int_argument, tag_codes
+from rocketstore.store.reads import StoreReader, tag_codes
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
 

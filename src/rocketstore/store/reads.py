@@ -12,11 +12,11 @@ pieces it reads are safe for that).
 from __future__ import annotations
 
 import mmap
-import operator
 import struct
 from collections.abc import Callable, Mapping
 
 from rocketstore.errors import MessageDecodeError, StoreClosedError
+from rocketstore.message.arguments import int_argument, str_argument
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import parse_properties
 from rocketstore.message.record import (
@@ -33,7 +33,7 @@ from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.results import GetMessageStatus, GetResult, QueryResult
 
-__all__ = ["MessageMatcher", "StoreReader", "int_argument", "record_properties", "str_argument", "tag_codes"]
+__all__ = ["MessageMatcher", "StoreReader", "record_properties", "tag_codes"]
 
 #: a per-message filter of get(): takes the record's properties, answers whether it is handed out
 MessageMatcher = Callable[[Mapping[str, str]], bool]
@@ -69,25 +69,6 @@ def record_properties(data: bytes) -> dict[str, str] | None:
         return parse_properties(data[p + 2 : props_end].decode("utf-8"))
     except UnicodeDecodeError:
         return None
-
-
-def int_argument(name: str, value: object) -> int:
-    """*value* as the int argument *name* of a public store method: an int, or what has ``__index__`` (a numpy
-    integer); a bool (True == 1 to Python, but a flag where an offset goes is a mistake), float, str or None is
-    a TypeError naming the argument."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not a bool ({value!r})")
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"{name} must be an int, not {type(value).__name__} ({str(value)[:40]!r})") from None
-
-
-def str_argument(name: str, value: object) -> str:
-    """*value* as the str argument *name* of a public store method; anything else is a TypeError naming it."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__} ({str(value)[:40]!r})")
-    return value
 
 
 def tag_codes(expression: str | None) -> frozenset[int] | None:
