@@ -4,25 +4,39 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["write_text_atomically"]
+__all__ = ["path_lock", "write_text_atomically"]
 
 #: one write of a file at a time: two threads writing the same file share ``<path>.tmp``, and one's rename
 #: would take the other's half-written file.  Per file, not one lock for all (4.9.3's MixAll.string2File is
 #: static synchronized, but its writers are threads of their own): the broker writes topics.json (2 MB for
 #: 10,000 topics) and consumerOffset.json off its event loop, and the small delayOffset.json on it, which
-#: must not wait for a big file's fsyncs
+#: must not wait for a big file's fsyncs.  An entry lives while some thread holds or waits for it, so a
+#: process that writes many different files (a consumer per temporary directory) does not keep a lock each.
 _locks_guard = threading.Lock()
-_write_locks: dict[str, threading.Lock] = {}
+_write_locks: dict[str, list] = {}  # absolute path -> [RLock, threads holding or waiting]
 
 
-def _write_lock(path: str) -> threading.Lock:
+@contextmanager
+def path_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the process-wide lock of the file *path* (re-entrant: a holder may call
+    :func:`write_text_atomically` on the same path)."""
     key = os.path.abspath(path)
     with _locks_guard:
-        lock = _write_locks.get(key)
-        if lock is None:
-            lock = _write_locks[key] = threading.Lock()
-        return lock
+        entry = _write_locks.get(key)
+        if entry is None:
+            entry = _write_locks[key] = [threading.RLock(), 0]
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _locks_guard:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _write_locks[key]
 
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -30,7 +44,7 @@ def write_text_atomically(path: str, text: str) -> None:
     directory synced, so a crash leaves the old file or the new one, never half of one; the previous content
     is kept as ``<path>.bak`` (RocketMQ's ConfigManager keeps one too and reads it when the file is bad).
     Thread-safe."""
-    with _write_lock(path):
+    with path_lock(path):
         _write_text_atomically(path, text)
 
 

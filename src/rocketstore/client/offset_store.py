@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
@@ -31,7 +30,7 @@ from typing import Protocol
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import ClientError
 from rocketstore.client.route import MessageQueue
-from rocketstore.files import write_text_atomically
+from rocketstore.files import path_lock, write_text_atomically
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.fastjson import JsonBodyError
 
@@ -127,18 +126,6 @@ class RemoteOffsetStore(_MemoryTable):
         self._committed.pop(mq, None)
 
 
-_file_locks: dict[str, threading.Lock] = {}
-_file_locks_guard = threading.Lock()
-
-
-def _file_lock(path: Path) -> threading.Lock:
-    """The process-wide lock of one offsets file: BROADCASTING consumers of one group in one process share
-    ``<ip>@DEFAULT``, so the file and its temporary file, and write from worker threads."""
-    key = os.path.abspath(path)
-    with _file_locks_guard:
-        return _file_locks.setdefault(key, threading.Lock())
-
-
 def _object_key(key: object) -> dict[str, object]:
     """A MessageQueue key of 4.9.3's offset file (fastjson.loads makes an object key a tuple of pairs)."""
     if not isinstance(key, tuple):
@@ -201,7 +188,9 @@ class LocalFileOffsetStore(_MemoryTable):
             raise OffsetStoreError(str(path), f"not an offset table: {exc}") from exc
 
     def _merge_and_write(self, snapshot: dict[MessageQueue, int]) -> None:
-        with _file_lock(self.path):  # other stores of this file in the process (consumers of one group)
+        # other stores of this file in the process: BROADCASTING consumers of one group in one process share
+        # ``<ip>@DEFAULT``, so the file and its temporary file, and write from worker threads
+        with path_lock(self.path):
             self._merge_and_write_locked(snapshot)
 
     def _merge_and_write_locked(self, snapshot: dict[MessageQueue, int]) -> None:
