@@ -355,13 +355,23 @@ def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_
         broker.topic_created()
     write_queue_nums = tc.write_queue_nums
     if queue_id >= write_queue_nums and queue_id >= tc.read_queue_nums:
-        return None, ResponseCode.SYSTEM_ERROR, (
-            f"request queueId[{queue_id}] is illegal, {tc} Producer: {conn.peer_address}")
+        return None, ResponseCode.SYSTEM_ERROR, (f"request queueId[{queue_id}] is illegal, "
+                                                 f"{_java_topic_config_text(tc)} Producer: {conn.peer_address}")
     if queue_id < 0:
         if write_queue_nums <= 0:
             return None, ResponseCode.SYSTEM_ERROR, f"topic[{topic}] has no writable queue"
         queue_id = random.randrange(write_queue_nums)
     return tc, queue_id, None
+
+
+def _java_topic_config_text(tc: TopicConfig) -> str:
+    """*tc* as 4.9.3's TopicConfig.toString writes it into a remark (the perm as PermName.perm2String's
+    ``RWX`` letters, ``-`` for a bit not set; order as Java's boolean)."""
+    perm = "".join(letter if tc.perm & bit else "-"
+                   for letter, bit in (("R", Perm.READ), ("W", Perm.WRITE), ("X", Perm.INHERIT)))
+    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, writeQueueNums="
+            f"{tc.write_queue_nums}, perm={perm}, topicFilterType={tc.topic_filter_type}, topicSysFlag="
+            f"{tc.topic_sys_flag}, order={'true' if tc.order else 'false'}]")
 
 
 _MESSAGE_SETTERS = tuple(getattr(Message, f.name).__set__ for f in dataclasses.fields(Message))

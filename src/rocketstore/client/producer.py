@@ -29,15 +29,17 @@ With ``credentials`` (ACL) every request is signed by its connection, which need
 sends then build a RemotingCommand (the path bodies of 16 KiB and more always take), never a template's frame.
 
 Heartbeats, as 4.9.3's MQClientInstance sends them for a DefaultMQProducer: HEART_BEAT with the client id
-and the group in ``producerDataSet`` to every master of the routes the producer has read.  A background
-task, started by ``start()`` (``async with`` starts) or else by the first route a send reads, heartbeats the
-masters of the auto-create topic's route at once, a master new in a route as soon as it shows, and every
+and in ``producerDataSet`` the group and CLIENT_INNER_PRODUCER (the inner producer every MQClientInstance
+has) to every master of the routes the producer has read.  A background task, started by ``start()``
+(``async with`` starts) or else by the first route a send reads, heartbeats the masters of the auto-create
+topic's route at once, a master new in a route as soon as it shows, and every
 ``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them after re-reading their routes;
-``close()`` sends UNREGISTER_CLIENT with the group to each master heartbeated.  So the brokers' producer
-tables list the producer (GET_PRODUCER_CONNECTION_LIST, ``rocketstore producer connections``).  The
-heartbeats go on the connection the sends use and never hold a send up.  A broker may call back on that
-connection: a reply pushed for a RequestProducer of the same client id is handed over, a transaction
-check is dropped (a plain producer has no check listener, as in Java).
+``close()`` sends UNREGISTER_CLIENT with the group, then with CLIENT_INNER_PRODUCER, to each master
+heartbeated.  So the brokers' producer tables list the producer under both groups, as they list a Java
+client (GET_PRODUCER_CONNECTION_LIST, ``rocketstore producer connections``).  The heartbeats go on the
+connection the sends use and never hold a send up.  A broker may call back on that connection: a reply
+pushed for a RequestProducer of the same client id is handed over, a transaction check is dropped (a plain
+producer has no check listener, as in Java).
 
 With ``enable_trace`` each send, orderly send and batch is wrapped by the trace's ``pub`` (a Pub record once
 its result is known, see :mod:`rocketstore.client.trace_producer`); without it a send path tests
@@ -85,7 +87,7 @@ from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import RemotingError, RocketStoreError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
-from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
+from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
@@ -101,8 +103,9 @@ from rocketstore.remoting.transport import Connection, ConnectionPool
 if TYPE_CHECKING:
     from rocketstore.client.trace_producer import ProducerTrace
 
-__all__ = ["REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX", "HasProperties", "OutgoingMessage", "Producer",
-           "QueueSelector", "SendResult", "hash_queue_selector", "new_uniq_key", "new_uniq_keys", "reply_properties"]
+__all__ = ["CLIENT_INNER_PRODUCER_GROUP", "DEFAULT_PRODUCER_GROUP", "REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX",
+           "HasProperties", "OutgoingMessage", "Producer", "QueueSelector", "SendResult", "hash_queue_selector",
+           "new_uniq_key", "new_uniq_keys", "reply_properties"]
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +153,13 @@ _DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
 _SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SEND_REPLY_MESSAGE_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+#: the group of the producer every 4.9.3 MQClientInstance starts for itself (MixAll.CLIENT_INNER_PRODUCER_GROUP):
+#: its heartbeats carry it beside the user's group, so the brokers' producer tables list every Java client
+#: under it; ours do the same (a Producer's heartbeats name both groups, its close unregisters both)
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+#: MixAll.DEFAULT_PRODUCER_GROUP: our Producer's default group (4.9.3's DefaultMQProducerImpl.checkConfig
+#: refuses it at start; of ours only TransactionProducer refuses it)
+DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 #: MSG_TYPE of a reply (Java's MixAll.REPLY_MESSAGE_FLAG); such a message goes out as SEND_REPLY_MESSAGE_V2
 REPLY_MESSAGE_FLAG = "reply"
 #: the reply topic of a cluster is "<cluster>" + this (MixAll.getReplyTopic)
@@ -193,6 +203,19 @@ def _body_problem(body: bytes, max_message_size: int) -> str | None:
     return None
 
 
+def _waits_store(message: OutgoingMessage) -> bool:
+    """Message.isWaitStoreMsgOK: no WAIT property is true, else Boolean.parseBoolean of it."""
+    wait = message.properties.get(PropertyName.WAIT)
+    return wait is None or wait.lower() == "true"
+
+
+#: a batch's own properties (the SEND_BATCH_MESSAGE header's), by its first message's waitStoreMsgOK: Java's
+#: MessageBatch.generateFromList gives the batch that WAIT, which 4.9.3's broker honours for the whole batch
+#: and appends (with CLUSTER) to each entry's stored properties
+_BATCH_PROPERTIES = {waits: encode_properties({PropertyName.WAIT: "true" if waits else "false"})
+                     for waits in (True, False)}
+
+
 def _batch_problem(topic: str, messages: list[OutgoingMessage], max_message_size: int) -> str | None:
     """Why *messages* may not go out as a batch to *topic* (Java's MessageBatch.generateFromList, then
     Validators.checkMessage of each), or None; column-wise, without Python work per message in the usual
@@ -200,10 +223,13 @@ def _batch_problem(topic: str, messages: list[OutgoingMessage], max_message_size
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return "Retry Group is not supported for batching"
     if any(map(_message_properties, messages)):
+        first_waits = _waits_store(messages[0])
         for message in messages:
             delay = message.properties.get(PropertyName.DELAY)
             if delay is not None and delay.strip().lstrip("+-").isdecimal() and int(delay) > 0:
                 return "TimeDelayLevel is not supported for batching"
+            if _waits_store(message) != first_waits:
+                return "The waitStoreMsgOK of the messages in one batch should the same"
     lengths = list(map(len, map(_message_body, messages)))
     if not all(lengths):
         return "the message body length is zero"
@@ -449,7 +475,7 @@ class Producer:
     #: ServedProducer, whose callbacks depend on them, warns
     heartbeat_failure_level = logging.INFO
 
-    def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
+    def __init__(self, namesrv_addr: str, group: str = DEFAULT_PRODUCER_GROUP, *, timeout_s: float = 3.0,
                  retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
@@ -529,9 +555,12 @@ class Producer:
         """Start the heartbeats, as DefaultMQProducer.start: in the background, the masters of the auto-create
         topic's route (where new topics go) are heartbeated at once, then every ``heartbeat_interval_s``;
         nothing here waits for the network.  Optional: the first route a send reads starts the heartbeats
-        of a producer not started.  ClientError once closed."""
+        of a producer not started.  ClientError once closed, and for a group name 4.9.3's
+        Validators.checkGroup refuses (blank, over 255 characters, outside ``^[%|a-zA-Z0-9_-]+$``), which
+        every send refuses too."""
         if self.closed:
             raise ClientError("the producer is closed")
+        self._check_group()
         if self.started:
             return
         self.started = True
@@ -580,8 +609,11 @@ class Producer:
             log.debug("no route of %s to heartbeat its masters: %s", topic, exc)
 
     def heartbeat_data(self) -> HeartbeatData:
-        """HEART_BEAT's body: this client id and the group in producerDataSet (prepareHeartbeatData)."""
-        return HeartbeatData(self.client_id, (self.group,), ())
+        """HEART_BEAT's body: this client id, and in producerDataSet the group and CLIENT_INNER_PRODUCER, the
+        inner producer's that every 4.9.3 MQClientInstance registers beside the user's (prepareHeartbeatData)."""
+        if self.group == CLIENT_INNER_PRODUCER_GROUP:
+            return HeartbeatData(self.client_id, (self.group,), ())
+        return HeartbeatData(self.client_id, (self.group, CLIENT_INNER_PRODUCER_GROUP), ())
 
     async def quietly(self, what: str, coro: Awaitable[None]) -> None:
         """Await *coro*; a failure is logged at :attr:`heartbeat_failure_level` (the next heartbeat period or
@@ -633,9 +665,12 @@ class Producer:
         self._heartbeated[addr] = connection
 
     async def _unregister(self, addr: str) -> None:
-        ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=self.group).to_ext_fields()
-        check(await self.pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext),
-                                      self.timeout_s))
+        """UNREGISTER_CLIENT for the group, then for CLIENT_INNER_PRODUCER (4.9.3's shutdown unregisters the
+        user's producer, then MQClientInstance.shutdown its inner one)."""
+        for group in dict.fromkeys((self.group, CLIENT_INNER_PRODUCER_GROUP)):
+            ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=group).to_ext_fields()
+            check(await self.pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext),
+                                          self.timeout_s))
 
     async def _heartbeat_loop(self) -> None:
         """Every heartbeat_interval_s: re-read the routes of the topics seen and heartbeat every master known
@@ -697,7 +732,8 @@ class Producer:
         with MessageIllegalError; nothing is sent."""
         if self.closed:
             raise ClientError("the producer is closed")
-        if topic not in self._checked_topics:
+        if topic not in self._checked_topics:  # the first send to a topic (or a bad one): the group's name too
+            self._check_group()
             problem = topic_problem(topic)
             if problem is not None:
                 raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
@@ -708,6 +744,13 @@ class Producer:
             problem = _body_problem(body, self.max_message_size)
             if problem is not None:
                 raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
+
+    def _check_group(self) -> None:
+        """ClientError for a group name Validators.checkGroup refuses (DefaultMQProducerImpl.checkConfig): the
+        broker would refuse its heartbeats, and Java's producer does not start with it."""
+        problem = group_problem(self.group)
+        if problem is not None:
+            raise ClientError(problem)
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
@@ -910,12 +953,13 @@ class Producer:
             keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
             keys_text = ",".join(keys)
             body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag) for m, k in zip(messages, keys)])
+        batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
-            return await self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id,
-                                    flag=0)
+            return await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
+                                    queue_id=queue_id, flag=0)
         began_ms = [0]
-        sending = self._send(topic, _SEND_BATCH_MESSAGE, body, "", keys_text, batch=True, queue_id=queue_id, flag=0,
-                             began_ms=began_ms)
+        sending = self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
+                             queue_id=queue_id, flag=0, began_ms=began_ms)
         # one Pub for the batch, as 4.9.3 traces a MessageBatch: no tags or keys, the ids joined by commas
         return await self.trace.pub(sending, topic, len(body), None, None, None, began_ms=began_ms)
 

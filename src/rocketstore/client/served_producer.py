@@ -2,12 +2,13 @@
 and the requesting producer (PUSH_REPLY_MESSAGE_TO_CLIENT).
 
 A broker reaches a producer only on a connection the producer heartbeats on (every Producer heartbeats:
-HEART_BEAT with the group in ``producerDataSet``, see :class:`rocketstore.client.producer.Producer`).  This
-one's connections answer the broker's requests with a *handler*, and its senders call ``discover(topic)``
-before a send that needs the broker to know the producer: it heartbeats the masters of the topic's route not
-heartbeated yet, and again a master whose heartbeated connection has closed (a broker restart, a dropped
-socket), so that the replies to requests and the checks of transactions sent after a broker restart do not
-wait for the next periodic heartbeat (up to 30 s; 4.9.3's Java client has that gap).
+HEART_BEAT with the group and CLIENT_INNER_PRODUCER in ``producerDataSet``, see
+:class:`rocketstore.client.producer.Producer`).  This one's connections answer the broker's requests with a
+*handler*, and its senders call ``discover(topic)`` before a send that needs the broker to know the
+producer: it heartbeats the masters of the topic's route not heartbeated yet, and again a master whose
+heartbeated connection has closed (a broker restart, a dropped socket), so that the replies to requests and
+the checks of transactions sent after a broker restart do not wait for the next periodic heartbeat (up to
+30 s; 4.9.3's Java client has that gap).
 
 Loop-bound.  Imports remoting and message only (never store, broker or namesrv).
 """

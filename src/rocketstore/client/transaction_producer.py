@@ -49,7 +49,7 @@ from typing import Any, Self
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
-from rocketstore.client.producer import OutgoingMessage, Producer, SendResult
+from rocketstore.client.producer import DEFAULT_PRODUCER_GROUP, OutgoingMessage, Producer, SendResult
 from rocketstore.client.request_producer import deliver_reply
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.client.served_producer import ServedProducer
@@ -267,9 +267,14 @@ class TransactionProducer:
 
     async def start(self) -> None:
         """Heartbeat to the masters of the auto-create topic's route (where new topics go), and start the
-        periodic heartbeats.  send_in_transaction starts a producer that was not started."""
+        periodic heartbeats.  send_in_transaction starts a producer that was not started.  ClientError for
+        the group DEFAULT_PRODUCER, as 4.9.3's checkConfig refuses it: every Producer made without a group
+        heartbeats in it, and the broker sends a transaction's check to any producer of its group, so a plain
+        one (which has no check listener) could take the checks of this one."""
         if self.closed:
             raise ClientError("the transactional producer is closed")
+        if self.group == DEFAULT_PRODUCER_GROUP:
+            raise ClientError(f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one.")
         await self._sender.start()
 
     async def close(self) -> None:
