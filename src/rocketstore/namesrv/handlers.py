@@ -132,7 +132,8 @@ class NameServerHandlers:
         self._registering = asyncio.Lock()
 
     def router(self) -> RequestRouter:
-        r = RequestRouter()
+        # a code not served here goes unanswered, as 4.9.3's DefaultRequestProcessor returns null for it
+        r = RequestRouter(answer_unknown_codes=False)
         r.add(RequestCode.REGISTER_BROKER, self.register_broker)
         r.add(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
         r.add(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.get_route)

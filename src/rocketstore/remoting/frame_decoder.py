@@ -59,6 +59,8 @@ def _reject_constant(name: str) -> object:
 # Floats become Decimal so a stray ali-ons float is stringified as Java's BigDecimal would ("1E+3"), and
 # strict=False accepts raw control characters inside strings (the \x01/\x02 property separators).
 _JSON_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant, strict=False)
+# A quoted, escaped JSON string, non-ASCII kept (json's C string encoder), for nested values read as text.
+_quote_json = codec._quote_json
 
 
 def decode_command(frame: bytes | bytearray | memoryview) -> RemotingCommand:
@@ -238,7 +240,33 @@ def _scalar_text(value: object, name: str) -> str:
         return "true" if value else "false"
     if type(value) is int or type(value) is Decimal:
         return str(value)
+    if type(value) is dict or type(value) is list:
+        # fastjson reads any JSON value into a String field (4.9.3's extFields values, the remark): an object
+        # or array becomes its JSON text, as JSONObject.toString() writes it; the request is served
+        try:
+            return _json_text(value)
+        except RecursionError as exc:
+            raise ProtocolError(f"JSON header {name} is nested too deeply") from exc
     raise ProtocolError(f"JSON header {name}: a {type(value).__name__} where a string belongs")
+
+
+def _json_text(value: object) -> str:
+    """*value* (from the header decoder: str, int, Decimal, bool, None, dict, list) as compact JSON text the
+    way fastjson's toString() writes a parsed JSONObject/JSONArray: null members of an object left out, null
+    items of an array kept, numbers as Java prints them.  (fastjson keeps a nested object's members in a
+    HashMap, so with several members Java's order may differ from this, the order they came in.)"""
+    if type(value) is str:
+        return _quote_json(value)
+    if type(value) is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if type(value) is dict:
+        return "{" + ",".join(_quote_json(key) + ":" + _json_text(item) for key, item in value.items()
+                              if item is not None) + "}"
+    if type(value) is list:
+        return "[" + ",".join(_json_text(item) for item in value) + "]"
+    return str(value)  # int, Decimal
 
 
 def _decode_binary_header(header: bytes) -> _Fields:

@@ -1,10 +1,10 @@
 """The serving side of remoting: a request router and a listening server, on :mod:`remoting.transport`.
 
 Owns :class:`RequestRouter` (dispatch by request code, REQUEST_CODE_NOT_SUPPORTED for unknown codes as a
-4.9.3 broker answers, the immediate handlers that :class:`~rocketstore.remoting.transport.Connection` runs
-as frames are decoded) and :class:`RemotingServer` (the listening socket, its connections, and closing
-those idle for ``idle_timeout_s``, 120 s by default).  The per-connection rules (oneway, handler errors,
-bad frames, the in-flight limit) are the Connection's.
+4.9.3 broker answers or silence as a 4.9.3 name server keeps, the immediate handlers that
+:class:`~rocketstore.remoting.transport.Connection` runs as frames are decoded) and :class:`RemotingServer`
+(the listening socket, its connections, and closing those idle for ``idle_timeout_s``, 120 s by default).
+The per-connection rules (oneway, handler errors, bad frames, the in-flight limit) are the Connection's.
 
 A transport module: with transport.py the only remoting modules that touch asyncio and sockets; imports
 errors and the remoting modules below it, never bodies or the broker, name server or client packages.
@@ -47,10 +47,14 @@ Guard = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
 
 class RequestRouter:
-    """Dispatch by request code; unknown codes get REQUEST_CODE_NOT_SUPPORTED as a 4.9.3 broker answers."""
+    """Dispatch by request code; unknown codes get REQUEST_CODE_NOT_SUPPORTED as a 4.9.3 broker answers, or,
+    with ``answer_unknown_codes=False``, no answer at all as a 4.9.3 name server gives (its default processor
+    returns null for a code it does not know, and nothing is written)."""
 
-    def __init__(self, handlers: Mapping[int, RequestHandler] | None = None) -> None:
+    def __init__(self, handlers: Mapping[int, RequestHandler] | None = None, *,
+                 answer_unknown_codes: bool = True) -> None:
         self.handlers: dict[int, RequestHandler] = dict(handlers or {})
+        self.answer_unknown_codes = answer_unknown_codes
         self.immediate_handlers: dict[int, ImmediateHandler] = {}
         #: checked before every request when set (set it before the server accepts connections: a
         #: connection takes its immediate lookup once)
@@ -101,6 +105,10 @@ class RequestRouter:
                 return refused
         handler = self.handlers.get(request.code)
         if handler is None:
+            if not self.answer_unknown_codes:
+                log.debug("request code %s from %s not served: no answer", request.code,
+                          connection.peer_address)
+                return None
             return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                          remark=f" request type {request.code} not supported")
         return await handler(connection, request)

@@ -10,9 +10,10 @@ a drain, and closing fails every pending request with :class:`ConnectionClosedEr
 
 Server rules (as a 4.9.3 broker behaves): an unknown request code is answered REQUEST_CODE_NOT_SUPPORTED,
 a oneway request gets no answer, a handler exception becomes SYSTEM_ERROR, a frame over the limit or any
-undecodable frame closes the connection, and at most ``max_in_flight`` requests per connection run at once
-(reading pauses until one finishes; a request parked by :meth:`Connection.park`, a long-polled pull waiting
-for a message, does not count).  The router and the listening server (which closes connections idle
+undecodable frame closes the connection, an answer the peer could not read (over the frame limit, or not
+encodable) is logged and becomes SYSTEM_ERROR, and at most ``max_in_flight`` requests per connection run
+at once (reading pauses until one finishes; a request parked by :meth:`Connection.park`, a long-polled pull
+waiting for a message, does not count).  The router and the listening server (which closes connections idle
 for ``idle_timeout_s``) are :mod:`rocketstore.remoting.server`, the other transport module; every other
 remoting module is sans-IO.
 
@@ -184,6 +185,8 @@ class Connection(asyncio.BufferedProtocol):
         self._holding = False
         self._flush_scheduled = False
         self._decoder = FrameDecoder(max_frame_bytes)
+        #: the largest answer written: a peer's decoder is taken to have this connection's frame limit
+        self._max_frame_bytes = self._decoder.max_frame_bytes
         self._max_in_flight = max(1, max_in_flight)
         self._on_close = on_close
         self._transport: asyncio.Transport | None = None
@@ -410,8 +413,28 @@ class Connection(asyncio.BufferedProtocol):
             self._write(response)
         except ConnectionClosedError:
             pass
-        except RemotingError:  # an answer that cannot be encoded is a bug in its handler
-            log.exception("cannot answer request code %s from %s", request.code, self.peer_address)
+        except RemotingError as exc:
+            self._answer_unsendable(request, exc)
+
+    def _answer_unsendable(self, request: RemotingCommand, error: RemotingError) -> None:
+        """The answer to *request* cannot be sent (*error*: too big for the peer's frame limit, or not
+        encodable, a bug in its handler): say so in the log and answer SYSTEM_ERROR instead, so the peer
+        learns it at once rather than at its timeout or by a closed connection (4.9.3 writes such an answer
+        all the same, and a peer's decoder closes the connection on it)."""
+        if isinstance(error, FrameTooLargeError):
+            log.error("cannot answer request code %s from %s: %s; answering SYSTEM_ERROR instead",
+                      request.code, self.peer_address, error)
+        else:
+            log.error("cannot answer request code %s from %s; answering SYSTEM_ERROR instead", request.code,
+                      self.peer_address, exc_info=error)
+        if request.flag & ONEWAY_FLAG or self._closed:
+            return
+        try:
+            remark = (f"the answer to request code {request.code} cannot be sent: "
+                      f"{type(error).__name__}: {error}")
+            self._write(request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark))
+        except RemotingError:
+            pass
 
     async def _serve(self, request: RemotingCommand, deferred: bool = False) -> None:
         assert self._handler is not None
@@ -434,8 +457,8 @@ class Connection(asyncio.BufferedProtocol):
         except RequestTimeoutError as exc:  # the peer stopped reading our answers: drop it
             log.warning("closing %s: %s", self.peer_address, exc)
             self.close(exc)
-        except RemotingError:  # an answer that cannot be encoded is a bug in its handler
-            log.exception("cannot answer request code %s from %s", request.code, self.peer_address)
+        except RemotingError as exc:  # an answer too big for the peer, or not encodable (a handler's bug)
+            self._answer_unsendable(request, exc)
         finally:
             if deferred:
                 self._deferred_count -= 1
@@ -446,15 +469,24 @@ class Connection(asyncio.BufferedProtocol):
     def _enqueue(self, command: RemotingCommand, opaque: int | None) -> None:
         """Encode one frame into the outbox; *opaque* replaces the command's own (a request being numbered).
         Raises ConnectionClosedError on a closed connection and ProtocolError for a command that cannot
-        be encoded, before anything is queued."""
+        be encoded (FrameTooLargeError for a response over the frame limit), before anything is queued."""
         transport = self._transport
         if self._closed or transport is None or transport.is_closing():
             error = ConnectionClosedError(f"connection to {self.peer_address} is closed")
             raise error from self._close_cause
         if len(command.body) >= _SEPARATE_BODY_BYTES:
-            self._outbox.extend(encode_command_parts(command, opaque))  # no joined copy of a large body
+            head, body = encode_command_parts(command, opaque)  # no joined copy of a large body
+            frame_bytes = len(head) + len(body)
+            if frame_bytes > self._max_frame_bytes and command.flag & RESPONSE_FLAG:
+                # the peer's decoder (Java's frameMaxLength, 16 MiB as ours) would close the connection on it
+                raise FrameTooLargeError(frame_bytes, self._max_frame_bytes)
+            self._outbox.append(head)
+            self._outbox.append(body)
         else:
-            self._outbox.append(encode_command(command, opaque))
+            frame = encode_command(command, opaque)
+            if len(frame) > self._max_frame_bytes and command.flag & RESPONSE_FLAG:
+                raise FrameTooLargeError(len(frame), self._max_frame_bytes)
+            self._outbox.append(frame)
         self.last_active_s = time.monotonic()
 
     def _write(self, command: RemotingCommand, opaque: int | None = None) -> None:
