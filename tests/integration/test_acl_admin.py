@@ -191,7 +191,8 @@ def test_without_acl_enable_every_acl_request_fails_saying_so(tmp_path: Path) ->
                 ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED, ResponseCode.DELETE_ACL_CONFIG_FAILED,
                 ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, ResponseCode.SYSTEM_ERROR,
                 ResponseCode.SYSTEM_ERROR]
-            assert all("aclEnable is false" in str(e.value.remark) for e in (update, delete, white, version, config))
+            assert all("aclEnable was false when it started" in str(e.value.remark)
+                       for e in (update, delete, white, version, config))
 
         arun(go)
     assert (home / "conf" / "plain_acl.yml").read_bytes() == before

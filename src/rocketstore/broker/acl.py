@@ -3,9 +3,12 @@ address lists from YAML files, and the check a broker with ``aclEnable=true`` ru
 its handler.
 
 Files: ``<rocketmqHome>/conf/acl/**/*.yml|*.yaml`` (sorted by path) and then ``<rocketmqHome>/conf/
-plain_acl.yml``; an access key defined in two files is taken from the first.  They are re-read when any of
-them changes (looked at no more than once a second); a file that no longer loads leaves the last good
-configuration in force, logged.
+plain_acl.yml``; an access key defined in two files is taken from the first.  They are re-read when one of
+them changes, appears or goes: a broker runs :meth:`PlainAcl.start_watch`, a thread that looks at them every
+second whether requests come or not (4.9.3's AclFileWatchService looks every 5 s and compares only each file's
+lastModified; here its size, mtime and the MD5 of its bytes are compared, so a rewrite that keeps the
+timestamp is seen too).  Without a watch, :meth:`PlainAcl.check` looks at most once a second.  A file that no
+longer loads leaves the last good configuration in force, logged.
 
 The check (:meth:`PlainAcl.check`): a peer address matching a global white pattern passes; otherwise the
 request needs an AccessKey the files know, passes if the peer matches that account's white pattern, else
@@ -19,10 +22,13 @@ The name server has no ACL, as in 4.9.3.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import logging
 import os
+import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +40,7 @@ from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signin
 from rocketstore.remoting.codes import RequestCode
 
 __all__ = ["AclConfigError", "PlainAcl", "acl_files", "address_matcher", "check_acl_data", "check_permission",
-           "load_acl_files", "parse_perm"]
+           "java_boolean", "load_acl_files", "parse_perm"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +61,7 @@ class AclConfigError(RocketStoreError):
 
 def parse_perm(text: object) -> int:
     """``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB`` or ``DENY``; anything else (or nothing) is DENY."""
-    return _PERMS.get(str(text).strip(), DENY) if text is not None else DENY
+    return _PERMS.get(str(text).strip(_JAVA_BLANKS), DENY) if text is not None else DENY
 
 
 def check_permission(needed: int, owned: int) -> bool:
@@ -77,24 +83,86 @@ def _always(_ip: str) -> bool:
     return True
 
 
-def _octet_range(text: str) -> tuple[int, int] | None:
-    """``*`` -> 0..255, ``lo-hi`` -> lo..hi, ``n`` -> n..n; None when it is none of these."""
-    if text == "*":
-        return 0, 255
-    lo, sep, hi = text.partition("-")
-    if not lo.isdigit() or (sep and not hi.isdigit()):
-        return None
-    a, b = int(lo), int(hi) if sep else int(lo)
-    if not 0 <= a <= b <= 255:
-        return None
-    return a, b
+_IPV4 = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})")
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+_JAVA_BLANKS = "".join(chr(c) for c in range(33))  # what Java's String.trim takes off
 
 
-def _ipv4_parts(ip: str) -> list[int] | None:
-    parts = ip.split(".")
-    if len(parts) != 4 or not all(p.isdigit() and int(p) <= 255 for p in parts):
-        return None
-    return [int(p) for p in parts]
+def _valid_ipv4(text: str) -> bool:
+    """commons-validator's isValidInet4Address: four decimal octets up to 255, none with a leading zero."""
+    m = _IPV4.fullmatch(text)
+    return m is not None and all(int(g) <= 255 and not (len(g) > 1 and g[0] == "0") for g in m.groups())
+
+
+def _valid_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _java_int(text: str, refused: AclConfigError) -> int:
+    """Integer.parseInt: *refused* for what it throws NumberFormatException on."""
+    if _JAVA_INT.fullmatch(text) is None:
+        raise refused
+    return int(text)
+
+
+def _ipv4_range(text: str, pattern: str | None) -> Callable[[str], bool]:
+    """RangeRemoteAddressStrategy for an IPv4 pattern, as 4.9.3 reads it: the range is the first of the
+    2nd, 3rd and 4th octets that is ``*`` or ``lo-hi`` (decimal, within 0..255); the pattern must have
+    four octets, and the octets before the range are its fixed head; octets after the range are not
+    looked at (``192.168.1-5.7`` lets 192.168.3.99 in).  What 4.9.3 refuses at load is refused here:
+    fewer than four octets (``192.168.*``), a bound that is no number, out of range or reversed, a
+    non-number among the head octets but the last.  A pattern with no range past its first octet
+    (``*.0.0.1``) loads in 4.9.3 but fails every check it is asked with a NullPointerException; it is
+    refused here too."""
+    refused = AclConfigError(f"white address pattern {pattern!r} is not one RocketMQ accepts")
+    parts = [p for p in text.split(".") if p]
+    lo = hi = index = 0
+    for index in (1, 2, 3):
+        if index >= len(parts):
+            raise refused
+        value = parts[index].strip(_JAVA_BLANKS)
+        if value == "*":
+            lo, hi = 0, 255
+        elif "-" in value:
+            bounds = [b for b in value.split("-") if b]
+            if value.startswith("-") or len(bounds) < 2:
+                raise refused
+            lo, hi = _java_int(bounds[0], refused), _java_int(bounds[1], refused)
+            if not 0 <= lo <= hi <= 255:
+                raise refused
+        if hi > 0:
+            break
+    else:
+        raise refused
+    if len(parts) != 4 or not all(0 <= _java_int(p.strip(_JAVA_BLANKS), refused) <= 255
+                                  for p in parts[:index - 1]):
+        raise refused
+    head = [p.strip(_JAVA_BLANKS) for p in parts[:index]]
+
+    def in_range(ip: str) -> bool:
+        ip = ip.strip()
+        octets = ip.split(".")
+        return _valid_ipv4(ip) and octets[:index] == head and lo <= int(octets[index]) <= hi
+
+    return in_range
+
+
+def _exact(addresses: Iterable[str], pattern: str | None) -> Callable[[str], bool]:
+    """One or Multiple RemoteAddressStrategy: each address must be a valid IPv4 (as commons-validator
+    checks it: no blanks, no leading zeros) or IPv6 address, else the pattern is refused."""
+    allowed = set()
+    for address in addresses:
+        if _valid_ipv4(address):
+            allowed.add(address)
+        elif _valid_ipv6(address):
+            allowed.add(_normalized(address))
+        else:
+            raise AclConfigError(f"white address pattern {pattern!r}: {address!r} is no IP address")
+    return lambda ip: _normalized(ip) in allowed
 
 
 def _expand_ipv6(text: str, groups: int) -> str:
@@ -166,38 +234,27 @@ def _normalized(ip: str) -> str:
 def address_matcher(pattern: str | None) -> Callable[[str], bool]:
     """A predicate on a peer IP for one white-address pattern (RemoteAddressStrategyFactory's forms):
     blank matches nothing; ``*`` (also ``*.*.*.*`` and the IPv6 all-star form) everything; ``a.b.c.{x,y}``
-    the listed last octets; ``ip1,ip2`` that set; ``*`` or ``lo-hi`` in an IPv4 octet (``192.168.*``,
-    ``192.168.1.1-100``) a range on it, the octets before it fixed; anything else one exact address."""
-    text = (pattern or "").strip()
-    if not text:
+    the listed last octets; ``ip1,ip2`` that set; ``*`` or ``lo-hi`` in an octet (``192.168.1.*``,
+    ``192.168.1.1-100``) a range on it (:func:`_ipv4_range`, :func:`_ipv6_range`); anything else one exact
+    address.  Only a blank pattern is trimmed (4.9.3 trims only the octets of a range)."""
+    text = pattern or ""
+    if not text.strip():
         return _never
     if text in ("*", "*.*.*.*", "*:*:*:*:*:*:*:*"):
         return _always
-    if text.endswith("}") and "{" in text:
-        head, _, tail = text[:-1].partition("{")
-        allowed = {_normalized(head + last.strip()) for last in tail.split(",") if last.strip()}
-        return lambda ip: _normalized(ip) in allowed
+    if text.endswith("}"):
+        tokens = [t for t in text.split(":" if ":" in text else ".") if t]
+        if (":" not in text and len(tokens) < 4) or not tokens[-1].startswith("{"):
+            raise AclConfigError(f"white address pattern {pattern!r} is not one RocketMQ accepts")
+        head = text[:text.index("{")]
+        return _exact([head + last for last in tokens[-1][1:-1].split(",") if last], pattern)
     if "," in text:
-        allowed = {_normalized(part) for part in text.split(",") if part.strip()}
-        return lambda ip: _normalized(ip) in allowed
+        return _exact([part for part in text.split(",") if part], pattern)
     if ":" in text and ("*" in text or "-" in text):
-        return _ipv6_range(text, pattern)
+        return _ipv6_range(text.strip(), pattern)
     if "*" in text or "-" in text:
-        parts = text.split(".")
-        if 1 < len(parts) <= 4:
-            ranges = [_octet_range(p) for p in parts]
-            # fixed octets, then one range (a '*' or 'lo-hi'), then only '*' up to four octets
-            if all(r is not None for r in ranges):
-                bounds = [r for r in ranges if r is not None] + [(0, 255)] * (4 - len(parts))
-
-                def in_ranges(ip: str) -> bool:
-                    octets = _ipv4_parts(ip.strip())
-                    return octets is not None and all(lo <= o <= hi for o, (lo, hi) in zip(octets, bounds))
-
-                return in_ranges
-        raise AclConfigError(f"white address pattern {pattern!r} is not one RocketMQ accepts")
-    exact = _normalized(text)
-    return lambda ip: _normalized(ip) == exact
+        return _ipv4_range(text, pattern)
+    return _exact([text], pattern)
 
 
 # --- files -------------------------------------------------------------------------------------------------
@@ -255,8 +312,26 @@ def _perms(entries: object, kind: str, *, group: bool, into: dict[str, int]) -> 
         items = [s for s in str(entry).split("=") if s]
         if len(items) != 2:
             raise AclConfigError(f"Parse resource permission failed for {kind}:{entry}")
-        name = items[0].strip()
+        name = items[0].strip(_JAVA_BLANKS)
         into[RETRY_GROUP_TOPIC_PREFIX + name if group else name] = parse_perm(items[1])
+
+
+def java_boolean(value: object, where: object) -> bool:
+    """An account's ``admin`` as fastjson's castToBoolean turns the YAML value into PlainAccessConfig's
+    boolean: a number is true when its int value is 1; a text "true"/"1"/"Y"/"y"/"T" true, "false"/"0"/"F"/
+    "f"/"N", blank or "null" false; anything else does not load (JSONException in 4.9.3)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return (value + 2**31) % 2**32 - 2**31 == 1  # Long.intValue keeps the low 32 bits
+    if isinstance(value, float):
+        return value == value and 1 <= value < 2  # Double.intValue truncates toward zero
+    if isinstance(value, str):
+        if value in ("", "null", "NULL") or value.lower() in ("false", "f") or value in ("0", "N"):
+            return False
+        if value.lower() in ("true", "y") or value in ("1", "T"):
+            return True
+    raise AclConfigError(f"{where}: admin {value!r} can not cast to boolean")
 
 
 def _account(raw: object, where: Path) -> Account:
@@ -276,7 +351,7 @@ def _account(raw: object, where: Path) -> Account:
     admin = raw.get("admin", False)
     white = raw.get("whiteRemoteAddress")
     return Account(ak, sk, address_matcher(None if white is None else str(white)),
-                   admin is True or str(admin).lower() == "true", parse_perm(raw.get("defaultTopicPerm")),
+                   java_boolean(admin, where), parse_perm(raw.get("defaultTopicPerm")),
                    parse_perm(raw.get("defaultGroupPerm")), perms or None)
 
 
@@ -381,48 +456,81 @@ class PlainAcl:
     def __init__(self, home: str | os.PathLike[str], *, clock: Callable[[], float] = time.monotonic) -> None:
         self.home = Path(home)
         self._clock = clock
+        #: one reload at a time: the watch thread's and an admin request's (the event loop's)
+        self._reload_lock = threading.Lock()
+        self._watch: threading.Thread | None = None
+        self._watch_stop = threading.Event()
         self._stamp = self._file_stamp()
         self.config = load_acl_files(acl_files(self.home))  # a bad file at start-up is an error
         self._next_look = clock() + _RELOAD_CHECK_S
 
-    def _file_stamp(self) -> tuple[tuple[str, int, int], ...]:
+    def _file_stamp(self) -> tuple[tuple[str, int, int, bytes], ...]:
         stamp = []
         for path in acl_files(self.home):
             try:
                 st = path.stat()
+                digest = hashlib.md5(path.read_bytes(), usedforsecurity=False).digest()
             except OSError:
                 continue
-            stamp.append((str(path), st.st_mtime_ns, st.st_size))
+            stamp.append((str(path), st.st_mtime_ns, st.st_size, digest))
         return tuple(stamp)
 
     def reload_if_changed(self) -> bool:
         """Re-read the files if one changed, appeared or went; True when a new configuration is in force."""
-        stamp = self._file_stamp()
-        if stamp == self._stamp:
-            return False
-        self._stamp = stamp
-        try:
-            self.config = load_acl_files(acl_files(self.home))
-        except AclConfigError as exc:
-            log.error("ACL files under %s did not load, the previous configuration stays: %s", self.home, exc)
-            return False
+        with self._reload_lock:
+            stamp = self._file_stamp()
+            if stamp == self._stamp:
+                return False
+            self._stamp = stamp
+            try:
+                self.config = load_acl_files(acl_files(self.home))
+            except AclConfigError as exc:
+                log.error("ACL files under %s did not load, the previous configuration stays: %s",
+                          self.home, exc)
+                return False
         log.info("ACL configuration reloaded from %s", self.home)
         return True
 
     def reload(self) -> None:
         """Re-read the files now (after an admin request rewrote one); AclConfigError leaves the current
         configuration in force."""
-        stamp = self._file_stamp()
-        self.config = load_acl_files(acl_files(self.home))
-        self._stamp = stamp
+        with self._reload_lock:
+            stamp = self._file_stamp()
+            self.config = load_acl_files(acl_files(self.home))
+            self._stamp = stamp
         log.info("ACL configuration reloaded from %s", self.home)
+
+    def start_watch(self, interval_s: float = _RELOAD_CHECK_S) -> None:
+        """Look at the files every *interval_s* on a thread of their own (requests or not), until
+        :meth:`stop_watch`; :meth:`check` then leaves the files alone.  Idempotent."""
+        if self._watch is not None:
+            return
+        self._watch_stop.clear()
+        self._watch = threading.Thread(target=self._watch_files, args=(interval_s,), name="AclFileWatch",
+                                       daemon=True)
+        self._watch.start()
+
+    def stop_watch(self) -> None:
+        """End the watch thread (it ends at once unless a reload is under way).  Idempotent."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            self._watch_stop.set()
+            watch.join()
+
+    def _watch_files(self, interval_s: float) -> None:
+        while not self._watch_stop.wait(interval_s):
+            try:
+                self.reload_if_changed()
+            except Exception:  # the watch goes on, as 4.9.3's does after an exception
+                log.exception("looking at the ACL files under %s failed", self.home)
 
     def check(self, code: int, ext: Mapping[str, str], body: bytes | None, peer_ip: str) -> str | None:
         """None when the request may go on, else why not (the AclException message)."""
-        now = self._clock()
-        if now >= self._next_look:
-            self._next_look = now + _RELOAD_CHECK_S
-            self.reload_if_changed()
+        if self._watch is None:
+            now = self._clock()
+            if now >= self._next_look:
+                self._next_look = now + _RELOAD_CHECK_S
+                self.reload_if_changed()
         config = self.config
         try:
             needs = needed_resources(code, ext, body)

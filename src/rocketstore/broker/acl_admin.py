@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketstore.broker.acl import AclConfigError, PlainAcl, acl_files, check_acl_data, parse_perm
+from rocketstore.broker.acl import AclConfigError, PlainAcl, acl_files, check_acl_data, java_boolean, parse_perm
 from rocketstore.broker.config_files import write_text_atomically
 from rocketstore.remoting.bodies import DataVersion
 
@@ -87,9 +87,8 @@ class PlainAccessConfig:
             value = raw.get(key)
             return None if value is None else [str(v) for v in value]
 
-        admin = raw.get("admin", False)
         return cls(text("accessKey"), text("secretKey"), text("whiteRemoteAddress"),
-                   admin is True or str(admin).lower() == "true", text("defaultTopicPerm"),
+                   java_boolean(raw.get("admin"), raw.get("accessKey")), text("defaultTopicPerm"),
                    text("defaultGroupPerm"), items("topicPerms"), items("groupPerms"))
 
 

@@ -6,8 +6,9 @@ DELETE_SUBSCRIPTIONGROUP (207), QUERY_TOPIC_CONSUME_BY_WHO (300), GET_SYSTEM_TOP
 the plain ACL ones: UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51), GET_BROKER_CLUSTER_ACL_INFO (52),
 UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53), GET_BROKER_CLUSTER_ACL_CONFIG (54) (the file changes: broker.acl_admin).
 On a broker without aclEnable the three changes answer their *_FAILED code and the two queries SYSTEM_ERROR,
-each saying ACL is off (4.9.3's AdminBrokerProcessor meets a NullPointerException there: the changes answer
-without a remark and the queries not at all, which leaves a client to time out).
+each saying ACL is off, also after aclEnable was set true at run time (4.9.3's AdminBrokerProcessor meets a
+NullPointerException there: the changes answer without a remark and the queries not at all, which leaves a
+client to time out).
 
 GET_BROKER_RUNTIME_INFO answers 4.9.3's table of figures (broker.stats_admin.runtime_table, from
 broker.broker_stats) and GET_BROKER_CONFIG every property under its broker.conf name with the configuration's
@@ -232,7 +233,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
         """None without aclEnable (broker.acl is set after the handlers are registered: looked up per call)."""
         return AclAdmin(broker.acl) if broker.acl is not None else None
 
-    acl_off = "aclEnable is false on this broker: there is no ACL to read or change"
+    # as in 4.9.3 (BrokerController.initialAcl), ACL is set up at start only: aclEnable changed by
+    # UPDATE_BROKER_CONFIG neither starts nor stops it, so the remark does not quote the current setting
+    acl_off = ("ACL is not enabled on this broker: aclEnable was false when it started (a change of aclEnable "
+               "takes effect at the next start), there is no ACL to read or change")
 
     def acl_change(request: RemotingCommand, failed: int, change: Callable[[AclAdmin], bool],
                    refused: str) -> RemotingCommand:

@@ -172,6 +172,8 @@ class Broker:
         self.store_host = parse_host(self.address)
         self.store_config = self.store_config.replace(store_host=self.address)
         try:
+            if self.acl is not None:
+                self.acl.start_watch()  # edits of the ACL files take effect with or without traffic
             self._store = await loop.run_in_executor(self._executor, MessageStore.open, None, self.store_config)
             config_dir = self.store_config.config_dir
             # each table is set only once it has loaded: close() persists the ones set, and one whose file
@@ -272,6 +274,8 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
         await self.server.close()
+        if self.acl is not None:
+            self.acl.stop_watch()
         for service in (self.ha_client, self.slave_sync, self.ha_server):
             if service is not None:
                 await service.close()

@@ -2,11 +2,12 @@
 broker recomputes to check it (shared/spec/acl.md section 3).
 
 The signed content is the values of the signed fields sorted by key (Java's TreeMap: UTF-16 code-unit
-order, which for the ASCII keys of a header is Python's str order), concatenated without separators and
-encoded UTF-8, followed by the request body.  The signature is Base64(HMAC-SHA1(secretKey, content)) in the
-standard alphabet with padding.  A client signs AccessKey (and SecurityToken when it has one) with its
-header's fields; a broker signs every extField it received except Signature and ``_UNIQUE_KEY_QUERY``,
-which are the same set.
+order, which differs from Python's str order only between a character past U+FFFF and one in
+U+E000..U+FFFF), concatenated without separators and encoded UTF-8 (an unpaired surrogate, in a value or
+in the secret key, as "?"), followed by the request body.  The signature is Base64(HMAC-SHA1(secretKey,
+content)) in the standard alphabet with padding.  A client signs AccessKey (and SecurityToken when it has
+one) with its header's fields; a broker signs every extField it received except Signature and
+``_UNIQUE_KEY_QUERY``, which are the same set.
 """
 
 from __future__ import annotations
@@ -27,16 +28,23 @@ SECURITY_TOKEN = "SecurityToken"
 UNSIGNED_FIELDS = frozenset({SIGNATURE, "_UNIQUE_KEY_QUERY"})
 
 
+def _utf16_order(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
 def signing_content(fields: Mapping[str, str], body: bytes | None = None) -> bytes:
     """The bytes a signature covers: *fields*' values in key order (minus UNSIGNED_FIELDS), then *body*."""
-    text = "".join(fields[k] for k in sorted(fields) if k not in UNSIGNED_FIELDS)
+    keys = sorted(fields)
+    if not all(k.isascii() for k in keys):
+        keys.sort(key=_utf16_order)
+    text = "".join(fields[k] for k in keys if k not in UNSIGNED_FIELDS)
     content = text.encode("utf-8", "replace")  # an unpaired surrogate becomes "?", as Java's getBytes(UTF_8)
     return content + body if body else content
 
 
 def sign(secret_key: str, content: bytes) -> str:
     """Base64(HMAC-SHA1(secret_key, content)), as AclSigner computes it."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
+    digest = hmac.new(secret_key.encode("utf-8", "replace"), content, hashlib.sha1).digest()
     return base64.b64encode(digest).decode("ascii")
 
 

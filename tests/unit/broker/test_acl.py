@@ -67,7 +67,7 @@ def _signed(ext: dict[str, str], body: bytes | None = None, ak: str = "RocketMQ"
     ("*.*.*.*", ["9.9.9.9"], []),
     ("", [], ["127.0.0.1"]),
     ("192.168.0.*", ["192.168.0.1", "192.168.0.255"], ["192.168.1.1", "10.0.0.1"]),
-    ("192.168.*", ["192.168.7.9"], ["192.169.0.1"]),
+    ("192.168.*.*", ["192.168.7.9"], ["192.169.0.1"]),
     ("192.168.1.1-100", ["192.168.1.1", "192.168.1.100"], ["192.168.1.101", "192.168.1.0"]),
     ("10.10.*.*", ["10.10.3.4"], ["10.11.0.1"]),
     ("172.16.5.{1,2}", ["172.16.5.1", "172.16.5.2"], ["172.16.5.3"]),
@@ -83,7 +83,7 @@ def test_white_address_patterns(pattern: str, yes: list[str], no: list[str]) -> 
 
 def test_a_pattern_rocketmq_would_reject_is_an_error() -> None:
     with pytest.raises(AclConfigError):
-        address_matcher("192.168.x.*")
+        address_matcher("x.168.1.*")
 
 
 def test_permission_strings_and_checks() -> None:
