@@ -1,7 +1,7 @@
 """What a SYNC_MASTER writes for itself.  4.9.3 writes a due delayed message (ScheduleMessageService's
 messageTimeup) and a consumer's sent-back message (CONSUMER_SEND_MSG_BACK) with waitStoreMsgOK=false, so
 neither waits for the disk or a slave: with the slave gone a delayed message is delivered once, not written
-again every 10 s (DELAY_FOR_A_PERIOD) as a failed delivery would be, and a send-back succeeds (a failed one
+again every 100 ms (DELAY_FOR_A_WHILE) as a failed delivery would be, and a send-back succeeds (a failed one
 makes the Java consumer send the message to the retry topic itself: twice stored).  With the slave there,
 the delivered message reaches the slave and is served from it."""
 
@@ -39,7 +39,7 @@ def test_a_sync_master_without_its_slave_delivers_a_delayed_message_once(tmp_pat
         schedule = cluster.broker.schedule
         assert schedule is not None
         # delivered and done with: the level's delivery offset moves past it (a failed delivery stays put
-        # and writes the message again 10 s later)
+        # and writes the message again 100 ms later)
         cluster.wait_until(lambda: schedule.offsets.get(1) == 1, 8, "the delivery offset of level 1 past it")
         cluster.wait_dispatched()
         delivered = cluster.call(lambda: cluster.broker.store.get(TOPIC, 0, 0, 32).messages)

@@ -131,7 +131,7 @@ class Broker:
         self.ha_client: HAClient | None = None
         self.slave_sync: SlaveSync | None = None
         #: SYNC_MASTER: a send is answered once a slave has its record (or says why not); a plain
-        #: attribute, read once per send
+        #: attribute, read once per send (UPDATE_BROKER_CONFIG's brokerRole sets it)
         self.sync_master = self.store_config.broker_role == BrokerRole.SYNC_MASTER
         self.schedule: ScheduleService | None = None
         #: writes op records for END_TRANSACTION; checks open half messages on masters (started there only)
@@ -201,13 +201,15 @@ class Broker:
                     poller.add_blocker(lambda: len(waits) > 0)
                     poller.add_due(lambda: store.dispatch_due_at)
             self.pull_hold.start()
+            # messageTimeup sets waitStoreMsgOK false: a delivery waits neither for the disk nor for a
+            # SYNC_MASTER's slave (one that did would fail without a slave and be written again and again).
+            # A slave loads the delay offsets too, as 4.9.3's store does, and answers GET_ALL_DELAY_OFFSET
+            # and the runtime info with them, but delivers nothing and never writes them
+            schedule = ScheduleService(self.store, config_dir, self._deliver_delayed,
+                                       lambda: int(time.time() * 1000))
+            schedule.load()
+            self.schedule = schedule
             if self.store_config.broker_role != BrokerRole.SLAVE:
-                # messageTimeup sets waitStoreMsgOK false: a delivery waits neither for the disk nor for a
-                # SYNC_MASTER's slave (one that did would fail without a slave and be written again every 10 s)
-                schedule = ScheduleService(self.store, config_dir, self._deliver_delayed,
-                                           lambda: int(time.time() * 1000))
-                schedule.load()
-                self.schedule = schedule
                 self.schedule.start()
                 self.transactions.correct_offsets()
                 self.transactions.start()
@@ -296,7 +298,7 @@ class Broker:
                     except OSError:
                         pass  # logged by the writer
             try:
-                if self.schedule is not None:
+                if self.schedule is not None and self.schedule.started:
                     self.schedule.persist(force=True)
                 if hasattr(self, "offsets"):
                     self.offsets.persist(force=True)
@@ -449,9 +451,12 @@ class Broker:
         """SYNC_MASTER: *result* once a slave has acknowledged its record, else with SLAVE_NOT_AVAILABLE
         (no slave fit to wait for) or FLUSH_SLAVE_TIMEOUT (none acknowledged within slaveTimeout); the
         record is stored either way.  A replica failure outranks the flush's status, as in 4.9.3."""
-        if (not wait or self.ha_server is None
-                or result.status not in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT)):
+        if not wait or result.status not in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
             return result
+        if self.ha_server is None:
+            # started as a slave (no HA port), made SYNC_MASTER by UPDATE_BROKER_CONFIG: no slave is
+            # connected, which 4.9.3 (whose HA port is open there too) answers so (HAService.isSlaveOK)
+            return result._replace(status=PutMessageStatus.SLAVE_NOT_AVAILABLE)
         status = await self.ha_server.wait_replicated(result.commit_log_offset + result.wrote_bytes,
                                                       self.store_config.slave_timeout_ms / 1000)
         return result if status is PutMessageStatus.PUT_OK else result._replace(status=status)

@@ -30,7 +30,14 @@ On load the offsets are clamped into their queue's [min, max], as correctDelayOf
 its queue's end later (its queue did not exist at load, or is gone) goes on from the end, as 4.9.3's timer
 task does.
 
-Runs on masters only.  Loop-bound: every method but :meth:`persist` runs on the broker's event loop.
+A failed delivery put is tried again after DELAY_FOR_A_WHILE (100 ms), as 4.9.3's syncDeliver does (its
+DELAY_FOR_A_PERIOD, 10 s, only follows an exception escaping the timer task): e.g. a broker made SLAVE by
+UPDATE_BROKER_CONFIG keeps delivering, as 4.9.3's does, and its store refuses every put until it is a master
+again.
+
+Delivers on masters only; a slave loads the offsets (GET_ALL_DELAY_OFFSET and the runtime info show them, as
+4.9.3's slave shows the table it loaded) but neither starts nor writes them.  Loop-bound: every method but
+:meth:`persist` runs on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -58,8 +65,8 @@ log = logging.getLogger(__name__)
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 #: RocketMQ's DELAY_FOR_A_WHILE
 POLL_INTERVAL_S = 0.1
-#: RocketMQ's DELAY_FOR_A_PERIOD, after a failed delivery
-RETRY_AFTER_FAILURE_S = 10.0
+#: RocketMQ's DELAY_FOR_A_PERIOD, after an unexpected error (a failed put: POLL_INTERVAL_S)
+RETRY_AFTER_ERROR_S = 10.0
 
 
 def encode_delay_offsets(offsets: dict[int, int], *, pretty: bool = True) -> str:
@@ -91,6 +98,10 @@ class ScheduleService:
         self._dirty = False
         self._tasks: list[asyncio.Task[None]] = []
         self.delivered_count = 0
+        #: delivering (started on a master); a slave's service only holds the offsets it loaded
+        self.started = False
+        #: per level, the status of the delivery put that has been failing since (logged once, not every try)
+        self._failing: dict[int, PutMessageStatus] = {}
 
     def load(self) -> None:
         """Read delayOffset.json (or its .bak) and clamp each offset into its queue's range."""
@@ -126,6 +137,7 @@ class ScheduleService:
         return dict(sorted(self.offsets.items()))
 
     def start(self) -> None:
+        self.started = True
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._deliver_loop()))
         self._tasks.append(loop.create_task(self._flush_loop()))
@@ -157,12 +169,10 @@ class ScheduleService:
                 if retry_at.get(level, 0.0) > loop.time():
                     continue
                 try:
-                    ok = await self.deliver_due(level)
+                    await self.deliver_due(level)
                 except Exception:
                     log.exception("delayed delivery of level %s failed", level)
-                    ok = False
-                if not ok:
-                    retry_at[level] = loop.time() + RETRY_AFTER_FAILURE_S
+                    retry_at[level] = loop.time() + RETRY_AFTER_ERROR_S
             await asyncio.sleep(POLL_INTERVAL_S)
 
     async def deliver_due(self, level: int) -> bool:
@@ -206,16 +216,26 @@ class ScheduleService:
                     return True
                 message = self._delivery(stored.properties, stored, level, queue_offset)
                 if message is not None:
-                    put = await self._put(message)
+                    try:
+                        put = await self._put(message)
+                    except Exception:  # (as 4.9.3's syncDeliver takes a put that throws for a failed one)
+                        log.exception("delayed delivery to %s failed", message.topic)
+                        return False
                     if put.status is PutMessageStatus.MESSAGE_ILLEGAL:
                         # the same record is refused again on every try: never deliverable (see the docstring)
                         log.error("delayed message at %s/%s refused by %s/%s (MESSAGE_ILLEGAL %s); dropped", level,
                                   queue_offset, message.topic, message.queue_id, put.remark)
                     elif put.status is not PutMessageStatus.PUT_OK:
-                        log.warning("delayed delivery to %s failed: %s", message.topic, put.status.name)
+                        # tried again after POLL_INTERVAL_S, as 4.9.3 does: logged when it starts failing
+                        if self._failing.get(level) is not put.status:
+                            log.warning("delayed delivery of level %d to %s failed: %s (trying again every %d ms)",
+                                        level, message.topic, put.status.name, POLL_INTERVAL_S * 1000)
+                            self._failing[level] = put.status
                         return False
                     else:
                         self.delivered_count += 1
+                        if self._failing.pop(level, None) is not None:
+                            log.info("delayed delivery of level %d goes on", level)
                 self._advance(level, queue_offset + 1)
             offset = result.next_begin_offset
             self._advance(level, offset)

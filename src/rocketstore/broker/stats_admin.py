@@ -31,8 +31,13 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   autoCreateTopicEnable, longPollingEnable, shortPollingTimeMills, slaveReadEnable,
   rejectTransactionMessage, regionId, traceOn, notifyConsumerIdsChangedEnable, enablePropertyFilter and
   the like) and the retention settings the store's next clean-up pass uses (fileReservedTime, deleteWhen,
-  diskMaxUsedSpaceRatio, cleanFileForciblyEnable: 4.9.3 reads them at every pass).  Everything the broker
-  or the store reads once when it starts (ports, names, addresses, role, store paths and sizes, flush
+  diskMaxUsedSpaceRatio, cleanFileForciblyEnable: 4.9.3 reads them at every pass).  brokerRole acts at once
+  where 4.9.3 reads it per request or per put: a SLAVE's store refuses puts (a send answers
+  SERVICE_NOT_AVAILABLE), a master's takes them, a SYNC_MASTER's send waits for its slave (SLAVE_NOT_AVAILABLE
+  on a broker started as a slave, which has no HA port), pulls and END_TRANSACTION see the new role; what
+  starts with the broker (HA port or HA client, slave sync, delayed delivery, transaction checks) stays as
+  it started, as in 4.9.3, whose changeToSlave / changeToMaster only DLedger calls.  Everything else the
+  broker or the store reads once when it starts (ports, names, addresses, store paths and sizes, flush
   settings, cleanResourceInterval, ACL, transaction check timing) is recorded, shown by GET_BROKER_CONFIG
   and written to the file, and takes effect at the next start from that file.
 """
@@ -54,7 +59,7 @@ from rocketstore.broker import config as broker_config_module
 from rocketstore.broker import config_keys
 from rocketstore.broker.broker_stats import StatsItem
 from rocketstore.broker.config_files import write_text_atomically
-from rocketstore.errors import StoreConfigError
+from rocketstore.errors import StoreConfigError, StoreError
 from rocketstore.message.java_properties import format_properties, parse_properties_text
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
@@ -64,6 +69,7 @@ from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.tls import client_context_default
 from rocketstore.remoting.transport import Connection
 from rocketstore.store import config as store_config_module
+from rocketstore.store.config import BrokerRole
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.store_stats import java_double
 
@@ -424,6 +430,14 @@ def register(router: RequestRouter, broker: Broker) -> None:
             if update.ignored:
                 log.warning("UPDATE_BROKER_CONFIG from %s: %s", conn.peer_address, update.remark())
             new_broker, new_store = update.broker_config, update.store_config
+            if new_store.broker_role != broker.store.config.broker_role:
+                # 4.9.3's store and send path read brokerRole at every put: a SLAVE refuses puts, a
+                # SYNC_MASTER waits for its slave; what starts with the broker does not follow (see above)
+                try:
+                    await broker.run_blocking(broker.store.set_broker_role, new_store.broker_role)
+                except StoreError as exc:
+                    return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+                broker.sync_master = new_store.broker_role == BrokerRole.SYNC_MASTER
             broker.config = new_broker
             broker.store_config = new_store
             broker.extra_properties = update.extra_properties

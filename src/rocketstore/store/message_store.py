@@ -38,6 +38,7 @@ from rocketstore.errors import (
     PropertiesTooLargeError,
     StoreClosedError,
     StoreConfigError,
+    StoreError,
 )
 from rocketstore.message.arguments import int_argument
 from rocketstore.message.batch import MessageBatch
@@ -78,7 +79,7 @@ from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 from rocketstore.store.drafting import DelayLevelError, apply_delay_level
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
-from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
+from rocketstore.store.queue_cleanup import DISPATCH_UNDER_LOCK_BYTES, QueueDropper, is_expired, is_unused
 from rocketstore.store.reads import StoreReader, tag_codes
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
@@ -700,6 +701,39 @@ class MessageStore:
         self._cleaner.set_policy(file_reserved_time_h=config.file_reserved_time_h, delete_when=config.delete_when,
                                  disk_max_used_space_ratio=config.disk_max_used_space_ratio,
                                  clean_file_forcibly_enable=config.clean_file_forcibly_enable)
+
+    def set_broker_role(self, role: str, *, wait_s: float = 10.0) -> None:
+        """Take *role* (brokerRole) from the next put on, as 4.9.3's store reads its role at every put: a
+        SLAVE refuses puts (SERVICE_NOT_AVAILABLE), a master takes them.  A store leaving SLAVE first takes
+        its next queue offsets from its consume queues, once dispatch has built them from every replicated
+        record (StoreError when it does not catch up within *wait_s*); 4.9.3 keeps the ones it recovered at
+        start, and so writes queue offsets its consume queues already hold."""
+        self._check_open()
+        if role not in (BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER, BrokerRole.SLAVE):
+            raise StoreConfigError(f"unknown brokerRole {role!r}")
+        if role == self.config.broker_role:
+            return
+        if not self._writable or role == BrokerRole.SLAVE or self.config.broker_role != BrokerRole.SLAVE:
+            self.config = self.config.replace(broker_role=role)
+            self._update_refuse_writes()
+            return
+        threads, commitlog, dispatcher = self._threads, self._commitlog, self._dispatcher
+        deadline = time.monotonic() + wait_s
+        while True:
+            threads.wait_dispatched(max(0.0, deadline - time.monotonic()))
+            with threads.queue_files_lock, commitlog.lock:
+                if commitlog.max_offset - dispatcher.reput_offset <= DISPATCH_UNDER_LOCK_BYTES:
+                    dispatcher.dispatch_available(threads.dispatch_bound())
+                    with dispatcher.lock:
+                        if dispatcher.reput_offset >= commitlog.max_offset:
+                            commitlog.queue_offsets = {(cq.topic, cq.queue_id): cq.max_offset
+                                                       for cq in self._queues}
+                            self.config = self.config.replace(broker_role=role)
+                            self._update_refuse_writes()
+                            return
+            if time.monotonic() > deadline:
+                raise StoreError(f"cannot become {role}: dispatch stays behind the replicated records "
+                                 f"(at {dispatcher.reput_offset} of {commitlog.max_offset})")
 
     def clean_unused_topics(self, live_topics: Container[str]) -> list[tuple[str, int]]:
         """RocketMQ's cleanUnusedTopic: drop the consume queues of every topic not in *live_topics* (but
