@@ -132,9 +132,10 @@ def test_a_name_server_restarted_empty_does_not_take_a_known_route_away(tmp_path
     run_within(go, 40)
 
 
-def test_a_broker_that_stops_registering_expires_though_its_connection_stays_open(tmp_path: Path) -> None:
+def test_a_broker_that_stops_registering_expires_though_it_stays_connected(tmp_path: Path) -> None:
     """4.9.3's scanNotActiveBroker drops a broker not heard from for BROKER_CHANNEL_EXPIRED_TIME (120 s; a
-    NameServer's broker_expiry_ms) even while its channel is open; a producer's next route read sends only to
+    NameServer's broker_expiry_ms) even while it is connected (and closes its channel); a producer's next route
+    read sends only to
     the broker left (retrying it, sendLatencyFaultEnable off, until then)."""
     async def go() -> None:
         namesrv = await _namesrv(broker_expiry_ms=1_500, scan_interval_s=0.05)
@@ -150,7 +151,7 @@ def test_a_broker_that_stops_registering_expires_though_its_connection_stays_ope
                                  "both brokers in the route")
                 sent = {(await producer.send(TOPIC, b"x")).message_queue.broker_name for _ in range(8)}
                 assert sent == {"broker-a", "broker-b"}
-                # broker-a registers once more, then falls silent with its connection open; broker-b goes on
+                # broker-a registers once more, then falls silent, still connected; broker-b goes on
                 registrar_a, registrar_b = broker_a.registrar, broker_b.registrar
                 assert registrar_a is not None and registrar_b is not None
                 registrar_a.period_s = 3600.0

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import zlib
 from collections.abc import Callable
+from typing import Literal, NamedTuple
 
-from rocketstore.errors import RemotingError, RocketStoreError
+from rocketstore.errors import RemotingError, RequestTimeoutError, RocketStoreError
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -30,16 +32,24 @@ __all__ = ["Registrar"]
 
 log = logging.getLogger(__name__)
 
-#: a name server's answer to a registration: whether it accepted, and the ORDER_TOPIC_CONFIG table it sent
-_Answer = tuple[bool, dict[str, str] | None]
+
+class _Answer(NamedTuple):
+    """A name server's answer to a registration: whether it accepted, the ORDER_TOPIC_CONFIG table it sent,
+    and (to a slave) its master's HA and remoting addresses."""
+    ok: bool
+    order_topics: dict[str, str] | None = None
+    master_ha_addr: str | None = None
+    master_addr: str | None = None
 
 
 class Registrar:
     def __init__(self, namesrv_addrs: list[str], *, cluster_name: str, broker_name: str, broker_id: int,
                  broker_addr: str, ha_server_addr: str, body: Callable[[], RegisterBrokerBody],
                  period_s: float = 30.0, timeout_s: float = 6.0, compressed: bool = False,
-                 on_order_topics: Callable[[dict[str, str]], object] | None = None) -> None:
-        """*on_order_topics*: given the ORDER_TOPIC_CONFIG table (topic -> ``brokerName:queueNums;...``) a name
+                 on_order_topics: Callable[[dict[str, str]], object] | None = None,
+                 ssl_context: ssl.SSLContext | None | Literal["process"] = "process") -> None:
+        """*ssl_context*: how the connections to the name servers are made (ConnectionPool's).
+        *on_order_topics*: given the ORDER_TOPIC_CONFIG table (topic -> ``brokerName:queueNums;...``) a name
         server answers a registration with, after each round that got one (4.9.3's doRegisterBrokerAll hands
         it to TopicConfigManager.updateOrderTopicConfig, which marks exactly those topics ``order``); a name
         server without such entries answers no table and nothing is called."""
@@ -54,7 +64,7 @@ class Registrar:
         self.timeout_s = timeout_s
         self.compressed = compressed
         self.on_order_topics = on_order_topics
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, ssl_context=ssl_context)
         self._task: asyncio.Task[None] | None = None
         self._again = asyncio.Event()
         #: name server address -> the task sending registrations there, one at a time and in order
@@ -67,7 +77,8 @@ class Registrar:
         #: name server address -> True when its last registration succeeded
         self.registered: dict[str, bool] = {}
         #: what the registrations answered (for a slave: its master's HA address, the last one answered;
-        #: its remoting address, None while the name server knows no master of this broker name)
+        #: its remoting address, None while the name server knows no master of this broker name); each round
+        #: takes both from one answer, as :meth:`_answers` says
         self.master_ha_addr: str | None = None
         self.master_addr: str | None = None
 
@@ -176,38 +187,61 @@ class Registrar:
                 future.cancel()
 
     async def _answers(self, futures: list[asyncio.Future[_Answer]]) -> None:
-        answers = await asyncio.gather(*futures)
-        # as 4.9.3, one answer decides (its first to arrive; here the first accepting name server's in the
-        # configured order, so two name servers with different tables do not flip the flags at random)
-        accepted = [table for ok, table in answers if ok]
-        if accepted and accepted[0] is not None and self.on_order_topics is not None:
-            self.on_order_topics(accepted[0])
+        # as 4.9.3's registerBrokerAll (CountDownLatch.await(registerBrokerTimeoutMills)): the round takes
+        # the answers that came within the timeout; a name server still busy with an earlier registration
+        # (this one waits behind it) does not hold the round for another timeout
+        await asyncio.wait(futures, timeout=self.timeout_s)
+        answers = []
+        for future in futures:
+            if not future.done() or future.cancelled():
+                continue
+            if future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
+            answers.append(future.result())
+        # as 4.9.3's doRegisterBrokerAll, one answer decides the master's HA address, its remoting address
+        # and the ORDER_TOPIC_CONFIG table together (its first to arrive; here the first accepting name
+        # server's in the configured order, so two name servers that know different things do not flip them
+        # at random)
+        accepted = [answer for answer in answers if answer.ok]
+        if not accepted:
+            return
+        chosen = accepted[0]
+        # an answer without a master (gone for now) leaves the HA address, so the HA client goes on trying it
+        # and follows the master as soon as it is back there; the config sync's address follows the answer
+        # (no master, no sync)
+        if chosen.master_ha_addr:
+            self.master_ha_addr = chosen.master_ha_addr
+        self.master_addr = chosen.master_addr
+        if chosen.order_topics is not None and self.on_order_topics is not None:
+            self.on_order_topics(chosen.order_topics)
 
     async def _register_one(self, addr: str, request: RemotingCommand) -> _Answer:
         """Register with one name server: whether it accepted, and the ORDER_TOPIC_CONFIG table it answered
         (None: no table, or one that does not read)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
-            response = await self.pool.request(addr, request, self.timeout_s)
+            # connect and answer within one registerBrokerTimeoutMills, as 4.9.3's invokeSync gives the
+            # request what the connect left of it (a slow connect took up to twice the timeout here)
+            connection = await self.pool.get(addr)
+            left = self.timeout_s - (loop.time() - started)
+            if left <= 0:
+                raise RequestTimeoutError(f"registering with {addr}: no time left after connecting "
+                                          f"({self.timeout_s} s)")
+            response = await connection.request(request, left)
         except RemotingError as exc:
             if self.registered.get(addr, True):
                 log.warning("cannot register with name server %s: %s", addr, exc)
             self.registered[addr] = False
-            return False, None
-        table: dict[str, str] | None = None
+            return _Answer(False)
         ok = response.code == ResponseCode.SUCCESS
+        self.registered[addr] = ok
         if not ok:
             log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
-        else:
-            answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
-            # as 4.9.3's doRegisterBrokerAll: an answer without a master (gone for now) leaves the HA address,
-            # so the HA client goes on trying it and follows the master as soon as it is back there; the
-            # config sync's address follows the answer (no master, no sync)
-            if answer.ha_server_addr:
-                self.master_ha_addr = answer.ha_server_addr
-            self.master_addr = answer.master_addr or None
-            table = _order_topic_table(addr, response.body)
-        self.registered[addr] = ok
-        return ok, table
+            return _Answer(False)
+        header = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        return _Answer(True, _order_topic_table(addr, response.body), header.ha_server_addr or None,
+                       header.master_addr or None)
 
     async def close(self, *, unregister: bool = True) -> None:
         task, self._task = self._task, None

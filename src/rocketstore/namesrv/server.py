@@ -67,9 +67,15 @@ class NameServer:
     async def _scan(self) -> None:
         await asyncio.sleep(min(5.0, self.scan_interval_s))
         while True:
-            gone = self.routes.expire(int(time.time() * 1000))
+            gone = self.routes.expire_connections(int(time.time() * 1000))
             if gone:
-                log.warning("brokers %s expired (no registration for %s ms)", gone, self.routes.broker_expiry_ms)
+                log.warning("brokers %s expired (no registration for %s ms)", list(gone),
+                            self.routes.broker_expiry_ms)
+            # as 4.9.3's scanNotActiveBroker: the expired broker's connection is closed too (its next
+            # registration connects again); any other broker that registered over it goes with it
+            for connection in gone.values():
+                if isinstance(connection, Connection) and not connection.is_closed:
+                    connection.close()
             await asyncio.sleep(self.scan_interval_s)
 
     async def close(self) -> None:
