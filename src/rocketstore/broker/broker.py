@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from rocketstore.broker import (
     admin,
@@ -96,7 +97,11 @@ class Broker:
         writes the changed properties, as 4.9.3 does; None: ``<storePathRootDir>/config/broker.properties``.
         *properties*: that file's properties; the ones no BrokerConfig / StoreConfig setting takes are kept,
         shown by GET_BROKER_CONFIG and written back by UPDATE_BROKER_CONFIG, as 4.9.3 keeps them.
-        *tls*: serve TLS connections too (or only) as it says (:mod:`rocketstore.remoting.tls`)."""
+        *tls*: serve TLS connections too (or only) as it says (:mod:`rocketstore.remoting.tls`), and open the
+        broker's own connections (to the name servers, a slave's to its master) over TLS when its
+        ``tls.enable`` says so (not given: when its mode is enforcing), as 4.9.3's broker does with the
+        useTLS of the NettyClientConfig it is started with; without *tls* those follow the process
+        (:func:`rocketstore.remoting.tls.use_client_tls`)."""
         self.config = config or BrokerConfig()
         self.store_config = store_config or StoreConfig()
         self.config_path = config_path
@@ -110,6 +115,9 @@ class Broker:
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed, tls=tls)
         self.tls = tls
+        #: the broker's own connections: a context (TLS), None (plain) or "process" (use_client_tls's choice)
+        self.client_ssl_context: ssl.SSLContext | None | Literal["process"] = \
+            tls.own_client_context() if tls is not None else "process"
         #: aclEnable: every request is checked against the ACL files of rocketmqHome before its handler
         self.acl: PlainAcl | None = None
         if self.config.acl_enable:
@@ -238,13 +246,15 @@ class Broker:
                 broker_id=cfg.broker_id, broker_addr=self.address,
                 ha_server_addr=f"{cfg.broker_ip2 or ip}:{ha_port}", body=self._register_body,
                 period_s=cfg.register_period_s, timeout_s=cfg.register_broker_timeout_ms / 1000,
-                compressed=cfg.compressed_register, on_order_topics=self.topics.update_order_flags)
+                compressed=cfg.compressed_register, on_order_topics=self.topics.update_order_flags,
+                ssl_context=self.client_ssl_context)
             await self.registrar.start()
             if self.store_config.broker_role == BrokerRole.SLAVE:
                 registrar = self.registrar
                 self.ha_client = HAClient(self.store, lambda: cfg.ha_master_address or registrar.master_ha_addr)
                 self.ha_client.start()
-                self.slave_sync = SlaveSync(self, lambda: registrar.master_addr)
+                self.slave_sync = SlaveSync(self, lambda: registrar.master_addr,
+                                            ssl_context=self.client_ssl_context)
                 self.slave_sync.start()
             self._tasks.append(loop.create_task(self._persist_offsets_loop()))
             self._tasks.append(loop.create_task(self._scan_clients_loop()))

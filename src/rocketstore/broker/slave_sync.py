@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rocketstore.broker.config_files import write_text_atomically
 from rocketstore.broker.task_service import TaskService
@@ -39,13 +40,15 @@ PERIOD_S = 10.0
 
 class SlaveSync(TaskService):
     def __init__(self, broker: Broker, master_addr: Callable[[], str | None], *, period_s: float = PERIOD_S,
-                 first_delay_s: float = FIRST_DELAY_S, timeout_s: float = 3.0) -> None:
+                 first_delay_s: float = FIRST_DELAY_S, timeout_s: float = 3.0,
+                 ssl_context: ssl.SSLContext | None | Literal["process"] = "process") -> None:
+        """*ssl_context*: how the connection to the master is made (ConnectionPool's)."""
         self.broker = broker
         self.master_addr = master_addr
         self.period_s = period_s
         self.first_delay_s = first_delay_s
         self.timeout_s = timeout_s
-        self.pool = ConnectionPool(connect_timeout_s=timeout_s)
+        self.pool = ConnectionPool(connect_timeout_s=timeout_s, ssl_context=ssl_context)
         #: rounds that reached the master
         self.rounds = 0
 

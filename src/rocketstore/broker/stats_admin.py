@@ -220,7 +220,9 @@ def _properties(obj: Any, names: dict[str, str]) -> Iterator[tuple[str, object]]
 def _extra_lines(broker: Broker) -> list[tuple[str, object]]:
     """The properties kept without effect (4.9.3's defaults, overridden by the start file and by updates) and
     the other keys of the start file, in that order."""
-    values = config_keys.kept_defaults(use_tls=client_context_default() is not None)
+    own = broker.client_ssl_context  # useTLS: how the broker's own connections are made
+    own_tls = (client_context_default() if own == "process" else own) is not None
+    values = config_keys.kept_defaults(use_tls=own_tls)
     values.update(broker.extra_properties)
     return list(values.items())
 

@@ -108,8 +108,8 @@ def _add_tls(parser: argparse.ArgumentParser) -> None:
 
 
 def _tls(path: str | None) -> TlsConfig | None:
-    """The TLS settings of ``--tls-config``; with ``tls.enable=true`` the process's own connections (a
-    broker's to its name servers) use TLS too."""
+    """The TLS settings of ``--tls-config``; with ``tls.enable=true`` the process's client connections use
+    TLS too (a broker's own connections follow the settings it is given: Broker(tls=...))."""
     if path is None:
         return None
     config = TlsConfig.from_file(path)

@@ -11,16 +11,19 @@ Servers (name server, broker) run in one of three modes, ``tls.server.mode``:
 
 A server needs ``tls.server.certPath`` and ``tls.server.keyPath`` (PEM) for TLS, or 4.9.3's test mode,
 ``tls.test.mode.enable=true`` (off by default here, on by default in 4.9.3): a self-signed certificate made at
-start (:mod:`rocketstore.remoting.self_signed`) instead of the configured one, client certificates not asked
-for.  Without either a permissive server serves plain connections only, as 4.9.3's does without an SSL
-context.  ``tls.server.need.client.auth`` (none, optional, require) asks clients for a certificate, checked
-against ``tls.server.trustCertPath``.
+start (:mod:`rocketstore.remoting.self_signed`) instead of the configured one, a client certificate asked
+for but not required (one presented is checked against the platform's trusted CAs).  Without either a
+permissive server serves plain connections only, as 4.9.3's does without an SSL context.
+``tls.server.need.client.auth`` (none, optional, require) asks clients for a certificate, checked against
+``tls.server.trustCertPath``.
 
 Clients use TLS when ``tls.enable`` is true (4.9.3's JVM-wide switch; here :func:`use_client_tls` for the
-process, or a client's own ``tls=``).  They check the server's certificate chain against
-``tls.client.trustCertPath`` only with ``tls.client.authServer`` true, and never its host name, as 4.9.3's
-client does; ``tls.client.certPath`` / ``tls.client.keyPath`` present a certificate of their own.  In test
-mode a client checks nothing and presents nothing, whatever those say (4.9.3's test mode).
+process, or a client's own ``tls=``); a broker's own connections when its config's ``tls.enable`` is true,
+or is not given and ``tls.server.mode`` is enforcing (:meth:`TlsConfig.own_client_context`).  They check
+the server's certificate chain against ``tls.client.trustCertPath`` only with ``tls.client.authServer``
+true, and never its host name, as 4.9.3's client does; ``tls.client.certPath`` / ``tls.client.keyPath``
+present a certificate of their own.  In test mode a client checks nothing and presents nothing, whatever
+those say (4.9.3's test mode).
 Sans-IO but for reading the files the settings name (and a test-mode server's temporary key files).
 """
 
@@ -75,7 +78,9 @@ class TlsConfig:
     #: none, optional or require
     server_need_client_auth: str = "none"
     server_trust_cert_path: str | None = None
-    client_enable: bool = False
+    #: tls.enable; None: not given, which is false for a client but, for a broker's own connections, whether
+    #: tls.server.mode is enforcing (:meth:`own_client_context`)
+    client_enable: bool | None = None
     client_cert_path: str | None = None
     client_key_path: str | None = None
     client_key_password: str | None = field(default=None, repr=False)
@@ -117,7 +122,8 @@ class TlsConfig:
                    server_key_path=text("tls.server.keyPath"), server_key_password=text("tls.server.keyPassword"),
                    server_need_client_auth=(props.get("tls.server.need.client.auth") or "none").strip().lower(),
                    server_trust_cert_path=text("tls.server.trustCertPath"),
-                   client_enable=_flag(props, "tls.enable", False), client_cert_path=text("tls.client.certPath"),
+                   client_enable=_flag(props, "tls.enable", False) if "tls.enable" in props else None,
+                   client_cert_path=text("tls.client.certPath"),
                    client_key_path=text("tls.client.keyPath"), client_key_password=text("tls.client.keyPassword"),
                    client_auth_server=_flag(props, "tls.client.authServer", False),
                    client_trust_cert_path=text("tls.client.trustCertPath"),
@@ -150,7 +156,7 @@ class TlsConfig:
 
     def server_context(self) -> ssl.SSLContext:
         """The server side's context (the certificate, and client certificates asked for as configured; in
-        test mode a certificate made now, client certificates not asked for)."""
+        test mode a certificate made now, a client certificate asked for optionally)."""
         if self.test_mode:
             return _test_mode_server_context(self)
         if not self.server_cert_path or not self.server_key_path:
@@ -180,6 +186,16 @@ class TlsConfig:
         if self.client_cert_path and self.client_key_path:
             _load_chain(ctx, self.client_cert_path, self.client_key_path, self.client_key_password, "tls.client")
         return ctx
+
+    def own_client_context(self) -> ssl.SSLContext | None:
+        """The context of the connections a broker built with these settings opens itself (registration with
+        the name servers, a slave's calls to its master); None: plain.  4.9.3's BrokerStartup sets the
+        broker's NettyClientConfig.useTLS from ``tls.enable``, true by default when tls.server.mode is
+        enforcing."""
+        enable = self.client_enable
+        if enable is None:
+            enable = self.server_mode is TlsMode.ENFORCING
+        return self.client_context() if enable else None
 
 
 def _load_chain(ctx: ssl.SSLContext, cert: str, key: str, password: str | None, prefix: str) -> None:
@@ -212,7 +228,11 @@ def _test_mode_server_context(config: TlsConfig) -> ssl.SSLContext:
         with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(made.key_pem)
         ctx.load_cert_chain(cert, key)
-    ctx.verify_mode = ssl.CERT_NONE
+    # 4.9.3's test mode asks for a client certificate optionally (ClientAuth.OPTIONAL) and, with no trust
+    # manager set, checks one presented against the platform's trusted CAs: a client presenting none is
+    # served, one presenting a certificate no such CA signed is refused at the handshake
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
     return ctx
 
 
