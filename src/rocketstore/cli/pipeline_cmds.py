@@ -5,7 +5,8 @@
     rocketstore pipeline report --store DIR --output DIR
     rocketstore pipeline rebuild STORE_DIR [--output DIR | --in-place] [--skip-bad]
 
-Spark runs ``local[*]`` unless ``--master URL`` says otherwise; progress is printed on stderr.
+Spark runs ``local[*]`` unless ``--master URL`` says otherwise; ``--conf key=value`` (repeatable, as
+spark-submit's) sets any other Spark property; progress is printed on stderr.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rocketstore.errors import RocketStoreError
 
-__all__ = ["PipelineError", "register", "spark_error_line"]
+__all__ = ["PipelineError", "register", "spark_conf_pair", "spark_error_line"]
 
 T = TypeVar("T")
 
@@ -81,6 +82,37 @@ def _run_job(job: Callable[[], T]) -> T:
         raise PipelineError(spark_error_line(exc)) from exc
 
 
+def spark_conf_pair(text: str) -> tuple[str, str]:
+    """A ``--conf key=value`` argument (argparse type), split at the first ``=`` as spark-submit splits it.
+    A pair without ``=``, with an empty key, or with a key that is not a Spark property is a usage error
+    (spark-submit only warns about the last and drops it: a typo would go unnoticed)."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value (e.g. spark.executor.memory=4g), not {text!r}")
+    if not key.startswith("spark."):
+        raise argparse.ArgumentTypeError(f"{key!r} is not a Spark property (their names start with 'spark.')")
+    return key, value
+
+
+def _add_spark_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", help="Spark master URL (default local[*], or --conf spark.master)")
+    parser.add_argument("--conf", type=spark_conf_pair, action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark property, as spark-submit's --conf (repeatable; the last one of a key "
+                             "wins)")
+
+
+def _start_spark(args: argparse.Namespace, app_name: str) -> tuple[Any, bool]:
+    """The job's SparkSession (and whether this call created it) from ``--master`` and ``--conf``."""
+    from rocketstore.spark.jobs import build_session
+
+    conf = dict(args.conf)
+    master = args.master or conf.pop("spark.master", None) or "local[*]"
+    conf.pop("spark.master", None)  # --master wins, as in spark-submit
+    _progress(f"starting Spark ({master})")
+    return build_session(master, app_name, conf)
+
+
 def _check_store_dir(store: str) -> None:
     """Before Spark starts: a --store that is no directory, or none holding a store, is refused."""
     if not os.path.isdir(store):
@@ -99,7 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands.required = True
 
     archive = commands.add_parser("archive", help="messages to Parquet, from a store dir or a live topic")
-    archive.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    _add_spark_args(archive)
     archive.add_argument("--output", required=True, help="Parquet directory")
     archive.add_argument("--store", help="store directory (batch archive)")
     archive.add_argument("--topics", help="with --store: comma-separated topics (default: all non-system)")
@@ -118,7 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     archive.set_defaults(handler=_archive)
 
     report = commands.add_parser("report", help="per topic / queue / tag / hour counts, consumer lag: HTML + PNG")
-    report.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    _add_spark_args(report)
     report.add_argument("--store", required=True, help="store directory (opened read-only)")
     report.add_argument("--output", required=True, help="directory for report.html, report.png and CSVs")
     report.set_defaults(handler=_report)
@@ -132,7 +164,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "directories plus a checkpoint: into --output (default DIR.rebuilt), or into DIR itself "
                     "with --in-place (the store must be closed). A damaged record stops the job with its "
                     "commitlog offset unless --skip-bad is given.")
-    rebuild.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    _add_spark_args(rebuild)
     target = rebuild.add_mutually_exclusive_group()
     target.add_argument("--output", help="new directory for consumequeue/, index/ and checkpoint "
                                          "(default DIR.rebuilt; must be absent or empty)")
@@ -156,10 +188,9 @@ def _archive(args: argparse.Namespace) -> int:
         if os.path.exists(args.output) and not args.overwrite:
             raise PipelineError(f"--output {args.output} already exists (give --overwrite to replace it)")
     _need_spark_extra()
-    from rocketstore.spark.jobs import archive_store, archive_topic, build_session
+    from rocketstore.spark.jobs import archive_store, archive_topic
 
-    _progress(f"starting Spark ({args.master})")
-    spark, created = build_session(args.master)
+    spark, created = _start_spark(args, "rocketstore-pipeline")
     try:
         if streaming:
             total = _run_job(lambda: archive_topic(
@@ -179,10 +210,9 @@ def _archive(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     _check_store_dir(args.store)
     _need_spark_extra("matplotlib")
-    from rocketstore.spark.jobs import build_session, store_report
+    from rocketstore.spark.jobs import store_report
 
-    _progress(f"starting Spark ({args.master})")
-    spark, created = build_session(args.master, "rocketstore-report")
+    spark, created = _start_spark(args, "rocketstore-report")
     try:
         result = _run_job(lambda: store_report(spark, args.store, args.output, _progress))
     finally:
@@ -199,7 +229,6 @@ def _rebuild(args: argparse.Namespace) -> int:
     from rocketstore.cli.store_cmds import ProgressBar, store_config_from_args
 
     _need_spark_extra()
-    from rocketstore.spark.jobs import build_session
     from rocketstore.spark.rebuild import rebuild_with_spark
 
     config = store_config_from_args(args, check_index=False)
@@ -213,8 +242,7 @@ def _rebuild(args: argparse.Namespace) -> int:
         probe = StoreLock()
         probe.acquire(root)
         probe.release()
-    _progress(f"starting Spark ({args.master})")
-    spark, created = build_session(args.master, "rocketstore-rebuild")
+    spark, created = _start_spark(args, "rocketstore-rebuild")
     bars: list[ProgressBar] = []
     try:
         def on_plan(plan) -> None:  # type: ignore[no-untyped-def]

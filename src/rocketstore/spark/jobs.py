@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,12 @@ __all__ = ["archive_store", "archive_topic", "build_session", "store_report"]
 Progress = Callable[[str], None]
 
 
-def build_session(master: str = "local[*]", app_name: str = "rocketstore-pipeline") -> tuple[Any, bool]:
+def build_session(master: str = "local[*]", app_name: str = "rocketstore-pipeline",
+                  conf: Mapping[str, str] | None = None) -> tuple[Any, bool]:
     """(a SparkSession whose Python workers run this interpreter and can import rocketstore, whether this
-    call created it).  A session already active in this process is reused (and is not the caller's to stop)."""
+    call created it).  *conf*: Spark properties, set after (so over) this function's own.  A session already
+    active in this process is reused (and is not the caller's to stop); *conf* is then set on it where Spark
+    allows that at run time (SQL properties), else Spark's error says it cannot be."""
     # Spark's workers use the system python unless told otherwise; ours has rocketstore and pyarrow
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     src = str(Path(__file__).resolve().parents[2])  # the directory holding the rocketstore package
@@ -35,12 +38,16 @@ def build_session(master: str = "local[*]", app_name: str = "rocketstore-pipelin
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        for key, value in (conf or {}).items():
+            active.conf.set(key, value)
         register(active)
         return active, False
-    spark = (SparkSession.builder.master(master).appName(app_name)
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark, True

@@ -41,6 +41,7 @@ from rocketstore.client.errors import MessageIllegalError
 from rocketstore.message.properties import PropertyName
 from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
+from rocketstore.spark.versions import check_task_version, planned_version
 
 __all__ = ["BrokerBatchWriter", "BrokerStreamWriter", "SinkCommitMessage", "SinkOptions", "check_sink_schema",
            "uniq_key_for"]
@@ -194,12 +195,15 @@ def _describe(total: SinkCommitMessage) -> str:
 class BrokerBatchWriter(DataSourceArrowWriter):
     """``df.write.format("rocketmq")``; the write id is drawn once on the driver, so task retries reuse it."""
 
-    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+    def __init__(self, options: SinkOptions, schema: StructType, version: str | None = None) -> None:
         self.options = options
         self.schema = schema
         self.write_id = uuid.uuid4().hex
+        #: the rocketstore version planning ran; each task checks it runs the same (spark/versions.py)
+        self.planned_version = version or planned_version()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:  # type: ignore[override]
+        check_task_version(getattr(self, "planned_version", None), "this rocketmq sink write")
         return write_partition(self.options, self.write_id, 0, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
@@ -213,12 +217,15 @@ class BrokerBatchWriter(DataSourceArrowWriter):
 class BrokerStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("rocketmq")``: keys from the query id (stable across restarts) and batch id."""
 
-    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+    def __init__(self, options: SinkOptions, schema: StructType, version: str | None = None) -> None:
         self.options = options
         self.schema = schema
         self.fallback_id = uuid.uuid4().hex
+        #: the rocketstore version planning ran; each task checks it runs the same (spark/versions.py)
+        self.planned_version = version or planned_version()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:  # type: ignore[override]
+        check_task_version(getattr(self, "planned_version", None), "this rocketmq sink write")
         context = TaskContext.get()
         query_id = context.getLocalProperty(_QUERY_ID_PROPERTY) if context is not None else None
         batch = context.getLocalProperty(_BATCH_ID_PROPERTY) if context is not None else None

@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from rocketstore.errors import StoreConfigError
+from rocketstore.message.java_numbers import INT_MAX
 from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
@@ -216,9 +217,14 @@ def _first_file_size(directory: str) -> int | None:
 
 
 def _positive(opts: Mapping[str, str], key: str, name: str) -> int | None:
+    """A geometry option: RocketMQ keeps these sizes in Java ints (mappedFileSizeCommitLog, ...), so a larger
+    value names no store RocketMQ could have written (and would overflow the mmap calls)."""
     value = _optional_int(dict(opts), key, name)
     if value is not None and value <= 0:
         raise StoreConfigError(f"option {name} must be positive")
+    if value is not None and value > INT_MAX:
+        raise StoreConfigError(f"option {name}={value} is larger than RocketMQ's settings go ({INT_MAX}, "
+                               "a Java int)")
     return value
 
 

@@ -60,6 +60,7 @@ from rocketstore.spark.store_options import (
     pack_ranges,
     plan_ranges,
 )
+from rocketstore.spark.versions import check_task_version, planned_version
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import PRE_BLANK_SIZE
 from rocketstore.store.message_store import MessageStore
@@ -166,14 +167,16 @@ class StoreDataSource(DataSource):
         return store_schema()
 
     def reader(self, schema: StructType) -> StoreReader:
-        return StoreReader(StoreReadOptions.parse(self.options), schema)
+        return StoreReader(StoreReadOptions.parse(self.options), schema, planned_version(self.options))
 
 
 class StoreReader(DataSourceReader):
-    def __init__(self, options: StoreReadOptions, schema: StructType) -> None:
+    def __init__(self, options: StoreReadOptions, schema: StructType, version: str | None = None) -> None:
         self.options = options
         self.schema = schema
         self.columns = _checked_columns(schema)
+        #: the rocketstore version planning ran; each task checks it runs the same (spark/versions.py)
+        self.planned_version = version or planned_version()
 
     def partitions(self) -> list[InputPartition]:  # type: ignore[override]
         opts = self.options
@@ -190,6 +193,7 @@ class StoreReader(DataSourceReader):
                     for group in pack_ranges(ranges, opts.max_records_per_partition, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        check_task_version(getattr(self, "planned_version", None), "this rocketmq-store read")
         if not isinstance(partition, StorePartition) or not partition.ranges:
             return  # no queue to read: Spark plans one empty partition
         opts = self.options

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from rocketstore.client import MessageQueue, MessageSelector, SessionCredentials
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.names import group_problem
 from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
 from rocketstore.remoting.tls import TlsConfig, TlsConfigError
 from rocketstore.spark.store_options import is_system_topic
@@ -147,10 +148,29 @@ def _tls(opts: dict[str, str]) -> TlsConfig | None:
 
 
 def _name_server(opts: dict[str, str]) -> str:
+    """The nameServer option, each ``;``-separated address checked here: a port that is no port would fail
+    later, on the driver or in every task, with a ValueError or as a topic without a route."""
     ns = opts.get("nameserver") or opts.get("namesrvaddr")
     if not ns:
         raise SparkOptionError("the rocketmq source and sink need option 'nameServer' (host:port[;host:port])")
-    return ns
+    parts = [p.strip() for p in ns.split(";") if p.strip()]
+    for part in parts:
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:
+            raise SparkOptionError(f"option nameServer: {part!r} is not host:port (a port from 1 to 65535)")
+    if not parts:
+        raise SparkOptionError("the rocketmq source and sink need option 'nameServer' (host:port[;host:port])")
+    return ";".join(parts)
+
+
+def _group(opts: dict[str, str], key: str, name: str) -> str | None:
+    """A group name option, checked as Java's clients check theirs before they start (Validators.checkGroup):
+    the broker would refuse the consumer's offset commits after its first batch, or store any producer group."""
+    group = opts.get(key) or None
+    problem = None if group is None else group_problem(group)
+    if problem is not None:
+        raise SparkOptionError(f"option {name}: {problem}")
+    return group
 
 
 OffsetSpec = str | dict[str, dict[str, int]]
@@ -236,7 +256,7 @@ class SourceOptions:
         if starting_ts is not None and "startingoffsets" in opts:
             raise SparkOptionError("give either 'startingOffsets' or 'startingTimestamp', not both")
         default_start = "latest" if streaming else "earliest"
-        group = opts.get("consumergroup") or None
+        group = _group(opts, "consumergroup", "consumerGroup")
         start = _offsets_spec(opts.get("startingoffsets", default_start), "startingOffsets",
                               ("earliest", "latest", "group"))
         if start == "group" and group is None:
@@ -322,7 +342,7 @@ class SinkOptions:
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
         opts = _lower(options)
         return cls(name_server=_name_server(opts), topic=opts.get("topic") or None,
-                   producer_group=opts.get("producergroup") or "spark-rocketmq-writer",
+                   producer_group=_group(opts, "producergroup", "producerGroup") or "spark-rocketmq-writer",
                    batch_messages=_int(opts, "batchmessages", "batchMessages", 1) or 64,
                    timeout_s=(_int(opts, "timeoutms", "timeoutMs", 1) or 5000) / 1000,
                    credentials=_credentials(opts), tls=_tls(opts))

@@ -49,6 +49,7 @@ from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import StoredMessage
 from rocketstore.spark.broker_io import BrokerSession
 from rocketstore.spark.store_source import _arrow_schema, store_schema
+from rocketstore.spark.versions import check_task_version, planned_version
 from rocketstore.spark.stream_options import (
     Offsets,
     PullRange,
@@ -100,10 +101,12 @@ class RocketMQDataSource(DataSource):
         return source_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BrokerBatchReader(SourceOptions.parse(self.options, streaming=False), _checked(schema))
+        return BrokerBatchReader(SourceOptions.parse(self.options, streaming=False), _checked(schema),
+                                 planned_version(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return BrokerStreamReader(SourceOptions.parse(self.options, streaming=True), _checked(schema))
+        return BrokerStreamReader(SourceOptions.parse(self.options, streaming=True), _checked(schema),
+                                  planned_version(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rocketstore.spark.sink import BrokerBatchWriter, SinkOptions, check_sink_schema
@@ -111,12 +114,14 @@ class RocketMQDataSource(DataSource):
         if overwrite:  # a topic cannot be emptied: "overwrite" would quietly append (Kafka's sink refuses it too)
             raise SparkOptionError("the rocketmq sink only appends messages to topics; write with "
                                    "mode('append'), not mode('overwrite')")
-        return BrokerBatchWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options))
+        return BrokerBatchWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options),
+                                 planned_version(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from rocketstore.spark.sink import BrokerStreamWriter, SinkOptions, check_sink_schema
 
-        return BrokerStreamWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options))
+        return BrokerStreamWriter(SinkOptions.parse(self.options), check_sink_schema(schema, self.options),
+                                  planned_version(self.options))
 
 
 class BrokerPartition(InputPartition):
@@ -300,9 +305,11 @@ def _moved_back(start: Offsets, latest: Offsets, fail: bool) -> Offsets:
 
 
 class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType, version: str | None = None) -> None:
         self.options = options
         self.schema = schema
+        #: the rocketstore version planning ran; each task checks it runs the same (spark/versions.py)
+        self.planned_version = version or planned_version()
         self.planner = _Planner(options)
         self._target: Offsets | None = None
 
@@ -352,6 +359,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for group in plan_pull_ranges(start, end, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        check_task_version(getattr(self, "planned_version", None), "this rocketmq stream read")
         assert isinstance(partition, BrokerPartition)
         return read_ranges(partition.options, partition.ranges, self.schema)
 
@@ -394,9 +402,11 @@ def _queue(topic: str, key: str) -> MessageQueue:
 
 
 class BrokerBatchReader(DataSourceReader):
-    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType, version: str | None = None) -> None:
         self.options = options
         self.schema = schema
+        #: the rocketstore version planning ran; each task checks it runs the same (spark/versions.py)
+        self.planned_version = version or planned_version()
 
     def partitions(self) -> Sequence[InputPartition]:
         planner = _Planner(self.options)
@@ -411,6 +421,7 @@ class BrokerBatchReader(DataSourceReader):
         return [BrokerPartition(self.options, group) for group in ranges] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        check_task_version(getattr(self, "planned_version", None), "this rocketmq batch read")
         if not isinstance(partition, BrokerPartition):
             return iter(())
         return read_ranges(partition.options, partition.ranges, self.schema)
