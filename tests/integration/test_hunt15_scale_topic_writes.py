@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rocketstore.broker import topics as topics_module
+from rocketstore.broker import config_files
 from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
 from rocketstore.remoting.bodies import RegisterBrokerBody, TopicConfig
@@ -27,14 +28,16 @@ CONCURRENT = 24
 
 
 def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The thread of every write of topics.json, in order (the real write still happens)."""
     threads: list[int] = []
-    real = topics_module.write_json_atomically
+    real = config_files.write_json_atomically
 
     def counted(path: str, obj: Any) -> None:
-        threads.append(threading.get_ident())
+        if os.path.basename(path) == "topics.json":
+            threads.append(threading.get_ident())
         real(path, obj)
 
-    monkeypatch.setattr(topics_module, "write_json_atomically", counted)
+    monkeypatch.setattr(config_files, "write_json_atomically", counted)
     return threads
 
 

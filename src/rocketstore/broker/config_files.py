@@ -13,18 +13,21 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from rocketstore.errors import CorruptFileError, ProtocolError
 from rocketstore.files import write_text_atomically
 from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import DataVersion
 
-__all__ = ["BackgroundWriter", "read_json_file", "write_json_atomically", "write_text_atomically"]
+__all__ = ["BackgroundWriter", "VersionedTable", "read_json_file", "write_json_atomically", "write_text_atomically"]
 
 log = logging.getLogger(__name__)
 
 S = TypeVar("S")
+C = TypeVar("C")
 
 
 class BackgroundWriter(Generic[S]):
@@ -159,3 +162,76 @@ def read_json_file(path: str) -> Any | None:
                                        "missing or unreadable too; repair or remove the files") from exc
             continue
     return None
+
+
+class VersionedTable(Generic[C]):
+    """Named configs and a data version in one file, as 4.9.3's ConfigManager subclasses keep topics.json and
+    subscriptionGroup.json: ``{"dataVersion":{"counter":n,"timestamp":ms},"<table_key>":{"<name>":{...}}}``.
+
+    The configs are frozen (a shallow copy of the table is a snapshot).  Every change bumps the data version
+    and is written by a :class:`BackgroundWriter`: off the loop when one runs (:meth:`flush` awaits it), else
+    at once.  Loop-bound."""
+
+    def __init__(self, path: str, table_key: str, from_json: Callable[[dict[str, Any], str], C],
+                 name_of: Callable[[C], str], table: dict[str, C]) -> None:
+        """*from_json(raw, name)*: a config from the file's entry under *name*; *name_of*: the name a config
+        is kept under when the file is loaded."""
+        self.path = path
+        self.table_key = table_key
+        self._from_json = from_json
+        self._name_of = name_of
+        self.table = table
+        self.data_version = DataVersion(int(time.time() * 1000), 0)
+        self.writer: BackgroundWriter[tuple[DataVersion, dict[str, C]]] = BackgroundWriter(
+            self._snapshot, self._write, path)
+
+    def load(self) -> None:
+        """Read the file (or its .bak); its entries override the ones the table holds."""
+        obj = read_json_file(self.path)
+        if not isinstance(obj, dict):
+            return
+        table = obj.get(self.table_key)
+        if isinstance(table, dict):
+            for name, raw in table.items():
+                if isinstance(raw, dict):
+                    config = self._from_json(raw, str(name))
+                    self.table[self._name_of(config)] = config
+        if "dataVersion" in obj:
+            self.data_version = DataVersion.from_json(obj["dataVersion"])
+
+    def persist(self) -> None:
+        """Write the file now, on this thread."""
+        self.writer.write_now()
+
+    async def flush(self) -> None:
+        """Wait until every change made so far is in the file (the write runs off the loop)."""
+        await self.writer.flush()
+
+    def replace_all(self, obj: dict[str, Any]) -> bool:
+        """A slave's sync: take the master's answer (GET_ALL_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
+        the table and dataVersion) whole when its data version differs from ours, and persist; True if it
+        did."""
+        version = DataVersion.from_json(obj.get("dataVersion") or {})
+        table = obj.get(self.table_key)
+        if version == self.data_version or not isinstance(table, dict):
+            return False
+        self.table = {str(name): self._from_json(raw, str(name)) for name, raw in table.items()
+                      if isinstance(raw, dict)}
+        self.data_version = version
+        self.writer.changed()
+        return True
+
+    def changed(self) -> None:
+        """A config was added, changed or removed: the next data version, written soon."""
+        self.data_version = self.data_version.next(int(time.time() * 1000))
+        self.writer.changed()
+
+    def _snapshot(self) -> tuple[DataVersion, dict[str, C]]:
+        return self.data_version, dict(self.table)  # the configs are frozen: a shallow copy is a snapshot
+
+    def _write(self, snapshot: tuple[DataVersion, dict[str, C]]) -> None:
+        version, table = snapshot
+        write_json_atomically(self.path, {
+            "dataVersion": version.to_json(),
+            self.table_key: {name: config.to_json() for name, config in table.items()},  # type: ignore[attr-defined]
+        })

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from rocketstore.broker.config_files import BackgroundWriter, read_json_file, write_json_atomically
-from rocketstore.remoting.bodies import DataVersion
+from rocketstore.broker.config_files import VersionedTable
 
 __all__ = ["SubscriptionGroupConfig", "SubscriptionGroupTable"]
 
@@ -89,58 +87,12 @@ class SubscriptionGroupConfig:
         return cls(**values)
 
 
-class SubscriptionGroupTable:
+class SubscriptionGroupTable(VersionedTable[SubscriptionGroupConfig]):
     def __init__(self, config_dir: str, *, auto_create: bool = True) -> None:
-        self.path = os.path.join(config_dir, "subscriptionGroup.json")
+        super().__init__(os.path.join(config_dir, "subscriptionGroup.json"), "subscriptionGroupTable",
+                         SubscriptionGroupConfig.from_json, lambda cfg: cfg.group_name,
+                         {g: SubscriptionGroupConfig(g) for g in _SYSTEM_GROUPS})
         self.auto_create = auto_create
-        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(g) for g in _SYSTEM_GROUPS}
-        self.data_version = DataVersion(int(time.time() * 1000), 0)
-        self.writer: BackgroundWriter[tuple[DataVersion, dict[str, SubscriptionGroupConfig]]] = BackgroundWriter(
-            self._snapshot, self._write, self.path)
-
-    def load(self) -> None:
-        obj = read_json_file(self.path)
-        if not isinstance(obj, dict):
-            return
-        table = obj.get("subscriptionGroupTable")
-        if isinstance(table, dict):
-            for name, raw in table.items():
-                if isinstance(raw, dict):
-                    cfg = SubscriptionGroupConfig.from_json(raw, str(name))
-                    self.table[cfg.group_name] = cfg
-        if "dataVersion" in obj:
-            self.data_version = DataVersion.from_json(obj["dataVersion"])
-
-    def persist(self) -> None:
-        """Write the file now, on this thread."""
-        self.writer.write_now()
-
-    async def flush(self) -> None:
-        """Wait until every change made so far is in the file (the write runs off the loop)."""
-        await self.writer.flush()
-
-    def _snapshot(self) -> tuple[DataVersion, dict[str, SubscriptionGroupConfig]]:
-        return self.data_version, dict(self.table)  # the configs are frozen: a shallow copy is a snapshot
-
-    def _write(self, snapshot: tuple[DataVersion, dict[str, SubscriptionGroupConfig]]) -> None:
-        version, table = snapshot
-        write_json_atomically(self.path, {
-            "dataVersion": version.to_json(),
-            "subscriptionGroupTable": {name: cfg.to_json() for name, cfg in table.items()},
-        })
-
-    def replace_all(self, obj: dict[str, Any]) -> bool:
-        """A slave's sync: take the master's GET_ALL_SUBSCRIPTIONGROUP_CONFIG answer whole when its data
-        version differs from ours, and persist; True if it did."""
-        version = DataVersion.from_json(obj.get("dataVersion") or {})
-        table = obj.get("subscriptionGroupTable")
-        if version == self.data_version or not isinstance(table, dict):
-            return False
-        self.table = {str(name): SubscriptionGroupConfig.from_json(raw, str(name)) for name, raw in table.items()
-                      if isinstance(raw, dict)}
-        self.data_version = version
-        self.writer.changed()
-        return True
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         return self.table.get(group)
@@ -157,12 +109,10 @@ class SubscriptionGroupTable:
 
     def update(self, cfg: SubscriptionGroupConfig) -> None:
         self.table[cfg.group_name] = cfg
-        self.data_version = self.data_version.next(int(time.time() * 1000))
-        self.writer.changed()
+        self.changed()
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
-        self.data_version = self.data_version.next(int(time.time() * 1000))
-        self.writer.changed()
+        self.changed()
         return True

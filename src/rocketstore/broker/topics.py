@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
-from rocketstore.broker.config_files import BackgroundWriter, read_json_file, write_json_atomically
+from rocketstore.broker.config_files import VersionedTable
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.system_topics import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -29,7 +28,7 @@ from rocketstore.message.system_topics import (
     SYSTEM_TOPICS,
     is_system_topic,
 )
-from rocketstore.remoting.bodies import DataVersion, Perm, TopicConfig
+from rocketstore.remoting.bodies import Perm, TopicConfig
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +78,14 @@ def topic_problem(topic: str | None) -> str | None:
     return None
 
 
-class TopicTable:
+class TopicTable(VersionedTable[TopicConfig]):
     """topic name -> TopicConfig, persisted to ``<root>/config/topics.json``."""
 
     def __init__(self, config: BrokerConfig, config_dir: str) -> None:
+        super().__init__(os.path.join(config_dir, "topics.json"), "topicConfigTable", TopicConfig.from_json,
+                         lambda tc: tc.topic_name, {})
         self.config = config
-        self.path = os.path.join(config_dir, "topics.json")
-        self.table: dict[str, TopicConfig] = {}
         self.system_topics: set[str] = set()
-        self.data_version = DataVersion(int(time.time() * 1000), 0)
-        self.writer: BackgroundWriter[tuple[DataVersion, dict[str, TopicConfig]]] = BackgroundWriter(
-            self._snapshot, self._write, self.path)
         self._add_system_topics()
 
     def _system(self, tc: TopicConfig) -> None:
@@ -122,56 +118,6 @@ class TopicTable:
             self._system(TopicConfig(c.msg_trace_topic_name, 1, 1))
         self._system(TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1))
 
-    # --- file ---------------------------------------------------------------------------------------
-
-    def load(self) -> None:
-        obj = read_json_file(self.path)
-        if not isinstance(obj, dict):
-            return
-        table = obj.get("topicConfigTable")
-        if isinstance(table, dict):
-            for name, raw in table.items():
-                if isinstance(raw, dict):
-                    tc = TopicConfig.from_json(raw, str(name))
-                    self.table[tc.topic_name] = tc
-        if "dataVersion" in obj:
-            self.data_version = DataVersion.from_json(obj["dataVersion"])
-
-    def persist(self) -> None:
-        """Write the file now, on this thread."""
-        self.writer.write_now()
-
-    async def flush(self) -> None:
-        """Wait until every change made so far is in the file (the write runs off the loop)."""
-        await self.writer.flush()
-
-    def _snapshot(self) -> tuple[DataVersion, dict[str, TopicConfig]]:
-        return self.data_version, dict(self.table)  # TopicConfig is frozen: a shallow copy is a snapshot
-
-    def _write(self, snapshot: tuple[DataVersion, dict[str, TopicConfig]]) -> None:
-        version, table = snapshot
-        write_json_atomically(self.path, {
-            "dataVersion": version.to_json(),
-            "topicConfigTable": {name: tc.to_json() for name, tc in table.items()},
-        })
-
-    def replace_all(self, obj: dict[str, Any]) -> bool:
-        """A slave's sync: take the master's GET_ALL_TOPIC_CONFIG answer (topicConfigTable, dataVersion)
-        whole when its data version differs from ours, and persist; True if it did."""
-        version = DataVersion.from_json(obj.get("dataVersion") or {})
-        table = obj.get("topicConfigTable")
-        if version == self.data_version or not isinstance(table, dict):
-            return False
-        self.table = {str(name): TopicConfig.from_json(raw, str(name)) for name, raw in table.items()
-                      if isinstance(raw, dict)}
-        self.data_version = version
-        self.writer.changed()
-        return True
-
-    def _changed(self) -> None:
-        self.data_version = self.data_version.next(int(time.time() * 1000))
-        self.writer.changed()
-
     # --- lookups and changes --------------------------------------------------------------------------
 
     def get(self, topic: str) -> TopicConfig | None:
@@ -185,12 +131,12 @@ class TopicTable:
 
     def update(self, config: TopicConfig) -> None:
         self.table[config.topic_name] = config
-        self._changed()
+        self.changed()
 
     def delete(self, topic: str) -> bool:
         if self.table.pop(topic, None) is None:
             return False
-        self._changed()
+        self.changed()
         return True
 
     def update_order_flags(self, order_topics: Mapping[str, str]) -> bool:
@@ -205,7 +151,7 @@ class TopicTable:
                 log.info("order topic config from the name server: %s order=%s", name, wanted)
                 changed = True
         if changed:
-            self._changed()
+            self.changed()
         return changed
 
     def create_for_send(self, topic: str, default_topic: str, client_queue_nums: int,

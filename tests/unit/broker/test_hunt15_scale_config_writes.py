@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rocketstore.broker import groups as groups_module
-from rocketstore.broker import topics as topics_module
+from rocketstore.broker import config_files
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.groups import SubscriptionGroupConfig, SubscriptionGroupTable
 from rocketstore.broker.topics import TopicTable
@@ -26,23 +26,24 @@ from rocketstore.remoting.bodies import TopicConfig
 CHANGES = 300
 
 
-def _count_writes(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
-    """The thread of every write of *module*'s file, in order (the real write still happens)."""
+def _count_writes(monkeypatch: pytest.MonkeyPatch, file_name: str) -> list[int]:
+    """The thread of every write of the config file *file_name*, in order (the real write still happens)."""
     threads: list[int] = []
-    real = module.write_json_atomically
+    real = config_files.write_json_atomically
 
     def counted(path: str, obj: Any) -> None:
-        threads.append(threading.get_ident())
+        if os.path.basename(path) == file_name:
+            threads.append(threading.get_ident())
         real(path, obj)
 
-    monkeypatch.setattr(module, "write_json_atomically", counted)
+    monkeypatch.setattr(config_files, "write_json_atomically", counted)
     return threads
 
 
 def test_topic_changes_on_the_loop_are_written_off_it_in_few_writes(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     table = TopicTable(BrokerConfig(broker_name="b"), str(tmp_path))
-    writes = _count_writes(monkeypatch, topics_module)
+    writes = _count_writes(monkeypatch, "topics.json")
 
     async def main() -> int:
         for i in range(CHANGES):
@@ -62,7 +63,7 @@ def test_topic_changes_on_the_loop_are_written_off_it_in_few_writes(tmp_path: Pa
 def test_group_changes_on_the_loop_are_written_off_it_in_few_writes(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     table = SubscriptionGroupTable(str(tmp_path))
-    writes = _count_writes(monkeypatch, groups_module)
+    writes = _count_writes(monkeypatch, "subscriptionGroup.json")
 
     async def main() -> int:
         for i in range(CHANGES):
@@ -83,7 +84,7 @@ def test_group_changes_on_the_loop_are_written_off_it_in_few_writes(tmp_path: Pa
 def test_changes_made_while_a_write_runs_are_written_by_one_more_write(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     table = TopicTable(BrokerConfig(broker_name="b"), str(tmp_path))
-    writes = _count_writes(monkeypatch, topics_module)
+    writes = _count_writes(monkeypatch, "topics.json")
 
     async def main() -> None:
         table.update(TopicConfig("First", 1, 1))
@@ -102,7 +103,7 @@ def test_changes_made_while_a_write_runs_are_written_by_one_more_write(tmp_path:
 def test_without_a_running_loop_a_change_is_written_at_once(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     table = TopicTable(BrokerConfig(broker_name="b"), str(tmp_path))
-    writes = _count_writes(monkeypatch, topics_module)
+    writes = _count_writes(monkeypatch, "topics.json")
     table.update(TopicConfig("Now", 1, 1))
     assert writes == [threading.get_ident()]
     assert "Now" in json.loads(Path(table.path).read_text(encoding="utf-8"))["topicConfigTable"]
