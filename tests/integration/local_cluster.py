@@ -177,10 +177,14 @@ class LocalCluster:
             self.loop.close()
 
 
-def pull_all(namesrv_addr: str, topic: str, group: str = "inspector-group") -> list[StoredMessage]:
+def pull_all(namesrv_addr: str, topic: str, group: str = "inspector-group", *,
+             expected: int | None = None) -> list[StoredMessage]:
     """Every message of *topic* as a consumer (rocketstore's PullConsumer, from this thread's own loop)
-    gets it: each queue pulled from offset 0 to its end."""
-    async def go() -> list[StoredMessage]:
+    gets it: each queue pulled from offset 0 to its end.  With *expected*, pulled again (for up to 10 s)
+    until at least that many are found: a send is answered once its record is in the commitlog, and the
+    consume queues a pull reads are built from it a moment later (as in RocketMQ), so a pull right after
+    a send may not see it yet."""
+    async def once() -> list[StoredMessage]:
         async with PullConsumer(namesrv_addr, group) as consumer:
             found: list[StoredMessage] = []
             for mq in await consumer.queues(topic):
@@ -192,6 +196,14 @@ def pull_all(namesrv_addr: str, topic: str, group: str = "inspector-group") -> l
                         break
                     offset = result.next_begin_offset
             return found
+
+    async def go() -> list[StoredMessage]:
+        deadline = time.monotonic() + 10.0
+        while True:
+            found = await once()
+            if expected is None or len(found) >= expected or time.monotonic() > deadline:
+                return found
+            await asyncio.sleep(0.05)
 
     return run(go())
 

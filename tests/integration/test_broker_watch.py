@@ -126,7 +126,7 @@ def test_watch_lines_count_the_puts_and_gets_between_samples_and_ctrl_c_still_wr
                     await producer.send(topic, f"m{i}".encode() * 50)
 
         run(send())
-        assert len(pull_all(cluster.namesrv_addr, topic)) == count
+        assert len(pull_all(cluster.namesrv_addr, topic, expected=count)) == count
         put_total, get_total, commit_log_end = broker_totals(cluster)
         # the first sample saw none of this traffic; wait for a sample that saw all of it
         last = watch.json_until(lambda row: "error" not in row and row["msgPutTotalTodayNow"] == put_total
