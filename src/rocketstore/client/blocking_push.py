@@ -120,6 +120,18 @@ class BlockingPushConsumer(_LoopThread):
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         return self._call_sync(lambda: self.consumer.assignment(topic))
 
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        self._call_sync(lambda: self.consumer.subscribe(topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._call_sync(lambda: self.consumer.unsubscribe(topic))
+
+    def suspend(self) -> None:
+        self._call_sync(self.consumer.suspend)
+
+    def resume(self) -> None:
+        self._call_sync(self.consumer.resume)
+
     def __enter__(self) -> Self:
         self.start()
         return self

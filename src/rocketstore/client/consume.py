@@ -163,6 +163,10 @@ class Consumption:
     async def _consume_batch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
         if pq.dropped:
             return
+        began = time.monotonic()
+        for m in messages:  # CONSUME_START_TIME: the consume timeout counts from here
+            if m.queue_offset in pq.messages:
+                pq.consume_started[m.queue_offset] = began
         status = await self.call_handler(messages, pq.mq.topic)
         if pq.dropped:  # rebalanced away meanwhile: the new owner consumes them again
             return
@@ -191,11 +195,33 @@ class Consumption:
         if not pq.dropped and not self.pc.stopping:
             self._submit(pq, messages)
 
-    async def _give_back(self, m: ConsumedMessage) -> bool:
+    async def clean_expired(self, pq: ProcessQueue) -> None:
+        """ProcessQueue.cleanExpiredMsg: while the oldest held message's handler has run longer than
+        ``consume_timeout_s`` (at most 16 in a row), send it back with delay level 3 and let it go, so that
+        a hung handler holds neither the queue's offset nor its flow control (its late result is ignored
+        but for a RECONSUME_LATER, which sends it back again, as in 4.9.3)."""
+        limit = self.pc.settings.consume_timeout_s
+        for _ in range(16):
+            if self.pc.orderly or pq.dropped or not pq.messages:
+                return
+            offset, m = next(iter(pq.messages.items()))
+            began = pq.consume_started.get(offset)
+            if began is None or time.monotonic() - began <= limit:
+                return
+            if not await self._give_back(m, delay_level=3):
+                return
+            log.info("%s: handler of %s at %s offset %d ran over %.0f s: sent back", self.pc.group, m.msg_id,
+                     pq.mq, offset, limit)
+            if pq.messages and next(iter(pq.messages)) == offset:
+                committed = pq.remove([m])
+                if committed >= 0 and not pq.dropped:
+                    self.pc.offsets.update(pq.mq, committed, increase_only=True)
+
+    async def _give_back(self, m: ConsumedMessage, delay_level: int = 0) -> bool:
         """Send-back, else a copy to the retry topic; False if neither worked."""
         max_times = self.pc.settings.reconsume_limit()
         try:
-            await send_back(self.pc.consumer, m, delay_level=0, max_reconsume_times=max_times)
+            await send_back(self.pc.consumer, m, delay_level=delay_level, max_reconsume_times=max_times)
             return True
         except (RocketStoreError, OSError) as exc:
             log.warning("send-back of %s failed (%s); sending a copy to the retry topic", m.msg_id, exc)

@@ -53,6 +53,8 @@ class ProcessQueue:
         self.last_consume_s = self.last_pull_s
         #: held while an orderly batch is being handled, so a rebalance can wait for it before unlocking
         self.consume_lock = asyncio.Lock()
+        #: concurrently: offset -> when its handler last began (monotonic), for the consume timeout
+        self.consume_started: dict[int, float] = {}
         self._arrived = asyncio.Event()
         self._freed = asyncio.Event()
 
@@ -105,6 +107,7 @@ class ProcessQueue:
         for m in messages:
             if self.messages.pop(m.queue_offset, None) is not None:
                 self.body_bytes -= len(m.body)
+                self.consume_started.pop(m.queue_offset, None)
         self.last_consume_s = time.monotonic()
         self._freed.set()
         return next(iter(self.messages)) if self.messages else self.queue_offset_max + 1

@@ -151,6 +151,9 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
                 pc.consumption.dispatch(pq, added)
             elif pq.count == 0:  # everything filtered out by tag: nothing held, so the offset may move on
                 pc.caught_up(mq, offset)
+            interval = getattr(s, "pull_interval_s", 0.0)  # the push consumer's pullInterval
+            if interval > 0 and result.messages:  # (a drop or shutdown cancels the task, and so the pause)
+                await asyncio.sleep(interval)
         elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             offset = result.next_begin_offset
             if pq.count == 0:  # correctTagsOffset

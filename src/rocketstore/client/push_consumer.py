@@ -23,6 +23,10 @@ What runs, and why (the Java behaviour kept):
   ``<ip>@DEFAULT`` as in 4.9.3, so a restart finds the same file; ``instance_name`` names another).
 * Orderly CLUSTERING: queues are locked on the broker before they are consumed, the locks renewed every
   ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.
+* Concurrently: a message whose handler has run over ``consume_timeout_s`` is sent back (delay level 3)
+  and stops holding its queue's offset back (cleanExpireMsg, checked every ``consume_timeout_s``).
+* ``subscribe`` / ``unsubscribe`` work after start too (a heartbeat and a rebalance follow at once);
+  ``suspend`` / ``resume`` stop and restart all pulling.
 
 The group membership (routes, heartbeats, rebalance, offset store, where a new queue starts) is
 :class:`rocketstore.client.group_consumer.GroupConsumer`'s, shared with the lite pull consumer.
@@ -107,8 +111,18 @@ class PushConsumerSettings(GroupSettings):
     suspend_current_queue_s: float = 1.0
     #: concurrently: a message that cannot be sent back is handled again here after this pause
     local_retry_delay_s: float = 5.0
+    #: concurrently: a message whose handler has run longer than this is sent back (delay level 3) and no
+    #: longer holds its queue's offset back; checked this often too (consumeTimeout, 15 minutes)
+    consume_timeout_s: float = 900.0
     #: how long the broker may hold a pull with no message (brokerSuspendMaxTimeMillis)
     long_poll_ms: int = 15_000
+    #: pause after a pull that found messages before the queue's next pull (pullInterval)
+    pull_interval_s: float = 0.0
+    #: -1 (off), or the messages / bytes all held queues may hold together: each queue's threshold becomes
+    #: this divided by the number of queues held, at least 1 message / 1 MiB (pullThresholdForTopic,
+    #: pullThresholdSizeForTopic; they replace pull_threshold_for_queue / pull_threshold_bytes_for_queue)
+    pull_threshold_for_topic: int = -1
+    pull_threshold_bytes_for_topic: int = -1
     #: a queue whose pull loop has not come round for this long (or has died) is dropped and taken again by
     #: the next rebalance (Java's ProcessQueue.isPullExpired, rocketmq.client.pull.pullMaxIdleTime)
     pull_max_idle_s: float = 120.0
@@ -122,6 +136,13 @@ class PushConsumerSettings(GroupSettings):
         for name in ("consume_batch_size", "pull_batch_size", "consume_concurrency", "pull_threshold_for_queue"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.pull_interval_s < 0:
+            raise ValueError("pull_interval_s must not be negative")
+        for name in ("pull_threshold_for_topic", "pull_threshold_bytes_for_topic"):
+            if getattr(self, name) < -1 or getattr(self, name) == 0:
+                raise ValueError(f"{name} must be -1 (off) or at least 1")
+        if not self.consume_timeout_s > 0:
+            raise ValueError("consume_timeout_s must be positive")
         if self.max_reconsume_times < -1:
             raise ValueError("max_reconsume_times must be -1 (the default) or at least 0")
 
@@ -169,6 +190,12 @@ class PushConsumer(GroupConsumer):
             self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._resets: set[asyncio.Task[None]] = set()
+        #: subscribe / unsubscribe after start: the next rebalance re-reads the routes and heartbeats first
+        self._subscriptions_changed = False
+        #: the settings flow control applies: the per-queue thresholds as the topic thresholds make them
+        self._flow_settings = settings
+        #: suspend() .. resume(): no queue is pulled
+        self.paused = False
 
     # --- life cycle ------------------------------------------------------------------------------------
 
@@ -190,6 +217,8 @@ class PushConsumer(GroupConsumer):
         self._background = [*self._group_tasks(), loop.create_task(self._every(s.persist_interval_s, self.persist_offsets))]
         if self.orderly and self.clustering:
             self._background.append(loop.create_task(self._every(s.lock_renew_interval_s, self.lock_all)))
+        if not self.orderly:  # ConsumeMessageConcurrentlyService's cleanExpireMsg
+            self._background.append(loop.create_task(self._every(s.consume_timeout_s, self._clean_expired)))
 
     async def shutdown(self) -> None:
         """Stop pulling, let handlers in progress finish, commit offsets, unlock, unregister, close."""
@@ -213,6 +242,10 @@ class PushConsumer(GroupConsumer):
             await self.quietly("send the trace", self.trace.close())
         await self.consumer.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _clean_expired(self) -> None:
+        for pq in list(self.process_queues.values()):
+            await self.consumption.clean_expired(pq)
 
     async def _stop_queues(self) -> None:
         """Stop the pull loops and the consumption (handlers in progress finish)."""
@@ -264,9 +297,15 @@ class PushConsumer(GroupConsumer):
         s = self.settings
         props = {
             **self._common_properties(),
+            "pullThresholdForQueue": str(self._flow_settings.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(self._flow_settings.pull_threshold_bytes_for_queue >> 20),
+            "pullThresholdForTopic": str(s.pull_threshold_for_topic),
+            "pullThresholdSizeForTopic": str(s.pull_threshold_bytes_for_topic >> 20),  # -1 stays -1
+            "pullInterval": str(int(s.pull_interval_s * 1000)),
             "consumeTimestamp": time.strftime("%Y%m%d%H%M%S", time.localtime((self._timestamp_ms or 0) / 1000)),
             "consumeThreadMin": str(s.consume_concurrency), "consumeThreadMax": str(s.consume_concurrency),
             "consumeConcurrentlyMaxSpan": str(s.consume_max_span),
+            "consumeTimeout": str(int(s.consume_timeout_s // 60)),
             "pullBatchSize": str(s.pull_batch_size), "consumeMessageBatchMaxSize": str(s.consume_batch_size),
             "maxReconsumeTimes": str(s.max_reconsume_times),
             "suspendCurrentQueueTimeMillis": str(int(s.suspend_current_queue_s * 1000)),
@@ -302,7 +341,67 @@ class PushConsumer(GroupConsumer):
         return ConsumerRunningInfo(props, tuple(self.subscriptions.values()), table, status,
                                    thread_stacks() if jstack else None)
 
+    # --- subscriptions ----------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """Consume *topic* too (before or after start), or replace its expression, as 4.9.3's subscribe:
+        the brokers learn it from a heartbeat sent at once and its queues are shared out by the rebalance
+        that follows (a replaced expression applies from the next pull)."""
+        if not topic:
+            raise ValueError("topic must not be empty")
+        self.subscriptions[topic] = subscription_for(topic, expression, int(time.time() * 1000))
+        if self.started and not self.stopping:
+            self._subscriptions_changed = True
+            self._rebalance_wanted.set()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming *topic*: the next rebalance (woken now) gives up its queues, as 4.9.3's
+        truncateMessageQueueNotMyTopic drops them (their offsets are committed here first)."""
+        if self.subscriptions.pop(topic, None) is None:
+            return
+        if self.started and not self.stopping:
+            self._subscriptions_changed = True
+            self._rebalance_wanted.set()
+
+    def suspend(self) -> None:
+        """Stop pulling until :meth:`resume` (messages already pulled are still handled; the group's
+        rebalances and commits go on), as 4.9.3's suspend."""
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        for pq in self.process_queues.values():
+            pq.wake()
+
     # --- rebalance ------------------------------------------------------------------------------------
+
+    async def rebalance(self) -> None:
+        if self._subscriptions_changed and not self.stopping:
+            self._subscriptions_changed = False
+            for topic in list(self.subscriptions):
+                await self._queues(topic, refresh=True)
+            await self._heartbeat_all()
+        await super().rebalance()
+        async with self._rebalance_lock:  # truncateMessageQueueNotMyTopic
+            for mq, pq in list(self.process_queues.items()):
+                if mq.topic not in self.subscriptions and not self.stopping:
+                    pq.dropped = True
+                    pq.wake()
+                    if await self._release(mq, pq):
+                        del self.process_queues[mq]
+            self._apply_topic_thresholds()
+
+    def _apply_topic_thresholds(self) -> None:
+        """RebalancePushImpl.messageQueueChanged: a topic threshold, divided among the queues held."""
+        s, held = self.settings, len(self.process_queues)
+        if held == 0 or (s.pull_threshold_for_topic == -1 and s.pull_threshold_bytes_for_topic == -1):
+            return
+        changes: dict[str, int] = {}
+        if s.pull_threshold_for_topic != -1:
+            changes["pull_threshold_for_queue"] = max(1, s.pull_threshold_for_topic // held)
+        if s.pull_threshold_bytes_for_topic != -1:
+            changes["pull_threshold_bytes_for_queue"] = max(1 << 20, s.pull_threshold_bytes_for_topic // held)
+        self._flow_settings = dataclasses.replace(self._flow_settings, **changes)
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         """The queues this consumer owns now (of *topic*, or all)."""
@@ -312,7 +411,10 @@ class PushConsumer(GroupConsumer):
     # --- the pull loop's hooks (rocketstore.client.pull_loop.PullOwner) -----------------------------------
 
     def pull_held_back(self, pq: ProcessQueue) -> bool:
-        return flow_controlled(self.settings, pq, check_span=not self.orderly)
+        # paused, or the topic unsubscribed (the rebalance gives the queue up): 4.9.3 pulls later too
+        if self.paused or pq.mq.topic not in self.subscriptions:
+            return True
+        return flow_controlled(self._flow_settings, pq, check_span=not self.orderly)
 
     def caught_up(self, mq: MessageQueue, offset: int) -> None:
         self.offsets.update(mq, offset, increase_only=True)
