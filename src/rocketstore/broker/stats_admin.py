@@ -30,8 +30,11 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   What acts at once: values the request handlers read per request (brokerPermission,
   autoCreateTopicEnable, longPollingEnable, shortPollingTimeMills, slaveReadEnable,
   rejectTransactionMessage, regionId, traceOn, notifyConsumerIdsChangedEnable, enablePropertyFilter and
-  the like) and the retention settings the store's next clean-up pass uses (fileReservedTime, deleteWhen,
-  diskMaxUsedSpaceRatio, cleanFileForciblyEnable: 4.9.3 reads them at every pass).  brokerRole acts at once
+  the like), the retention settings the store's next clean-up pass uses (fileReservedTime, deleteWhen,
+  diskMaxUsedSpaceRatio, cleanFileForciblyEnable: 4.9.3 reads them at every pass) and the read limits the
+  store's next get uses (accessMessageInMemoryMaxRatio, which decides the suggest-slave flag of pulls and
+  QUERY_CONSUMER_OFFSET's start of a new group, and the maxTransfer{Bytes,Count}OnMessageIn{Memory,Disk}
+  batch limits: 4.9.3's getMessage reads them at every call).  brokerRole acts at once
   where 4.9.3 reads it per request or per put: a SLAVE's store refuses puts (a send answers
   SERVICE_NOT_AVAILABLE), a master's takes them, a SYNC_MASTER's send waits for its slave (SLAVE_NOT_AVAILABLE
   on a broker started as a slave, which has no HA port), pulls and END_TRANSACTION see the new role; what
@@ -83,6 +86,10 @@ log = logging.getLogger(__name__)
 
 #: the retention settings an UPDATE_BROKER_CONFIG hands to the running store (its next clean-up pass uses them)
 _RETENTION_PROPERTIES = frozenset({"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable"})
+#: the read limits an UPDATE_BROKER_CONFIG hands to the running store (its next get uses them)
+_READ_LIMIT_PROPERTIES = frozenset({
+    "accessMessageInMemoryMaxRatio", "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk", "maxTransferCountOnMessageInDisk"})
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
 
@@ -445,6 +452,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
             broker.extra_properties = update.extra_properties
             if _RETENTION_PROPERTIES.intersection(props):
                 broker.store.update_retention(new_store)  # 4.9.3's clean-up reads them at every pass
+            if _READ_LIMIT_PROPERTIES.intersection(props):
+                broker.store.update_read_limits(new_store)  # 4.9.3's getMessage reads them at every pull
             if hasattr(broker, "topics"):
                 broker.topics.config = new_broker  # auto-creation reads it per send
             now_ms = int(time.time() * 1000)

@@ -2,8 +2,9 @@
 part RocketMQ keeps in MQClientInstance and RebalanceImpl, shared by :class:`PushConsumer` and
 :class:`LitePullConsumer`.
 
-* The topics' routes (re-read every ``route_refresh_interval_s``) and the masters they name.
-* Heartbeats to those masters with the group's subscriptions (CHECK_CLIENT_CONFIG first for SQL92 ones).
+* The topics' routes (re-read every ``route_refresh_interval_s``) and the brokers they name.
+* Heartbeats to those brokers, slaves too (as 4.9.3's sendHeartbeatToAllBroker for a client with
+  consumers), with the group's subscriptions (CHECK_CLIENT_CONFIG first for SQL92 ones, masters only).
 * Rebalance: every ``rebalance_interval_s`` and at once when a broker sends NOTIFY_CONSUMER_IDS_CHANGED,
   each member takes its share of a topic's sorted queues among the group's sorted client ids
   (CLUSTERING, by the ``allocate_strategy`` setting: :func:`allocate_averagely` unless another of
@@ -50,7 +51,7 @@ from rocketstore.client.push_types import (
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
-from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData
+from rocketstore.remoting.bodies import MASTER_ID, ConsumerData, HeartbeatData, SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
@@ -148,7 +149,11 @@ class GroupConsumer:
         self._rebalance_lock = asyncio.Lock()
         self._route_at: dict[str, float] = {}
         self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
-        self._route_masters: dict[str, dict[str, str]] = {}  # topic -> its route's masters now, by broker name
+        #: broker name -> its slaves' addresses in the last route read that named it (they get heartbeats too)
+        self._slaves: dict[str, tuple[str, ...]] = {}
+        #: topic -> by broker name, the address its route has now to ask for the group's members: the
+        #: master, else (it is down) a slave (4.9.3's BrokerData.selectBrokerAddr); and whether it is a master
+        self._route_brokers: dict[str, dict[str, tuple[str, bool]]] = {}
         self._timestamp_ms = settings.consume_timestamp_ms
         self.started = False
         self.stopping = False
@@ -211,7 +216,7 @@ class GroupConsumer:
                 loop.create_task(self._rebalance_loop())]
 
     async def _unregister_all(self) -> None:
-        for addr in sorted(set(self._brokers.values())):
+        for addr in self._all_broker_addrs():
             await self.quietly(f"unregister from {addr}", group_requests.unregister(
                 self.consumer.pool, addr, self.client_id, self.group, self.settings.timeout_s))
 
@@ -275,14 +280,23 @@ class GroupConsumer:
             return []
         if stale:
             self._route_at[topic] = now
-        masters: dict[str, str] = {}
+        members_at: dict[str, tuple[str, bool]] = {}
         for bd in route.broker_datas:
             addr = bd.master_addr()
+            slaves = tuple(a for broker_id, a in sorted(bd.broker_addrs.items()) if broker_id != MASTER_ID and a)
+            self._slaves[bd.broker_name] = slaves
             if addr is not None:
                 self._brokers[bd.broker_name] = addr
-                masters[bd.broker_name] = addr
-        self._route_masters[topic] = masters
+                members_at[bd.broker_name] = (addr, True)
+            elif slaves:
+                members_at[bd.broker_name] = (slaves[0], False)
+        self._route_brokers[topic] = members_at
         return sorted(RouteCache.subscribe_queues(topic, route))
+
+    def _all_broker_addrs(self) -> list[str]:
+        """Every broker known from the subscribed routes, masters and slaves: a consumer's heartbeats and
+        unregistration go to them all, so a slave serving while its master is down knows the group."""
+        return sorted(set(self._brokers.values()).union(*self._slaves.values()))
 
     async def _check_client_config(self) -> None:
         """Java's checkClientInBroker: every broker must accept each non-TAG subscription (BrokerError)."""
@@ -303,7 +317,7 @@ class GroupConsumer:
 
     async def _heartbeat_all(self) -> None:
         data = self.heartbeat_data()
-        for addr in sorted(set(self._brokers.values())):
+        for addr in self._all_broker_addrs():
             await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(
                 self.consumer.pool, addr, data, self.settings.timeout_s))
 
@@ -336,11 +350,13 @@ class GroupConsumer:
             return None
         if not self.clustering:
             return set(queues)
-        # the group's members, as a master of the topic that the route has now knows them (their heartbeats):
-        # the first queue's broker, else the next; one whose master is down (its slave still routes its
-        # queues) must not stop the rebalance of the others' queues
-        masters = self._route_masters.get(topic, {})
-        addrs = [masters[name] for name in sorted({q.broker_name for q in queues}) if name in masters]
+        # the group's members, as a broker of the topic that the route has now knows them (their heartbeats):
+        # the first queue's broker, else the next; a master first, a slave for a broker whose master is down
+        # (4.9.3 asks a broker of the route, its master or else a slave): a master being down must not stop
+        # the rebalance, and a topic whose only master is down is still consumed from its slave
+        members_at = self._route_brokers.get(topic, {})
+        found = [members_at[name] for name in sorted({q.broker_name for q in queues}) if name in members_at]
+        addrs = [addr for addr, master in found if master] + [addr for addr, master in found if not master]
         if not addrs:
             return None
         ids: list[str] = []

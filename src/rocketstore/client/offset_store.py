@@ -91,7 +91,9 @@ class RemoteOffsetStore(_MemoryTable):
     def __init__(self, consumer: PullConsumer) -> None:
         super().__init__()
         self.consumer = consumer
-        self._committed: dict[MessageQueue, int] = {}
+        #: queue -> (offset, broker address) of its last commit: an unchanged offset is not committed again
+        #: to the same broker, but is to another (the master back after its slave took the commits)
+        self._committed: dict[MessageQueue, tuple[int, str]] = {}
 
     async def load(self) -> None:
         """Nothing to load: offsets are read per queue when it is assigned."""
@@ -105,19 +107,25 @@ class RemoteOffsetStore(_MemoryTable):
         return offset
 
     async def persist(self, mqs: Iterable[MessageQueue]) -> None:
-        """Commit the offsets of *mqs* that changed since their last commit; the first failure raises
-        after the others were tried."""
+        """Commit the offsets of *mqs* that changed since their last commit, or whose commits go to another
+        broker now: the master (a slave while it is down, as 4.9.3's updateConsumeOffsetToBroker picks).
+        4.9.3 commits every offset at every persist; a master that comes back after its slave took the
+        commits gets them so, not only once the offsets move on.  The first failure raises after the
+        others were tried."""
         error: Exception | None = None
         for mq in list(mqs):
             offset = self.table.get(mq)
-            if offset is None or self._committed.get(mq) == offset:
+            if offset is None:
                 continue
             try:
+                addr = await self.consumer.routes.broker_addr(mq, master_only=False)
+                if self._committed.get(mq) == (offset, addr):
+                    continue
                 await self.consumer.commit_offset(mq, offset)
             except Exception as exc:  # noqa: BLE001 - every queue gets its try; the first error is raised
                 error = error or exc
                 continue
-            self._committed[mq] = offset
+            self._committed[mq] = (offset, addr)
         if error is not None:
             raise error
 

@@ -207,11 +207,15 @@ class RouteCache:
 
     async def subscribe_addr(self, mq: MessageQueue, broker_id: int) -> tuple[str, bool]:
         """Where to pull *mq* from, as 4.9.3's findBrokerAddressInSubscribe chooses: broker *broker_id* of its
-        broker name when the route has it, else the master, else any of them; (address, it is a slave)."""
+        broker name when the route has it, else for a slave's id the next id's (a group's
+        whichBrokerWhenConsumeSlowly 1 finds the slave 2 of a master whose slaves are 2 and 3), else the
+        master, else any of them; (address, it is a slave)."""
         route = await self.route(mq.topic)
         bd = route.broker(mq.broker_name)
         if bd is not None:
             addr = bd.broker_addrs.get(broker_id)
+            if addr is None and broker_id != MASTER_ID:
+                addr = bd.broker_addrs.get(broker_id + 1)
             if addr is not None:
                 return addr, broker_id != MASTER_ID
             addr = bd.any_addr()

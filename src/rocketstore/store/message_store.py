@@ -122,6 +122,12 @@ def _total_memory_bytes() -> int:
         return 8 << 30
 
 
+def _hot_memory_bytes(config: StoreConfig) -> int:
+    """How much of the commitlog behind a read position counts as in memory: accessMessageInMemoryMaxRatio
+    percent of the machine's physical memory, as 4.9.3's getMessage reckons it."""
+    return int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
+
+
 class MessageStore:
     """The embedded RocketMQ-compatible message store.  Use :meth:`open`."""
 
@@ -148,7 +154,7 @@ class MessageStore:
         self._last_queue_key: tuple[str, int] = ("", -1)
         self._delay_levels = config.delay_levels_ms()
         self._max_delay_level = max(self._delay_levels)
-        self._memory_for_hot_bytes = int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
+        self._memory_for_hot_bytes = _hot_memory_bytes(config)
         root = config.store_path_root_dir
         if self._writable:
             os.makedirs(root, exist_ok=True)
@@ -701,6 +707,21 @@ class MessageStore:
         self._cleaner.set_policy(file_reserved_time_h=config.file_reserved_time_h, delete_when=config.delete_when,
                                  disk_max_used_space_ratio=config.disk_max_used_space_ratio,
                                  clean_file_forcibly_enable=config.clean_file_forcibly_enable)
+
+    def update_read_limits(self, config: StoreConfig) -> None:
+        """Take *config*'s access_message_in_memory_max_ratio (which reads count as in memory: the transfer
+        limits and the suggest-slave flag of get()) and max_transfer_{bytes,count}_on_message_in_{memory,disk}
+        from the next read on, as 4.9.3's getMessage reads them from its config at every call; every other
+        setting stays as the store was opened with."""
+        self._check_open()
+        self.config = self.config.replace(
+            access_message_in_memory_max_ratio=config.access_message_in_memory_max_ratio,
+            max_transfer_bytes_on_message_in_memory=config.max_transfer_bytes_on_message_in_memory,
+            max_transfer_count_on_message_in_memory=config.max_transfer_count_on_message_in_memory,
+            max_transfer_bytes_on_message_in_disk=config.max_transfer_bytes_on_message_in_disk,
+            max_transfer_count_on_message_in_disk=config.max_transfer_count_on_message_in_disk)
+        self._memory_for_hot_bytes = _hot_memory_bytes(config)
+        self._reader.set_limits(self.config, self._memory_for_hot_bytes)
 
     def set_broker_role(self, role: str, *, wait_s: float = 10.0) -> None:
         """Take *role* (brokerRole) from the next put on, as 4.9.3's store reads its role at every put: a

@@ -97,6 +97,12 @@ class StoreReader:
         #: set by the facade's close: every read then raises StoreClosedError
         self.closed = False
 
+    def set_limits(self, config: StoreConfig, memory_for_hot_bytes: int) -> None:
+        """The facade's update of the read limits (its config's transfer limits and the hot share), from the
+        next get() on; one running meanwhile may see old and new ones together (limits only: harmless)."""
+        self.config = config
+        self._memory_for_hot_bytes = memory_for_hot_bytes
+
     def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
             tags: str | frozenset[int] | None = None, match: MessageMatcher | None = None) -> GetResult:
         """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses.
