@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signing_content
 from rocketstore.remoting.codes import RequestCode
 
-__all__ = ["AclConfigError", "PlainAcl", "acl_files", "address_matcher", "check_acl_data", "check_permission",
-           "java_boolean", "load_acl_files", "parse_perm"]
+__all__ = ["AclConfigError", "PlainAcl", "account_fields", "acl_files", "address_matcher", "check_acl_data",
+           "check_permission", "java_boolean", "java_trim", "load_acl_files", "parse_perm"]
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,15 @@ def _always(_ip: str) -> bool:
 
 
 _IPV4 = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})")
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 _JAVA_BLANKS = "".join(chr(c) for c in range(33))  # what Java's String.trim takes off
+#: what str.isspace() holds blank and Java's Character.isWhitespace (StringUtils.isBlank's test) does not
+_NOT_JAVA_WHITESPACE = "\x85\xa0\u2007\u202f"
+
+
+def java_trim(text: str) -> str:
+    """Java's String.trim: only the characters up to U+0020 come off both ends (not U+00A0 and the other
+    blanks Python's str.strip() takes)."""
+    return text.strip(_JAVA_BLANKS)
 
 
 def _valid_ipv4(text: str) -> bool:
@@ -104,9 +112,10 @@ def _valid_ipv6(text: str) -> bool:
 
 def _java_int(text: str, refused: AclConfigError) -> int:
     """Integer.parseInt: *refused* for what it throws NumberFormatException on."""
-    if _JAVA_INT.fullmatch(text) is None:
-        raise refused
-    return int(text)
+    try:
+        return parse_java_int(text)
+    except ValueError:
+        raise refused from None
 
 
 def _ipv4_range(text: str, pattern: str | None) -> Callable[[str], bool]:
@@ -238,7 +247,7 @@ def address_matcher(pattern: str | None) -> Callable[[str], bool]:
     ``192.168.1.1-100``) a range on it (:func:`_ipv4_range`, :func:`_ipv6_range`); anything else one exact
     address.  Only a blank pattern is trimmed (4.9.3 trims only the octets of a range)."""
     text = pattern or ""
-    if not text.strip():
+    if all(c.isspace() and c not in _NOT_JAVA_WHITESPACE for c in text):  # StringUtils.isBlank
         return _never
     if text in ("*", "*.*.*.*", "*:*:*:*:*:*:*:*"):
         return _always
@@ -334,9 +343,39 @@ def java_boolean(value: object, where: object) -> bool:
     raise AclConfigError(f"{where}: admin {value!r} can not cast to boolean")
 
 
+#: PlainAccessConfig's properties by their lower-case names
+_ACCOUNT_FIELDS = {name.lower(): name for name in (
+    "accessKey", "secretKey", "whiteRemoteAddress", "admin", "defaultTopicPerm", "defaultGroupPerm",
+    "topicPerms", "groupPerms")}
+#: fastjson's fnv1a_64_extract: '_' and '-' dropped, only ASCII A-Z lowered
+_SMART_KEY = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "_-")
+
+
+def account_fields(raw: Mapping[object, object], where: object) -> dict[str, object]:
+    """An account mapping of an ACL file as 4.9.3 reads it into a PlainAccessConfig (fastjson 1.2.76's
+    JavaBeanDeserializer.smartMatch, key by key in file order, a later key setting a property again): a key
+    is a property when it is its name, or is its name once ``_`` and ``-`` are dropped and ASCII letters
+    lowered (``AccessKey``, ``access_key``, ``SECRET-KEY``); ``is`` + such a name is ``admin`` only (the
+    one boolean).  Other keys are ignored; a key that is no text (``1:``, ``true:``) keeps the file from
+    loading, as fastjson's cast of it to String fails.  Returns property name -> value."""
+    out: dict[str, object] = {}
+    for key, value in raw.items():
+        if key is None:
+            continue
+        if not isinstance(key, str):
+            raise AclConfigError(f"{where}: an account key must be text, not {key!r}")
+        name = key if key in _ACCOUNT_FIELDS.values() else _ACCOUNT_FIELDS.get(key.translate(_SMART_KEY))
+        if name is None and key.startswith("is"):  # "is" + a name: the boolean's only
+            name = "admin" if _ACCOUNT_FIELDS.get(key[2:].translate(_SMART_KEY)) == "admin" else None
+        if name is not None:
+            out[name] = value
+    return out
+
+
 def _account(raw: object, where: Path) -> Account:
     if not isinstance(raw, dict):
         raise AclConfigError(f"{where}: an account must be a mapping")
+    raw = account_fields(raw, where)
     ak, sk = raw.get("accessKey"), raw.get("secretKey")
     if ak is None or sk is None:
         raise AclConfigError(f"{where}: an account needs accessKey and secretKey")

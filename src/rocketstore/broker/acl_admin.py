@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketstore.broker.acl import AclConfigError, PlainAcl, acl_files, check_acl_data, java_boolean, parse_perm
+from rocketstore.broker.acl import (
+    AclConfigError,
+    PlainAcl,
+    account_fields,
+    acl_files,
+    check_acl_data,
+    java_boolean,
+    java_trim,
+    parse_perm,
+)
 from rocketstore.broker.config_files import write_text_atomically
 from rocketstore.remoting.bodies import DataVersion
 
@@ -79,6 +88,8 @@ class PlainAccessConfig:
 
     @classmethod
     def from_yaml(cls, raw: dict[str, Any]) -> PlainAccessConfig:
+        raw = account_fields(raw, "an account")  # the keys fastjson's smart match takes (access_key, ...)
+
         def text(key: str) -> str | None:
             value = raw.get(key)
             return None if value is None else str(value)
@@ -109,7 +120,7 @@ def _check_resource_perms(resources: list[str] | None) -> None:
         if len(items) != 2:
             raise AclUpdateError(f"Parse Resource format error for {resource}.\nThe expected resource format is "
                                  "'Res=Perm'. For example: topicA=SUB")
-        perm = items[1].strip()
+        perm = java_trim(items[1])  # String.trim: a PUB followed by U+00A0 is no PUB
         if perm != "DENY" and parse_perm(perm) == parse_perm("DENY"):
             raise AclUpdateError(f"Parse resource permission error for {resource}.\nThe expected permissions are "
                                  "'SUB' or 'PUB' or 'SUB|PUB' or 'PUB|SUB'.")

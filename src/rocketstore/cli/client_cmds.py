@@ -43,6 +43,7 @@ from rocketstore.client import (
     PullStatus,
     ReplyTimeoutError,
     RequestProducer,
+    RequestSendError,
 )
 from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
 from rocketstore.client.errors import ClientError
@@ -176,6 +177,8 @@ def _request(args: argparse.Namespace) -> int:
                                                 keys=args.keys, properties=properties)
             except ReplyTimeoutError as exc:
                 return fail(str(exc))
+            except RequestSendError as exc:  # Java's message, then the send's error (its "Caused by")
+                return fail(f"{exc}: {exc.__cause__}")
         text, encoding, truncated = body_text(reply.body, args.full_body)
         if args.json:
             print_json({"topic": reply.topic, "correlationId": reply.correlation_id, "bornHost": reply.born_host,

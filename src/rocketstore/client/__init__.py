@@ -40,7 +40,12 @@ from rocketstore.client.push_types import (
     MessageHandler,
     MessageModel,
 )
-from rocketstore.client.request_producer import ReplyMessage, ReplyTimeoutError, RequestProducer
+from rocketstore.client.request_producer import (
+    ReplyMessage,
+    ReplyTimeoutError,
+    RequestProducer,
+    RequestSendError,
+)
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.client.transaction_producer import (
     LocalTransactionState,
@@ -85,6 +90,7 @@ __all__ = [
     "ReplyMessage",
     "ReplyTimeoutError",
     "RequestProducer",
+    "RequestSendError",
     "RouteCache",
     "SendResult",
     "SessionCredentials",

@@ -87,6 +87,7 @@ from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import RemotingError, RocketStoreError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
+from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import SysFlag
@@ -201,6 +202,32 @@ def _body_problem(body: bytes, max_message_size: int) -> str | None:
     if len(body) > max_message_size:
         return f"the message body size over max value, MAX: {max_message_size}"
     return None
+
+
+#: the properties a send to a %RETRY% topic moves into its header (DefaultMQProducerImpl.sendKernelImpl):
+#: RECONSUME_TIME becomes reconsumeTimes ("j"), MAX_RECONSUME_TIMES maxReconsumeTimes ("l"); the broker
+#: sends the message on to %DLQ% when the one reaches the other, as it does a Java producer's
+_RETRY_HEADER_PROPERTIES = ((PropertyName.RECONSUME_TIME, "j"), (PropertyName.MAX_RECONSUME_TIMES, "l"))
+
+
+def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, str] | None:
+    """For a send to a %RETRY% topic: the header fields its RECONSUME_TIME / MAX_RECONSUME_TIMES properties
+    give (as Integer.valueOf reads them and the header writes them back), which leave *properties*; None
+    when there are none (the header's reconsumeTimes stays 0, maxReconsumeTimes unset).  A value that is
+    no Java int raises ClientError, as Integer.valueOf's NumberFormatException ends Java's send."""
+    if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return None
+    fields: dict[str, str] = {}
+    for name, key in _RETRY_HEADER_PROPERTIES:
+        value = properties.get(name)
+        if value is None:
+            continue
+        try:
+            fields[key] = str(parse_java_int(value))
+        except ValueError:
+            raise ClientError(f'{name} of a message to {topic} is no int: For input string: "{value}"') from None
+        del properties[name]
+    return fields or None
 
 
 def _waits_store(message: OutgoingMessage) -> bool:
@@ -756,6 +783,10 @@ class Producer:
                    properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
         self._check(topic, body)
         code = _SEND_MESSAGE_V2
+        retry_fields = None
+        if properties and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            properties = dict(properties)
+            retry_fields = _retry_header_fields(topic, properties)
         if properties or keys:
             message = OutgoingMessage(body, tags, keys, dict(properties) if properties else {})
             uniq = message.uniq_key()
@@ -770,10 +801,10 @@ class Producer:
             body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
         if self.trace is None:
             return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                                    sys_flag=sys_flag)
+                                    sys_flag=sys_flag, retry_fields=retry_fields)
         began_ms = [0]
         sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                             sys_flag=sys_flag, began_ms=began_ms)
+                             sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields)
         return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
     async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
@@ -793,6 +824,7 @@ class Producer:
         self._check(topic, body)
         body, sys_flag = self._compressed(body)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
+        retry_fields = _retry_header_fields(topic, message.properties)
         props = message.property_map(new_uniq_key())
         route, _ = await self.routes.publish_route(topic)
         queues = RouteCache.publish_queues(topic, route)
@@ -806,9 +838,10 @@ class Producer:
             raise NoRouteError(topic, "no writeable queue")
         mq = queues[next(self._next_queue) % len(queues)]
         addr = self._master_addr(route, mq)
-        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2,
-                                          self._header(topic, mq.queue_id, encode_properties(props), False,
-                                                       message.flag, sys_flag).to_ext_fields_v2(), body, oneway=True)
+        ext = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag,
+                           sys_flag).to_ext_fields_v2()
+        ext.update(retry_fields or {})
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body, oneway=True)
         await self.pool.oneway(addr, request, self.timeout_s)
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
@@ -831,6 +864,7 @@ class Producer:
                             keys: str | list[str] | None, properties: dict[str, str] | None,
                             selector: QueueSelector, began_ms: list[int] | None = None) -> SendResult:
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
+        retry_fields = _retry_header_fields(topic, message.properties)
         uniq = message.uniq_key()
         props = message.property_map(uniq)
         route, known = await self.routes.publish_route(topic)
@@ -844,7 +878,9 @@ class Producer:
         if not isinstance(mq, MessageQueue):
             raise ClientError(f"select message queue return {'null' if mq is None else repr(mq)}.")
         header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag, sys_flag)
-        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), body)
+        ext = header.to_ext_fields_v2()
+        ext.update(retry_fields or {})
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
         addr = self._master_addr(route, mq)
         if began_ms is not None:  # the trace times the request, not the route look-up (see _send)
             began_ms[0] = int(time.time() * 1000)
@@ -964,11 +1000,12 @@ class Producer:
         return await self.trace.pub(sending, topic, len(body), None, None, None, began_ms=began_ms)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
-                    queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None
-                    ) -> SendResult:
-        """Send with retries.  *began_ms* (a traced send's): its one item set to the wall-clock ms at which each
-        attempt's request starts, so the trace's Pub times the attempt that answered, not the failed ones
-        before it (Java's SendMessageTraceHookImpl wraps each sendKernelImpl call)."""
+                    queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None,
+                    retry_fields: dict[str, str] | None = None) -> SendResult:
+        """Send with retries; *retry_fields* (:func:`_retry_header_fields`') go into every attempt's header.
+        *began_ms* (a traced send's): its one item set to the wall-clock ms at which each attempt's request
+        starts, so the trace's Pub times the attempt that answered, not the failed ones before it (Java's
+        SendMessageTraceHookImpl wraps each sendKernelImpl call)."""
         if len(body) > self.max_message_size:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                       f"the message body size over max value, MAX: {self.max_message_size}")
@@ -1016,7 +1053,7 @@ class Producer:
                 connection = self._connections.get(addr)
                 if connection is None or connection.is_closed:
                     connection = self._connections[addr] = await self.pool.get(addr)
-                if len(body) < self._template_body_limit:
+                if retry_fields is None and len(body) < self._template_body_limit:
                     # the frame from a per-queue template (the bytes encode_command would write for the
                     # command of _ext_fields_v2's extFields), numbered by the connection
                     born = str(int(time.time() * 1000))
@@ -1025,8 +1062,9 @@ class Producer:
                     encode = partial(template.encode, (born, properties) if properties else (born,), body)
                     response = await connection.request_encoded(encode, code, timeout_s)
                 else:
-                    request = RemotingCommand.request(code, self._ext_fields_v2(
-                        topic, mq.queue_id, properties, batch, flag, sys_flag), body)
+                    ext = self._ext_fields_v2(topic, mq.queue_id, properties, batch, flag, sys_flag)
+                    ext.update(retry_fields or {})
+                    request = RemotingCommand.request(code, ext, body)
                     response = await connection.request(request, timeout_s)
                 result = self._result(response, msg_id, mq)
             except RemotingError as exc:

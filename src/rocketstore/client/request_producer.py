@@ -22,8 +22,11 @@ As the 4.9.3 Java client does it:
    this producer answers SUCCESS and completes the request waiting on CORRELATION_ID.  A reply for a request
    no longer waiting (timed out) is dropped with a log line, as in Java.
 
-A request whose reply does not come within ``timeout_s`` raises :class:`ReplyTimeoutError`; a failed send
-raises as :meth:`Producer.send` does.
+A request whose reply does not come within ``timeout_s`` raises :class:`ReplyTimeoutError`; a send that
+fails on the way (the broker's error answer, a connection or timeout error, after the retries)
+:class:`RequestSendError` ("send request message to <topic> fail", the error as its ``__cause__``), as
+DefaultMQProducerImpl.waitResponse wraps what the send callback got.  A message or topic the client itself
+refuses, or a topic with no route, raises as :meth:`Producer.send` does (Java throws those before sending).
 
 The requests waiting for replies are one table for the whole process, as Java's RequestFutureHolder is a
 singleton: the broker pushes a reply to the connection that last heartbeated with the REPLY_TO_CLIENT
@@ -44,8 +47,9 @@ import zlib
 from dataclasses import dataclass, field
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError
+from rocketstore.client.errors import BrokerError, ClientError
 from rocketstore.client.served_producer import ServedProducer
+from rocketstore.errors import RemotingError
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, parse_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -55,7 +59,7 @@ from rocketstore.remoting.headers import ReplyMessageRequestHeader
 from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
 
-__all__ = ["ReplyMessage", "ReplyTimeoutError", "RequestProducer", "deliver_reply"]
+__all__ = ["ReplyMessage", "ReplyTimeoutError", "RequestProducer", "RequestSendError", "deliver_reply"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +72,15 @@ class ReplyTimeoutError(ClientError):
                          f"{int(timeout_s * 1000)} ms.")
         self.topic = topic
         self.timeout_s = timeout_s
+
+
+class RequestSendError(ClientError):
+    """The request message could not be sent (Java's MQClientException from waitResponse); the send's own
+    error is the ``__cause__``."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"send request message to <{topic}> fail")
+        self.topic = topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +181,7 @@ class RequestProducer(ServedProducer):
             raise ClientError("the producer is closed")
         if not self.started:
             await self.start()
+        self._check(topic, body)  # Validators.checkMessage: its refusal comes before the send, unwrapped
         await self.quietly(f"route of {topic}", self.discover(topic))
         correlation_id = str(uuid.uuid4())
         props = dict(properties or {})
@@ -180,7 +194,10 @@ class RequestProducer(ServedProducer):
         with _waiting_lock:
             _waiting[correlation_id] = (loop, future)
         try:
-            await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id)
+            try:
+                await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id)
+            except (BrokerError, RemotingError) as exc:
+                raise RequestSendError(topic) from exc
             try:
                 return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
             except TimeoutError:
