@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           help="scrapes within this many seconds of a collection get it again (default 5)")
     exporter.add_argument("--once", action="store_true",
                           help="print one collection (Prometheus's text; with --json a list of samples) and exit")
-    add_common(exporter)
+    add_common(exporter, json_help="with --once: print the samples as JSON (name, labels, value)")
     exporter.set_defaults(handler=_exporter)
 
 

@@ -126,7 +126,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from rocketstore.cli.output import positive_seconds
     from rocketstore.cli.store_cmds import _positive_int
 
-    parser = subparsers.add_parser("pipeline", help="Spark jobs: archive to Parquet, store report")
+    parser = subparsers.add_parser("pipeline", help="Spark jobs: archive to Parquet, store report, rebuild "
+                                                    "consume queues and index")
     commands = parser.add_subparsers(dest="pipeline_command", metavar="JOB")
     commands.required = True
 
