@@ -19,7 +19,6 @@ __all__ = [
     "MessageError",
     "MessageFieldError",
     "MessageTooLargeError",
-    "OffsetOutOfRangeError",
     "PropertiesTooLargeError",
     "ProtocolError",
     "RemotingError",
@@ -28,7 +27,6 @@ __all__ = [
     "StoreClosedError",
     "StoreConfigError",
     "StoreError",
-    "StoreFencedError",
     "StoreLockedError",
 ]
 
@@ -114,22 +112,6 @@ class StoreLockedError(StoreError):
 
 class StoreConfigError(StoreError):
     """A configuration value that cannot be used (wrong type, out of range, mismatching files)."""
-
-
-class StoreFencedError(StoreError):
-    """A write or sync failed; the store refuses further writes rather than pretend."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"the store is fenced and refuses writes: {reason}")
-
-
-class OffsetOutOfRangeError(StoreError):
-    def __init__(self, offset: int, low: int, high: int) -> None:
-        self.offset = offset
-        self.low = low
-        self.high = high
-        super().__init__(f"offset {offset} outside [{low}, {high})")
 
 
 # --- remoting -------------------------------------------------------------------------------------

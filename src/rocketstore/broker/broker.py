@@ -20,7 +20,7 @@ import logging
 import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from rocketstore.broker import (
     admin,
@@ -83,7 +83,6 @@ _APPENDED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIME
 #: checkStoreStatus answers them before it times the put, so they are neither failed puts nor latencies
 _NOT_ATTEMPTED = frozenset({PutMessageStatus.SERVICE_NOT_AVAILABLE, PutMessageStatus.OS_PAGECACHE_BUSY})
 
-T = TypeVar("T")
 
 #: ClientHousekeepingService scans every 10 s
 CLIENT_SCAN_INTERVAL_S = 10.0

@@ -283,7 +283,6 @@ class HAClient(TaskService):
         self.reconnect_s = reconnect_s
         #: the master HA address connected to, None between connections
         self.connected_to: str | None = None
-        self.received_bytes = 0
 
     async def _run(self) -> None:
         while True:
@@ -328,7 +327,6 @@ class HAClient(TaskService):
                     _check_continues(store, offset, body)
                 if body:
                     store.append_replica(offset, body)
-                    self.received_bytes += size
                     writer.write(REPORT.pack(store.max_commit_log_offset))
                     await writer.drain()
         finally:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import VersionedTable

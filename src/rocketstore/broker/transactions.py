@@ -222,10 +222,8 @@ class TransactionCheckService(TaskService):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._round_robin = itertools.count()
-        #: check requests sent, half messages given up (moved to TRANS_CHECK_MAX_TIME_TOPIC), stale copies passed
+        #: check requests sent
         self.checks_sent = 0
-        self.discarded = 0
-        self.stale_passed = 0
         #: half queue id -> UNIQ_KEY -> queue offset of the copy this broker last wrote for a check of it
         self._latest_copy: dict[int, dict[str, int]] = {}
 
@@ -347,7 +345,6 @@ class TransactionCheckService(TaskService):
             if uniq is not None and latest.get(uniq, -1) > i:
                 # a stale copy: a later copy of this transaction, written by this broker for a check, is
                 # further on in the queue and carries it on (see _stale_copies)
-                self.stale_passed += 1
                 i = new_offset = i + 1
                 continue
             now = _now_ms()
@@ -477,8 +474,6 @@ class TransactionCheckService(TaskService):
         result = await broker.put(message, wait=False)
         if result.status is not PutMessageStatus.PUT_OK:
             log.error("cannot move half message %s to %s: %s", half.msg_id, CHECK_MAX_TIME_TOPIC, result.status.name)
-        else:
-            self.discarded += 1
 
 
 def _long(text: str) -> int:

@@ -175,11 +175,11 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
                                            timeout_s or self.timeout_s)
         return check(response, *ok_codes)
 
-    async def _namesrv(self, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
+    async def _namesrv(self, code: int) -> RemotingCommand:
         last: Exception | None = None
         for addr in self.namesrv_addrs:
             try:
-                return await self._call(addr, code, ext)
+                return await self._call(addr, code)
             except RemotingError as exc:
                 last = exc
         assert last is not None

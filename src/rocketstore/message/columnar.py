@@ -195,16 +195,15 @@ class RecordColumns:
         return out
 
 
-def decode_columns(buf: np.ndarray | bytes | bytearray | memoryview, positions: np.ndarray,
-                   limit: int | None = None) -> RecordColumns:
-    """Decode the message records starting at *positions* of *buf* (bytes before *limit*, default all).
+def decode_columns(buf: np.ndarray | bytes | bytearray | memoryview, positions: np.ndarray) -> RecordColumns:
+    """Decode the message records starting at *positions* of *buf*.
 
     Raises MessageDecodeError for the first record (in *positions* order) that ``decode_record`` would
     refuse, UTF-8 checks aside (see the module docstring).
     """
     data = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
     pos = np.asarray(positions, dtype=np.int64)
-    end = len(data) if limit is None else limit
+    end = len(data)
     n = len(pos)
     bad = np.zeros(n, dtype=bool)
     reasons: list[tuple[np.ndarray, str]] = []

@@ -18,7 +18,6 @@ from typing import Protocol
 from rocketstore.message.hashing import java_string_hash
 
 __all__ = [
-    "MAX_PROPERTIES_BYTES",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_FORMATS",
     "PROPERTY_SEPARATOR",
@@ -36,7 +35,6 @@ __all__ = [
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
-MAX_PROPERTIES_BYTES = 32767
 
 
 class PropertyName:

@@ -34,7 +34,6 @@ message_id lazily), never those two.
 
 from __future__ import annotations
 
-import dataclasses
 import mmap
 import struct
 import zlib
@@ -68,7 +67,6 @@ __all__ = [
     "DispatchInfo",
     "Message",
     "RecordDraft",
-    "RecordKind",
     "StoredMessage",
     "SysFlag",
     "body_crc",
@@ -80,7 +78,6 @@ __all__ = [
     "header_layout",
     "host_bytes",
     "host_flags",
-    "peek_record",
     "record_size",
     "store_timestamp_position",
     "v4_run_formats",
@@ -103,10 +100,7 @@ PHYSICAL_OFFSET_POS: Final = 28
 SYS_FLAG_POS: Final = 36
 _BORN_HOST_POS: Final = 48
 
-_PREFIX = struct.Struct(">iiiiiqqiq")  # TOTALSIZE .. BORNTIMESTAMP, 48 bytes
-_TOPIC_LEN = struct.Struct(">b")
 _PROP_LEN = struct.Struct(">h")
-_LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
 
 
@@ -162,7 +156,6 @@ _HEADER_V4: Final = _HEADERS[(False, False)]
 #: Indexed by the sysFlag's host bits >> 4 (0: both IPv4, 1: IPv6 born host, 2: IPv6 store host, 3: both).
 _WRITE_HEADERS: Final = tuple(struct.Struct(_header_format(bool(bits & 1), bool(bits & 2), packed_hosts=True))
                               for bits in range(4))
-_WRITE_HEADER_V4: Final = _WRITE_HEADERS[0]
 #: The usual record's fixed part (IPv4 hosts; FLAG, SYSFLAG, RECONSUMETIMES and PREPAREDOFFSET all 0) with
 #: those four as pad bytes, which struct writes as zeros: 12 fields to pack instead of 17.  A draft holding
 #: it carries the same 13 items; the writer packs TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, QUEUEOFFSET,
@@ -414,14 +407,10 @@ def draft_message(message: Message, properties: bytes, born: bytes, store: bytes
 
 
 def draft_record(message: Message, properties_string: str | None = None, *, store_host: HostAddress,
-                 born_host: HostAddress, max_message_bytes: int = 0x7FFFFFFF,
-                 topic: str | None = None, queue_id: int | None = None) -> RecordDraft:
-    """Validate and pre-encode *message* (optionally under another *topic* / *queue_id*); raises
-    InvalidTopicError, PropertiesTooLargeError, MessageTooLargeError or MessageFieldError (and builds
-    nothing then).  See :func:`draft_message` for the put path's cheaper form."""
-    if topic is not None or queue_id is not None:
-        message = dataclasses.replace(message, topic=message.topic if topic is None else topic,
-                                      queue_id=message.queue_id if queue_id is None else queue_id)
+                 born_host: HostAddress, max_message_bytes: int = 0x7FFFFFFF) -> RecordDraft:
+    """Validate and pre-encode *message*; raises InvalidTopicError, PropertiesTooLargeError,
+    MessageTooLargeError or MessageFieldError (and builds nothing then).  See :func:`draft_message` for
+    the put path's cheaper form."""
     if _TOPIC_PARTS.get(message.topic) is None:
         _topic_part(message.topic)  # a bad topic is reported before anything else
     if properties_string is None:
@@ -454,27 +443,6 @@ def encode_record(message: Message, properties_string: str | None = None, *,
     out = bytearray(draft[1])
     write_record(out, 0, draft, queue_offset, commit_log_offset, store_timestamp)
     return out, draft[5]
-
-
-class RecordKind:
-    MESSAGE = "MESSAGE"
-    BLANK = "BLANK"
-    INVALID = "INVALID"
-
-
-def peek_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int, limit: int | None = None) -> tuple[str, int]:
-    """(kind, size) of the record at *pos*: MESSAGE or BLANK with their declared size, or INVALID."""
-    end = len(buf) if limit is None else limit
-    if pos + 8 > end:
-        return RecordKind.INVALID, 0
-    size, magic = TOTAL_SIZE_MAGIC.unpack_from(buf, pos)
-    if magic == MESSAGE_MAGIC:
-        if MIN_RECORD_BYTES <= size <= end - pos:
-            return RecordKind.MESSAGE, size
-        return RecordKind.INVALID, size
-    if magic == BLANK_MAGIC:
-        return RecordKind.BLANK, size
-    return RecordKind.INVALID, size
 
 
 #: Decoded host addresses, shared by every record (here and in record_decode): a pull answers dozens of

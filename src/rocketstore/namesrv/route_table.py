@@ -109,7 +109,7 @@ class RouteTable:
         return RegisterResult()
 
     def _upsert_topic_configs(self, broker_name: str, body: RegisterBrokerBody) -> None:
-        """A master's registered topics as queue data.  What :meth:`_upsert_queue_data` does for each, with
+        """A master's registered topics as queue data: each topic's QueueData replaced when it differs, with
         the fields compared before a QueueData is made: making one per topic to compare was most of a
         registration's time on the name server's loop (10,000 topics: ~25 ms, now a few).  Topics with the
         same queue data share one (frozen) QueueData."""
@@ -131,15 +131,6 @@ class RouteTable:
             if data is None:
                 data = made[key] = QueueData(broker_name, *key)
             queues[broker_name] = data
-
-    def _upsert_queue_data(self, broker_name: str, topic: str, data: QueueData) -> None:
-        queues = self.topic_queues.setdefault(topic, {})
-        if queues.get(broker_name) != data:
-            queues[broker_name] = data
-
-    def register_topic(self, broker_name: str, topic: str, data: QueueData) -> None:
-        """Upsert one topic's queue data (incremental registration of a single topic)."""
-        self._upsert_queue_data(broker_name, topic, data)
 
     def data_version_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
         live = self.live.get(broker_addr)

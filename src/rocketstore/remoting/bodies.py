@@ -69,11 +69,6 @@ class Perm:
     def inherited(perm: int) -> bool:
         return bool(perm & Perm.INHERIT)
 
-    @staticmethod
-    def to_string(perm: int) -> str:
-        return ("R" if perm & Perm.READ else "-") + ("W" if perm & Perm.WRITE else "-") + (
-            "X" if perm & Perm.INHERIT else "-")
-
 
 def _int(value: Any, default: int = 0, *, java_int: bool = False) -> int:
     """A JSON int that some clients send as a string.  ProtocolError for anything else, for an infinite

@@ -82,18 +82,10 @@ class BusyPoll:
         """Do not poll while ``blocked()`` is true (checked at every poll)."""
         self._blockers.append(blocked)
 
-    def remove_blocker(self, blocked: Callable[[], bool]) -> None:
-        if blocked in self._blockers:
-            self._blockers.remove(blocked)
-
     def add_due(self, due_at: Callable[[], float]) -> None:
         """Nap at every poll from the time ``due_at()`` returns on (on the poller's clock, time.monotonic):
         another thread of the process wants the GIL from then (math.inf: it does not)."""
         self._dues.append(due_at)
-
-    def remove_due(self, due_at: Callable[[], float]) -> None:
-        if due_at in self._dues:
-            self._dues.remove(due_at)
 
     def _blocked(self) -> bool:
         for blocked in self._blockers:  # (a loop, not any() over a generator: this runs at every poll)

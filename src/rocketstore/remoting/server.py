@@ -71,11 +71,8 @@ class RequestRouter:
         else:
             self.immediate_handlers[int(code)] = immediate
 
-    def immediate_handler(self, code: int) -> ImmediateHandler | None:
-        return self.immediate_handlers.get(code)
-
     def immediate_lookup(self) -> Callable[[int], ImmediateHandler | None]:
-        """:meth:`immediate_handler` as the table's own ``get`` (a C call per frame); it sees later
+        """code -> its immediate handler or None: the table's own ``get`` (a C call per frame); it sees later
         :meth:`add` calls, which change the table in place.  With a guard, each handler wrapped by it."""
         if self.guard is None:
             return self.immediate_handlers.get

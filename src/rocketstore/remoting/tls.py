@@ -61,9 +61,10 @@ class TlsMode(enum.Enum):
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "require": ssl.CERT_REQUIRED}
 
 
-def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
+def _flag(props: Mapping[str, str], key: str) -> bool:
+    """*key* as a boolean: "true" in any case is true; anything else, or no value, false."""
     value = props.get(key)
-    return default if value is None else value.strip().lower() == "true"
+    return value is not None and value.strip().lower() == "true"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +123,12 @@ class TlsConfig:
                    server_key_path=text("tls.server.keyPath"), server_key_password=text("tls.server.keyPassword"),
                    server_need_client_auth=(props.get("tls.server.need.client.auth") or "none").strip().lower(),
                    server_trust_cert_path=text("tls.server.trustCertPath"),
-                   client_enable=_flag(props, "tls.enable", False) if "tls.enable" in props else None,
+                   client_enable=_flag(props, "tls.enable") if "tls.enable" in props else None,
                    client_cert_path=text("tls.client.certPath"),
                    client_key_path=text("tls.client.keyPath"), client_key_password=text("tls.client.keyPassword"),
-                   client_auth_server=_flag(props, "tls.client.authServer", False),
+                   client_auth_server=_flag(props, "tls.client.authServer"),
                    client_trust_cert_path=text("tls.client.trustCertPath"),
-                   test_mode=_flag(props, "tls.test.mode.enable", False))
+                   test_mode=_flag(props, "tls.test.mode.enable"))
 
     @classmethod
     def from_file(cls, path: str) -> TlsConfig:
@@ -158,7 +159,7 @@ class TlsConfig:
         """The server side's context (the certificate, and client certificates asked for as configured; in
         test mode a certificate made now, a client certificate asked for optionally)."""
         if self.test_mode:
-            return _test_mode_server_context(self)
+            return _test_mode_server_context()
         if not self.server_cert_path or not self.server_key_path:
             raise TlsConfigError("a TLS server needs tls.server.certPath and tls.server.keyPath")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -213,7 +214,7 @@ def _load_chain(ctx: ssl.SSLContext, cert: str, key: str, password: str | None, 
         raise TlsConfigError(f"cannot load {prefix}.certPath {cert} / {prefix}.keyPath {key}: {exc}") from exc
 
 
-def _test_mode_server_context(config: TlsConfig) -> ssl.SSLContext:
+def _test_mode_server_context() -> ssl.SSLContext:
     """A server context with a self-signed certificate made now (ssl loads a key from a file only: it is
     written to a private temporary directory and removed as soon as it is loaded)."""
     from rocketstore.remoting.self_signed import make_self_signed

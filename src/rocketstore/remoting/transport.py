@@ -174,10 +174,10 @@ class Connection(asyncio.BufferedProtocol):
         self._handler = handler
         #: what this connection signs its requests and oneways with (None: unsigned)
         self._credentials = credentials
-        #: code -> the handler's synchronous fast path, when it has one (RequestRouter.immediate_handler)
+        #: code -> the handler's synchronous fast path, when it has one (RequestRouter.immediate_lookup)
         lookup = getattr(handler, "immediate_lookup", None)
         self._immediate_for: Callable[[int], ImmediateHandler | None] | None = (
-            lookup() if lookup is not None else getattr(handler, "immediate_handler", None))
+            lookup() if lookup is not None else None)
         #: requests with an immediate handler that are being served by a task (see _start_request)
         self._deferred_count = 0
         #: encoded frames not yet handed to the transport (see _write, _write_soon, _process_buffer)

@@ -14,7 +14,6 @@ import csv
 import html
 import io
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,8 +23,6 @@ from rocketstore.spark.store_options import detect_config
 from rocketstore.store.message_store import MessageStore
 
 __all__ = ["GroupLag", "ReportResult", "TrafficRow", "consumer_lag", "render_report", "traffic"]
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ Thread-safety: ``append`` / ``append_batch`` serialise on one lock; reads are lo
 
 from __future__ import annotations
 
-import struct
 import threading
 import time
 from collections import deque
@@ -35,8 +34,6 @@ from rocketstore.store.mapped_file import MappedFile
 
 __all__ = ["AppendError", "CommitLog"]
 
-_LONG = struct.Struct(">q")
-_INT = struct.Struct(">i")
 #: facts kept for the dispatcher at most; past this (nobody dispatching) records are decoded again instead
 FACTS_MAX = 1 << 18
 _time_ns = time.time_ns

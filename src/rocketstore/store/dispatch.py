@@ -172,10 +172,10 @@ class Dispatcher:
     def tags_code_of(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
         return tags_code_of(topic, props, store_timestamp, self.delay_levels_ms, self.max_delay_level)
 
-    def dispatch_record(self, commit_log_offset: int, buf, pos: int, *, check_crc: bool = False) -> int:  # type: ignore[no-untyped-def]
+    def dispatch_record(self, commit_log_offset: int, buf, pos: int) -> int:  # type: ignore[no-untyped-def]
         """Dispatch the message record at *pos* of *buf* (commitlog offset given); returns its size."""
         (_, size, topic, queue_id, queue_offset, sys_flag, store_ts, props_text) = decode_dispatch_info(
-            buf, pos, commit_log_offset, check_crc=check_crc)
+            buf, pos, commit_log_offset)
         props = parse_properties(props_text) if props_text else {}
         tx = sys_flag & SysFlag.TRANSACTION_MASK
         code = 0

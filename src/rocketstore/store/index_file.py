@@ -25,7 +25,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING
 
 from rocketstore.errors import StoreConfigError
@@ -43,9 +43,6 @@ INDEX_ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _HEADER_BYTES = 40
 _MAX_INT = 0x7FFFFFFF
-#: the transaction-type bits of a sys flag (both set = rollback, the only type the index skips); a run with
-#: none set anywhere, the common case, is recognised with one C-level pass
-_TX_BITS = SysFlag.TRANSACTION_MASK
 #: a run with fewer keys than this (counted as one per record, two when records carry a UNIQ_KEY) is
 #: indexed key by key (``IndexFile.put_hashes``): the vectorised path costs ~40 numpy calls per run, which
 #: pays off only past ~50 keys (measured, 100 B records: at 32 records with UNIQ_KEY + KEYS numpy was ~15%
@@ -328,18 +325,6 @@ class IndexService:
             f = self._last_writable()
             done += f.put_hashes(hashes[done:], [commit_log_offset] * (count - done),
                                  [store_timestamp] * (count - done))
-
-    def build_many(self, records: list[tuple[str, int, int, int, str | None, str | None]]) -> None:
-        """``build`` for a run of records in commitlog order, each (topic, commit_log_offset,
-        store_timestamp, sys_flag, uniq_key, keys); the same entries, written a run at a time."""
-        if not records:
-            return
-        topics, offsets, stamps, sys_flags, uniqs, keys = zip(*records)
-        if any(map(_TX_BITS.__and__, sys_flags)):
-            keep = [flag & SysFlag.TRANSACTION_MASK != SysFlag.TRANSACTION_ROLLBACK_TYPE for flag in sys_flags]
-            topics, offsets, stamps, uniqs, keys = (tuple(compress(col, keep))
-                                                   for col in (topics, offsets, stamps, uniqs, keys))
-        self.build_run(topics, offsets, stamps, uniqs, keys)
 
     def build_run(self, topics: Sequence[str], offsets: Sequence[int], stamps: Sequence[int],
                   uniqs: Sequence[str | None], keys: Sequence[str | None]) -> None:

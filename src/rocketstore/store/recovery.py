@@ -107,10 +107,10 @@ def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bo
     return "MESSAGE", size, ""
 
 
-def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
-                   on_record: Callable[[MappedFile, int, int], None] | None = None,
-                   progress: Callable[[int], None] | None = None) -> tuple[int, int, str | None]:
-    """Walk records from segment *start_index*; returns (valid end offset, records, why it stopped)."""
+def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool) -> tuple[int, int, str | None]:
+    """Walk records from segment *start_index*, one record at a time; returns (valid end offset, records,
+    why it stopped).  The reference the chunked walks are tested against (recovery itself uses
+    :func:`_walk_chunks`)."""
     files = commitlog.files.files
     if not files:
         return 0, 0, None
@@ -122,15 +122,11 @@ def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
     while True:
         kind, size, why = validate_record(mf, pos, mf.size_bytes, check_crc)
         if kind == "MESSAGE":
-            if on_record is not None:
-                on_record(mf, pos, size)
             pos += size
             records += 1
             continue
         if kind == "BLANK":
             index += 1
-            if progress is not None:
-                progress(mf.size_bytes)
             if index >= len(files):
                 return mf.start_offset + mf.size_bytes, records, None
             mf = files[index]
@@ -138,8 +134,6 @@ def scan_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool,
             continue
         reason = why
         break
-    if progress is not None:
-        progress(mf.size_bytes)  # the segment the walk ended in counts as scanned too
     return mf.start_offset + pos, records, reason if (reason and reason != "no record magic") else None
 
 
@@ -444,7 +438,7 @@ def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, d
 def _walk_chunks(files: list[MappedFile], start_index: int, check_crc: bool,
                  feed: Callable[[SegmentReader, Chunk, int], None] | None,
                  progress: Callable[[int], None] | None) -> tuple[int, int, str | None]:
-    """``scan_valid_end`` (without ``on_record``) a chunk of records at a time; *feed* sees each chunk."""
+    """``scan_valid_end`` a chunk of records at a time; *feed* sees each chunk."""
     records = 0
     index = start_index
     while True:

@@ -267,10 +267,6 @@ class StoreSnapshot:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=CQ_DTYPE)
         return np.concatenate(offsets), np.concatenate(parts)
 
-    def segment_start(self, commit_log_offset: int) -> int:
-        size = self.config.mapped_file_size_commit_log
-        return commit_log_offset - commit_log_offset % size
-
     def read_span(self, commit_log_offset: int, size_bytes: int) -> bytes | None:
         """A copy of *size_bytes* at *commit_log_offset* when they lie inside one segment, else None."""
         return self.commit_log.read(commit_log_offset, size_bytes)
