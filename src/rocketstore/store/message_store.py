@@ -79,7 +79,7 @@ from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 from rocketstore.store.drafting import DelayLevelError, apply_delay_level
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
-from rocketstore.store.queue_cleanup import DISPATCH_UNDER_LOCK_BYTES, QueueDropper, is_expired, is_unused
+from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
 from rocketstore.store.reads import StoreReader, tag_codes
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
@@ -738,23 +738,14 @@ class MessageStore:
             self.config = self.config.replace(broker_role=role)
             self._update_refuse_writes()
             return
-        threads, commitlog, dispatcher = self._threads, self._commitlog, self._dispatcher
-        deadline = time.monotonic() + wait_s
-        while True:
-            threads.wait_dispatched(max(0.0, deadline - time.monotonic()))
-            with threads.queue_files_lock, commitlog.lock:
-                if commitlog.max_offset - dispatcher.reput_offset <= DISPATCH_UNDER_LOCK_BYTES:
-                    dispatcher.dispatch_available(threads.dispatch_bound())
-                    with dispatcher.lock:
-                        if dispatcher.reput_offset >= commitlog.max_offset:
-                            commitlog.queue_offsets = {(cq.topic, cq.queue_id): cq.max_offset
-                                                       for cq in self._queues}
-                            self.config = self.config.replace(broker_role=role)
-                            self._update_refuse_writes()
-                            return
-            if time.monotonic() > deadline:
-                raise StoreError(f"cannot become {role}: dispatch stays behind the replicated records "
-                                 f"(at {dispatcher.reput_offset} of {commitlog.max_offset})")
+
+        def become() -> None:
+            self._commitlog.queue_offsets = {(cq.topic, cq.queue_id): cq.max_offset for cq in self._queues}
+            self.config = self.config.replace(broker_role=role)
+            self._update_refuse_writes()
+
+        dropper = QueueDropper(self._commitlog, self._queues, self._dispatcher, self._threads, wait_s=wait_s)
+        dropper.when_caught_up(become, f"become {role}")
 
     def clean_unused_topics(self, live_topics: Container[str]) -> list[tuple[str, int]]:
         """RocketMQ's cleanUnusedTopic: drop the consume queues of every topic not in *live_topics* (but

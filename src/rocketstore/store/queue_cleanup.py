@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Container
+from typing import TypeVar
 
 from rocketstore.errors import StoreError
 from rocketstore.store.background import StoreThreads
@@ -44,6 +45,8 @@ from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 __all__ = ["DISPATCH_UNDER_LOCK_BYTES", "KEPT_TOPICS", "LMQ_TOPIC_PREFIX", "QueueDropper", "is_expired", "is_unused"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: the most commitlog bytes :meth:`QueueDropper.drop` dispatches while it holds the writer lock (~10k records
 #: of 100 B: some 50 ms of dispatch); a larger backlog is left to the dispatch thread and looked at again
@@ -78,11 +81,11 @@ class QueueDropper:
         self._threads = threads
         self._wait_s = wait_s
 
-    def drop(self, doomed: Callable[[ConsumeQueue], bool], why: str) -> list[tuple[str, int]]:
-        """Drop every queue for which *doomed* (called under the locks, once dispatch has caught up) is
-        true; returns their (topic, queue id), sorted.  Raises StoreError when dispatch does not catch up
-        with the puts within the wait (the store is too busy: try again)."""
-        threads, commitlog, dispatcher = self._threads, self._commitlog, self._dispatcher
+    def when_caught_up(self, change: Callable[[], T], what: str) -> T:
+        """Run *change* holding the commitlog's writer lock, the dispatcher's lock and the queue files lock,
+        once dispatch has caught up with everything written (see the module's docstring); its result.
+        StoreError (naming *what*) when dispatch does not catch up with the puts within the wait."""
+        commitlog, dispatcher, threads = self._commitlog, self._dispatcher, self._threads
         deadline = time.monotonic() + self._wait_s
         while True:
             threads.wait_dispatched(max(0.0, deadline - time.monotonic()))
@@ -91,14 +94,23 @@ class QueueDropper:
                     dispatcher.dispatch_available(threads.dispatch_bound())
                     with dispatcher.lock:
                         if dispatcher.reput_offset >= commitlog.max_offset:
-                            keys = sorted((cq.topic, cq.queue_id) for cq in self._queues if doomed(cq))
-                            self._queues.drop(keys)
-                            for key in keys:
-                                commitlog.queue_offsets.pop(key, None)
-                            break
+                            return change()
             if time.monotonic() > deadline:
-                raise StoreError(f"cannot drop consume queues ({why}): dispatch stays behind the writes "
+                raise StoreError(f"cannot {what}: dispatch stays behind the writes "
                                  f"(at {dispatcher.reput_offset} of {commitlog.max_offset})")
+
+    def drop(self, doomed: Callable[[ConsumeQueue], bool], why: str) -> list[tuple[str, int]]:
+        """Drop every queue for which *doomed* (called under the locks, once dispatch has caught up) is
+        true; returns their (topic, queue id), sorted.  Raises StoreError when dispatch does not catch up
+        with the puts within the wait (the store is too busy: try again)."""
+        def change() -> list[tuple[str, int]]:
+            doomed_keys = sorted((cq.topic, cq.queue_id) for cq in self._queues if doomed(cq))
+            self._queues.drop(doomed_keys)
+            for key in doomed_keys:
+                self._commitlog.queue_offsets.pop(key, None)
+            return doomed_keys
+
+        keys = self.when_caught_up(change, f"drop consume queues ({why})")
         for topic, queue_id in keys:
             log.info("%s: dropped consume queue %s/%d", why, topic, queue_id)
         return keys
