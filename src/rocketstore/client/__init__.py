@@ -34,11 +34,14 @@ from rocketstore.client.producer import (
 )
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import (
+    ConcurrentlyContext,
     ConsumedMessage,
     ConsumeFromWhere,
     ConsumeStatus,
     MessageHandler,
     MessageModel,
+    OrderlyContext,
+    current_context,
 )
 from rocketstore.client.request_producer import (
     ReplyMessage,
@@ -64,6 +67,7 @@ __all__ = [
     "BlockingPushConsumer",
     "BrokerError",
     "ClientError",
+    "ConcurrentlyContext",
     "ConsumeFromWhere",
     "ConsumeStatus",
     "ConsumedMessage",
@@ -78,6 +82,7 @@ __all__ = [
     "MessageSelector",
     "NoRouteError",
     "OffsetStoreError",
+    "OrderlyContext",
     "OutgoingMessage",
     "Producer",
     "PullConsumer",
@@ -101,6 +106,7 @@ __all__ = [
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "broker_error_for",
+    "current_context",
     "decode_messages",
     "hash_queue_selector",
     "new_uniq_key",

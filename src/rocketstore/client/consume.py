@@ -6,12 +6,18 @@ Concurrently: each batch of ``consume_batch_size`` messages is handled on its ow
 to the broker (CONSUMER_SEND_MSG_BACK, delay level 0 so the broker picks ``3 + reconsumeTimes``; if that
 fails, a copy is sent to the retry topic; if that fails too, the message stays held and is handled here
 again after ``local_retry_delay_s``).  In BROADCASTING a failed message is dropped, as Java does.  The
-queue's offset moves to the smallest message still held.
+queue's offset moves to the smallest message still held.  The handler's ConcurrentlyContext (see
+:func:`rocketstore.client.push_types.current_context`) may acknowledge only the first messages of a
+successful batch (``ack_index``: the rest are handled as failed) and choose the send-backs' delay level
+(``delay_level_when_next_consume``; -1 sends them straight to the DLQ).
 
 Orderly: one task per queue handles one batch at a time, in offset order, only while the queue's broker
 lock is held (CLUSTERING).  RECONSUME_LATER suspends the queue for ``suspend_current_queue_s`` and handles
 the same messages again with their reconsume count raised; a message past ``max_reconsume_times`` is sent
-to the retry topic with that count, which the broker turns into a DLQ message.
+to the retry topic with that count, which the broker turns into a DLQ message.  The handler's OrderlyContext
+may set the pause (``suspend_current_queue_s``; either pause is kept within 0.01 .. 30 s, as 4.9.3's
+submitConsumeRequestLater) and turn ``auto_commit`` off (the batch is consumed but not committed until a
+later successful batch with ``auto_commit`` on commits everything consumed so far).
 
 Sync handlers run on a thread pool, async ones on the loop.  Loop-bound.
 """
@@ -19,6 +25,7 @@ Sync handlers run on a thread pool, async ones on the loop.  Loop-bound.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import time
@@ -27,7 +34,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rocketstore.client.process_queue import ProcessQueue
-from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus, MessageHandler
+from rocketstore.client.push_types import (
+    ConcurrentlyContext,
+    ConsumedMessage,
+    ConsumeStatus,
+    MessageHandler,
+    OrderlyContext,
+    current_context,
+    handler_context,
+)
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.send_back import resend_to_retry_topic, send_back
 from rocketstore.errors import RocketStoreError
@@ -42,6 +57,8 @@ log = logging.getLogger(__name__)
 
 #: how long an orderly queue whose lock could not be taken waits before trying again (Java: 3 s)
 RELOCK_WAIT_S = 3.0
+#: the bounds an orderly queue's suspension is kept within (submitConsumeRequestLater: 10 .. 30000 ms)
+SUSPEND_MIN_S, SUSPEND_MAX_S = 0.01, 30.0
 
 
 class Consumption:
@@ -113,7 +130,9 @@ class Consumption:
             result = None
         status = ConsumeStatus.CONSUME_SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else \
             ConsumeStatus.RECONSUME_LATER
-        ok = len(messages) if status is ConsumeStatus.CONSUME_SUCCESS else 0
+        context = current_context()
+        ok = 0 if status is not ConsumeStatus.CONSUME_SUCCESS else \
+            context.acked(len(messages)) if isinstance(context, ConcurrentlyContext) else len(messages)
         self.pc.stats.consumed(topic, (time.monotonic() - began) * 1000, ok, len(messages) - ok)
         return status
 
@@ -122,7 +141,9 @@ class Consumption:
         if self._is_async:
             return await self.handler(list(messages))  # type: ignore[misc]
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self.executor, self.handler, list(messages))
+        # run_in_executor does not carry context variables over: the copy brings current_context() along
+        result = await loop.run_in_executor(self.executor, contextvars.copy_context().run, self.handler,
+                                            list(messages))
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -132,8 +153,11 @@ class Consumption:
         re-running one message); nothing is committed or sent back whatever the handler says."""
         began = time.monotonic()
         remark: str | None = None
+        mq = MessageQueue(message.topic, message.broker_name, message.queue_id)
+        context = OrderlyContext(mq) if self.pc.orderly else ConcurrentlyContext(mq)
         try:
-            result = await self._run_handler([message])
+            with handler_context(context):  # the handler may set it; nothing follows from it here
+                result = await self._run_handler([message])
         except Exception as exc:
             log.exception("handler of group %s raised on a directly consumed message", self.pc.group)
             outcome, remark = CMResult.THROW_EXCEPTION, f"{type(exc).__name__}: {exc}"
@@ -144,8 +168,11 @@ class Consumption:
                 outcome = CMResult.SUCCESS
             else:
                 outcome = CMResult.LATER
-        return ConsumeMessageDirectlyResult(outcome, order=self.pc.orderly, auto_commit=True, remark=remark,
-                                            spent_time_ms=int((time.monotonic() - began) * 1000))
+        # an orderly handler's auto_commit is reported back (the orderly service's consumeMessageDirectly)
+        auto_commit = context.auto_commit if isinstance(context, OrderlyContext) else True
+        spent_ms = int((time.monotonic() - began) * 1000)
+        return ConsumeMessageDirectlyResult(outcome, order=self.pc.orderly, auto_commit=auto_commit,
+                                            remark=remark, spent_time_ms=spent_ms)
 
     # --- concurrently ------------------------------------------------------------------------------------
 
@@ -167,17 +194,22 @@ class Consumption:
         for m in messages:  # CONSUME_START_TIME: the consume timeout counts from here
             if m.queue_offset in pq.messages:
                 pq.consume_started[m.queue_offset] = began
-        status = await self.call_handler(messages, pq.mq.topic)
+        context = ConcurrentlyContext(pq.mq)
+        with handler_context(context):
+            status = await self.call_handler(messages, pq.mq.topic)
         if pq.dropped:  # rebalanced away meanwhile: the new owner consumes them again
             return
+        # processConsumeResult: the messages after the acknowledged ones failed (all on RECONSUME_LATER)
+        acked = context.acked(len(messages)) if status is ConsumeStatus.CONSUME_SUCCESS else 0
+        failed = messages[acked:]
         again: list[ConsumedMessage] = []
-        if status is ConsumeStatus.RECONSUME_LATER:
+        if failed:
             if self.pc.clustering:
-                for m in messages:
-                    if not await self._give_back(m):
+                for m in failed:
+                    if not await self._give_back(m, delay_level=context.delay_level_when_next_consume):
                         again.append(m.with_reconsume_times(m.reconsume_times + 1))
             else:
-                log.warning("BROADCASTING drops %d message(s) its handler did not consume", len(messages))
+                log.warning("BROADCASTING drops %d message(s) its handler did not consume", len(failed))
         retried = {m.queue_offset for m in again}
         offset = pq.remove(m for m in messages if m.queue_offset not in retried)
         if offset >= 0 and not pq.dropped:
@@ -250,17 +282,22 @@ class Consumption:
                 if pq.dropped or pc.stopping:
                     return
                 messages = pq.take(s.consume_batch_size)
-                status = await self.call_handler(messages, pq.mq.topic)
+                context = OrderlyContext(pq.mq)
+                with handler_context(context):
+                    status = await self.call_handler(messages, pq.mq.topic)
                 again = [] if status is ConsumeStatus.CONSUME_SUCCESS else await self._check_reconsume_times(messages)
                 if again:
                     pq.put_back(again)
                     suspend = True
-                else:
+                elif context.auto_commit:  # auto_commit off: consumed, but the offset stays before them
                     offset = pq.commit()
                     if offset >= 0 and not pq.dropped:
                         pc.offsets.update(pq.mq, offset, increase_only=False)
             if suspend:
-                await asyncio.sleep(s.suspend_current_queue_s)
+                pause = context.suspend_current_queue_s
+                if pause is None:
+                    pause = s.suspend_current_queue_s
+                await asyncio.sleep(min(max(pause, SUSPEND_MIN_S), SUSPEND_MAX_S))
 
     async def _check_reconsume_times(self, messages: Iterable[ConsumedMessage]) -> list[ConsumedMessage]:
         """The messages to handle again (count raised); those past the limit go to the DLQ instead."""

@@ -3,7 +3,7 @@ pulls them with long polling and calls a handler with the messages.
 
     async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
         ...
-        return ConsumeStatus.CONSUME_SUCCESS
+        return ConsumeStatus.CONSUME_SUCCESS   # current_context() may ack part of a batch, pick a delay
 
     async with PushConsumer("127.0.0.1:9876", "my-group", {"TopicA": "TagA || TagB"}, handle) as consumer:
         ...   # messages flow until the block ends (shutdown: in-flight handlers finish, offsets are committed)

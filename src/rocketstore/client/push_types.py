@@ -11,26 +11,36 @@ Pure values; safe to share between threads.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName
 from rocketstore.message.record import StoredMessage
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 
+if TYPE_CHECKING:
+    from rocketstore.client.route import MessageQueue
+
 __all__ = [
     "RETRY_GROUP_TOPIC_PREFIX",
+    "ConcurrentlyContext",
     "ConsumeFromWhere",
     "ConsumeStatus",
     "ConsumedMessage",
     "MessageHandler",
     "MessageModel",
+    "OrderlyContext",
+    "current_context",
+    "handler_context",
     "local_ip",
     "new_instance_name",
     "retry_topic",
@@ -103,8 +113,77 @@ class ConsumedMessage(HasTagsAndKeys):
         return dataclasses.replace(self, reconsume_times=times)
 
 
-#: ``handler(messages) -> ConsumeStatus`` (or an awaitable of one); an exception counts as RECONSUME_LATER
+#: ``handler(messages) -> ConsumeStatus`` (or an awaitable of one); an exception counts as RECONSUME_LATER.
+#: Inside the call, :func:`current_context` gives the call's :class:`ConcurrentlyContext` /
+#: :class:`OrderlyContext`, through which the handler may set an ack index, a send-back delay level, an
+#: orderly queue's suspension or auto-commit
 MessageHandler = Callable[[list[ConsumedMessage]], "ConsumeStatus | Awaitable[ConsumeStatus]"]
+
+
+#: ConsumeConcurrentlyContext's ackIndex default (Integer.MAX_VALUE): the whole batch is acknowledged
+ACK_ALL = (1 << 31) - 1
+
+
+@dataclass(slots=True)
+class ConcurrentlyContext:
+    """What a concurrent handler may tell the consumer about the call in progress (4.9.3's
+    ConsumeConcurrentlyContext); read it with :func:`current_context` inside the handler.
+
+    * ``ack_index``: on CONSUME_SUCCESS, the index of the last message of the batch that was consumed; the
+      ones after it are handled as failed (CLUSTERING: sent back for a retry; BROADCASTING: dropped).  An
+      index past the batch's end means all of it (the default); -1 none (anything below -1 counts as -1).
+      RECONSUME_LATER fails the whole batch whatever it says.
+    * ``delay_level_when_next_consume``: the delay level the failed messages are sent back with: 0 (the
+      default) lets the broker choose ``3 + reconsumeTimes``, -1 sends them straight to ``%DLQ%<group>``,
+      a positive level is used as it is.
+    """
+
+    message_queue: MessageQueue
+    ack_index: int = ACK_ALL
+    delay_level_when_next_consume: int = 0
+
+    def acked(self, count: int) -> int:
+        """How many of a successful batch of *count* messages were consumed (the first ones)."""
+        return max(0, min(self.ack_index, count - 1) + 1)
+
+
+@dataclass(slots=True)
+class OrderlyContext:
+    """What an orderly handler may tell the consumer about the call in progress (4.9.3's
+    ConsumeOrderlyContext); read it with :func:`current_context` inside the handler.
+
+    * ``auto_commit``: True (the default) commits the queue's offset after each CONSUME_SUCCESS; False
+      leaves the batch consumed but uncommitted (the offset stays before it) until a later batch succeeds
+      with ``auto_commit`` True, which commits everything consumed until then.
+    * ``suspend_current_queue_s``: after RECONSUME_LATER, the pause before the queue's messages are handled
+      again; None (the default) is the consumer's ``suspend_current_queue_s``.  Either is kept within
+      0.01 .. 30 s, as 4.9.3 keeps suspendCurrentQueueTimeMillis within 10 .. 30000 ms.
+    """
+
+    message_queue: MessageQueue
+    auto_commit: bool = True
+    suspend_current_queue_s: float | None = None
+
+
+_current: contextvars.ContextVar[ConcurrentlyContext | OrderlyContext | None] = contextvars.ContextVar(
+    "rocketstore_consume_context", default=None)
+
+
+def current_context() -> ConcurrentlyContext | OrderlyContext | None:
+    """Inside a push consumer's handler (sync or async), the context of the call in progress, which the
+    handler may change before it returns; None outside a handler call."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def handler_context(context: ConcurrentlyContext | OrderlyContext) -> Iterator[None]:
+    """Within the block, :func:`current_context` is *context* (in this task; a sync handler's thread gets
+    it through a copy of this task's context)."""
+    token = _current.set(context)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 def local_ip() -> str:
