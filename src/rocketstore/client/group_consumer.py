@@ -154,6 +154,9 @@ class GroupConsumer:
         #: topic -> by broker name, the address its route has now to ask for the group's members: the
         #: master, else (it is down) a slave (4.9.3's BrokerData.selectBrokerAddr); and whether it is a master
         self._route_brokers: dict[str, dict[str, tuple[str, bool]]] = {}
+        #: topic -> every broker address (masters and slaves) of its last route read (4.9.3's topicRouteTable):
+        #: an address none of them names is forgotten before the next heartbeats (cleanOfflineBroker)
+        self._route_addrs: dict[str, frozenset[str]] = {}
         self._timestamp_ms = settings.consume_timestamp_ms
         self.started = False
         self.stopping = False
@@ -291,6 +294,7 @@ class GroupConsumer:
             elif slaves:
                 members_at[bd.broker_name] = (slaves[0], False)
         self._route_brokers[topic] = members_at
+        self._route_addrs[topic] = RouteCache.broker_addrs(route)
         return sorted(RouteCache.subscribe_queues(topic, route))
 
     def _all_broker_addrs(self) -> list[str]:
@@ -315,7 +319,29 @@ class GroupConsumer:
                                 str(self._announced_from_where()), tuple(self.subscriptions.values()))
         return HeartbeatData(self.client_id, (), (consumer,))
 
+    async def _forget_offline_brokers(self) -> None:
+        """4.9.3's cleanOfflineBroker: a broker address (master or slave) that no route of this consumer's
+        topics names any more (the broker left the cluster for good) gets no more heartbeats, and its
+        connection is closed."""
+        known = frozenset().union(*self._route_addrs.values())
+        gone = set(self._all_broker_addrs()) - known
+        if not gone:
+            return
+        for name, addr in list(self._brokers.items()):
+            if addr in gone:
+                del self._brokers[name]
+        for name, slaves in list(self._slaves.items()):
+            kept = tuple(a for a in slaves if a not in gone)
+            if kept:
+                self._slaves[name] = kept
+            else:
+                del self._slaves[name]
+        for addr in sorted(gone):
+            log.info("the broker %s is in no route of the topics of group %s any more: forgotten", addr, self.group)
+            await self.consumer.pool.discard(addr)
+
     async def _heartbeat_all(self) -> None:
+        await self._forget_offline_brokers()
         data = self.heartbeat_data()
         for addr in self._all_broker_addrs():
             await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(

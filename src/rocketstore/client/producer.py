@@ -33,7 +33,8 @@ and in ``producerDataSet`` the group and CLIENT_INNER_PRODUCER (the inner produc
 has) to every master of the routes the producer has read.  A background task, started by ``start()``
 (``async with`` starts) or else by the first route a send reads, heartbeats the masters of the auto-create
 topic's route at once, a master new in a route as soon as it shows, and every
-``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them after re-reading their routes;
+``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them after re-reading their routes
+(a master that no route of its topics names any more is forgotten then, as cleanOfflineBroker forgets it);
 ``close()`` sends UNREGISTER_CLIENT with the group, then with CLIENT_INNER_PRODUCER, to each master
 heartbeated.  So the brokers' producer tables list the producer under both groups, as they list a Java
 client (GET_PRODUCER_CONNECTION_LIST, ``rocketstore producer connections``).  The heartbeats go on the
@@ -547,6 +548,9 @@ class Producer:
         self._heartbeated: dict[str, Connection] = {}
         #: topics whose routes the name servers answered: re-read before each periodic heartbeat
         self._topics: set[str] = set()
+        #: topic -> every broker address (masters and slaves) of the last route the name servers answered for
+        #: it (4.9.3's topicRouteTable): a master none of them names is forgotten (cleanOfflineBroker)
+        self._route_addrs: dict[str, frozenset[str]] = {}
         self._heartbeat_task: asyncio.Task[None] | None = None
         #: set when a route shows a master not heartbeated yet, and when the heartbeats stop
         self._due = asyncio.Event()
@@ -669,6 +673,7 @@ class Producer:
         if self.closed:
             return
         self._topics.add(topic)
+        self._route_addrs[topic] = RouteCache.broker_addrs(route)
         for addr in self._note_masters(route):
             heartbeated = self._heartbeated.get(addr)
             if heartbeated is None or heartbeated.is_closed:
@@ -715,6 +720,7 @@ class Producer:
                 next_round = time.monotonic() + self.heartbeat_interval_s
                 for topic in sorted(self._topics):
                     await self.quietly(f"route of {topic}", self._refresh_route(topic))
+                await self._forget_offline_brokers()
                 for addr in sorted(set(self._brokers.values())):
                     await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
                 continue
@@ -722,6 +728,23 @@ class Producer:
                 heartbeated = self._heartbeated.get(addr)
                 if heartbeated is None or heartbeated.is_closed:
                     await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+
+    async def _forget_offline_brokers(self) -> None:
+        """4.9.3's cleanOfflineBroker, before each round of heartbeats: a master that no route of this
+        producer's topics names any more (its broker left the cluster for good) is heartbeated no more, not
+        unregistered from at close, and its connection is closed."""
+        known = frozenset().union(*self._route_addrs.values())
+        gone = (set(self._brokers.values()) | set(self._heartbeated)) - known
+        if not gone:
+            return
+        for name, addr in list(self._brokers.items()):
+            if addr in gone:
+                del self._brokers[name]
+        for addr in sorted(gone):
+            log.info("the broker %s is in no route of this producer's topics any more: forgotten", addr)
+            self._heartbeated.pop(addr, None)
+            self._connections.pop(addr, None)
+            await self.pool.discard(addr)
 
     async def _refresh_route(self, topic: str) -> None:
         route, _ = await self.routes.publish_route(topic, refresh=True)

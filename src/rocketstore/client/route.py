@@ -190,6 +190,12 @@ class RouteCache:
         return queues
 
     @staticmethod
+    def broker_addrs(route: TopicRouteData) -> frozenset[str]:
+        """Every broker address *route* names, masters and slaves: a client forgets a broker address no
+        route of its topics names any more (4.9.3's cleanOfflineBroker, isBrokerAddrExistInTopicRouteTable)."""
+        return frozenset(a for bd in route.broker_datas for a in bd.broker_addrs.values() if a)
+
+    @staticmethod
     def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
         queues: list[MessageQueue] = []
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):

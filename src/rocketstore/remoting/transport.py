@@ -764,6 +764,16 @@ class ConnectionPool:
         connection = await self.get(address)
         await connection.oneway(command, timeout_s)
 
+    async def discard(self, address: str) -> None:
+        """Close the connection to *address*, if there is one (a client forgetting a broker that is gone);
+        a later :meth:`get` opens a new one."""
+        connection = self._connections.pop(address, None)
+        lock = self._locks.get(address)
+        if lock is not None and not lock.locked():
+            del self._locks[address]
+        if connection is not None:
+            await connection.aclose()
+
     async def close(self) -> None:
         self._closed = True
         connections, self._connections = list(self._connections.values()), {}
