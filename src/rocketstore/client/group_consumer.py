@@ -157,6 +157,8 @@ class GroupConsumer:
         #: topic -> every broker address (masters and slaves) of its last route read (4.9.3's topicRouteTable):
         #: an address none of them names is forgotten before the next heartbeats (cleanOfflineBroker)
         self._route_addrs: dict[str, frozenset[str]] = {}
+        #: subscribe / unsubscribe after start: the next rebalance re-reads the routes and heartbeats first
+        self._subscriptions_changed = False
         self._timestamp_ms = settings.consume_timestamp_ms
         self.started = False
         self.stopping = False
@@ -355,7 +357,19 @@ class GroupConsumer:
             self._rebalance_wanted.clear()
             await self.quietly("rebalance", self.rebalance())
 
+    def _resubscribed(self) -> None:
+        """The subscriptions changed after start (as 4.9.3's subscribe / unsubscribe): the brokers learn it
+        from a heartbeat and the queues are shared out again, by a rebalance woken now."""
+        if self.started and not self.stopping:
+            self._subscriptions_changed = True
+            self._rebalance_wanted.set()
+
     async def rebalance(self) -> None:
+        if self._subscriptions_changed and not self.stopping:
+            self._subscriptions_changed = False
+            for topic in list(self.subscriptions):
+                await self._queues(topic, refresh=True)
+            await self._heartbeat_all()
         async with self._rebalance_lock:
             if self.stopping:
                 return

@@ -180,7 +180,6 @@ class LitePullConsumer(GroupConsumer):
         self._assigned: set[MessageQueue] = set()
         self._states: dict[MessageQueue, _QueueState] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._subscriptions_changed = False
         self._next_auto_commit_s = -1.0
         #: topic -> its change listener, and the queues it was last told of (None: not fetched yet)
         self._queue_listeners: dict[str, TopicQueuesListener] = {}
@@ -261,18 +260,14 @@ class LitePullConsumer(GroupConsumer):
             raise ValueError("topic must not be empty")
         self._set_mode(_Mode.SUBSCRIBE)
         self.subscriptions[topic] = subscription_for(topic, expression, int(time.time() * 1000))
-        if self.started:  # heartbeat the new subscriptions and rebalance now
-            self._subscriptions_changed = True
-            self._rebalance_wanted.set()
+        self._resubscribed()  # heartbeat the new subscriptions and rebalance now
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming *topic*: its queues are dropped with their buffered messages."""
         if self.subscriptions.pop(topic, None) is None:
             return
         self._leave([mq for mq in self._states if mq.topic == topic])
-        if self.started:
-            self._subscriptions_changed = True
-            self._rebalance_wanted.set()
+        self._resubscribed()
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly *queues* (no rebalance); queues assigned before and not now are dropped."""
@@ -338,14 +333,6 @@ class LitePullConsumer(GroupConsumer):
         for mq in mqs:
             if mq not in self._states:
                 self.offsets.remove(mq)
-
-    async def rebalance(self) -> None:
-        if self._subscriptions_changed and not self.stopping:
-            self._subscriptions_changed = False
-            for topic in list(self.subscriptions):
-                await self._queues(topic, refresh=True)
-            await self._heartbeat_all()
-        await super().rebalance()
 
     async def _update_assignment(self, topic: str, mine: set[MessageQueue]) -> None:
         """4.9.3's updateProcessQueueTableInRebalance + removeUnnecessaryMessageQueue: a queue that left

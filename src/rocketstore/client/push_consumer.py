@@ -190,8 +190,6 @@ class PushConsumer(GroupConsumer):
             self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._resets: set[asyncio.Task[None]] = set()
-        #: subscribe / unsubscribe after start: the next rebalance re-reads the routes and heartbeats first
-        self._subscriptions_changed = False
         #: the settings flow control applies: the per-queue thresholds as the topic thresholds make them
         self._flow_settings = settings
         #: suspend() .. resume(): no queue is pulled
@@ -350,18 +348,14 @@ class PushConsumer(GroupConsumer):
         if not topic:
             raise ValueError("topic must not be empty")
         self.subscriptions[topic] = subscription_for(topic, expression, int(time.time() * 1000))
-        if self.started and not self.stopping:
-            self._subscriptions_changed = True
-            self._rebalance_wanted.set()
+        self._resubscribed()
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming *topic*: the next rebalance (woken now) gives up its queues, as 4.9.3's
         truncateMessageQueueNotMyTopic drops them (their offsets are committed here first)."""
         if self.subscriptions.pop(topic, None) is None:
             return
-        if self.started and not self.stopping:
-            self._subscriptions_changed = True
-            self._rebalance_wanted.set()
+        self._resubscribed()
 
     def suspend(self) -> None:
         """Stop pulling until :meth:`resume` (messages already pulled are still handled; the group's
@@ -376,11 +370,6 @@ class PushConsumer(GroupConsumer):
     # --- rebalance ------------------------------------------------------------------------------------
 
     async def rebalance(self) -> None:
-        if self._subscriptions_changed and not self.stopping:
-            self._subscriptions_changed = False
-            for topic in list(self.subscriptions):
-                await self._queues(topic, refresh=True)
-            await self._heartbeat_all()
         await super().rebalance()
         async with self._rebalance_lock:  # truncateMessageQueueNotMyTopic
             for mq, pq in list(self.process_queues.items()):
