@@ -14,7 +14,7 @@ pytest.importorskip("pyarrow")
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from rocketstore.client import MessageQueue
+from rocketstore.client import MessageQueue, PullResult, PullStatus
 from rocketstore.spark.stream_options import SourceOptions, plan_pull_ranges
 from rocketstore.spark.stream_source import BrokerStreamReader, _Planner, source_schema
 
@@ -27,6 +27,11 @@ MINIMUM = {"broker-a:0": 0, "broker-b:0": 1990}
 class _Session:
     def min_offset(self, mq: MessageQueue) -> int:
         return MINIMUM[f"{mq.broker_name}:{mq.queue_id}"]
+
+    def pull(self, mq: MessageQueue, offset: int, max_count: int, expression: str) -> PullResult:
+        # the one-message pull that marks a queue read (stream_source.MARKS_KEY): nothing to mark here
+        key = f"{mq.broker_name}:{mq.queue_id}"
+        return PullResult(PullStatus.NO_NEW_MSG, offset, MINIMUM[key], LATEST["T"][key], [])
 
 
 class _Planner2(_Planner):

@@ -4,8 +4,10 @@ or batch DataFrame, and the ``rocketmq`` sink (sink.py) under the same name.
     spark.readStream.format("rocketmq").option("nameServer", "127.0.0.1:9876")
          .option("subscribe", "TopicA").option("startingOffsets", "earliest").load()
 
-Offsets are ``{topic: {"brokerName:queueId": nextQueueOffset}}`` (stream_options).  The driver side
-(initialOffset / latestOffset / commit, in Spark's planner worker) asks the broker for min / max offsets; a
+Offsets are ``{topic: {"brokerName:queueId": nextQueueOffset}}`` (stream_options), with one read message per
+queue under MARKS_KEY that tells a queue continued from a new one that reused its offsets (a topic created
+again).  The driver side (initialOffset / latestOffset / commit, in Spark's planner worker) asks the broker for
+min / max offsets; a
 partition is a list of queue ranges ``[start, end)`` that an executor pulls with the client, dropping
 anything at or past ``end``, so a batch replayed from the checkpoint yields the same rows.  After Spark
 commits a batch, the end offsets are committed to the broker for ``consumerGroup`` (when given), so
@@ -271,6 +273,25 @@ def _check_named_queues(spec: dict[str, dict[str, int]], queues: list[MessageQue
                                    f"read ({read})")
 
 
+#: the key of the offsets (no topic can be named so: '@' is no topic name character) that holds, per queue, one
+#: message the query read before the queue's offset: [queueOffset, commitLogOffset, storeTimestampMs].  Deleting a
+#: topic drops its consume queues, a topic created again starts them at 0 while the commitlog goes on (4.9.3's
+#: DefaultMessageStore.cleanUnusedTopic), so that message is then another one: the queue is not the one read
+MARKS_KEY = "@marks"
+#: the key of end offsets naming queues that the batch ending there reads from another offset than its start
+#: offsets' (a queue found to be a new one, read from its min offset with failOnDataLoss=false)
+FROM_KEY = "@from"
+#: {topic: {"brokerName:queueId": [queueOffset, commitLogOffset, storeTimestampMs]}}
+Marks = dict[str, dict[str, list[int]]]
+
+
+def _split(offsets: dict) -> tuple[Offsets, Marks, Offsets]:
+    """The queue offsets, marks and ``@from`` offsets of an offsets document; checkpoints written before the
+    marks have only the queue offsets."""
+    plain = {t: dict(q) for t, q in offsets.items() if not t.startswith("@")}
+    return plain, offsets.get(MARKS_KEY) or {}, offsets.get(FROM_KEY) or {}
+
+
 def _merge_forward(start: Offsets, latest: Offsets) -> Offsets:
     """*latest* for every queue it has, never behind *start*; queues only *start* has keep their offset."""
     out: Offsets = {t: dict(q) for t, q in start.items()}
@@ -325,13 +346,95 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.planner.retrying("looking up the latest offsets", self.planner.latest)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        start, marks, _ = _split(start)
         latest = (self._target if self._target is not None
                   else self.planner.retrying("looking up the latest offsets", self.planner.latest))
-        start = _moved_back(start, latest, self.options.fail_on_data_loss)
+        moved = _moved_back(start, latest, self.options.fail_on_data_loss)
+        # a queue that moved back was reported as lost and goes on from there: its mark is of the old queue
+        marks = {t: {k: m for k, m in q.items() if moved.get(t, {}).get(k) == start.get(t, {}).get(k)}
+                 for t, q in marks.items()}
+        start, marks, restarted = self._checked_marks(moved, marks, latest)
         end = _merge_forward(start, latest)
         if isinstance(limit, ReadMaxRows):
             end = _merge_forward(start, limit_offsets(self._from_minimums(start, end), end, limit.max_rows))
-        return end
+        doc: dict = dict(end)
+        marks = self._end_marks(start, end, marks)
+        if marks:
+            doc[MARKS_KEY] = marks
+        if restarted:
+            doc[FROM_KEY] = restarted
+        return doc
+
+    def _message_at(self, topic: str, key: str, offset: int) -> tuple[StoredMessage, int] | None:
+        """The message at queue *offset* and the queue's min offset; None when the queue has no message there
+        (retention deleted it).  One pull of one message, of any tag."""
+        mq = _queue(topic, key)
+        got = self.planner.retrying(f"reading {topic} {key} at {offset}",
+                                    lambda: self.planner.session.pull(mq, offset, 1, "*"))
+        if got.status == PullStatus.FOUND and got.messages and got.messages[0].queue_offset == offset:
+            return got.messages[0], got.min_offset
+        return None
+
+    def _checked_marks(self, start: Offsets, marks: Marks, latest: Offsets) -> tuple[Offsets, Marks, Offsets]:
+        """Each queue that has a mark (MARKS_KEY) and messages to read now checked to be the queue read: its
+        message at the marked offset must still be the marked one, else the topic was deleted and created
+        again (or the broker lost messages) and the new queue's messages below *start* would be skipped.
+
+        Returns *start* (a new queue's offset moved to its min offset when failOnDataLoss=false), the marks
+        that still stand (one the broker no longer has, or past a queue that moved back, is dropped) and the
+        queues moved to their min offset.  Queues with nothing to read are checked when they have: one pull
+        of one message per queue the batch reads."""
+        kept: Marks = {}
+        changed: list[tuple[str, str, list[int], StoredMessage, int, int]] = []
+        for topic, queues in sorted(marks.items()):
+            for key, mark in sorted(queues.items()):
+                offset = start.get(topic, {}).get(key)
+                if (offset is None or not isinstance(mark, list) or len(mark) != 3
+                        or not all(isinstance(v, int) for v in mark) or mark[0] >= offset):
+                    continue  # a queue no longer read, or moved back below its mark (reported there)
+                if latest.get(topic, {}).get(key, offset) <= offset:
+                    kept.setdefault(topic, {})[key] = mark
+                    continue
+                found = self._message_at(topic, key, mark[0])
+                if found is None:
+                    continue  # retention deleted it: a new mark is taken below
+                message, low = found
+                if [message.commit_log_offset, message.store_timestamp] == mark[1:]:
+                    kept.setdefault(topic, {})[key] = mark
+                else:
+                    changed.append((topic, key, mark, message, low, offset))
+        if not changed:
+            return start, kept, {}
+        described = "; ".join(
+            f"{topic} {key}: the message read at queue offset {mark[0]} (commitlog offset {mark[1]}, stored at "
+            f"{mark[2]} ms) is now another one (commitlog offset {m.commit_log_offset}, stored at "
+            f"{m.store_timestamp} ms), offsets [{low}, {offset}) of the new queue were never read"
+            for topic, key, mark, m, low, offset in changed)
+        message = (f"queues are new ones that reused the checkpoint's offsets (the topic was deleted and created "
+                   f"again, or the broker lost messages), messages would be missed: {described}")
+        if self.options.fail_on_data_loss:
+            raise DataLossError(message + "; set failOnDataLoss=false to read the new queues from their min offsets")
+        print(f"rocketmq source: {message}; reading the new queues from their min offsets", file=sys.stderr)
+        out: Offsets = {t: dict(q) for t, q in start.items()}
+        restarted: Offsets = {}
+        for topic, key, _, _, low, _ in changed:
+            out[topic][key] = low
+            restarted.setdefault(topic, {})[key] = low
+        return out, kept, restarted
+
+    def _end_marks(self, start: Offsets, end: Offsets, kept: Marks) -> Marks:
+        """*kept* and, for each queue the batch ``start -> end`` reads that has no mark, its message at
+        ``end - 1`` (one pull, once per queue: the mark then stays until retention deletes it)."""
+        out: Marks = {t: dict(q) for t, q in kept.items()}
+        for topic, queues in sorted(end.items()):
+            for key, until in sorted(queues.items()):
+                if key in out.get(topic, {}) or until <= start.get(topic, {}).get(key, 0):
+                    continue
+                found = self._message_at(topic, key, until - 1)
+                if found is not None:
+                    m = found[0]
+                    out.setdefault(topic, {})[key] = [until - 1, m.commit_log_offset, m.store_timestamp]
+        return out
 
     def _from_minimums(self, start: Offsets, end: Offsets) -> Offsets:
         """*start* with every queue that only *end* has (it appeared since: a new topic or queue, a broker
@@ -355,6 +458,10 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None  # one more round of look-ups per trigger is not worth a progress field
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        start, _, _ = _split(start)
+        end, _, restarted = _split(end)
+        for topic, queues in restarted.items():  # new queues read from their min offsets (_checked_marks)
+            start.setdefault(topic, {}).update(queues)
         return [BrokerPartition(self.options, group)
                 for group in plan_pull_ranges(start, end, self.options.min_partitions)]
 
@@ -366,6 +473,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         if self.options.consumer_group is None:
             return
+        end, _, _ = _split(end)
         for topic, queues in sorted(end.items()):
             committed = {_queue(topic, key): offset for key, offset in queues.items()}
             self.planner.retrying(f"committing offsets of {topic} for group {self.options.consumer_group!r}",
