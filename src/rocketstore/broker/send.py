@@ -365,12 +365,10 @@ def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_
 
 
 def _java_topic_config_text(tc: TopicConfig) -> str:
-    """*tc* as 4.9.3's TopicConfig.toString writes it into a remark (the perm as PermName.perm2String's
-    ``RWX`` letters, ``-`` for a bit not set; order as Java's boolean)."""
-    perm = "".join(letter if tc.perm & bit else "-"
-                   for letter, bit in (("R", Perm.READ), ("W", Perm.WRITE), ("X", Perm.INHERIT)))
+    """*tc* as 4.9.3's TopicConfig.toString writes it into a remark (the perm as PermName.perm2String writes
+    it; order as Java's boolean)."""
     return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, writeQueueNums="
-            f"{tc.write_queue_nums}, perm={perm}, topicFilterType={tc.topic_filter_type}, topicSysFlag="
+            f"{tc.write_queue_nums}, perm={Perm.to_string(tc.perm)}, topicFilterType={tc.topic_filter_type}, topicSysFlag="
             f"{tc.topic_sys_flag}, order={'true' if tc.order else 'false'}]")
 
 

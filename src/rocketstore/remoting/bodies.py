@@ -69,6 +69,12 @@ class Perm:
     def inherited(perm: int) -> bool:
         return bool(perm & Perm.INHERIT)
 
+    @staticmethod
+    def to_string(perm: int) -> str:
+        """PermName.perm2String: ``RWX``, ``-`` for a bit not set."""
+        return ("R" if perm & Perm.READ else "-") + ("W" if perm & Perm.WRITE else "-") + (
+            "X" if perm & Perm.INHERIT else "-")
+
 
 def _int(value: Any, default: int = 0, *, java_int: bool = False) -> int:
     """A JSON int that some clients send as a string.  ProtocolError for anything else, for an infinite
