@@ -23,7 +23,7 @@ from rocketstore.client.errors import ClientError
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.tls import TlsConfig, use_client_tls
-from rocketstore.remoting.transport import run
+from rocketstore.remoting.transport import namesrv_addresses, run
 
 __all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "broker_address",
            "credentials_of", "fail", "format_time", "message_json", "namesrv_list", "parse_time_ms",
@@ -105,13 +105,11 @@ def credentials_of(args: argparse.Namespace) -> SessionCredentials | None:
 
 def namesrv_list(text: str) -> str:
     """``HOST:PORT[;HOST:PORT...]`` checked (argparse type): a bad one is a usage error, not a traceback."""
-    parts = [p.strip() for p in text.split(";") if p.strip()]
+    parts, bad = namesrv_addresses(text)
     if not parts:
         raise argparse.ArgumentTypeError("no name server address")
-    for part in parts:
-        host, sep, port = part.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise argparse.ArgumentTypeError(f"not HOST:PORT: {part!r}")
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {bad!r}")
     return ";".join(parts)
 
 

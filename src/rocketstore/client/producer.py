@@ -185,14 +185,20 @@ _COUNTER = itertools.count()
 def topic_problem(topic: str) -> str | None:
     """Why a producer may not send to *topic* (Java's Validators.checkTopic and isNotAllowedSendTopic, their
     wording), or None."""
+    problem = topic_name_problem(topic)
+    if problem is None and topic == SCHEDULE_TOPIC:
+        return f"Sending message to topic[{topic}] is forbidden."
+    return problem
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why *topic* is no topic name Java's Validators.checkTopic takes (its wording), or None."""
     if not topic or not topic.strip():
         return "The specified topic is blank"
     if len(topic) > TOPIC_MAX_LENGTH:
         return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
     if not NAME_CHARS.issuperset(topic):
         return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if topic == SCHEDULE_TOPIC:
-        return f"Sending message to topic[{topic}] is forbidden."
     return None
 
 

@@ -151,6 +151,17 @@ def dual_stack_listener(host: str, port: int, backlog: int = 1024) -> socket.soc
     return socket.create_server((host, port), family=socket.AF_INET6, backlog=backlog, dualstack_ipv6=True)
 
 
+def namesrv_addresses(text: str) -> tuple[list[str], str | None]:
+    """The ``;``-separated name server addresses of *text* (blanks trimmed, empty parts dropped) and the first
+    that is no ``HOST:PORT`` with a port from 1 to 65535, or None."""
+    parts = [p.strip() for p in text.split(";") if p.strip()]
+    for part in parts:
+        host, sep, port = part.rpartition(":")
+        if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:
+            return parts, part
+    return parts, None
+
+
 def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ProtocolError-free ValueError on junk."""
     text = address.strip()

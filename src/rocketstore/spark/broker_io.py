@@ -29,9 +29,8 @@ from rocketstore.client import (
     SessionCredentials,
 )
 from rocketstore.client.errors import ClientError, MessageIllegalError
-from rocketstore.client.producer import topic_problem
+from rocketstore.client.producer import topic_name_problem
 from rocketstore.message.batch import BatchEntry, encode_batch
-from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -202,8 +201,9 @@ class BrokerSession:
         # a topic name Java's Validators.checkTopic refuses is refused as such (in its words), as
         # Producer.send does, not looked up and reported as a topic without a route (a broker that creates
         # no topics)
-        if not topic.strip() or len(topic) > TOPIC_MAX_LENGTH or not NAME_CHARS.issuperset(topic):
-            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, topic_problem(topic) or topic)
+        problem = topic_name_problem(topic)
+        if problem is not None:
+            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
         for r in records:
             r.properties.setdefault(PropertyName.WAIT, "true")
         keys = ",".join(r.uniq_key for r in records)

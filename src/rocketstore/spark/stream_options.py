@@ -24,6 +24,7 @@ from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
 from rocketstore.remoting.tls import TlsConfig, TlsConfigError
+from rocketstore.remoting.transport import namesrv_addresses
 from rocketstore.spark.store_options import is_system_topic
 
 __all__ = [
@@ -153,11 +154,9 @@ def _name_server(opts: dict[str, str]) -> str:
     ns = opts.get("nameserver") or opts.get("namesrvaddr")
     if not ns:
         raise SparkOptionError("the rocketmq source and sink need option 'nameServer' (host:port[;host:port])")
-    parts = [p.strip() for p in ns.split(";") if p.strip()]
-    for part in parts:
-        host, sep, port = part.rpartition(":")
-        if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:
-            raise SparkOptionError(f"option nameServer: {part!r} is not host:port (a port from 1 to 65535)")
+    parts, bad = namesrv_addresses(ns)
+    if bad is not None:
+        raise SparkOptionError(f"option nameServer: {bad!r} is not host:port (a port from 1 to 65535)")
     if not parts:
         raise SparkOptionError("the rocketmq source and sink need option 'nameServer' (host:port[;host:port])")
     return ";".join(parts)
