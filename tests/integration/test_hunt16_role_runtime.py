@@ -168,7 +168,7 @@ def test_the_role_set_at_start_still_decides_what_starts(tmp_path: Path) -> None
             set_role(cluster, "ASYNC_MASTER", slave.address)
             assert slave.store.config.broker_role == BrokerRole.ASYNC_MASTER
             assert slave.schedule is not None and not slave.schedule.started
-            assert slave.ha_server is None and slave.ha_client is not None
+            assert slave.ha_server is not None and slave.ha_client is not None  # every role listens for slaves
             set_role(cluster, "SYNC_MASTER", slave.address)
             # a SYNC_MASTER with no slave: as 4.9.3's HAService with no connection (isSlaveOK false)
             put = cluster.run(slave.put(Message.create(TOPIC, b"waits for no slave", queue_id=0)))

@@ -225,20 +225,20 @@ class Broker:
             # RocketMQ's haListenPort = listenPort + 1; a broker on a port the OS picked lets it pick this too
             ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else (
                 self.server.port + 1 if cfg.listen_port else 0)
-            if self.store_config.broker_role != BrokerRole.SLAVE:
-                self.ha_server = HAServer(self.store, cfg.listen_host, ha_port)
-                try:
-                    await self.ha_server.start()
-                except OSError as exc:
-                    if cfg.ha_listen_port is not None or not ha_port:
-                        raise
-                    # listenPort + 1 is only a convention: a slave learns the HA address from the name
-                    # server, so a taken port need not stop the broker (RocketMQ's would not start)
-                    log.warning("HA port %d (listenPort + 1) is taken (%s): slaves are served on a port the OS "
-                                "picks, registered as haServerAddr; set haListenPort to choose one", ha_port, exc)
-                    self.ha_server = HAServer(self.store, cfg.listen_host, 0)
-                    await self.ha_server.start()
-                ha_port = self.ha_server.port  # haListenPort 0: the port the OS gave
+            # every role listens (4.9.3's HAService.start runs its AcceptSocketService on a slave too)
+            self.ha_server = HAServer(self.store, cfg.listen_host, ha_port)
+            try:
+                await self.ha_server.start()
+            except OSError as exc:
+                if cfg.ha_listen_port is not None or not ha_port:
+                    raise
+                # listenPort + 1 is only a convention: a slave learns the HA address from the name
+                # server, so a taken port need not stop the broker (RocketMQ's would not start)
+                log.warning("HA port %d (listenPort + 1) is taken (%s): slaves are served on a port the OS "
+                            "picks, registered as haServerAddr; set haListenPort to choose one", ha_port, exc)
+                self.ha_server = HAServer(self.store, cfg.listen_host, 0)
+                await self.ha_server.start()
+            ha_port = self.ha_server.port  # haListenPort 0: the port the OS gave
             await self.server.start_serving()
             self.registrar = Registrar(
                 cfg.namesrv_addrs, cluster_name=cfg.broker_cluster_name, broker_name=cfg.broker_name,
@@ -462,9 +462,7 @@ class Broker:
         record is stored either way.  A replica failure outranks the flush's status, as in 4.9.3."""
         if not wait or result.status not in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
             return result
-        if self.ha_server is None:
-            # started as a slave (no HA port), made SYNC_MASTER by UPDATE_BROKER_CONFIG: no slave is
-            # connected, which 4.9.3 (whose HA port is open there too) answers so (HAService.isSlaveOK)
+        if self.ha_server is None:  # not started (every started broker listens for slaves)
             return result._replace(status=PutMessageStatus.SLAVE_NOT_AVAILABLE)
         status = await self.ha_server.wait_replicated(result.commit_log_offset + result.wrote_bytes,
                                                       self.store_config.slave_timeout_ms / 1000)

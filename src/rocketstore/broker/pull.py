@@ -194,11 +194,6 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         began_ns = time.monotonic_ns()  # 4.9.3 runs the request again: its time starts anew
         result = _get(broker, h, codes, match)
         code = response_code_for_get_status(result.status, h.queue_offset)
-    if code == ResponseCode.PULL_OFFSET_MOVED:
-        if slave:  # no offset correction from a slave (offsetCheckInSlave false): try again
-            code = ResponseCode.PULL_RETRY_IMMEDIATELY
-        else:
-            _offset_moved_event(broker, h, result)
     # slaveReadEnable: a consumer reading beyond the in-memory share of the commitlog is sent to
     # whichBrokerWhenConsumeSlowly (a slave, so the master's page cache keeps the recent messages), any other
     # stays where the group says (brokerId); without it consumers are sent to the master
@@ -208,6 +203,12 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         suggest = group_cfg.which_broker_when_consume_slowly
     else:
         suggest = group_cfg.broker_id
+    if code == ResponseCode.PULL_OFFSET_MOVED:
+        if slave:  # no correction on a slave (offsetCheckInSlave false): try again where the group says
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            suggest = group_cfg.broker_id
+        else:
+            _offset_moved_event(broker, h, result)
     next_begin_offset = result.next_begin_offset
     if slave and result.status in _CORRECTED_ON_MASTERS_ONLY:
         # nextOffsetCorrection: a slave (offsetCheckInSlave false) keeps the requested offset, so a consumer
