@@ -222,7 +222,7 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand,
 
 
 #: what to store (one message, or a batch), the queue id asked for, the region extFields, and whether the
-#: answer waits for the disk under SYNC_FLUSH (the request's WAIT property is not "false")
+#: answer waits for the disk under SYNC_FLUSH (the request has no WAIT property, or one Java reads as true)
 _Prepared = tuple[Message | MessageBatch, int, dict[str, str], bool]
 
 
@@ -286,7 +286,8 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     born_host = peer_host(conn)
     store_host = broker.store_host
     wait = props.get(PropertyName.WAIT)
-    wait_durable = wait is None or wait.lower() != "false"
+    # MessageExt.isWaitStoreMsgOK: no WAIT is true, else Boolean.parseBoolean ("TRUE" true; "yes", "1" false)
+    wait_durable = wait is None or wait == "true" or (wait != "false" and wait.lower() == "true")
     if batch:
         if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
             return fail(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + topic)

@@ -1,5 +1,6 @@
 """A minimal async producer: route from the name servers, round-robin over the publish queues, send
-(SEND_MESSAGE_V2) and send batches (SEND_BATCH_MESSAGE), with retries on another queue for retriable errors;
+(SEND_MESSAGE_V2) and send batches (SEND_BATCH_MESSAGE), with retries on another queue for retriable errors
+(none for a send to a chosen ``queue_id``, which may be any id the broker takes, as Java's send(msg, mq));
 oneway sends (no answer, no retry) and orderly sends (the queue chosen from a sharding key, never changed).
 
     async with Producer("127.0.0.1:9876", "my-group") as producer:
@@ -235,6 +236,13 @@ def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, st
             raise ClientError(f'{name} of a message to {topic} is no int: For input string: "{value}"') from None
         del properties[name]
     return fields or None
+
+
+def _send_code(properties: Mapping[str, str]) -> int:
+    """The request code of a message with *properties*: SEND_REPLY_MESSAGE_V2 for a reply (MSG_TYPE=reply),
+    whatever way it goes out (MQClientAPIImpl.sendMessage decides so for sync, oneway and selector sends)."""
+    reply = properties.get(PropertyName.MSG_TYPE) == REPLY_MESSAGE_FLAG
+    return _SEND_REPLY_MESSAGE_V2 if reply else _SEND_MESSAGE_V2
 
 
 def _waits_store(message: OutgoingMessage) -> bool:
@@ -856,21 +864,22 @@ class Producer:
         retry_fields = _retry_header_fields(topic, message.properties)
         props = message.property_map(new_uniq_key())
         route, _ = await self.routes.publish_route(topic)
-        queues = RouteCache.publish_queues(topic, route)
-        if queue_id is not None:
-            chosen = [q for q in queues if q.queue_id == queue_id]
+        targets = self._targets_of(topic, route)
+        queues = targets.queues
+        if queue_id is not None:  # any queue id the broker takes, as a send's (see _targets_of)
+            chosen = self._queues_with_id(targets, queue_id)
             if not chosen and queues:  # named as a send names it (see _send)
                 raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
-                                          f"(its queue ids: {sorted({q.queue_id for q in queues})})")
+                                          f"(its queue ids: {sorted(targets.by_queue_id)})")
             queues = chosen
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
         mq = queues[next(self._next_queue) % len(queues)]
-        addr = self._master_addr(route, mq)
+        addr = targets.addrs[mq.broker_name]
         ext = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag,
                            sys_flag).to_ext_fields_v2()
         ext.update(retry_fields or {})
-        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body, oneway=True)
+        request = RemotingCommand.request(_send_code(message.properties), ext, body, oneway=True)
         await self.pool.oneway(addr, request, self.timeout_s)
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
@@ -909,7 +918,7 @@ class Producer:
         header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag, sys_flag)
         ext = header.to_ext_fields_v2()
         ext.update(retry_fields or {})
-        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body)
+        request = RemotingCommand.request(_send_code(message.properties), ext, body)
         addr = self._master_addr(route, mq)
         if began_ms is not None:  # the trace times the request, not the route look-up (see _send)
             began_ms[0] = int(time.time() * 1000)
@@ -928,8 +937,31 @@ class Producer:
         by_queue_id: dict[int, list[MessageQueue]] = {}
         for mq in queues:
             by_queue_id.setdefault(mq.queue_id, []).append(mq)
+        # a send to a chosen queue id (Java's send(msg, mq)) may name any queue its broker takes: 4.9.3's
+        # msgCheck takes an id below max(writeQueueNums, readQueueNums), so a queue past the write queues but
+        # still read is a target of such a send on the brokers the publish queues are on (not of a plain send)
+        have = {(mq.broker_name, mq.queue_id) for mq in queues}
+        for qd in sorted(route.queue_datas, key=attrgetter("broker_name")):
+            if qd.broker_name in addrs:
+                for queue_id in range(max(qd.write_queue_nums, qd.read_queue_nums)):
+                    if (qd.broker_name, queue_id) not in have:
+                        mq = MessageQueue(topic, qd.broker_name, queue_id)
+                        by_queue_id.setdefault(queue_id, []).append(mq)
         targets = self._targets[topic] = _Targets(route, queues, addrs, by_queue_id)
         return targets
+
+    @staticmethod
+    def _queues_with_id(targets: _Targets, queue_id: int) -> list[MessageQueue]:
+        """Where a send to *queue_id* may go (Java's send(msg, mq) sends any id, the broker judges it): the
+        queues with that id (see :meth:`_targets_of`), and for a negative id a queue of each broker the
+        topic's publish queues are on, where the broker picks one of its write queues (4.9.3's
+        SendMessageProcessor: randomQueueId) and answers which."""
+        queues = targets.by_queue_id.get(queue_id)
+        if queues is None and queue_id < 0 and targets.queues:
+            topic = targets.queues[0].topic
+            names = dict.fromkeys(q.broker_name for q in targets.queues)
+            queues = [MessageQueue(topic, name, queue_id) for name in names]
+        return queues or []
 
     def _compressed(self, body: bytes) -> tuple[bytes, int]:
         """(body, sysFlag) as the Java producer's tryToCompressMessage leaves them: a body of
@@ -1031,7 +1063,8 @@ class Producer:
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None,
                     retry_fields: dict[str, str] | None = None) -> SendResult:
-        """Send with retries; *retry_fields* (:func:`_retry_header_fields`') go into every attempt's header.
+        """Send with retries (none for a chosen *queue_id*); *retry_fields* (:func:`_retry_header_fields`') go
+        into every attempt's header.
         *began_ms* (a traced send's): its one item set to the wall-clock ms at which each attempt's request
         starts, so the trace's Pub times the attempt that answered, not the failed ones before it (Java's
         SendMessageTraceHookImpl wraps each sendKernelImpl call)."""
@@ -1046,7 +1079,9 @@ class Producer:
         # none starts once it is spent (a broker that never answers is not waited for once per retry)
         deadline = time.monotonic() + self.timeout_s
         timeout_s = self.timeout_s
-        for attempt in range(self.retry_times + 1):
+        # a chosen queue is sent to once, as Java's send(msg, mq) (one sendKernelImpl, no retry on another
+        # broker): only the plain send retries (sendDefaultImpl's retryTimesWhenSendFailed)
+        for attempt in range(self.retry_times + 1 if queue_id is None else 1):
             if attempt > 0:
                 timeout_s = deadline - time.monotonic()
                 if timeout_s <= 0:
@@ -1065,7 +1100,7 @@ class Producer:
             else:
                 known = True
             targets = self._targets_of(topic, route)
-            queues = targets.queues if queue_id is None else targets.by_queue_id.get(queue_id, [])
+            queues = targets.queues if queue_id is None else self._queues_with_id(targets, queue_id)
             if not queues:
                 if queue_id is not None and targets.queues:
                     raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
