@@ -332,14 +332,14 @@ class Broker:
                   sent: bool = False) -> PutResult:
         """Store one message.  Under SYNC_FLUSH the put runs on the loop without waiting and the answer
         waits for the group commit on a future (:class:`DurableWaits`), as RocketMQ's asyncPutMessage,
-        unless *wait* is False or the message says WAIT=false (the send handler passes the request's WAIT,
+        unless *wait* is False or the message's WAIT is not Java's true (the send handler passes the request's WAIT,
         which it leaves out of the stored properties as RocketMQ does).
         ``apply_delay=False``: see MessageStore.put (the schedule service's deliveries); *sent*: the put of
         a send request (:meth:`count_put`)."""
         store = self.store
         if wait:
             value = message.properties.get(_WAIT)
-            wait = value is None or value.lower() != "false"
+            wait = value is None or value.lower() == "true"  # isWaitStoreMsgOK: Boolean.parseBoolean
         if not store.config.is_sync_flush:
             result = self.put_now(message, apply_delay=apply_delay, sent=sent)
         else:
