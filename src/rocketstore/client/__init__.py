@@ -17,6 +17,7 @@ from rocketstore.client.blocking_push import BlockingLitePullConsumer, BlockingP
 from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, ClientError, NoRouteError, broker_error_for
+from rocketstore.client.group_consumer import ConsumerSettingsError
 from rocketstore.client.lite_pull_consumer import (
     ConsumerNotRunningError,
     LitePullConsumer,
@@ -72,6 +73,7 @@ __all__ = [
     "ConsumeStatus",
     "ConsumedMessage",
     "ConsumerNotRunningError",
+    "ConsumerSettingsError",
     "LitePullConsumer",
     "LitePullConsumerSettings",
     "LocalFileOffsetStore",

@@ -17,7 +17,8 @@ the same messages again with their reconsume count raised; a message past ``max_
 to the retry topic with that count, which the broker turns into a DLQ message.  The handler's OrderlyContext
 may set the pause (``suspend_current_queue_s``; either pause is kept within 0.01 .. 30 s, as 4.9.3's
 submitConsumeRequestLater) and turn ``auto_commit`` off (the batch is consumed but not committed until a
-later successful batch with ``auto_commit`` on commits everything consumed so far).
+later batch returning COMMIT, or successful with ``auto_commit`` on, commits everything consumed so far, or
+one returning ROLLBACK puts all of it back and suspends the queue).
 
 Sync handlers run on a thread pool, async ones on the loop.  Loop-bound.
 """
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 RELOCK_WAIT_S = 3.0
 #: the bounds an orderly queue's suspension is kept within (submitConsumeRequestLater: 10 .. 30000 ms)
 SUSPEND_MIN_S, SUSPEND_MAX_S = 0.01, 30.0
+#: the statuses only an orderly handler with auto_commit off acts on (ConsumeOrderlyStatus COMMIT, ROLLBACK)
+_ORDERLY_ONLY = frozenset({ConsumeStatus.COMMIT, ConsumeStatus.ROLLBACK})
 
 
 class Consumption:
@@ -119,8 +122,11 @@ class Consumption:
     # --- calling the handler -----------------------------------------------------------------------------
 
     async def call_handler(self, messages: list[ConsumedMessage], topic: str) -> ConsumeStatus:
-        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER.  The call
-        counts in the consumer's figures for *topic* (the queue's topic, a retry topic for retries)."""
+        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER, but for an
+        orderly handler's COMMIT and ROLLBACK with ``auto_commit`` off (on, they are CONSUME_SUCCESS, as
+        4.9.3's processConsumeResult takes them).  The call counts in the consumer's figures for *topic* (the
+        queue's topic, a retry topic for retries); COMMIT and ROLLBACK count neither consumed nor failed
+        messages, as in 4.9.3."""
         self.calls += 1
         began = time.monotonic()
         try:
@@ -128,12 +134,26 @@ class Consumption:
         except Exception:
             log.exception("handler of group %s failed on %d message(s)", self.pc.group, len(messages))
             result = None
+        context = current_context()
         status = ConsumeStatus.CONSUME_SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else \
             ConsumeStatus.RECONSUME_LATER
-        context = current_context()
-        ok = 0 if status is not ConsumeStatus.CONSUME_SUCCESS else \
-            context.acked(len(messages)) if isinstance(context, ConcurrentlyContext) else len(messages)
-        self.pc.stats.consumed(topic, (time.monotonic() - began) * 1000, ok, len(messages) - ok)
+        if isinstance(result, str) and result in _ORDERLY_ONLY:
+            if not isinstance(context, OrderlyContext):
+                log.warning("handler of group %s returned %s, which only an orderly handler may: taken as %s",
+                            self.pc.group, result, status)
+            elif context.auto_commit:
+                log.warning("handler of group %s returned %s with auto_commit on at %s: taken as %s",
+                            self.pc.group, result, context.message_queue, ConsumeStatus.CONSUME_SUCCESS)
+                status = ConsumeStatus.CONSUME_SUCCESS
+            else:
+                status = ConsumeStatus(result)
+        ok = failed = 0
+        if status is ConsumeStatus.CONSUME_SUCCESS:
+            ok = context.acked(len(messages)) if isinstance(context, ConcurrentlyContext) else len(messages)
+            failed = len(messages) - ok
+        elif status is ConsumeStatus.RECONSUME_LATER:
+            failed = len(messages)
+        self.pc.stats.consumed(topic, (time.monotonic() - began) * 1000, ok, failed)
         return status
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
@@ -166,6 +186,10 @@ class Consumption:
                 outcome = CMResult.RETURN_NULL
             elif result == ConsumeStatus.CONSUME_SUCCESS:
                 outcome = CMResult.SUCCESS
+            elif self.pc.orderly and result == ConsumeStatus.COMMIT:  # the orderly service's CR_COMMIT
+                outcome = CMResult.COMMIT
+            elif self.pc.orderly and result == ConsumeStatus.ROLLBACK:
+                outcome = CMResult.ROLLBACK
             else:
                 outcome = CMResult.LATER
         # an orderly handler's auto_commit is reported back (the orderly service's consumeMessageDirectly)
@@ -285,11 +309,19 @@ class Consumption:
                 context = OrderlyContext(pq.mq)
                 with handler_context(context):
                     status = await self.call_handler(messages, pq.mq.topic)
-                again = [] if status is ConsumeStatus.CONSUME_SUCCESS else await self._check_reconsume_times(messages)
+                if status is ConsumeStatus.ROLLBACK:  # everything consumed since the last commit, again
+                    pq.rollback()
+                    suspend = True
+                    again = []
+                elif status is ConsumeStatus.RECONSUME_LATER:
+                    again = await self._check_reconsume_times(messages)
+                else:
+                    again = []
                 if again:
                     pq.put_back(again)
                     suspend = True
-                elif context.auto_commit:  # auto_commit off: consumed, but the offset stays before them
+                elif not suspend and (context.auto_commit or status is ConsumeStatus.COMMIT):
+                    # auto_commit off: consumed, but the offset stays before them until a COMMIT
                     offset = pq.commit()
                     if offset >= 0 and not pq.dropped:
                         pc.offsets.update(pq.mq, offset, increase_only=False)

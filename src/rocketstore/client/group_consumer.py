@@ -4,7 +4,10 @@ part RocketMQ keeps in MQClientInstance and RebalanceImpl, shared by :class:`Pus
 
 * The topics' routes (re-read every ``route_refresh_interval_s``) and the brokers they name.
 * Heartbeats to those brokers, slaves too (as 4.9.3's sendHeartbeatToAllBroker for a client with
-  consumers), with the group's subscriptions (CHECK_CLIENT_CONFIG first for SQL92 ones, masters only).
+  consumers), with the group's subscriptions (CHECK_CLIENT_CONFIG first for SQL92 ones, masters only) and
+  the inner producer's group CLIENT_INNER_PRODUCER, unregistered after the group at shutdown, as a Java
+  client's; so a broker may push a RequestProducer's replies to a consumer of the same client id, which
+  hands them over.
 * Rebalance: every ``rebalance_interval_s`` and at once when a broker sends NOTIFY_CONSUMER_IDS_CHANGED,
   each member takes its share of a topic's sorted queues among the group's sorted client ids
   (CLUSTERING, by the ``allocate_strategy`` setting: :func:`allocate_averagely` unless another of
@@ -41,6 +44,7 @@ from rocketstore.client.offset_store import (
     default_offset_dir,
 )
 from rocketstore.client.process_queue import wait_event
+from rocketstore.client.producer import CLIENT_INNER_PRODUCER_GROUP
 from rocketstore.client.push_types import (
     RETRY_GROUP_TOPIC_PREFIX,
     ConsumeFromWhere,
@@ -48,18 +52,19 @@ from rocketstore.client.push_types import (
     local_ip,
     new_instance_name,
 )
-from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.client.request_producer import deliver_reply
+from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import MASTER_ID, ConsumerData, HeartbeatData, SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
-from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader
+from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader, UnregisterClientRequestHeader
 from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
 
-__all__ = ["GroupConsumer", "GroupSettings", "resolve_settings"]
+__all__ = ["ConsumerSettingsError", "GroupConsumer", "GroupSettings", "resolve_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +103,27 @@ class GroupSettings:
     allocate_strategy: AllocateStrategy = allocate_averagely
 
     def check(self) -> None:
-        """Raise ValueError for a value out of range (the subclasses' fields)."""
+        """Raise :class:`ConsumerSettingsError` for a value out of range (the subclasses' fields)."""
+
+    def check_range(self, name: str, low: float, high: float, java_name: str, *, off: int | None = None,
+                    unit: float = 1) -> None:
+        """ConsumerSettingsError unless setting *name* is within *low* .. *high* times *unit* (or is *off*):
+        the range 4.9.3's checkConfig keeps *java_name* within (in Java's unit; *unit* of ours make one)."""
+        value = getattr(self, name)
+        if value == off or low * unit <= value <= high * unit:
+            return
+        java = f"{java_name} Out of range [{low:g}, {high:g}]" + ("" if off is None else f" or {off}")
+        ours = f"[{_number(low * unit)}, {_number(high * unit)}]" + ("" if off is None else f" or {off}")
+        raise ConsumerSettingsError(f"{name} out of range {ours}: {value!r} (4.9.3: {java})")
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+class ConsumerSettingsError(ClientError, ValueError):
+    """A consumer setting out of the range 4.9.3's checkConfig allows (MQClientException at start there);
+    raised when the consumer is made.  A ValueError too, as the settings' other checks raise."""
 
 
 S = TypeVar("S", bound=GroupSettings)
@@ -221,9 +246,19 @@ class GroupConsumer:
                 loop.create_task(self._rebalance_loop())]
 
     async def _unregister_all(self) -> None:
+        """UNREGISTER_CLIENT for the group, then for CLIENT_INNER_PRODUCER, to every broker: 4.9.3's shutdown
+        unregisters the consumer, then MQClientInstance.shutdown its inner producer."""
         for addr in self._all_broker_addrs():
-            await self.quietly(f"unregister from {addr}", group_requests.unregister(
-                self.consumer.pool, addr, self.client_id, self.group, self.settings.timeout_s))
+            await self.quietly(f"unregister from {addr}", self._unregister(addr))
+
+    async def _unregister(self, addr: str) -> None:
+        """The group, then CLIENT_INNER_PRODUCER (not tried once the first failed: one log line a broker)."""
+        await group_requests.unregister(self.consumer.pool, addr, self.client_id, self.group,
+                                        self.settings.timeout_s)
+        ext = UnregisterClientRequestHeader(client_id=self.client_id,
+                                            producer_group=CLIENT_INNER_PRODUCER_GROUP).to_ext_fields()
+        request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext)
+        check(await self.consumer.pool.request(addr, request, self.settings.timeout_s))
 
     async def _every(self, interval_s: float, fn: Callable[[], Awaitable[None]]) -> None:
         while not self.stopping:
@@ -249,6 +284,11 @@ class GroupConsumer:
                     f"The Consumer Group <{header.consumer_group}> not exist in this consumer"))
             body = self.running_info(jstack=header.jstack_enable).encode()
             return request.make_response(ResponseCode.SUCCESS, body=body)
+        if request.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT:
+            # the heartbeats register CLIENT_INNER_PRODUCER under this client id, so a broker may push the
+            # replies of a RequestProducer of the same instance name here (Java: one MQClientInstance
+            # serves both)
+            return deliver_reply(request)
         return await self._serve_more(request)
 
     async def _serve_more(self, request: RemotingCommand) -> RemotingCommand | None:
@@ -317,9 +357,12 @@ class GroupConsumer:
         return self.settings.consume_from_where
 
     def heartbeat_data(self) -> HeartbeatData:
+        """HEART_BEAT's body: the group's consumer data and, in producerDataSet, CLIENT_INNER_PRODUCER:
+        4.9.3's MQClientInstance registers its inner producer at start and prepareHeartbeatData lists it
+        whatever else the instance holds."""
         consumer = ConsumerData(self.group, self.consume_type, str(self.settings.message_model),
                                 str(self._announced_from_where()), tuple(self.subscriptions.values()))
-        return HeartbeatData(self.client_id, (), (consumer,))
+        return HeartbeatData(self.client_id, (CLIENT_INNER_PRODUCER_GROUP,), (consumer,))
 
     async def _forget_offline_brokers(self) -> None:
         """4.9.3's cleanOfflineBroker: a broker address (master or slave) that no route of this consumer's

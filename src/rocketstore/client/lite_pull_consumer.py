@@ -53,7 +53,12 @@ from enum import Enum
 from rocketstore.client.consumer import MessageSelector, subscription_for
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
-from rocketstore.client.group_consumer import GroupConsumer, GroupSettings, resolve_settings
+from rocketstore.client.group_consumer import (
+    ConsumerSettingsError,
+    GroupConsumer,
+    GroupSettings,
+    resolve_settings,
+)
 from rocketstore.client.process_queue import ProcessQueue, wait_event
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
@@ -100,11 +105,12 @@ class LitePullConsumerSettings(GroupSettings):
     def check(self) -> None:
         for name in ("pull_batch_size", "pull_threshold_for_queue", "pull_threshold_for_all"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ConsumerSettingsError(f"{name} must be at least 1")
         if self.auto_commit_interval_s < 1.0:
-            raise ValueError("auto_commit_interval_s must be at least 1 s (autoCommitIntervalMillis' minimum)")
+            raise ConsumerSettingsError(
+                "auto_commit_interval_s must be at least 1 s (autoCommitIntervalMillis' minimum)")
         if self.topic_metadata_check_interval_s <= 0:
-            raise ValueError("topic_metadata_check_interval_s must be positive")
+            raise ConsumerSettingsError("topic_metadata_check_interval_s must be positive")
 
 
 class _Mode(Enum):

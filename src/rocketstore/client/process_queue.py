@@ -137,6 +137,10 @@ class ProcessQueue:
         self._freed.set()
         return offset
 
+    def rollback(self) -> None:
+        """Orderly: everything consumed but not committed goes back, to be consumed again as it was."""
+        self.put_back(list(self.consuming.values()))
+
     def put_back(self, messages: Iterable[ConsumedMessage]) -> None:
         """Orderly: consume these (updated) messages again, before anything newer."""
         again = {m.queue_offset: m for m in messages if self.consuming.pop(m.queue_offset, None) is not None}

@@ -53,7 +53,12 @@ from rocketstore.client import group_requests
 from rocketstore.client.consume import Consumption
 from rocketstore.client.consumer import MessageSelector, subscription_for
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.group_consumer import GroupConsumer, GroupSettings, resolve_settings
+from rocketstore.client.group_consumer import (
+    ConsumerSettingsError,
+    GroupConsumer,
+    GroupSettings,
+    resolve_settings,
+)
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler, retry_topic
@@ -133,18 +138,22 @@ class PushConsumerSettings(GroupSettings):
     trace_topic: str | None = None
 
     def check(self) -> None:
-        for name in ("consume_batch_size", "pull_batch_size", "consume_concurrency", "pull_threshold_for_queue"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if self.pull_interval_s < 0:
-            raise ValueError("pull_interval_s must not be negative")
-        for name in ("pull_threshold_for_topic", "pull_threshold_bytes_for_topic"):
-            if getattr(self, name) < -1 or getattr(self, name) == 0:
-                raise ValueError(f"{name} must be -1 (off) or at least 1")
+        """DefaultMQPushConsumerImpl.checkConfig's ranges (ConsumerSettingsError), and ours for the rest."""
+        self.check_range("consume_concurrency", 1, 1000, "consumeThreadMin/consumeThreadMax")
+        self.check_range("consume_max_span", 1, 65535, "consumeConcurrentlyMaxSpan")
+        self.check_range("pull_threshold_for_queue", 1, 65535, "pullThresholdForQueue")
+        self.check_range("pull_threshold_for_topic", 1, 6553500, "pullThresholdForTopic", off=-1)
+        # Java counts these two in MiB
+        self.check_range("pull_threshold_bytes_for_queue", 1, 1024, "pullThresholdSizeForQueue", unit=1 << 20)
+        self.check_range("pull_threshold_bytes_for_topic", 1, 102400, "pullThresholdSizeForTopic", off=-1,
+                         unit=1 << 20)
+        self.check_range("pull_interval_s", 0, 65535, "pullInterval", unit=0.001)  # Java: ms
+        self.check_range("consume_batch_size", 1, 1024, "consumeMessageBatchMaxSize")
+        self.check_range("pull_batch_size", 1, 1024, "pullBatchSize")
         if not self.consume_timeout_s > 0:
-            raise ValueError("consume_timeout_s must be positive")
+            raise ConsumerSettingsError("consume_timeout_s must be positive")
         if self.max_reconsume_times < -1:
-            raise ValueError("max_reconsume_times must be -1 (the default) or at least 0")
+            raise ConsumerSettingsError("max_reconsume_times must be -1 (the default) or at least 0")
 
     def reconsume_limit(self) -> int:
         """The effective max_reconsume_times (Java's getMaxReconsumeTimes of each consume service): -1 is 16
@@ -190,6 +199,9 @@ class PushConsumer(GroupConsumer):
             self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._resets: set[asyncio.Task[None]] = set()
+        #: broker name -> (the first error, the queues) of queues given up whose offsets could not be
+        #: committed: logged as one line per broker once the rebalance (or reset) that gave them up is done
+        self._uncommitted: dict[str, tuple[Exception, list[MessageQueue]]] = {}
         #: the settings flow control applies: the per-queue thresholds as the topic thresholds make them
         self._flow_settings = settings
         #: suspend() .. resume(): no queue is pulled
@@ -370,15 +382,18 @@ class PushConsumer(GroupConsumer):
     # --- rebalance ------------------------------------------------------------------------------------
 
     async def rebalance(self) -> None:
-        await super().rebalance()
-        async with self._rebalance_lock:  # truncateMessageQueueNotMyTopic
-            for mq, pq in list(self.process_queues.items()):
-                if mq.topic not in self.subscriptions and not self.stopping:
-                    pq.dropped = True
-                    pq.wake()
-                    if await self._release(mq, pq):
-                        del self.process_queues[mq]
-            self._apply_topic_thresholds()
+        try:
+            await super().rebalance()
+            async with self._rebalance_lock:  # truncateMessageQueueNotMyTopic
+                for mq, pq in list(self.process_queues.items()):
+                    if mq.topic not in self.subscriptions and not self.stopping:
+                        pq.dropped = True
+                        pq.wake()
+                        if await self._release(mq, pq):
+                            del self.process_queues[mq]
+                self._apply_topic_thresholds()
+        finally:
+            self._log_uncommitted()
 
     def _apply_topic_thresholds(self) -> None:
         """RebalancePushImpl.messageQueueChanged: a topic threshold, divided among the queues held."""
@@ -469,12 +484,12 @@ class PushConsumer(GroupConsumer):
             except TimeoutError:
                 return False
             try:
-                await self._persist_one(mq)
+                await self._persist_released(mq)
                 await self._unlock([mq])
             finally:
                 pq.consume_lock.release()
         else:
-            await self._persist_one(mq)
+            await self._persist_released(mq)
         self.consumption.queue_removed(pq)
         self.offsets.remove(mq)
         log.info("%s gave up %s", self.client_id, mq)
@@ -508,6 +523,7 @@ class PushConsumer(GroupConsumer):
                 else:
                     await self._persist_one(mq)
                 log.info("%s reset %s to offset %d", self.client_id, mq, offset)
+            self._log_uncommitted()
         self._rebalance_wanted.set()
 
     def offset_table(self, topic: str | None = None) -> dict[QueueKey, int]:
@@ -528,6 +544,21 @@ class PushConsumer(GroupConsumer):
 
     async def _persist_one(self, mq: MessageQueue) -> None:
         await self.quietly(f"commit offset of {mq}", self.offsets.persist([mq]))
+
+    async def _persist_released(self, mq: MessageQueue) -> None:
+        """Commit the offset of a queue being given up; a failure is noted for :meth:`_log_uncommitted` (a
+        broker gone fails every queue of it: one line for them all, not one per queue)."""
+        try:
+            await self.offsets.persist([mq])
+        except (RocketStoreError, OSError) as exc:
+            self._uncommitted.setdefault(mq.broker_name, (exc, []))[1].append(mq)
+
+    def _log_uncommitted(self) -> None:
+        failures, self._uncommitted = self._uncommitted, {}
+        for broker_name, (exc, mqs) in sorted(failures.items()):
+            queues = ", ".join(f"{mq.topic}:{mq.queue_id}" for mq in mqs)
+            log.warning("%s: the offsets of %d queue(s) of broker %s given up were not committed (%s): %s",
+                        self.group, len(mqs), broker_name, queues, exc)
 
     # --- locks (orderly clustering) ----------------------------------------------------------------------
 

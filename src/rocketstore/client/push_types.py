@@ -69,9 +69,21 @@ class ConsumeFromWhere(StrEnum):
 
 
 class ConsumeStatus(StrEnum):
+    """What a handler returns: ConsumeConcurrentlyStatus's two values, which an orderly handler returns for
+    ConsumeOrderlyStatus's SUCCESS and SUSPEND_CURRENT_QUEUE_A_MOMENT, and the orderly COMMIT and ROLLBACK
+    (deprecated in 4.9.3, still served).  COMMIT and ROLLBACK mean something only to an orderly handler that
+    turned ``auto_commit`` off; with it on they count as CONSUME_SUCCESS (4.9.3 logs that it takes them for
+    an acknowledgement), and a concurrent handler's count as RECONSUME_LATER."""
+
     CONSUME_SUCCESS = "CONSUME_SUCCESS"
     #: concurrently: send the messages back for a delayed retry; orderly: retry them here after a pause
     RECONSUME_LATER = "RECONSUME_LATER"
+    #: orderly, ``auto_commit`` off: this batch is consumed and the queue's offset committed past everything
+    #: consumed so far
+    COMMIT = "COMMIT"
+    #: orderly, ``auto_commit`` off: everything consumed since the last commit, this batch included, is put
+    #: back and handled again (reconsume counts unchanged) after the queue's suspension
+    ROLLBACK = "ROLLBACK"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +165,9 @@ class OrderlyContext:
     ConsumeOrderlyContext); read it with :func:`current_context` inside the handler.
 
     * ``auto_commit``: True (the default) commits the queue's offset after each CONSUME_SUCCESS; False
-      leaves the batch consumed but uncommitted (the offset stays before it) until a later batch succeeds
-      with ``auto_commit`` True, which commits everything consumed until then.
+      leaves the batch consumed but uncommitted (the offset stays before it) until a later batch returns
+      COMMIT, or succeeds with ``auto_commit`` True, which commits everything consumed until then; or
+      until one returns ROLLBACK, which puts everything consumed since the last commit back.
     * ``suspend_current_queue_s``: after RECONSUME_LATER, the pause before the queue's messages are handled
       again; None (the default) is the consumer's ``suspend_current_queue_s``.  Either is kept within
       0.01 .. 30 s, as 4.9.3 keeps suspendCurrentQueueTimeMillis within 10 .. 30000 ms.

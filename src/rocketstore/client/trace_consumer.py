@@ -53,6 +53,10 @@ def sub_before_context(group: str, messages: list[ConsumedMessage], request_id: 
     return TraceContext(TraceType.SubBefore, timestamp_ms, region, group, request_id=request_id, beans=tuple(beans))
 
 
+#: the handler results traced with returnType SUCCESS: 4.9.3's orderly service leaves its SUCCESS default for
+#: COMMIT and ROLLBACK too (and traces success for SUCCESS and COMMIT)
+_SUCCESS_RETURNS = frozenset({ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.COMMIT, ConsumeStatus.ROLLBACK})
+
 class TracedConsumption(Consumption):
     """Consumption whose handler calls are traced to *dispatcher*.  Loop-bound."""
 
@@ -79,8 +83,8 @@ class TracedConsumption(Consumption):
         cost_ms = (_now_ms() - began_ms) // max(1, len(messages))
         self.dispatcher.append(TraceContext(
             TraceType.SubAfter, _now_ms(), before.region_id, before.group, cost_time_ms=cost_ms,
-            success=status is ConsumeStatus.CONSUME_SUCCESS, request_id=before.request_id,
-            context_code=int(outcome), beans=before.beans))
+            success=status is ConsumeStatus.CONSUME_SUCCESS or status is ConsumeStatus.COMMIT,
+            request_id=before.request_id, context_code=int(outcome), beans=before.beans))
         return status
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
@@ -93,6 +97,6 @@ class TracedConsumption(Consumption):
             raise
         if key in self._outcomes:  # not a directly consumed message (those are not traced)
             self._outcomes[key] = (ConsumeReturnType.RETURNNULL if result is None else
-                                   ConsumeReturnType.SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else
+                                   ConsumeReturnType.SUCCESS if result in _SUCCESS_RETURNS else
                                    ConsumeReturnType.FAILED)
         return result
