@@ -53,20 +53,17 @@ def _write_text_atomically(path: str, text: str) -> None:
     os.makedirs(directory, exist_ok=True)
     data = text.encode("utf-8")
     tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
     try:
-        with open(path, "rb") as fh:
-            previous = fh.read()
-    except FileNotFoundError:
-        previous = None
-    if previous:
-        # the fallback copy only; *path* itself is replaced atomically below and never goes missing
-        with open(path + ".bak", "wb") as fh:
-            fh.write(previous)
-    os.replace(tmp, path)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _keep_previous(path)
+        os.replace(tmp, path)
+    except BaseException:
+        # a full disk (ENOSPC) fails the write part way: the partial file would hold space the store needs
+        _unlink_quietly(tmp)
+        raise
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -77,3 +74,42 @@ def _write_text_atomically(path: str, text: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _keep_previous(path: str) -> None:
+    """Make ``<path>.bak`` the current *path* (when it has content), whole or not at all: the file itself is
+    linked under a staging name and renamed over the old ``.bak``, which takes no space, so a full disk or a
+    crash never leaves a truncated ``.bak`` (RocketMQ's string2File rewrites the .bak in place, which can).
+    Where hard links are refused (or *path* is a symbolic link), the content is copied to the staging name."""
+    try:
+        if os.path.getsize(path) == 0:
+            return
+    except FileNotFoundError:
+        return
+    staged = path + ".bak.tmp"
+    _unlink_quietly(staged)
+    try:
+        if os.path.islink(path) or not _hard_link(path, staged):
+            with open(path, "rb") as fh:
+                previous = fh.read()
+            with open(staged, "wb") as fh:
+                fh.write(previous)
+        os.replace(staged, path + ".bak")
+    except BaseException:
+        _unlink_quietly(staged)
+        raise
+
+
+def _hard_link(path: str, link: str) -> bool:
+    try:
+        os.link(path, link)
+    except OSError:  # no hard links on this file system (or across devices)
+        return False
+    return True
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -2,8 +2,10 @@
 
 RocketMQ's ConfigManager writes ``<file>.tmp``, keeps the previous file as ``<file>.bak`` and renames; it
 reads the ``.bak`` when the main file is missing or unreadable.  We write ``.tmp`` + fsync + rename (+ a
-directory fsync) so the file is always whole, copy the previous content to ``.bak``, and read with :func:`rocketstore.remoting.fastjson.loads`
-so files a Java broker wrote (bare integer keys, pretty printed) load too.
+directory fsync) so the file is always whole, keep the previous file whole as ``.bak`` (a hard link renamed
+into place: no copy that a full disk could cut short), and read with
+:func:`rocketstore.remoting.fastjson.loads` so files a Java broker wrote (bare integer keys, pretty printed)
+load too.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ Layout (big-endian longs)::
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import struct
 
@@ -17,6 +19,8 @@ __all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_LAYOUT", "Checkpoint"]
 
 CHECKPOINT_LAYOUT = struct.Struct(">qqq")
 CHECKPOINT_BYTES = 4096
+
+log = logging.getLogger(__name__)
 
 
 class Checkpoint:
@@ -50,5 +54,12 @@ class Checkpoint:
         try:
             os.pwrite(fd, page, 0)
             os.fdatasync(fd)
+        except OSError as exc:
+            # A full disk fails the first write of the file (its page is not allocated yet): the checkpoint
+            # only shortens abnormal recovery's walk (missing or older, recovery walks more, loses nothing),
+            # so this is no reason to fence the store; the next flush writes it again.
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            log.warning("cannot write the checkpoint %s: %s", self.path, exc)
         finally:
             os.close(fd)

@@ -174,6 +174,8 @@ class MessageStore:
         self._reader = StoreReader(config, self._commitlog, self._queues, self._index, self._memory_for_hot_bytes)
         self._threads = StoreThreads(config, self._commitlog, self._queues, self._checkpoint, self._dispatcher,
                                      self._cleaner, fence=self._fence, update_refuse_writes=self._update_refuse_writes)
+        if self._dispatcher.io_error is not None:
+            self._update_refuse_writes()  # opened on a full disk: refused until the dispatcher can write again
         if self._writable:
             with open(self._abort_path, "wb"):
                 pass
@@ -228,6 +230,10 @@ class MessageStore:
                 index_safe=cfg.message_index_safe, progress=progress)
             self._rebuild_queue_offsets()
             self._dispatcher.reput_offset = max(self._queues.max_physic_offset(), self._commitlog.min_offset)
+            stopped_at = self.recovery.redispatch_stopped_at
+            if stopped_at is not None:  # a full disk: the dispatcher builds the rest once it can write
+                self._dispatcher.reput_offset = max(min(self._dispatcher.reput_offset, stopped_at),
+                                                    self._commitlog.min_offset)
             self._dispatcher.dispatch_available()
             self._rebuild_queue_offsets()
             self._cleaner = Cleaner(self._commitlog, self._queues, self._index,
@@ -250,6 +256,10 @@ class MessageStore:
         for cq in self._queues:
             table[(cq.topic, cq.queue_id)] = cq.max_offset
             cq.correct_min_offset(min_offset)
+        # records recovery could not dispatch (a full disk) hold queue offsets their queues do not show yet
+        for key, end in (self.recovery.undispatched_queue_ends or {}).items():
+            if table.get(key, 0) < end:
+                table[key] = end
         self._commitlog.queue_offsets = table
 
     def _dispatched_offset(self) -> int:

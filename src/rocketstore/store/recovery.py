@@ -19,7 +19,7 @@ import logging
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -74,6 +74,12 @@ class RecoveryReport:
     #: clean shutdown a sign that commitlog segments were lost; after a crash, entries the walk found no
     #: record for are dropped before and not counted here)
     dropped_queue_entries: int = 0
+    #: where abnormal recovery stopped re-dispatching because consume-queue or index files could not be
+    #: written (a full disk), or None: the store's dispatcher goes on from there once it can
+    redispatch_stopped_at: int | None = None
+    #: with ``redispatch_stopped_at``: the next queue offset of each queue with records from there on (the
+    #: consume queues do not hold them yet, and new puts must not take their queue offsets again)
+    undispatched_queue_ends: dict[tuple[str, int], int] | None = field(default=None, compare=False, repr=False)
 
 
 def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bool) -> tuple[str, int, str]:
@@ -422,17 +428,58 @@ class _Redispatch:
 
 
 def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, dispatcher: Dispatcher,
-                      progress: Callable[[int], None] | None = None) -> tuple[int, int, str | None]:
+                      progress: Callable[[int], None] | None = None,
+                      ) -> tuple[int, int, str | None, tuple[int, dict[tuple[str, int], int]] | None]:
     """Abnormal recovery's walk from segment *start_index*: ``scan_valid_end``'s checks, a chunk of records
     at a time (recovery_scan), with consume queues and index brought in line with every valid record
-    (``_Redispatch``).  Returns (valid end offset, records, why it stopped)."""
+    (``_Redispatch``).  Returns (valid end offset, records, why it stopped, None or (where re-dispatch
+    stopped, the next queue offset of each queue with records from there on)).
+
+    A consume-queue or index file that cannot be written (ENOSPC: the disk is full) stops the re-dispatch
+    at the first record of the chunk that failed, not the walk: the valid end is still found, the store
+    opens, and its dispatcher builds the rest (its entries are idempotent) once it can write, as 4.9.3's
+    recovery logs the failed writes and goes on.  The dispatcher's ``io_error`` is set meanwhile."""
     files = commitlog.files.files
     if not files:
-        return 0, 0, None
+        return 0, 0, None, None
     redo = _Redispatch(dispatcher, dispatcher.queues, files[start_index].start_offset, files)
-    end, records, reason = _walk_chunks(files, start_index, check_crc, redo.feed, progress)
+    stopped_at: int | None = None
+    queue_ends: dict[tuple[str, int], int] = {}
+
+    def feed(reader: SegmentReader, chunk: Chunk, base: int) -> None:
+        nonlocal stopped_at
+        if stopped_at is None:
+            try:
+                redo.feed(reader, chunk, base)
+                return
+            except OSError as exc:
+                stopped_at = base + int(chunk.start[0])
+                dispatcher.io_error = exc
+                log.error("recovery: cannot write consume queue or index from commitlog offset %d on (%s); the "
+                          "dispatcher builds them once it can", stopped_at, exc)
+        _tally_queue_ends(reader, chunk, redo, queue_ends)
+
+    end, records, reason = _walk_chunks(files, start_index, check_crc, feed, progress)
     redo.finish()
-    return end, records, reason
+    return end, records, reason, None if stopped_at is None else (stopped_at, queue_ends)
+
+
+def _tally_queue_ends(reader: SegmentReader, chunk: Chunk, redo: _Redispatch,
+                      ends: dict[tuple[str, int], int]) -> None:
+    """Note in *ends* the next queue offset of each queue with a queued record in *chunk* (only walked after
+    re-dispatch stopped: a full disk, rare)."""
+    if not len(chunk):
+        return
+    tids = reader.topic_ids(chunk, redo.topics, redo.names).tolist()
+    tx = (chunk.sys_flag & SysFlag.TRANSACTION_MASK).tolist()
+    names = redo.names
+    for tid, queue_id, queue_offset, t in zip(tids, chunk.queue_id.tolist(), chunk.queue_offset.tolist(), tx):
+        name = names[tid]
+        if name is None or not (t == SysFlag.TRANSACTION_NOT_TYPE or t == SysFlag.TRANSACTION_COMMIT_TYPE):
+            continue
+        key = (name, queue_id)
+        if ends.get(key, 0) <= queue_offset:
+            ends[key] = queue_offset + 1
 
 
 def _walk_chunks(files: list[MappedFile], start_index: int, check_crc: bool,
@@ -527,8 +574,9 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
         # Entries for records from the start segment on are checked against the commitlog (a torn page can
         # leave an entry with a plausible but wrong size) and rebuilt from the first that disagrees; entries
         # before it were durable when the checkpoint was written.
-        end, records, reason = scan_and_dispatch(commitlog, start, check_crc, dispatcher, progress)
+        end, records, reason, stopped = scan_and_dispatch(commitlog, start, check_crc, dispatcher, progress)
     else:
+        stopped = None
         end, records, reason = _walk_chunks(files, start, check_crc, None, progress)
     # bytes after `end` that held anything: what the cut discards
     truncated = 0
@@ -548,4 +596,4 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     if reason:
         log.warning("recovery stopped at commitlog offset %d: %s", end, reason)
     return RecoveryReport(abnormal, files[start].start_offset if files else 0, end, truncated, records, reason,
-                          dropped)
+                          dropped, *((None, None) if stopped is None else (min(stopped[0], end), stopped[1])))
