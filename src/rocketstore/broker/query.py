@@ -42,12 +42,13 @@ def register(router: RequestRouter, broker: Broker) -> None:
         max_num = broker.store.config.default_query_max_num if h.unique_key_query else h.max_num
         result = await broker.run_blocking(broker.store.query, h.topic, h.key, max_num, h.begin_timestamp_ms,
                                            h.end_timestamp_ms)
-        if not result.messages:
-            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
-                                         remark="can not find message, maybe time range not correct")
+        # the header goes with a not-found answer too (0 and 0 when no index entry matched), as in 4.9.3
         ext = QueryMessageResponseHeader(
             index_last_update_timestamp_ms=result.index_last_update_timestamp,
             index_last_update_commit_log_offset=result.index_last_update_phy_offset).to_ext_fields()
+        if not result.messages:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND, ext_fields=ext,
+                                         remark="can not find message, maybe time range not correct")
         return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
                                      body=b"".join(raw_record(m) for m in result.messages))
 
