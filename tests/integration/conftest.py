@@ -4,11 +4,23 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from cpp2_driver import cpp2_lib  # noqa: F401 - the session fixture of the C++ 2.x client transaction tests
+from local_cluster import LocalCluster
 from ons_driver import ons_client  # noqa: F401 - the session fixture of the ali-ons (Node client) tests
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    """A name server and a broker on 127.0.0.1 with its store in tmp_path/store, for one test (a module that
+    needs another set-up defines a ``cluster`` fixture of its own)."""
+    with LocalCluster(tmp_path / "store") as c:
+        yield c

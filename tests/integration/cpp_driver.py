@@ -117,6 +117,18 @@ def messages(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in seen if "body" in s]
 
 
+def consume_messages(args: list[str], home: Path, count: int, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    """Run the ``consume`` runner with *args* until it has been pushed *count* messages, stop it, and return its
+    delivery lines (all of them: more than *count* if more came)."""
+    consumer = Runner(args, home)
+    try:
+        consumer.collect_until(lambda seen: len(messages(seen)) >= count, timeout_s, f"{count} pushed messages")
+        consumer.stop()
+    finally:
+        consumer.kill()
+    return messages(consumer.seen)
+
+
 def collect_all_until(runners: list[Runner], predicate: Any, timeout_s: float, what: str) -> None:
     """Gather the lines of several runners until ``predicate([runner.seen, ...])`` holds."""
     deadline = time.monotonic() + timeout_s

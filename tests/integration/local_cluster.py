@@ -17,13 +17,17 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from rocketstore.broker import Broker, BrokerConfig
-from rocketstore.client import PullConsumer
+from rocketstore.client import Producer, PullConsumer, SendResult, SessionCredentials
 from rocketstore.client.admin import AdminClient
+from rocketstore.client.errors import BrokerError
+from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.record import StoredMessage
 from rocketstore.namesrv import NameServer
+from rocketstore.remoting.codes import RequestCode
+from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.tls import TlsConfig
-from rocketstore.remoting.transport import new_event_loop, run
-from rocketstore.store.config import StoreConfig
+from rocketstore.remoting.transport import ConnectionPool, new_event_loop, run
+from rocketstore.store.config import BrokerRole, StoreConfig
 
 T = TypeVar("T")
 
@@ -62,6 +66,38 @@ def acl_home(directory: Path, plain_acl_yml: str) -> Path:
     (directory / "conf").mkdir(parents=True, exist_ok=True)
     (directory / "conf" / "plain_acl.yml").write_text(plain_acl_yml, encoding="utf-8")
     return directory
+
+
+#: the two accounts of :func:`edited_topic_acl`: an application's and an admin's
+ACL_APP = SessionCredentials("rocketstore-app", "s3cret-key-1")
+ACL_ADMIN = SessionCredentials("rocketstore-adm", "s3cret-key-2")
+
+
+def edited_topic_acl(perm: str, white: str = "") -> str:
+    """A plain_acl.yml: *white* (a globalWhiteRemoteAddresses entry, or nothing), ACL_APP allowed *perm* on
+    EditedTopic (and PUB|SUB on TBW102, nothing else by default), ACL_ADMIN an admin."""
+    return f"""\
+{white}accounts:
+  - accessKey: {ACL_APP.access_key}
+    secretKey: {ACL_APP.secret_key}
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - EditedTopic={perm}
+      - TBW102=PUB|SUB
+  - accessKey: {ACL_ADMIN.access_key}
+    secretKey: {ACL_ADMIN.secret_key}
+    admin: true
+"""
+
+
+async def acl_send_status(producer: Producer, topic: str = "EditedTopic") -> str:
+    """SEND_OK, or the AclException message the broker refused the send with."""
+    try:
+        return (await producer.send(topic, b"body")).status
+    except BrokerError as exc:
+        assert exc.remark is not None and "AclException" in exc.remark, exc.remark
+        return exc.remark.rsplit(": ", 1)[-1]
 
 
 class LocalCluster:
@@ -112,6 +148,19 @@ class LocalCluster:
 
         return self.run(start())
 
+    def start_slave(self, store_dir: Path | str, broker_name: str, broker_id: int = 1,
+                    store_overrides: dict[str, Any] | None = None, **broker_overrides: Any) -> Broker:
+        """A SLAVE broker *broker_name* with *broker_id*, on its own store (small segments, then
+        *store_overrides*), registering with this cluster's name server (which tells it its master); the
+        caller closes it (``cluster.run(slave.close())``)."""
+        config = BrokerConfig(broker_name=broker_name, broker_id=broker_id, namesrv_addr=self.namesrv_addr,
+                              listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1",
+                              **broker_overrides)
+        slave = Broker(config, StoreConfig(store_path_root_dir=str(store_dir), broker_role=BrokerRole.SLAVE,
+                                           **{**SMALL_STORE, **(store_overrides or {})}))
+        self.run(slave.start())
+        return slave
+
     @property
     def namesrv_addr(self) -> str:
         return self.namesrv.address
@@ -140,6 +189,23 @@ class LocalCluster:
         run(create())
         self.wait_until(lambda: self.namesrv.routes.route(topic) is not None, timeout_s, f"{topic}'s route")
 
+    def create_topic_on(self, topic: str, broker_addrs: list[str], queues: int = 1,
+                        timeout_s: float = 20.0) -> None:
+        """Create *topic* with *queues* read and write queues on each broker of *broker_addrs* (masters of
+        different names registered with this name server) and wait until its route holds all of them."""
+        async def create() -> None:
+            async with AdminClient(self.namesrv_addr) as admin:
+                for addr in broker_addrs:
+                    await admin.create_topic(topic, broker_addr=addr, read_queue_nums=queues,
+                                             write_queue_nums=queues)
+
+        def routed_on_all() -> bool:
+            route = self.namesrv.routes.route(topic)
+            return route is not None and len(route.queue_datas) == len(broker_addrs)
+
+        run(create())
+        self.wait_until(routed_on_all, timeout_s, f"{topic}'s route on {len(broker_addrs)} brokers")
+
     def wait_until(self, fn: Callable[[], T], timeout_s: float, what: str) -> T:
         """Poll *fn* on the loop until it returns something truthy; AssertionError after *timeout_s*."""
         deadline = time.monotonic() + timeout_s
@@ -158,6 +224,17 @@ class LocalCluster:
         if not self.broker.store.wait_dispatched(timeout_s):  # thread-safe; the loop stays free meanwhile
             raise AssertionError(f"timed out after {timeout_s} s waiting for the dispatcher to catch up")
 
+    def wait_slave_synced(self, slave: Broker, timeout_s: float = 30.0) -> None:
+        """Block until *slave* (a slave of this cluster's broker, started on its loop) holds and has
+        dispatched everything the master has written so far and knows its master; then sync its topics
+        once."""
+        end = self.call(lambda: self.broker.store.max_commit_log_offset)
+        self.wait_until(lambda: slave.store.max_commit_log_offset == end
+                        and not slave.store.dispatch_behind_bytes, timeout_s, "the slave to catch up")
+        self.wait_until(lambda: slave.slave_sync is not None and slave.slave_sync.master_addr(), timeout_s,
+                        "the slave to know its master")
+        assert slave.slave_sync is not None and self.run(slave.slave_sync.sync_once())  # the topic, now
+
     def close(self) -> None:
         if not self.thread.is_alive():
             return
@@ -175,6 +252,53 @@ class LocalCluster:
         self.thread.join(10)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+def producer_ids_on_loop(cluster: LocalCluster, group: str) -> list[str]:
+    """The client ids of *group*'s producer table (on the cluster's loop: inside wait_until or call)."""
+    return sorted(c.client_id for c in cluster.broker.clients.producer_channels(group))
+
+
+async def send_msg_back(broker_addr: str, sent: SendResult, group: str, topic: str,
+                        delay_levels: list[str]) -> None:
+    """CONSUMER_SEND_MSG_BACK of the message *sent* to *topic* for *group*, once per delay level of
+    *delay_levels* ("0": a retry later, "-1": a dead letter), each raw from a pool of its own and answered
+    SUCCESS."""
+    _, offset = decode_offset_message_id(sent.offset_msg_id)
+    pool = ConnectionPool()
+    try:
+        for level in delay_levels:
+            ext = {"offset": str(offset), "group": group, "delayLevel": level, "originMsgId": sent.msg_id,
+                   "originTopic": topic}
+            answer = await pool.request(broker_addr, RemotingCommand.request(
+                RequestCode.CONSUMER_SEND_MSG_BACK, ext), 5)
+            assert answer.code == 0, answer.remark
+    finally:
+        await pool.close()
+
+
+def send_bodies(cluster: LocalCluster, topic: str, bodies: list[str], group: str = "bodies-producer") -> None:
+    """Send each of *bodies* (UTF-8) to *topic* from a producer of *group*, from the calling thread, and wait
+    until the broker has dispatched them."""
+
+    async def go() -> None:
+        async with Producer(cluster.namesrv_addr, group) as producer:
+            for body in bodies:
+                await producer.send(topic, body.encode())
+
+    asyncio.run(go())
+    cluster.wait_dispatched()
+
+
+def recreate_topic(cluster: LocalCluster, topic: str, queues: int = 1) -> None:
+    """Delete *topic* (from the broker and the name server, by an AdminClient) and create it again."""
+
+    async def delete() -> None:
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.delete_topic(topic)
+
+    asyncio.run(delete())
+    cluster.create_topic(topic, queues)
 
 
 def pull_all(namesrv_addr: str, topic: str, group: str = "inspector-group", *,

@@ -10,27 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, send_msg_back
 
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient, BrokerConsumeStats, BrokerStatsData
 from rocketstore.client.errors import BrokerError
-from rocketstore.message.message_id import decode_offset_message_id
-from rocketstore.remoting.codes import RequestCode
-from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.transport import ConnectionPool, run
+from rocketstore.remoting.transport import run
 
 TOPIC = "StatsTopic"
 GROUP = "stats-group"
 COUNT = 12
 #: a rate string of 4.9.3: three Double.toString numbers (a window without enough samples is blank)
 RATES = re.compile(r"^(\d+\.\d+(E-?\d+)?)? (\d+\.\d+(E-?\d+)?)? (\d+\.\d+(E-?\d+)?)?$")
-
-
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
 
 
 def wait_routed(cluster: LocalCluster, topic: str) -> None:
@@ -164,17 +155,8 @@ def test_messages_given_back_count_per_topic_and_group(cluster: LocalCluster) ->
     async def go() -> None:
         async with PullConsumer(cluster.namesrv_addr, GROUP) as consumer:
             assert len((await consumer.pull(sent.message_queue, 0)).messages) == 1  # the group exists from here on
-            _, offset = decode_offset_message_id(sent.offset_msg_id)
-            pool = ConnectionPool()
-            try:
-                for level in ("0", "-1"):  # a retry later, then a dead letter
-                    ext = {"offset": str(offset), "group": GROUP, "delayLevel": level, "originMsgId": sent.msg_id,
-                           "originTopic": TOPIC}
-                    answer = await pool.request(cluster.broker_addr, RemotingCommand.request(
-                        RequestCode.CONSUMER_SEND_MSG_BACK, ext), 5)
-                    assert answer.code == 0, answer.remark
-            finally:
-                await pool.close()
+            # a retry later, then a dead letter
+            await send_msg_back(cluster.broker_addr, sent, GROUP, TOPIC, ["0", "-1"])
 
     run(go())
     cluster.call(lambda: cluster.broker.stats.sample_windows(int(time.time() * 1000)))

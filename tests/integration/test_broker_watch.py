@@ -34,12 +34,6 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LINE_TIMEOUT_S = 60.0
 
 
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
-
-
 def rocketstore(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     status = main(list(args))
     out = capsys.readouterr()

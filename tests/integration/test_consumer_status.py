@@ -25,12 +25,6 @@ CLIENT_METRICS = ("rocketmq_client_consume_fail_msg_count", "rocketmq_client_con
                   "rocketmq_client_consumer_pull_rt", "rocketmq_client_consumer_pull_tps")
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
-
-
 def test_running_info_reports_settings_subscriptions_held_queues_and_rates(cluster: LocalCluster) -> None:
     seen: list[bytes] = []
 

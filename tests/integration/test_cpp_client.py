@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cpp_driver import Runner, collect_all_until, messages, requires_cpp_client
+from cpp_driver import Runner, collect_all_until, consume_messages, messages, requires_cpp_client
 from local_cluster import LocalCluster, pull_all
 from serve_process import cli
 
@@ -62,13 +62,7 @@ def test_cpp_producer_and_push_consumer_round_trip_with_committed_offsets(tmp_pa
             assert str(m.store_host) == cluster.broker_addr
             assert m.properties["UNIQ_KEY"] in ids
 
-        consumer = Runner(["consume", cluster.namesrv_addr, topic, group], tmp_path)
-        try:
-            consumer.collect_until(lambda seen: len(messages(seen)) >= count, 30, f"{count} pushed messages")
-            consumer.stop()
-        finally:
-            consumer.kill()
-        got = messages(consumer.seen)
+        got = consume_messages(["consume", cluster.namesrv_addr, topic, group], tmp_path, count)
         assert sorted(m["body"] for m in got) == sorted(f"body-{i} ünï" for i in range(count)), "each exactly once"
         for m in got:
             i = int(m["body"].split()[0].split("-")[1])

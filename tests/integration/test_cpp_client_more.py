@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cpp_driver import Runner, collect_all_until, messages, requires_cpp_client
+from cpp_driver import Runner, collect_all_until, consume_messages, messages, requires_cpp_client
 from local_cluster import LocalCluster, stored_messages
 from serve_process import cli
 
@@ -202,14 +202,8 @@ def test_cpp_user_properties_reach_the_store_and_python_ones_reach_the_cpp_consu
 
         ids = run(send())
         wait_dispatched(cluster, python_topic, count)
-        consumer = Runner(["consume", cluster.namesrv_addr, python_topic, "cpp-props-group", "*", "--props",
-                           "color,idx,UNIQ_KEY"], tmp_path)
-        try:
-            consumer.collect_until(lambda seen: len(messages(seen)) >= count, 30, f"{count} pushed messages")
-            consumer.stop()
-        finally:
-            consumer.kill()
-        got = messages(consumer.seen)
+        got = consume_messages(["consume", cluster.namesrv_addr, python_topic, "cpp-props-group", "*", "--props",
+                                "color,idx,UNIQ_KEY"], tmp_path, count)
         assert sorted(m["body"] for m in got) == sorted(body_of(i) for i in range(count)), "each exactly once"
         for m in got:
             i = number_of(m["body"])

@@ -32,12 +32,6 @@ FAST: dict[str, Any] = {"heartbeat_interval_s": 0.5, "rebalance_interval_s": 0.5
                         "route_refresh_interval_s": 0.5, "long_poll_ms": 1000}
 
 
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
-
-
 async def send(cluster: LocalCluster, topic: str, count: int, first: int = 0) -> None:
     async with Producer(cluster.namesrv_addr, "group-admin-producer") as producer:
         for i in range(first, first + count):

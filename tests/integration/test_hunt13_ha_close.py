@@ -18,7 +18,7 @@ from local_cluster import SMALL_STORE, LocalCluster
 
 from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.message.record import Message
-from rocketstore.store.config import BrokerRole, StoreConfig
+from rocketstore.store.config import StoreConfig
 
 STORE: dict[str, Any] = {**SMALL_STORE, "mapped_file_size_commit_log": 4 << 20}
 #: bytes a chunk: ~10,000 chunks for the backlog, so each close below lands mid-stream
@@ -39,12 +39,8 @@ def new_master(cluster: LocalCluster, store_dir: Path) -> Broker:
 
 def new_slave(cluster: LocalCluster, master: Broker, store_dir: Path) -> Broker:
     assert master.ha_server is not None
-    config = BrokerConfig(broker_name="broker-b", broker_id=1, namesrv_addr=cluster.namesrv_addr, listen_port=0,
-                          listen_host="127.0.0.1", broker_ip1="127.0.0.1",
-                          ha_master_address=f"127.0.0.1:{master.ha_server.port}")
-    slave = Broker(config, StoreConfig(store_path_root_dir=str(store_dir), broker_role=BrokerRole.SLAVE, **STORE))
-    cluster.run(slave.start())
-    return slave
+    return cluster.start_slave(store_dir, "broker-b", store_overrides=STORE,
+                               ha_master_address=f"127.0.0.1:{master.ha_server.port}")
 
 
 async def close_mid_stream(closing: Broker, slave: Broker) -> None:

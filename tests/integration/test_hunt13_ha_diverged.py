@@ -18,7 +18,7 @@ from test_replication import STORE
 
 from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.message.record import Message
-from rocketstore.store.config import BrokerRole, StoreConfig
+from rocketstore.store.config import StoreConfig
 
 STORE_CONFIG = {**SMALL_STORE, **STORE}
 TOPIC = "DivergedTopic"
@@ -43,12 +43,8 @@ def test_a_slave_ahead_of_its_restored_master_keeps_its_store(tmp_path: Path,
             cluster.call(go)
 
         master = start_master()
-        slave = Broker(BrokerConfig(broker_name="broker-b", broker_id=1, namesrv_addr=cluster.namesrv_addr,
-                                    listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1",
-                                    ha_master_address=f"127.0.0.1:{ha_port}"),
-                       StoreConfig(store_path_root_dir=str(tmp_path / "slave"), broker_role=BrokerRole.SLAVE,
-                                   **STORE_CONFIG))
-        cluster.run(slave.start())
+        slave = cluster.start_slave(tmp_path / "slave", "broker-b", store_overrides=STORE_CONFIG,
+                                    ha_master_address=f"127.0.0.1:{ha_port}")
         try:
             assert slave.ha_client is not None
             slave.ha_client.reconnect_s = 0.1  # the 5 s of RocketMQ's HA client, shortened for the test

@@ -14,7 +14,7 @@ from test_replication import STORE
 
 from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.message.record import Message
-from rocketstore.store.config import BrokerRole, StoreConfig
+from rocketstore.store.config import StoreConfig
 
 STORE_CONFIG = {**SMALL_STORE, **STORE}
 
@@ -32,11 +32,7 @@ def test_a_slave_follows_its_master_again_when_it_comes_back(tmp_path: Path) -> 
             return master
 
         master = start_master()
-        slave = Broker(BrokerConfig(broker_name="broker-b", broker_id=1, namesrv_addr=cluster.namesrv_addr,
-                                    listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1"),
-                       StoreConfig(store_path_root_dir=str(tmp_path / "slave"), broker_role=BrokerRole.SLAVE,
-                                   **STORE_CONFIG))
-        cluster.run(slave.start())
+        slave = cluster.start_slave(tmp_path / "slave", "broker-b", store_overrides=STORE_CONFIG)
         try:
             assert slave.registrar is not None and slave.ha_client is not None
             slave.ha_client.reconnect_s = 0.1  # the 5 s of RocketMQ's HA client, shortened for the test

@@ -13,9 +13,7 @@ from cli_calls import ok_json
 from local_cluster import LocalCluster
 
 from rocketstore.broker import Broker
-from rocketstore.client.admin import AdminClient
 from rocketstore.message.record import Message
-from rocketstore.remoting.transport import run
 
 TOPIC = "LookTwoBrokers"
 KEY = "shared-key"
@@ -30,14 +28,7 @@ def two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Loca
     with LocalCluster(root / "store-a") as cluster:
         broker_b = cluster.start_broker(root / "store-b")
         try:
-            async def create() -> None:
-                async with AdminClient(cluster.namesrv_addr) as admin:
-                    for addr in (cluster.broker_addr, broker_b.address):
-                        await admin.create_topic(TOPIC, broker_addr=addr, read_queue_nums=1, write_queue_nums=1)
-
-            run(create())
-            cluster.wait_until(lambda: len(getattr(cluster.namesrv.routes.route(TOPIC), "queue_datas", ())) == 2,
-                               20, f"{TOPIC}'s route on both brokers")
+            cluster.create_topic_on(TOPIC, [cluster.broker_addr, broker_b.address])
             for broker in (cluster.broker, broker_b):
                 for second in TIMES[broker.config.broker_name]:
                     message = Message.create(TOPIC, f"at {second}".encode(), keys=f"{KEY} k{second}",

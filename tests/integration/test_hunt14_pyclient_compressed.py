@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from pathlib import Path
-from typing import Any
 
-import pytest
 from local_cluster import LocalCluster
 from test_python_push_consumer import FAST, arun, create_topic, eventually
 
@@ -25,12 +22,6 @@ from rocketstore.remoting.transport import ConnectionPool
 
 TOPIC = "Hunt14CompressedT"
 BODY = b"a compressible body " * 1000  # 20 000 bytes, over the 4 KiB a Java / C++ producer compresses from
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
 
 
 async def send_compressed(broker_addr: str) -> str:

@@ -14,7 +14,6 @@ from local_cluster import LocalCluster
 
 from rocketstore.broker import Broker
 from rocketstore.client import Producer
-from rocketstore.client.admin import AdminClient
 from rocketstore.remoting.transport import run
 
 TOPIC = "Hunt14RetryTopic"
@@ -31,18 +30,7 @@ def two_brokers(tmp_path: Path) -> Iterator[TwoBrokers]:
     with LocalCluster(tmp_path / "store-a") as cluster:
         broker_b = cluster.start_broker(tmp_path / "store-b")
         try:
-            async def create() -> None:
-                async with AdminClient(cluster.namesrv_addr) as admin:
-                    for addr in (cluster.broker_addr, broker_b.address):
-                        await admin.create_topic(TOPIC, broker_addr=addr, read_queue_nums=2, write_queue_nums=2)
-
-            run(create())
-
-            def routed_on_both() -> bool:
-                route = cluster.namesrv.routes.route(TOPIC)
-                return route is not None and len(route.queue_datas) == 2
-
-            cluster.wait_until(routed_on_both, 20, "the topic's route on both brokers")
+            cluster.create_topic_on(TOPIC, [cluster.broker_addr, broker_b.address], queues=2)
             yield TwoBrokers(cluster, broker_b)
         finally:
             cluster.run(broker_b.close())

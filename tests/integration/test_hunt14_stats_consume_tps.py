@@ -5,8 +5,6 @@ against a real broker: 4.9.3 answers tpsGroupGetNums, the last-minute tps of the
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 from local_cluster import LocalCluster
@@ -19,12 +17,6 @@ from rocketstore.remoting.transport import run
 TOPIC = "TpsTopic"
 GROUP = "tps-group"
 COUNT = 12
-
-
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
 
 
 def test_consume_tps_is_the_group_get_nums_minute_tps(cluster: LocalCluster) -> None:

@@ -5,30 +5,19 @@ last-minute sum (how many messages the group gave back in the last minute), not 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
-import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, send_msg_back
 from prometheus_client.parser import text_string_to_metric_families
 
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.exporter import collect, render
-from rocketstore.message.message_id import decode_offset_message_id
-from rocketstore.remoting.codes import RequestCode
-from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.transport import ConnectionPool, run
+from rocketstore.remoting.transport import run
 
 TOPIC = "SendBackExporterTopic"
 GROUP = "send-back-exporter-group"
 GIVEN_BACK = 3
-
-
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
 
 
 def test_send_back_nums_is_the_minute_sum_of_messages_given_back(cluster: LocalCluster) -> None:
@@ -51,17 +40,7 @@ def test_send_back_nums_is_the_minute_sum_of_messages_given_back(cluster: LocalC
             result = await consumer.pull(sent.message_queue, 0)
             assert len(result.messages) == 1
             await consumer.commit_offset(sent.message_queue, result.next_begin_offset)
-            _, offset = decode_offset_message_id(sent.offset_msg_id)
-            pool = ConnectionPool()
-            try:
-                for _ in range(GIVEN_BACK):
-                    ext = {"offset": str(offset), "group": GROUP, "delayLevel": "0", "originMsgId": sent.msg_id,
-                           "originTopic": TOPIC}
-                    answer = await pool.request(cluster.broker_addr, RemotingCommand.request(
-                        RequestCode.CONSUMER_SEND_MSG_BACK, ext), 5)
-                    assert answer.code == 0, answer.remark
-            finally:
-                await pool.close()
+            await send_msg_back(cluster.broker_addr, sent, GROUP, TOPIC, ["0"] * GIVEN_BACK)
 
     run(go())
     cluster.wait_until(lambda: cluster.broker.offsets.query(GROUP, TOPIC, 0) == 1, 20, "the commit")

@@ -6,8 +6,6 @@ SCHEDULE_CONSUMER from SCHEDULE_TOPIC_XXXX (GROUP_GET_NUMS / GROUP_GET_SIZE)."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 from local_cluster import LocalCluster
@@ -19,12 +17,6 @@ from rocketstore.remoting.transport import run
 
 TOPIC = "DelayStatsTopic"
 COUNT = 3
-
-
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
 
 
 def view(cluster: LocalCluster, name: str, key: str) -> BrokerStatsData:

@@ -15,39 +15,17 @@ from pathlib import Path
 
 import pytest
 from cpp_driver import SKIP_REASON, Runner, messages
-from local_cluster import LocalCluster, acl_home, run_within
+from local_cluster import ACL_ADMIN as ADMIN
+from local_cluster import ACL_APP as APP
+from local_cluster import LocalCluster, acl_home, edited_topic_acl, run_within
+from local_cluster import acl_send_status as _send
 
-from rocketstore.client import Producer, SessionCredentials
+from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
-from rocketstore.client.errors import BrokerError
-
-APP = SessionCredentials("rocketstore-app", "s3cret-key-1")
-ADMIN = SessionCredentials("rocketstore-adm", "s3cret-key-2")
 
 
 def acl_text(perm: str, white: str = "globalWhiteRemoteAddresses:\n  - 10.10.103.*\n") -> str:
-    return f"""\
-{white}accounts:
-  - accessKey: {APP.access_key}
-    secretKey: {APP.secret_key}
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - EditedTopic={perm}
-      - TBW102=PUB|SUB
-  - accessKey: {ADMIN.access_key}
-    secretKey: {ADMIN.secret_key}
-    admin: true
-"""
-
-
-async def _send(producer: Producer, topic: str = "EditedTopic") -> str:
-    """SEND_OK, or the AclException message the broker refused the send with."""
-    try:
-        return (await producer.send(topic, b"body")).status
-    except BrokerError as exc:
-        assert exc.remark is not None and "AclException" in exc.remark, exc.remark
-        return exc.remark.rsplit(": ", 1)[-1]
+    return edited_topic_acl(perm, white)
 
 
 async def _until(fn: Callable[[], Awaitable[str]], want: str, timeout_s: float = 10.0) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from cli_calls import ok_json, refused
 from local_cluster import LocalCluster
+from local_cluster import producer_ids_on_loop as ids_on_loop
 
 from rocketstore.broker.clients import ClientChannel
 from rocketstore.client import (
@@ -33,11 +34,6 @@ def cluster(tmp_path: Path) -> Any:
     with LocalCluster(tmp_path / "store") as c:
         c.create_topic(TOPIC, 2)
         yield c
-
-
-def ids_on_loop(cluster: LocalCluster, group: str) -> list[str]:
-    """The client ids of *group*'s producer table (on the cluster's loop: inside wait_until or call)."""
-    return sorted(c.client_id for c in cluster.broker.clients.producer_channels(group))
 
 
 def client_ids(cluster: LocalCluster, group: str) -> list[str]:

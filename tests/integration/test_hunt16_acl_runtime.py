@@ -13,41 +13,16 @@ import threading
 from pathlib import Path
 
 import pytest
+from local_cluster import ACL_APP as APP
 from local_cluster import LocalCluster, acl_home, run_within
+from local_cluster import acl_send_status as _send
+from local_cluster import edited_topic_acl as acl_text
 
 from rocketstore.broker.acl import PUB, SUB
-from rocketstore.client import Producer, SessionCredentials
+from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.errors import BrokerError
 from rocketstore.remoting.codes import ResponseCode
-
-APP = SessionCredentials("rocketstore-app", "s3cret-key-1")
-ADMIN = SessionCredentials("rocketstore-adm", "s3cret-key-2")
-
-
-def acl_text(perm: str) -> str:
-    return f"""\
-accounts:
-  - accessKey: {APP.access_key}
-    secretKey: {APP.secret_key}
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - EditedTopic={perm}
-      - TBW102=PUB|SUB
-  - accessKey: {ADMIN.access_key}
-    secretKey: {ADMIN.secret_key}
-    admin: true
-"""
-
-
-async def _send(producer: Producer, topic: str = "EditedTopic") -> str:
-    """SEND_OK, or the AclException message the broker refused the send with."""
-    try:
-        return (await producer.send(topic, b"body")).status
-    except BrokerError as exc:
-        assert exc.remark is not None and "AclException" in exc.remark, exc.remark
-        return exc.remark.rsplit(": ", 1)[-1]
 
 
 def _watch_threads() -> list[threading.Thread]:

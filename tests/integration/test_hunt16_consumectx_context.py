@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from local_cluster import LocalCluster, eventually, run_within
+from local_cluster import LocalCluster, eventually
+from test_python_push_consumer import FAST_DELAYS, LATER, SUCCESS, arun, stored
 
 from rocketstore.client import (
     ConcurrentlyContext,
@@ -29,22 +29,9 @@ from rocketstore.client.admin import AdminClient
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting.consumer_bodies import CMResult
 
-TEST_TIMEOUT_S = 60.0
-#: every delay level 1 s, so retries come back quickly
-FAST_DELAYS = {"message_delay_level": " ".join(["1s"] * 18)}
 FAST: dict[str, Any] = {"heartbeat_interval_s": 0.5, "rebalance_interval_s": 0.5, "persist_interval_s": 0.2,
                         "route_refresh_interval_s": 0.5, "long_poll_ms": 2000, "pull_delay_on_error_s": 0.2,
                         "local_retry_delay_s": 0.5, "lock_renew_interval_s": 0.5}
-SUCCESS = ConsumeStatus.CONSUME_SUCCESS
-LATER = ConsumeStatus.RECONSUME_LATER
-
-
-def arun(fn: Callable[[], Awaitable[Any]]) -> Any:
-    return run_within(fn, TEST_TIMEOUT_S)  # type: ignore[arg-type]
-
-
-def stored(cluster: LocalCluster, topic: str, queue_id: int = 0) -> list[StoredMessage]:
-    return cluster.call(lambda: cluster.broker.store.get(topic, queue_id, 0, 1000).messages)
 
 
 async def send(cluster: LocalCluster, topic: str, bodies: list[bytes]) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from cli_calls import ok_json
 from local_cluster import LocalCluster, stored_messages
+from local_cluster import producer_ids_on_loop as ids_on_loop
 
 from rocketstore.client import (
     LocalTransactionState,
@@ -40,10 +41,6 @@ def cluster(tmp_path: Path) -> Any:
     with LocalCluster(tmp_path / "store") as c:
         c.create_topic(TOPIC, 2)
         yield c
-
-
-def ids_on_loop(cluster: LocalCluster, group: str) -> list[str]:
-    return sorted(c.client_id for c in cluster.broker.clients.producer_channels(group))
 
 
 def test_heartbeats_carry_the_inner_producer_group_and_close_unregisters_both(

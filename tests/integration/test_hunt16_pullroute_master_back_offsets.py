@@ -23,7 +23,7 @@ from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.client import ConsumedMessage, ConsumeStatus, Producer, PullConsumer, PushConsumer
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.push_types import ConsumeFromWhere
-from rocketstore.store.config import BrokerRole, StoreConfig
+from rocketstore.store.config import StoreConfig
 
 TOPIC = "MasterBackOffsets"
 GROUP = "master-back-offsets-group"
@@ -53,11 +53,7 @@ def test_offsets_committed_to_the_slave_reach_the_master_when_it_comes_back(tmp_
             return master
 
         master = start_master()
-        slave = Broker(BrokerConfig(broker_name="broker-b", broker_id=1, namesrv_addr=cluster.namesrv_addr,
-                                    listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1"),
-                       StoreConfig(store_path_root_dir=str(tmp_path / "slave"), broker_role=BrokerRole.SLAVE,
-                                   **STORE_CONFIG))
-        cluster.run(slave.start())
+        slave = cluster.start_slave(tmp_path / "slave", "broker-b", store_overrides=STORE_CONFIG)
         consumer: PushConsumer | None = None
         try:
             async def create_and_send() -> list[str]:

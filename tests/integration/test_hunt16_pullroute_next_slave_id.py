@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from local_cluster import SMALL_STORE, LocalCluster
+from local_cluster import LocalCluster
 from test_pull_from_suggested_broker import COLD, pulls_served
 
-from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.client import Producer, PullConsumer
 from rocketstore.remoting.transport import run
-from rocketstore.store.config import BrokerRole, StoreConfig
 
 TOPIC, GROUP = "SuggestedTopic", "suggested-group"  # the names pulls_served counts
 
@@ -30,18 +28,9 @@ def test_a_consumer_sent_to_slave_1_pulls_from_slave_2(tmp_path: Path) -> None:
                     assert (await producer.send(TOPIC, b"m%d" % i)).status == "SEND_OK"
 
         run(send())
-        config = BrokerConfig(broker_name=cluster.broker_name, broker_id=2, namesrv_addr=cluster.namesrv_addr,
-                              listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1", slave_read_enable=True)
-        slave = Broker(config, StoreConfig(store_path_root_dir=str(tmp_path / "slave"), broker_role=BrokerRole.SLAVE,
-                                           **SMALL_STORE, **COLD))
-        cluster.run(slave.start())
+        slave = cluster.start_slave(tmp_path / "slave", cluster.broker_name, 2, COLD, slave_read_enable=True)
         try:
-            end = cluster.call(lambda: cluster.broker.store.max_commit_log_offset)
-            cluster.wait_until(lambda: slave.store.max_commit_log_offset == end and not slave.store.dispatch_behind_bytes,
-                               30, "the slave to catch up")
-            cluster.wait_until(lambda: slave.slave_sync is not None and slave.slave_sync.master_addr(), 30,
-                               "the slave to know its master")
-            assert slave.slave_sync is not None and cluster.run(slave.slave_sync.sync_once())  # the topic, now
+            cluster.wait_slave_synced(slave)
 
             async def consume() -> list[bytes]:
                 async with PullConsumer(cluster.namesrv_addr, GROUP) as consumer:

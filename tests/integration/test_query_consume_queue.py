@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +19,6 @@ from rocketstore.message.hashing import tags_code
 from rocketstore.remoting.transport import run
 
 TOPIC = "CqTopic"
-
-
-@pytest.fixture()
-def cluster(tmp_path: Path) -> Any:
-    with LocalCluster(tmp_path / "store") as c:
-        yield c
 
 
 def test_query_consume_queue_lists_the_entries_the_store_holds(cluster: LocalCluster) -> None:

@@ -33,12 +33,7 @@ STORE: dict[str, Any] = {"mapped_file_size_commit_log": SEGMENT}
 
 
 def start_slave(cluster: LocalCluster, store_dir: Path, **overrides: Any) -> Broker:
-    config = BrokerConfig(broker_name=cluster.broker_name, broker_id=1, namesrv_addr=cluster.namesrv_addr,
-                          listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1", **overrides)
-    store = StoreConfig(store_path_root_dir=str(store_dir), broker_role=BrokerRole.SLAVE, **{**SMALL_STORE, **STORE})
-    slave = Broker(config, store)
-    cluster.run(slave.start())
-    return slave
+    return cluster.start_slave(store_dir, cluster.broker_name, store_overrides=STORE, **overrides)
 
 
 def stop(cluster: LocalCluster, broker: Broker) -> None:
@@ -292,11 +287,7 @@ def test_a_master_whose_ha_port_is_taken_serves_slaves_on_another(cluster: Local
         cluster.run(master.start())
         try:
             assert master.ha_server is not None and master.ha_server.port != port + 1
-            slave_config = BrokerConfig(broker_name="broker-b", broker_id=1, namesrv_addr=cluster.namesrv_addr,
-                                        listen_port=0, listen_host="127.0.0.1", broker_ip1="127.0.0.1")
-            slave = Broker(slave_config, StoreConfig(store_path_root_dir=str(tmp_path / "slave-b"),
-                                                     broker_role=BrokerRole.SLAVE, **{**SMALL_STORE, **STORE}))
-            cluster.run(slave.start())
+            slave = cluster.start_slave(tmp_path / "slave-b", "broker-b", store_overrides=STORE)
             try:
                 cluster.call(lambda: master.put_now(Message.create("HaPortTopic", b"x", tags="T")))
                 cluster.wait_until(lambda: slave.store.max_commit_log_offset == master.store.max_commit_log_offset > 0,

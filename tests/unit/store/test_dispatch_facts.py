@@ -88,6 +88,29 @@ def _files(root: Path, sub: str) -> list[tuple[str, bytes]]:
     return out
 
 
+def _assert_same_as_decoded(root: Path, history: list[list[Message]], decoded: Path) -> None:
+    """*root*'s consume queues and index are those of *history* stored at *decoded* with no facts (every
+    record through the decoder, dispatched once at the end)."""
+    with MessageStore.open(decoded, CONFIG, background=False) as b:
+        b._commitlog.facts = collections.deque(maxlen=0)
+        _put_all(b, history, dispatch_every=10_000)
+    for sub in ("consumequeue", "index"):
+        assert _files(root, sub) == _files(decoded, sub)
+
+
+def _crash_and_wipe_derived(root: Path) -> dict[str, list[tuple[str, bytes]]]:
+    """The consume queue and index files of the closed store at *root*; then the store as after a crash
+    before any checkpoint (abort file, no checkpoint), with every consume queue and index file gone."""
+    live = {sub: _files(root, sub) for sub in ("consumequeue", "index")}
+    (root / "abort").write_bytes(b"")
+    os.unlink(root / "checkpoint")
+    for sub in ("consumequeue", "index"):
+        for dirpath, _, names in os.walk(root / sub):
+            for name in names:
+                os.unlink(os.path.join(dirpath, name))
+    return live
+
+
 def test_dispatch_from_facts_writes_the_same_queues_and_index_as_decoding(tmp_path: Path) -> None:
     history = _history(1)
     with MessageStore.open(tmp_path / "facts", CONFIG, background=False) as a:
@@ -110,25 +133,15 @@ def test_background_dispatch_from_facts_matches_the_decoder(tmp_path: Path) -> N
     history = _history(2)
     with MessageStore.open(tmp_path / "facts", CONFIG) as a:
         _put_all(a, history, dispatch_every=10_000)
-    with MessageStore.open(tmp_path / "decoded", CONFIG, background=False) as b:
-        b._commitlog.facts = collections.deque(maxlen=0)
-        _put_all(b, history, dispatch_every=10_000)
-    for sub in ("consumequeue", "index"):
-        assert _files(tmp_path / "facts", sub) == _files(tmp_path / "decoded", sub)
+    _assert_same_as_decoded(tmp_path / "facts", history, tmp_path / "decoded")
 
 
 def test_abnormal_recovery_rebuilds_the_same_queues_and_index(tmp_path: Path) -> None:
     history = _history(3)
     with MessageStore.open(tmp_path / "live", CONFIG, background=False) as a:
         _put_all(a, history, dispatch_every=50)
-    live = {sub: _files(tmp_path / "live", sub) for sub in ("consumequeue", "index")}
     # a crash before any checkpoint: everything is re-dispatched from the commitlog
-    (tmp_path / "live" / "abort").write_bytes(b"")
-    os.unlink(tmp_path / "live" / "checkpoint")
-    for sub in ("consumequeue", "index"):
-        for dirpath, _, names in os.walk(tmp_path / "live" / sub):
-            for name in names:
-                os.unlink(os.path.join(dirpath, name))
+    live = _crash_and_wipe_derived(tmp_path / "live")
     with MessageStore.open(tmp_path / "live", CONFIG, background=False) as s:
         assert s.recovery.abnormal
         assert s.recovery.records_checked == sum(len(b) for b in history)
@@ -227,11 +240,7 @@ def test_a_backlog_past_the_facts_cap_is_decoded_and_matches(tmp_path: Path, mon
     with MessageStore.open(tmp_path / "capped", CONFIG, background=False) as a:
         _put_all(a, history, dispatch_every=120)
     monkeypatch.undo()
-    with MessageStore.open(tmp_path / "decoded", CONFIG, background=False) as b:
-        b._commitlog.facts = collections.deque(maxlen=0)
-        _put_all(b, history, dispatch_every=10_000)
-    for sub in ("consumequeue", "index"):
-        assert _files(tmp_path / "capped", sub) == _files(tmp_path / "decoded", sub)
+    _assert_same_as_decoded(tmp_path / "capped", history, tmp_path / "decoded")
 
 
 def test_abnormal_recovery_of_ipv6_host_records_walks_them_one_by_one_with_the_same_result(tmp_path: Path) -> None:
@@ -246,13 +255,7 @@ def test_abnormal_recovery_of_ipv6_host_records_walks_them_one_by_one_with_the_s
                                born_timestamp=1)
             assert a.put(m).ok
         assert a.wait_dispatched()
-    live = {sub: _files(tmp_path / "live", sub) for sub in ("consumequeue", "index")}
-    (tmp_path / "live" / "abort").write_bytes(b"")
-    os.unlink(tmp_path / "live" / "checkpoint")
-    for sub in ("consumequeue", "index"):
-        for dirpath, _, names in os.walk(tmp_path / "live" / sub):
-            for name in names:
-                os.unlink(os.path.join(dirpath, name))
+    live = _crash_and_wipe_derived(tmp_path / "live")
     with MessageStore.open(tmp_path / "live", CONFIG, background=False) as s:
         assert s.recovery.records_checked == 300
         assert s.recovery.first_invalid_reason is None
