@@ -64,7 +64,8 @@ def test_a_retry_send_past_its_max_reconsume_times_goes_to_the_dlq(cluster: Loca
     run_within(go, TEST_TIMEOUT_S)
     [dead] = wait_stored(cluster, "%DLQ%" + group, 1, "the dead letter", queues=1)
     assert dead.body == b"dead" and dead.reconsume_times == 3
-    assert "RECONSUME_TIME" not in dead.properties and "MAX_RECONSUME_TIMES" not in dead.properties
+    # kept in the record too: 4.9.3's sendKernelImpl writes the properties string before it reads them
+    assert (dead.properties["RECONSUME_TIME"], dead.properties["MAX_RECONSUME_TIMES"]) == ("3", "+3")
     assert stored_messages(cluster, "%RETRY%" + group, queues=1) == []
     assert props["RECONSUME_TIME"] == "3"  # the caller's dict is not changed
 
@@ -79,7 +80,7 @@ def test_a_retry_send_below_its_max_is_stored_with_its_reconsume_times(cluster: 
 
     run_within(go, TEST_TIMEOUT_S)
     [stored] = wait_stored(cluster, "%RETRY%" + group, 1, "the retry message", queues=1)
-    assert stored.reconsume_times == 7 and "RECONSUME_TIME" not in stored.properties
+    assert stored.reconsume_times == 7 and stored.properties["RECONSUME_TIME"] == "007"
 
 
 def test_a_large_retry_send_carries_the_fields_too(cluster: LocalCluster) -> None:

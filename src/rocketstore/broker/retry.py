@@ -48,7 +48,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
         # findSubscriptionGroupConfig: a group not seen yet is created when autoCreateSubscriptionGroup is on
         group_cfg = broker.groups.find_or_create(h.group)
         if group_cfg is None:
-            return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}{_FAQ}")
+            # (4.9.3: the group, a space, then FAQUrl.suggestTodo's text, which starts with a new line)
+            return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                        f"subscription group not exist, {h.group} {_FAQ}")
         if not Perm.writeable(broker.config.broker_permission):
             return fail(ResponseCode.NO_PERMISSION,
                         f"the broker[{broker.config.advertised_ip()}] sending message is forbidden")

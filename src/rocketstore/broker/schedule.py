@@ -26,7 +26,8 @@ Delivery offsets persist in ``config/delayOffset.json`` every ``flushDelayOffset
 shutdown, in the exact text RocketMQ writes (fastjson's pretty format of DelayOffsetSerializeWrapper: integer
 keys unquoted, a tab indent, e.g. ``{\\n\\t"offsetTable":{1:1,2:1\\n\\t}\\n}``); only levels that
 delivered something have an entry.
-On load the offsets are clamped into their queue's [min, max], as correctDelayOffset does; one found past
+On load the offsets of the levels configured are clamped into their queue's [min, max], as
+correctDelayOffset does (the offset of a level no longer configured stays as it was read); one found past
 its queue's end later (its queue did not exist at load, or is gone) goes on from the end, as 4.9.3's timer
 task does.
 
@@ -115,7 +116,8 @@ class ScheduleService:
                     log.error("ignoring delay offset %r: %r in %s", level, offset, self.path)
         queues = set(self.store.topics().get(SCHEDULE_TOPIC, ()))
         for level, offset in list(self.offsets.items()):
-            if level - 1 not in queues:
+            # as correctDelayOffset: the levels configured now only (another is kept as it was read)
+            if level not in self.levels or level - 1 not in queues:
                 continue
             low, high = self.store.min_offset(SCHEDULE_TOPIC, level - 1), self.store.max_offset(SCHEDULE_TOPIC, level - 1)
             corrected = min(max(offset, low), high)

@@ -220,8 +220,9 @@ _RETRY_HEADER_PROPERTIES = ((PropertyName.RECONSUME_TIME, "j"), (PropertyName.MA
 
 def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, str] | None:
     """For a send to a %RETRY% topic: the header fields its RECONSUME_TIME / MAX_RECONSUME_TIMES properties
-    give (as Integer.valueOf reads them and the header writes them back), which leave *properties*; None
-    when there are none (the header's reconsumeTimes stays 0, maxReconsumeTimes unset).  A value that is
+    give (as Integer.valueOf reads them and the header writes them back); None when there are none (the
+    header's reconsumeTimes stays 0, maxReconsumeTimes unset).  The properties stay: sendKernelImpl writes
+    the properties string before it reads the two, so the stored record keeps them.  A value that is
     no Java int raises ClientError, as Integer.valueOf's NumberFormatException ends Java's send."""
     if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return None
@@ -234,7 +235,6 @@ def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, st
             fields[key] = str(parse_java_int(value))
         except ValueError:
             raise ClientError(f'{name} of a message to {topic} is no int: For input string: "{value}"') from None
-        del properties[name]
     return fields or None
 
 

@@ -5,8 +5,10 @@
   (delay level 0) or to ``%DLQ%<group>`` once it was retried ``max_reconsume_times`` times.
 * :func:`resend_to_retry_topic`: a new message sent to ``%RETRY%<group>`` with the body and properties of
   the consumed one, RETRY_TOPIC / ORIGIN_MESSAGE_ID set, and ``reconsumeTimes`` / ``maxReconsumeTimes`` in
-  the send header, so the broker's send path redirects it to the DLQ past the limit.  Java uses it when
-  send-back fails, and orderly consumption uses it for messages over the limit.
+  the send header (and, as 4.9.3's, as RECONSUME_TIME / MAX_RECONSUME_TIMES properties), so the broker's
+  send path redirects it to the DLQ past the limit; one without a UNIQ_KEY gets a new one, as the Java
+  producer's send gives it.  Java uses it when send-back fails, and orderly consumption uses it for messages
+  over the limit.
 
 Loop-bound.
 """
@@ -17,6 +19,7 @@ import time
 
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import NoRouteError
+from rocketstore.client.producer import new_uniq_key
 from rocketstore.client.push_types import ConsumedMessage, retry_topic
 from rocketstore.client.route import (
     AUTO_CREATE_TOPIC,
@@ -57,8 +60,14 @@ async def resend_to_retry_topic(consumer: PullConsumer, message: ConsumedMessage
     props[PropertyName.RETRY_TOPIC] = message.topic
     if not props.get(PropertyName.ORIGIN_MESSAGE_ID):
         props[PropertyName.ORIGIN_MESSAGE_ID] = message.msg_id
+    # as 4.9.3's resends (setReconsumeTime / setMaxReconsumeTimes): its producer reads both into the request
+    # header but only after it has written the properties string, so the stored record keeps them too
+    props[PropertyName.RECONSUME_TIME] = str(reconsume_times)
+    props[PropertyName.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
     props[PropertyName.DELAY] = str(3 + message.reconsume_times)
     props.pop(_TRAN_PREPARED, None)
+    if props.get(PropertyName.UNIQ_KEY) is None:  # Java's producer: MessageClientIDSetter.setUniqID
+        props[PropertyName.UNIQ_KEY] = new_uniq_key()
     props.setdefault(PropertyName.WAIT, "true")
     route, _ = await consumer.routes.publish_route(topic)
     queues = RouteCache.publish_queues(topic, route)
