@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from local_cluster import SMALL_STORE, LocalCluster, run_within
@@ -129,3 +130,31 @@ def test_a_resend_of_a_message_without_a_uniq_key_gets_one_as_in_java(tmp_path: 
         key = waiting.properties.get("UNIQ_KEY")
         assert waiting.body == b"no key" and key is not None and len(key) == 32 and key != offset_msg_id
         assert int(key, 16) >= 0
+
+
+def test_a_retry_topic_send_for_a_group_the_broker_lacks_is_answered_in_4_9_3_words(tmp_path: Path) -> None:
+    # the same remark from the send path (4.9.3's AbstractSendMessageProcessor / SendMessageProcessor
+    # handleRetryAndDLQ): the group, a space, then FAQUrl.suggestTodo's text
+    from rocketstore.message.properties import encode_properties
+    from rocketstore.remoting.send_headers import SendMessageRequestHeader
+
+    with LocalCluster(tmp_path / "store", auto_create_subscription_group=False) as cluster:
+        cluster.create_topic("%RETRY%hunt17-nobody", 1)
+
+        async def go() -> RemotingCommand:
+            header = SendMessageRequestHeader(
+                producer_group="hunt17-delay-producer", topic="%RETRY%hunt17-nobody", default_topic="TBW102",
+                default_topic_queue_nums=4, queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000),
+                flag=0, properties=encode_properties({"RETRY_TOPIC": TOPIC}), reconsume_times=1,
+                unit_mode=False, batch=False)
+            pool = ConnectionPool()
+            try:
+                return await pool.request(cluster.broker_addr, RemotingCommand.request(
+                    RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), b"again"), 5)
+            finally:
+                await pool.close()
+
+        answer = run_within(go, TEST_TIMEOUT_S)
+        assert answer.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+        assert answer.remark == ("subscription group not exist, hunt17-nobody \n"
+                                 "See http://rocketmq.apache.org/docs/faq/ for further details.")

@@ -252,7 +252,8 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         # findSubscriptionGroupConfig: a group not seen yet is created when autoCreateSubscriptionGroup is on
         group_cfg = broker.groups.find_or_create(group)
         if group_cfg is None:
-            return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}{_FAQ}")
+            return fail(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                        f"subscription group not exist, {group} {_FAQ}")
         max_reconsume = group_cfg.retry_max_times
         if request.version >= MQVersion.V3_4_9 and max_reconsume_times is not None:
             max_reconsume = max_reconsume_times
