@@ -58,7 +58,13 @@ class StoreLock:
             except OSError as exc:
                 os.close(fd)
                 raise StoreLockedError(root) from exc
-            os.pwrite(fd, b"lock", 0)
+            try:
+                os.pwrite(fd, b"lock", 0)
+            except OSError:
+                # (a full disk): let go of the lock with its descriptor, or every later open in this
+                # process would be refused as locked by a writer that is no more
+                os.close(fd)
+                raise
             _LOCKED_PATHS.add(real)
             self._lock_fd = fd
             self._lock_real = real

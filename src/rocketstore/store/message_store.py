@@ -108,11 +108,25 @@ _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
 _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
+#: the store threads that call listeners (background.py's dispatch, flush.py's group commit): close cannot
+#: join them from themselves
+_LISTENER_THREADS = frozenset(("rocketstore-dispatch", "rocketstore-group-commit"))
 
 
 def _bad_flush_mode(flush: object) -> ValueError:
     # anything else used to be taken for "later": under SYNC_FLUSH a typo gave up durability silently
     return ValueError(f"flush must be 'wait', 'ask' or 'later', not {flush!r}")
+
+
+def _make_store_dir(key: str, path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``; a file where the directory (or one above it) should be is a
+    StoreConfigError naming the setting, as a read-only open says it, not a bare FileExistsError."""
+    if not path:  # (os.makedirs("") is a FileNotFoundError naming no file)
+        raise StoreConfigError(f"{key} is empty")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise StoreConfigError(f"{key} {path} is not a directory ({exc.strerror})") from exc
 
 
 def _total_memory_bytes() -> int:
@@ -140,6 +154,8 @@ class MessageStore:
         #: (min, max, flushed) commitlog offsets as close found them: the read-outs' answers once closed
         self._offsets_at_close = (0, 0, 0)
         self._close_lock = threading.Lock()
+        #: the ident of the thread running close, while it does (a listener it calls may call close again)
+        self._closing_thread: int | None = None
         self._fenced: str | None = None
         #: one flag for the put fast path: closed, fenced, read-only or slave
         self._refuse_writes = read_only or config.broker_role == BrokerRole.SLAVE
@@ -157,13 +173,14 @@ class MessageStore:
         self._memory_for_hot_bytes = _hot_memory_bytes(config)
         root = config.store_path_root_dir
         if self._writable:
-            os.makedirs(root, exist_ok=True)
+            _make_store_dir("storePathRootDir", root)
             self._lock.acquire(root)
             # as 4.9.3's DefaultMessageStore makes them at once: a new broker's disk ratios are not -1
-            for directory in (config.commit_log_dir, config.consume_queue_dir):
+            for key, directory in (("storePathCommitLog", config.commit_log_dir),
+                                   ("storePathRootDir", config.consume_queue_dir)):
                 try:
-                    os.makedirs(directory, exist_ok=True)
-                except OSError:
+                    _make_store_dir(key, directory)
+                except (OSError, StoreConfigError):
                     self._lock.release()
                     raise
         try:
@@ -841,12 +858,29 @@ class MessageStore:
 
     def close(self) -> None:
         """Stop background work, flush everything and remove the abort marker (a clean shutdown).  Any
-        number of threads may call it: one closes, the others wait for it and return."""
+        number of threads may call it: one closes, the others wait for it and return.  A dispatch or
+        durable listener may call it: on a store's dispatch or group-commit thread (this store's or
+        another's) it returns at once and a thread of its own closes the store (a later close() from
+        elsewhere waits for that); called from a listener that close itself runs, it returns and the
+        close under way finishes."""
         # run concurrently, two closes would flush and unmap the same files and close the lock file's
         # descriptor twice (the second os.close may hit a descriptor the process has reused meanwhile)
+        if self._closing_thread == threading.get_ident():
+            # a listener close runs (dispatch in its flush, the group commit's last call) closing the store:
+            # the close under way finishes it (waiting for itself, this call hung for ever)
+            return
+        if threading.current_thread().name in _LISTENER_THREADS:
+            # a listener on a store thread: close cannot join the thread it runs on (RuntimeError, the
+            # store left refusing writes, locked and not closed); a thread of its own closes it meanwhile
+            threading.Thread(target=self.close, name="rocketstore-close").start()
+            return
         with self._close_lock:
             if not self._closed:
-                self._close()
+                self._closing_thread = threading.get_ident()
+                try:
+                    self._close()
+                finally:
+                    self._closing_thread = None
 
     def _close(self) -> None:
         # no append after this one: a put racing close is refused (SERVICE_NOT_AVAILABLE), not written
