@@ -163,6 +163,28 @@ def stored_row(m: Any, queue_offset: int) -> Row:
 
 
 @pytest.fixture(scope="session")
+def archive_stream(spark: Any) -> Callable[..., None]:
+    """``archive(cluster, tmp_path, topic, **options)``: one availableNow streaming query of *topic* from the
+    earliest offsets (with the extra source *options*), its bodies as strings appended to Parquet in
+    tmp_path/out with its checkpoint in tmp_path/ckpt, so that each call resumes from the last one's."""
+
+    def archive(cluster: Any, tmp_path: Path, topic: str, **options: str) -> None:
+        stream = (spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
+                  .option("subscribe", topic).option("startingOffsets", "earliest"))
+        for name, value in options.items():
+            stream = stream.option(name, value)
+        query = (stream.load().selectExpr("CAST(body AS STRING) AS body").writeStream.format("parquet")
+                 .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "ckpt"))
+                 .trigger(availableNow=True).start())
+        try:
+            query.awaitTermination()
+        finally:
+            query.stop()
+
+    return archive
+
+
+@pytest.fixture(scope="session")
 def rows() -> SimpleNamespace:
     """The row helpers above, for the test modules (which cannot import this conftest)."""
     return SimpleNamespace(of_table=table_rows, of_df=read_rows, of_dump=dump_rows, direct=direct_rows,

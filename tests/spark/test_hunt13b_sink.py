@@ -4,6 +4,7 @@ its own is delivered (exactly once), and a row too big on its own still fails th
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ def test_batches_over_a_small_max_message_size_are_split_instead_of_failing_the_
         stored = wait_stored(cluster, "SmallMax", 40, "the sink's rows")
         assert sorted(m.body.decode() for m in stored) == bodies
 
-        too_big = spark.createDataFrame([("y" * (70 << 10),)], "body string")
+        # random bytes: a compressible body of 4 KiB or more goes compressed (tryToCompressMessage) and fits
+        too_big = spark.createDataFrame([(os.urandom(70 << 10),)], "body binary")
         with pytest.raises(Exception, match="MESSAGE_ILLEGAL"):
             (too_big.write.format("rocketmq").option("nameServer", cluster.namesrv_addr)
              .option("topic", "SmallMax").mode("append").save())

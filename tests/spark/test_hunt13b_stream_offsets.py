@@ -1,12 +1,12 @@
 """The streaming ``rocketmq`` source resumed from a checkpoint after its topic's offsets moved back on the
 broker (the topic deleted and created again while the query was stopped): failOnDataLoss fails the query
-with a message naming the queue, failOnDataLoss=false goes on from the broker's offsets, and in neither case
+with a message naming the queue, failOnDataLoss=false reads the queue from its min offset, and in neither case
 does the query wait silently and then skip the new topic's messages."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,59 +16,27 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from local_cluster import LocalCluster
-
-from rocketstore.client import Producer
-from rocketstore.client.admin import AdminClient
+from local_cluster import LocalCluster, recreate_topic, send_bodies
 
 pytestmark = pytest.mark.spark
 
 
-def _send(cluster: LocalCluster, topic: str, bodies: list[str]) -> None:
-    async def go() -> None:
-        async with Producer(cluster.namesrv_addr, "recreate-producer") as producer:
-            for body in bodies:
-                await producer.send(topic, body.encode())
-
-    asyncio.run(go())
-    cluster.wait_dispatched()
-
-
-def _archive(spark: Any, cluster: LocalCluster, tmp_path: Path, **options: str) -> None:
-    stream = (spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
-              .option("subscribe", "Recreated").option("startingOffsets", "earliest"))
-    for name, value in options.items():
-        stream = stream.option(name, value)
-    query = (stream.load().selectExpr("CAST(body AS STRING) AS body").writeStream.format("parquet")
-             .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "ckpt"))
-             .trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-
-
-def test_a_recreated_topic_fails_the_resumed_query_instead_of_skipping_its_messages(spark: Any,
-                                                                                     tmp_path: Path) -> None:
+def test_a_recreated_topic_fails_the_resumed_query_instead_of_skipping_its_messages(
+        spark: Any, archive_stream: Callable[..., None], tmp_path: Path) -> None:
     with LocalCluster(tmp_path / "store") as cluster:
         cluster.create_topic("Recreated", 1)
-        _send(cluster, "Recreated", [f"old{i}" for i in range(10)])
-        _archive(spark, cluster, tmp_path)
-
-        async def delete() -> None:
-            async with AdminClient(cluster.namesrv_addr) as admin:
-                await admin.delete_topic("Recreated")
-
-        asyncio.run(delete())
-        cluster.create_topic("Recreated", 1)
-        _send(cluster, "Recreated", [f"new{i}" for i in range(3)])
+        send_bodies(cluster, "Recreated", [f"old{i}" for i in range(10)])
+        archive_stream(cluster, tmp_path, "Recreated")
+        recreate_topic(cluster, "Recreated")
+        send_bodies(cluster, "Recreated", [f"new{i}" for i in range(3)])
         with pytest.raises(Exception, match=r"offsets moved back.*Recreated broker-a:0: from 10 to 3"):
-            _archive(spark, cluster, tmp_path)
-        _archive(spark, cluster, tmp_path, failOnDataLoss="false")  # goes on from offset 3 of the new queue
-        _send(cluster, "Recreated", [f"new{i}" for i in range(3, 12)])
-        _archive(spark, cluster, tmp_path)
+            archive_stream(cluster, tmp_path, "Recreated")
+        # reads the new queue from its min offset (0): nothing of it is skipped
+        archive_stream(cluster, tmp_path, "Recreated", failOnDataLoss="false")
+        send_bodies(cluster, "Recreated", [f"new{i}" for i in range(3, 12)])
+        archive_stream(cluster, tmp_path, "Recreated")
         got = sorted(r["body"] for r in spark.read.parquet(str(tmp_path / "out")).collect())
-        assert got == sorted([f"old{i}" for i in range(10)] + [f"new{i}" for i in range(3, 12)])
+        assert got == sorted([f"old{i}" for i in range(10)] + [f"new{i}" for i in range(12)])
 
 
 def test_group_offsets_past_a_recreated_queue_start_it_from_the_beginning(tmp_path: Path) -> None:
@@ -78,21 +46,15 @@ def test_group_offsets_past_a_recreated_queue_start_it_from_the_beginning(tmp_pa
 
     with LocalCluster(tmp_path / "store") as cluster:
         cluster.create_topic("Regrouped", 1)
-        _send(cluster, "Regrouped", [f"old{i}" for i in range(10)])
+        send_bodies(cluster, "Regrouped", [f"old{i}" for i in range(10)])
         options = SourceOptions.parse({"nameServer": cluster.namesrv_addr, "subscribe": "Regrouped",
                                        "startingOffsets": "group", "consumerGroup": "regrouped"}, streaming=True)
         planner = _Planner(options)
         try:
             planner.session.commit_offsets({MessageQueue("Regrouped", "broker-a", 0): 10})
             assert planner.resolve(options.starting_offsets, default=-2) == {"Regrouped": {"broker-a:0": 10}}
-
-            async def delete() -> None:
-                async with AdminClient(cluster.namesrv_addr) as admin:
-                    await admin.delete_topic("Regrouped")
-
-            asyncio.run(delete())
-            cluster.create_topic("Regrouped", 1)
-            _send(cluster, "Regrouped", [f"new{i}" for i in range(3)])
+            recreate_topic(cluster, "Regrouped")
+            send_bodies(cluster, "Regrouped", [f"new{i}" for i in range(3)])
             # the group's offset 10 is past the new queue's end: start where a RocketMQ consumer of the group
             # would be moved to (the queue still has its first message: offset 0), not at 10
             assert planner.resolve(options.starting_offsets, default=-2) == {"Regrouped": {"broker-a:0": 0}}
@@ -114,7 +76,7 @@ def test_a_fresh_broker_session_commits_offsets_before_any_other_call(tmp_path: 
 
 def test_offsets_naming_a_queue_the_topic_does_not_have_are_refused(spark: Any, cluster: LocalCluster) -> None:
     cluster.create_topic("NamedQueues", 2)
-    _send(cluster, "NamedQueues", [f"m{i}" for i in range(8)])
+    send_bodies(cluster, "NamedQueues", [f"m{i}" for i in range(8)])
 
     def read(starting: str) -> Any:
         return (spark.read.format("rocketmq").option("nameServer", cluster.namesrv_addr)

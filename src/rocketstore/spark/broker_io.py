@@ -4,9 +4,8 @@ Spark calls data sources from plain threads (the driver's planner worker, execut
 client is asyncio; :class:`BrokerSession` owns a private event loop and runs each client call to
 completion on it, so one session serves one thread at a time (not thread-safe).
 
-The sink needs one thing the client's ``Producer.send`` does not offer: a UNIQ_KEY chosen by the caller (a
-replayed Spark batch must produce the same keys).  :meth:`BrokerSession.send` builds the properties itself
-and goes through the producer's route / retry path.
+The sink chooses each message's UNIQ_KEY (a replayed Spark batch must produce the same keys): the producer's
+public ``send`` / ``send_batch`` keep a UNIQ_KEY the properties hold, as Java's setUniqID keeps one set.
 
 Imports the client, message and remoting packages only (never store, broker or pyspark).
 """
@@ -21,6 +20,7 @@ from typing import Any, Self, TypeVar
 from rocketstore.client import (
     MessageQueue,
     MessageSelector,
+    OutgoingMessage,
     Producer,
     PullConsumer,
     PullResult,
@@ -28,10 +28,8 @@ from rocketstore.client import (
     SendResult,
     SessionCredentials,
 )
-from rocketstore.client.errors import ClientError, MessageIllegalError
-from rocketstore.client.producer import topic_name_problem
-from rocketstore.message.batch import BatchEntry, encode_batch
-from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.client.errors import ClientError
+from rocketstore.message.properties import PropertyName
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -194,27 +192,19 @@ class BrokerSession:
     def send(self, topic: str, records: list[OutgoingRecord], queue_id: int | None = None) -> SendResult:
         """Send *records* (one topic) as one message or one batch; SendRefusedError unless SEND_OK.
 
-        Uses the producer's internal ``_send`` (routes, queue choice, retries on retriable errors) because
-        its public ``send`` always draws a fresh UNIQ_KEY.
+        Goes through the producer's public ``send`` / ``send_batch``, which keep the UNIQ_KEY a message's
+        properties hold: the checks Java's producer makes (topic, empty or too large body, a batch with a
+        delay level or for a retry topic, mixed WAITs), a batch's own WAIT, and a send to a %RETRY% topic
+        moving RECONSUME_TIME / MAX_RECONSUME_TIMES into its header, as DefaultMQProducerImpl does.
         """
         producer = self.producer
-        # a topic name Java's Validators.checkTopic refuses is refused as such (in its words), as
-        # Producer.send does, not looked up and reported as a topic without a route (a broker that creates
-        # no topics)
-        problem = topic_name_problem(topic)
-        if problem is not None:
-            raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
-        for r in records:
-            r.properties.setdefault(PropertyName.WAIT, "true")
         keys = ",".join(r.uniq_key for r in records)
         if len(records) == 1:
             r = records[0]
-            coro = producer._send(topic, RequestCode.SEND_MESSAGE_V2, r.body, encode_properties(dict(r.properties)),
-                                  r.uniq_key, batch=False, queue_id=queue_id, flag=0)
+            coro = producer.send(topic, r.body, properties=dict(r.properties), queue_id=queue_id)
         else:
-            body = encode_batch([BatchEntry(r.body, encode_properties(dict(r.properties)), 0) for r in records])
-            coro = producer._send(topic, RequestCode.SEND_BATCH_MESSAGE, body, "", keys, batch=True,
-                                  queue_id=queue_id, flag=0)
+            coro = producer.send_batch(topic, [OutgoingMessage(r.body, properties=dict(r.properties))
+                                               for r in records], queue_id=queue_id)
         result = self._run(coro)
         if result.status != SEND_OK:
             raise SendRefusedError(result.status, topic, keys)

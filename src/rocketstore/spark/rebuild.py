@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rocketstore.spark.versions import check_task_version, planned_version
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.rebuild import (
     DEFAULT_RANGE_BYTES,
@@ -48,9 +49,11 @@ def partition_count(ranges: Sequence[ScanRange], cores: int) -> int:
     return -(-len(ranges) // per_task)
 
 
-def _scan_partition(check_crc: bool, rule: TagsRule, accumulator: Any) -> Callable[[Iterator[ScanRange]],
-                                                                                    Iterator[RangeFacts]]:
+def _scan_partition(check_crc: bool, rule: TagsRule, accumulator: Any,
+                    version: str) -> Callable[[Iterator[ScanRange]], Iterator[RangeFacts]]:
     def run(ranges: Iterator[ScanRange]) -> Iterator[RangeFacts]:
+        # an executor with another rocketstore would scan with other record layouts or fail deep in a task
+        check_task_version(version, "this rocketstore rebuild scan")
         for r in ranges:
             facts = scan_range(r, check_crc, rule)
             accumulator.add(r.end - r.begin)
@@ -59,9 +62,12 @@ def _scan_partition(check_crc: bool, rule: TagsRule, accumulator: Any) -> Callab
     return run
 
 
-def spark_scan(spark: Any, plan: RebuildPlan, progress: Progress | None = None,
-               poll_s: float = 0.2) -> Callable[[Sequence[ScanRange]], Iterable[RangeFacts]]:
-    """A scan function for ``rebuild_store`` that runs one Spark task per range."""
+def spark_scan(spark: Any, plan: RebuildPlan, progress: Progress | None = None, poll_s: float = 0.2, *,
+               version: str | None = None) -> Callable[[Sequence[ScanRange]], Iterable[RangeFacts]]:
+    """A scan function for ``rebuild_store`` that runs one Spark task per range.  Each task first checks that
+    it runs rocketstore *version* (default: the version installed here, where the scan is planned), as the
+    data sources' tasks do (spark/versions.py)."""
+    planned = version or planned_version()
 
     def scan(ranges: Sequence[ScanRange]) -> Iterable[RangeFacts]:
         if not ranges:
@@ -72,7 +78,7 @@ def spark_scan(spark: Any, plan: RebuildPlan, progress: Progress | None = None,
         # (a store given as "store") must be made absolute here, where it was planned
         shipped = [replace(r, path=os.path.abspath(r.path)) for r in ranges]
         rdd = sc.parallelize(shipped, partition_count(ranges, int(sc.defaultParallelism))).mapPartitions(
-            _scan_partition(plan.check_crc, plan.rule, accumulator))
+            _scan_partition(plan.check_crc, plan.rule, accumulator, planned))
         result: list[list[RangeFacts]] = []
         failure: list[BaseException] = []
 

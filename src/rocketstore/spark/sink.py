@@ -5,7 +5,9 @@
 Columns: ``body`` (required, binary or string), ``topic`` (string; else the ``topic`` option), ``tags``,
 ``keys`` (strings), ``properties`` (map<string,string>), ``queueId`` (int; else the producer picks a queue).
 Other columns are ignored.  Rows of one task going to the same topic and queue are sent as batches,
-except a row carrying a DELAY level: a batch may not hold delayed messages, so it is sent alone (in order).
+except a row carrying a DELAY level or going to a %RETRY% topic: a batch may hold neither, so it is sent
+alone (in order).  Sends go through the producer's public paths and checks: a row with an empty body fails
+the task, naming the row, as Java's producer refuses such a message.
 
 Every message gets a UNIQ_KEY derived from (query id, batch id, partition, row) in streaming, and from
 (write id, 0, partition, row) in batch: when Spark replays a micro-batch after a failure the replayed
@@ -39,6 +41,8 @@ from pyspark.sql.types import (
 
 from rocketstore.client.errors import MessageIllegalError
 from rocketstore.message.properties import PropertyName
+from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
+from rocketstore.remoting.codes import ResponseCode
 from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
 from rocketstore.spark.versions import check_task_version, planned_version
@@ -129,6 +133,9 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                 if body is None:
                     raise SparkOptionError(f"row {row} of partition {partition_id} has a null body")
                 data = body.encode() if isinstance(body, str) else bytes(body)  # type: ignore[call-overload]
+                if not data:  # Java's producer sends no such message (Validators.checkMessage), nor does Producer
+                    raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, f"row {row} of partition {partition_id} "
+                                              "has an empty body: the message body length is zero")
                 properties: dict[str, str] = {}
                 if props is not None and props[i]:
                     properties.update((str(k), str(v)) for k, v in props[i] if v is not None)  # type: ignore[attr-defined]
@@ -141,8 +148,12 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                 qid = queue_ids[i] if queue_ids is not None else None
                 key = (str(topic), None if qid is None else int(qid))  # type: ignore[call-overload]
                 records, size = pending.setdefault(key, ([], [0]))
-                alone = PropertyName.DELAY in properties  # a batch refuses delayed messages, as RocketMQ's does
-                if records and (alone or size[0] + len(data) > _BATCH_MAX_BYTES):
+                # a batch refuses delayed messages and retry topics, as RocketMQ's does (the single send of a
+                # retry topic's message moves its RECONSUME_TIME / MAX_RECONSUME_TIMES into the header), and
+                # its messages share one WAIT
+                alone = PropertyName.DELAY in properties or key[0].startswith(RETRY_GROUP_TOPIC_PREFIX)
+                if records and (alone or size[0] + len(data) > _BATCH_MAX_BYTES
+                                or _waits(records[0].properties) != _waits(properties)):
                     flush(key)  # what came before goes first: the queue keeps the rows' order
                     records, size = pending.setdefault(key, ([], [0]))
                 records.append(OutgoingRecord(data, properties))
@@ -155,6 +166,11 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         for key in list(pending):
             flush(key)
     return report
+
+
+def _waits(properties: dict[str, str]) -> bool:
+    """Message.isWaitStoreMsgOK of a message with *properties*."""
+    return properties.get(PropertyName.WAIT, "true").lower() == "true"
 
 
 def _send_split(session: BrokerSession, topic: str, records: list[OutgoingRecord], queue_id: int | None) -> int:

@@ -28,6 +28,8 @@ from rocketstore.remoting.transport import namesrv_addresses
 from rocketstore.spark.store_options import is_system_topic
 
 __all__ = [
+    "FROM_KEY",
+    "MARKS_KEY",
     "Offsets",
     "PullRange",
     "SinkOptions",
@@ -174,6 +176,14 @@ def _group(opts: dict[str, str], key: str, name: str) -> str | None:
 
 OffsetSpec = str | dict[str, dict[str, int]]
 
+#: the key of the source's offsets (no topic can be named so: '@' is no topic name character) that holds, per
+#: queue, one message the query read before the queue's offset: [queueOffset, commitLogOffset, storeTimestampMs]
+#: (stream_source._checked_marks)
+MARKS_KEY = "@marks"
+#: the key of end offsets naming queues that the batch ending there reads from another offset than its start
+#: offsets' (a queue found to be a new one, read from its min offset with failOnDataLoss=false)
+FROM_KEY = "@from"
+
 
 def _offsets_spec(raw: str, name: str, allowed: tuple[str, ...]) -> OffsetSpec:
     text = raw.strip()
@@ -187,6 +197,11 @@ def _offsets_spec(raw: str, name: str, allowed: tuple[str, ...]) -> OffsetSpec:
         raise SparkOptionError(f'option {name} must be a JSON object like {{"TopicA":{{"broker-a:0":23,"1":-2}}}}')
     spec: dict[str, dict[str, int]] = {}
     for topic, queues in doc.items():
+        if topic in (MARKS_KEY, FROM_KEY):
+            continue  # offsets the source wrote (a query's endOffset copied from its progress): the queues' own
+        if str(topic).startswith("@"):
+            raise SparkOptionError(f"option {name}: {topic!r} is no topic name, nor one of the source's own keys "
+                                   f"({MARKS_KEY}, {FROM_KEY})")
         for key, offset in queues.items():
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < _EARLIEST:
                 raise SparkOptionError(f"option {name}: offset {offset!r} of {topic}/{key} is not an integer >= -2")
@@ -194,6 +209,28 @@ def _offsets_spec(raw: str, name: str, allowed: tuple[str, ...]) -> OffsetSpec:
                 queue_of(topic, str(key))  # validates the form
         spec[str(topic)] = {str(k): v for k, v in queues.items()}
     return spec
+
+
+def _offsets_marks(raw: str, name: str) -> dict[str, dict[str, list[int]]] | None:
+    """The MARKS_KEY part of an offsets JSON (*raw*, one _offsets_spec took), or None: a query started from
+    an endOffset copied from another query's progress checks the queues it reads are still the ones read."""
+    try:
+        marks = json.loads(raw.strip()).get(MARKS_KEY)
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    if marks is None:
+        return None
+    if not isinstance(marks, dict) or not all(isinstance(q, dict) for q in marks.values()):
+        raise SparkOptionError(f"option {name}: {MARKS_KEY} must look like "
+                               f'{{"TopicA":{{"broker-a:0":[queueOffset,commitLogOffset,storeTimestampMs]}}}}')
+    for topic, queues in marks.items():
+        for key, mark in queues.items():
+            if (not isinstance(mark, list) or len(mark) != 3
+                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in mark)):
+                raise SparkOptionError(f"option {name}: {MARKS_KEY} of {topic}/{key} is not [queueOffset, "
+                                       f"commitLogOffset, storeTimestampMs]: {mark!r}")
+            queue_of(str(topic), str(key))  # validates the form
+    return {str(t): {str(k): list(m) for k, m in q.items()} for t, q in marks.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +242,8 @@ class SourceOptions:
     subscribe_pattern: str | None = None
     assign: dict[str, tuple[str, ...]] | None = None
     starting_offsets: OffsetSpec = "latest"
+    #: the marks (MARKS_KEY) of a JSON startingOffsets, an endOffset the source wrote: checked as a checkpoint's
+    starting_marks: dict[str, dict[str, list[int]]] | None = None
     ending_offsets: OffsetSpec = "latest"
     starting_timestamp_ms: int | None = None
     max_offsets_per_trigger: int | None = None
@@ -283,6 +322,8 @@ class SourceOptions:
         interval_ms = _int(opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0)
         return cls(name_server=_name_server(opts), subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
                    starting_offsets=start, ending_offsets=end, starting_timestamp_ms=starting_ts,
+                   starting_marks=(_offsets_marks(opts["startingoffsets"], "startingOffsets")
+                                   if isinstance(start, dict) else None),
                    max_offsets_per_trigger=max_per_trigger,
                    min_partitions=_int(opts, "minpartitions", "minPartitions", 1),
                    fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),

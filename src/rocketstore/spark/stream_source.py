@@ -53,6 +53,8 @@ from rocketstore.spark.broker_io import BrokerSession
 from rocketstore.spark.store_source import _arrow_schema, store_schema
 from rocketstore.spark.versions import check_task_version, planned_version
 from rocketstore.spark.stream_options import (
+    FROM_KEY,
+    MARKS_KEY,
     Offsets,
     PullRange,
     SourceOptions,
@@ -273,14 +275,9 @@ def _check_named_queues(spec: dict[str, dict[str, int]], queues: list[MessageQue
                                    f"read ({read})")
 
 
-#: the key of the offsets (no topic can be named so: '@' is no topic name character) that holds, per queue, one
-#: message the query read before the queue's offset: [queueOffset, commitLogOffset, storeTimestampMs].  Deleting a
-#: topic drops its consume queues, a topic created again starts them at 0 while the commitlog goes on (4.9.3's
-#: DefaultMessageStore.cleanUnusedTopic), so that message is then another one: the queue is not the one read
-MARKS_KEY = "@marks"
-#: the key of end offsets naming queues that the batch ending there reads from another offset than its start
-#: offsets' (a queue found to be a new one, read from its min offset with failOnDataLoss=false)
-FROM_KEY = "@from"
+# MARKS_KEY (stream_options): deleting a topic drops its consume queues, a topic created again starts them at 0
+# while the commitlog goes on (4.9.3's DefaultMessageStore.cleanUnusedTopic), so a marked message is then another
+# one: the queue is not the one read.  FROM_KEY: queues a batch reads from another offset than its start's
 #: {topic: {"brokerName:queueId": [queueOffset, commitLogOffset, storeTimestampMs]}}
 Marks = dict[str, dict[str, list[int]]]
 
@@ -301,28 +298,33 @@ def _merge_forward(start: Offsets, latest: Offsets) -> Offsets:
     return out
 
 
-def _moved_back(start: Offsets, latest: Offsets, fail: bool) -> Offsets:
-    """*start* with every queue whose broker max offset is now below it moved back to that max offset.
+def _moved_back(start: Offsets, latest: Offsets, fail: bool,
+                minimum: Callable[[str, str], int]) -> tuple[Offsets, Offsets]:
+    """*start* with every queue whose broker max offset is now below it moved back to the queue's min offset
+    (*minimum(topic, key)*), and those queues with that offset (for the end offsets' FROM_KEY).
 
     A queue's offsets go back when its topic was deleted and created again, or its broker lost messages:
     left alone, the query would wait until the new queue passed the old offset and then silently skip its
-    first messages.  As Spark's Kafka source, fail (failOnDataLoss) or warn and go on from the broker's
-    offset; the messages of the new queue up to that offset are skipped.
+    first messages.  As Spark's Kafka source, fail (failOnDataLoss) or warn and read what the broker has
+    from its earliest offset on (the reading of a new queue found through its mark does the same).
     """
     moved = [(topic, key, start[topic][key], offset) for topic, queues in sorted(latest.items())
              for key, offset in sorted(queues.items()) if offset < start.get(topic, {}).get(key, offset)]
     if not moved:
-        return start
+        return start, {}
     described = "; ".join(f"{topic} {key}: from {old} to {new}" for topic, key, old, new in moved)
     message = (f"queue offsets moved back on the broker (the topic was deleted and created again, or the broker "
                f"lost messages), messages may have been missed: {described}")
     if fail:
-        raise DataLossError(message + "; set failOnDataLoss=false to go on from the broker's offsets")
-    print(f"rocketmq source: {message}; going on from the broker's offsets", file=sys.stderr)
+        raise DataLossError(message + "; set failOnDataLoss=false to read those queues from their min offsets")
+    print(f"rocketmq source: {message}; reading those queues from their min offsets", file=sys.stderr)
     out: Offsets = {t: dict(q) for t, q in start.items()}
+    restarted: Offsets = {}
     for topic, key, _, new in moved:
-        out[topic][key] = new
-    return out
+        low = min(max(minimum(topic, key), 0), new)
+        out[topic][key] = low
+        restarted.setdefault(topic, {})[key] = low
+    return out, restarted
 
 
 class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -335,8 +337,16 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None
 
     def initialOffset(self) -> dict:
-        return self.planner.retrying("resolving the starting offsets",
-                                     lambda: self.planner.resolve(self.options.starting_offsets, default=-2))
+        start: dict = self.planner.retrying("resolving the starting offsets",
+                                            lambda: self.planner.resolve(self.options.starting_offsets, default=-2))
+        # an endOffset of another query given as startingOffsets: its marks of the queues started below them
+        # are checked at the first trigger, as a checkpoint's are (a topic created again since is data loss)
+        marks = {topic: kept for topic, queues in (self.options.starting_marks or {}).items()
+                 if (kept := {key: mark for key, mark in queues.items()
+                              if mark[0] < start.get(topic, {}).get(key, -1)})}
+        if marks:
+            start[MARKS_KEY] = marks
+        return start
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
@@ -349,11 +359,14 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start, marks, _ = _split(start)
         latest = (self._target if self._target is not None
                   else self.planner.retrying("looking up the latest offsets", self.planner.latest))
-        moved = _moved_back(start, latest, self.options.fail_on_data_loss)
-        # a queue that moved back was reported as lost and goes on from there: its mark is of the old queue
+        moved, back = _moved_back(start, latest, self.options.fail_on_data_loss, self._min_offset)
+        # a queue that moved back was reported as lost and is read from its min offset: its mark is of the old
+        # queue
         marks = {t: {k: m for k, m in q.items() if moved.get(t, {}).get(k) == start.get(t, {}).get(k)}
                  for t, q in marks.items()}
         start, marks, restarted = self._checked_marks(moved, marks, latest)
+        for topic, queues in back.items():
+            restarted.setdefault(topic, {}).update(queues)
         end = _merge_forward(start, latest)
         if isinstance(limit, ReadMaxRows):
             end = _merge_forward(start, limit_offsets(self._from_minimums(start, end), end, limit.max_rows))
@@ -364,6 +377,11 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if restarted:
             doc[FROM_KEY] = restarted
         return doc
+
+    def _min_offset(self, topic: str, key: str) -> int:
+        mq = _queue(topic, key)
+        return self.planner.retrying(f"looking up the min offset of {topic} {key}",
+                                     lambda: self.planner.session.min_offset(mq))
 
     def _message_at(self, topic: str, key: str, offset: int) -> tuple[StoredMessage, int] | None:
         """The message at queue *offset* and the queue's min offset; None when the queue has no message there
