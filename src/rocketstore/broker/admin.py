@@ -111,7 +111,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
                          h.topic_sys_flag or 0, h.order)
         broker.topics.update(tc)
         broker.topic_created()
-        await broker.topics.flush()  # in topics.json before the answer, as 4.9.3 persists first
+        # in topics.json before the answer, as 4.9.3 persists first; a failed write (a full disk) is logged
+        # and answered SUCCESS as there (the table changed; the file is written again once it can be)
+        await broker.topics.flush_quietly()
         return request.make_response(ResponseCode.SUCCESS)
 
     async def delete_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -125,7 +127,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         broker.topics.delete(h.topic)
         broker.stats.topic_deleted(h.topic)
         broker.topic_created()
-        await broker.topics.flush()
+        await broker.topics.flush_quietly()  # as create_topic's
         # as 4.9.3's deleteTopic: the consume queues of topics no longer in the table go too (cleanUnusedTopic)
         try:
             await broker.run_blocking(broker.store.clean_unused_topics, LiveTopics(broker))
@@ -208,7 +210,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"subscription group config refused: {exc}")
         broker.groups.update(cfg)
-        await broker.groups.flush()
+        await broker.groups.flush_quietly()  # as create_topic's
         return request.make_response(ResponseCode.SUCCESS)
 
     async def delete_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -217,7 +219,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
         broker.stats.group_deleted(group)
         if request.ext_fields.get("removeOffset", "").lower() == "true":
             broker.offsets.remove_group(group)
-        await broker.groups.flush()
+        await broker.groups.flush_quietly()  # as create_topic's
         return request.make_response(ResponseCode.SUCCESS)
 
     async def consumed_by_whom(conn: Connection, request: RemotingCommand) -> RemotingCommand:

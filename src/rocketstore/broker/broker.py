@@ -19,7 +19,9 @@ import asyncio
 import logging
 import ssl
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Literal
 
 from rocketstore.broker import (
@@ -43,6 +45,7 @@ from rocketstore.broker.broker_stats import BrokerStats
 from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
+from rocketstore.broker.config_files import FailureLog
 from rocketstore.broker.durable_waits import DurableWaits
 from rocketstore.broker.groups import SubscriptionGroupTable
 from rocketstore.broker.ha import HAClient, HAServer
@@ -194,7 +197,12 @@ class Broker:
             offsets = ConsumerOffsetTable(config_dir)
             offsets.load()
             self.offsets = offsets
-            self.topics.persist()
+            try:
+                self.topics.persist()
+            except OSError:
+                # a full disk: logged with the file's name by the table's writer, written again once it can be
+                # (_persist_offsets_loop); 4.9.3's broker starts too (ConfigManager.persist only logs)
+                pass
             self.pull_hold = PullHold(self.store.max_offset,
                                       check_interval_s=5.0 if cfg.long_polling_enable else cfg.short_polling_time_ms / 1000)
             self.store.add_dispatch_listener(self.pull_hold.on_dispatch)
@@ -306,17 +314,20 @@ class Broker:
                         await table.flush()  # the writes under way end first (written again just below)
                     except OSError:
                         pass  # logged by the writer
-            try:
-                if self.schedule is not None and self.schedule.started:
-                    self.schedule.persist(force=True)
-                if hasattr(self, "offsets"):
-                    self.offsets.persist(force=True)
-                if hasattr(self, "topics"):
-                    self.topics.persist()
-                if hasattr(self, "groups"):
-                    self.groups.persist()
-            except OSError:
-                log.exception("cannot persist the broker's config files")
+            # each file is tried, whatever became of the one before (a full disk, a file made unwritable)
+            writes: list[tuple[str, Callable[[], object]]] = []
+            if self.schedule is not None and self.schedule.started:
+                writes.append((self.schedule.path, partial(self.schedule.persist, force=True)))
+            if hasattr(self, "offsets"):
+                writes.append((self.offsets.path, partial(self.offsets.persist, force=True)))
+            for table in (getattr(self, "topics", None), getattr(self, "groups", None)):
+                if table is not None:
+                    writes.append((table.path, table.persist))
+            for path, write in writes:
+                try:
+                    write()
+                except OSError as exc:
+                    log.error("cannot write %s at shutdown: %s", path, exc)
             store, self._store = self._store, None
             await asyncio.get_running_loop().run_in_executor(self._executor, store.close)
             waits = getattr(self, "_durable_waits", None)
@@ -478,13 +489,21 @@ class Broker:
     # --- background work ------------------------------------------------------------------------------
 
     async def _persist_offsets_loop(self) -> None:
+        """Every flushConsumerOffsetInterval: consumerOffset.json (4.9.3's scheduled persist), and
+        topics.json / subscriptionGroup.json again if their last write failed (BackgroundWriter.retry).  A
+        failure that goes on (a full disk) is logged once, not every interval (FailureLog)."""
         interval_s = max(0.1, self.config.flush_consumer_offset_interval_ms / 1000)
+        failures = FailureLog(log, self.offsets.path)
         while True:
             await asyncio.sleep(interval_s)
             try:
                 await self.run_blocking(self.offsets.persist)
-            except OSError:
-                log.exception("cannot persist consumer offsets")
+            except OSError as exc:
+                failures.failed(exc)
+            else:
+                failures.succeeded()
+            self.topics.writer.retry()
+            self.groups.writer.retry()
 
     async def _scan_clients_loop(self) -> None:
         while True:

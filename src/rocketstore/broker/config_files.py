@@ -24,12 +24,38 @@ from rocketstore.files import write_text_atomically
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import DataVersion
 
-__all__ = ["BackgroundWriter", "VersionedTable", "read_json_file", "write_json_atomically", "write_text_atomically"]
+__all__ = ["BackgroundWriter", "FailureLog", "VersionedTable", "read_json_file", "write_json_atomically",
+           "write_text_atomically"]
 
 log = logging.getLogger(__name__)
 
 S = TypeVar("S")
 C = TypeVar("C")
+
+
+class FailureLog:
+    """The log of a write retried until it succeeds (a config file on a full disk, rewritten every few
+    seconds): one line for a failure, none for the same failure again (DEBUG), one when the failure changes
+    (another errno) and one when a write succeeds after failures.  Thread-safety: the caller's."""
+
+    def __init__(self, logger: logging.Logger, what: str) -> None:
+        self._log = logger
+        self.what = what
+        self._kind: tuple[type, object] | None = None
+
+    def failed(self, exc: OSError) -> None:
+        kind = (type(exc), exc.errno if exc.errno is not None else str(exc))
+        if kind == self._kind:
+            self._log.debug("still cannot write %s: %s", self.what, exc)
+            return
+        self._kind = kind
+        self._log.error("cannot write %s: %s (tried again until it can be written; logged again only when "
+                        "the failure changes)", self.what, exc)
+
+    def succeeded(self) -> None:
+        if self._kind is not None:
+            self._kind = None
+            self._log.warning("%s is written again", self.what)
 
 
 class BackgroundWriter(Generic[S]):
@@ -56,6 +82,9 @@ class BackgroundWriter(Generic[S]):
         self.generation = 0
         self.on_disk = 0
         self._lock = threading.Lock()  # one write at a time, newest last
+        #: the last write failed (a full disk): :meth:`retry` writes again, and so does the next change
+        self.failed = False
+        self.failures = FailureLog(log, what)
         self._task: asyncio.Task[None] | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
@@ -71,14 +100,30 @@ class BackgroundWriter(Generic[S]):
             self._task = loop.create_task(self._run(loop))
 
     def write_now(self) -> None:
-        """Write the table on this thread, whatever is pending (start, close, no loop); OSError if it fails."""
+        """Write the table on this thread, whatever is pending (start, close, no loop); OSError if it fails
+        (logged, see :class:`FailureLog`)."""
         self._write_generation(self.generation, self._snapshot())
+
+    def retry(self) -> None:
+        """On the loop: write again if the last write failed and none is under way (4.9.3 writes a table
+        again only at its next change; a topic created on a full disk would be missing from the file until
+        then, and from the broker after a kill -9)."""
+        if self.failed and self._task is None:
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(self._run(loop))
 
     def _write_generation(self, generation: int, snapshot: S) -> None:
         with self._lock:
             if generation < self.on_disk:
                 return  # a newer snapshot is on disk already
-            self._write(snapshot)
+            try:
+                self._write(snapshot)
+            except OSError as exc:
+                self.failed = True
+                self.failures.failed(exc)
+                raise
+            self.failed = False
+            self.failures.succeeded()
             self.on_disk = generation
 
     async def flush(self) -> None:
@@ -95,12 +140,11 @@ class BackgroundWriter(Generic[S]):
 
     async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
-            while self.on_disk < self.generation:
+            while self.on_disk < self.generation or self.failed:
                 generation = self.generation
                 try:
                     await loop.run_in_executor(None, self._write_generation, generation, self._snapshot())
-                except OSError as exc:
-                    log.error("cannot write %s: %s", self.what, exc)
+                except OSError as exc:  # logged by _write_generation
                     self._settle(generation, exc)
                     return  # the next change (or flush, or the write at close) tries again
                 self._settle(generation, None)
@@ -208,6 +252,14 @@ class VersionedTable(Generic[C]):
     async def flush(self) -> None:
         """Wait until every change made so far is in the file (the write runs off the loop)."""
         await self.writer.flush()
+
+    async def flush_quietly(self) -> None:
+        """:meth:`flush`, a failed write only logged (by the writer), as 4.9.3's ConfigManager.persist logs an
+        IOException: the table has changed all the same, and the file is written again once it can be."""
+        try:
+            await self.writer.flush()
+        except OSError:
+            pass
 
     def replace_all(self, obj: dict[str, Any]) -> bool:
         """A slave's sync: take the master's answer (GET_ALL_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
