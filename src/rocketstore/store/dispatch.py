@@ -6,7 +6,8 @@ sees a record a crash could still erase), and for each one:
 
 1. NOT and COMMIT records get a consume-queue entry at their QUEUEOFFSET (tagsCode from TAGS, or the
    delivery time in SCHEDULE_TOPIC_XXXX);
-2. every record but ROLLBACK gets index entries for UNIQ_KEY and each KEYS token;
+2. every record but ROLLBACK gets index entries for UNIQ_KEY and each KEYS token; every record, keys or
+   not, rolls a full index file (creates the first), as each goes through 4.9.3's buildIndex;
 3. listeners hear (topic, queue_id, queue_offset + 1, tags_code, store_timestamp) (long polling).
 
 Records this process wrote arrive as facts (``CommitLog.facts``: what the writer already knew, in order)
@@ -194,11 +195,8 @@ class Dispatcher:
                               f"but holds {cq.max_offset}")
                 log.error("dispatch: %s", self.error)
         index = self.index
-        if index is not None:
-            uniq = props.get("UNIQ_KEY")
-            keys = props.get("KEYS")
-            if uniq is not None or keys:
-                index.build(topic, commit_log_offset, store_ts, sys_flag, uniq, keys)
+        if index is not None:  # every record, keys or not: a full index file rolls on the next record
+            index.build(topic, commit_log_offset, store_ts, sys_flag, props.get("UNIQ_KEY"), props.get("KEYS"))
         self.last_store_timestamp = store_ts
         if queued and self.listeners:
             try:
@@ -247,8 +245,13 @@ class Dispatcher:
             if not cq.put(offset, size, code, queue_offset):
                 self._gap(topic, queue_id, queue_offset, cq.max_offset)
         index = self.index
-        if index is not None and tx != SysFlag.TRANSACTION_ROLLBACK_TYPE and (uniq is not None or keys):
-            index.build_one(topic, offset, ts, uniq, keys)
+        if index is not None:
+            if tx != SysFlag.TRANSACTION_ROLLBACK_TYPE and (uniq is not None or keys):
+                index.build_one(topic, offset, ts, uniq, keys)
+            else:  # no key to add: 4.9.3's buildIndex still rolls a full file (or creates the first) first
+                files = index.files
+                if not files or files[-1].index_count >= files[-1].entry_count:
+                    index.roll()
         self.last_store_timestamp = ts
         if queued:
             try:
@@ -282,6 +285,15 @@ class Dispatcher:
             else:
                 kept = [t != SysFlag.TRANSACTION_ROLLBACK_TYPE for t in tx]
                 index.build_run(*(tuple(compress(col, kept)) for col in (topics, offsets, stamps, uniqs, keys)))
+        if index is not None:
+            # 4.9.3 hands every record to buildIndex, which rolls a full file (or creates the first) before
+            # anything else: a file filled before the run's last record (or full before a run build_run did
+            # not see) rolls now, not at the next keyed record.  (A full file ending at this run's last
+            # record was filled by it: build_run rolled any file that was full before.)
+            files = index.files
+            if not files or (files[-1].index_count >= files[-1].entry_count
+                             and files[-1].end_phy_offset != offsets[-1]):
+                index.roll()
         self.last_store_timestamp = stamps[-1]
         listeners = self.listeners
         if listeners:

@@ -18,6 +18,7 @@ that moment, never see a torn entry (the slot is published after the entry is wr
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["INDEX_ENTRY", "INDEX_HEADER", "IndexFile", "IndexService"]
+
+log = logging.getLogger(__name__)
 
 INDEX_HEADER = struct.Struct(">qqqqii")
 INDEX_ENTRY = struct.Struct(">iqii")
@@ -229,9 +232,13 @@ class IndexService:
         #: called with the end timestamp of a file that just filled (the checkpoint records it)
         self.on_file_full: list = []
 
-    def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int) -> None:
+    def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int, *, strict: bool = True) -> bool:
+        """Map the index files (after a crash, deleting those newer than the checkpoint's index time, as
+        IndexService.load does).  A file whose size the geometry does not give is an error; with
+        ``strict=False`` (messageIndexEnable=false: only queries and retention use the files) the index is
+        left empty instead and False returned, its files untouched."""
         if not os.path.isdir(self.directory):
-            return
+            return True
         expected = _HEADER_BYTES + self.slot_count * 4 + self.entry_count * 20
         for name in sorted(os.listdir(self.directory)):
             path = os.path.join(self.directory, name)
@@ -244,6 +251,12 @@ class IndexService:
             if size != expected:
                 if size == 0:
                     continue  # (a crash before a Java broker mapped it): it holds no entry
+                if not strict:
+                    log.warning("index file %s has %d bytes, not the %d the configured geometry gives: with "
+                                "messageIndexEnable=false the index is left unread (no key queries, not expired)",
+                                path, size, expected)
+                    self.close()
+                    return False
                 # skipped, its keys would answer nothing and retention would never delete it
                 raise StoreConfigError(
                     f"index file {path} has {size} bytes, but maxHashSlotNum={self.slot_count} and "
@@ -254,6 +267,7 @@ class IndexService:
                 f.destroy()
                 continue
             self.files.append(f)
+        return True
 
     def _last_writable(self) -> IndexFile:
         prev_phy = prev_ts = 0
@@ -283,6 +297,13 @@ class IndexService:
             for hook in self.on_file_full:
                 hook(prev.end_timestamp)
         return f
+
+    def roll(self) -> None:
+        """RocketMQ's buildIndex for a record that adds no key (none, a ROLLBACK, one indexed already): it
+        still gets the newest file first, so a full one rolls (flushed, the checkpoint told its end time)
+        and the first file is created.  The dispatcher calls it once a run, when the newest file is full or
+        there is none."""
+        self._last_writable()
 
     def build(self, topic: str, commit_log_offset: int, store_timestamp: int, sys_flag: int,
               uniq_key: str | None, keys: str | None) -> None:

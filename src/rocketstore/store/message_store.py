@@ -229,18 +229,19 @@ class MessageStore:
                                     preallocate=cfg.preallocate_commit_log, warm=cfg.warm_mapped_file_enable)
         self._queues = ConsumeQueueTable(cfg.consume_queue_dir, cfg.consume_queue_file_bytes, writable=w)
         self._checkpoint = Checkpoint(os.path.join(root, "checkpoint"), writable=w)
-        self._index: IndexService | None = None
-        if cfg.message_index_enable:
-            self._index = IndexService(cfg.index_dir, cfg.max_hash_slot_num, cfg.max_index_num, writable=w)
-            self._index.on_file_full.append(self._on_index_file_full)
+        # loaded, queried and expired even with messageIndexEnable=false (as 4.9.3's IndexService): only
+        # building entries depends on it (the dispatcher gets no index then)
+        self._index: IndexService | None = IndexService(cfg.index_dir, cfg.max_hash_slot_num, cfg.max_index_num,
+                                                        writable=w)
+        self._index.on_file_full.append(self._on_index_file_full)
         try:
             # every segment a clean shutdown leaves has its full size (segments are created whole): a short
             # last one then says the configured size is not the store's (a torn tail only after a crash)
             self._commitlog.files.load(allow_short_tail=not self.last_exit_ok)
             self._queues.load(allow_short_tail=not self.last_exit_ok)
-            if self._index is not None:
-                self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp)
-            self._dispatcher = Dispatcher(self._commitlog, self._queues, self._index, self._delay_levels)
+            self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp, strict=cfg.message_index_enable)
+            self._dispatcher = Dispatcher(self._commitlog, self._queues,
+                                          self._index if cfg.message_index_enable else None, self._delay_levels)
             self.recovery: RecoveryReport = recover(
                 self._commitlog, self._queues, self._dispatcher, self._checkpoint,
                 abnormal=not self.last_exit_ok, check_crc=cfg.check_crc_on_recover,

@@ -344,13 +344,14 @@ def _write_index(directory: str, facts: _Facts, slot_count: int, entry_count: in
     hashes = facts.key_hash[keep]
     offsets = facts.offset[key_rec]
     stamps = facts.store_timestamp[key_rec]
-    calls = np.flatnonzero(facts.index_call & facts.dispatched)
+    calls = np.flatnonzero(facts.dispatched)  # the dispatcher hands every record to the index, keys or not
     n = len(hashes)
     cap = entry_count - 1
     if len(calls) == 0:
         return 0, 0
     file_count = -(-n // cap) if n else 0
-    # IndexService rolls when a record is handed to a full file, even if it adds no key
+    # IndexService rolls when a record is handed to a full file, even if it adds no key (and the first record
+    # creates the first file)
     last_keyed = int(key_rec[-1]) if n else -1
     if (n == 0 or n % cap == 0) and int(calls[-1]) > last_keyed:
         file_count += 1
