@@ -2,8 +2,8 @@
 bodies, in both header encodings (JSON and ROCKETMQ binary).
 
 For each request: the server answers it (4.9.3's NettyRemotingAbstract answers SYSTEM_ERROR for whatever a
-processor throws; END_TRANSACTION with a commitOrRollback that parses to neither commit nor rollback goes
-unanswered in 4.9.3 as here, so that one case is not fuzzed), on the same connection, which stays open; a
+processor throws; END_TRANSACTION with commitOrRollback 0, UNKNOWN, goes unanswered in 4.9.3 as here, so
+that one value is not fuzzed), on the same connection, which stays open; a
 request refused because a header field or the body could not be read (HeaderFieldError / ProtocolError /
 JsonBodyError remarks) is SYSTEM_ERROR and changed nothing (topics, groups, offsets, clients, store paths;
 routes and the KV table); another connection is served all along; and no handler raised an unexpected
@@ -167,8 +167,8 @@ def ext_fields(draw: st.DrawFn, code: int) -> dict[str, str]:
         elif choice == "junk":
             ext[wire] = draw(junk)
     if code == RequestCode.END_TRANSACTION and ext.get("commitOrRollback") not in (None, "8", "12"):
-        # 4.9.3 answers nothing for any other number: only values it cannot parse (SYSTEM_ERROR) are fuzzed
-        ext["commitOrRollback"] = draw(st.sampled_from(["8", "12", "", "x", "9" * 30]))
+        # 4.9.3 answers nothing for 0 (UNKNOWN); any other number is refused by checkFields (SYSTEM_ERROR)
+        ext["commitOrRollback"] = draw(st.sampled_from(["8", "12", "", "x", "9" * 30, "7", "-1"]))
     ext.update(draw(st.dictionaries(st.text(max_size=8), st.text(max_size=20), max_size=2)))
     return ext
 

@@ -16,7 +16,8 @@ these codes (the send header, v1 or v2 names).  Then, as 4.9.3 does:
 
 The answer is SUCCESS when the push succeeded, else SYSTEM_ERROR naming why (no REPLY_TO_CLIENT, the client
 not connected, its failure); either way it carries the stored record's msgId, queueId and queueOffset when
-the store took it (msgId "0" and queueOffset 0 when it did not), and MSG_REGION / TRACE_ON.
+the store took it (else, if pushed, msgId "0", the queue id and queueOffset 0; neither: none of the three),
+and MSG_REGION / TRACE_ON.
 
 One deliberate difference: a body over maxMessageSize is refused with MESSAGE_ILLEGAL before anything is
 pushed (4.9.3 pushes it, then the store refuses it and the requester has a reply nobody stored).
@@ -87,7 +88,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
                           reconsume_times or 0)
 
         pushed, why = await _push(broker, conn, fields, props, message)
-        ext = {"msgId": "0", "queueId": str(queue_id), "queueOffset": "0", **region}
+        # as handlePushReplyResult / handlePutMessageResult: the header's msgId, queueId and queueOffset are
+        # "0", the queue, 0 once pushed, the stored record's once stored, and left out when neither
+        ext = ({"msgId": "0", "queueId": str(queue_id), "queueOffset": "0", **region} if pushed
+               else dict(region))
         if config.store_reply_message_enable:
             # 4.9.3's putMessage reads DELAY with Integer.parseInt (but of a half or rollback) and lets it
             # throw: the push is done, yet the answer is that exception's SYSTEM_ERROR and nothing is stored
@@ -98,6 +102,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             result = await broker.put(message, sent=True)  # counted as a send (TOPIC_PUT_NUMS), as 4.9.3 does
             if result.status in _STORED:
                 ext["msgId"] = result.msg_id
+                ext["queueId"] = str(queue_id)
                 ext["queueOffset"] = str(result.queue_offset)
         if pushed:
             return request.make_response(ResponseCode.SUCCESS, ext_fields=ext)

@@ -49,6 +49,7 @@ from rocketstore.message.record import Message, StoredMessage, SysFlag, encode_r
 from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.header_fields import HeaderFieldError
 from rocketstore.remoting.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
@@ -161,14 +162,17 @@ def _half_problem(half: StoredMessage | None, h: EndTransactionRequestHeader) ->
 def register(router: RequestRouter, broker: Broker) -> None:
     async def end_transaction(conn: Connection, request: RemotingCommand) -> RemotingCommand | None:
         h = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        kind = h.commit_or_rollback
+        if kind not in (0, _COMMIT, _ROLLBACK):
+            # 4.9.3's EndTransactionRequestHeader.checkFields refuses any other number as the header is read:
+            # SYSTEM_ERROR (unanswered when oneway, as every failed request), the half message left open
+            raise HeaderFieldError("commitOrRollback", "field wrong", str(kind))
         if broker.store_config.broker_role == BrokerRole.SLAVE:
             return request.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
-        kind = h.commit_or_rollback
-        if kind not in (_COMMIT, _ROLLBACK):
-            # UNKNOWN (0) or nonsense: the producer does not know yet; the check service will ask again
-            if kind == 0:
-                log.info("producer %s ended transaction %s as unknown%s", conn.peer_address, h.msg_id,
-                         " (answering a check)" if h.from_transaction_check else "")
+        if kind == 0:
+            # UNKNOWN: the producer does not know yet; the check service will ask again
+            log.info("producer %s ended transaction %s as unknown%s", conn.peer_address, h.msg_id,
+                     " (answering a check)" if h.from_transaction_check else "")
             return None
         half = broker.store.message_at(h.commit_log_offset)
         problem = _half_problem(half, h)
@@ -350,11 +354,17 @@ class TransactionCheckService(TaskService):
             now = _now_ms()
             times_text = props.get(PropertyName.TRANSACTION_CHECK_TIMES)
             times = _long(times_text) if times_text is not None else 0
-            if times >= cfg.transaction_check_max or now - half.born_timestamp > reserved_ms:
+            # as needDiscard: a count is compared only once there is one (a first check always happens);
+            # then raised, before needSkip gives up on a message older than the files are kept, whose
+            # discarded copy so carries the raised count
+            discard = times_text is not None and times >= cfg.transaction_check_max
+            if not discard:
+                props[PropertyName.TRANSACTION_CHECK_TIMES] = str(times + 1)
+                discard = now - half.born_timestamp > reserved_ms
+            if discard:
                 await self._discard(half, props)
                 i = new_offset = i + 1
                 continue
-            props[PropertyName.TRANSACTION_CHECK_TIMES] = str(times + 1)  # as needDiscard counts it
             if half.store_timestamp >= start_ms:
                 break  # written during this round
             age = now - half.born_timestamp

@@ -23,7 +23,8 @@ As the 4.9.3 Java client does it:
    no longer waiting (timed out) is dropped with a log line, as in Java.
 
 A request whose reply does not come within ``timeout_s`` raises :class:`ReplyTimeoutError`; a send that
-fails on the way (the broker's error answer, a connection or timeout error, after the retries)
+fails on the way (the broker's error answer, at once: as Java's async send of a request, it is not retried
+even for the codes a plain send retries; a connection or timeout error, after the retries)
 :class:`RequestSendError` ("send request message to <topic> fail", the error as its ``__cause__``), as
 DefaultMQProducerImpl.waitResponse wraps what the send callback got.  A message or topic the client itself
 refuses, or a topic with no route, raises as :meth:`Producer.send` does (Java throws those before sending).
@@ -39,6 +40,7 @@ remoting and message only.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 import time
@@ -48,6 +50,8 @@ from dataclasses import dataclass, field
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, ClientError
+from rocketstore.client.producer import Producer, SendResult
+from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import RemotingError
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, parse_properties
@@ -108,6 +112,9 @@ class ReplyMessage(HasTagsAndKeys):
 #: CORRELATION_ID -> the request waiting for its reply and its event loop, for every producer of the process
 _waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[ReplyMessage]]] = {}
 _waiting_lock = threading.Lock()
+#: set while a request message is being sent: a broker's error answer then ends the send (see _result)
+_sending_request: contextvars.ContextVar[bool] = contextvars.ContextVar("rocketstore_sending_request",
+                                                                        default=False)
 
 
 def _complete(future: asyncio.Future[ReplyMessage], reply: ReplyMessage) -> None:
@@ -118,16 +125,20 @@ def _complete(future: asyncio.Future[ReplyMessage], reply: ReplyMessage) -> None
 def deliver_reply(request: RemotingCommand) -> RemotingCommand:
     """PUSH_REPLY_MESSAGE_TO_CLIENT, whichever producer's connection it came on: the reply completes the
     request waiting for its CORRELATION_ID in this process; one nobody waits for (timed out) is dropped
-    with a log line, as in Java.  The answer is SUCCESS unless the push cannot be decoded."""
+    with a log line, as in Java.  The answer is SUCCESS unless the push's header cannot be read (a body
+    flagged compressed that does not uncompress is delivered as it came, as Java's)."""
     arrived_ms = int(time.time() * 1000)
     try:
         h = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
-        body = request.body or b""
-        if h.sys_flag & SysFlag.COMPRESSED:
-            body = zlib.decompress(body)
-    except (HeaderFieldError, zlib.error) as exc:
+    except HeaderFieldError as exc:
         log.warning("undecodable reply message: %s", exc)
         return request.make_response(ResponseCode.SYSTEM_ERROR, remark="process reply message fail")
+    body = request.body or b""
+    if h.sys_flag & SysFlag.COMPRESSED:
+        try:
+            body = zlib.decompress(body)
+        except zlib.error as exc:  # as 4.9.3's receiveReplyMessage: logged, and the body delivered as it came
+            log.warning("reply body flagged compressed does not uncompress (%s): delivered as is", exc)
     props = parse_properties(h.properties or "")
     props[PropertyName.ARRIVE_TIME] = str(arrived_ms)
     reply = ReplyMessage(h.topic, body, h.queue_id, h.flag, h.born_timestamp, h.store_timestamp,
@@ -194,10 +205,13 @@ class RequestProducer(ServedProducer):
         with _waiting_lock:
             _waiting[correlation_id] = (loop, future)
         try:
+            sending = _sending_request.set(True)
             try:
                 await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id)
             except (BrokerError, RemotingError) as exc:
                 raise RequestSendError(topic) from exc
+            finally:
+                _sending_request.reset(sending)
             try:
                 return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
             except TimeoutError:
@@ -206,6 +220,19 @@ class RequestProducer(ServedProducer):
             self._waiting.pop(correlation_id, None)
             with _waiting_lock:
                 _waiting.pop(correlation_id, None)
+
+    @staticmethod
+    def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
+        """The Producer's reading of a send answer; for a request message's send, a broker's error answer is
+        not retried (the request fails with it): 4.9.3 sends a request asynchronously, and
+        MQClientAPIImpl.sendMessageAsync retries a transport failure only, never an error answer (the sync
+        send's retryResponseCodes do not apply)."""
+        try:
+            return Producer._result(response, msg_id, mq)
+        except BrokerError as error:
+            if error.retriable and _sending_request.get():
+                error.retriable = False
+            raise
 
     async def close(self) -> None:
         await super().close()
