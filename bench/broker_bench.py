@@ -241,6 +241,7 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
         broker.start()
         notes.extra["peer:Redis (loopback rows)"] = (f"redis-server {redis.version}, TCP 127.0.0.1, AOF on, "
                                                      "appendfsync everysec, RDB off")
+        notes.extra["machine:event loop of our broker and client (loopback rows)"] = _event_loop_used()
         client = OurClient(broker.namesrv_addr)
         busy_broker.start()
         busy_client = OurClient(busy_broker.namesrv_addr, BUSY_POLL_US)
@@ -274,6 +275,16 @@ def broker_workloads(sizes: Sizes, workdir: str, notes: Notes, add: Callable[[Ro
 
 def _body(body_bytes: int) -> bytes:
     return bytes((i * 7 + 3) % 251 for i in range(body_bytes))
+
+
+def _event_loop_used() -> str:
+    """Which loop ``rocketstore serve`` and our client run on here: uvloop when installed (the product's
+    optional speed-up, rocketstore[fast]; the bench extra installs it), else the standard asyncio loop."""
+    if not uvloop_available():
+        return "asyncio (uvloop not installed)"
+    from importlib import metadata
+
+    return f"uvloop {metadata.version('uvloop')} (rocketstore[fast], installed by the bench extra)"
 
 
 def _start_nats(directory: str, notes: Notes) -> NatsJetStream | None:

@@ -165,6 +165,9 @@ def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, obj
     add(f"| kernel | {info['kernel']} |")
     add(f"| load average at start / end | {info.get('load_start')} / {info.get('load_end')} |")
     for key, value in notes.extra.items():
+        if key.startswith("machine:"):
+            add(f"| {key[8:]} | {value} |")
+    for key, value in notes.extra.items():
         if key.startswith("peer:"):
             add(f"| {key[5:]} | {value} |")
     add("")
@@ -209,7 +212,7 @@ def write_markdown(path: str, rows: list[Row], notes: Notes, info: dict[str, obj
     add("## Reproduce")
     add("")
     add("```sh")
-    add("pip install -e '.[bench]'            # persist-queue, litequeue, matplotlib, py-spy, pyinstrument")
+    add("pip install -e '.[bench]'            # persist-queue, litequeue, matplotlib, py-spy, pyinstrument, uvloop")
     add("apt-get install -y redis-server      # optional: the Redis rows are skipped without it")
     add("apt-get install -y nats-server       # optional: the NATS JetStream rows are skipped without it")
     add(f"{command}")
