@@ -361,3 +361,26 @@ def wait_stored(cluster: LocalCluster, topic: str, count: int, what: str, *, tim
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: {len(found)} of {count} "
                                  f"messages in {topic}")
         time.sleep(0.05)
+
+
+def pull_suggestion(broker_addr: str, group: str, topic: str, queue_id: int, offset: int) -> tuple[int, int]:
+    """(response code, suggestWhichBrokerId) of one raw PULL_MESSAGE of one message of *queue_id* from
+    *offset* for *group* (no suspension, subscription "*")."""
+    from rocketstore.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
+    from rocketstore.remoting.transport import connect
+
+    async def pull() -> tuple[int, int]:
+        conn = await connect(broker_addr)
+        try:
+            header = PullMessageRequestHeader(
+                consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=offset, max_msg_nums=1,
+                sys_flag=0x4, commit_offset=0, suspend_timeout_ms=0, subscription="*", sub_version=0,
+                expression_type="TAG")
+            request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+            answer = await conn.request(request, 5)
+            suggest = PullMessageResponseHeader.from_ext_fields(answer.ext_fields).suggest_which_broker_id
+            return answer.code, suggest
+        finally:
+            conn.close()
+
+    return run(pull())

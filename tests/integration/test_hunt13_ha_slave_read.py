@@ -9,12 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, pull_suggestion
 
 from rocketstore.client import Producer
-from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketstore.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketstore.remoting.transport import connect, run
+from rocketstore.remoting import ResponseCode
+from rocketstore.remoting.transport import run
 
 TOPIC = "SlaveReadTopic"
 GROUP = "slow-group"
@@ -28,18 +27,7 @@ async def send(namesrv: str, count: int) -> None:
 
 def suggested_broker(broker_addr: str, queue_id: int, offset: int) -> tuple[int, int]:
     """(response code, suggestWhichBrokerId) of one pull of *queue_id* from *offset*."""
-    async def pull() -> tuple[int, int]:
-        conn = await connect(broker_addr)
-        try:
-            header = PullMessageRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=queue_id, queue_offset=offset,
-                                              max_msg_nums=1, sys_flag=0x4, commit_offset=0, suspend_timeout_ms=0,
-                                              subscription="*", sub_version=0, expression_type="TAG")
-            answer = await conn.request(RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()), 5)
-            return answer.code, PullMessageResponseHeader.from_ext_fields(answer.ext_fields).suggest_which_broker_id
-        finally:
-            conn.close()
-
-    return run(pull())
+    return pull_suggestion(broker_addr, GROUP, TOPIC, queue_id, offset)
 
 
 @pytest.mark.parametrize(("slave_read_enable", "expected"), [(True, 1), (False, 0)])

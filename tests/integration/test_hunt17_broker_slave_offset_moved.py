@@ -10,31 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, pull_suggestion
 from test_replication import STORE, TOPIC, start_slave, stop
 
 from rocketstore.client.admin import AdminClient
-from rocketstore.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketstore.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketstore.remoting.transport import connect, run
+from rocketstore.remoting import ResponseCode
+from rocketstore.remoting.transport import run
 
 GROUP = "pinned-group"
 
 
 def pull(addr: str, offset: int) -> tuple[int, int]:
     """(response code, suggestWhichBrokerId) of one pull of queue 0 from *offset*."""
-    async def go() -> tuple[int, int]:
-        conn = await connect(addr)
-        try:
-            header = PullMessageRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0, queue_offset=offset,
-                                              max_msg_nums=1, sys_flag=0x4, commit_offset=0, suspend_timeout_ms=0,
-                                              subscription="*", sub_version=0, expression_type="TAG")
-            answer = await conn.request(RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields()), 5)
-            return answer.code, PullMessageResponseHeader.from_ext_fields(answer.ext_fields).suggest_which_broker_id
-        finally:
-            conn.close()
-
-    return run(go())
+    return pull_suggestion(addr, GROUP, TOPIC, 0, offset)
 
 
 @pytest.mark.parametrize("slave_read_enable", [False, True])
