@@ -45,7 +45,7 @@ from rocketstore.broker.broker_stats import BrokerStats
 from rocketstore.broker.client_handlers import QueueLocks
 from rocketstore.broker.clients import ClientRegistry
 from rocketstore.broker.config import BrokerConfig
-from rocketstore.broker.config_files import FailureLog
+from rocketstore.broker.config_files import BackgroundWriter, FailureLog
 from rocketstore.broker.durable_waits import DurableWaits
 from rocketstore.broker.groups import SubscriptionGroupTable
 from rocketstore.broker.ha import HAClient, HAServer
@@ -150,6 +150,9 @@ class Broker:
         self.store_host: HostAddress | None = None
         self.start_time_ms = 0
         self._tasks: list[asyncio.Task[None]] = []
+        #: writers of other files the offsets timer writes again while their last write failed (as
+        #: topics.json's and subscriptionGroup.json's): broker.conf after UPDATE_BROKER_CONFIG
+        self.retried_writers: list[BackgroundWriter[Any]] = []
         #: store work that may block (opening, closing, queries) runs here, off the event loop
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rocketstore-broker")
         #: the statistics of GET_BROKER_RUNTIME_INFO / VIEW_BROKER_STATS_DATA (broker_stats.py); counted
@@ -502,8 +505,8 @@ class Broker:
                 failures.failed(exc)
             else:
                 failures.succeeded()
-            self.topics.writer.retry()
-            self.groups.writer.retry()
+            for writer in (self.topics.writer, self.groups.writer, *self.retried_writers):
+                writer.retry()
 
     async def _scan_clients_loop(self) -> None:
         while True:

@@ -19,7 +19,7 @@ import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from rocketstore.broker.config_files import write_text_atomically
+from rocketstore.broker.config_files import FailureLog, write_text_atomically
 from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import RemotingError
 from rocketstore.remoting import fastjson
@@ -51,6 +51,8 @@ class SlaveSync(TaskService):
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, ssl_context=ssl_context)
         #: rounds that reached the master
         self.rounds = 0
+        #: a file's path -> the log of its failed writes (a full disk: one line, not one every round)
+        self._failures: dict[str, FailureLog] = {}
 
     async def close(self) -> None:
         await super().close()
@@ -90,16 +92,31 @@ class SlaveSync(TaskService):
         offsets = self._object(await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).get("offsetTable")
         if isinstance(offsets, dict):
             broker.offsets.merge(offsets)
-            await broker.run_blocking(broker.offsets.persist)
+            await self._write(broker.offsets.path, broker.offsets.persist)
         try:
             delay = await self._ask(addr, RequestCode.GET_ALL_DELAY_OFFSET)
         except ValueError:
             delay = b""  # a master without delayed delivery has none
         if delay:
             path = os.path.join(broker.store_config.config_dir, "delayOffset.json")
-            await broker.run_blocking(write_text_atomically, path, delay.decode("utf-8"))
+            await self._write(path, write_text_atomically, path, delay.decode("utf-8"))
         if broker.groups.replace_all(self._object(await self._ask(addr,
                                                                   RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))):
             log.info("slave sync: took the master's subscription groups")
         self.rounds += 1
         return True
+
+    async def _write(self, path: str, write: Callable[..., object], *args: Any) -> None:
+        """*write(*args)* off the loop; a failure (a full disk) logged, and the round goes on to the other
+        files, as 4.9.3's SlaveSynchronize syncs each apart and its persist only logs.  The next round writes
+        the file again (consumerOffset.json, kept dirty, the broker's offsets timer too); topics.json and
+        subscriptionGroup.json are written by their tables' writers, which log alike."""
+        failures = self._failures.get(path)
+        if failures is None:
+            failures = self._failures[path] = FailureLog(log, path)
+        try:
+            await self.broker.run_blocking(write, *args)
+        except OSError as exc:
+            failures.failed(exc)
+        else:
+            failures.succeeded()

@@ -26,6 +26,9 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   without one writes ``<storePathRootDir>/config/broker.properties`` (4.9.3:
   ``~/store/config/broker.properties``).  A brokerPermission change also raises the topic config version and
   registers with the name servers at once, as 4.9.3 does.  An empty body changes nothing (4.9.3 neither).
+  A file that cannot be written (a full disk) is logged and the answer is SUCCESS, the change in effect, as
+  4.9.3's Configuration.persist logs an IOException; the file is tried again every
+  flushConsumerOffsetInterval until it is written (4.9.3 writes it again only at the next update).
 
   What acts at once: values the request handlers read per request (brokerPermission,
   autoCreateTopicEnable, longPollingEnable, shortPollingTimeMills, slaveReadEnable,
@@ -61,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 from rocketstore.broker import config as broker_config_module
 from rocketstore.broker import config_keys
 from rocketstore.broker.broker_stats import StatsItem
-from rocketstore.broker.config_files import write_text_atomically
+from rocketstore.broker.config_files import BackgroundWriter, write_text_atomically
 from rocketstore.errors import StoreConfigError, StoreError
 from rocketstore.message.java_properties import format_properties, parse_properties_text
 from rocketstore.remoting import fastjson
@@ -409,6 +412,21 @@ def _window(item: StatsItem) -> bytes:
 
 def register(router: RequestRouter, broker: Broker) -> None:
     update_lock = asyncio.Lock()
+    #: UPDATE_BROKER_CONFIG's writes of the config file (made at the first update: the path needs the store)
+    conf_writer: BackgroundWriter[tuple[str, str]] | None = None
+
+    def config_file_writer() -> BackgroundWriter[tuple[str, str]]:
+        nonlocal conf_writer
+        if conf_writer is None:
+            # the file the broker was started with, else the running store's config directory (a new
+            # storePathRootDir is for the next start)
+            path = broker.config_path or os.path.join(broker.store.config.config_dir, BROKER_PROPERTIES_FILE)
+            conf_writer = BackgroundWriter(lambda: (path, config_text(broker)),
+                                           lambda snapshot: write_text_atomically(*snapshot), path)
+            # beyond 4.9.3 (whose Configuration.persist logs an IOException and writes the file again only at
+            # the next update): the offsets timer writes it again while its last write failed, as topics.json
+            broker.retried_writers.append(conf_writer)
+        return conf_writer
 
     async def view_stats(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
@@ -460,20 +478,19 @@ def register(router: RequestRouter, broker: Broker) -> None:
             broker.config_version = broker.config_version.next(now_ms)
             if "brokerPermission" in props and hasattr(broker, "topics"):
                 broker.topics.data_version = broker.topics.data_version.next(now_ms)
+                broker.topics.writer.changed()  # the new version in topics.json, as every topic change
                 broker.topic_created()  # register with the new permission now
-            # the file the broker was started with, else the running store's config directory (a new
-            # storePathRootDir is for the next start)
-            path = broker.config_path or os.path.join(broker.store.config.config_dir, BROKER_PROPERTIES_FILE)
+            # written before the answer; a failed write (a full disk) is logged and answered SUCCESS, as
+            # 4.9.3's Configuration.persist logs an IOException: the config has changed all the same
+            writer = config_file_writer()
+            writer.changed()
             try:
-                await broker.run_blocking(write_text_atomically, path, config_text(broker))
-                if "brokerPermission" in props and hasattr(broker, "topics"):
-                    # on the loop, as every other topic change: the table must not change while it is
-                    # written (a send on the loop may auto-create a topic)
-                    broker.topics.persist()
-            except OSError as exc:
-                log.error("cannot write %s: %s", path, exc)
-                return request.make_response(ResponseCode.SYSTEM_ERROR,
-                                             remark=f"the config was changed but could not be written to {path}: {exc}")
+                await writer.flush()
+            except OSError:
+                pass  # logged by the writer (once per kind of failure), written again by the offsets timer
+            if "brokerPermission" in props and hasattr(broker, "topics"):
+                # topics.json: written again by the broker's offsets timer if this fails (BackgroundWriter.retry)
+                await broker.topics.flush_quietly()
         return request.make_response(ResponseCode.SUCCESS, remark=update.remark())
 
     router.add(RequestCode.VIEW_BROKER_STATS_DATA, view_stats)
