@@ -49,7 +49,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable
 
-from rocketstore.broker.config_files import read_json_file, write_text_atomically
+from rocketstore.broker.config_files import FailureLog, read_json_file, write_text_atomically
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.properties import PropertyName
@@ -133,7 +133,12 @@ class ScheduleService:
                 return
             snapshot = dict(self.offsets)
             self._dirty = False
-        write_text_atomically(self.path, encode_delay_offsets(snapshot))
+        try:
+            write_text_atomically(self.path, encode_delay_offsets(snapshot))
+        except OSError:
+            with self._lock:
+                self._dirty = True  # the next interval tries again (4.9.3 persists on every tick)
+            raise
 
     def offset_table_json(self) -> dict[int, int]:
         return dict(sorted(self.offsets.items()))
@@ -156,12 +161,15 @@ class ScheduleService:
 
     async def _flush_loop(self) -> None:
         interval_s = max(0.1, self.store.config.flush_delay_offset_interval_ms / 1000)
+        failures = FailureLog(log, self.path)  # a full disk: one line, not a traceback every interval
         while True:
             await asyncio.sleep(interval_s)
             try:
                 self.persist()
-            except OSError:
-                log.exception("cannot persist delay offsets")
+            except OSError as exc:
+                failures.failed(exc)
+            else:
+                failures.succeeded()
 
     async def _deliver_loop(self) -> None:
         loop = asyncio.get_running_loop()
