@@ -64,6 +64,7 @@ class StoreThreads:
         #: nothing to do, or runs): a busy-polling event loop naps then to let it in (remoting/busy_poll.py)
         self.dispatch_due_at = math.inf
         self._dispatch_thread: threading.Thread | None = None
+        self._clean_thread: threading.Thread | None = None
         #: held while consume-queue files are flushed or deleted (flush steps, retention passes, dropping
         #: queues): a queue is never destroyed under a thread that is syncing or trimming its files
         self.queue_files_lock = threading.Lock()
@@ -234,6 +235,15 @@ class StoreThreads:
         head = self._commitlog.read_head(reput)
         return head is None or head[1] == BLANK_MAGIC
 
+    def is_own_thread(self) -> bool:
+        """Whether the caller runs on one of these threads (dispatch, clean-up, group commit: a listener's
+        thread), which :meth:`stop` and the group commit's stop would join from itself.  Another store's
+        threads are not these."""
+        current = threading.current_thread()
+        gc = self.group_commit
+        return (current is self._dispatch_thread or current is self._clean_thread
+                or (gc is not None and gc.is_own_thread()))
+
     def stop(self) -> None:
         """Stop the dispatch and clean-up threads and the flusher (the group commit stays: see the facade's
         close, which stops it once the last writes are flushed)."""
@@ -241,6 +251,7 @@ class StoreThreads:
         self.release_dispatch()
         if self._dispatch_thread is not None:
             self._dispatch_thread.join()
+        if self._clean_thread is not None:
             self._clean_thread.join()
         if self._flusher is not None:
             self._flusher.stop()

@@ -140,6 +140,9 @@ class StoreConfig:
                 raise StoreConfigError(f"{f.name} must be a str, not {value!r}")
         if self.mapped_file_size_commit_log < 4096:
             raise StoreConfigError("mappedFileSizeCommitLog must be at least 4096 bytes")
+        if self.max_message_size < 1:
+            # (every put was then MESSAGE_ILLEGAL: a store that can hold nothing)
+            raise StoreConfigError("maxMessageSize must be at least 1 byte")
         if self.warm_ahead_bytes < 0:
             raise StoreConfigError("warmAheadBytes must be 0 (off) or more")
         if self.mapped_file_size_consume_queue < 20:

@@ -151,6 +151,11 @@ class GroupCommit:
     def stopped(self) -> bool:
         return self._stopped
 
+    def is_own_thread(self) -> bool:
+        """Whether the caller runs on this group commit's own thread (a durability listener: it cannot stop
+        the group commit, which joins that thread)."""
+        return threading.current_thread() is self._thread
+
     def _wake_flusher(self) -> None:
         try:
             self._wake.release()

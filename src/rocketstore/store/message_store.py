@@ -108,9 +108,6 @@ _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
 _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
-#: the store threads that call listeners (background.py's dispatch, flush.py's group commit): close cannot
-#: join them from themselves
-_LISTENER_THREADS = frozenset(("rocketstore-dispatch", "rocketstore-group-commit"))
 
 
 def _bad_flush_mode(flush: object) -> ValueError:
@@ -686,7 +683,9 @@ class MessageStore:
         return self._reader.earliest_message_time(topic, queue_id)
 
     def topics(self) -> dict[str, list[int]]:
-        """Every topic with a consume queue, and its queue ids."""
+        """Every topic with a consume queue, and its queue ids (StoreClosedError once closed, as the other
+        reads: the table then no longer says what the store holds)."""
+        self._check_open()
         return self._queues.topics()
 
     # --- dispatch and durability ---------------------------------------------------------------------------
@@ -860,19 +859,20 @@ class MessageStore:
     def close(self) -> None:
         """Stop background work, flush everything and remove the abort marker (a clean shutdown).  Any
         number of threads may call it: one closes, the others wait for it and return.  A dispatch or
-        durable listener may call it: on a store's dispatch or group-commit thread (this store's or
-        another's) it returns at once and a thread of its own closes the store (a later close() from
-        elsewhere waits for that); called from a listener that close itself runs, it returns and the
-        close under way finishes."""
+        durable listener may call it: on this store's dispatch or group-commit thread it returns at once and
+        a thread of its own closes the store (a later close() from elsewhere waits for that); on another
+        store's thread it closes the store before it returns; called from a listener that close itself runs,
+        it returns and the close under way finishes."""
         # run concurrently, two closes would flush and unmap the same files and close the lock file's
         # descriptor twice (the second os.close may hit a descriptor the process has reused meanwhile)
         if self._closing_thread == threading.get_ident():
             # a listener close runs (dispatch in its flush, the group commit's last call) closing the store:
             # the close under way finishes it (waiting for itself, this call hung for ever)
             return
-        if threading.current_thread().name in _LISTENER_THREADS:
-            # a listener on a store thread: close cannot join the thread it runs on (RuntimeError, the
-            # store left refusing writes, locked and not closed); a thread of its own closes it meanwhile
+        if self._threads.is_own_thread():
+            # a listener on one of this store's threads: close cannot join the thread it runs on (RuntimeError,
+            # the store left refusing writes, locked and not closed); a thread of its own closes it meanwhile.
+            # (On another store's thread, a listener there closing this store, close runs here and now.)
             threading.Thread(target=self.close, name="rocketstore-close").start()
             return
         with self._close_lock:

@@ -85,9 +85,11 @@ class RangeFacts:
     ``next_pos``: the segment ends) or "invalid" (the first invalid record is at ``next_pos``, why in
     ``reason``).  ``first_pos`` is where the range's chain began (None: no record starts in the range).
     ``dispatched`` is False for a record the dispatcher cannot decode (topic or properties not UTF-8): it
-    gets neither queue entry nor index keys.  ``index_call`` marks records the dispatcher hands to the
-    index (UNIQ_KEY present or KEYS non-empty, ROLLBACK included); ``key_record`` / ``key_hash`` are the
-    index keys in order, by record number within the range.
+    gets neither queue entry nor index keys.  ``index_call`` marks records with a UNIQ_KEY or a non-empty
+    KEYS (ROLLBACK included); nothing decides by it any more: the dispatcher hands every ``dispatched``
+    record to the index, keys or not (a full index file rolls on it), and rebuild counts index files from
+    ``dispatched``.  ``key_record`` / ``key_hash`` are the index keys in order, by record number within the
+    range.
     """
 
     scan: ScanRange

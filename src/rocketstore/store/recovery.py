@@ -208,7 +208,9 @@ class _Redispatch:
     RocketMQ's maxPhysicOffset rule skips it.  Properties are parsed for the whole chunk at once, tags and keys hashed in numpy
     (``UniformProperties`` for one producer's fixed layout, else ``ChunkProperties``; schedule-topic and
     non-ASCII records one by one, with the dispatcher's own rules); only queued records and records the
-    index does not cover yet need them.  Index keys go in with ``IndexService.put_hashed``.
+    index does not cover yet need them.  Index keys go in with ``IndexService.put_hashed``; as the dispatcher
+    does once a run, each chunk then rolls a full index file (or creates the first) that a later record
+    would have rolled, keys or not.
     """
 
     def __init__(self, dispatcher: Dispatcher, queues: ConsumeQueueTable, rebuild_from: int,
@@ -267,9 +269,20 @@ class _Redispatch:
                 offsets[rows].tolist(), chunk.size[rows].tolist(), [names[t] for t in tids[rows].tolist()],
                 chunk.queue_id[rows].tolist(), chunk.queue_offset[rows].tolist(), chunk.sys_flag[rows].tolist(),
                 chunk.store_timestamp[rows].tolist(), tags[rows].tolist(), [None] * count, [None] * count)))
-        if index is not None and key_rows and sum(len(r) for r in key_rows):
-            rows = np.concatenate(key_rows)
-            index.put_hashed(np.concatenate(key_hashes), offsets[rows], chunk.store_timestamp[rows])
+        if index is not None:
+            files = index.files
+            # (the newest file if it was full before this chunk: 4.9.3 rolls it at the chunk's first record)
+            full_before = files[-1] if files and files[-1].index_count >= files[-1].entry_count else None
+            if key_rows and sum(len(r) for r in key_rows):
+                rows = np.concatenate(key_rows)
+                index.put_hashed(np.concatenate(key_hashes), offsets[rows], chunk.store_timestamp[rows])
+            # As the dispatcher, once a chunk: 4.9.3's recovery hands every record to buildIndex, which rolls a
+            # full file (or creates the first) before anything else, keys or not and even below the index's
+            # end.  So a file that is full now rolls unless this chunk's last record filled it.
+            files = index.files
+            if not files or (files[-1].index_count >= files[-1].entry_count
+                             and (files[-1].end_phy_offset != int(offsets[-1]) or files[-1] is full_before)):
+                index.roll()
         dispatcher.last_store_timestamp = int(chunk.store_timestamp[-1])
 
     def _undecodable(self, offset: int) -> None:
