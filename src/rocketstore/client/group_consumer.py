@@ -319,7 +319,9 @@ class GroupConsumer:
         now = time.monotonic()
         stale = refresh or now - self._route_at.get(topic, -1e9) > self.settings.route_refresh_interval_s
         try:
-            route = await self.consumer.routes.route(topic, refresh=stale)
+            # the name servers asked when due; the known route kept when they cannot answer, so the rebalance
+            # goes on through their outage (4.9.3's updateTopicRouteInfoFromNameServer keeps its tables)
+            route = await self.consumer.routes.route(topic, refresh=stale, keep_known=True)
         except NoRouteError as exc:
             log.debug("no route for %s yet: %s", topic, exc)
             return []

@@ -11,7 +11,8 @@ oneway sends (no answer, no retry) and orderly sends (the queue chosen from a sh
 Connections are opened on demand and reopened after a broker restart (the pool drops closed ones), so a
 producer outlives a broker that goes away and comes back on the same address: sends fail meanwhile
 (RemotingError / NoRouteError) and succeed again afterwards without any call to reconnect.  As in 4.9.3,
-``timeout_s`` bounds a whole send, its retries included, and a body of 4 KiB or more goes out
+``timeout_s`` bounds a whole send, its route look-up and retries included (spent before the
+request goes out: RequestTimeoutError "... call timeout", nothing sent), and a body of 4 KiB or more goes out
 zlib-compressed with sysFlag COMPRESSED (``compress_msg_body_over_howmuch``; never a batch's).
 
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
@@ -86,10 +87,10 @@ from rocketstore.client.route import (
     check,
 )
 from rocketstore.client.trace import DEFAULT_REGION_ID
-from rocketstore.errors import RemotingError, RocketStoreError
+from rocketstore.errors import RemotingError, RequestTimeoutError, RocketStoreError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
-from rocketstore.message.java_numbers import parse_java_int
+from rocketstore.message.java_numbers import number_format_remark, parse_java_int
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import SysFlag
@@ -238,6 +239,13 @@ def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, st
     return fields or None
 
 
+def _call_timeout(queue_id: int | None) -> RequestTimeoutError:
+    """What a send whose timeout is spent before its request goes out raises (4.9.3's
+    RemotingTooMuchRequestException, its wording): sendDefaultImpl's, or sendKernelImpl's for a chosen queue
+    (send(msg, mq) looks the route up there)."""
+    return RequestTimeoutError(f"{'sendDefaultImpl' if queue_id is None else 'sendKernelImpl'} call timeout")
+
+
 def _send_code(properties: Mapping[str, str]) -> int:
     """The request code of a message with *properties*: SEND_REPLY_MESSAGE_V2 for a reply (MSG_TYPE=reply),
     whatever way it goes out (MQClientAPIImpl.sendMessage decides so for sync, oneway and selector sends)."""
@@ -268,8 +276,12 @@ def _batch_problem(topic: str, messages: list[OutgoingMessage], max_message_size
         first_waits = _waits_store(messages[0])
         for message in messages:
             delay = message.properties.get(PropertyName.DELAY)
-            if delay is not None and delay.strip().lstrip("+-").isdecimal() and int(delay) > 0:
-                return "TimeDelayLevel is not supported for batching"
+            if delay is not None:  # getDelayTimeLevel: Integer.parseInt, whose NumberFormatException ends it
+                try:
+                    if parse_java_int(delay) > 0:
+                        return "TimeDelayLevel is not supported for batching"
+                except ValueError:
+                    return number_format_remark(delay)
             if _waits_store(message) != first_waits:
                 return "The waitStoreMsgOK of the messages in one batch should the same"
     lengths = list(map(len, map(_message_body, messages)))
@@ -363,15 +375,16 @@ class HasProperties(Protocol):
 def reply_properties(request: HasProperties, properties: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
     """The topic and properties of the reply to *request* (Java's MessageUtil.createReplyMessage): the reply
     topic of the request's CLUSTER (which the broker added when it stored the request), MSG_TYPE=reply, and
-    the request's CORRELATION_ID, REPLY_TO_CLIENT and TTL; *properties* (the user's) beside them.
-    ValueError when *request* has no CLUSTER or REPLY_TO_CLIENT (not a request message)."""
+    the request's CORRELATION_ID, REPLY_TO_CLIENT and TTL, those it has; *properties* (the user's) beside
+    them.
+    ValueError (Java's MQClientException, its wording) when *request* has no CLUSTER; a request without
+    REPLY_TO_CLIENT still gets its reply, which the broker then refuses to push ("reply message
+    properties[REPLY_TO_CLIENT] is null"), as createReplyMessage leaves that to the broker."""
     props = request.properties
     cluster = props.get(PropertyName.CLUSTER)
-    if not cluster:
-        raise ValueError(f"cannot reply: the request message has no {PropertyName.CLUSTER} property")
-    reply_to = props.get(PropertyName.REPLY_TO_CLIENT)
-    if not reply_to:
-        raise ValueError(f"cannot reply: the message has no {PropertyName.REPLY_TO_CLIENT} property (not a request)")
+    if cluster is None:
+        raise ValueError("create reply message fail, requestMessage error, "
+                         f"property[{PropertyName.CLUSTER}] is null.")
     reply = dict(properties or {})
     reply[PropertyName.MSG_TYPE] = REPLY_MESSAGE_FLAG
     for name in (PropertyName.CORRELATION_ID, PropertyName.REPLY_TO_CLIENT, PropertyName.TTL):
@@ -817,7 +830,9 @@ class Producer:
             raise ClientError(problem)
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
-                   properties: dict[str, str] | None = None, queue_id: int | None = None) -> SendResult:
+                   properties: dict[str, str] | None = None, queue_id: int | None = None,
+                   timeout_s: float | None = None) -> SendResult:
+        """*timeout_s*: this send's bound instead of the producer's (Java's send(msg, timeout))."""
         self._check(topic, body)
         code = _SEND_MESSAGE_V2
         retry_fields = None
@@ -838,10 +853,11 @@ class Producer:
             body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
         if self.trace is None:
             return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                                    sys_flag=sys_flag, retry_fields=retry_fields)
+                                    sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s)
         began_ms = [0]
         sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                             sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields)
+                             sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields,
+                             timeout_s=timeout_s)
         return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
     async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
@@ -849,7 +865,8 @@ class Producer:
                          ) -> SendResult:
         """Answer a request message (one a :class:`RequestProducer` sent, as a consumer received it): the
         reply goes to ``<CLUSTER>_REPLY_TOPIC`` of the request's cluster as SEND_REPLY_MESSAGE_V2, and the
-        broker passes it on to the requester.  ValueError for a message that is not a request."""
+        broker passes it on to the requester.  ValueError for a message without CLUSTER (see
+        :func:`reply_properties`)."""
         topic, props = reply_properties(request, properties)
         return await self.send(topic, body, tags=tags, keys=keys, properties=props)
 
@@ -859,6 +876,7 @@ class Producer:
         """Send without waiting for an answer (the request's oneway flag): nothing comes back, a failed
         write raises, and there is no retry, as RocketMQ's sendOneway."""
         self._check(topic, body)
+        deadline = time.monotonic() + self.timeout_s
         body, sys_flag = self._compressed(body)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         retry_fields = _retry_header_fields(topic, message.properties)
@@ -880,7 +898,10 @@ class Producer:
                            sys_flag).to_ext_fields_v2()
         ext.update(retry_fields or {})
         request = RemotingCommand.request(_send_code(message.properties), ext, body, oneway=True)
-        await self.pool.oneway(addr, request, self.timeout_s)
+        timeout_s = deadline - time.monotonic()  # the route look-up counts, as in sendDefaultImpl
+        if timeout_s <= 0:
+            raise _call_timeout(None)
+        await self.pool.oneway(addr, request, timeout_s)
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
                            keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
@@ -901,6 +922,7 @@ class Producer:
     async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,
                             selector: QueueSelector, began_ms: list[int] | None = None) -> SendResult:
+        deadline = time.monotonic() + self.timeout_s
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         retry_fields = _retry_header_fields(topic, message.properties)
         uniq = message.uniq_key()
@@ -920,13 +942,23 @@ class Producer:
         ext.update(retry_fields or {})
         request = RemotingCommand.request(_send_code(message.properties), ext, body)
         addr = self._master_addr(route, mq)
+        # the route look-up and the selector count against the timeout, as sendSelectImpl's costTime
+        timeout_s = deadline - time.monotonic()
+        if timeout_s <= 0:
+            raise RequestTimeoutError("sendSelectImpl call timeout")
         if began_ms is not None:  # the trace times the request, not the route look-up (see _send)
             began_ms[0] = int(time.time() * 1000)
-        response = await self.pool.request(addr, request, self.timeout_s)
+        response = await self.pool.request(addr, request, timeout_s)
         result = self._result(response, uniq, mq)
         if not known:
             self.routes.invalidate(topic)
         return result
+
+    def _chosen_queue_attempts(self) -> int:
+        """How many times a send to a chosen queue id is tried: once, as Java's send(msg, mq).  (A
+        RequestProducer's request message is retried on the same queue after a transport error, as 4.9.3's
+        async send of request(msg, mq) is.)"""
+        return 1
 
     def _targets_of(self, topic: str, route: TopicRouteData) -> _Targets:
         targets = self._targets.get(topic)
@@ -1062,9 +1094,10 @@ class Producer:
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None,
-                    retry_fields: dict[str, str] | None = None) -> SendResult:
-        """Send with retries (none for a chosen *queue_id*); *retry_fields* (:func:`_retry_header_fields`') go
-        into every attempt's header.
+                    retry_fields: dict[str, str] | None = None, timeout_s: float | None = None) -> SendResult:
+        """Send with retries (none for a chosen *queue_id*, but see :meth:`_chosen_queue_attempts`);
+        *retry_fields* (:func:`_retry_header_fields`') go into every attempt's header; *timeout_s* bounds the
+        send instead of the producer's timeout.
         *began_ms* (a traced send's): its one item set to the wall-clock ms at which each attempt's request
         starts, so the trace's Pub times the attempt that answered, not the failed ones before it (Java's
         SendMessageTraceHookImpl wraps each sendKernelImpl call)."""
@@ -1077,26 +1110,28 @@ class Producer:
         known = True
         # the timeout bounds the whole send, as sendDefaultImpl's: a retry gets what is left of it, and
         # none starts once it is spent (a broker that never answers is not waited for once per retry)
-        deadline = time.monotonic() + self.timeout_s
-        timeout_s = self.timeout_s
+        if timeout_s is None:
+            timeout_s = self.timeout_s
+        deadline = time.monotonic() + timeout_s
         # a chosen queue is sent to once, as Java's send(msg, mq) (one sendKernelImpl, no retry on another
         # broker): only the plain send retries (sendDefaultImpl's retryTimesWhenSendFailed)
-        for attempt in range(self.retry_times + 1 if queue_id is None else 1):
-            if attempt > 0:
+        for attempt in range(self.retry_times + 1 if queue_id is None else self._chosen_queue_attempts()):
+            if attempt > 0 and deadline <= time.monotonic():
+                raise _call_timeout(queue_id) from last_error
+            # a fresh cached route without a coroutine (the usual case), else the route cache's full path; a
+            # retry goes on with the route of the attempt before, not the name servers' (sendDefaultImpl's
+            # retries go on with the TopicPublishInfo it looked up once): a name server that hangs does not
+            # take the time of a retry on another broker
+            route = self.routes.fresh_route(topic) if targets is None else targets.route
+            if targets is not None:
+                timeout_s = deadline - time.monotonic()
+            elif route is None:
+                route, known = await self.routes.publish_route(topic)
+                # the look-up counts against the attempt's time (sendDefaultImpl's costTime, sendKernelImpl's
+                # for a chosen queue): once it has spent the timeout, nothing is sent
                 timeout_s = deadline - time.monotonic()
                 if timeout_s <= 0:
-                    break
-            # a fresh cached route without a coroutine (the usual case), else the route cache's full path
-            route = self.routes.fresh_route(topic) if attempt == 0 else None
-            if route is None:
-                try:
-                    route, known = await self.routes.publish_route(topic, refresh=attempt > 0)
-                except NoRouteError:
-                    if targets is None:
-                        raise
-                    # a retry whose name servers cannot be asked goes on with the route of the last
-                    # attempt, as Java's retries go on with the TopicPublishInfo they started with
-                    route = targets.route
+                    raise _call_timeout(queue_id) from last_error
             else:
                 known = True
             targets = self._targets_of(topic, route)
@@ -1106,9 +1141,12 @@ class Producer:
                     raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
                                               f"(its queue ids: {sorted(targets.by_queue_id)})")
                 raise NoRouteError(topic, "no writeable queue")
-            candidates = queues if failed_broker is None else (
-                [q for q in queues if q.broker_name != failed_broker] or queues)
-            mq = candidates[next(self._next_queue) % len(candidates)]
+            if queue_id is not None and attempt > 0 and mq in queues:
+                pass  # a chosen queue's retry goes to the same queue (see _chosen_queue_attempts)
+            else:
+                candidates = queues if failed_broker is None else (
+                    [q for q in queues if q.broker_name != failed_broker] or queues)
+                mq = candidates[next(self._next_queue) % len(candidates)]
             addr = targets.addrs[mq.broker_name]
             if began_ms is not None:
                 began_ms[0] = int(time.time() * 1000)

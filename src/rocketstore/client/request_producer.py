@@ -53,7 +53,7 @@ from rocketstore.client.errors import BrokerError, ClientError
 from rocketstore.client.producer import Producer, SendResult
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
-from rocketstore.errors import RemotingError
+from rocketstore.errors import RemotingError, RequestTimeoutError
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, parse_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -169,8 +169,9 @@ class RequestProducer(ServedProducer):
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None) -> None:
-        """*tls* as the Producer's.  *timeout_s* bounds each send (connecting and the broker's answer); a request's own timeout is
-        :meth:`request`'s.  *enable_trace* / *trace_topic* as the Producer's: each request message's send is
+        """*tls* as the Producer's.  *timeout_s* bounds each plain send (connecting and the broker's answer); a
+        request message's send is bounded by what is left of :meth:`request`'s own timeout instead.
+        *enable_trace* / *trace_topic* as the Producer's: each request message's send is
         a Pub (Normal_Msg, its CORRELATION_ID, REPLY_TO_CLIENT and TTL among the properties sent), as
         DefaultMQProducer.request goes through the send hook; the reply's arrival is not traced (Java's
         is not either)."""
@@ -184,7 +185,9 @@ class RequestProducer(ServedProducer):
                       keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
                       queue_id: int | None = None) -> ReplyMessage:
         """Send a request message and return its reply; ReplyTimeoutError when none comes in *timeout_s*
-        (counted from the call, the send included)."""
+        (counted from the call, the send included: the send gets what is left of it, not the producer's
+        send timeout).  With *queue_id*, a transport error is retried on the same queue, up to retry_times
+        more times within that time (4.9.3's async send of request(msg, mq))."""
         if timeout_s <= 0:
             raise ValueError("a request needs a positive timeout")
         deadline = time.monotonic() + timeout_s
@@ -205,9 +208,17 @@ class RequestProducer(ServedProducer):
         with _waiting_lock:
             _waiting[correlation_id] = (loop, future)
         try:
+            # the send is bounded by what is left of the request's timeout, not by the producer's send
+            # timeout (4.9.3 sends a request with timeout - cost); none left, and sendDefaultImpl's call
+            # timeout is thrown as it is
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                where = "sendDefaultImpl" if queue_id is None else "sendKernelImpl"
+                raise RequestTimeoutError(f"{where} call timeout")
             sending = _sending_request.set(True)
             try:
-                await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id)
+                await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id,
+                                timeout_s=left_s)
             except (BrokerError, RemotingError) as exc:
                 raise RequestSendError(topic) from exc
             finally:
@@ -233,6 +244,12 @@ class RequestProducer(ServedProducer):
             if error.retriable and _sending_request.get():
                 error.retriable = False
             raise
+
+    def _chosen_queue_attempts(self) -> int:
+        """A request message to a chosen queue is tried again on that queue after a transport error, up to
+        retry_times more times (4.9.3's request(msg, mq) sends asynchronously, and sendMessageAsync's
+        retries keep to the broker of a send without a TopicPublishInfo); any other such send once."""
+        return 1 + self.retry_times if _sending_request.get() else 1
 
     async def close(self) -> None:
         await super().close()

@@ -93,23 +93,25 @@ class RouteCache:
             last_error = broker_error_for(response.code, response.remark)
         raise NoRouteError(topic, str(last_error))
 
-    async def route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
+    async def route(self, topic: str, *, refresh: bool = False, keep_known: bool = False) -> TopicRouteData:
         """The topic's route: the cached one while fresh (ROUTE_TTL_S), else the name servers'.  When they
         cannot be asked (all unreachable, or erring), a cached route, however old, is used again, as a Java
         client keeps its route table through a name server outage; *refresh* (an admin's look-up) wants
-        the name servers' answer and never falls back."""
+        the name servers' answer and never falls back, unless *keep_known* (a consumer's periodic refresh,
+        4.9.3's updateTopicRouteInfoFromNameServer: ask now, keep the known route when there is no answer)."""
         cached = self._routes.get(topic)
         if cached is not None and not refresh and time.monotonic() - cached[0] < ROUTE_TTL_S:
             return cached[1]
+        strict = refresh and not keep_known
         try:
             route = await self.fetch(topic)
         except NoRouteError as exc:
-            if cached is None or refresh:
+            if cached is None or strict:
                 raise
             self._warn_stale(topic, exc)
             return cached[1]
         if route is None:
-            if cached is None or refresh:
+            if cached is None or strict:
                 raise NoRouteError(topic, "the name servers do not know it")
             # a name server that restarted knows no broker until their next registration (up to 30 s):
             # the route known stays, as 4.9.3's updateTopicRouteInfoFromNameServer keeps its tables when
