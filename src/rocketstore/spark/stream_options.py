@@ -390,7 +390,12 @@ class SinkOptions:
 
 def limit_offsets(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
     """*latest* cut so that at most *max_rows* entries lie between *start* and it, shared out in proportion
-    to each queue's backlog (Kafka's maxOffsetsPerTrigger); deterministic for the same inputs."""
+    to each queue's backlog (Kafka's maxOffsetsPerTrigger); deterministic for the same inputs.
+
+    No queue with a backlog starves: each gets at least one entry, and the rest is shared in proportion
+    (what the rounding leaves goes to the largest remainders).  With more such queues than *max_rows*, the
+    single entries go to *max_rows* of them in turn, starting where the queues' offsets (which every trigger
+    moves on by *max_rows*) point, so consecutive triggers take the next ones."""
     lags: list[tuple[str, str, int, int]] = []  # topic, key, from, backlog
     for topic, queues in sorted(latest.items()):
         for key, end in sorted(queues.items()):
@@ -399,14 +404,21 @@ def limit_offsets(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
     total = sum(lag for *_, lag in lags)
     if total <= max_rows:
         return latest
-    shares = [lag * max_rows // total for *_, lag in lags]
-    left = max_rows - sum(shares)
-    for i, (*_, lag) in enumerate(lags):  # hand out what the rounding left, in key order
-        if left == 0:
-            break
-        if shares[i] < lag:
+    waiting = [i for i, (*_, lag) in enumerate(lags) if lag > 0]
+    shares = [0] * len(lags)
+    if len(waiting) >= max_rows:
+        first = sum(begin for _, _, begin, _ in lags) % len(waiting)
+        for i in (waiting[first:] + waiting[:first])[:max_rows]:
+            shares[i] = 1
+    else:
+        rest, over = max_rows - len(waiting), total - len(waiting)  # rest < over: total > max_rows
+        for i in waiting:
+            shares[i] = 1 + (lags[i][3] - 1) * rest // over
+        left = max_rows - sum(shares)
+        by_remainder = sorted((i for i in waiting if (lags[i][3] - 1) * rest % over),
+                              key=lambda i: -((lags[i][3] - 1) * rest % over))
+        for i in by_remainder[:left]:  # a non-zero remainder leaves the share below the backlog
             shares[i] += 1
-            left -= 1
     out: Offsets = {}
     for (topic, key, begin, _), share in zip(lags, shares):
         out.setdefault(topic, {})[key] = begin + share
