@@ -196,7 +196,6 @@ class _Facts:
     store_timestamp: np.ndarray
     tags_code: np.ndarray
     dispatched: np.ndarray
-    index_call: np.ndarray
     key_record: np.ndarray
     key_hash: np.ndarray
     topics: list[str]
@@ -206,7 +205,7 @@ def _concat(parts: list[RangeFacts]) -> _Facts:
     topics: dict[str, int] = {}
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("offset", "size", "queue_id", "queue_offset", "topic",
                                                           "sys_flag", "store_timestamp", "tags_code",
-                                                          "dispatched", "index_call", "key_record", "key_hash")}
+                                                          "dispatched", "key_record", "key_hash")}
     n = 0
     for f in parts:
         remap = np.array([topics.setdefault(t, len(topics)) for t in f.topics] + [-1], dtype=np.int32)
@@ -219,13 +218,12 @@ def _concat(parts: list[RangeFacts]) -> _Facts:
         cols["store_timestamp"].append(f.store_timestamp)
         cols["tags_code"].append(f.tags_code)
         cols["dispatched"].append(f.dispatched)
-        cols["index_call"].append(f.index_call)
         cols["key_record"].append(f.key_record + n)
         cols["key_hash"].append(f.key_hash)
         n += f.record_count
     dtypes = {"offset": np.int64, "size": np.int64, "queue_id": np.int64, "queue_offset": np.int64,
               "topic": np.int64, "sys_flag": np.int64, "store_timestamp": np.int64, "tags_code": np.int64,
-              "dispatched": bool, "index_call": bool, "key_record": np.int64, "key_hash": np.int64}
+              "dispatched": bool, "key_record": np.int64, "key_hash": np.int64}
     arrays = {k: (np.concatenate(v).astype(dtypes[k], copy=False) if v else np.zeros(0, dtypes[k]))
               for k, v in cols.items()}
     return _Facts(topics=list(topics), **arrays)

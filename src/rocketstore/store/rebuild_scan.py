@@ -85,11 +85,9 @@ class RangeFacts:
     ``next_pos``: the segment ends) or "invalid" (the first invalid record is at ``next_pos``, why in
     ``reason``).  ``first_pos`` is where the range's chain began (None: no record starts in the range).
     ``dispatched`` is False for a record the dispatcher cannot decode (topic or properties not UTF-8): it
-    gets neither queue entry nor index keys.  ``index_call`` marks records with a UNIQ_KEY or a non-empty
-    KEYS (ROLLBACK included); nothing decides by it any more: the dispatcher hands every ``dispatched``
-    record to the index, keys or not (a full index file rolls on it), and rebuild counts index files from
-    ``dispatched``.  ``key_record`` / ``key_hash`` are the index keys in order, by record number within the
-    range.
+    gets neither queue entry nor index keys; every other record goes to the index, keys or not (a full
+    index file rolls on it, as the dispatcher's).  ``key_record`` / ``key_hash`` are the index keys in order,
+    by record number within the range.
     """
 
     scan: ScanRange
@@ -107,7 +105,6 @@ class RangeFacts:
     store_timestamp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tags_code: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     dispatched: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    index_call: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     key_record: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     key_hash: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     undecodable: list[tuple[int, str]] = field(default_factory=list)
@@ -122,7 +119,7 @@ class RangeFacts:
     # (positions and key record numbers as steps, flags as bits), ~21 bytes a record of 1 KiB messages with
     # two keys instead of ~48 for int32 columns.  Moving the bytes through Spark costs far more than this.
     _ARRAYS = ("position", "size", "queue_id", "queue_offset", "topic", "sys_flag", "store_timestamp", "tags_code",
-               "dispatched", "index_call", "key_record", "key_hash")
+               "dispatched", "key_record", "key_hash")
     _STEPPED = ("position", "key_record")  # ascending: their steps are small
 
     def __getstate__(self) -> dict[str, object]:
@@ -300,7 +297,6 @@ def _scan(mm: mmap.mmap, scan: ScanRange, check_crc: bool, rule: TagsRule, start
     facts.store_timestamp = out.joined("store_timestamp", np.int64)
     facts.tags_code = out.joined("tags_code", np.int64)
     facts.dispatched = out.joined("dispatched", bool)
-    facts.index_call = out.joined("index_call", bool)
     facts.key_record = out.joined("key_record", np.int64)
     facts.key_hash = out.joined("key_hash", np.int64)
     facts.undecodable = undecodable
@@ -341,7 +337,6 @@ def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: 
     slow = props.non_ascii | odd_topic[topic_ids]
     tx = sys_flag & SysFlag.TRANSACTION_MASK
     tags = props.tags_codes()
-    index_call = props.present(PropertyName.UNIQ_KEY) | props.present(PropertyName.KEYS)
     dispatched = np.ones(n, dtype=bool)
     key_rec, key_hash = props.key_hashes(topic_ids, [name or "" for name in names], tx != _ROLLBACK)
     fast_keys = ~slow[key_rec]
@@ -358,7 +353,7 @@ def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: 
                     raise UnicodeDecodeError("utf-8", b"", 0, 1, "topic is not UTF-8")
                 text = raw_props.decode("utf-8")
             except UnicodeDecodeError:
-                dispatched[i] = index_call[i] = False
+                dispatched[i] = False
                 tags[i] = 0
                 undecodable.append((offset, "topic or properties are not UTF-8"))
                 continue
@@ -369,7 +364,6 @@ def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: 
                        else tags_code(parsed.get(PropertyName.TAGS)))
             uniq = parsed.get(PropertyName.UNIQ_KEY)
             keys = parsed.get(PropertyName.KEYS)
-            index_call[i] = uniq is not None or bool(keys)
             if int(tx[i]) == _ROLLBACK:
                 continue
             if uniq is not None:
@@ -387,4 +381,4 @@ def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: 
             key_rec, key_hash = rec[order], hashes[order]
     out.add(position=starts, size=chunk.size, queue_id=chunk.queue_id, queue_offset=chunk.queue_offset,
             topic=topic_ids, sys_flag=sys_flag, store_timestamp=chunk.store_timestamp, tags_code=tags,
-            dispatched=dispatched, index_call=index_call, key_record=key_rec + n_before, key_hash=key_hash)
+            dispatched=dispatched, key_record=key_rec + n_before, key_hash=key_hash)

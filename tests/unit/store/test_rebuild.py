@@ -335,7 +335,7 @@ def test_range_boundary_inside_a_uniform_run_splits_it_exactly(producer_store: P
     tail = scan_range(first.__class__(first.path, first.base, first.segment_bytes, cut, first.end), True, plan.rule)
     assert head.stop == "next" and head.next_pos == tail.first_pos == int(whole.position[151])
     assert head.record_count == 151 and head.record_count + tail.record_count == whole.record_count
-    for name in ("position", "queue_offset", "tags_code", "store_timestamp", "dispatched", "index_call"):
+    for name in ("position", "queue_offset", "tags_code", "store_timestamp", "dispatched"):
         joined = np.concatenate((getattr(head, name), getattr(tail, name)))
         assert joined.tolist() == getattr(whole, name).tolist(), name
     keys = np.concatenate((head.key_hash, tail.key_hash))
