@@ -53,14 +53,14 @@ from rocketstore.client.push_types import (
     new_instance_name,
 )
 from rocketstore.client.request_producer import deliver_reply
-from rocketstore.client.route import MessageQueue, RouteCache, check
+from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import MASTER_ID, ConsumerData, HeartbeatData, SubscriptionData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
-from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader, UnregisterClientRequestHeader
+from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader
 from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
 
@@ -253,12 +253,10 @@ class GroupConsumer:
 
     async def _unregister(self, addr: str) -> None:
         """The group, then CLIENT_INNER_PRODUCER (not tried once the first failed: one log line a broker)."""
-        await group_requests.unregister(self.consumer.pool, addr, self.client_id, self.group,
-                                        self.settings.timeout_s)
-        ext = UnregisterClientRequestHeader(client_id=self.client_id,
-                                            producer_group=CLIENT_INNER_PRODUCER_GROUP).to_ext_fields()
-        request = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext)
-        check(await self.consumer.pool.request(addr, request, self.settings.timeout_s))
+        pool, timeout_s = self.consumer.pool, self.settings.timeout_s
+        await group_requests.unregister(pool, addr, self.client_id, self.group, timeout_s)
+        await group_requests.unregister(pool, addr, self.client_id, CLIENT_INNER_PRODUCER_GROUP, timeout_s,
+                                        producer=True)
 
     async def _every(self, interval_s: float, fn: Callable[[], Awaitable[None]]) -> None:
         while not self.stopping:

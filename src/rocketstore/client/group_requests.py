@@ -1,4 +1,4 @@
-"""The consumer-group requests a push consumer sends to brokers: HEART_BEAT, UNREGISTER_CLIENT,
+"""The group requests a client sends to brokers: HEART_BEAT, UNREGISTER_CLIENT,
 GET_CONSUMER_LIST_BY_GROUP, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ and CHECK_CLIENT_CONFIG, with their JSON bodies.
 
 Each function takes the connection pool and a broker address and raises BrokerError / RemotingError on
@@ -25,9 +25,13 @@ async def heartbeat(pool: ConnectionPool, addr: str, data: HeartbeatData, timeou
     check(await pool.request(addr, RemotingCommand.request(RequestCode.HEART_BEAT, {}, data.encode()), timeout_s))
 
 
-async def unregister(pool: ConnectionPool, addr: str, client_id: str, group: str, timeout_s: float) -> None:
-    ext = UnregisterClientRequestHeader(client_id=client_id, consumer_group=group).to_ext_fields()
-    check(await pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext), timeout_s))
+async def unregister(pool: ConnectionPool, addr: str, client_id: str, group: str, timeout_s: float, *,
+                     producer: bool = False) -> None:
+    """UNREGISTER_CLIENT of *client_id* from consumer *group* (*producer*: from producer *group*)."""
+    header = (UnregisterClientRequestHeader(client_id=client_id, producer_group=group) if producer
+              else UnregisterClientRequestHeader(client_id=client_id, consumer_group=group))
+    check(await pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.to_ext_fields()),
+                             timeout_s))
 
 
 async def consumer_ids(pool: ConnectionPool, addr: str, group: str, timeout_s: float) -> list[str]:

@@ -68,6 +68,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol, Self
 
+from rocketstore.client import group_requests
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import (
     BrokerError,
@@ -98,7 +99,6 @@ from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import UnregisterClientRequestHeader
 from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.tls import ClientTls, client_ssl_context
@@ -727,9 +727,7 @@ class Producer:
         """UNREGISTER_CLIENT for the group, then for CLIENT_INNER_PRODUCER (4.9.3's shutdown unregisters the
         user's producer, then MQClientInstance.shutdown its inner one)."""
         for group in dict.fromkeys((self.group, CLIENT_INNER_PRODUCER_GROUP)):
-            ext = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=group).to_ext_fields()
-            check(await self.pool.request(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, ext),
-                                          self.timeout_s))
+            await group_requests.unregister(self.pool, addr, self.client_id, group, self.timeout_s, producer=True)
 
     async def _heartbeat_loop(self) -> None:
         """Every heartbeat_interval_s: re-read the routes of the topics seen and heartbeat every master known
@@ -1107,6 +1105,7 @@ class Producer:
         last_error: Exception | None = None
         failed_broker: str | None = None
         targets: _Targets | None = None
+        mq: MessageQueue | None = None
         known = True
         # the timeout bounds the whole send, as sendDefaultImpl's: a retry gets what is left of it, and
         # none starts once it is spent (a broker that never answers is not waited for once per retry)
@@ -1141,7 +1140,7 @@ class Producer:
                     raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
                                               f"(its queue ids: {sorted(targets.by_queue_id)})")
                 raise NoRouteError(topic, "no writeable queue")
-            if queue_id is not None and attempt > 0 and mq in queues:
+            if queue_id is not None and mq is not None and mq in queues:
                 pass  # a chosen queue's retry goes to the same queue (see _chosen_queue_attempts)
             else:
                 candidates = queues if failed_broker is None else (
