@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.reply import java_socket_text
 from rocketstore.broker.topics import (
     OFFSET_MOVED_EVENT,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -138,7 +139,7 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     if h.queue_id < 0 or h.queue_id >= tc.read_queue_nums:
         return fail(ResponseCode.SYSTEM_ERROR,
                     f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
-                    f"[{tc.read_queue_nums}] consumer:[{conn.peer_address}]")
+                    f"[{tc.read_queue_nums}] consumer:[{java_socket_text(None, conn.peer)}]")
     if has_subscription:
         sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
         if sub.expression_type != "TAG" and not sub.sub_string:  # FilterAPI.build refuses an empty one
@@ -165,13 +166,16 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
                     f"The broker does not support consumer to filter message by {sub.expression_type}")
     codes: frozenset[int] | None = None
     match: PropertyMatch | None = None
-    if sub.expression_type == "TAG":
+    if sub.class_filter_mode:
+        pass  # 4.9.3's filters pass everything for a classFilterMode subscription (its class filters)
+    elif sub.expression_type == "TAG":
         codes = None if sub.matches_all else sub.tag_codes()
     else:
         match = _sql_filter(sub)
         if match is None:
             return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
-    if cfg.filter_support_retry and h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+    if (cfg.filter_support_retry and h.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            and not sub.class_filter_mode):
         # the original topic's subscription decides, in place of the retry topic's own expression (its tag
         # codes, from the consume queue, still apply)
         match = retry_matcher(broker, h.topic[len(RETRY_GROUP_TOPIC_PREFIX):])
