@@ -4,6 +4,7 @@
     rocketstore topic list
     rocketstore topic status TOPIC                 per queue: min / max offset, last update time
     rocketstore group progress GROUP [-t TOPIC]    per queue: broker / consumer offset, lag; totals, TPS
+    rocketstore group progress                     every group: clients, version, type, model, TPS, diff
     rocketstore group update GROUP [--retry-max-times N] [--retry-queue-nums N] [-c CLUSTER]
     rocketstore group status GROUP [--client ID] [--jstack]    each client's settings, queues held, rates
     rocketstore group consume-directly GROUP --client ID --id MSG_ID [-t TOPIC]    one message to one client
@@ -45,6 +46,7 @@ from rocketstore.cli.output import (
     format_time,
     message_json,
     parse_time_ms,
+    positive_int,
     print_json,
     print_message,
     print_table,
@@ -52,7 +54,9 @@ from rocketstore.cli.output import (
 )
 from rocketstore.client.admin import MAX_TIMESTAMP_MS, AdminClient, check_name
 from rocketstore.client.errors import ClientError
+from rocketstore.errors import RemotingError
 from rocketstore.message.record import StoredMessage
+from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.consumer_bodies import CMResult, ConsumerRunningInfo
@@ -81,7 +85,8 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     create.add_argument("-w", "--write-queues", type=int, default=8, help="write queue count (default 8)")
     create.add_argument("-p", "--perm", type=int, default=Perm.READ | Perm.WRITE,
                         help="permission: 2 write, 4 read, 6 both (default 6)")
-    create.add_argument("-o", "--order", action="store_true", help="an ordered topic")
+    create.add_argument("-o", "--order", nargs="?", type=_true_or_false, const=True, default=False,
+                        metavar="true|false", help="an ordered topic (also mqadmin's -o true / -o false)")
     add_common(create)
     create.set_defaults(handler=_topic_create)
 
@@ -111,13 +116,22 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     topic_admin_cmds.add_topic_commands(commands)
 
 
+def _true_or_false(text: str) -> bool:
+    """mqadmin updateTopic's ``-o true|false`` value (argparse type)."""
+    if text.strip().lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"not true or false: {text!r}")
+    return text.strip().lower() == "true"
+
+
 def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     group = subparsers.add_parser("group", help="consumer group progress and settings")
     commands = group.add_subparsers(dest="group_command", metavar="ACTION")
     commands.required = True
 
     progress = commands.add_parser("progress", help="per queue: broker offset, consumer offset, lag")
-    progress.add_argument("group")
+    progress.add_argument("group", nargs="?",
+                          help="the group (default: every group with a retry topic, one line each: clients, "
+                               "version, type, model, TPS, diff total, as mqadmin consumerProgress without -g)")
     progress.add_argument("-t", "--topic", help="only this topic (default: every topic the group consumed)")
     add_common(progress)
     progress.set_defaults(handler=_group_progress)
@@ -192,7 +206,7 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
     query.add_argument("--begin", help="with --key: stored at or after (ms since the epoch or ISO time; the "
                                        "index keeps times to the second, so reach a second back)")
     query.add_argument("--end", help="with --key: stored at or before (ms since the epoch or ISO time)")
-    query.add_argument("--max", type=int, default=64,
+    query.add_argument("--max", type=positive_int, default=64,
                        help="with --key: at most this many, the newest (default 64; each broker answers at most its "
                             "maxMsgsNumBatch, 64 by default, as in 4.9.3)")
     add_common(query, full_body=True)
@@ -337,9 +351,47 @@ def _topic_status(args: argparse.Namespace) -> int:
 # --- group ---------------------------------------------------------------------------------------------------
 
 
+async def _every_group_progress(admin: AdminClient) -> list[dict[str, object]]:
+    """mqadmin consumerProgress without -g: each group that has a retry topic, its clients (OFFLINE when none
+    is connected) and its consume TPS and total diff (0 when no broker holds an offset of it)."""
+    rows: list[dict[str, object]] = []
+    for topic in await admin.topic_list():
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            continue
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        row: dict[str, object] = {"group": group, "count": 0, "version": "OFFLINE", "type": "", "model": "",
+                                  "consumeTps": 0, "diffTotal": 0}
+        try:
+            progress = await admin.consume_progress(group)
+            row.update(consumeTps=int(progress.consume_tps), diffTotal=progress.total_lag)
+        except (ClientError, RemotingError):
+            pass
+        try:
+            info = await admin.consumer_connection_info(group)
+        except (ClientError, RemotingError):
+            info = None
+        if info is not None and info.connections:
+            push = info.consume_type != "CONSUME_ACTIVELY"
+            row.update(count=len(info.connections),
+                       version=group_admin_cmds.version_name(min(c.version for c in info.connections)),
+                       type="PUSH" if push else "PULL", model=info.message_model if push else "")
+        rows.append(row)
+    return rows
+
+
 def _group_progress(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
+            if args.group is None:
+                if args.topic is not None:
+                    return fail("-t/--topic needs a group")
+                groups = await _every_group_progress(admin)
+                if args.json:
+                    print_json(groups)
+                else:
+                    print_table(["GROUP", "COUNT", "VERSION", "TYPE", "MODEL", "TPS", "DIFF TOTAL"],
+                                [tuple(g.values()) for g in groups], right=(1, 5, 6))
+                return 0
             progress = await admin.consume_progress(args.group, args.topic)
         if args.json:
             print_json({"group": progress.group, "consumeTps": progress.consume_tps,

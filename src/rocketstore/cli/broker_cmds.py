@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     consume = commands.add_parser("consume-stats", help="every subscription group's offsets and lag per queue "
                                                         "(brokerConsumeStats)")
     consume.add_argument("--order", action="store_true", help="only ordered topics")
-    consume.add_argument("--timeout-ms", type=int, default=None, help="wait this long for each broker")
+    consume.add_argument("--timeout-ms", type=_positive_int, default=None, help="wait this long for each broker")
     consume.add_argument("-l", "--level", type=int, default=0, metavar="N",
                          help="only queues whose diff is at least N (mqadmin's -l threshold of print diff)")
     targets(consume)

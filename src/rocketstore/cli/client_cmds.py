@@ -360,6 +360,7 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
 
 def _print_line(m: StoredMessage, full_body: bool) -> None:
     text, encoding, truncated = body_text(m.body, full_body)
-    body = text.replace("\n", "\\n") + (" ..." if truncated else "") + (" (base64)" if encoding == "base64" else "")
+    body = (text.replace("\n", "\\n").replace("\r", "\\r") + (" ..." if truncated else "")
+            + (" (base64)" if encoding == "base64" else ""))
     print(f"q{m.queue_id}@{m.queue_offset}  {m.uniq_key or m.msg_id}  tags={m.tags or '-'}  keys={m.keys or '-'}  "
           f"reconsume={m.reconsume_times}  {body}", flush=True)

@@ -47,9 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub-)sub-command *args* was parsed for (``rocketstore kv get``), followed down the
+    sub-command names the namespace holds: its usage line is the one an error about its arguments wants."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, sub.dest, None) if sub is not None else None
+        if sub is None or name not in sub.choices:
+            return parser
+        parser = sub.choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named with the sub-command's usage, not the top level's "rocketstore [-h] COMMAND ..."
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     trim_names(args)  # as mqadmin trims its option values
     handler = getattr(args, "handler", None)
     if handler is None:  # a group registered without a handler of its own

@@ -112,8 +112,9 @@ def _print_queue(args: argparse.Namespace) -> int:
             text, _, truncated = body_text(m.body, args.full_body)
             if not args.full_body and len(text) > LINE_BODY_CHARS:
                 text, truncated = text[:LINE_BODY_CHARS], True
+            text = text.replace("\n", " ").replace("\r", " ")  # one row per message, also read line by line
             rows.append((m.queue_offset, m.uniq_key or m.msg_id, m.tags or "-", m.keys or "-",
-                         format_time(m.store_timestamp), text.replace("\n", " ") + ("..." if truncated else "")))
+                         format_time(m.store_timestamp), text + ("..." if truncated else "")))
         print_table(["OFFSET", "MSG ID", "TAGS", "KEYS", "STORED", "BODY"], rows, right=(0,))
         cut = " (stopped at --max)" if found.next_offset < found.end_offset and len(found.messages) >= args.max else ""
         print(f"{len(found.messages)} message(s) of {mq.topic} queue {mq.queue_id} on {mq.broker_name}, queue "

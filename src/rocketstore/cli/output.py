@@ -27,7 +27,8 @@ from rocketstore.remoting.transport import namesrv_addresses, run
 
 __all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "broker_address",
            "credentials_of", "fail", "format_time", "message_json", "namesrv_list", "parse_time_ms",
-           "positive_seconds", "print_json", "print_message", "print_table", "run_command", "trim_names"]
+           "positive_int", "positive_seconds", "print_json", "print_message", "print_table", "run_command",
+           "trim_names"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
@@ -81,6 +82,17 @@ def positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A count of at least 1 (argparse type): ``--max 0`` answering "no message with key ..." would be a lie."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text!r}")
     return value
 
 
