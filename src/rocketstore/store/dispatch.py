@@ -249,9 +249,7 @@ class Dispatcher:
             if tx != SysFlag.TRANSACTION_ROLLBACK_TYPE and (uniq is not None or keys):
                 index.build_one(topic, offset, ts, uniq, keys)
             else:  # no key to add: 4.9.3's buildIndex still rolls a full file (or creates the first) first
-                files = index.files
-                if not files or files[-1].index_count >= files[-1].entry_count:
-                    index.roll()
+                index.roll_if_due()
         self.last_store_timestamp = ts
         if queued:
             try:
@@ -290,10 +288,7 @@ class Dispatcher:
             # anything else: a file filled before the run's last record (or full before a run build_run did
             # not see) rolls now, not at the next keyed record.  (A full file ending at this run's last
             # record was filled by it: build_run rolled any file that was full before.)
-            files = index.files
-            if not files or (files[-1].index_count >= files[-1].entry_count
-                             and files[-1].end_phy_offset != offsets[-1]):
-                index.roll()
+            index.roll_if_due(offsets[-1])
         self.last_store_timestamp = stamps[-1]
         listeners = self.listeners
         if listeners:

@@ -298,11 +298,22 @@ class IndexService:
                 hook(prev.end_timestamp)
         return f
 
-    def roll(self) -> None:
-        """RocketMQ's buildIndex for a record that adds no key (none, a ROLLBACK, one indexed already): it
-        still gets the newest file first, so a full one rolls (flushed, the checkpoint told its end time)
-        and the first file is created.  The dispatcher calls it once a run, when the newest file is full or
-        there is none."""
+    def newest_if_full(self) -> IndexFile | None:
+        """The newest index file when it is full, else None."""
+        files = self.files
+        return files[-1] if files and files[-1].is_full else None
+
+    def roll_if_due(self, last_offset: int | None = None, full_before: IndexFile | None = None) -> None:
+        """The roll RocketMQ's buildIndex makes for every record, keys or not (it gets the newest file before
+        anything else): with no file, the first is created; a full newest file rolls (flushed, the checkpoint
+        told its end time), unless the record at commitlog *last_offset*, the last of the records just
+        indexed, filled it (and it was not already full before them: *full_before*).  Called once a
+        dispatch run or recovery chunk, and for a single record that adds no key."""
+        files = self.files
+        if files:
+            last = files[-1]
+            if not last.is_full or (last.end_phy_offset == last_offset and last is not full_before):
+                return
         self._last_writable()
 
     def build(self, topic: str, commit_log_offset: int, store_timestamp: int, sys_flag: int,

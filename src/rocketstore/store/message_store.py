@@ -38,7 +38,6 @@ from rocketstore.errors import (
     PropertiesTooLargeError,
     StoreClosedError,
     StoreConfigError,
-    StoreError,
 )
 from rocketstore.message.arguments import int_argument
 from rocketstore.message.batch import MessageBatch

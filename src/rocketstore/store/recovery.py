@@ -270,19 +270,15 @@ class _Redispatch:
                 chunk.queue_id[rows].tolist(), chunk.queue_offset[rows].tolist(), chunk.sys_flag[rows].tolist(),
                 chunk.store_timestamp[rows].tolist(), tags[rows].tolist(), [None] * count, [None] * count)))
         if index is not None:
-            files = index.files
             # (the newest file if it was full before this chunk: 4.9.3 rolls it at the chunk's first record)
-            full_before = files[-1] if files and files[-1].index_count >= files[-1].entry_count else None
+            full_before = index.newest_if_full()
             if key_rows and sum(len(r) for r in key_rows):
                 rows = np.concatenate(key_rows)
                 index.put_hashed(np.concatenate(key_hashes), offsets[rows], chunk.store_timestamp[rows])
             # As the dispatcher, once a chunk: 4.9.3's recovery hands every record to buildIndex, which rolls a
             # full file (or creates the first) before anything else, keys or not and even below the index's
             # end.  So a file that is full now rolls unless this chunk's last record filled it.
-            files = index.files
-            if not files or (files[-1].index_count >= files[-1].entry_count
-                             and (files[-1].end_phy_offset != int(offsets[-1]) or files[-1] is full_before)):
-                index.roll()
+            index.roll_if_due(int(offsets[-1]), full_before)
         dispatcher.last_store_timestamp = int(chunk.store_timestamp[-1])
 
     def _undecodable(self, offset: int) -> None:
