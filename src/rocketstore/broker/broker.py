@@ -58,7 +58,7 @@ from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import RemotingError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
-from rocketstore.message.properties import PropertyName
+from rocketstore.message.properties import waits_store_msg_ok
 from rocketstore.message.record import Message
 from rocketstore.remoting import busy_poll
 from rocketstore.remoting.bodies import DataVersion, RegisterBrokerBody
@@ -76,7 +76,6 @@ __all__ = ["Broker"]
 
 log = logging.getLogger(__name__)
 
-_WAIT = PropertyName.WAIT
 _monotonic_ns = time.monotonic_ns
 _PUT_OK = PutMessageStatus.PUT_OK
 #: statuses of a put whose record was appended (the flush or the replica may have failed after)
@@ -352,8 +351,7 @@ class Broker:
         a send request (:meth:`count_put`)."""
         store = self.store
         if wait:
-            value = message.properties.get(_WAIT)
-            wait = value is None or value.lower() == "true"  # isWaitStoreMsgOK: Boolean.parseBoolean
+            wait = waits_store_msg_ok(message.properties)
         if not store.config.is_sync_flush:
             result = self.put_now(message, apply_delay=apply_delay, sent=sent)
         else:

@@ -93,7 +93,7 @@ from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_bat
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.java_numbers import number_format_remark, parse_java_int
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
-from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.message.properties import PropertyName, encode_properties, waits_store_msg_ok
 from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
@@ -239,7 +239,7 @@ def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, st
     return fields or None
 
 
-def _call_timeout(queue_id: int | None) -> RequestTimeoutError:
+def send_call_timeout(queue_id: int | None) -> RequestTimeoutError:
     """What a send whose timeout is spent before its request goes out raises (4.9.3's
     RemotingTooMuchRequestException, its wording): sendDefaultImpl's, or sendKernelImpl's for a chosen queue
     (send(msg, mq) looks the route up there)."""
@@ -254,9 +254,7 @@ def _send_code(properties: Mapping[str, str]) -> int:
 
 
 def _waits_store(message: OutgoingMessage) -> bool:
-    """Message.isWaitStoreMsgOK: no WAIT property is true, else Boolean.parseBoolean of it."""
-    wait = message.properties.get(PropertyName.WAIT)
-    return wait is None or wait.lower() == "true"
+    return waits_store_msg_ok(message.properties)
 
 
 #: a batch's own properties (the SEND_BATCH_MESSAGE header's), by its first message's waitStoreMsgOK: Java's
@@ -898,7 +896,7 @@ class Producer:
         request = RemotingCommand.request(_send_code(message.properties), ext, body, oneway=True)
         timeout_s = deadline - time.monotonic()  # the route look-up counts, as in sendDefaultImpl
         if timeout_s <= 0:
-            raise _call_timeout(None)
+            raise send_call_timeout(None)
         await self.pool.oneway(addr, request, timeout_s)
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
@@ -1116,7 +1114,7 @@ class Producer:
         # broker): only the plain send retries (sendDefaultImpl's retryTimesWhenSendFailed)
         for attempt in range(self.retry_times + 1 if queue_id is None else self._chosen_queue_attempts()):
             if attempt > 0 and deadline <= time.monotonic():
-                raise _call_timeout(queue_id) from last_error
+                raise send_call_timeout(queue_id) from last_error
             # a fresh cached route without a coroutine (the usual case), else the route cache's full path; a
             # retry goes on with the route of the attempt before, not the name servers' (sendDefaultImpl's
             # retries go on with the TopicPublishInfo it looked up once): a name server that hangs does not
@@ -1130,7 +1128,7 @@ class Producer:
                 # for a chosen queue): once it has spent the timeout, nothing is sent
                 timeout_s = deadline - time.monotonic()
                 if timeout_s <= 0:
-                    raise _call_timeout(queue_id) from last_error
+                    raise send_call_timeout(queue_id) from last_error
             else:
                 known = True
             targets = self._targets_of(topic, route)

@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError, ClientError
-from rocketstore.client.producer import Producer, SendResult
+from rocketstore.client.producer import Producer, SendResult, send_call_timeout
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
-from rocketstore.errors import RemotingError, RequestTimeoutError
+from rocketstore.errors import RemotingError
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, parse_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -213,8 +213,7 @@ class RequestProducer(ServedProducer):
             # timeout is thrown as it is
             left_s = deadline - time.monotonic()
             if left_s <= 0:
-                where = "sendDefaultImpl" if queue_id is None else "sendKernelImpl"
-                raise RequestTimeoutError(f"{where} call timeout")
+                raise send_call_timeout(queue_id)
             sending = _sending_request.set(True)
             try:
                 await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id,

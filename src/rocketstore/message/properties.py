@@ -31,6 +31,7 @@ __all__ = [
     "parse_properties",
     "parse_properties_raw",
     "properties_format",
+    "waits_store_msg_ok",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -68,6 +69,13 @@ class PropertyName:
     PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
     ARRIVE_TIME = "ARRIVE_TIME"
     KEY_SEPARATOR = " "
+
+
+def waits_store_msg_ok(properties: Mapping[str, str]) -> bool:
+    """Message.isWaitStoreMsgOK: no WAIT property is true, else Boolean.parseBoolean of it ("TRUE" is true,
+    "yes" or "1" false)."""
+    wait = properties.get(PropertyName.WAIT)
+    return wait is None or wait.lower() == "true"
 
 
 def parse_properties(text: str) -> dict[str, str]:

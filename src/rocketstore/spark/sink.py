@@ -40,7 +40,7 @@ from pyspark.sql.types import (
 )
 
 from rocketstore.client.errors import MessageIllegalError
-from rocketstore.message.properties import PropertyName
+from rocketstore.message.properties import PropertyName, waits_store_msg_ok
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
@@ -153,7 +153,7 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                 # its messages share one WAIT
                 alone = PropertyName.DELAY in properties or key[0].startswith(RETRY_GROUP_TOPIC_PREFIX)
                 if records and (alone or size[0] + len(data) > _BATCH_MAX_BYTES
-                                or _waits(records[0].properties) != _waits(properties)):
+                                or waits_store_msg_ok(records[0].properties) != waits_store_msg_ok(properties)):
                     flush(key)  # what came before goes first: the queue keeps the rows' order
                     records, size = pending.setdefault(key, ([], [0]))
                 records.append(OutgoingRecord(data, properties))
@@ -166,11 +166,6 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         for key in list(pending):
             flush(key)
     return report
-
-
-def _waits(properties: dict[str, str]) -> bool:
-    """Message.isWaitStoreMsgOK of a message with *properties*."""
-    return properties.get(PropertyName.WAIT, "true").lower() == "true"
 
 
 def _send_split(session: BrokerSession, topic: str, records: list[OutgoingRecord], queue_id: int | None) -> int:
