@@ -31,7 +31,7 @@ from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.bodies import SubscriptionData
 
-__all__ = ["PullOwner", "flow_controlled", "pull_loop"]
+__all__ = ["PullOwner", "flow_control_reason", "flow_controlled", "pull_loop"]
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +93,21 @@ class PullOwner(Protocol):
     async def quietly(self, what: str, coro: Awaitable[None]) -> None: ...
 
 
+def flow_control_reason(settings: PullSettings, pq: ProcessQueue, *, check_span: bool) -> str | None:
+    """Why *pq* may not pull more now: ``"count"`` (too many messages held), ``"size"`` (too many bytes) or,
+    with *check_span*, ``"span"`` (held offsets too far apart); None when it may (pullMessage's order)."""
+    if pq.count > settings.pull_threshold_for_queue:
+        return "count"
+    if pq.body_bytes > settings.pull_threshold_bytes_for_queue:
+        return "size"
+    if check_span and pq.max_span > settings.consume_max_span:
+        return "span"
+    return None
+
+
 def flow_controlled(settings: PullSettings, pq: ProcessQueue, *, check_span: bool) -> bool:
     """*pq* holds too many messages or bytes, or (*check_span*) spans too many offsets to pull more."""
-    if pq.count > settings.pull_threshold_for_queue or pq.body_bytes > settings.pull_threshold_bytes_for_queue:
-        return True
-    return check_span and pq.max_span > settings.consume_max_span
+    return flow_control_reason(settings, pq, check_span=check_span) is not None
 
 
 def _selector(subscriptions: Mapping[str, SubscriptionData], topic: str) -> MessageSelector:

@@ -60,7 +60,7 @@ from rocketstore.client.group_consumer import (
     resolve_settings,
 )
 from rocketstore.client.process_queue import ProcessQueue
-from rocketstore.client.pull_loop import flow_controlled, pull_loop
+from rocketstore.client.pull_loop import flow_control_reason, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler, retry_topic
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.trace_consumer import TracedConsumption
@@ -206,6 +206,10 @@ class PushConsumer(GroupConsumer):
         self._flow_settings = settings
         #: suspend() .. resume(): no queue is pulled
         self.paused = False
+        #: pulls held back by the count or size threshold, and by the span (4.9.3's queueFlowControlTimes and
+        #: queueMaxSpanFlowControlTimes): the first of each and every 1000th after it is logged
+        self.flow_control_times = 0
+        self.span_flow_control_times = 0
 
     # --- life cycle ------------------------------------------------------------------------------------
 
@@ -418,7 +422,30 @@ class PushConsumer(GroupConsumer):
         # paused, or the topic unsubscribed (the rebalance gives the queue up): 4.9.3 pulls later too
         if self.paused or pq.mq.topic not in self.subscriptions:
             return True
-        return flow_controlled(self._flow_settings, pq, check_span=not self.orderly)
+        reason = flow_control_reason(self._flow_settings, pq, check_span=not self.orderly)
+        if reason is None:
+            return False
+        self._note_flow_control(reason, pq)
+        return True
+
+    def _note_flow_control(self, reason: str, pq: ProcessQueue) -> None:
+        """Count a pull held back for *reason*; log the first and every 1000th, as 4.9.3's pullMessage does
+        (a slow handler otherwise stalls a queue without a word: 20 checks a second would flood the log)."""
+        if reason == "span":
+            times = self.span_flow_control_times
+            self.span_flow_control_times += 1
+        else:
+            times = self.flow_control_times
+            self.flow_control_times += 1
+        if times % 1000:
+            return
+        s = self._flow_settings
+        limit = {"count": f"the cached message count exceeds the threshold {s.pull_threshold_for_queue}",
+                 "size": f"the cached message size exceeds the threshold {s.pull_threshold_bytes_for_queue}B",
+                 "span": f"the held offsets span more than {s.consume_max_span}"}[reason]
+        log.warning("%s: %s, so do flow control on %s: minOffset=%s, maxOffset=%s, count=%d, size=%d B, "
+                    "flowControlTimes=%d", self.group, limit, pq.mq, next(iter(pq.messages), "-"),
+                    next(reversed(pq.messages), "-"), pq.count, pq.body_bytes, times + 1)
 
     def caught_up(self, mq: MessageQueue, offset: int) -> None:
         self.offsets.update(mq, offset, increase_only=True)
