@@ -16,7 +16,14 @@ from rocketstore.client.allocate import (
 from rocketstore.client.blocking_push import BlockingLitePullConsumer, BlockingPushConsumer
 from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import BrokerError, ClientError, NoRouteError, broker_error_for
+from rocketstore.client.errors import (
+    BrokerError,
+    ClientError,
+    NoRouteError,
+    SendCallTimeoutError,
+    SendFailedError,
+    broker_error_for,
+)
 from rocketstore.client.group_consumer import ConsumerSettingsError
 from rocketstore.client.lite_pull_consumer import (
     ConsumerNotRunningError,
@@ -99,6 +106,8 @@ __all__ = [
     "RequestProducer",
     "RequestSendError",
     "RouteCache",
+    "SendCallTimeoutError",
+    "SendFailedError",
     "SendResult",
     "SessionCredentials",
     "SubscriptionConflictError",

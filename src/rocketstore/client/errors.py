@@ -1,16 +1,19 @@
 """Client-side errors: a broker or name server answer that is not success, and missing routes.
 
 ``broker_error_for(code, remark)`` is the one table from response codes to exception classes (call sites
-never switch on integers); each class says whether retrying elsewhere may help.  :func:`logged` awaits
-periodic work whose failures are logged rather than raised.
+never switch on integers); each class says whether retrying elsewhere may help.  :func:`send_failed` is
+what a send whose every try failed raises (:class:`SendFailedError`), :class:`SendCallTimeoutError` what a
+send whose time ran out before its request went out raises.  :func:`logged` awaits periodic work whose
+failures are logged rather than raised.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 
-from rocketstore.errors import RocketStoreError
+from rocketstore.errors import ConnectionClosedError, RequestTimeoutError, RocketStoreError
 from rocketstore.remoting.codes import ResponseCode
 
 __all__ = [
@@ -21,14 +24,26 @@ __all__ = [
     "NoRouteError",
     "QueryNotFoundError",
     "RequestCodeNotSupportedError",
+    "SendCallTimeoutError",
+    "SendFailedError",
     "ServiceNotAvailableError",
     "SubscriptionError",
     "SystemBusyError",
     "SystemError_",
     "TopicNotExistError",
+    "UnitRoutingError",
     "broker_error_for",
     "logged",
+    "send_failed",
 ]
+
+#: FAQUrl.suggestTodo's text: 4.9.3 appends it to the messages of its client exceptions (every FAQ url of
+#: 4.9.3 is this one page)
+FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+#: ClientErrorCode values 4.9.3's sendDefaultImpl gives its MQClientException for a last error that is a
+#: connection failure, a time-out (the response code of a broker's error answer is that answer's code)
+CONNECT_BROKER_EXCEPTION = 10001
+ACCESS_BROKER_TIMEOUT = 10002
 
 
 class ClientError(RocketStoreError):
@@ -88,6 +103,13 @@ class SubscriptionError(BrokerError):
     pass
 
 
+class UnitRoutingError(BrokerError):
+    """NO_BUYER_ID or NOT_IN_CURRENT_UNIT (unit-routing answers no rocketstore broker gives): among 4.9.3's
+    DefaultMQProducer.retryResponseCodes, so a send tries another broker on them as a Java producer does."""
+
+    retriable = True
+
+
 class QueryNotFoundError(BrokerError):
     pass
 
@@ -105,11 +127,74 @@ _TABLE: dict[int, type[BrokerError]] = {
     ResponseCode.SUBSCRIPTION_NOT_LATEST: SubscriptionError,
     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: SubscriptionError,
     ResponseCode.QUERY_NOT_FOUND: QueryNotFoundError,
+    ResponseCode.NO_BUYER_ID: UnitRoutingError,
+    ResponseCode.NOT_IN_CURRENT_UNIT: UnitRoutingError,
 }
 
 
 def broker_error_for(code: int, remark: str | None) -> BrokerError:
     return _TABLE.get(code, BrokerError)(code, remark)
+
+
+class SendCallTimeoutError(RequestTimeoutError):
+    """A send's time ran out before its request went out (the route look-up, or the tries before, spent it):
+    nothing was sent.  4.9.3's RemotingTooMuchRequestException ("sendDefaultImpl call timeout"), which its
+    callers get as it is, a request(...) too (it is thrown before the asynchronous send)."""
+
+
+class SendFailedError(ClientError):
+    """Every try of a send failed (4.9.3's sendDefaultImpl: MQClientException "Send [n] times, still failed,
+    cost [x]ms, Topic: t, BrokersSent: [...]" with the FAQ link, the last try's exception as its cause).
+
+    Never raised as this class alone: the instance raised is also of the last error's class (see
+    :func:`send_failed`), so code that catches that class (``ServiceNotAvailableError``,
+    ``RemotingError``, ``BrokerError``, ...) still catches it, and its attributes (a BrokerError's
+    ``code`` and ``remark``) are the last error's.  ``last_error`` (also ``__cause__``) is that error,
+    ``times`` the tries made, ``cost_ms`` their time, ``brokers_sent`` the broker of each try in order,
+    ``response_code`` Java's getResponseCode of the MQClientException: the last broker answer's code, 10001
+    (CONNECT_BROKER_EXCEPTION) after a connection failure, 10002 (ACCESS_BROKER_TIMEOUT) after a time-out,
+    else -1.  ``str()`` is Java's message followed by the last error's."""
+
+    topic: str
+    times: int
+    cost_ms: int
+    brokers_sent: tuple[str | None, ...]
+    response_code: int
+    last_error: Exception
+
+
+@functools.cache
+def _send_failed_class(last_class: type[Exception]) -> type[SendFailedError]:
+    """SendFailedError and *last_class* in one class (one per class of last error, made once)."""
+    if issubclass(last_class, SendFailedError):
+        return last_class
+    return type("SendFailedError", (SendFailedError, last_class), {"__module__": __name__, "__doc__": None})
+
+
+def send_failed(last_error: Exception, topic: str, times: int, cost_ms: int,
+                brokers_sent: Sequence[str | None]) -> SendFailedError:
+    """What a send raises after its *times* tries failed, the last with *last_error* (see SendFailedError):
+    an instance of SendFailedError and of *last_error*'s class, carrying *last_error*'s attributes; the
+    caller raises it ``from last_error``."""
+    brokers = ", ".join("null" if name is None else name for name in brokers_sent)
+    info = (f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {topic}, "
+            f"BrokersSent: [{brokers}]"
+            f"{FAQ_SUFFIX}\nlast error: {type(last_error).__name__}: {last_error}")
+    cls = _send_failed_class(type(last_error))
+    error = cls.__new__(cls, info)  # not cls(...): the last error's class has its own __init__ arguments
+    error.__dict__.update(last_error.__dict__)  # a BrokerError's code and remark, a NoRouteError's topic
+    error.topic, error.times, error.cost_ms = topic, times, cost_ms
+    error.brokers_sent = tuple(brokers_sent)
+    if isinstance(last_error, BrokerError):
+        error.response_code = last_error.code
+    elif isinstance(last_error, ConnectionClosedError):
+        error.response_code = CONNECT_BROKER_EXCEPTION
+    elif isinstance(last_error, RequestTimeoutError):
+        error.response_code = ACCESS_BROKER_TIMEOUT
+    else:
+        error.response_code = -1
+    error.last_error = last_error
+    return error
 
 
 async def logged(log: logging.Logger, what: str, coro: Awaitable[None], level: int = logging.WARNING) -> None:

@@ -12,8 +12,24 @@ Connections are opened on demand and reopened after a broker restart (the pool d
 producer outlives a broker that goes away and comes back on the same address: sends fail meanwhile
 (RemotingError / NoRouteError) and succeed again afterwards without any call to reconnect.  As in 4.9.3,
 ``timeout_s`` bounds a whole send, its route look-up and retries included (spent before the
-request goes out: RequestTimeoutError "... call timeout", nothing sent), and a body of 4 KiB or more goes out
-zlib-compressed with sysFlag COMPRESSED (``compress_msg_body_over_howmuch``; never a batch's).
+request goes out: SendCallTimeoutError, a RequestTimeoutError, "... call timeout", nothing sent), and a body
+of 4 KiB or more goes out zlib-compressed with sysFlag COMPRESSED (``compress_msg_body_over_howmuch``; never a
+batch's).
+
+Errors of a send, as 4.9.3's DefaultMQProducerImpl throws them: what the client refuses before sending
+(MessageIllegalError, ClientError) and a topic without route (NoRouteError) at once; a broker's answer that
+is not among the codes a send retries (4.9.3's retryResponseCodes: SYSTEM_ERROR, SERVICE_NOT_AVAILABLE,
+NO_PERMISSION, TOPIC_NOT_EXIST; so SYSTEM_BUSY and the flow-control answers are not retried) as its
+BrokerError at once.  When every try of a plain send, batch or oneway send (``retry_times`` + 1 of them; a
+oneway one try) fails on a connection, a time-out or a retried code, the send raises
+:class:`~rocketstore.client.errors.SendFailedError` (Java's MQClientException "Send [n] times, still failed,
+cost [x]ms, Topic: t, BrokersSent: [...]"), which is also of the last error's class (``except
+ServiceNotAvailableError`` / ``except RemotingError`` go on catching it) and has it as ``__cause__`` and
+``last_error``.  A send to a chosen ``queue_id`` and an orderly send (Java's send(msg, mq) and
+send(msg, selector, arg)) raise their one error as it is.  ``mq_client_api_timeout_s`` (Java's
+mqClientApiTimeout, 3 s) bounds each route look-up from the name servers, each heartbeat and each
+unregistration, as 4.9.3's MQClientInstance bounds them; a send's look-up still counts against its own
+timeout.
 
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
 instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
@@ -75,8 +91,10 @@ from rocketstore.client.errors import (
     ClientError,
     MessageIllegalError,
     NoRouteError,
+    SendCallTimeoutError,
     broker_error_for,
     logged,
+    send_failed,
 )
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.push_types import local_ip, new_instance_name
@@ -88,7 +106,7 @@ from rocketstore.client.route import (
     check,
 )
 from rocketstore.client.trace import DEFAULT_REGION_ID
-from rocketstore.errors import RemotingError, RequestTimeoutError, RocketStoreError
+from rocketstore.errors import RemotingError, RocketStoreError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.java_numbers import number_format_remark, parse_java_int
@@ -239,11 +257,11 @@ def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, st
     return fields or None
 
 
-def send_call_timeout(queue_id: int | None) -> RequestTimeoutError:
+def send_call_timeout(queue_id: int | None) -> SendCallTimeoutError:
     """What a send whose timeout is spent before its request goes out raises (4.9.3's
     RemotingTooMuchRequestException, its wording): sendDefaultImpl's, or sendKernelImpl's for a chosen queue
     (send(msg, mq) looks the route up there)."""
-    return RequestTimeoutError(f"{'sendDefaultImpl' if queue_id is None else 'sendKernelImpl'} call timeout")
+    return SendCallTimeoutError(f"{'sendDefaultImpl' if queue_id is None else 'sendKernelImpl'} call timeout")
 
 
 def _send_code(properties: Mapping[str, str]) -> int:
@@ -533,7 +551,8 @@ class Producer:
                  trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
                  compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
-                 instance_name: str | None = None, tls: ClientTls = None) -> None:
+                 instance_name: str | None = None, tls: ClientTls = None,
+                 mq_client_api_timeout_s: float = 3.0) -> None:
         """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
         *tls*: this producer's own TLS switch (4.9.3's setUseTLS; None follows the process, see
         :data:`rocketstore.remoting.tls.ClientTls`), which its trace producer shares;
@@ -548,9 +567,16 @@ class Producer:
         zipCompressLevel, 5): a body of that many bytes or more goes out zlib-compressed with sysFlag
         COMPRESSED, as the Java producer sends it (not a batch's); consumers inflate it.
         *heartbeat_interval_s* (Java's heartbeatBrokerInterval, 30 s) and *instance_name*: see "Heartbeats"
-        in the module's docstring; the client id is ``ip@instance_name`` (default ``pid#nanos``)."""
+        in the module's docstring; the client id is ``ip@instance_name`` (default ``pid#nanos``).
+        *mq_client_api_timeout_s* (Java's ClientConfig.mqClientApiTimeout, 3 s): the bound of each route
+        look-up from the name servers, heartbeat and unregistration (4.9.3's MQClientInstance passes it to
+        getTopicRouteInfoFromNameServer, sendHearbeat and unregisterClient), not *timeout_s*, which bounds
+        sends."""
         if heartbeat_interval_s <= 0:
             raise ValueError("heartbeat_interval_s must be positive")
+        if mq_client_api_timeout_s <= 0:
+            raise ValueError("mq_client_api_timeout_s must be positive")
+        self.mq_client_api_timeout_s = mq_client_api_timeout_s
         self.group = group
         self.max_message_size = max_message_size
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
@@ -562,8 +588,8 @@ class Producer:
         #: bodies shorter than this go out as a template's frame; 0 with credentials (a signed request is a
         #: RemotingCommand whose extFields the connection signs), so the send path tests nothing more per send
         self._template_body_limit = 0 if credentials is not None else _TEMPLATE_BODY_LIMIT
-        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s,
-                                 on_route=self._route_seen)
+        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool,
+                                 timeout_s=mq_client_api_timeout_s, on_route=self._route_seen)
         self._next_queue = itertools.count(random.randrange(1024))
         self.heartbeat_interval_s = heartbeat_interval_s
         self.client_id = f"{local_ip()}@{instance_name or new_instance_name()}"
@@ -718,14 +744,15 @@ class Producer:
     async def _heartbeat(self, addr: str) -> None:
         request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, self.heartbeat_data().encode())
         connection = await self.pool.get(addr)
-        check(await connection.request(request, self.timeout_s))
+        check(await connection.request(request, self.mq_client_api_timeout_s))
         self._heartbeated[addr] = connection
 
     async def _unregister(self, addr: str) -> None:
         """UNREGISTER_CLIENT for the group, then for CLIENT_INNER_PRODUCER (4.9.3's shutdown unregisters the
         user's producer, then MQClientInstance.shutdown its inner one)."""
         for group in dict.fromkeys((self.group, CLIENT_INNER_PRODUCER_GROUP)):
-            await group_requests.unregister(self.pool, addr, self.client_id, group, self.timeout_s, producer=True)
+            await group_requests.unregister(self.pool, addr, self.client_id, group,
+                                            self.mq_client_api_timeout_s, producer=True)
 
     async def _heartbeat_loop(self) -> None:
         """Every heartbeat_interval_s: re-read the routes of the topics seen and heartbeat every master known
@@ -897,7 +924,14 @@ class Producer:
         timeout_s = deadline - time.monotonic()  # the route look-up counts, as in sendDefaultImpl
         if timeout_s <= 0:
             raise send_call_timeout(None)
-        await self.pool.oneway(addr, request, timeout_s)
+        try:
+            await self.pool.oneway(addr, request, timeout_s)
+        except RemotingError as exc:
+            if queue_id is not None:  # sendOneway(msg, mq): sendKernelImpl's exception as it is
+                raise
+            # sendDefaultImpl's one oneway try failed: "Send [1] times, still failed" (the module's docstring)
+            cost_ms = int((time.monotonic() - deadline + self.timeout_s) * 1000)
+            raise send_failed(exc, topic, 1, cost_ms, (mq.broker_name,)) from exc
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
                            keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
@@ -941,7 +975,7 @@ class Producer:
         # the route look-up and the selector count against the timeout, as sendSelectImpl's costTime
         timeout_s = deadline - time.monotonic()
         if timeout_s <= 0:
-            raise RequestTimeoutError("sendSelectImpl call timeout")
+            raise SendCallTimeoutError("sendSelectImpl call timeout")
         if began_ms is not None:  # the trace times the request, not the route look-up (see _send)
             began_ms[0] = int(time.time() * 1000)
         response = await self.pool.request(addr, request, timeout_s)
@@ -1110,6 +1144,9 @@ class Producer:
         if timeout_s is None:
             timeout_s = self.timeout_s
         deadline = time.monotonic() + timeout_s
+        send_timeout_s = timeout_s
+        # the broker of each failed try, in order (sendDefaultImpl's brokersSent), added to on failure only
+        brokers_sent: tuple[str, ...] = ()
         # a chosen queue is sent to once, as Java's send(msg, mq) (one sendKernelImpl, no retry on another
         # broker): only the plain send retries (sendDefaultImpl's retryTimesWhenSendFailed)
         for attempt in range(self.retry_times + 1 if queue_id is None else self._chosen_queue_attempts()):
@@ -1168,15 +1205,21 @@ class Producer:
                 result = self._result(response, msg_id, mq)
             except RemotingError as exc:
                 last_error, failed_broker = exc, mq.broker_name
+                brokers_sent += (mq.broker_name,)
                 continue
             except BrokerError as error:
                 if not error.retriable:
                     raise
                 last_error, failed_broker = error, mq.broker_name
+                brokers_sent += (mq.broker_name,)
                 continue
             if not known:
                 self.routes.invalidate(topic)
             return result
         if isinstance(last_error, (BrokerError, RemotingError)):
-            raise last_error
+            if queue_id is not None:  # send(msg, mq): sendKernelImpl's exception as it is
+                raise last_error
+            # every try failed: sendDefaultImpl's "Send [n] times, still failed" (the last error's class too)
+            cost_ms = int((time.monotonic() - deadline + send_timeout_s) * 1000)
+            raise send_failed(last_error, topic, len(brokers_sent), cost_ms, brokers_sent) from last_error
         raise NoRouteError(topic, str(last_error))

@@ -27,7 +27,9 @@ fails on the way (the broker's error answer, at once: as Java's async send of a 
 even for the codes a plain send retries; a connection or timeout error, after the retries)
 :class:`RequestSendError` ("send request message to <topic> fail", the error as its ``__cause__``), as
 DefaultMQProducerImpl.waitResponse wraps what the send callback got.  A message or topic the client itself
-refuses, or a topic with no route, raises as :meth:`Producer.send` does (Java throws those before sending).
+refuses, a topic with no route, or a request whose time ran out before it went out (SendCallTimeoutError
+"sendDefaultImpl call timeout", a route look-up that took it all) raises as :meth:`Producer.send` does
+(Java throws those before sending).
 
 The requests waiting for replies are one table for the whole process, as Java's RequestFutureHolder is a
 singleton: the broker pushes a reply to the connection that last heartbeated with the REPLY_TO_CLIENT
@@ -49,7 +51,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import BrokerError, ClientError
+from rocketstore.client.errors import BrokerError, ClientError, SendCallTimeoutError, SendFailedError
 from rocketstore.client.producer import Producer, SendResult, send_call_timeout
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
@@ -168,8 +170,9 @@ class RequestProducer(ServedProducer):
     def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
-                 trace_topic: str | None = None, tls: ClientTls = None) -> None:
-        """*tls* as the Producer's.  *timeout_s* bounds each plain send (connecting and the broker's answer); a
+                 trace_topic: str | None = None, tls: ClientTls = None,
+                 mq_client_api_timeout_s: float = 3.0) -> None:
+        """*tls* and *mq_client_api_timeout_s* as the Producer's.  *timeout_s* bounds each plain send (connecting and the broker's answer); a
         request message's send is bounded by what is left of :meth:`request`'s own timeout instead.
         *enable_trace* / *trace_topic* as the Producer's: each request message's send is
         a Pub (Normal_Msg, its CORRELATION_ID, REPLY_TO_CLIENT and TTL among the properties sent), as
@@ -177,7 +180,8 @@ class RequestProducer(ServedProducer):
         is not either)."""
         super().__init__(namesrv_addr, group, self._serve, timeout_s=timeout_s, retry_times=retry_times,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name,
-                         credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic, tls=tls)
+                         credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
+                         mq_client_api_timeout_s=mq_client_api_timeout_s)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 
@@ -218,8 +222,13 @@ class RequestProducer(ServedProducer):
             try:
                 await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id,
                                 timeout_s=left_s)
+            except SendCallTimeoutError:
+                raise  # the time ran out before the request went out: thrown as it is, as sendDefaultImpl's
             except (BrokerError, RemotingError) as exc:
-                raise RequestSendError(topic) from exc
+                # the asynchronous send's callback gets the last try's error, not "Send [n] times" (4.9.3's
+                # onExceptionImpl hands the exception itself on after its retries)
+                cause = exc.last_error if isinstance(exc, SendFailedError) else exc
+                raise RequestSendError(topic) from cause
             finally:
                 _sending_request.reset(sending)
             try:
