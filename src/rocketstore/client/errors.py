@@ -38,8 +38,9 @@ __all__ = [
 ]
 
 #: FAQUrl.suggestTodo's text: 4.9.3 appends it to the messages of its client exceptions (every FAQ url of
-#: 4.9.3 is this one page)
-FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+#: 4.9.3 is this one page) after a line break; here after a space, so an error stays one line in logs and
+#: in the CLI's "rocketstore: error:" / "warning:" lines
+FAQ_SUFFIX = " See http://rocketmq.apache.org/docs/faq/ for further details."
 #: ClientErrorCode values 4.9.3's sendDefaultImpl gives its MQClientException for a last error that is a
 #: connection failure, a time-out (the response code of a broker's error answer is that answer's code)
 CONNECT_BROKER_EXCEPTION = 10001
@@ -179,7 +180,7 @@ def send_failed(last_error: Exception, topic: str, times: int, cost_ms: int,
     brokers = ", ".join("null" if name is None else name for name in brokers_sent)
     info = (f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {topic}, "
             f"BrokersSent: [{brokers}]"
-            f"{FAQ_SUFFIX}\nlast error: {type(last_error).__name__}: {last_error}")
+            f"{FAQ_SUFFIX} Last error: {type(last_error).__name__}: {last_error}")
     cls = _send_failed_class(type(last_error))
     error = cls.__new__(cls, info)  # not cls(...): the last error's class has its own __init__ arguments
     error.__dict__.update(last_error.__dict__)  # a BrokerError's code and remark, a NoRouteError's topic
