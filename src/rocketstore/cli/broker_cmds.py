@@ -123,6 +123,10 @@ def _assignment(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"not KEY=VALUE: {text!r}")
+    try:  # the broker reads the settings as UTF-8 text: bytes that are not refused here, not a traceback
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"not UTF-8 text: {text!r}") from None
     return name.strip(), value.strip()
 
 

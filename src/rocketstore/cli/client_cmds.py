@@ -131,7 +131,7 @@ def _send(args: argparse.Namespace) -> int:
         return fail("--delay-level must be 0 (none) or a level from 1")
     if args.delay_level:
         properties[PropertyName.DELAY] = str(args.delay_level)
-    body_template = sys.stdin.buffer.read() if args.body == "-" else args.body.encode("utf-8")
+    body_template = sys.stdin.buffer.read() if args.body == "-" else _argv_bytes(args.body)
 
     async def go() -> int:
         results = []
@@ -155,6 +155,12 @@ def _send(args: argparse.Namespace) -> int:
     return run_command(go())
 
 
+def _argv_bytes(text: str) -> bytes:
+    """A body given on the command line as the bytes the shell passed: UTF-8 text as UTF-8, and bytes that are
+    not UTF-8 (which Python decodes to lone surrogates) unchanged, not a UnicodeEncodeError."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 # --- request -------------------------------------------------------------------------------------------------
 
 
@@ -167,7 +173,7 @@ def _request(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if args.timeout <= 0:
         return fail("--timeout must be positive")
-    body = sys.stdin.buffer.read() if args.body == "-" else args.body.encode("utf-8")
+    body = sys.stdin.buffer.read() if args.body == "-" else _argv_bytes(args.body)
 
     async def go() -> int:
         async with RequestProducer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
@@ -342,7 +348,7 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
                 _print_line(m, args.full_body)
             if state.replier is not None and m.properties.get(PropertyName.REPLY_TO_CLIENT):
                 try:
-                    await state.replier.send_reply(m, args.reply.encode("utf-8").replace(b"{body}", m.body))
+                    await state.replier.send_reply(m, _argv_bytes(args.reply).replace(b"{body}", m.body))
                 except (RocketStoreError, TimeoutError, ValueError) as exc:
                     # e.g. a request whose requester has gone ("channel ... not found"): later ones still get
                     # answers, as a Java responder's catch around its send goes on

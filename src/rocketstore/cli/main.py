@@ -3,6 +3,13 @@
 Each group module exposes ``register(subparsers)``, which adds its sub-command(s) and sets a ``handler``
 default: a function taking the parsed namespace and returning the exit status.  Adding a group (broker,
 serve, ...) is one entry in :data:`COMMAND_GROUPS`.
+
+Exit status: 0 done; 2 when the command cannot run as given: a usage error (argparse), or for the local
+commands (serve, namesrv, broker, store, pipeline) a path or config file that cannot be used, the
+RocketStoreError or OSError caught here.  1 when it ran and something failed or was found: every client
+command's runtime error (no route, a refusal, a server that is down, an output file it cannot write:
+output.run_command), and ``store verify``'s problems.  This is diff's and cmp's split (1 found, 2 trouble),
+so a script can tell a store with problems from one that could not be checked.
 """
 
 from __future__ import annotations

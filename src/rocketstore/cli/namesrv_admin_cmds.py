@@ -74,6 +74,10 @@ def _config_set(args: argparse.Namespace) -> int:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             return fail(f"settings are KEY=VALUE, not {pair!r}")
+        try:  # the name server reads the settings as UTF-8 text: other bytes refused here, not a traceback
+            pair.encode("utf-8")
+        except UnicodeEncodeError:
+            return fail(f"settings are UTF-8 text, not {pair!r}")
         props[key] = value
 
     async def go() -> int:

@@ -161,8 +161,9 @@ def format_time(ms: int) -> str:
         return str(ms)
 
 
-#: the form mqadmin's time options take besides epoch ms (UtilAll.YYYY_MM_DD_HH_MM_SS_SSS), local time
-MQADMIN_TIME_FORMAT = "%Y-%m-%d#%H:%M:%S:%f"
+#: the form mqadmin's time options take besides epoch ms (UtilAll.YYYY_MM_DD_HH_MM_SS_SSS), local time, less
+#: its last field: SimpleDateFormat reads SSS as a count of milliseconds ("5" is 5 ms), not as a fraction
+MQADMIN_TIME_FORMAT = "%Y-%m-%d#%H:%M:%S"
 
 
 def parse_time_ms(text: str | None, default: int) -> int:
@@ -170,15 +171,20 @@ def parse_time_ms(text: str | None, default: int) -> int:
     ``yyyy-MM-dd#HH:mm:ss:SSS`` (local time), which users of resetOffsetByTime / printMsgByQueue write."""
     if text is None:
         return default
-    if text.strip().lstrip("-").isdigit():
-        return int(text)
+    text = text.strip()
     try:
-        return int(datetime.fromisoformat(text.strip()).timestamp() * 1000)
-    except ValueError:
-        pass
-    try:
-        return int(datetime.strptime(text.strip(), MQADMIN_TIME_FORMAT).timestamp() * 1000)
-    except ValueError as exc:
+        # ASCII digits with at most one sign: isdigit() also passes "²" and "٣", which int() refuses or reads
+        if text.removeprefix("-").isascii() and text.removeprefix("-").isdigit():
+            return int(text)
+        try:
+            return int(datetime.fromisoformat(text).timestamp() * 1000)
+        except ValueError:
+            pass
+        seconds, _, millis = text.rpartition(":")
+        if not (millis.isascii() and millis.isdigit()):
+            raise ValueError(text)
+        return int(datetime.strptime(seconds, MQADMIN_TIME_FORMAT).timestamp()) * 1000 + int(millis)
+    except (ValueError, OverflowError, OSError) as exc:
         raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch, ISO 8601 or "
                                          "yyyy-MM-dd#HH:mm:ss:SSS)") from exc
 

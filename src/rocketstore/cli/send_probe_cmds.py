@@ -29,7 +29,7 @@ from rocketstore.cli.output import (
     run_command,
 )
 from rocketstore.client.admin_types import check_name
-from rocketstore.client.producer import Producer
+from rocketstore.client.producer import DEFAULT_MAX_MESSAGE_SIZE, Producer
 from rocketstore.client.send_probe import SendSample, average_rt_ms, probe_sends
 
 __all__ = ["add_cluster_commands", "add_message_commands"]
@@ -49,6 +49,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _body_bytes(text: str) -> int:
+    """A probe's body size: 1 byte up to the producer's maxMessageSize (4 MiB), the largest body a send can
+    carry; a bigger one could only fail every send (or, huge, exhaust memory building the body)."""
+    value = _positive(text)
+    if value > DEFAULT_MAX_MESSAGE_SIZE:
+        raise argparse.ArgumentTypeError(f"must be at most {DEFAULT_MAX_MESSAGE_SIZE} (the producer's "
+                                         f"maxMessageSize), not {value}")
+    return value
+
+
 def _pause_seconds(text: str) -> float:
     """The pause between rounds: a finite number of seconds, 0 or more (NaN or inf no timer takes)."""
     try:
@@ -65,7 +75,7 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
                                                  "send's round trip (mqadmin checkMsgSendRT)")
     check.add_argument("-t", "--topic", required=True)
     check.add_argument("-a", "--amount", type=_positive, default=100, help="messages to send (default 100)")
-    check.add_argument("-s", "--size", type=_positive, default=128, help="body bytes (default 128)")
+    check.add_argument("-s", "--size", type=_body_bytes, default=128, help="body bytes (default 128)")
     add_common(check)
     check.set_defaults(handler=_check_rt)
 
@@ -73,7 +83,7 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
                                                      "result and round trip (mqadmin sendMsgStatus)")
     status.add_argument("-b", "--broker-name", required=True, help="the broker's name (its topic's name)")
     status.add_argument("-c", "--count", type=_positive, default=50, help="messages to send (default 50)")
-    status.add_argument("-s", "--size", type=_positive, default=128, help="body bytes (default 128)")
+    status.add_argument("-s", "--size", type=_body_bytes, default=128, help="body bytes (default 128)")
     add_common(status)
     status.set_defaults(handler=_send_status)
 
@@ -83,7 +93,7 @@ def add_cluster_commands(commands: argparse._SubParsersAction) -> None:  # type:
                                         "clusterRT)")
     rt.add_argument("-c", "--cluster", help="only this cluster")
     rt.add_argument("-a", "--amount", type=_positive, default=50, help="messages per broker and round (default 50)")
-    rt.add_argument("-s", "--size", type=_positive, default=128, help="body bytes (default 128)")
+    rt.add_argument("-s", "--size", type=_body_bytes, default=128, help="body bytes (default 128)")
     rt.add_argument("--rounds", type=_positive, default=1, help="rounds to run (default 1)")
     rt.add_argument("--interval-s", type=_pause_seconds, default=10.0, help="seconds between rounds (default 10)")
     add_common(rt)
