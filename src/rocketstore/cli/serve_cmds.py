@@ -28,7 +28,7 @@ from rocketstore.broker import Broker, load_broker_conf
 from rocketstore.cli.output import namesrv_list
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.exporter import MetricsServer
-from rocketstore.errors import RocketStoreError
+from rocketstore.errors import RocketStoreError, StoreConfigError
 from rocketstore.message.java_properties import read_properties_file
 from rocketstore.namesrv import NameServer, NamesrvConfig, NamesrvConfigError
 from rocketstore.remoting.tls import TlsConfig, TlsConfigError, use_client_tls
@@ -147,6 +147,9 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
                 metrics_port: int | None = None) -> None:
     # the name server keeps its KV table and settings beside the store: <store>/namesrv/
     root = store or (read_properties_file(config).get("storePathRootDir") if config else None) or "./store"
+    if os.path.exists(root) and not os.path.isdir(root):  # said as the broker says it, before the name
+        # server's files under it fail as "[Errno 20] Not a directory: '<root>/namesrv/kvConfig.json'"
+        raise StoreConfigError(f"storePathRootDir {root} is not a directory")
     namesrv = NameServer(NamesrvConfig(kv_config_path=os.path.join(root, "namesrv", "kvConfig.json"),
                                        config_store_path=os.path.join(root, "namesrv", "namesrv.properties"),
                                        listen_port=namesrv_port), tls=tls)

@@ -41,3 +41,13 @@ def test_a_bad_name_server_address_for_the_broker_is_one_line(tmp_path, capsys) 
     err = capsys.readouterr().err
     assert err == f"rocketstore: error: namesrvAddr in {conf}: not HOST:PORT: 'nohostport'\n"
     assert not (tmp_path / "store").exists()
+
+
+def test_serve_on_a_store_path_that_is_a_file_names_the_setting(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A file given as --store is refused as the broker refuses it ("storePathRootDir ... is not a
+    directory"), before the name server's files under it fail with a bare ENOTDIR naming kvConfig.json."""
+    not_a_dir = tmp_path / "afile"
+    not_a_dir.write_text("")
+    assert main(["serve", "--store", str(not_a_dir), "--namesrv-port", "0", "--broker-port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"storePathRootDir {not_a_dir} is not a directory" in err and "kvConfig" not in err
