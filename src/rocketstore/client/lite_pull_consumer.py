@@ -15,7 +15,9 @@ Two modes, exclusive as in 4.9.3 (mixing them raises :class:`SubscriptionConflic
   A queue given up by a rebalance is dropped with its buffered messages; what the offset store holds for
   it (the last auto commit or ``commit_sync``, not the batch in hand) is written out, as 4.9.3's
   removeUnnecessaryMessageQueue does, so the next owner may see that batch again but never skips it.
-* assign: exactly the queues given, no rebalance, no heartbeat.
+* assign: exactly the queues given, no rebalance.  The group still heartbeats (no subscriptions) the
+  brokers of the assigned topics' routes and unregisters at close, as 4.9.3's client instance does for
+  every consumer it holds: the brokers (and ``consumerConnection``) see the consumer online.
 
 Each held queue has a pull task (:func:`pull_loop`, shared with the push consumer: long polling, and
 pulling pauses while the queue holds ``pull_threshold_for_queue`` messages or
@@ -184,6 +186,9 @@ class LitePullConsumer(GroupConsumer):
         self.consumption = _Batches()
         self._mode = _Mode.NONE
         self._assigned: set[MessageQueue] = set()
+        #: assigned queues paused before start: their pull starts paused (4.9.3 keeps a queue's paused flag
+        #: from assign on, so pause() between assign() and start() holds)
+        self._paused_before_start: set[MessageQueue] = set()
         self._states: dict[MessageQueue, _QueueState] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._next_auto_commit_s = -1.0
@@ -200,7 +205,10 @@ class LitePullConsumer(GroupConsumer):
             if self._mode is _Mode.SUBSCRIBE:
                 await self._join_group()
             for mq in sorted(self._assigned):
-                self._add_queue(mq)
+                self._add_queue(mq, paused=mq in self._paused_before_start)
+            self._paused_before_start.clear()
+            if self._mode is _Mode.ASSIGN:  # not fatal: the periodic heartbeat tries again
+                await self.quietly("heartbeat", self._heartbeat_all())
             for topic in self._queue_listeners:
                 self._known_queues[topic] = await self._fetch_queue_set(topic)
         except BaseException:  # nothing may stay open behind a failed start
@@ -282,6 +290,7 @@ class LitePullConsumer(GroupConsumer):
             raise ValueError("message queues must not be empty")
         self._set_mode(_Mode.ASSIGN)
         self._assigned = wanted
+        self._paused_before_start &= wanted
         if self.started and not self.stopping:
             self._leave([mq for mq in self._states if mq not in wanted])
             for mq in sorted(wanted - set(self._states)):
@@ -293,8 +302,8 @@ class LitePullConsumer(GroupConsumer):
 
     # --- queues ------------------------------------------------------------------------------------------
 
-    def _add_queue(self, mq: MessageQueue) -> None:
-        state = _QueueState(ProcessQueue(mq))
+    def _add_queue(self, mq: MessageQueue, *, paused: bool = False) -> None:
+        state = _QueueState(ProcessQueue(mq), paused=paused)
         self._states[mq] = state
         state.task = asyncio.get_running_loop().create_task(self._pull_from_start(state.pq))
 
@@ -363,6 +372,18 @@ class LitePullConsumer(GroupConsumer):
     def _announced_from_where(self) -> ConsumeFromWhere:
         return ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # what 4.9.3's lite consumer tells the broker
 
+    async def _heartbeat_all(self) -> None:
+        """In assign mode the brokers heartbeated are those of the assigned topics' routes (re-read every
+        ``route_refresh_interval_s``; a topic assigned away no longer keeps its brokers): 4.9.3 heartbeats
+        every broker its pulls learnt of, with the group's consumer data even without subscriptions."""
+        if self._mode is _Mode.ASSIGN and not self.stopping:
+            topics = {mq.topic for mq in self._assigned}
+            for topic in sorted(topics):
+                await self._queues(topic)
+            for topic in [t for t in self._route_addrs if t not in topics]:
+                del self._route_addrs[topic]
+        await super()._heartbeat_all()
+
     # --- the pull loop's hooks (rocketstore.client.pull_loop.PullOwner) -----------------------------------
 
     def pull_held_back(self, pq: ProcessQueue) -> bool:
@@ -407,14 +428,18 @@ class LitePullConsumer(GroupConsumer):
         return messages
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
-        """Stop pulling these held queues (what is buffered can still be polled); others are ignored."""
+        """Stop pulling these held queues (what is buffered can still be polled); others are ignored.
+        Before start, the queues given to ``assign`` count as held, as in 4.9.3."""
         for mq in queues:
             state = self._states.get(mq)
             if state is not None:
                 state.paused = True
+            elif not self.started and mq in self._assigned:
+                self._paused_before_start.add(mq)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         for mq in queues:
+            self._paused_before_start.discard(mq)
             state = self._states.get(mq)
             if state is not None:
                 state.paused = False
