@@ -125,14 +125,16 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
         broker.topics.delete(h.topic)
-        broker.stats.topic_deleted(h.topic)
         broker.topic_created()
         await broker.topics.flush_quietly()  # as create_topic's
         # as 4.9.3's deleteTopic: the consume queues of topics no longer in the table go too (cleanUnusedTopic)
         try:
-            await broker.run_blocking(broker.store.clean_unused_topics, LiveTopics(broker))
+            dropped = await broker.run_blocking(broker.store.clean_unused_topics, LiveTopics(broker))
         except StoreError as exc:
             log.warning("topic %s deleted, but its consume queues were not dropped: %s", h.topic, exc)
+            dropped = []
+        # the statistics of those topics and of this one stay unless autoDeleteUnusedStats, as in 4.9.3
+        broker.forget_stats_of_topics([*(topic for topic, _ in dropped), h.topic])
         return request.make_response(ResponseCode.SUCCESS)
 
     async def all_topic_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -216,7 +218,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
     async def delete_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         group = request.ext_fields.get("groupName", "")
         broker.groups.delete(group)
-        broker.stats.group_deleted(group)
+        if broker.auto_delete_unused_stats:  # else its statistics stay, as in 4.9.3 (onGroupDeleted)
+            broker.stats.group_deleted(group)
         if request.ext_fields.get("removeOffset", "").lower() == "true":
             broker.offsets.remove_group(group)
         await broker.groups.flush_quietly()  # as create_topic's

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Literal
@@ -172,6 +172,21 @@ class Broker:
     @property
     def port(self) -> int:
         return self.server.port
+
+    @property
+    def auto_delete_unused_stats(self) -> bool:
+        """4.9.3's autoDeleteUnusedStats (default false, a kept property UPDATE_BROKER_CONFIG may change): a
+        deleted topic's or group's statistics items go with it; otherwise they stay, as in 4.9.3, and a topic
+        created again under the same name counts on from them."""
+        return self.extra_properties.get("autoDeleteUnusedStats") == "true"
+
+    def forget_stats_of_topics(self, topics: Iterable[str]) -> None:
+        """The statistics of *topics* (deleted, or their consume queues dropped as unused) go when
+        :attr:`auto_delete_unused_stats` says so (4.9.3's onTopicDeleted, which deleteTopic and
+        cleanUnusedTopic call then)."""
+        if self.auto_delete_unused_stats:
+            for topic in dict.fromkeys(topics):
+                self.stats.topic_deleted(topic)
 
     # --- lifecycle ------------------------------------------------------------------------------------
 

@@ -71,7 +71,7 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "filterDataCleanTimeSpan": ("long", str(24 * 3600 * 1000)),
     "forceRegister": ("bool", "true"),
     "enableDetailStat": ("bool", "true"),
-    "autoDeleteUnusedStats": ("bool", "false"),
+    "autoDeleteUnusedStats": ("bool", "false"),  # read where topics and groups are deleted (Broker)
     "isolateLogEnable": ("bool", "false"),
     # NettyServerConfig
     "serverWorkerThreads": ("int", "8"),

@@ -167,13 +167,18 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def clean_unused_topics(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         log.warning("invoke cleanUnusedTopic by %s", conn.peer_address)
-        return await _clean(request, broker.store.clean_unused_topics, LiveTopics(broker))
+        return await _clean(request, broker.store.clean_unused_topics, LiveTopics(broker), unused=True)
 
-    async def _clean(request: RemotingCommand, fn: object, *args: object) -> RemotingCommand:
+    async def _clean(request: RemotingCommand, fn: object, *args: object,
+                     unused: bool = False) -> RemotingCommand:
+        """*unused*: the topics dropped are no longer in the topic table, and their statistics go with them
+        when autoDeleteUnusedStats (4.9.3's cleanUnusedTopic); an expired queue's topic keeps its own."""
         try:
             dropped: list[tuple[str, int]] = await broker.run_blocking(fn, *args)
         except StoreError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        if unused:
+            broker.forget_stats_of_topics(topic for topic, _ in dropped)
         body = fastjson.dumps({"dropped": [{"queueId": q, "topic": t} for t, q in dropped]})
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
