@@ -422,6 +422,8 @@ class GroupConsumer:
                 except (RocketStoreError, OSError) as exc:
                     log.warning("rebalance of %s failed: %s", topic, exc)
                     continue
+                if self.stopping:  # a shutdown began during the look-up: its ended pulls are not stalls
+                    return
                 if mine is not None:
                     await self._update_assignment(topic, mine)
             self.rebalance_count += 1
