@@ -10,20 +10,30 @@ subprocess they can kill, and talk to it in JSON lines on stdout:
         selector: queue i % queue count), --mode async with send_async: all COUNT sends are issued, then each
         callback writes its line (in callback order; status "EXCEPTION" and "exception" from the exception
         callback) and {"done": true} follows once every callback has run; --prop K=V (repeatable) sets a user
-        property on every message (set_property), "{i}" in V replaced by the message's number
+        property on every message (set_property), "{i}" in V replaced by the message's number; --mode
+        oneway-orderly sends with send_oneway_orderly(msg, i) (status "ONEWAY"); --raw-tail HEX sets the body
+        with SetByteMessageBody to the body's UTF-8 plus the bytes HEX (NULs included); --noise N appends N
+        seeded random letters (a body zlib cannot shrink much)
     python cpp_client_runner.py consume NAMESRV TOPIC GROUP [EXPRESSION] [--fail-first | --fail-always] [--orderly]
                                                             [--broadcast] [--props K1,K2]
         {"started": true}, then one {"body", "tags", "keys", "id", "queue_id", "queue_offset", "topic",
-        "reconsume_times", "t", "failed"} line per delivery; with --fail-first the first delivery of each body
-        raises (RECONSUME_LATER), with --fail-always every delivery does; --broadcast consumes in
-        MessageModel.BROADCASTING; --props adds "props": {K: get_property(K)} to each line; a "stop" line (or
-        EOF) on stdin shuts the consumer down, then {"shutdown": true}
-    python cpp_client_runner.py pull NAMESRV TOPIC GROUP [EXPRESSION] [--max N] [--props K1,K2]
-        the C++ PullConsumer: pull(topic, EXPRESSION, N) walks every queue from offset 0 to its end; one line per
-        message as consume writes them (no "failed"), then {"done": true}
+        "reconsume_times", "store_size", "born_timestamp", "store_timestamp", "commit_log_offset",
+        "delay_time_level", "prepared_transaction_offset", "t", "failed"} line per delivery; with --fail-first
+        the first delivery of each body raises (RECONSUME_LATER), with --fail-always every delivery does;
+        --broadcast consumes in MessageModel.BROADCASTING; --props adds "props": {K: get_property(K)} to each
+        line; a "stop" line (or EOF) on stdin shuts the consumer down, then {"shutdown": true}
+    python cpp_client_runner.py pull NAMESRV TOPIC GROUP [EXPRESSION] [--max N] [--props K1,K2] [--from N]
+        the C++ PullConsumer: pull(topic, EXPRESSION, N) walks every queue from offset 0 (or N) to its end; one line
+        per message as consume writes them (no "failed"), then {"done": true}
 
 With RMQ_ACCESS_KEY / RMQ_SECRET_KEY (and RMQ_CHANNEL) in the environment, producer and consumer sign their
-requests (set_session_credentials), as against a broker with aclEnable.
+requests (set_session_credentials), as against a broker with aclEnable.  A NAMESRV starting with "http://" is
+a name server address URL (set_namesrv_domain: the client fetches the address list from it).  Client settings
+from the environment, each only when set: RMQ_INSTANCE_NAME (producer and push consumer), RMQ_LOG_PATH (0.4.4's
+library ignores it: it logs to $HOME/logs/rocketmq-cpp all the same) and RMQ_LOG_LEVEL (0-6, every client),
+RMQ_SEND_TIMEOUT_MS, RMQ_COMPRESS_LEVEL and RMQ_MAX_MESSAGE_SIZE (producer),
+RMQ_THREAD_COUNT and RMQ_BATCH_MAX (push consumer: set_thread_count, set_message_batch_max_size),
+RMQ_COMPRESS_OVER (producer: SetProducerCompressMsgBodyOverHowmuch, bodies longer than it are compressed).
 
 Message i has body ``body-i ünï`` (plus a space and N "x" with --pad N), key ``key-i`` and tag TAGS[i % len(TAGS)].  Exits with os._exit so a
 hanging C++ destructor cannot keep the process alive.  The C++ client logs to $HOME/logs/rocketmq-cpp:
@@ -51,13 +61,52 @@ def _credentials(client) -> None:  # type: ignore[no-untyped-def]
                                        os.environ.get("RMQ_CHANNEL", ""))
 
 
+def _settings(client, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """Apply the RMQ_* client settings of the environment (see the module docstring) to *client*, whose
+    C API prefix *kind* is "Producer", "PushConsumer" or "PullConsumer"."""
+    from rocketmq.ffi import dll
+
+    env = os.environ
+    handle = client._handle
+    if "RMQ_INSTANCE_NAME" in env:
+        name = env["RMQ_INSTANCE_NAME"]
+        if kind == "Producer":
+            dll.SetProducerInstanceName(handle, name.encode())
+        elif kind == "PushConsumer":
+            client.set_instance_name(name)
+    if "RMQ_LOG_PATH" in env:
+        getattr(dll, f"Set{kind}LogPath")(handle, env["RMQ_LOG_PATH"].encode())
+        getattr(dll, f"Set{kind}LogFileNumAndSize")(handle, 3, 1 << 20)
+    if "RMQ_LOG_LEVEL" in env:
+        getattr(dll, f"Set{kind}LogLevel")(handle, int(env["RMQ_LOG_LEVEL"]))
+    if "RMQ_COMPRESS_OVER" in env and kind == "Producer":  # in the library, not declared by the wheel
+        import ctypes
+        over = ctypes.c_int(int(env["RMQ_COMPRESS_OVER"]))
+        dll.SetProducerCompressMsgBodyOverHowmuch(ctypes.c_void_p(handle), over)
+    for variable, setter in (("RMQ_SEND_TIMEOUT_MS", "set_timeout"), ("RMQ_COMPRESS_LEVEL", "set_compress_level"),
+                             ("RMQ_MAX_MESSAGE_SIZE", "set_max_message_size"), ("RMQ_THREAD_COUNT", "set_thread_count"),
+                             ("RMQ_BATCH_MAX", "set_message_batch_max_size")):
+        if variable in env and hasattr(client, setter):
+            getattr(client, setter)(int(env[variable]))
+
+
+def _name_server(client, namesrv: str) -> None:  # type: ignore[no-untyped-def]
+    if namesrv.startswith("http://"):
+        client.set_namesrv_domain(namesrv)
+    else:
+        client.set_namesrv_addr(namesrv)
+
+
 def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], batch: int, delay: int,
-            first: int, pad: int, mode: str = "sync", props: dict[str, str] | None = None) -> None:
+            first: int, pad: int, mode: str = "sync", props: dict[str, str] | None = None, raw_tail: str = "",
+            noise: int = 0) -> None:
     from rocketmq.client import Message, Producer
+    from rocketmq.ffi import dll
 
     producer = Producer(group)
-    producer.set_namesrv_addr(namesrv)
+    _name_server(producer, namesrv)
     _credentials(producer)
+    _settings(producer, "Producer")
     producer.start()
     try:
         def make(i: int) -> Message:
@@ -65,6 +114,13 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
             msg.set_keys(f"key-{i}")
             msg.set_tags(tags[i % len(tags)])
             msg.set_body(body_of(i) + " " + "x" * pad if pad else body_of(i))
+            if noise:
+                import random
+                msg.set_body(body_of(i) + " " + "".join(random.Random(i).choices("abcdefghijklmnopqrstuvwxyz",
+                                                                                   k=noise)))
+            if raw_tail:
+                raw = body_of(i).encode() + bytes.fromhex(raw_tail)
+                dll.SetByteMessageBody(msg._handle, raw, len(raw))
             for key, value in (props or {}).items():
                 msg.set_property(key, value.replace("{i}", str(i)))
             if delay:
@@ -83,8 +139,11 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
                 emit({"i": i, "n": n, "status": result.status.name, "msg_id": result.msg_id,
                       "offset": result.offset})
                 i += n
-            elif mode == "oneway":
-                producer.send_oneway(make(i))
+            elif mode in ("oneway", "oneway-orderly"):
+                if mode == "oneway":
+                    producer.send_oneway(make(i))
+                else:
+                    producer.send_oneway_orderly(make(i), i)
                 emit({"i": i, "status": "ONEWAY", "t": time.time()})
                 i += 1
             else:
@@ -94,6 +153,10 @@ def produce(namesrv: str, topic: str, group: str, count: int, tags: list[str], b
                       "t": time.time()})
                 i += 1
     finally:
+        if mode in ("oneway", "oneway-orderly"):
+            # librocketmq writes oneway frames from its own threads; a shutdown right after the last call can
+            # close the socket before they are written (one lost send in ~60 runs on a loaded machine)
+            time.sleep(0.5)
         producer.shutdown()
     emit({"done": True})
 
@@ -127,7 +190,10 @@ def _describe(msg, props: list[str]) -> dict[str, object]:  # type: ignore[no-un
     line: dict[str, object] = {
         "topic": _text(msg.topic), "body": _text(msg.body), "tags": _text(msg.tags), "keys": _text(msg.keys),
         "id": _text(msg.id), "queue_id": msg.queue_id, "queue_offset": msg.queue_offset,
-        "reconsume_times": msg.reconsume_times, "t": time.time()}
+        "reconsume_times": msg.reconsume_times, "store_size": msg.store_size, "born_timestamp": msg.born_timestamp,
+        "store_timestamp": msg.store_timestamp, "commit_log_offset": msg.commit_log_offset,
+        "delay_time_level": msg.delay_time_level, "prepared_transaction_offset": msg.prepared_transaction_offset,
+        "t": time.time()}
     if props:
         line["props"] = {k: _text(msg.get_property(k)) for k in props}
     return line
@@ -150,8 +216,9 @@ def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: b
 
     consumer = PushConsumer(group, orderly=orderly,
                             message_model=MessageModel.BROADCASTING if broadcast else MessageModel.CLUSTERING)
-    consumer.set_namesrv_addr(namesrv)
+    _name_server(consumer, namesrv)
     _credentials(consumer)
+    _settings(consumer, "PushConsumer")
     consumer.subscribe(topic, on_message, expression)
     consumer.start()
     emit({"started": True})
@@ -162,12 +229,16 @@ def consume(namesrv: str, topic: str, group: str, expression: str, fail_first: b
     emit({"shutdown": True})
 
 
-def pull(namesrv: str, topic: str, group: str, expression: str, max_num: int, props: list[str]) -> None:
+def pull(namesrv: str, topic: str, group: str, expression: str, max_num: int, props: list[str],
+         start: int = 0) -> None:
     from rocketmq.client import PullConsumer
 
     consumer = PullConsumer(group)
-    consumer.set_namesrv_addr(namesrv)
+    _name_server(consumer, namesrv)
     _credentials(consumer)
+    _settings(consumer, "PullConsumer")
+    if start:  # the wheel keeps its pull offsets in a class-level table keyed "%s@%s" % (topic bytes, queueId)
+        PullConsumer.offset_table.update({"%s@%s" % (topic.encode(), q): start for q in range(64)})
     consumer.start()
     try:
         # a RecvMessage is valid only until the generator moves on (it then releases the pull result)
@@ -185,6 +256,8 @@ def main(argv: list[str]) -> None:
         batch = delay = first = pad = 0
         mode = "sync"
         props: dict[str, str] = {}
+        raw_tail = ""
+        noise = 0
         for flag, value in flag_pairs(argv[5:]):
             if flag == "--tags":
                 tags = value.split(",")
@@ -200,9 +273,14 @@ def main(argv: list[str]) -> None:
                 mode = value
             elif flag == "--prop":
                 key, _, props[key] = value.partition("=")
+            elif flag == "--raw-tail":
+                raw_tail = value
+            elif flag == "--noise":
+                noise = int(value)
             else:
                 raise SystemExit(f"unknown flag {flag!r}")
-        produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad, mode, props)
+        produce(argv[1], argv[2], argv[3], int(argv[4]), tags, batch, delay, first, pad, mode, props, raw_tail,
+                noise)
     elif command in ("consume", "pull"):
         switches = {"--fail-first", "--fail-always", "--orderly", "--broadcast"}
         valued: dict[str, str] = {}
@@ -210,14 +288,15 @@ def main(argv: list[str]) -> None:
         rest = argv[1:]
         while rest:
             arg, rest = rest[0], rest[1:]
-            if arg in ("--props", "--max"):
+            if arg in ("--props", "--max", "--from"):
                 valued[arg], rest = rest[0], rest[1:]
             elif arg not in switches:
                 positional.append(arg)
         names = [k for k in valued.get("--props", "").split(",") if k]
         expression = positional[3] if len(positional) > 3 else "*"
         if command == "pull":
-            pull(positional[0], positional[1], positional[2], expression, int(valued.get("--max", "32")), names)
+            pull(positional[0], positional[1], positional[2], expression, int(valued.get("--max", "32")), names,
+                 int(valued.get("--from", "0")))
         else:
             consume(positional[0], positional[1], positional[2], expression, "--fail-first" in argv,
                     "--orderly" in argv, "--fail-always" in argv, "--broadcast" in argv, names)
