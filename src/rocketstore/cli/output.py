@@ -176,14 +176,15 @@ def parse_time_ms(text: str | None, default: int) -> int:
         # ASCII digits with at most one sign: isdigit() also passes "²" and "٣", which int() refuses or reads
         if text.removeprefix("-").isascii() and text.removeprefix("-").isdigit():
             return int(text)
-        try:
-            return int(datetime.fromisoformat(text).timestamp() * 1000)
-        except ValueError:
-            pass
+        # mqadmin's form first: fromisoformat takes it too (any separator, ":" before a fraction), but reads
+        # its SSS as a fraction of a second
         seconds, _, millis = text.rpartition(":")
-        if not (millis.isascii() and millis.isdigit()):
-            raise ValueError(text)
-        return int(datetime.strptime(seconds, MQADMIN_TIME_FORMAT).timestamp()) * 1000 + int(millis)
+        if millis.isascii() and millis.isdigit():
+            try:
+                return int(datetime.strptime(seconds, MQADMIN_TIME_FORMAT).timestamp()) * 1000 + int(millis)
+            except ValueError:
+                pass
+        return int(datetime.fromisoformat(text).timestamp() * 1000)
     except (ValueError, OverflowError, OSError) as exc:
         raise argparse.ArgumentTypeError(f"not a time: {text!r} (ms since the epoch, ISO 8601 or "
                                          "yyyy-MM-dd#HH:mm:ss:SSS)") from exc

@@ -550,7 +550,11 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         header = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_count, begin_timestamp_ms=begin_ms,
                                            end_timestamp_ms=end_ms, unique_key_query=unique)
         found: list[StoredMessage] = []
-        for addr in (await self.topic_masters(topic)).values():
+        # each broker of the route, at its master or, while the master is down, at a slave (4.9.3's
+        # BrokerData.selectBrokerAddr): a slave's index serves the same keys
+        route = await self.route(topic)
+        addrs = sorted({addr for bd in route.broker_datas if (addr := bd.any_addr()) is not None})
+        for addr in addrs:
             response = await self.pool.request(
                 addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields()), self.timeout_s)
             if response.code == ResponseCode.QUERY_NOT_FOUND:

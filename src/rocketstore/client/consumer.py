@@ -30,6 +30,7 @@ from rocketstore.remoting.bodies import MASTER_ID, SubscriptionData, build_subsc
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
+    GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     PullMessageRequestHeader,
@@ -216,3 +217,11 @@ class PullConsumer:
         response = await self._request(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
         assert response is not None
         return int(check(response).ext_fields["offset"])
+
+    async def earliest_message_time(self, mq: MessageQueue) -> int:
+        """The store time of the queue's oldest retained message, -1 if it has none (the broker's
+        GET_EARLIEST_MSG_STORETIME, 4.9.3's MQAdmin.earliestMsgStoreTime)."""
+        ext = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
+        response = await self._request(mq, RequestCode.GET_EARLIEST_MSG_STORETIME, ext)
+        assert response is not None
+        return int(check(response).ext_fields["timestamp"])
