@@ -132,6 +132,9 @@ class NameServerHandlers:
         #: registrations are decoded and applied one at a time, in arrival order, even when a big body is
         #: decoded off the loop (a broker's newer registration must not be applied before its older one)
         self._registering = asyncio.Lock()
+        #: (RouteTable.topic_set_changes, GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body) of the last answer: a
+        #: Spark stream subscribed by pattern asks at every trigger, and the topic set rarely moves
+        self._topic_list: tuple[int, bytes] | None = None
 
     def router(self) -> RequestRouter:
         # a code not served here goes unanswered, as 4.9.3's DefaultRequestProcessor returns null for it
@@ -189,15 +192,18 @@ class NameServerHandlers:
         if header.body_crc32 != 0 and (zlib.crc32(request.body) & 0x7FFFFFFF) != header.body_crc32:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark="crc32 not match")
         async with self._registering:
-            if len(request.body) >= (_DECODE_OFF_LOOP_COMPRESSED_BYTES if header.compressed
-                                     else _DECODE_OFF_LOOP_BYTES):
-                # off the loop: route queries go on being answered meanwhile (the GIL is shared, not held)
-                body = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
-                    RegisterBrokerBody.decode, request.body, compressed=header.compressed, version=request.version))
-            elif request.body:
-                body = RegisterBrokerBody.decode(request.body, compressed=header.compressed, version=request.version)
-            else:
+            if not request.body:
                 body = RegisterBrokerBody({}, DataVersion())
+            else:
+                # the topics only when the table takes them (a master registering first or with a new data
+                # version): a broker's every-30-s registration of an unchanged table costs no topic parsing.
+                # The check and the registration of the slim body run with no await between them.
+                slim = await self._decode_body(RegisterBrokerBody.decode_without_topics, request, header.compressed)
+                if slim is not None and not self.routes.takes_topic_configs(
+                        header.broker_name, header.broker_addr, header.broker_id, slim.data_version):
+                    body = slim
+                else:
+                    body = await self._decode_body(RegisterBrokerBody.decode, request, header.compressed)
             result = self.routes.register_broker(header.cluster_name, header.broker_addr, header.broker_name,
                                                  header.broker_id, header.ha_server_addr, body, self.clock_ms(),
                                                  conn)
@@ -205,6 +211,15 @@ class NameServerHandlers:
                                            master_addr=result.master_addr).to_ext_fields()
         return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
                                      body=self.kv.namespace_body(ORDER_TOPIC_CONFIG) or b"")
+
+    async def _decode_body(self, decode: Callable[..., RegisterBrokerBody | None], request: RemotingCommand,
+                           compressed: bool) -> RegisterBrokerBody | None:
+        """*decode* (a RegisterBrokerBody decoder) of the request's body; off the loop when the body is big,
+        so route queries go on being answered meanwhile (the GIL is shared, not held)."""
+        call = functools.partial(decode, request.body, compressed=compressed, version=request.version)
+        if len(request.body) >= (_DECODE_OFF_LOOP_COMPRESSED_BYTES if compressed else _DECODE_OFF_LOOP_BYTES):
+            return await asyncio.get_running_loop().run_in_executor(None, call)
+        return call()
 
     async def unregister_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
@@ -241,7 +256,10 @@ class NameServerHandlers:
         return request.make_response(ResponseCode.SUCCESS, body=self.routes.cluster_info_body())
 
     async def topic_list(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ResponseCode.SUCCESS, body=topic_list_body(self.routes.topics()))
+        cached = self._topic_list
+        if cached is None or cached[0] != self.routes.topic_set_changes:
+            cached = self._topic_list = (self.routes.topic_set_changes, topic_list_body(self.routes.topics()))
+        return request.make_response(ResponseCode.SUCCESS, body=cached[1])
 
     async def topics_by_cluster(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields)
