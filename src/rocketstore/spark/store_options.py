@@ -347,6 +347,11 @@ def plan_ranges(store: QueueView, options: StoreReadOptions) -> list[QueueRange]
             end = first_offset_at_or_after(store, topic, queue_id, options.ending_timestamp_ms, low, high)
         else:
             end = _resolve(options.ending_offsets, topic, queue_id, _LATEST, low, high)
+            if start > end and options.starting_timestamp_ms is None:
+                # offsets on both sides: as Spark's Kafka source fails such a batch, a mistake, not a request for
+                # nothing (a timestamp and an offset may well meet no message)
+                raise StoreConfigError(f"startingOffsets after endingOffsets for {topic} queue {queue_id}: "
+                                       f"{start} > {end} (offsets clamped into the queue's [{low}, {high}])")
         if start < end:
             ranges.append(QueueRange(topic, queue_id, start, end))
     return ranges

@@ -178,7 +178,7 @@ OffsetSpec = str | dict[str, dict[str, int]]
 
 #: the key of the source's offsets (no topic can be named so: '@' is no topic name character) that holds, per
 #: queue, one message the query read before the queue's offset: [queueOffset, commitLogOffset, storeTimestampMs]
-#: (stream_source._checked_marks)
+#: (stream_source._Planner.checked_marks)
 MARKS_KEY = "@marks"
 #: the key of end offsets naming queues that the batch ending there reads from another offset than its start
 #: offsets' (a queue found to be a new one, read from its min offset with failOnDataLoss=false)
@@ -245,6 +245,8 @@ class SourceOptions:
     #: the marks (MARKS_KEY) of a JSON startingOffsets, an endOffset the source wrote: checked as a checkpoint's
     starting_marks: dict[str, dict[str, list[int]]] | None = None
     ending_offsets: OffsetSpec = "latest"
+    #: the marks of a JSON endingOffsets (a stream's endOffset: read up to where it got), checked as the start's
+    ending_marks: dict[str, dict[str, list[int]]] | None = None
     starting_timestamp_ms: int | None = None
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
@@ -291,6 +293,9 @@ class SourceOptions:
                 raise SparkOptionError('option assign must look like {"TopicA":["broker-a:0", 1]}')
             assign = {str(t): tuple(str(q) for q in qs) for t, qs in doc.items()}
         starting_ts = _int(opts, "startingtimestamp", "startingTimestamp", 0)
+        if "endingtimestamp" in opts:  # rocketmq-store has it: ignored here, the read would go on to the end
+            raise SparkOptionError("option endingTimestamp is not supported by the rocketmq source (only by "
+                                   "rocketmq-store); give endingOffsets")
         if starting_ts is not None and "startingoffsets" in opts:
             raise SparkOptionError("give either 'startingOffsets' or 'startingTimestamp', not both")
         default_start = "latest" if streaming else "earliest"
@@ -299,6 +304,9 @@ class SourceOptions:
                               ("earliest", "latest", "group"))
         if start == "group" and group is None:
             raise SparkOptionError("startingOffsets=group needs option 'consumerGroup'")
+        if start == "latest" and not streaming:  # as Spark's Kafka source: such a batch always reads nothing
+            raise SparkOptionError("startingOffsets=latest is for streaming queries only: a batch query ends at "
+                                   "the latest offsets (endingOffsets); give earliest, group or JSON")
         end = _offsets_spec(opts.get("endingoffsets", "latest"), "endingOffsets", ("latest",))
         if streaming and "endingoffsets" in opts:
             raise SparkOptionError("endingOffsets is for batch queries only")
@@ -324,6 +332,8 @@ class SourceOptions:
                    starting_offsets=start, ending_offsets=end, starting_timestamp_ms=starting_ts,
                    starting_marks=(_offsets_marks(opts["startingoffsets"], "startingOffsets")
                                    if isinstance(start, dict) else None),
+                   ending_marks=(_offsets_marks(opts["endingoffsets"], "endingOffsets")
+                                 if isinstance(end, dict) else None),
                    max_offsets_per_trigger=max_per_trigger,
                    min_partitions=_int(opts, "minpartitions", "minPartitions", 1),
                    fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),

@@ -199,8 +199,73 @@ class _Planner:
             out.setdefault(mq.topic, {})[queue_key(mq)] = self.session.max_offset(mq)
         return out
 
-    def resolve(self, spec: object, *, default: int) -> Offsets:
-        """Concrete offsets for an ``earliest`` / ``latest`` / ``group`` / JSON / timestamp start or end."""
+    def min_offset_of(self, topic: str, key: str) -> int:
+        mq = _queue(topic, key)
+        return self.retrying(f"looking up the min offset of {topic} {key}",
+                             lambda: self.session.min_offset(mq))
+
+    def message_at(self, topic: str, key: str, offset: int) -> tuple[StoredMessage, int] | None:
+        """The message at queue *offset* and the queue's min offset; None when the queue has no message there
+        (retention deleted it).  One pull of one message, of any tag."""
+        mq = _queue(topic, key)
+        got = self.retrying(f"reading {topic} {key} at {offset}",
+                            lambda: self.session.pull(mq, offset, 1, "*"))
+        if got.status == PullStatus.FOUND and got.messages and got.messages[0].queue_offset == offset:
+            return got.messages[0], got.min_offset
+        return None
+
+    def checked_marks(self, start: Offsets, marks: Marks, latest: Offsets) -> tuple[Offsets, Marks, Offsets]:
+        """Each queue that has a mark (MARKS_KEY) and messages to read now checked to be the queue read: its
+        message at the marked offset must still be the marked one, else the topic was deleted and created
+        again (or the broker lost messages) and the new queue's messages below *start* would be skipped.
+
+        Returns *start* (a new queue's offset moved to its min offset when failOnDataLoss=false), the marks
+        that still stand (one the broker no longer has, or past a queue that moved back, is dropped) and the
+        queues moved to their min offset.  Queues with nothing to read are checked when they have: one pull
+        of one message per queue the batch reads."""
+        kept: Marks = {}
+        changed: list[tuple[str, str, list[int], StoredMessage, int, int]] = []
+        for topic, queues in sorted(marks.items()):
+            for key, mark in sorted(queues.items()):
+                offset = start.get(topic, {}).get(key)
+                if (offset is None or not isinstance(mark, list) or len(mark) != 3
+                        or not all(isinstance(v, int) for v in mark) or mark[0] >= offset):
+                    continue  # a queue no longer read, or moved back below its mark (reported there)
+                if latest.get(topic, {}).get(key, offset) <= offset:
+                    kept.setdefault(topic, {})[key] = mark
+                    continue
+                found = self.message_at(topic, key, mark[0])
+                if found is None:
+                    continue  # retention deleted it: a new mark is taken below
+                message, low = found
+                if _is_marked(message, mark):
+                    kept.setdefault(topic, {})[key] = mark
+                else:
+                    changed.append((topic, key, mark, message, low, offset))
+        if not changed:
+            return start, kept, {}
+        described = "; ".join(
+            f"{topic} {key}: the message read at queue offset {mark[0]} (commitlog offset {mark[1]}, stored at "
+            f"{mark[2]} ms) is now another one (commitlog offset {m.commit_log_offset}, stored at "
+            f"{m.store_timestamp} ms), offsets [{low}, {offset}) of the new queue were never read"
+            for topic, key, mark, m, low, offset in changed)
+        message = (f"queues are new ones that reused the checkpoint's offsets (the topic was deleted and created "
+                   f"again, or the broker lost messages), messages would be missed: {described}")
+        if self.options.fail_on_data_loss:
+            raise DataLossError(message + "; set failOnDataLoss=false to read the new queues from their min offsets")
+        print(f"rocketmq source: {message}; reading the new queues from their min offsets", file=sys.stderr)
+        out: Offsets = {t: dict(q) for t, q in start.items()}
+        restarted: Offsets = {}
+        for topic, key, _, _, low, _ in changed:
+            out[topic][key] = low
+            restarted.setdefault(topic, {})[key] = low
+        return out, kept, restarted
+
+    def resolve(self, spec: object, *, default: int, past_max: bool = False) -> Offsets:
+        """Concrete offsets for an ``earliest`` / ``latest`` / ``group`` / JSON / timestamp start or end.
+
+        A JSON offset is raised to the queue's min offset, and lowered to its max offset unless *past_max*
+        (a start: one past the queue's end is a queue that moved back, _moved_back, not a place to start)."""
         out: Offsets = {}
         s = self.session
         queues = self.queues()
@@ -228,7 +293,9 @@ class _Planner:
                 wanted = SourceOptions.spec_offset(spec, mq)
                 wanted = default if wanted is None else wanted
                 low, high = s.min_offset(mq), s.max_offset(mq)
-                offset = low if wanted == -2 else high if wanted == -1 else min(max(wanted, low), high)
+                offset = low if wanted == -2 else high if wanted == -1 else max(wanted, low)
+                if not past_max:
+                    offset = min(offset, high)
             out.setdefault(mq.topic, {})[queue_key(mq)] = offset
         return out
 
@@ -289,6 +356,18 @@ def _split(offsets: dict) -> tuple[Offsets, Marks, Offsets]:
     return plain, offsets.get(MARKS_KEY) or {}, offsets.get(FROM_KEY) or {}
 
 
+def _is_marked(message: StoredMessage, mark: list[int]) -> bool:
+    """Whether *message* (read at the mark's queue offset) is the one *mark* recorded."""
+    return [message.commit_log_offset, message.store_timestamp] == mark[1:]
+
+
+def _marks_below(marks: Marks | None, start: Offsets) -> Marks:
+    """The *marks* of queues *start* reads past them (a startingOffsets JSON's MARKS_KEY: the rest say nothing
+    about the messages read from *start* on)."""
+    return {topic: kept for topic, queues in (marks or {}).items()
+            if (kept := {key: mark for key, mark in queues.items() if mark[0] < start.get(topic, {}).get(key, -1)})}
+
+
 def _merge_forward(start: Offsets, latest: Offsets) -> Offsets:
     """*latest* for every queue it has, never behind *start*; queues only *start* has keep their offset."""
     out: Offsets = {t: dict(q) for t, q in start.items()}
@@ -337,13 +416,12 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None
 
     def initialOffset(self) -> dict:
-        start: dict = self.planner.retrying("resolving the starting offsets",
-                                            lambda: self.planner.resolve(self.options.starting_offsets, default=-2))
+        start: dict = self.planner.retrying(
+            "resolving the starting offsets",
+            lambda: self.planner.resolve(self.options.starting_offsets, default=-2, past_max=True))
         # an endOffset of another query given as startingOffsets: its marks of the queues started below them
         # are checked at the first trigger, as a checkpoint's are (a topic created again since is data loss)
-        marks = {topic: kept for topic, queues in (self.options.starting_marks or {}).items()
-                 if (kept := {key: mark for key, mark in queues.items()
-                              if mark[0] < start.get(topic, {}).get(key, -1)})}
+        marks = _marks_below(self.options.starting_marks, start)
         if marks:
             start[MARKS_KEY] = marks
         return start
@@ -359,12 +437,12 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start, marks, _ = _split(start)
         latest = (self._target if self._target is not None
                   else self.planner.retrying("looking up the latest offsets", self.planner.latest))
-        moved, back = _moved_back(start, latest, self.options.fail_on_data_loss, self._min_offset)
+        moved, back = _moved_back(start, latest, self.options.fail_on_data_loss, self.planner.min_offset_of)
         # a queue that moved back was reported as lost and is read from its min offset: its mark is of the old
         # queue
         marks = {t: {k: m for k, m in q.items() if moved.get(t, {}).get(k) == start.get(t, {}).get(k)}
                  for t, q in marks.items()}
-        start, marks, restarted = self._checked_marks(moved, marks, latest)
+        start, marks, restarted = self.planner.checked_marks(moved, marks, latest)
         for topic, queues in back.items():
             restarted.setdefault(topic, {}).update(queues)
         end = _merge_forward(start, latest)
@@ -378,68 +456,6 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             doc[FROM_KEY] = restarted
         return doc
 
-    def _min_offset(self, topic: str, key: str) -> int:
-        mq = _queue(topic, key)
-        return self.planner.retrying(f"looking up the min offset of {topic} {key}",
-                                     lambda: self.planner.session.min_offset(mq))
-
-    def _message_at(self, topic: str, key: str, offset: int) -> tuple[StoredMessage, int] | None:
-        """The message at queue *offset* and the queue's min offset; None when the queue has no message there
-        (retention deleted it).  One pull of one message, of any tag."""
-        mq = _queue(topic, key)
-        got = self.planner.retrying(f"reading {topic} {key} at {offset}",
-                                    lambda: self.planner.session.pull(mq, offset, 1, "*"))
-        if got.status == PullStatus.FOUND and got.messages and got.messages[0].queue_offset == offset:
-            return got.messages[0], got.min_offset
-        return None
-
-    def _checked_marks(self, start: Offsets, marks: Marks, latest: Offsets) -> tuple[Offsets, Marks, Offsets]:
-        """Each queue that has a mark (MARKS_KEY) and messages to read now checked to be the queue read: its
-        message at the marked offset must still be the marked one, else the topic was deleted and created
-        again (or the broker lost messages) and the new queue's messages below *start* would be skipped.
-
-        Returns *start* (a new queue's offset moved to its min offset when failOnDataLoss=false), the marks
-        that still stand (one the broker no longer has, or past a queue that moved back, is dropped) and the
-        queues moved to their min offset.  Queues with nothing to read are checked when they have: one pull
-        of one message per queue the batch reads."""
-        kept: Marks = {}
-        changed: list[tuple[str, str, list[int], StoredMessage, int, int]] = []
-        for topic, queues in sorted(marks.items()):
-            for key, mark in sorted(queues.items()):
-                offset = start.get(topic, {}).get(key)
-                if (offset is None or not isinstance(mark, list) or len(mark) != 3
-                        or not all(isinstance(v, int) for v in mark) or mark[0] >= offset):
-                    continue  # a queue no longer read, or moved back below its mark (reported there)
-                if latest.get(topic, {}).get(key, offset) <= offset:
-                    kept.setdefault(topic, {})[key] = mark
-                    continue
-                found = self._message_at(topic, key, mark[0])
-                if found is None:
-                    continue  # retention deleted it: a new mark is taken below
-                message, low = found
-                if [message.commit_log_offset, message.store_timestamp] == mark[1:]:
-                    kept.setdefault(topic, {})[key] = mark
-                else:
-                    changed.append((topic, key, mark, message, low, offset))
-        if not changed:
-            return start, kept, {}
-        described = "; ".join(
-            f"{topic} {key}: the message read at queue offset {mark[0]} (commitlog offset {mark[1]}, stored at "
-            f"{mark[2]} ms) is now another one (commitlog offset {m.commit_log_offset}, stored at "
-            f"{m.store_timestamp} ms), offsets [{low}, {offset}) of the new queue were never read"
-            for topic, key, mark, m, low, offset in changed)
-        message = (f"queues are new ones that reused the checkpoint's offsets (the topic was deleted and created "
-                   f"again, or the broker lost messages), messages would be missed: {described}")
-        if self.options.fail_on_data_loss:
-            raise DataLossError(message + "; set failOnDataLoss=false to read the new queues from their min offsets")
-        print(f"rocketmq source: {message}; reading the new queues from their min offsets", file=sys.stderr)
-        out: Offsets = {t: dict(q) for t, q in start.items()}
-        restarted: Offsets = {}
-        for topic, key, _, _, low, _ in changed:
-            out[topic][key] = low
-            restarted.setdefault(topic, {})[key] = low
-        return out, kept, restarted
-
     def _end_marks(self, start: Offsets, end: Offsets, kept: Marks) -> Marks:
         """*kept* and, for each queue the batch ``start -> end`` reads that has no mark, its message at
         ``end - 1`` (one pull, once per queue: the mark then stays until retention deletes it)."""
@@ -448,7 +464,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for key, until in sorted(queues.items()):
                 if key in out.get(topic, {}) or until <= start.get(topic, {}).get(key, 0):
                     continue
-                found = self._message_at(topic, key, until - 1)
+                found = self.planner.message_at(topic, key, until - 1)
                 if found is not None:
                     m = found[0]
                     out.setdefault(topic, {})[key] = [until - 1, m.commit_log_offset, m.store_timestamp]
@@ -478,7 +494,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         start, _, _ = _split(start)
         end, _, restarted = _split(end)
-        for topic, queues in restarted.items():  # new queues read from their min offsets (_checked_marks)
+        for topic, queues in restarted.items():  # new queues read from their min offsets (_Planner.checked_marks)
             start.setdefault(topic, {}).update(queues)
         return [BrokerPartition(self.options, group)
                 for group in plan_pull_ranges(start, end, self.options.min_partitions)]
@@ -538,13 +554,76 @@ class BrokerBatchReader(DataSourceReader):
         planner = _Planner(self.options)
         try:
             start = planner.retrying("resolving the starting offsets",
-                                     lambda: planner.resolve(self.options.starting_offsets, default=-2))
+                                     lambda: planner.resolve(self.options.starting_offsets, default=-2,
+                                                             past_max=True))
             end = planner.retrying("resolving the ending offsets",
                                    lambda: planner.resolve(self.options.ending_offsets, default=-1))
+            end = self._checked_end(planner, end)
+            start = self._checked_start(planner, start, end)
         finally:
             planner.close()
         ranges = plan_pull_ranges(start, end, self.options.min_partitions)
         return [BrokerPartition(self.options, group) for group in ranges] or [InputPartition(None)]
+
+    def _checked_end(self, planner: _Planner, end: Offsets) -> Offsets:
+        """*end* checked for the queues a JSON endingOffsets marks (a stream's endOffset copied to read up to
+        where the stream got): a queue whose marked message is now another one, or that now ends below the
+        given offset, is a new one (its topic deleted and created again) that the offsets do not describe.
+        Data loss, or with failOnDataLoss=false (as a stream reads such a queue from its min offset) the new
+        queue is read up to its max offset."""
+        spec = self.options.ending_offsets
+        if not isinstance(spec, dict) or not self.options.ending_marks:
+            return end
+        changed: list[tuple[str, str, str]] = []  # topic, key, what changed
+        for topic, queues in sorted(self.options.ending_marks.items()):
+            for key, mark in sorted(queues.items()):
+                given, until = spec.get(topic, {}).get(key), end.get(topic, {}).get(key)
+                if given is None or until is None or given < 0 or mark[0] >= given:
+                    continue  # not read, an unmarked offset (-1 / -2), or a mark past the offset
+                if given > until:  # lowered to the queue's max offset
+                    changed.append((topic, key, f"endingOffsets {given} is past the queue's end {until}"))
+                    continue
+                found = planner.message_at(topic, key, mark[0])
+                if found is not None and not _is_marked(found[0], mark):
+                    m = found[0]
+                    changed.append((topic, key, f"the message read at queue offset {mark[0]} (commitlog offset "
+                                                f"{mark[1]}, stored at {mark[2]} ms) is now another one (commitlog "
+                                                f"offset {m.commit_log_offset}, stored at {m.store_timestamp} ms)"))
+        if not changed:
+            return end
+        message = (f"endingOffsets name queues that are new ones (the topic was deleted and created again, or the "
+                   f"broker lost messages): {'; '.join(f'{t} {k}: {what}' for t, k, what in changed)}")
+        if self.options.fail_on_data_loss:
+            raise DataLossError(message + "; set failOnDataLoss=false to read the new queues to their max offsets")
+        print(f"rocketmq source: {message}; reading the new queues to their max offsets", file=sys.stderr)
+        out: Offsets = {t: dict(q) for t, q in end.items()}
+        for topic, key, _ in changed:
+            out[topic][key] = planner.retrying(f"looking up the max offset of {topic} {key}",
+                                               functools.partial(planner.session.max_offset, _queue(topic, key)))
+        return out
+
+    def _checked_start(self, planner: _Planner, start: Offsets, end: Offsets) -> Offsets:
+        """*start* checked as a stream checks its checkpoint's offsets at a trigger, for the queues a
+        startingOffsets JSON marks (MARKS_KEY: a stream's endOffset copied from its progress must not read
+        another queue's messages): past the queue's max offset (_moved_back), or the marked message now
+        another one (_Planner.checked_marks), is data loss, or with failOnDataLoss=false the queue is read
+        from its min offset.  Any other start after the queue's end (a start past its max offset included) is
+        an error naming both options, as Spark's Kafka source fails such a batch."""
+        checked = start
+        marked = _marks_below(self.options.starting_marks, start)
+        if marked:  # the look-ups only for marked queues: a JSON typed by hand has none
+            latest = planner.retrying("looking up the latest offsets", planner.latest)
+            latest = {t: {k: o for k, o in q.items() if k in marked.get(t, {})} for t, q in latest.items()}
+            moved, _ = _moved_back(start, latest, self.options.fail_on_data_loss, planner.min_offset_of)
+            marks = _marks_below(marked, moved)
+            marks = {t: {k: m for k, m in q.items() if moved[t][k] == start[t][k]} for t, q in marks.items()}
+            checked, _, _ = planner.checked_marks(moved, marks, end)
+        after = [f"{topic} {key}: {offset} > {end[topic][key]}" for topic, queues in sorted(checked.items())
+                 for key, offset in sorted(queues.items()) if offset > end.get(topic, {}).get(key, offset)]
+        if after:
+            raise SparkOptionError(f"startingOffsets after endingOffsets (or past the queue's max offset) for "
+                                   f"{'; '.join(after)}")
+        return checked
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         check_task_version(getattr(self, "planned_version", None), "this rocketmq batch read")
