@@ -108,6 +108,8 @@ class Broker:
         self.config_path = config_path
         #: properties kept without effect (broker.config_keys) and the start file's other keys: name -> text
         self.extra_properties = stats_admin.start_file_extras(properties or {})
+        #: logged once by start(): the given keys that act on nothing here (thread pools, DLedger, typos, ...)
+        self._start_file_notice = stats_admin.start_file_notice(properties or {})
         self.router = RequestRouter()
         self.queue_locks = QueueLocks()
         for module in (send, pull, client_handlers, offset_handlers, query, retry, admin, consumer_calls,
@@ -192,6 +194,8 @@ class Broker:
 
     async def start(self) -> None:
         cfg = self.config
+        if self._start_file_notice:
+            log.warning("%s", self._start_file_notice)
         loop = asyncio.get_running_loop()
         await self.server.start(cfg.listen_host, cfg.listen_port, start_serving=False)
         ip = cfg.advertised_ip()

@@ -8,7 +8,8 @@ and semaphore settings, the DLedger, LMQ and consume-queue-ext switches, the cle
 deleteCommitLogFilesInterval or destroyMapedFileIntervalForcibly, the bloom filter settings such as
 enableCalcFilterBitMap or filterDataCleanTimeSpan, ...) are listed in :data:`KEPT_PROPERTIES` with their
 Java kind and 4.9.3's default: the broker shows them, takes new values for them and writes them, and acts on
-none of them (this broker has no thread pools, no netty, no DLedger and a clean-up of its own pacing).
+none of them but the few in :data:`KEPT_AND_READ` (this broker has no thread pools, no netty, no DLedger and a
+clean-up of its own pacing); the ones a start file gives are named in one warning when the broker starts.
 
 :func:`java_value` is 4.9.3's MixAll.properties2Object for one value: the text a setter of that kind takes,
 else None (4.9.3 then leaves the property as it was).
@@ -20,7 +21,8 @@ import os
 
 from rocketstore.message.java_numbers import parse_java_int, parse_java_long
 
-__all__ = ["JAVA_ENUMS", "JAVA_LONGS", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY", "SETTER_NAMES", "java_value", "kept_defaults"]
+__all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
+           "SETTER_NAMES", "java_value", "kept_defaults"]
 
 #: name -> (Java kind: int, long, bool or str; 4.9.3's default as text, None where it has none or depends on
 #: the host: see :func:`kept_defaults`)
@@ -139,6 +141,19 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "enableScheduleAsyncDeliver": ("bool", "false"),
     "scheduleAsyncDeliverMaxPendingLimit": ("int", "2000"),
     "scheduleAsyncDeliverMaxResendNum2Blocked": ("int", "3"),
+}
+
+#: kept properties the broker does read: autoDeleteUnusedStats (a deleted topic's statistics go with it) and
+#: the bloom filter sizes QUERY_CONSUME_QUEUE's filterData shows; the others in :data:`KEPT_PROPERTIES` act on
+#: nothing
+KEPT_AND_READ = frozenset({"autoDeleteUnusedStats", "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter"})
+
+#: rocketstore's own properties taken from a broker.conf that act on nothing here, with why (named in the
+#: broker's start-up warning with the kept ones)
+FIELDS_WITHOUT_EFFECT = {
+    # 4.9.3's default (true) sleeps flushIntervalCommitLog between flushes; false lets every put wake the
+    # flusher, a per-put cost this broker does not take: its flush is always timed
+    "flushCommitLogTimed": "the commitlog flush always runs every flushIntervalCommitLog, 4.9.3's default",
 }
 
 #: the name an update uses where 4.9.3's setter is not named after the field (the field isEnableBatchPush has

@@ -37,15 +37,20 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   diskMaxUsedSpaceRatio, cleanFileForciblyEnable: 4.9.3 reads them at every pass) and the read limits the
   store's next get uses (accessMessageInMemoryMaxRatio, which decides the suggest-slave flag of pulls and
   QUERY_CONSUMER_OFFSET's start of a new group, and the maxTransfer{Bytes,Count}OnMessageIn{Memory,Disk}
-  batch limits: 4.9.3's getMessage reads them at every call).  brokerRole acts at once
+  batch limits: 4.9.3's getMessage reads them at every call), the flush settings the store's flush thread
+  takes at its next round (flushIntervalCommitLog, flushCommitLogLeastPages, flushCommitLogThoroughInterval
+  and the consume queues' three: 4.9.3 reads them at every round; a shorter interval acts at once, not after
+  the old one), osPageCacheBusyTimeOutMills (every put), maxMsgsNumBatch and defaultQueryMaxNum (every
+  QUERY_MESSAGE), autoCreateSubscriptionGroup (every lookup of a group) and transactionCheckInterval (the
+  check service's wait starts again with it).  brokerRole acts at once
   where 4.9.3 reads it per request or per put: a SLAVE's store refuses puts (a send answers
   SERVICE_NOT_AVAILABLE), a master's takes them, a SYNC_MASTER's send waits for its slave (SLAVE_NOT_AVAILABLE
   on a broker started as a slave, which has no HA port), pulls and END_TRANSACTION see the new role; what
   starts with the broker (HA port or HA client, slave sync, delayed delivery, transaction checks) stays as
   it started, as in 4.9.3, whose changeToSlave / changeToMaster only DLedger calls.  Everything else the
-  broker or the store reads once when it starts (ports, names, addresses, store paths and sizes, flush
-  settings, cleanResourceInterval, ACL, transaction check timing) is recorded, shown by GET_BROKER_CONFIG
-  and written to the file, and takes effect at the next start from that file.
+  broker or the store reads once when it starts (ports, names, addresses, store paths and sizes,
+  flushDiskType, cleanResourceInterval, ACL, maxMessageSize, syncFlushTimeout) is recorded, shown by
+  GET_BROKER_CONFIG and written to the file, and takes effect at the next start from that file.
 """
 
 from __future__ import annotations
@@ -93,6 +98,12 @@ _RETENTION_PROPERTIES = frozenset({"fileReservedTime", "deleteWhen", "diskMaxUse
 _READ_LIMIT_PROPERTIES = frozenset({
     "accessMessageInMemoryMaxRatio", "maxTransferBytesOnMessageInMemory", "maxTransferCountOnMessageInMemory",
     "maxTransferBytesOnMessageInDisk", "maxTransferCountOnMessageInDisk"})
+#: the store settings 4.9.3 reads at every use (each flush round, put, query) that an UPDATE_BROKER_CONFIG
+#: hands to the running store
+_PER_USE_STORE_PROPERTIES = frozenset({
+    "flushIntervalCommitLog", "flushCommitLogLeastPages", "flushCommitLogThoroughInterval",
+    "flushIntervalConsumeQueue", "flushConsumeQueueLeastPages", "flushConsumeQueueThoroughInterval",
+    "osPageCacheBusyTimeOutMills", "maxMsgsNumBatch", "defaultQueryMaxNum"})
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
 
@@ -267,6 +278,33 @@ def start_file_extras(props: dict[str, str]) -> dict[str, str]:
         if value is not None:
             extras[name] = value
     return extras
+
+
+def start_file_notice(props: dict[str, str]) -> str | None:
+    """The warning the broker logs once at start about the keys of its start file that act on nothing here:
+    4.9.3 properties it keeps without effect (thread pools, netty, DLedger, transientStorePoolEnable, ...:
+    config_keys.KEPT_PROPERTIES but the few it reads), its own fields without effect, and keys that are no
+    property at all (a misspelt name, say); None when every key acts.  4.9.3 says nothing of either; a user
+    who sets a key expects it to act, or to be told."""
+    kept, own, unknown = [], [], []
+    for name in props:
+        target = config_keys.SETTER_NAMES.get(name, name)
+        if name in config_keys.FIELDS_WITHOUT_EFFECT:
+            own.append(f"{name} ({config_keys.FIELDS_WITHOUT_EFFECT[name]})")
+        elif name in _BROKER_NAMES or name in _STORE_NAMES:
+            continue
+        elif target in config_keys.KEPT_PROPERTIES:
+            if target not in config_keys.KEPT_AND_READ:
+                kept.append(name)
+        else:
+            unknown.append(name)
+    parts = []
+    if kept or own:
+        parts.append("act on nothing in this broker (kept, shown by GET_BROKER_CONFIG and written back by "
+                     "UPDATE_BROKER_CONFIG): " + ", ".join(sorted(kept) + own))
+    if unknown:
+        parts.append("are no broker property (kept as given): " + ", ".join(sorted(unknown)))
+    return "keys of the broker's configuration that " + "; keys that ".join(parts) if parts else None
 
 
 class ConfigUpdateError(ValueError):
@@ -474,6 +512,12 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 broker.store.update_read_limits(new_store)  # 4.9.3's getMessage reads them at every pull
             if hasattr(broker, "topics"):
                 broker.topics.config = new_broker  # auto-creation reads it per send
+            if hasattr(broker, "groups"):  # 4.9.3's findSubscriptionGroupConfig reads it per call
+                broker.groups.auto_create = new_broker.auto_create_subscription_group
+            if _PER_USE_STORE_PROPERTIES.intersection(props):
+                broker.store.update_per_use_settings(new_store)  # 4.9.3 reads them at every use
+            if "transactionCheckInterval" in props:
+                broker.transactions.interval_changed()  # the next round comes after the new interval
             now_ms = int(time.time() * 1000)
             broker.config_version = broker.config_version.next(now_ms)
             if "brokerPermission" in props and hasattr(broker, "topics"):

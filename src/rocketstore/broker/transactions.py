@@ -231,10 +231,26 @@ class TransactionCheckService(TaskService):
         #: half queue id -> UNIQ_KEY -> queue offset of the copy this broker last wrote for a check of it
         self._latest_copy: dict[int, dict[str, int]] = {}
 
+    #: set by :meth:`interval_changed` while the service runs (made on its loop)
+    _interval_changed: asyncio.Event | None = None
+
+    def interval_changed(self) -> None:
+        """transactionCheckInterval changed (UPDATE_BROKER_CONFIG): the wait under way starts again with the
+        new interval.  4.9.3 reads the interval before each wait, so a shorter one acted only after the
+        old one (60 s by default) had passed."""
+        if self._interval_changed is not None:
+            self._interval_changed.set()
+
     async def _run(self) -> None:
-        interval_s = self.broker.config.transaction_check_interval_ms / 1000
+        changed = self._interval_changed = asyncio.Event()
         while True:
-            await asyncio.sleep(interval_s)
+            try:  # the interval is read for each wait, as 4.9.3's check service reads it
+                await asyncio.wait_for(changed.wait(), self.broker.config.transaction_check_interval_ms / 1000)
+            except TimeoutError:
+                pass
+            else:
+                changed.clear()
+                continue
             try:
                 await self.check()
             except Exception:  # a failed round is logged; the next one starts from the saved offsets

@@ -96,6 +96,18 @@ class StoreThreads:
         self._clean_thread = threading.Thread(target=self._clean_loop, name="rocketstore-clean", daemon=True)
         self._clean_thread.start()
 
+    def update_flush(self, config: StoreConfig) -> None:
+        """Take *config*'s flush settings (the commitlog's and the consume queues' intervals, least pages and
+        thorough intervals) from the next flush round on, as 4.9.3's flush services read them at every
+        round; the rest of this object's config is read at start only."""
+        self.config = config
+        if self._flusher is not None:
+            self._flusher.set_intervals(
+                interval_s=config.flush_interval_commit_log_ms / 1000,
+                thorough_commit_log_s=config.flush_commit_log_thorough_interval_ms / 1000,
+                queues_interval_s=config.flush_interval_consume_queue_ms / 1000,
+                thorough_queues_s=config.flush_consume_queue_thorough_interval_ms / 1000)
+
     def _clean_loop(self) -> None:
         interval_s = self.config.clean_resource_interval_ms / 1000
         # RocketMQ's first clean-up runs 60 s after the start whatever the interval, then one every interval

@@ -423,15 +423,32 @@ class AsyncFlusher:
         self._thorough_queues_s = thorough_queues_s
         self._on_failure = on_failure
         self._stop = threading.Event()
+        #: set by :meth:`stop` and :meth:`set_intervals`: the sleep between rounds ends early
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rocketstore-flush", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    def set_intervals(self, *, interval_s: float, thorough_commit_log_s: float, queues_interval_s: float,
+                      thorough_queues_s: float) -> None:
+        """New intervals from the next round on (UPDATE_BROKER_CONFIG; 4.9.3's flush services read theirs at
+        every round).  The sleep under way ends now, so a shorter interval acts at once rather than after
+        the old one (an hour, say)."""
+        self._interval_s = interval_s
+        self._thorough_commit_log_s = thorough_commit_log_s
+        self._queues_interval_s = queues_interval_s
+        self._thorough_queues_s = thorough_queues_s
+        self._wake.set()
+
     def _run(self) -> None:
         now = time.monotonic()
         last_thorough = last_queues = last_queues_thorough = now
-        while not self._stop.wait(self._interval_s):
+        while True:
+            self._wake.wait(self._interval_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             now = time.monotonic()
             try:
                 thorough = now - last_thorough >= self._thorough_commit_log_s
@@ -451,5 +468,6 @@ class AsyncFlusher:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join()

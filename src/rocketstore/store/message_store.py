@@ -749,6 +749,25 @@ class MessageStore:
         self._memory_for_hot_bytes = _hot_memory_bytes(config)
         self._reader.set_limits(self.config, self._memory_for_hot_bytes)
 
+    def update_per_use_settings(self, config: StoreConfig) -> None:
+        """Take *config*'s settings that 4.9.3 reads at every use: the flush intervals, least pages and
+        thorough intervals (each flush round), osPageCacheBusyTimeOutMills (each put), maxMsgsNumBatch and
+        defaultQueryMaxNum (each query); every other setting stays as the store was opened with."""
+        self._check_open()
+        self.config = self.config.replace(
+            flush_interval_commit_log_ms=config.flush_interval_commit_log_ms,
+            flush_commit_log_least_pages=config.flush_commit_log_least_pages,
+            flush_commit_log_thorough_interval_ms=config.flush_commit_log_thorough_interval_ms,
+            flush_interval_consume_queue_ms=config.flush_interval_consume_queue_ms,
+            flush_consume_queue_least_pages=config.flush_consume_queue_least_pages,
+            flush_consume_queue_thorough_interval_ms=config.flush_consume_queue_thorough_interval_ms,
+            os_page_cache_busy_timeout_ms=config.os_page_cache_busy_timeout_ms,
+            max_msgs_num_batch=config.max_msgs_num_batch,
+            default_query_max_num=config.default_query_max_num)
+        self._commitlog.lock_wait_s = self.config.os_page_cache_busy_timeout_ms / 1000
+        self._reader.set_limits(self.config, self._memory_for_hot_bytes)  # the reader's maxMsgsNumBatch
+        self._threads.update_flush(self.config)
+
     def set_broker_role(self, role: str, *, wait_s: float = 10.0) -> None:
         """Take *role* (brokerRole) from the next put on, as 4.9.3's store reads its role at every put: a
         SLAVE refuses puts (SERVICE_NOT_AVAILABLE), a master takes them.  A store leaving SLAVE first takes
