@@ -114,16 +114,25 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
 class PullConsumer:
     def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0,
                  handler: RequestHandler | None = None, credentials: SessionCredentials | None = None,
-                 tls: ClientTls = None) -> None:
+                 tls: ClientTls = None, mq_client_api_timeout_s: float | None = None) -> None:
         """*handler* answers requests the brokers send back on our connections (a push consumer's
         NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
         servers' too) is signed with; *tls*: this client's own TLS switch (4.9.3's useTLS; None follows
-        the process, see :data:`rocketstore.remoting.tls.ClientTls`)."""
+        the process, see :data:`rocketstore.remoting.tls.ClientTls`).  *mq_client_api_timeout_s* (Java's
+        ClientConfig.mqClientApiTimeout) bounds each route look-up from the name servers, as 4.9.3's
+        MQClientInstance (the group consumers pass theirs, 3 s by default); None: *timeout_s*, which the
+        tools and the Spark source built on this class give for everything.  *timeout_s* bounds the
+        requests to brokers that are given no bound of their own."""
+        if mq_client_api_timeout_s is None:
+            mq_client_api_timeout_s = timeout_s
+        if mq_client_api_timeout_s <= 0:
+            raise ValueError("mq_client_api_timeout_s must be positive")
         self.group = group
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
-        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool, timeout_s=timeout_s)
+        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool,
+                                 timeout_s=mq_client_api_timeout_s)
         #: queue -> the broker id its last pull's answer suggested pulling from next (suggestWhichBrokerId:
         #: a slave when the master has slaveReadEnable and the consumer reads cold messages)
         self._pull_from: dict[MessageQueue, int] = {}
@@ -152,9 +161,11 @@ class PullConsumer:
 
     async def pull(self, mq: MessageQueue, offset: int, max_count: int = 32, *,
                    expression: str | MessageSelector = "*", suspend_ms: int = 0,
-                   commit_offset: int | None = None) -> PullResult:
+                   commit_offset: int | None = None, timeout_s: float | None = None) -> PullResult:
         """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives.
-        *expression*: a tag expression (``"TagA || TagB"``) or a :class:`MessageSelector`."""
+        *expression*: a tag expression (``"TagA || TagB"``) or a :class:`MessageSelector`.  *timeout_s*:
+        the bound of the request (4.9.3's pullKernelImpl timeoutMillis: consumerTimeoutMillisWhenSuspend for
+        a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``."""
         sub = subscription_for(mq.topic, expression)
         # the broker the last answer suggested (the master, else any, when the route lacks it); a slave takes
         # no offset commit with a pull (4.9.3 clears the flag: offsets are the master's)
@@ -166,9 +177,10 @@ class PullConsumer:
             max_msg_nums=max_count, sys_flag=sys_flag, commit_offset=commit_offset or 0,
             suspend_timeout_ms=suspend_ms, subscription=sub.sub_string, sub_version=0,
             expression_type=sub.expression_type)
+        if timeout_s is None:
+            timeout_s = suspend_ms / 1000 + self.timeout_s
         response = await self.pool.request(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE,
-                                                                         header.to_ext_fields()),
-                                           suspend_ms / 1000 + self.timeout_s)
+                                                                         header.to_ext_fields()), timeout_s)
         status = _PULL_STATUS.get(response.code)
         if status is None:
             raise broker_error_for(response.code, response.remark)
@@ -183,20 +195,24 @@ class PullConsumer:
         return PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
                           int(ext.get("maxOffset", 0)), messages)
 
-    async def committed_offset(self, mq: MessageQueue, default: int = -1) -> int:
-        """The group's committed offset (the broker's QUERY_CONSUMER_OFFSET), or *default* if none."""
+    async def committed_offset(self, mq: MessageQueue, default: int = -1, *,
+                               timeout_s: float | None = None) -> int:
+        """The group's committed offset (the broker's QUERY_CONSUMER_OFFSET), or *default* if none;
+        *timeout_s* bounds the request (None: the consumer's ``timeout_s``)."""
         ext = QueryConsumerOffsetRequestHeader(consumer_group=self.group, topic=mq.topic,
                                                queue_id=mq.queue_id).to_ext_fields()
-        response = await self._request(mq, RequestCode.QUERY_CONSUMER_OFFSET, ext)
+        response = await self._request(mq, RequestCode.QUERY_CONSUMER_OFFSET, ext, timeout_s)
         assert response is not None
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return default
         return int(check(response).ext_fields.get("offset", default))
 
-    async def commit_offset(self, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None:
+    async def commit_offset(self, mq: MessageQueue, offset: int, *, oneway: bool = False,
+                            timeout_s: float | None = None) -> None:
+        """UPDATE_CONSUMER_OFFSET; *timeout_s* bounds the request (None: the consumer's ``timeout_s``)."""
         ext = UpdateConsumerOffsetRequestHeader(consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id,
                                                 commit_offset=offset).to_ext_fields()
-        response = await self._request(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext, oneway=oneway)
+        response = await self._request(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext, timeout_s, oneway=oneway)
         if response is not None:
             check(response)
 

@@ -97,13 +97,25 @@ class GroupSettings:
     pull_delay_on_error_s: float = 3.0
     #: BROADCASTING offsets go under this directory (default ``~/.rocketmq_offsets``)
     offset_dir: str | None = None
+    #: the bound of the requests 4.9.3 gives no bound of their own: connecting, the offset look-ups by
+    #: time / of a queue's ends, send-backs' resends (the other requests' bounds are Java's, below)
     timeout_s: float = 3.0
+    #: ClientConfig.mqClientApiTimeout (3 s): the bound of each route look-up from the name servers, each
+    #: heartbeat and unregistration, CHECK_CLIENT_CONFIG and GET_CONSUMER_LIST_BY_GROUP, as 4.9.3's
+    #: MQClientInstance bounds them (not ``timeout_s``)
+    mq_client_api_timeout_s: float = 3.0
     #: CLUSTERING: how the group shares a topic's queues (setAllocateMessageQueueStrategy); every member of
     #: the group, Java ones too, must use the same strategy: see :mod:`rocketstore.client.allocate`
     allocate_strategy: AllocateStrategy = allocate_averagely
 
     def check(self) -> None:
         """Raise :class:`ConsumerSettingsError` for a value out of range (the subclasses' fields)."""
+
+    def check_group(self) -> None:
+        """ConsumerSettingsError for a group setting of every consumer out of range (after ``check``)."""
+        for name in ("timeout_s", "mq_client_api_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ConsumerSettingsError(f"{name} must be positive: {getattr(self, name)!r}")
 
     def check_range(self, name: str, low: float, high: float, java_name: str, *, off: int | None = None,
                     unit: float = 1) -> None:
@@ -136,6 +148,7 @@ def resolve_settings(cls: type[S], settings: S | None, settings_kw: dict[str, An
     elif settings_kw:
         raise ValueError("pass settings or keyword settings, not both")
     settings.check()
+    settings.check_group()
     return settings
 
 
@@ -161,7 +174,8 @@ class GroupConsumer:
         self.client_id = f"{local_ip()}@{instance}"
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
-                                     credentials=credentials, tls=tls)
+                                     credentials=credentials, tls=tls,
+                                     mq_client_api_timeout_s=settings.mq_client_api_timeout_s)
         self.offsets: OffsetStore
         if self.clustering:
             self.offsets = RemoteOffsetStore(self.consumer)
@@ -253,7 +267,7 @@ class GroupConsumer:
 
     async def _unregister(self, addr: str) -> None:
         """The group, then CLIENT_INNER_PRODUCER (not tried once the first failed: one log line a broker)."""
-        pool, timeout_s = self.consumer.pool, self.settings.timeout_s
+        pool, timeout_s = self.consumer.pool, self.settings.mq_client_api_timeout_s
         await group_requests.unregister(pool, addr, self.client_id, self.group, timeout_s)
         await group_requests.unregister(pool, addr, self.client_id, CLIENT_INNER_PRODUCER_GROUP, timeout_s,
                                         producer=True)
@@ -350,7 +364,7 @@ class GroupConsumer:
             if sub.expression_type != "TAG":
                 for addr in sorted(set(self._brokers.values())):
                     await group_requests.check_client_config(self.consumer.pool, addr, self.group, self.client_id,
-                                                             sub, self.settings.timeout_s)
+                                                             sub, self.settings.mq_client_api_timeout_s)
 
     def _announced_from_where(self) -> ConsumeFromWhere:
         """The consume-from-where the heartbeat carries."""
@@ -390,7 +404,7 @@ class GroupConsumer:
         data = self.heartbeat_data()
         for addr in self._all_broker_addrs():
             await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(
-                self.consumer.pool, addr, data, self.settings.timeout_s))
+                self.consumer.pool, addr, data, self.settings.mq_client_api_timeout_s))
 
     # --- rebalance ------------------------------------------------------------------------------------
 
@@ -447,7 +461,8 @@ class GroupConsumer:
         ids: list[str] = []
         for i, addr in enumerate(addrs):
             try:
-                ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group, self.settings.timeout_s)
+                ids = await group_requests.consumer_ids(self.consumer.pool, addr, self.group,
+                                                        self.settings.mq_client_api_timeout_s)
                 break
             except (RocketStoreError, OSError):
                 if i == len(addrs) - 1:

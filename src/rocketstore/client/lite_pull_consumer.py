@@ -97,6 +97,8 @@ class LitePullConsumerSettings(GroupSettings):
     pull_threshold_for_all: int = 10_000
     #: how long the broker may hold a pull with no message (brokerSuspendMaxTimeMillis)
     long_poll_ms: int = 20_000
+    #: the bound of each pull, which the broker may hold ``long_poll_ms`` (consumerTimeoutMillisWhenSuspend)
+    consumer_timeout_when_suspend_s: float = 30.0
     auto_commit: bool = True
     #: poll() commits the consumed offsets when this long has passed since it last did
     #: (autoCommitIntervalMillis; Java ignores a value under 1 s, this raises)
@@ -113,6 +115,11 @@ class LitePullConsumerSettings(GroupSettings):
                 "auto_commit_interval_s must be at least 1 s (autoCommitIntervalMillis' minimum)")
         if self.topic_metadata_check_interval_s <= 0:
             raise ConsumerSettingsError("topic_metadata_check_interval_s must be positive")
+        if self.consumer_timeout_when_suspend_s * 1000 < self.long_poll_ms:  # as 4.9.3's checkConfig
+            raise ConsumerSettingsError(
+                f"consumer_timeout_when_suspend_s ({self.consumer_timeout_when_suspend_s!r}) must be at "
+                f"least long_poll_ms / 1000 ({self.long_poll_ms / 1000:g}) (4.9.3: Long polling mode, the consumer "
+                "consumerTimeoutMillisWhenSuspend must greater than brokerSuspendMaxTimeMillis)")
 
 
 class _Mode(Enum):
@@ -563,5 +570,6 @@ class LitePullConsumer(GroupConsumer):
             "autoCommit": "true" if s.auto_commit else "false",
             "autoCommitIntervalMillis": str(int(s.auto_commit_interval_s * 1000)),
             "brokerSuspendMaxTimeMillis": str(s.long_poll_ms),
+            "consumerTimeoutMillisWhenSuspend": str(int(s.consumer_timeout_when_suspend_s * 1000)),
         }
         return ConsumerRunningInfo(props, tuple(self.subscriptions.values()))

@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 
 #: readOffset's answer when nothing is known
 NO_OFFSET = -1
+#: the bound of a remote store's QUERY_CONSUMER_OFFSET and UPDATE_CONSUMER_OFFSET: 4.9.3's
+#: RemoteBrokerOffsetStore gives both a fixed 5 s, whatever the consumer's other settings
+REMOTE_OFFSET_TIMEOUT_S = 5.0
 
 
 class OffsetStoreError(ClientError):
@@ -100,7 +103,8 @@ class RemoteOffsetStore(_MemoryTable):
 
     async def read_store(self, mq: MessageQueue) -> int:
         """The broker's committed offset (NO_OFFSET when it has none); remembered in memory too."""
-        offset = await self.consumer.committed_offset(mq, default=NO_OFFSET)
+        offset = await self.consumer.committed_offset(mq, default=NO_OFFSET,
+                                                      timeout_s=REMOTE_OFFSET_TIMEOUT_S)
         if offset >= 0:
             # not remembered as committed: for a new group the broker answers 0 without storing it
             self.table[mq] = offset
@@ -121,7 +125,7 @@ class RemoteOffsetStore(_MemoryTable):
                 addr = await self.consumer.routes.broker_addr(mq, master_only=False)
                 if self._committed.get(mq) == (offset, addr):
                     continue
-                await self.consumer.commit_offset(mq, offset)
+                await self.consumer.commit_offset(mq, offset, timeout_s=REMOTE_OFFSET_TIMEOUT_S)
             except Exception as exc:  # noqa: BLE001 - every queue gets its try; the first error is raised
                 error = error or exc
                 continue

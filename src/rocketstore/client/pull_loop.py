@@ -47,6 +47,8 @@ class PullSettings(Protocol):
     @property
     def long_poll_ms(self) -> int: ...
     @property
+    def consumer_timeout_when_suspend_s(self) -> float: ...
+    @property
     def pull_delay_on_error_s(self) -> float: ...
     @property
     def pull_threshold_for_queue(self) -> int: ...
@@ -144,6 +146,7 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
         try:
             result = await pc.consumer.pull(mq, offset, s.pull_batch_size, expression=expression,
                                             suspend_ms=s.long_poll_ms,
+                                            timeout_s=s.consumer_timeout_when_suspend_s,
                                             commit_offset=committed if committed > 0 else None)
         except (RocketStoreError, OSError) as exc:
             log.warning("pull of %s at %d failed: %s", mq, offset, exc)

@@ -91,6 +91,10 @@ log = logging.getLogger(__name__)
 
 #: the limit of a concurrent consumer left at max_reconsume_times -1, and an orderly one's (no limit)
 DEFAULT_MAX_RECONSUME_TIMES = 16
+#: the bound of LOCK_BATCH_MQ and UNLOCK_BATCH_MQ: 4.9.3's RebalanceImpl gives both a fixed 1 s
+LOCK_BATCH_TIMEOUT_S = 1.0
+#: the bound of a long-polling pull: 4.9.3's push consumer's CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND
+CONSUMER_TIMEOUT_WHEN_SUSPEND_S = 30.0
 _JAVA_INT_MAX = (1 << 31) - 1
 
 
@@ -154,6 +158,12 @@ class PushConsumerSettings(GroupSettings):
             raise ConsumerSettingsError("consume_timeout_s must be positive")
         if self.max_reconsume_times < -1:
             raise ConsumerSettingsError("max_reconsume_times must be -1 (the default) or at least 0")
+
+    @property
+    def consumer_timeout_when_suspend_s(self) -> float:
+        """The bound of each pull: 30 s as 4.9.3's push consumer, more when ``long_poll_ms`` (a constant
+        15 s in 4.9.3) lets the broker hold a pull that long."""
+        return max(CONSUMER_TIMEOUT_WHEN_SUSPEND_S, self.long_poll_ms / 1000 + self.timeout_s)
 
     def reconsume_limit(self) -> int:
         """The effective max_reconsume_times (Java's getMaxReconsumeTimes of each consume service): -1 is 16
@@ -601,7 +611,7 @@ class PushConsumer(GroupConsumer):
                 continue
             try:
                 granted |= await group_requests.lock_queues(self.consumer.pool, addr, self.group, self.client_id,
-                                                            group, self.settings.timeout_s)
+                                                            group, LOCK_BATCH_TIMEOUT_S)
             except (RocketStoreError, OSError) as exc:
                 log.warning("cannot lock queues on %s: %s", addr, exc)
         return granted
@@ -636,7 +646,7 @@ class PushConsumer(GroupConsumer):
             addr = self._brokers.get(broker_name)
             if addr is not None:
                 await self.quietly(f"unlock on {addr}", group_requests.unlock_queues(
-                    self.consumer.pool, addr, self.group, self.client_id, group, self.settings.timeout_s))
+                    self.consumer.pool, addr, self.group, self.client_id, group, LOCK_BATCH_TIMEOUT_S))
         for mq in mqs:
             pq = self.process_queues.get(mq)
             if pq is not None:

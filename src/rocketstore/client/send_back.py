@@ -38,6 +38,9 @@ __all__ = ["resend_to_retry_topic", "send_back"]
 
 #: MessageConst.PROPERTY_TRANSACTION_PREPARED, which Java clears on a resend
 _TRAN_PREPARED = "TRAN_MSG"
+#: the bound of a push consumer's CONSUMER_SEND_MSG_BACK: 4.9.3's DefaultMQPushConsumerImpl.sendMessageBack
+#: gives it a fixed 5 s (a resend after it failed is its inner producer's send, bounded by ``timeout_s``)
+SEND_BACK_TIMEOUT_S = 5.0
 
 
 async def send_back(consumer: PullConsumer, message: ConsumedMessage, *, delay_level: int,
@@ -49,7 +52,7 @@ async def send_back(consumer: PullConsumer, message: ConsumedMessage, *, delay_l
     addr = await consumer.routes.broker_addr(MessageQueue(message.stored_topic, message.broker_name,
                                                           message.queue_id))
     request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
-    check(await consumer.pool.request(addr, request, consumer.timeout_s))
+    check(await consumer.pool.request(addr, request, SEND_BACK_TIMEOUT_S))
 
 
 async def resend_to_retry_topic(consumer: PullConsumer, message: ConsumedMessage, *, reconsume_times: int,

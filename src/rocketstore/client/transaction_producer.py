@@ -218,9 +218,12 @@ class TransactionProducer:
     def __init__(self, namesrv_addr: str, group: str, check: CheckListener, *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
-                 trace_topic: str | None = None, tls: ClientTls = None) -> None:
+                 trace_topic: str | None = None, tls: ClientTls = None,
+                 mq_client_api_timeout_s: float = 3.0) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions; *credentials*: ACL
-        access key and secret every request (name servers' too) is signed with; *tls* as the Producer's;
+        access key and secret every request (name servers' too) is signed with; *tls* and
+        *mq_client_api_timeout_s* (the bound of route look-ups, heartbeats, unregistrations) as the
+        Producer's;
         the client id is ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace*: trace the half
         messages' sends (Pub, Trans_Msg_Half) and each end of a transaction (EndTransaction) to
         *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as TransactionMQProducer with enableMsgTrace."""
@@ -234,7 +237,8 @@ class TransactionProducer:
         self._sender = _HalfMessageProducer(namesrv_addr, group, self._serve, timeout_s=timeout_s,
                                             retry_times=retry_times, heartbeat_interval_s=heartbeat_interval_s,
                                             instance_name=instance_name, credentials=credentials,
-                                            enable_trace=enable_trace, trace_topic=trace_topic, tls=tls)
+                                            enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
+                                            mq_client_api_timeout_s=mq_client_api_timeout_s)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self._checks: set[asyncio.Task[None]] = set()
