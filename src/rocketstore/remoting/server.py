@@ -263,6 +263,9 @@ class RemotingServer:
         connections = list(self.connections)
         for connection in connections:
             connection.close(ConnectionClosedError("server closing"))
+        # the requests read take effect before whatever they work on closes (parked pulls ended with their
+        # connections); what has not ended within timeout_s is cancelled by aclose
+        await asyncio.gather(*(connection.requests_done(timeout_s) for connection in connections))
         for connection in connections:
             await connection.aclose(timeout_s)
         if self._server is not None:

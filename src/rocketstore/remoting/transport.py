@@ -13,9 +13,10 @@ a oneway request gets no answer, a handler exception becomes SYSTEM_ERROR, a fra
 undecodable frame closes the connection, an answer the peer could not read (over the frame limit, or not
 encodable) is logged and becomes SYSTEM_ERROR, and at most ``max_in_flight`` requests per connection run
 at once (reading pauses until one finishes; a request parked by :meth:`Connection.park`, a long-polled pull
-waiting for a message, does not count).  The router and the listening server (which closes connections idle
-for ``idle_timeout_s``) are :mod:`rocketstore.remoting.server`, the other transport module; every other
-remoting module is sans-IO.
+waiting for a message, does not count).  A request read in full is served to its end even when the peer
+closes meanwhile (its answer dropped), except a parked one, which the close cancels.  The router and the
+listening server (which closes connections idle for ``idle_timeout_s``) are
+:mod:`rocketstore.remoting.server`, the other transport module; every other remoting module is sans-IO.
 
 Responses to JSON requests are JSON with every extFields value a string (RemotingCommand.make_response and
 the codec see to it) because the C++ client ignores non-string values.
@@ -216,6 +217,8 @@ class Connection(asyncio.BufferedProtocol):
         #: the loop's busy poller (busy_poll.enable), told of every read and write; None when off
         self._busy = busy_poll.of(loop)
         self._tasks: set[asyncio.Task[None]] = set()
+        #: the tasks of requests parked by :meth:`park` (long-polled pulls): the only ones a close stops
+        self._parked: set[asyncio.Task[Any]] = set()
         #: (host, port) of the other side, '' / 0 before connection_made
         self.peer: tuple[str, int] = ("", 0)
         self.local: tuple[str, int] = ("", 0)
@@ -297,9 +300,11 @@ class Connection(asyncio.BufferedProtocol):
                 error.__cause__ = cause
                 future.set_exception(error)
         self._can_write.set()
-        # nobody is left to answer: stop requests still being served (a long-polled pull would otherwise
-        # wait out its timeout for a client that has gone)
-        for task in list(self._tasks):
+        # Requests read in full run on, their answers dropped, as a 4.9.3 broker's processor threads finish
+        # them: a oneway sent just before the close, an admin's write, a registration keep their effect.
+        # Only parked ones stop (a long-polled pull would wait out its timeout for a client that has gone).
+        parked, self._parked = self._parked, set()
+        for task in parked:
             task.cancel()
         if not self._lost.done():
             self._lost.set_result(None)
@@ -386,11 +391,23 @@ class Connection(asyncio.BufferedProtocol):
         work: a long-polled pull parked until a message arrives.  It stops counting toward
         ``max_in_flight`` until :meth:`unpark`, so parked pulls (a consumer of more than max_in_flight
         queues on one connection, as a 4.9.3 broker lets it hold) cannot stop the connection's other
-        requests (its heartbeats, offset commits, a producer's sends) from being read."""
+        requests (its heartbeats, offset commits, a producer's sends) from being read.  A parked request
+        is cancelled when the connection closes, at once when it already has (nobody waits for its answer;
+        what it did before parking stays done)."""
         self._end_in_flight()
+        task = asyncio.current_task()
+        if task is None:
+            return
+        if self._closed:
+            task.cancel()  # its next await (the wait it parks for) raises CancelledError
+        else:
+            self._parked.add(task)
 
     def unpark(self) -> None:
         """The parked request works again (it counts toward ``max_in_flight`` once more)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._parked.discard(task)
         if self._closed:  # reading no longer matters; keep the count for _serve's final decrement
             self._in_flight += 1
             return
@@ -688,7 +705,16 @@ class Connection(asyncio.BufferedProtocol):
             if self._transport is not None:
                 self._transport.abort()
 
+    async def requests_done(self, timeout_s: float) -> None:
+        """Wait up to *timeout_s* for the requests being served to end (a closing server lets what it read
+        take effect, as 4.9.3's executors finish the tasks they took); the calling task is not waited for."""
+        current = asyncio.current_task()
+        tasks = [task for task in self._tasks if task is not current]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout_s)
+
     async def aclose(self, timeout_s: float = 5.0) -> None:
+        """Close, wait for the close, and cancel the requests still being served."""
         self.close()
         if self._loop.is_closed():
             return
