@@ -437,7 +437,11 @@ class ConsumeQueueTable:
             topic_dir = os.path.join(self.root, topic)
             if not os.path.isdir(topic_dir):
                 continue
-            for qdir in sorted(os.listdir(topic_dir)):
+            try:
+                qdirs = sorted(os.listdir(topic_dir))
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # dropped since the listing (a live store's queue clean-up, seen by a read-only open)
+            for qdir in qdirs:
                 try:
                     queue_id = int(qdir)
                 except ValueError:

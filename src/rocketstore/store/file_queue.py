@@ -57,15 +57,24 @@ class FileQueue:
                  if len(n) == 20 and n.isdigit() and os.path.isfile(os.path.join(self.directory, n))]
         for i, name in enumerate(names):
             path = os.path.join(self.directory, name)
-            size = os.path.getsize(path)
-            short_ok = allow_short_tail and i == len(names) - 1 and size < self.segment_bytes
-            if size != self.segment_bytes and not short_ok:
+            try:
+                size = os.path.getsize(path)
+                short_ok = allow_short_tail and i == len(names) - 1 and size < self.segment_bytes
+                if size != self.segment_bytes and not short_ok:
+                    for f in files:
+                        f.close()
+                    raise StoreConfigError(f"{path} has {size} bytes; every segment here must have "
+                                           f"{self.segment_bytes} (check the configured segment size)")
+                mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False,
+                                allow_short=short_ok)
+            except FileNotFoundError:
+                # deleted since the listing: a live store's retention (a read-only open of it) deletes from
+                # the head in order, so the segments mapped before this one are gone too; keeping them would
+                # leave a hole in the queue
                 for f in files:
                     f.close()
-                raise StoreConfigError(f"{path} has {size} bytes; every segment here must have "
-                                       f"{self.segment_bytes} (check the configured segment size)")
-            mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False,
-                            allow_short=short_ok)
+                files = []
+                continue
             mf.wrote = mf.flushed = self.segment_bytes
             files.append(mf)
         self._set(files)

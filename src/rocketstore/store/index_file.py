@@ -247,7 +247,10 @@ class IndexService:
                 continue
             if not name.isdigit() or not os.path.isfile(path):
                 continue
-            size = os.path.getsize(path)
+            try:
+                size = os.path.getsize(path)
+            except FileNotFoundError:
+                continue  # deleted since the listing (a live store's retention, seen by a read-only open)
             if size != expected:
                 if size == 0:
                     continue  # (a crash before a Java broker mapped it): it holds no entry
@@ -262,7 +265,10 @@ class IndexService:
                     f"index file {path} has {size} bytes, but maxHashSlotNum={self.slot_count} and "
                     f"maxIndexNum={self.entry_count} make index files of {expected} bytes "
                     f"(40 + slots x 4 + entries x 20): configure the geometry this store was written with")
-            f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False)
+            try:
+                f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False)
+            except FileNotFoundError:
+                continue  # deleted since the listing, as above
             if not last_exit_ok and f.end_timestamp > checkpoint_index_timestamp:
                 f.destroy()
                 continue

@@ -126,7 +126,10 @@ class _Segments:
             return None
         fd = self._fds.get(i)
         if fd is None:
-            fd = self._fds[i] = os.open(self.paths[i], os.O_RDONLY)
+            try:
+                fd = self._fds[i] = os.open(self.paths[i], os.O_RDONLY)
+            except FileNotFoundError:
+                return None  # deleted since the listing (retention on a live store): its records are gone
         data = os.pread(fd, size_bytes, pos)
         return data if len(data) == size_bytes else None  # a short (cut) file: those bytes are not there
 
@@ -155,7 +158,11 @@ class _Segments:
         pos = offset - self.starts[i]
         mm = self._maps.get(i)
         if mm is None:
-            with open(self.paths[i], "rb") as f:
+            try:
+                f = open(self.paths[i], "rb")  # noqa: SIM115 - closed by the with below
+            except FileNotFoundError:
+                return None  # deleted since the listing: the caller's read then says which records are gone
+            with f:
                 length = os.fstat(f.fileno()).st_size
                 if length == 0:
                     return None
