@@ -109,8 +109,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
         tc = TopicConfig(h.topic, h.read_queue_nums, h.write_queue_nums, h.perm, h.topic_filter_type,
                          h.topic_sys_flag or 0, h.order)
+        before = broker.topics.data_version
         broker.topics.update(tc)
-        broker.topic_created()
+        broker.topic_config_changed(h.topic, before)
         # in topics.json before the answer, as 4.9.3 persists first; a failed write (a full disk) is logged
         # and answered SUCCESS as there (the table changed; the file is written again once it can be)
         await broker.topics.flush_quietly()
@@ -124,8 +125,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if broker.topics.is_system_topic(h.topic):
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
+        before = broker.topics.data_version
         broker.topics.delete(h.topic)
-        broker.topic_created()
+        # 4.9.3 registers nothing here (a name server keeps a topic a registration leaves out); the new data
+        # version alone is registered (no topics), so the next creation's increment still has its base there
+        broker.topic_config_changed(h.topic, before)
         await broker.topics.flush_quietly()  # as create_topic's
         # as 4.9.3's deleteTopic: the consume queues of topics no longer in the table go too (cleanUnusedTopic)
         try:

@@ -299,8 +299,9 @@ class Broker:
         log.info("ACL refused request code %s from %s: %s", request.code, connection.peer_address, why)
         return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{ACL_EXCEPTION}: {why}")
 
-    def _register_body(self) -> RegisterBrokerBody:
-        return RegisterBrokerBody(self.topics.registration_view(self.config.broker_permission),
+    def _register_body(self, topics: Iterable[str] | None = None) -> RegisterBrokerBody:
+        """What is registered: the whole topic table (or the *topics* of it) at its data version."""
+        return RegisterBrokerBody(self.topics.registration_view(self.config.broker_permission, topics),
                                   self.topics.data_version)
 
     async def close(self) -> None:
@@ -545,6 +546,14 @@ class Broker:
         """A topic was created or changed: register with the name servers again soon."""
         if self.registrar is not None:
             self.registrar.request_registration()
+
+    def topic_config_changed(self, topic: str, before: DataVersion) -> None:
+        """An admin created, updated or deleted *topic* (the table was at data version *before*): register
+        that topic alone (deleted: no topic, the new data version only) with the name servers now, as 4.9.3's
+        updateAndCreateTopic does (registerIncrementBrokerData); the other changes (auto-created topics,
+        permissions) register the whole table, as there."""
+        if self.registrar is not None and self.topics.data_version != before:
+            self.registrar.register_increment(self._register_body((topic,)), before)
 
     def config_changes(self) -> int:
         """How many changes the topic and group tables have had: a send compares it before and after its

@@ -1,7 +1,10 @@
 """Broker -> name server registration: REGISTER_BROKER to every name server at start and every 30 s,
-again (coalesced) whenever the topic set changes, UNREGISTER_BROKER at shutdown.  Each name server gets its
-registrations one at a time and in order; one that does not answer (for up to registerBrokerTimeoutMills)
-holds the next registration back from none of the others.
+again (coalesced) whenever the topic set changes, UNREGISTER_BROKER at shutdown.  An admin's topic creation
+registers that topic alone (an increment, 4.9.3's registerIncrementBrokerData): the name server upserts the
+topics it is given and keeps the others, so re-sending 10,000 topics (1.4 MB, ~100 ms to decode) for one new
+topic is not needed.  Each name server gets its registrations one at a time and in the order their tables
+were read (an older one that lost the race to a newer one is not sent); one that does not answer (for up
+to registerBrokerTimeoutMills) holds the next registration back from none of the others.
 
 Uses remoting.transport only.  Loop-bound.
 """
@@ -14,11 +17,12 @@ import logging
 import ssl
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from rocketstore.errors import RemotingError, RequestTimeoutError, RocketStoreError
 from rocketstore.remoting import fastjson
-from rocketstore.remoting.bodies import RegisterBrokerBody
+from rocketstore.remoting.bodies import DataVersion, RegisterBrokerBody
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
@@ -26,7 +30,7 @@ from rocketstore.remoting.headers import (
     RegisterBrokerResponseHeader,
     UnregisterBrokerRequestHeader,
 )
-from rocketstore.remoting.transport import ConnectionPool
+from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = ["Registrar"]
 
@@ -40,6 +44,18 @@ class _Answer(NamedTuple):
     order_topics: dict[str, str] | None = None
     master_ha_addr: str | None = None
     master_addr: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Registration:
+    """One REGISTER_BROKER for the name servers.  *seq* orders them as their tables were read; *version* is
+    the data version they carry.  An increment (some topics only) has *follows*: the data version the name
+    server must already hold (the whole table as it was just before these topics changed) for the increment
+    to leave it with the whole table at *version*."""
+    seq: int
+    request: RemotingCommand
+    version: DataVersion
+    follows: DataVersion | None = None
 
 
 class Registrar:
@@ -69,9 +85,15 @@ class Registrar:
         self._again = asyncio.Event()
         #: name server address -> the task sending registrations there, one at a time and in order
         self._senders: dict[str, asyncio.Task[None]] = {}
-        #: name server address -> the newest registration waiting for the one in flight there, and the futures
-        #: of everyone waiting for it (an older one not sent yet is dropped: each carries the whole table)
-        self._waiting: dict[str, tuple[RemotingCommand, list[asyncio.Future[_Answer]]]] = {}
+        #: name server address -> the registrations waiting for the one in flight there, by seq, each with the
+        #: futures of everyone waiting for it (a whole table drops those read before it: it holds them)
+        self._waiting: dict[str, list[tuple[_Registration, list[asyncio.Future[_Answer]]]]] = {}
+        self._seq = 0
+        #: name server address -> the newest seq sent there (an older registration is not sent after it)
+        self._sent_seq: dict[str, int] = {}
+        #: name server address -> the connection its last accepted registration went over and that one's data
+        #: version: what it holds (a new connection may be a restarted name server, which holds nothing)
+        self._holds: dict[str, tuple[Connection, DataVersion]] = {}
         #: rounds whose answers are still awaited (the loop goes on without them when asked to register again)
         self._rounds: set[asyncio.Task[None]] = set()
         #: name server address -> True when its last registration succeeded
@@ -90,6 +112,21 @@ class Registrar:
     def request_registration(self) -> None:
         """Register again soon (topic created or changed); several requests coalesce into one."""
         self._again.set()
+
+    def register_increment(self, body: RegisterBrokerBody, follows: DataVersion) -> None:
+        """Register *body* (the topics an admin just created or changed, at the table's new data version) with
+        every name server now, as 4.9.3's registerIncrementBrokerData; *follows* is the data version the
+        table had just before the change.  A name server not known to hold exactly that version (a change not
+        registered yet, its last registration failed, a new connection) gets the whole table soon instead:
+        it takes a registration's topics only when its data version moved, so an increment on top of an
+        older view would leave the topics between them out until the next change."""
+        if not self.namesrv_addrs:
+            return
+        self._seq += 1
+        # one or a few topics: encoded here (microseconds), so the seq is the order the table was read in
+        registration = _Registration(self._seq, self._request(body, body.encode_compressed() if self.compressed
+                                                              else body.encode()), body.data_version, follows)
+        self._answer_round(registration)
 
     async def _loop(self) -> None:
         while True:
@@ -130,18 +167,26 @@ class Registrar:
         answers (None without name servers)."""
         if not self.namesrv_addrs:
             return None
+        self._seq += 1
+        seq = self._seq
         body = self.body()
         # encoded off the loop: 10,000 topics are 1.4 MB of JSON and take ~200 ms to encode, which on the
         # loop stalled every send and pull at each registration (every 30 s, and after topic changes); the
         # body holds a copy of the table (frozen configs), so the loop may change the table meanwhile
         payload = await asyncio.get_running_loop().run_in_executor(
             None, body.encode_compressed if self.compressed else body.encode)
+        return self._answer_round(_Registration(seq, self._request(body, payload), body.data_version))
+
+    def _request(self, body: RegisterBrokerBody, payload: bytes) -> RemotingCommand:
         header = RegisterBrokerRequestHeader(
             broker_name=self.broker_name, broker_addr=self.broker_addr, cluster_name=self.cluster_name,
             ha_server_addr=self.ha_server_addr, broker_id=self.broker_id, compressed=self.compressed,
             body_crc32=zlib.crc32(payload) & 0x7FFFFFFF)
-        request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), payload)
-        futures = [self._send_to(addr, request) for addr in self.namesrv_addrs]
+        return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), payload)
+
+    def _answer_round(self, registration: _Registration) -> asyncio.Task[None]:
+        """Hand *registration* to every name server's sender; the task that takes their answers."""
+        futures = [self._send_to(addr, registration) for addr in self.namesrv_addrs]
         task = asyncio.get_running_loop().create_task(self._answers(futures))
         self._rounds.add(task)
         task.add_done_callback(self._round_done)
@@ -152,24 +197,36 @@ class Registrar:
         if not task.cancelled() and task.exception() is not None:
             log.error("registration with the name servers failed", exc_info=task.exception())
 
-    def _send_to(self, addr: str, request: RemotingCommand) -> asyncio.Future[_Answer]:
-        """*request* to *addr* now, or right after the registration in flight there (so a stopped name server
-        holds at most one registration in flight and one waiting, and gets them in order)."""
+    def _send_to(self, addr: str, registration: _Registration) -> asyncio.Future[_Answer]:
+        """*registration* to *addr* now, or after the registrations in flight and waiting there, in seq order
+        (so a stopped name server holds one whole table in flight and at most one waiting, besides the
+        increments read after it)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_Answer] = loop.create_future()
         sender = self._senders.get(addr)
         if sender is not None and not sender.done():
-            _, futures = self._waiting.get(addr, (request, []))
-            self._waiting[addr] = (request, [*futures, future])
+            queue = self._waiting.setdefault(addr, [])
+            futures = [future]
+            if registration.follows is None:  # the whole table holds what was read before it
+                futures += [f for queued, fs in queue if queued.seq < registration.seq for f in fs]
+                queue[:] = [(queued, fs) for queued, fs in queue if queued.seq > registration.seq]
+            queue.append((registration, futures))
+            queue.sort(key=lambda item: item[0].seq)
         else:
-            self._senders[addr] = loop.create_task(self._send(addr, request, [future]))
+            self._senders[addr] = loop.create_task(self._send(addr, registration, [future]))
         return future
 
-    async def _send(self, addr: str, request: RemotingCommand, futures: list[asyncio.Future[_Answer]]) -> None:
+    async def _send(self, addr: str, registration: _Registration,
+                    futures: list[asyncio.Future[_Answer]]) -> None:
         try:
             while True:
                 try:
-                    answer = await self._register_one(addr, request)
+                    if registration.seq < self._sent_seq.get(addr, 0):
+                        # read before one already sent there (a whole table still being encoded when an
+                        # increment went): it would take the name server back to an older view
+                        answer = _Answer(False)
+                    else:
+                        answer = await self._register_one(addr, registration)
                 except Exception as exc:  # noqa: BLE001 - a bug (the network's failures are answers): to each waiter
                     for future in futures:
                         if not future.done():
@@ -178,10 +235,11 @@ class Registrar:
                     for future in futures:
                         if not future.done():
                             future.set_result(answer)
-                waiting = self._waiting.pop(addr, None)
-                if waiting is None:
+                queue = self._waiting.get(addr)
+                if not queue:
+                    self._waiting.pop(addr, None)
                     return
-                request, futures = waiting
+                registration, futures = queue.pop(0)
         finally:  # cancelled (close): nobody waits for an answer that will not come
             for future in futures:
                 future.cancel()
@@ -215,9 +273,10 @@ class Registrar:
         if chosen.order_topics is not None and self.on_order_topics is not None:
             self.on_order_topics(chosen.order_topics)
 
-    async def _register_one(self, addr: str, request: RemotingCommand) -> _Answer:
+    async def _register_one(self, addr: str, registration: _Registration) -> _Answer:
         """Register with one name server: whether it accepted, and the ORDER_TOPIC_CONFIG table it answered
-        (None: no table, or one that does not read)."""
+        (None: no table, or one that does not read).  An increment the name server is not known to hold the
+        base of is not sent: the whole table is registered soon instead (answered as not accepted)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
@@ -228,7 +287,14 @@ class Registrar:
             if left <= 0:
                 raise RequestTimeoutError(f"registering with {addr}: no time left after connecting "
                                           f"({self.timeout_s} s)")
-            response = await connection.request(request, left)
+            if registration.follows is not None:
+                held = self._holds.get(addr)
+                if held is None or held[0] is not connection or held[1] != registration.follows:
+                    self._again.set()
+                    return _Answer(False)
+            self._sent_seq[addr] = registration.seq
+            self._holds.pop(addr, None)  # unknown until it answers
+            response = await connection.request(registration.request, left)
         except RemotingError as exc:
             if self.registered.get(addr, True):
                 log.warning("cannot register with name server %s: %s", addr, exc)
@@ -236,6 +302,8 @@ class Registrar:
             return _Answer(False)
         ok = response.code == ResponseCode.SUCCESS
         self.registered[addr] = ok
+        if ok:
+            self._holds[addr] = (connection, registration.version)
         if not ok:
             log.warning("name server %s refused registration: %s %s", addr, response.code, response.remark)
             return _Answer(False)
@@ -253,9 +321,10 @@ class Registrar:
         for sending in pending:
             sending.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        for _, futures in self._waiting.values():
-            for future in futures:
-                future.cancel()
+        for queue in self._waiting.values():
+            for _, futures in queue:
+                for future in futures:
+                    future.cancel()
         self._senders.clear()
         self._waiting.clear()
         if unregister and self.namesrv_addrs:

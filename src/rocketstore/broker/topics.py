@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import VersionedTable
@@ -183,8 +183,11 @@ class TopicTable(VersionedTable[TopicConfig]):
         self.update(tc)
         return tc
 
-    def registration_view(self, broker_permission: int) -> dict[str, TopicConfig]:
-        """The topics as registered: when the broker lacks R or W, every topic gets the broker's perm."""
+    def registration_view(self, broker_permission: int,
+                          names: Iterable[str] | None = None) -> dict[str, TopicConfig]:
+        """The topics as registered (all, or those of *names* the table holds): when the broker lacks R or W,
+        every topic gets the broker's perm."""
+        table = self.table if names is None else {n: self.table[n] for n in names if n in self.table}
         if Perm.readable(broker_permission) and Perm.writeable(broker_permission):
-            return dict(self.table)
-        return {n: tc.replace(perm=broker_permission) for n, tc in self.table.items()}
+            return dict(table)
+        return {n: tc.replace(perm=broker_permission) for n, tc in table.items()}
