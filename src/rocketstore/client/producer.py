@@ -111,7 +111,13 @@ from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_bat
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.java_numbers import number_format_remark, parse_java_int
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
-from rocketstore.message.properties import PropertyName, encode_properties, waits_store_msg_ok
+from rocketstore.message.properties import (
+    PROPERTY_SEPARATOR,
+    PropertyName,
+    encode_properties,
+    properties_problem,
+    waits_store_msg_ok,
+)
 from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
@@ -305,6 +311,17 @@ def _batch_problem(topic: str, messages: list[OutgoingMessage], max_message_size
         return "the message body length is zero"
     if max(lengths) > max_message_size:
         return f"the message body size over max value, MAX: {max_message_size}"
+    # what the broker would not store as given (properties_problem): tags column-wise (the usual batch
+    # shares one), then each message with keys or properties of its own; "-" stands for a UNIQ_KEY to come
+    for tags in set(map(_message_tags, messages)):
+        if tags and PROPERTY_SEPARATOR in tags:
+            return properties_problem({PropertyName.TAGS: tags})
+    if any(map(_message_properties, messages)) or any(map(_message_keys, messages)):
+        for message in messages:
+            if message.properties or message.keys:
+                problem = properties_problem(message.property_map("-"))
+                if problem is not None:
+                    return problem
     return None
 
 
@@ -423,6 +440,21 @@ def _properties_template(with_tags: bool) -> str:
 
 _TAGGED_PROPERTIES = _properties_template(True)
 _UNTAGGED_PROPERTIES = _properties_template(False)
+
+
+def _check_properties(properties: Mapping[str, str | None]) -> None:
+    """MessageIllegalError, before anything is sent, for properties (a property_map) the broker would not
+    store as given (see properties_problem)."""
+    problem = properties_problem(properties)
+    if problem is not None:
+        raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
+
+
+def _check_tags(tags: str | None) -> None:
+    """_check_properties of a message with only *tags* (and UNIQ_KEY and WAIT): a send laid out from a
+    template, whose tags alone can hold a separator."""
+    if tags and PROPERTY_SEPARATOR in tags:
+        _check_properties({PropertyName.TAGS: tags})
 
 
 def _property_text(message: OutgoingMessage, uniq_key: str) -> str:
@@ -865,10 +897,13 @@ class Producer:
         if properties or keys:
             message = OutgoingMessage(body, tags, keys, dict(properties) if properties else {})
             uniq = message.uniq_key()
-            text = encode_properties(message.property_map(uniq))
+            props = message.property_map(uniq)
+            _check_properties(props)
+            text = encode_properties(props)
             if properties and properties.get(PropertyName.MSG_TYPE) == REPLY_MESSAGE_FLAG:
                 code = _SEND_REPLY_MESSAGE_V2  # as the Java client sends a reply message
         else:  # the usual send: only tags, UNIQ_KEY and WAIT, laid out once in Java's order
+            _check_tags(tags)
             uniq = new_uniq_key()
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
         sys_flag = 0
@@ -904,6 +939,7 @@ class Producer:
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         retry_fields = _retry_header_fields(topic, message.properties)
         props = message.property_map(new_uniq_key())
+        _check_properties(props)
         route, _ = await self.routes.publish_route(topic)
         targets = self._targets_of(topic, route)
         queues = targets.queues
@@ -957,6 +993,7 @@ class Producer:
         retry_fields = _retry_header_fields(topic, message.properties)
         uniq = message.uniq_key()
         props = message.property_map(uniq)
+        _check_properties(props)
         route, known = await self.routes.publish_route(topic)
         queues = RouteCache.publish_queues(topic, route)
         if not queues:

@@ -31,6 +31,7 @@ __all__ = [
     "parse_properties",
     "parse_properties_raw",
     "properties_format",
+    "properties_problem",
     "waits_store_msg_ok",
 ]
 
@@ -76,6 +77,23 @@ def waits_store_msg_ok(properties: Mapping[str, str]) -> bool:
     "yes" or "1" false)."""
     wait = properties.get(PropertyName.WAIT)
     return wait is None or wait.lower() == "true"
+
+
+def properties_problem(properties: Mapping[str, str | None]) -> str | None:
+    """Why *properties* would not reach a consumer as given, or None: a pair with an empty name or value
+    (string2messageProperties drops it on the broker, and Java's putUserProperty refuses it), a name
+    holding NAME_VALUE_SEPARATOR, or a name or value holding PROPERTY_SEPARATOR (the broker cuts there and
+    stores other pairs than were sent; 4.9.3 does so silently).  A value may hold NAME_VALUE_SEPARATOR: the
+    parser cuts a pair at its first one only.  None values are skipped, as the writer skips them."""
+    for name, value in properties.items():
+        if value is None:
+            continue
+        if not name or not value:
+            return f"The name or value of property can not be empty: {name!r}={value!r}"
+        if NAME_VALUE_SEPARATOR in name or PROPERTY_SEPARATOR in name or PROPERTY_SEPARATOR in value:
+            return (f"The property {name!r}={value!r} holds a separator of the properties string (\\u0001 in "
+                    "its name, or \\u0002): the broker would store other properties than these")
+    return None
 
 
 def parse_properties(text: str) -> dict[str, str]:
