@@ -47,7 +47,7 @@ def _need_spark_extra(*modules: str) -> None:
             missing.append(name)
     if missing:
         raise PipelineError(f"the pipeline jobs need the spark extra ({', '.join(missing)} missing): "
-                            f"pip install -e '.[spark]' in the checkout")
+                            f"pip install 'rocketstore[spark]' (in a checkout: pip install -e '.[spark]')")
 
 
 def spark_error_line(exc: BaseException) -> str:
