@@ -11,6 +11,9 @@ most one hop to the loop is pending at a time, and that hop answers every send w
 offset now covers.  So one group of sends costs one thread wake-up each way, not one per
 send, and the number of sends waiting is bounded by the clients, not by a thread pool.
 
+Each send's deadline is its put's time plus the syncFlushTimeout in force then (4.9.3 reads it at every put):
+:meth:`set_timeout` takes a new one for the sends that come after, those waiting keep theirs.
+
 Loop-bound, except :meth:`_on_sync` (any thread).
 """
 
@@ -43,9 +46,13 @@ class DurableWaits:
         self._store = store
         self._loop = loop
         self._timeout_s = timeout_s
-        #: (end offset, deadline on the loop's clock, done), in the order the loop put them: ends and
-        #: deadlines both grow along it
+        #: (end offset, deadline on the loop's clock, done), in the order the loop put them: ends grow along
+        #: it, and deadlines too while :attr:`_ordered`
         self._waits: deque[tuple[int, float, Done]] = deque()
+        #: False once the timeout was shortened while the timer ran: a later send's deadline may then come
+        #: before an earlier one's (or the timer's), and :meth:`_expire` looks at every wait (until none is
+        #: left)
+        self._ordered = True
         #: a hop to the loop is scheduled and has not started yet (set by the syncing thread, cleared by
         #: the loop before it reads the durable offset, so no sync can go unseen)
         self._hop_pending = False
@@ -79,9 +86,23 @@ class DurableWaits:
         waits = self._waits
         deadline = self._loop.time() + self._timeout_s
         waits.append((end_offset, deadline, done))
-        if self._timer is None:
+        timer = self._timer
+        if timer is None:  # nobody else waits (a wait always has the timer set)
+            self._ordered = True
+            self._timer = self._loop.call_at(deadline, self._expire)
+        elif not self._ordered and deadline < timer.when():  # a shortened timeout: due before the others
+            timer.cancel()
             self._timer = self._loop.call_at(deadline, self._expire)
         self.ask_sync(end_offset)
+
+    def set_timeout(self, timeout_s: float) -> None:
+        """syncFlushTimeout for the sends that wait from now on (UPDATE_BROKER_CONFIG); the waiting ones
+        keep the deadline their put had, as 4.9.3's futures each wait the timeout read at their put."""
+        if timeout_s < self._timeout_s and self._timer is not None:
+            # sends wait, or waited (the timer then still runs for the longer deadline of one answered): the
+            # next deadlines may come first
+            self._ordered = False
+        self._timeout_s = timeout_s
 
     def ask_sync(self, end_offset: int) -> None:
         """Ask the group commit for a sync up to *end_offset* at the end of this loop iteration (a put
@@ -143,7 +164,18 @@ class DurableWaits:
         self._release()  # a sync may have covered them just now
         waits = self._waits
         now = self._loop.time()
-        while waits and waits[0][1] <= now:
-            waits.popleft()[2](PutMessageStatus.FLUSH_DISK_TIMEOUT)
-        if waits:
-            self._timer = self._loop.call_at(waits[0][1], self._expire)
+        timeout = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if self._ordered:
+            while waits and waits[0][1] <= now:
+                waits.popleft()[2](timeout)
+            if waits:
+                self._timer = self._loop.call_at(waits[0][1], self._expire)
+            return
+        # deadlines out of put order (see set_timeout): the expired ones wherever they are, in put order
+        expired = [wait for wait in waits if wait[1] <= now]
+        if expired:
+            self._waits = waits = deque(wait for wait in waits if wait[1] > now)
+            for _end, _deadline, done in expired:
+                done(timeout)
+        if waits and self._timer is None:
+            self._timer = self._loop.call_at(min(wait[1] for wait in waits), self._expire)

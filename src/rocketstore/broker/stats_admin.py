@@ -40,7 +40,8 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   batch limits: 4.9.3's getMessage reads them at every call), the flush settings the store's flush thread
   takes at its next round (flushIntervalCommitLog, flushCommitLogLeastPages, flushCommitLogThoroughInterval
   and the consume queues' three: 4.9.3 reads them at every round; a shorter interval acts at once, not after
-  the old one), osPageCacheBusyTimeOutMills (every put), maxMsgsNumBatch and defaultQueryMaxNum (every
+  the old one), osPageCacheBusyTimeOutMills and syncFlushTimeout (every put; a send already waiting for its
+  flush keeps the timeout it had), maxMsgsNumBatch and defaultQueryMaxNum (every
   QUERY_MESSAGE), autoCreateSubscriptionGroup (every lookup of a group) and transactionCheckInterval (the
   check service's wait starts again with it).  brokerRole acts at once
   where 4.9.3 reads it per request or per put: a SLAVE's store refuses puts (a send answers
@@ -49,7 +50,7 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   starts with the broker (HA port or HA client, slave sync, delayed delivery, transaction checks) stays as
   it started, as in 4.9.3, whose changeToSlave / changeToMaster only DLedger calls.  Everything else the
   broker or the store reads once when it starts (ports, names, addresses, store paths and sizes,
-  flushDiskType, cleanResourceInterval, ACL, maxMessageSize, syncFlushTimeout) is recorded, shown by
+  flushDiskType, cleanResourceInterval, ACL, maxMessageSize) is recorded, shown by
   GET_BROKER_CONFIG and written to the file, and takes effect at the next start from that file.
 """
 
@@ -103,7 +104,7 @@ _READ_LIMIT_PROPERTIES = frozenset({
 _PER_USE_STORE_PROPERTIES = frozenset({
     "flushIntervalCommitLog", "flushCommitLogLeastPages", "flushCommitLogThoroughInterval",
     "flushIntervalConsumeQueue", "flushConsumeQueueLeastPages", "flushConsumeQueueThoroughInterval",
-    "osPageCacheBusyTimeOutMills", "maxMsgsNumBatch", "defaultQueryMaxNum"})
+    "osPageCacheBusyTimeOutMills", "syncFlushTimeout", "maxMsgsNumBatch", "defaultQueryMaxNum"})
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
 
@@ -516,6 +517,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 broker.groups.auto_create = new_broker.auto_create_subscription_group
             if _PER_USE_STORE_PROPERTIES.intersection(props):
                 broker.store.update_per_use_settings(new_store)  # 4.9.3 reads them at every use
+            if "syncFlushTimeout" in props and hasattr(broker, "durable_waits"):
+                # the sends that wait on the loop from now on (the store's own waits read it at every put)
+                broker.durable_waits.set_timeout(new_store.sync_flush_timeout_ms / 1000)
             if "transactionCheckInterval" in props:
                 broker.transactions.interval_changed()  # the next round comes after the new interval
             now_ms = int(time.time() * 1000)

@@ -43,8 +43,10 @@ from rocketstore.client.producer import (
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import (
     ConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
     ConsumedMessage,
     ConsumeFromWhere,
+    ConsumeOrderlyStatus,
     ConsumeStatus,
     MessageHandler,
     MessageModel,
@@ -76,7 +78,9 @@ __all__ = [
     "BrokerError",
     "ClientError",
     "ConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "ConsumedMessage",
     "ConsumerNotRunningError",

@@ -35,6 +35,8 @@ Imports remoting and message only.  Loop-bound.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any, Self
 
 from rocketstore.client.acl_admin import AclAdmin
@@ -112,6 +114,8 @@ from rocketstore.remoting.headers import (
 )
 from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_TIMESTAMP_MS",
@@ -549,19 +553,35 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
                      unique: bool) -> list[StoredMessage]:
         header = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_count, begin_timestamp_ms=begin_ms,
                                            end_timestamp_ms=end_ms, unique_key_query=unique)
-        found: list[StoredMessage] = []
         # each broker of the route, at its master or, while the master is down, at a slave (4.9.3's
         # BrokerData.selectBrokerAddr): a slave's index serves the same keys
         route = await self.route(topic)
         addrs = sorted({addr for bd in route.broker_datas if (addr := bd.any_addr()) is not None})
-        for addr in addrs:
+
+        async def ask(addr: str) -> list[StoredMessage]:
             response = await self.pool.request(
                 addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields()), self.timeout_s)
             if response.code == ResponseCode.QUERY_NOT_FOUND:
-                continue
+                return []
             if response.code != ResponseCode.SUCCESS:
                 raise broker_error_for(response.code, response.remark)
-            found.extend(decode_messages(response.body))
+            return decode_messages(response.body)
+
+        # all at once, and a broker that cannot be reached or fails is logged and left out, the others' hits
+        # kept (4.9.3's MQAdminImpl.queryMessage); only when every broker failed is that an error
+        answers = await asyncio.gather(*map(ask, addrs), return_exceptions=True)
+        found: list[StoredMessage] = []
+        failures: list[Exception] = []
+        for addr, answer in zip(addrs, answers, strict=True):
+            if isinstance(answer, (RemotingError, ClientError, MessageError)):
+                log.warning("query of %s by key %r at broker %s failed, left out: %s", topic, key, addr, answer)
+                failures.append(answer)
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                found.extend(answer)
+        if failures and len(failures) == len(addrs):
+            raise failures[0]
         # the index matches on the key's hash only: keep the messages that really carry the key
         if unique:
             hits = [m for m in found if m.topic == topic and m.uniq_key == key]
@@ -576,10 +596,12 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
     async def query_by_key(self, topic: str, key: str, *, max_count: int = 64, begin_ms: int = 0,
                            end_ms: int = MAX_TIMESTAMP_MS) -> list[StoredMessage]:
         """Messages of *topic* with *key* among their KEYS, stored in [begin_ms, end_ms]: the newest
-        *max_count*, oldest first."""
+        *max_count*, oldest first.  Every broker of the topic is asked; one that cannot be reached or answers
+        an error is logged and left out (as 4.9.3's queryMessage), the error raised only when all failed."""
         return await self._query(topic, key, max_count, begin_ms, end_ms, False)
 
     async def query_by_uniq_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0,
                                 end_ms: int = MAX_TIMESTAMP_MS) -> list[StoredMessage]:
-        """Messages of *topic* whose UNIQ_KEY (the client message id) is *uniq_key*."""
+        """Messages of *topic* whose UNIQ_KEY (the client message id) is *uniq_key*; brokers that fail are left
+        out as in :meth:`query_by_key`."""
         return await self._query(topic, uniq_key, 32, begin_ms, end_ms, True)

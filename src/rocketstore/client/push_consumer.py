@@ -5,6 +5,11 @@ pulls them with long polling and calls a handler with the messages.
         ...
         return ConsumeStatus.CONSUME_SUCCESS   # current_context() may ack part of a batch, pick a delay
 
+A handler returns a :class:`ConsumeStatus`: CONSUME_SUCCESS or RECONSUME_LATER (a concurrent consumer sends
+the batch back for a delayed retry, an orderly one retries it after the queue's pause); an orderly handler
+may use 4.9.3's ConsumeOrderlyStatus names, SUCCESS and SUSPEND_CURRENT_QUEUE_A_MOMENT (the same members), and
+with ``auto_commit`` off COMMIT and ROLLBACK.  Anything else, or an exception, counts as RECONSUME_LATER.
+
     async with PushConsumer("127.0.0.1:9876", "my-group", {"TopicA": "TagA || TagB"}, handle) as consumer:
         ...   # messages flow until the block ends (shutdown: in-flight handlers finish, offsets are committed)
 

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 __all__ = [
     "RETRY_GROUP_TOPIC_PREFIX",
     "ConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "ConsumedMessage",
     "MessageHandler",
@@ -69,21 +71,35 @@ class ConsumeFromWhere(StrEnum):
 
 
 class ConsumeStatus(StrEnum):
-    """What a handler returns: ConsumeConcurrentlyStatus's two values, which an orderly handler returns for
-    ConsumeOrderlyStatus's SUCCESS and SUSPEND_CURRENT_QUEUE_A_MOMENT, and the orderly COMMIT and ROLLBACK
-    (deprecated in 4.9.3, still served).  COMMIT and ROLLBACK mean something only to an orderly handler that
-    turned ``auto_commit`` off; with it on they count as CONSUME_SUCCESS (4.9.3 logs that it takes them for
-    an acknowledgement), and a concurrent handler's count as RECONSUME_LATER."""
+    """What a handler returns, for concurrent and orderly handlers alike: ConsumeConcurrentlyStatus's
+    CONSUME_SUCCESS and RECONSUME_LATER, ConsumeOrderlyStatus's SUCCESS and SUSPEND_CURRENT_QUEUE_A_MOMENT (the
+    same two members under their Java orderly names: ``ConsumeStatus.SUCCESS is ConsumeStatus.CONSUME_SUCCESS``),
+    and the orderly COMMIT and ROLLBACK (deprecated in 4.9.3, still served).  :data:`ConsumeOrderlyStatus` and
+    :data:`ConsumeConcurrentlyStatus` are this class under the Java names, for code ported from Java.  COMMIT
+    and ROLLBACK mean something only to an orderly handler that turned ``auto_commit`` off; with it on they
+    count as CONSUME_SUCCESS (4.9.3 logs that it takes them for an acknowledgement), and a concurrent
+    handler's count as RECONSUME_LATER."""
 
     CONSUME_SUCCESS = "CONSUME_SUCCESS"
     #: concurrently: send the messages back for a delayed retry; orderly: retry them here after a pause
     RECONSUME_LATER = "RECONSUME_LATER"
+    #: ConsumeOrderlyStatus.SUCCESS: CONSUME_SUCCESS (the same member)
+    SUCCESS = "CONSUME_SUCCESS"
+    #: ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: RECONSUME_LATER (the same member): the batch is
+    #: handled again after the queue's pause (OrderlyContext.suspend_current_queue_s)
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "RECONSUME_LATER"
     #: orderly, ``auto_commit`` off: this batch is consumed and the queue's offset committed past everything
     #: consumed so far
     COMMIT = "COMMIT"
     #: orderly, ``auto_commit`` off: everything consumed since the last commit, this batch included, is put
     #: back and handled again (reconsume counts unchanged) after the queue's suspension
     ROLLBACK = "ROLLBACK"
+
+
+#: 4.9.3's orderly handler statuses: SUCCESS, SUSPEND_CURRENT_QUEUE_A_MOMENT, COMMIT, ROLLBACK (ConsumeStatus)
+ConsumeOrderlyStatus = ConsumeStatus
+#: 4.9.3's concurrent handler statuses: CONSUME_SUCCESS, RECONSUME_LATER (ConsumeStatus)
+ConsumeConcurrentlyStatus = ConsumeStatus
 
 
 @dataclass(frozen=True, slots=True)

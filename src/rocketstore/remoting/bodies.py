@@ -6,8 +6,8 @@ HeartbeatData (accepting enum names or C++'s ordinals, numbers or strings), and 
 of the calls a broker relays to a consumer (running info, consume directly) are
 :mod:`rocketstore.remoting.consumer_bodies`, which builds on this module.
 
-Pure: no I/O; imports errors, message.hashing, message.java_numbers and remoting.fastjson only (never
-consumer_bodies).  Values
+Pure: no I/O; imports errors, message.hashing, message.java_numbers, remoting.fastjson and the frame limit of
+remoting.frame_decoder only (never consumer_bodies).  Values
 are frozen dataclasses, safe to share between threads.
 """
 
@@ -27,6 +27,7 @@ from rocketstore.errors import ProtocolError
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.java_numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from rocketstore.remoting import fastjson
+from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
 
 __all__ = [
     "MASTER_ID",
@@ -239,19 +240,22 @@ class RegisterBrokerBody:
         when the data version changed (4.9.3's isBrokerTopicConfigChanged); reading 10,000 topics it then
         drops cost ~100 ms of CPU per registration.  Plain bodies: fastjson writes the keys sorted, so
         ``filterServerList`` and the wrapper's ``dataVersion`` come before ``topicConfigTable`` and only
-        that prefix is parsed.  Compressed bodies: the topic records are stepped over by their lengths."""
+        that prefix is parsed.  Compressed bodies: the topic records are stepped over by their lengths; one
+        that does not inflate, or inflates past MAX_INFLATED_REGISTER_BYTES, is the ProtocolError decode
+        raises (not None: decoding it whole would only inflate it again)."""
         if not body:
             return None
+        raw = _inflate_register_body(body) if compressed else b""  # a bomb or non-deflate: the same error as decode
         try:
             if compressed:
-                return cls._peek_compressed(body)
+                return cls._peek_compressed(raw)
             return _peek_plain(body, version)
-        except (ProtocolError, ValueError, RecursionError, struct.error, zlib.error):
+        except (ProtocolError, ValueError, RecursionError, struct.error):
             return None
 
     @classmethod
-    def _peek_compressed(cls, body: bytes) -> RegisterBrokerBody | None:
-        raw = zlib.decompress(body)
+    def _peek_compressed(cls, raw: bytes) -> RegisterBrokerBody | None:
+        """The slim body of an already inflated compressed registration *raw*, or None (see above)."""
         unpack = _BE_INT.unpack_from
         (n,) = unpack(raw, 0)
         pos = 4 + n
@@ -275,10 +279,7 @@ class RegisterBrokerBody:
 
     @classmethod
     def _decode_compressed(cls, body: bytes) -> RegisterBrokerBody:
-        try:
-            raw = zlib.decompress(body)
-        except zlib.error as exc:
-            raise ProtocolError(f"compressed register body does not inflate: {exc}") from exc
+        raw = _inflate_register_body(body)
         pos = 0
 
         def chunk() -> bytes:
@@ -309,11 +310,34 @@ class RegisterBrokerBody:
 
 
 _BE_INT = struct.Struct(">i")
+#: the most a compressed register body may inflate to: 4 frames' worth (64 MiB).  A topic's text record
+#: (``name 8 8 6 SINGLE_TAG 0 false`` and its length) is under half its JSON entry in a plain body, so this
+#: holds every table 10 plain registrations' frames could carry (~400,000 topics of 127-character names,
+#: ~1.5 million short ones), far past any broker; a bigger inflation is a zip bomb (a 16 MiB frame of zeros
+#: inflates to ~16 GiB), refused before it takes the name server's memory.
+MAX_INFLATED_REGISTER_BYTES = 4 * MAX_FRAME_BYTES
 _JSON_VALUE = json.JSONDecoder(strict=False)
 #: how much of a plain register body is read for its data version: the filter server list and the data
 #: version come first and are a few hundred bytes
 _PEEK_PREFIX_BYTES = 64 * 1024
 _WS = re.compile(r"[ \t\r\n]*")
+
+
+def _inflate_register_body(body: bytes) -> bytes:
+    """The inflated bytes of a compressed register body; ProtocolError when it is not a whole deflate stream
+    or would inflate to MAX_INFLATED_REGISTER_BYTES or more (checked as it inflates, never more held).  Bytes after
+    the stream's end are ignored, as zlib.decompress and 4.9.3's InflaterInputStream do."""
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(body, MAX_INFLATED_REGISTER_BYTES)
+        if inflater.unconsumed_tail or len(raw) >= MAX_INFLATED_REGISTER_BYTES:
+            raise ProtocolError(f"compressed register body inflates past {MAX_INFLATED_REGISTER_BYTES} bytes")
+        raw += inflater.flush()
+    except zlib.error as exc:
+        raise ProtocolError(f"compressed register body does not inflate: {exc}") from exc
+    if not inflater.eof:
+        raise ProtocolError("compressed register body does not inflate: incomplete or truncated stream")
+    return raw
 
 
 def _peek_plain(body: bytes, version: int) -> RegisterBrokerBody | None:

@@ -751,8 +751,9 @@ class MessageStore:
 
     def update_per_use_settings(self, config: StoreConfig) -> None:
         """Take *config*'s settings that 4.9.3 reads at every use: the flush intervals, least pages and
-        thorough intervals (each flush round), osPageCacheBusyTimeOutMills (each put), maxMsgsNumBatch and
-        defaultQueryMaxNum (each query); every other setting stays as the store was opened with."""
+        thorough intervals (each flush round), osPageCacheBusyTimeOutMills and syncFlushTimeout (each put),
+        maxMsgsNumBatch and defaultQueryMaxNum (each query); every other setting stays as the store was
+        opened with."""
         self._check_open()
         self.config = self.config.replace(
             flush_interval_commit_log_ms=config.flush_interval_commit_log_ms,
@@ -762,6 +763,7 @@ class MessageStore:
             flush_consume_queue_least_pages=config.flush_consume_queue_least_pages,
             flush_consume_queue_thorough_interval_ms=config.flush_consume_queue_thorough_interval_ms,
             os_page_cache_busy_timeout_ms=config.os_page_cache_busy_timeout_ms,
+            sync_flush_timeout_ms=config.sync_flush_timeout_ms,
             max_msgs_num_batch=config.max_msgs_num_batch,
             default_query_max_num=config.default_query_max_num)
         self._commitlog.lock_wait_s = self.config.os_page_cache_busy_timeout_ms / 1000
