@@ -31,7 +31,8 @@ by a null topic throws and the pull fails.
 GetMessageStatus -> response code: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20; NO_MESSAGE_IN_QUEUE /
 NO_MATCHED_LOGIC_QUEUE 21 if the requested offset is not 0, else 19; OFFSET_FOUND_NULL / OFFSET_OVERFLOW_ONE 19;
 OFFSET_OVERFLOW_BADLY / OFFSET_TOO_SMALL 21.  A 19 with the suspend bit waits (long polling) until a message
-for the queue is dispatched or ``suspendTimeoutMillis`` passes, then runs once more without suspension.
+for the queue is dispatched or ``suspendTimeoutMillis`` passes, then runs once more without suspension, every
+check again (4.9.3's executeRequestWhenWakeup), so a topic deleted meanwhile is answered TOPIC_NOT_EXIST.
 The commit-offset bit stores ``commitOffset`` for the group whatever the outcome.
 
 Statistics (broker_stats.py): every store get counts as found or missed (with its time and the messages
@@ -108,7 +109,10 @@ def response_code_for_get_status(status: GetMessageStatus, requested_offset: int
     return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
 
 
-async def pull_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
+async def pull_message(broker: Broker, conn: Connection, request: RemotingCommand, *,
+                       allow_suspend: bool = True) -> RemotingCommand:
+    """Answer one PULL_MESSAGE.  *allow_suspend* False is 4.9.3's run of a held pull once woken (or timed
+    out): every check again, no further wait, no offset commit."""
     began_ns = time.monotonic_ns()
     h = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
     cfg = broker.config
@@ -184,10 +188,10 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     slave = broker.store_config.broker_role == BrokerRole.SLAVE
     # the commit offset rides on the original request only, whatever the pull finds; a slave takes its
     # offsets from the master (slave_sync.py), never from pulls
-    if has_commit and not slave:
+    if has_commit and not slave and allow_suspend:
         broker.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
     code = response_code_for_get_status(result.status, h.queue_offset)
-    if code == ResponseCode.PULL_NOT_FOUND and has_suspend:
+    if code == ResponseCode.PULL_NOT_FOUND and has_suspend and allow_suspend:
         timeout_ms = h.suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_ms
         conn.park()  # a parked pull does not hold one of the connection's in-flight slots
         try:
@@ -195,9 +199,10 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
                                         match=_arrival_matcher(broker, h, match))
         finally:
             conn.unpark()
-        began_ns = time.monotonic_ns()  # 4.9.3 runs the request again: its time starts anew
-        result = _get(broker, h, codes, match)
-        code = response_code_for_get_status(result.status, h.queue_offset)
+        # 4.9.3's executeRequestWhenWakeup runs the whole request again (its time starts anew): a topic
+        # deleted, a group disabled or a subscription dropped while it waited is answered as such, not read
+        # as an empty queue (which, at an offset past 0, sent the consumer back to 0 with OFFSET_MOVED)
+        return await pull_message(broker, conn, request, allow_suspend=False)
     # slaveReadEnable: a consumer reading beyond the in-memory share of the commitlog is sent to
     # whichBrokerWhenConsumeSlowly (a slave, so the master's page cache keeps the recent messages), any other
     # stays where the group says (brokerId); without it consumers are sent to the master
