@@ -1167,8 +1167,13 @@ class Producer:
         send instead of the producer's timeout.
         *began_ms* (a traced send's): its one item set to the wall-clock ms at which each attempt's request
         starts, so the trace's Pub times the attempt that answered, not the failed ones before it (Java's
-        SendMessageTraceHookImpl wraps each sendKernelImpl call)."""
-        if len(body) > self.max_message_size:
+        SendMessageTraceHookImpl wraps each sendKernelImpl call).
+
+        A batch's encoded body is measured against maxMessageSize here (Validators.checkMessage of the
+        MessageBatch); a single message's was measured raw by :meth:`_check`, before compression, as Java's
+        sendDefaultImpl does: a compressed body that came out longer (incompressible data) still goes out
+        and the broker, which may allow more, decides."""
+        if batch and len(body) > self.max_message_size:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                       f"the message body size over max value, MAX: {self.max_message_size}")
         last_error: Exception | None = None
