@@ -19,7 +19,8 @@ batch's).
 Errors of a send, as 4.9.3's DefaultMQProducerImpl throws them: what the client refuses before sending
 (MessageIllegalError, ClientError) and a topic without route (NoRouteError) at once; a broker's answer that
 is not among the codes a send retries (4.9.3's retryResponseCodes: SYSTEM_ERROR, SERVICE_NOT_AVAILABLE,
-NO_PERMISSION, TOPIC_NOT_EXIST; so SYSTEM_BUSY and the flow-control answers are not retried) as its
+NO_PERMISSION, TOPIC_NOT_EXIST, NO_BUYER_ID, NOT_IN_CURRENT_UNIT; so SYSTEM_BUSY and the flow-control
+answers are not retried) as its
 BrokerError at once.  When every try of a plain send, batch or oneway send (``retry_times`` + 1 of them; a
 oneway one try) fails on a connection, a time-out or a retried code, the send raises
 :class:`~rocketstore.client.errors.SendFailedError` (Java's MQClientException "Send [n] times, still failed,
