@@ -203,9 +203,11 @@ def _register_message(subparsers: argparse._SubParsersAction) -> None:  # type: 
     what = query.add_mutually_exclusive_group(required=True)
     what.add_argument("-k", "--key", help="a KEYS token")
     what.add_argument("-i", "--id", help="an offset message id or a client message id (UNIQ_KEY)")
-    query.add_argument("--begin", help="with --key: stored at or after (ms since the epoch or ISO time; the "
-                                       "index keeps times to the second, so reach a second back)")
-    query.add_argument("--end", help="with --key: stored at or before (ms since the epoch or ISO time)")
+    query.add_argument("--begin", help="with --key: stored at or after (ms since the epoch, ISO time or "
+                                       "yyyy-MM-dd#HH:mm:ss:SSS; the index keeps times to the second, so "
+                                       "reach a second back)")
+    query.add_argument("--end", help="with --key: stored at or before (ms since the epoch, ISO time or "
+                                     "yyyy-MM-dd#HH:mm:ss:SSS)")
     query.add_argument("--max", type=positive_int, default=64,
                        help="with --key: at most this many, the newest (default 64; each broker answers at most its "
                             "maxMsgsNumBatch, 64 by default, as in 4.9.3)")

@@ -55,7 +55,8 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
     begin = queue.add_mutually_exclusive_group()
     begin.add_argument("--begin", metavar="TIME", help="from the message stored nearest TIME, which may be stored "
                                                        "before it (the broker's search by time, as mqadmin; ms "
-                                                       "since the epoch or ISO 8601; default: the first kept)")
+                                                       "since the epoch, ISO 8601 or yyyy-MM-dd#HH:mm:ss:SSS; "
+                                                       "default: the first kept)")
     begin.add_argument("--begin-offset", type=int, metavar="N", help="from queue offset N")
     end = queue.add_mutually_exclusive_group()
     end.add_argument("--end", metavar="TIME", help="up to (not including) the message stored nearest TIME, found "
