@@ -105,6 +105,8 @@ _PER_USE_STORE_PROPERTIES = frozenset({
     "flushIntervalCommitLog", "flushCommitLogLeastPages", "flushCommitLogThoroughInterval",
     "flushIntervalConsumeQueue", "flushConsumeQueueLeastPages", "flushConsumeQueueThoroughInterval",
     "osPageCacheBusyTimeOutMills", "syncFlushTimeout", "maxMsgsNumBatch", "defaultQueryMaxNum"})
+#: all of them (MessageStore.update_run_time_settings takes the three kinds at once)
+_STORE_RUN_TIME_PROPERTIES = _RETENTION_PROPERTIES | _READ_LIMIT_PROPERTIES | _PER_USE_STORE_PROPERTIES
 #: the file UPDATE_BROKER_CONFIG writes under the store's config directory (4.9.3's default brokerConfigPath)
 BROKER_PROPERTIES_FILE = "broker.properties"
 
@@ -507,16 +509,13 @@ def register(router: RequestRouter, broker: Broker) -> None:
             broker.config = new_broker
             broker.store_config = new_store
             broker.extra_properties = update.extra_properties
-            if _RETENTION_PROPERTIES.intersection(props):
-                broker.store.update_retention(new_store)  # 4.9.3's clean-up reads them at every pass
-            if _READ_LIMIT_PROPERTIES.intersection(props):
-                broker.store.update_read_limits(new_store)  # 4.9.3's getMessage reads them at every pull
+            if _STORE_RUN_TIME_PROPERTIES.intersection(props):
+                # 4.9.3 reads them at every use: each clean-up pass, get, flush round, put or query
+                broker.store.update_run_time_settings(new_store)
             if hasattr(broker, "topics"):
                 broker.topics.config = new_broker  # auto-creation reads it per send
             if hasattr(broker, "groups"):  # 4.9.3's findSubscriptionGroupConfig reads it per call
                 broker.groups.auto_create = new_broker.auto_create_subscription_group
-            if _PER_USE_STORE_PROPERTIES.intersection(props):
-                broker.store.update_per_use_settings(new_store)  # 4.9.3 reads them at every use
             if "syncFlushTimeout" in props and hasattr(broker, "durable_waits"):
                 # the sends that wait on the loop from now on (the store's own waits read it at every put)
                 broker.durable_waits.set_timeout(new_store.sync_flush_timeout_ms / 1000)

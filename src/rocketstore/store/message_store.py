@@ -83,7 +83,7 @@ from rocketstore.store.reads import StoreReader, tag_codes
 from rocketstore.store.recovery import RecoveryReport, recover
 from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
 
-__all__ = ["MAX_TIMESTAMP", "MessageStore"]
+__all__ = ["MAX_TIMESTAMP", "RUN_TIME_SETTINGS", "MessageStore"]
 
 MAX_TIMESTAMP = (1 << 63) - 1
 _DELAY = PropertyName.DELAY
@@ -107,6 +107,24 @@ _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
 _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
+
+
+#: the StoreConfig fields a running store takes from a new config (MessageStore.update_run_time_settings):
+#: those 4.9.3 reads at every use, not once at start
+RUN_TIME_SETTINGS = (
+    # each clean-up pass
+    "file_reserved_time_h", "delete_when", "disk_max_used_space_ratio", "clean_file_forcibly_enable",
+    # each get
+    "access_message_in_memory_max_ratio", "max_transfer_bytes_on_message_in_memory",
+    "max_transfer_count_on_message_in_memory", "max_transfer_bytes_on_message_in_disk",
+    "max_transfer_count_on_message_in_disk",
+    # each flush round
+    "flush_interval_commit_log_ms", "flush_commit_log_least_pages", "flush_commit_log_thorough_interval_ms",
+    "flush_interval_consume_queue_ms", "flush_consume_queue_least_pages",
+    "flush_consume_queue_thorough_interval_ms",
+    # each put, each query
+    "os_page_cache_busy_timeout_ms", "sync_flush_timeout_ms", "max_msgs_num_batch", "default_query_max_num",
+)
 
 
 def _bad_flush_mode(flush: object) -> ValueError:
@@ -721,54 +739,22 @@ class MessageStore:
         self._update_refuse_writes()
         return report
 
-    def update_retention(self, config: StoreConfig) -> None:
-        """Take *config*'s retention settings (file_reserved_time_h, delete_when, disk_max_used_space_ratio,
-        clean_file_forcibly_enable) from the next clean-up pass on, as 4.9.3's clean-up reads them from its
-        config at every pass; every other setting stays as the store was opened with."""
-        self._check_open()
-        self.config = self.config.replace(file_reserved_time_h=config.file_reserved_time_h,
-                                          delete_when=config.delete_when,
-                                          disk_max_used_space_ratio=config.disk_max_used_space_ratio,
-                                          clean_file_forcibly_enable=config.clean_file_forcibly_enable)
-        self._cleaner.set_policy(file_reserved_time_h=config.file_reserved_time_h, delete_when=config.delete_when,
-                                 disk_max_used_space_ratio=config.disk_max_used_space_ratio,
-                                 clean_file_forcibly_enable=config.clean_file_forcibly_enable)
-
-    def update_read_limits(self, config: StoreConfig) -> None:
-        """Take *config*'s access_message_in_memory_max_ratio (which reads count as in memory: the transfer
-        limits and the suggest-slave flag of get()) and max_transfer_{bytes,count}_on_message_in_{memory,disk}
-        from the next read on, as 4.9.3's getMessage reads them from its config at every call; every other
-        setting stays as the store was opened with."""
-        self._check_open()
-        self.config = self.config.replace(
-            access_message_in_memory_max_ratio=config.access_message_in_memory_max_ratio,
-            max_transfer_bytes_on_message_in_memory=config.max_transfer_bytes_on_message_in_memory,
-            max_transfer_count_on_message_in_memory=config.max_transfer_count_on_message_in_memory,
-            max_transfer_bytes_on_message_in_disk=config.max_transfer_bytes_on_message_in_disk,
-            max_transfer_count_on_message_in_disk=config.max_transfer_count_on_message_in_disk)
-        self._memory_for_hot_bytes = _hot_memory_bytes(config)
-        self._reader.set_limits(self.config, self._memory_for_hot_bytes)
-
-    def update_per_use_settings(self, config: StoreConfig) -> None:
-        """Take *config*'s settings that 4.9.3 reads at every use: the flush intervals, least pages and
-        thorough intervals (each flush round), osPageCacheBusyTimeOutMills and syncFlushTimeout (each put),
-        maxMsgsNumBatch and defaultQueryMaxNum (each query); every other setting stays as the store was
+    def update_run_time_settings(self, config: StoreConfig) -> None:
+        """Take *config*'s settings that 4.9.3 reads at every use (:data:`RUN_TIME_SETTINGS`) from their next
+        use on: retention (each clean-up pass), the read limits and in-memory ratio (each get, and the
+        suggest-slave flag), the flush intervals, least pages and thorough intervals (each flush round; a
+        shorter interval acts at once), osPageCacheBusyTimeOutMills and syncFlushTimeout (each put),
+        maxMsgsNumBatch and defaultQueryMaxNum (each query).  Every other setting stays as the store was
         opened with."""
         self._check_open()
-        self.config = self.config.replace(
-            flush_interval_commit_log_ms=config.flush_interval_commit_log_ms,
-            flush_commit_log_least_pages=config.flush_commit_log_least_pages,
-            flush_commit_log_thorough_interval_ms=config.flush_commit_log_thorough_interval_ms,
-            flush_interval_consume_queue_ms=config.flush_interval_consume_queue_ms,
-            flush_consume_queue_least_pages=config.flush_consume_queue_least_pages,
-            flush_consume_queue_thorough_interval_ms=config.flush_consume_queue_thorough_interval_ms,
-            os_page_cache_busy_timeout_ms=config.os_page_cache_busy_timeout_ms,
-            sync_flush_timeout_ms=config.sync_flush_timeout_ms,
-            max_msgs_num_batch=config.max_msgs_num_batch,
-            default_query_max_num=config.default_query_max_num)
-        self._commitlog.lock_wait_s = self.config.os_page_cache_busy_timeout_ms / 1000
-        self._reader.set_limits(self.config, self._memory_for_hot_bytes)  # the reader's maxMsgsNumBatch
-        self._threads.update_flush(self.config)
+        cfg = self.config = self.config.replace(**{name: getattr(config, name) for name in RUN_TIME_SETTINGS})
+        self._cleaner.set_policy(file_reserved_time_h=cfg.file_reserved_time_h, delete_when=cfg.delete_when,
+                                 disk_max_used_space_ratio=cfg.disk_max_used_space_ratio,
+                                 clean_file_forcibly_enable=cfg.clean_file_forcibly_enable)
+        self._memory_for_hot_bytes = _hot_memory_bytes(cfg)
+        self._reader.set_limits(cfg, self._memory_for_hot_bytes)
+        self._commitlog.lock_wait_s = cfg.os_page_cache_busy_timeout_ms / 1000
+        self._threads.update_flush(cfg)
 
     def set_broker_role(self, role: str, *, wait_s: float = 10.0) -> None:
         """Take *role* (brokerRole) from the next put on, as 4.9.3's store reads its role at every put: a
