@@ -11,7 +11,11 @@ in their own thread.
 
 The handler runs on the consumer's thread pool (an async handler on the consumer's loop).  ``start()``
 returns once the first rebalance is done; ``shutdown()`` returns once in-flight handlers finished and
-offsets were committed.  Thread-safe: start / shutdown / assignment may be called from any thread.
+offsets were committed (called from a handler it returns at once, the shutdown going on in a thread of its
+own; timed out waiting for a long handler it raises TimeoutError, the shutdown going on and a later call
+waiting for it again).  Thread-safe: start / shutdown / assignment may be called from any thread, but not
+from the consumer's own loop thread (an async handler, a listener) nor from a forked child: RuntimeError.
+Interrupted (Ctrl-C) or timed out, a call is cancelled on the loop (an abandoned poll loses no message).
 
     with BlockingLitePullConsumer("127.0.0.1:9876", "my-group") as consumer:   # started on entry
         consumer.subscribe("TopicA", "*")
@@ -26,13 +30,15 @@ for it (``poll`` up to its timeout plus ``call_timeout_s``); thread-safe likewis
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from concurrent.futures import Future
 from typing import Any, Self, TypeVar
 
 from rocketstore.client.consumer import MessageSelector
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.lite_pull_consumer import LitePullConsumer, LitePullConsumerSettings
+from rocketstore.client.lite_pull_consumer import ConsumerNotRunningError, LitePullConsumer, LitePullConsumerSettings
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler
 from rocketstore.client.route import MessageQueue
@@ -51,10 +57,41 @@ class _LoopThread:
         self._loop = new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=thread_name, daemon=True)
         self._call_timeout_s = call_timeout_s
+        self._pid = os.getpid()
+        #: one shutdown / close at a time: a second one waits for the first instead of stopping the loop under it
+        self._stop_lock = threading.Lock()
+        #: the consumer's shutdown / close under way on the loop (the loop stops once it is done)
+        self._stopping: Future[None] | None = None
         self._thread.start()
 
+    def _check_caller(self) -> None:
+        """Refuse the calls that could only hang: from a forked child (the loop thread and the connections
+        are the parent's), and from the loop's own thread (an async handler or a listener waiting for the
+        loop it blocks)."""
+        if os.getpid() != self._pid:
+            raise RuntimeError(f"{type(self).__name__} was created in process {self._pid}; after fork its "
+                               "event loop thread and connections are not in this process: create one here")
+        if threading.get_ident() == self._thread.ident:
+            raise RuntimeError(f"{type(self).__name__} called from its own event loop thread (an async handler "
+                               "or a listener) would wait for itself: await the asyncio consumer (.consumer)")
+
     def _call(self, coro: Coroutine[Any, Any, T], extra_timeout_s: float = 0.0) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self._call_timeout_s + extra_timeout_s)
+        """Run *coro* on the loop and wait for it.  Interrupted (Ctrl-C) or timed out, the call is cancelled
+        on the loop rather than left running: a poll nobody waits for any more would take messages and
+        count them as consumed (committed, never delivered)."""
+        try:
+            self._check_caller()
+            if not self._thread.is_alive():
+                raise ConsumerNotRunningError(f"{type(self).__name__} is shut down")
+        except BaseException:
+            coro.close()
+            raise
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(self._call_timeout_s + extra_timeout_s)
+        except BaseException:
+            future.cancel()
+            raise
 
     def _call_sync(self, fn: Callable[[], T]) -> T:
         """Run the plain function *fn* on the loop (it touches loop-bound state) and wait for it."""
@@ -62,6 +99,33 @@ class _LoopThread:
             return fn()
 
         return self._call(run())
+
+    def _stop(self, consumer_stop: Callable[[], Coroutine[Any, Any, None]], on_own_thread: bool) -> None:
+        """Shut the consumer down (*consumer_stop*) and end the loop thread; any thread, any number of
+        times.  From the consumer's own threads (a handler, which shutdown would wait for, or the loop) it
+        returns at once and a thread of its own does it (4.9.3's shutdown inside a listener does not wait
+        for the listeners either)."""
+        if os.getpid() != self._pid:
+            return  # a forked child has no loop thread to stop; the parent's consumer is the parent's
+        if on_own_thread or threading.get_ident() == self._thread.ident:
+            threading.Thread(target=self._stop, args=(consumer_stop, False),
+                             name=f"{self._thread.name}-shutdown").start()
+            return
+        with self._stop_lock:
+            if self._stopping is None:
+                if not self._thread.is_alive():
+                    return
+                self._check_caller()
+                # not cancelled if this wait times out (a handler runs long) or is interrupted: the shutdown
+                # goes on, commits and closes, and the loop stops after it (stopped under it, the consumer
+                # was left half shut with its tasks destroyed pending); a later call waits for it again
+                stopping = asyncio.run_coroutine_threadsafe(consumer_stop(), self._loop)
+                stopping.add_done_callback(lambda _: self._loop.call_soon_threadsafe(self._loop.stop))
+                self._stopping = stopping
+            self._stopping.result(self._call_timeout_s)
+            self._thread.join(10)
+            if not self._thread.is_alive() and not self._loop.is_closed():
+                self._loop.close()
 
     def _stop_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -110,12 +174,9 @@ class BlockingPushConsumer(_LoopThread):
         self._start(self.consumer)
 
     def shutdown(self) -> None:
-        if not self._thread.is_alive():
-            return
-        try:
-            self._call(self.consumer.shutdown())
-        finally:
-            self._stop_loop()
+        """Stop consuming, wait for the handlers in progress, commit offsets.  Called from one of this
+        consumer's handlers it returns at once (the handler is one of those waited for)."""
+        self._stop(self.consumer.shutdown, threading.get_ident() in self.consumer.handler_threads)
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         return self._call_sync(lambda: self.consumer.assignment(topic))
@@ -165,12 +226,7 @@ class BlockingLitePullConsumer(_LoopThread):
         self._start(self.consumer)
 
     def close(self) -> None:
-        if not self._thread.is_alive():
-            return
-        try:
-            self._call(self.consumer.close())
-        finally:
-            self._stop_loop()
+        self._stop(self.consumer.close, False)
 
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._call_sync(lambda: self.consumer.subscribe(topic, expression))

@@ -203,7 +203,11 @@ class PushConsumer(GroupConsumer):
         if self.clustering:  # copySubscription: retries come back through the group's retry topic
             self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
-        self._executor = ThreadPoolExecutor(settings.consume_concurrency, thread_name_prefix=f"consume-{group}")
+        #: idents of the handler pool's threads: a blocking shutdown() called from a handler must not wait
+        #: for the handlers in progress (itself among them)
+        self.handler_threads: set[int] = set()
+        self._executor = ThreadPoolExecutor(settings.consume_concurrency, thread_name_prefix=f"consume-{group}",
+                                            initializer=self._handler_thread_started)
         #: the message trace's dispatcher (None: off, and the plain Consumption is used)
         self.trace: TraceDispatcher | None = None
         if settings.enable_trace:
@@ -225,6 +229,9 @@ class PushConsumer(GroupConsumer):
         #: queueMaxSpanFlowControlTimes): the first of each and every 1000th after it is logged
         self.flow_control_times = 0
         self.span_flow_control_times = 0
+
+    def _handler_thread_started(self) -> None:
+        self.handler_threads.add(threading.get_ident())
 
     # --- life cycle ------------------------------------------------------------------------------------
 
