@@ -28,7 +28,13 @@ def build_session(master: str = "local[*]", app_name: str = "rocketstore-pipelin
     call created it).  *conf*: Spark properties, set after (so over) this function's own.  A session already
     active in this process is reused (and is not the caller's to stop); *conf* is then set on it where Spark
     allows that at run time (SQL properties), else Spark's error says it cannot be."""
-    # Spark's workers use the system python unless told otherwise; ours has rocketstore and pyarrow
+    # The executors' Python is PYSPARK_PYTHON as this process holds it when the session starts (pyspark reads
+    # nothing else: spark.pyspark.python takes effect only through spark-submit, which exports it).  So the
+    # property, as spark-submit gives it, wins over the variable; without either, this interpreter (which has
+    # rocketstore and pyarrow) at the same path on every worker host, not Spark's bare "python3".
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     src = str(Path(__file__).resolve().parents[2])  # the directory holding the rocketstore package
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

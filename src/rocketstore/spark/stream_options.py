@@ -14,6 +14,7 @@ Imports the client's MessageQueue, TlsConfig and the error base only.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -127,6 +128,8 @@ _TLS_CLIENT_OPTIONS = {"tls.client.authserver": "tls.client.authServer",
                        "tls.client.trustcertpath": "tls.client.trustCertPath",
                        "tls.client.certpath": "tls.client.certPath", "tls.client.keypath": "tls.client.keyPath",
                        "tls.client.keypassword": "tls.client.keyPassword"}
+#: the tls.properties names above that name files
+_TLS_CLIENT_FILES = frozenset({"tls.client.trustCertPath", "tls.client.certPath", "tls.client.keyPath"})
 
 
 def _tls(opts: dict[str, str]) -> TlsConfig | None:
@@ -134,6 +137,10 @@ def _tls(opts: dict[str, str]) -> TlsConfig | None:
     choice, plain on an executor), else the clients' TLS settings; a ``tls.client.*`` option implies
     useTLS=true.  The files are opened where the clients run (the driver and every executor)."""
     given = {name: opts[key] for key, name in _TLS_CLIENT_OPTIONS.items() if opts.get(key, "").strip()}
+    for name in _TLS_CLIENT_FILES & given.keys():
+        # resolved here, where planning runs: an executor opens the file from its own working directory
+        # (work/app-*/N on a cluster), so a relative path would name nothing there
+        given[name] = os.path.abspath(os.path.expanduser(given[name].strip()))
     if "usetls" not in opts and not given:
         return None
     use = _bool(opts, "usetls", "useTLS", True)
