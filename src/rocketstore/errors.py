@@ -15,6 +15,7 @@ __all__ = [
     "FrameTooLargeError",
     "InvalidMessageIdError",
     "InvalidTopicError",
+    "LoopBoundError",
     "MessageDecodeError",
     "MessageError",
     "MessageFieldError",
@@ -138,3 +139,9 @@ class ConnectionClosedError(RemotingError):
 
 class RequestTimeoutError(RemotingError):
     pass
+
+
+class LoopBoundError(RemotingError, RuntimeError):
+    """A connection used from another event loop than its own (or from a forked child, whose loop is not the
+    parent's): a programming error, not a network one, so never retried (every try would fail the same
+    way).  Still a RemotingError for code that catches those."""

@@ -1,5 +1,7 @@
 """A minimal asyncio RocketMQ client on remoting.transport: producer, transactional producer, pull consumer,
-push consumer and lite pull consumer (both with a blocking wrapper) over a route cache.
+push consumer and lite pull consumer over a route cache; the producers and the push and lite pull consumers
+have blocking wrappers for code without an event loop (BlockingProducer, BlockingTransactionProducer,
+BlockingRequestProducer, BlockingPushConsumer, BlockingLitePullConsumer).
 
 Imports remoting and message only (never store, broker or namesrv).
 """
@@ -12,6 +14,11 @@ from rocketstore.client.allocate import (
     AllocateStrategy,
     allocate_averagely,
     allocate_averagely_by_circle,
+)
+from rocketstore.client.blocking_producer import (
+    BlockingProducer,
+    BlockingRequestProducer,
+    BlockingTransactionProducer,
 )
 from rocketstore.client.blocking_push import BlockingLitePullConsumer, BlockingPushConsumer
 from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
@@ -74,7 +81,10 @@ __all__ = [
     "AllocateMachineRoomNearby",
     "AllocateStrategy",
     "BlockingLitePullConsumer",
+    "BlockingProducer",
     "BlockingPushConsumer",
+    "BlockingRequestProducer",
+    "BlockingTransactionProducer",
     "BrokerError",
     "ClientError",
     "ConcurrentlyContext",

@@ -29,121 +29,27 @@ for it (``poll`` up to its timeout plus ``call_timeout_s``); thread-safe likewis
 
 from __future__ import annotations
 
-import asyncio
-import os
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from concurrent.futures import Future
-from typing import Any, Self, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Self
 
 from rocketstore.client.consumer import MessageSelector
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.lite_pull_consumer import ConsumerNotRunningError, LitePullConsumer, LitePullConsumerSettings
+from rocketstore.client.loop_thread import LoopThread
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler
 from rocketstore.client.route import MessageQueue
 from rocketstore.remoting.tls import ClientTls
-from rocketstore.remoting.transport import new_event_loop
 
 __all__ = ["BlockingLitePullConsumer", "BlockingPushConsumer"]
 
-T = TypeVar("T")
 
+class _LoopThread(LoopThread):
+    """The consumers' loop thread (see :mod:`rocketstore.client.loop_thread`): a call after shutdown raises
+    ConsumerNotRunningError."""
 
-class _LoopThread:
-    """An event loop running in a daemon thread of its own; ``_call`` runs a coroutine there and waits."""
-
-    def __init__(self, thread_name: str, call_timeout_s: float) -> None:
-        self._loop = new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=thread_name, daemon=True)
-        self._call_timeout_s = call_timeout_s
-        self._pid = os.getpid()
-        #: one shutdown / close at a time: a second one waits for the first instead of stopping the loop under it
-        self._stop_lock = threading.Lock()
-        #: the consumer's shutdown / close under way on the loop (the loop stops once it is done)
-        self._stopping: Future[None] | None = None
-        self._thread.start()
-
-    def _check_caller(self) -> None:
-        """Refuse the calls that could only hang: from a forked child (the loop thread and the connections
-        are the parent's), and from the loop's own thread (an async handler or a listener waiting for the
-        loop it blocks)."""
-        if os.getpid() != self._pid:
-            raise RuntimeError(f"{type(self).__name__} was created in process {self._pid}; after fork its "
-                               "event loop thread and connections are not in this process: create one here")
-        if threading.get_ident() == self._thread.ident:
-            raise RuntimeError(f"{type(self).__name__} called from its own event loop thread (an async handler "
-                               "or a listener) would wait for itself: await the asyncio consumer (.consumer)")
-
-    def _call(self, coro: Coroutine[Any, Any, T], extra_timeout_s: float = 0.0) -> T:
-        """Run *coro* on the loop and wait for it.  Interrupted (Ctrl-C) or timed out, the call is cancelled
-        on the loop rather than left running: a poll nobody waits for any more would take messages and
-        count them as consumed (committed, never delivered)."""
-        try:
-            self._check_caller()
-            if not self._thread.is_alive():
-                raise ConsumerNotRunningError(f"{type(self).__name__} is shut down")
-        except BaseException:
-            coro.close()
-            raise
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        try:
-            return future.result(self._call_timeout_s + extra_timeout_s)
-        except BaseException:
-            future.cancel()
-            raise
-
-    def _call_sync(self, fn: Callable[[], T]) -> T:
-        """Run the plain function *fn* on the loop (it touches loop-bound state) and wait for it."""
-        async def run() -> T:
-            return fn()
-
-        return self._call(run())
-
-    def _stop(self, consumer_stop: Callable[[], Coroutine[Any, Any, None]], on_own_thread: bool) -> None:
-        """Shut the consumer down (*consumer_stop*) and end the loop thread; any thread, any number of
-        times.  From the consumer's own threads (a handler, which shutdown would wait for, or the loop) it
-        returns at once and a thread of its own does it (4.9.3's shutdown inside a listener does not wait
-        for the listeners either)."""
-        if os.getpid() != self._pid:
-            return  # a forked child has no loop thread to stop; the parent's consumer is the parent's
-        if on_own_thread or threading.get_ident() == self._thread.ident:
-            threading.Thread(target=self._stop, args=(consumer_stop, False),
-                             name=f"{self._thread.name}-shutdown").start()
-            return
-        with self._stop_lock:
-            if self._stopping is None:
-                if not self._thread.is_alive():
-                    return
-                self._check_caller()
-                # not cancelled if this wait times out (a handler runs long) or is interrupted: the shutdown
-                # goes on, commits and closes, and the loop stops after it (stopped under it, the consumer
-                # was left half shut with its tasks destroyed pending); a later call waits for it again
-                stopping = asyncio.run_coroutine_threadsafe(consumer_stop(), self._loop)
-                stopping.add_done_callback(lambda _: self._loop.call_soon_threadsafe(self._loop.stop))
-                self._stopping = stopping
-            self._stopping.result(self._call_timeout_s)
-            self._thread.join(10)
-            if not self._thread.is_alive() and not self._loop.is_closed():
-                self._loop.close()
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        if not self._thread.is_alive():
-            self._loop.close()
-
-    def _start(self, consumer: PushConsumer | LitePullConsumer) -> None:
-        """Run *consumer*'s start; if it failed (and so closed what it had opened: it cannot be started
-        again), the loop thread goes too.  ``with`` does not call ``__exit__`` after a failed ``__enter__``:
-        without this every failed ``with`` would leave a thread and its event loop running for good.  (A
-        second start of a running consumer raises without stopping anything.)"""
-        try:
-            self._call(consumer.start())
-        except BaseException:
-            if consumer.stopping:
-                self._stop_loop()
-            raise
+    not_running_error = ConsumerNotRunningError
 
 
 class BlockingPushConsumer(_LoopThread):

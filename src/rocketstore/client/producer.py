@@ -34,7 +34,9 @@ timeout.
 
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
 instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
-offset message id is ``offset_msg_id``.  Loop-bound.
+offset message id is ``offset_msg_id``.  Loop-bound: a send from another event loop than the one its
+connections were opened on (another thread's, or a forked child's) raises LoopBoundError at once, never
+retried (:mod:`rocketstore.client.blocking_producer` is for code without a loop).
 
 Per-message client CPU is part of every round trip, so the send paths avoid per-message Python work where
 the bytes allow: a batch's keys come from one struct pack and hex of their counters and the usual batch (one
@@ -107,7 +109,7 @@ from rocketstore.client.route import (
     check,
 )
 from rocketstore.client.trace import DEFAULT_REGION_ID
-from rocketstore.errors import RemotingError, RocketStoreError
+from rocketstore.errors import LoopBoundError, RemotingError, RocketStoreError
 from rocketstore.message.batch import BATCH_ENTRY_HEADER, BatchEntry, encode_batch
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.java_numbers import number_format_remark, parse_java_int
@@ -963,6 +965,8 @@ class Producer:
             raise send_call_timeout(None)
         try:
             await self.pool.oneway(addr, request, timeout_s)
+        except LoopBoundError:
+            raise  # not a failed try: the producer is used from the wrong loop (see _send)
         except RemotingError as exc:
             if queue_id is not None:  # sendOneway(msg, mq): sendKernelImpl's exception as it is
                 raise
@@ -1246,6 +1250,8 @@ class Producer:
                     request = RemotingCommand.request(code, ext, body)
                     response = await connection.request(request, timeout_s)
                 result = self._result(response, msg_id, mq)
+            except LoopBoundError:
+                raise  # a programming error (another loop's or a forked parent's connection): no retry
             except RemotingError as exc:
                 last_error, failed_broker = exc, mq.broker_name
                 brokers_sent += (mq.broker_name,)

@@ -55,7 +55,7 @@ from rocketstore.client.errors import BrokerError, ClientError, SendCallTimeoutE
 from rocketstore.client.producer import Producer, SendResult, send_call_timeout
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
-from rocketstore.errors import RemotingError
+from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, parse_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -224,6 +224,8 @@ class RequestProducer(ServedProducer):
                                 timeout_s=left_s)
             except SendCallTimeoutError:
                 raise  # the time ran out before the request went out: thrown as it is, as sendDefaultImpl's
+            except LoopBoundError:
+                raise  # a programming error (the wrong loop), not a failed send
             except (BrokerError, RemotingError) as exc:
                 # the asynchronous send's callback gets the last try's error, not "Send [n] times" (4.9.3's
                 # onExceptionImpl hands the exception itself on after its retries)

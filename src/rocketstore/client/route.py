@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketstore.client.errors import NoRouteError, broker_error_for
-from rocketstore.errors import RemotingError
+from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -82,6 +82,8 @@ class RouteCache:
             try:
                 connection = await self.pool.get(addr)
                 response = await connection.request(request, self.timeout_s)
+            except LoopBoundError:
+                raise  # the client is used from the wrong loop: every name server would refuse the same
             except RemotingError as exc:
                 last_error = exc
                 continue

@@ -56,6 +56,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from rocketstore.errors import (
     ConnectionClosedError,
     FrameTooLargeError,
+    LoopBoundError,
     ProtocolError,
     RemotingError,
     RequestTimeoutError,
@@ -569,11 +570,11 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed:
             raise ConnectionClosedError(f"connection to {self.peer_address} closed") from self._close_cause
 
-    def _other_loop_error(self) -> RemotingError:
+    def _other_loop_error(self) -> LoopBoundError:
         """The error of a request made from another event loop than the connection's (loop-bound: that
-        loop reads the answers, and writes from two threads would interleave)."""
-        return RemotingError(f"connection to {self.peer_address} belongs to another event loop (clients are "
-                             "loop-bound: use one from the loop it was first used on, or one per loop)")
+        loop reads the answers, and writes from two threads would interleave); not retried by a client."""
+        return LoopBoundError(f"connection to {self.peer_address} belongs to another event loop (clients are "
+                              "loop-bound: use one from the loop it was first used on, or one per loop)")
 
     async def send(self, command: RemotingCommand, timeout_s: float = 30.0) -> None:
         """Write one command as it is (a response, or a request with its opaque set) and drain."""

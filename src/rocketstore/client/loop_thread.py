@@ -1,0 +1,127 @@
+"""An asyncio client driven from code without an event loop: the blocking consumers' and producers' common
+part (:mod:`rocketstore.client.blocking_push`, :mod:`rocketstore.client.blocking_producer`).
+
+:class:`LoopThread` runs an event loop in a daemon thread of its own; each blocking method runs the asyncio
+client's coroutine there and waits for it.  Any number of threads may call at once (the client, loop-bound,
+sees every call on its one loop).  Refused at once with RuntimeError: a call from a forked child (the loop
+thread and the connections are the parent's) and one from the loop's own thread (it would wait for itself).
+Interrupted (Ctrl-C) or timed out, the waiting call is cancelled on the loop rather than left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, ClassVar, TypeVar
+
+from rocketstore.client.errors import ClientError
+from rocketstore.remoting.transport import new_event_loop
+
+__all__ = ["LoopThread"]
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop running in a daemon thread of its own; ``_call`` runs a coroutine there and waits."""
+
+    #: what a call after shutdown raises (the consumers' ConsumerNotRunningError, a ClientError too)
+    not_running_error: ClassVar[type[ClientError]] = ClientError
+    #: the attribute holding the asyncio client, named in the error of a call from the loop's own thread
+    client_attribute: ClassVar[str] = "consumer"
+
+    def __init__(self, thread_name: str, call_timeout_s: float) -> None:
+        self._loop = new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=thread_name, daemon=True)
+        self._call_timeout_s = call_timeout_s
+        self._pid = os.getpid()
+        #: one shutdown / close at a time: a second one waits for the first instead of stopping the loop under it
+        self._stop_lock = threading.Lock()
+        #: the client's shutdown / close under way on the loop (the loop stops once it is done)
+        self._stopping: Future[None] | None = None
+        self._thread.start()
+
+    def _check_caller(self) -> None:
+        """Refuse the calls that could only hang: from a forked child (the loop thread and the connections
+        are the parent's), and from the loop's own thread (an async handler or a listener waiting for the
+        loop it blocks)."""
+        if os.getpid() != self._pid:
+            raise RuntimeError(f"{type(self).__name__} was created in process {self._pid}; after fork its "
+                               "event loop thread and connections are not in this process: create one here")
+        if threading.get_ident() == self._thread.ident:
+            raise RuntimeError(f"{type(self).__name__} called from its own event loop thread (an async handler "
+                               f"or a listener) would wait for itself: await the asyncio client "
+                               f"(.{self.client_attribute})")
+
+    def _call(self, coro: Coroutine[Any, Any, T], extra_timeout_s: float = 0.0) -> T:
+        """Run *coro* on the loop and wait for it.  Interrupted (Ctrl-C) or timed out, the call is cancelled
+        on the loop rather than left running: a poll nobody waits for any more would take messages and
+        count them as consumed (committed, never delivered)."""
+        try:
+            self._check_caller()
+            if not self._thread.is_alive():
+                raise self.not_running_error(f"{type(self).__name__} is shut down")
+        except BaseException:
+            coro.close()
+            raise
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(self._call_timeout_s + extra_timeout_s)
+        except BaseException:
+            future.cancel()
+            raise
+
+    def _call_sync(self, fn: Callable[[], T]) -> T:
+        """Run the plain function *fn* on the loop (it touches loop-bound state) and wait for it."""
+        async def run() -> T:
+            return fn()
+
+        return self._call(run())
+
+    def _stop(self, client_stop: Callable[[], Coroutine[Any, Any, None]], on_own_thread: bool) -> None:
+        """Shut the client down (*client_stop*) and end the loop thread; any thread, any number of
+        times.  From the client's own threads (a consumer's handler, which shutdown would wait for, or the
+        loop) it returns at once and a thread of its own does it (4.9.3's shutdown inside a listener does
+        not wait for the listeners either)."""
+        if os.getpid() != self._pid:
+            return  # a forked child has no loop thread to stop; the parent's client is the parent's
+        if on_own_thread or threading.get_ident() == self._thread.ident:
+            threading.Thread(target=self._stop, args=(client_stop, False),
+                             name=f"{self._thread.name}-shutdown").start()
+            return
+        with self._stop_lock:
+            if self._stopping is None:
+                if not self._thread.is_alive():
+                    return
+                self._check_caller()
+                # not cancelled if this wait times out (a handler runs long) or is interrupted: the shutdown
+                # goes on, commits and closes, and the loop stops after it (stopped under it, the client
+                # was left half shut with its tasks destroyed pending); a later call waits for it again
+                stopping = asyncio.run_coroutine_threadsafe(client_stop(), self._loop)
+                stopping.add_done_callback(lambda _: self._loop.call_soon_threadsafe(self._loop.stop))
+                self._stopping = stopping
+            self._stopping.result(self._call_timeout_s)
+            self._thread.join(10)
+            if not self._thread.is_alive() and not self._loop.is_closed():
+                self._loop.close()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def _start(self, client: Any) -> None:
+        """Run *client*'s start; if it failed (and so closed what it had opened: it cannot be started
+        again), the loop thread goes too.  ``with`` does not call ``__exit__`` after a failed ``__enter__``:
+        without this every failed ``with`` would leave a thread and its event loop running for good.  (A
+        second start of a running client raises without stopping anything.)"""
+        try:
+            self._call(client.start())
+        except BaseException:
+            if client.stopping:
+                self._stop_loop()
+            raise
