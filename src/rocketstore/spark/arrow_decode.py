@@ -40,7 +40,7 @@ from rocketstore.message.columnar_properties import (
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import SysFlag
 
-__all__ = ["record_batch"]
+__all__ = ["record_batch", "record_batches"]
 
 _MICROS_PER_MS = 1000
 _PROPERTY_COLUMNS = {"tags": PropertyName.TAGS, "keys": PropertyName.KEYS, "uniqKey": PropertyName.UNIQ_KEY}
@@ -157,13 +157,16 @@ def _ranges(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, typ: pa.Da
 class _Decoded:
     """The columns of one batch, each computed on first use."""
 
-    def __init__(self, cols: RecordColumns, queue_offsets: np.ndarray, include_body: bool) -> None:
+    def __init__(self, cols: RecordColumns, queue_offsets: np.ndarray, include_body: bool,
+                 max_body_bytes: int | None = None) -> None:
         self.cols = cols
         self.queue_offsets = queue_offsets
         self.include_body = include_body
+        #: inflated bodies past this many bytes make the body column chunked (record_batches cuts there)
+        self.max_body_bytes = max_body_bytes
         self._props: PropertyColumns | None = None
         self._repeated: tuple[list[bytes], np.ndarray] | None = None
-        self._columns: dict[tuple[str, pa.DataType], pa.Array] = {}
+        self._columns: dict[tuple[str, pa.DataType], pa.Array | pa.ChunkedArray] = {}
         self._values: pa.Array | None = None
 
     @property
@@ -221,14 +224,14 @@ class _Decoded:
             return pa.nulls(rows, _STRING)
         return self.values.take(pa.array(np.arange(texts.index(raw), rows * len(texts), len(texts), dtype=np.int64)))
 
-    def column(self, name: str, typ: pa.DataType) -> pa.Array:
+    def column(self, name: str, typ: pa.DataType) -> pa.Array | pa.ChunkedArray:
         key = (name, typ)
         done = self._columns.get(key)
         if done is None:
             done = self._columns[key] = self._build(name, typ)
         return done
 
-    def _build(self, name: str, typ: pa.DataType) -> pa.Array:
+    def _build(self, name: str, typ: pa.DataType) -> pa.Array | pa.ChunkedArray:
         c = self.cols
         n = len(c)
         if name == "topic":
@@ -244,7 +247,7 @@ class _Decoded:
         if name == "body":
             if not self.include_body:
                 return pa.nulls(n, typ)
-            return _inflated(_ranges(c.buf, c.body_start, c.body_length, typ), c)
+            return _inflated(_ranges(c.buf, c.body_start, c.body_length, typ), c, self.max_body_bytes)
         if name in _PROPERTY_COLUMNS:
             # a value of the properties map, taken from it (Arrow's take copies in C++)
             return self.property_values(_PROPERTY_COLUMNS[name])
@@ -271,10 +274,14 @@ class _Decoded:
         raise KeyError(name)
 
 
-def _inflated(bodies: pa.Array, c: RecordColumns) -> pa.Array:
+def _inflated(bodies: pa.Array, c: RecordColumns, max_bytes: int | None = None) -> pa.Array | pa.ChunkedArray:
     """*bodies* with those of compressed records (sysFlag bit 0) inflated, as 4.9.3's MessageDecoder gives
     them to a consumer (and the client's pull does); a body that does not inflate is a MessageDecodeError at
-    its record's position."""
+    its record's position.
+
+    The records were cut into chunks by their stored size, and a few KiB of deflated body may inflate to
+    4 MiB: with *max_bytes*, bodies adding up to more come back as a chunked array of pieces of at most
+    that many bytes (or one record), so that no batch outgrows its budget nor Arrow's 2 GiB of binary."""
     compressed = np.flatnonzero(c.sys_flag & SysFlag.COMPRESSED)
     if not len(compressed):
         return bodies
@@ -284,7 +291,17 @@ def _inflated(bodies: pa.Array, c: RecordColumns) -> pa.Array:
             values[i] = zlib.decompress(values[i])
         except zlib.error as exc:
             raise MessageDecodeError(f"compressed body does not inflate: {exc}", int(c.positions[i])) from exc
-    return pa.array(values, bodies.type)
+    if max_bytes is None:
+        return pa.array(values, bodies.type)
+    pieces, first, filled = [], 0, 0
+    for i, value in enumerate(values):
+        size = len(value) if value is not None else 0
+        if i > first and filled + size > max_bytes:
+            pieces.append(pa.array(values[first:i], bodies.type))
+            first, filled = i, 0
+        filled += size
+    pieces.append(pa.array(values[first:], bodies.type))
+    return pieces[0] if len(pieces) == 1 else pa.chunked_array(pieces, bodies.type)
 
 
 def _at_commit_log_offset(exc: MessageDecodeError, positions: np.ndarray,
@@ -308,6 +325,34 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
     consume queue says each record is: a record whose own PHYSICALOFFSET or TOTALSIZE differs is refused.
     With *expect*, a MessageDecodeError names the record's commitlog offset; without, its position in *buf*.
     """
+    arrays, keep = _arrays(buf, positions, queue_offsets, schema, include_body, tag_set, expect, None)
+    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    if keep is not None and not pc.all(keep).as_py():
+        batch = batch.filter(keep)
+    return batch
+
+
+def record_batches(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.ndarray, schema: pa.Schema, *,
+                   max_body_bytes: int, include_body: bool = True, tag_set: Collection[str] | None = None,
+                   expect: tuple[np.ndarray, np.ndarray] | None = None) -> list[pa.RecordBatch]:
+    """:func:`record_batch`, cut into batches whose bodies, once inflated, add up to at most *max_body_bytes*
+    (or hold one record): one batch unless compressed bodies inflate past it."""
+    arrays, keep = _arrays(buf, positions, queue_offsets, schema, include_body, tag_set, expect, max_body_bytes)
+    if not any(isinstance(a, pa.ChunkedArray) for a in arrays):
+        batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if keep is not None and not pc.all(keep).as_py():
+            batch = batch.filter(keep)
+        return [batch]
+    table = pa.Table.from_arrays(arrays, schema=schema)  # other columns are cut where the bodies are
+    if keep is not None and not pc.all(keep).as_py():
+        table = table.filter(keep)
+    return table.to_batches()
+
+
+def _arrays(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.ndarray, schema: pa.Schema,
+            include_body: bool, tag_set: Collection[str] | None, expect: tuple[np.ndarray, np.ndarray] | None,
+            max_body_bytes: int | None) -> tuple[list[pa.Array | pa.ChunkedArray], pa.Array | None]:
+    """The columns of *schema* for the records at *positions*, and the tag filter's mask (None: keep all)."""
     try:
         cols = decode_columns(buf, positions)
     except MessageDecodeError as exc:
@@ -320,7 +365,7 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
         if len(wrong):
             raise MessageDecodeError("the record disagrees with its consume-queue entry (offset or size)",
                                      int(expect[0][wrong[0]]))
-    decoded = _Decoded(cols, np.asarray(queue_offsets), include_body)
+    decoded = _Decoded(cols, np.asarray(queue_offsets), include_body, max_body_bytes)
     keep = None
     try:
         if tag_set is not None:
@@ -332,7 +377,4 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
         if located is None:
             raise
         raise located from exc
-    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
-    if keep is not None and not pc.all(keep).as_py():
-        batch = batch.filter(keep)
-    return batch
+    return arrays, keep

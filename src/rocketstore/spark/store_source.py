@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 )
 
 from rocketstore.errors import CorruptFileError, StoreConfigError
-from rocketstore.spark.arrow_decode import record_batch
+from rocketstore.spark.arrow_decode import record_batches
 from rocketstore.spark.store_options import (
     BATCH_MAX_BYTES,
     BATCH_ROWS,
@@ -209,10 +209,11 @@ class StoreReader(DataSourceReader):
             _check_same_store(store, partition)
             chunks = _store_chunks(store, partition.ranges, codes)
         for buf, positions, queue_offsets, expect in chunks:
-            batch = record_batch(buf, positions, queue_offsets, schema, include_body=opts.include_body,
-                                 tag_set=tag_set, expect=expect)
-            if batch.num_rows:
-                yield batch
+            # chunks are cut by stored bytes; compressed bodies inflated past the budget cut them again
+            for batch in record_batches(buf, positions, queue_offsets, schema, max_body_bytes=BATCH_MAX_BYTES,
+                                        include_body=opts.include_body, tag_set=tag_set, expect=expect):
+                if batch.num_rows:
+                    yield batch
 
 
 def _plan_trusted(opts: StoreReadOptions) -> list[tuple[tuple[QueueRange, ...], tuple[Mark, ...]]] | None:

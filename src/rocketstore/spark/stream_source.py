@@ -50,6 +50,7 @@ from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import StoredMessage
 from rocketstore.spark.broker_io import BrokerSession
+from rocketstore.spark.store_options import BATCH_MAX_BYTES, BATCH_ROWS
 from rocketstore.spark.store_source import _arrow_schema, store_schema
 from rocketstore.spark.versions import check_task_version, planned_version
 from rocketstore.spark.stream_options import (
@@ -672,9 +673,10 @@ def read_ranges(options: SourceOptions, ranges: list[PullRange], schema: StructT
                        credentials=options.credentials, tls=options.tls) as session:
         for r in ranges:
             for messages in _pull_range(session, options, r):
-                builder.add(r.broker_name, messages)
-                if builder.rows >= 4096:
-                    yield builder.flush()
+                for m in messages:
+                    builder.add(r.broker_name, m)
+                    if builder.rows >= BATCH_ROWS or builder.bytes >= BATCH_MAX_BYTES:
+                        yield builder.flush()  # bodies go up to 4 MiB (more inflated): cut by bytes too
     if builder.rows:
         yield builder.flush()
 
@@ -687,6 +689,8 @@ class _Columns:
         self.schema = schema
         self._hosts: dict[HostAddress, str] = {}
         self.rows = 0
+        #: body and properties bytes of the rows so far: a batch is cut at BATCH_MAX_BYTES, as the store source's
+        self.bytes = 0
         self.cols: dict[str, list[object]] = {n: [] for n in names}
         self.prop_offsets: list[int] = [0]
         self.prop_keys: list[str] = []
@@ -698,31 +702,32 @@ class _Columns:
             text = self._hosts[host] = str(host)
         return text
 
-    def add(self, broker_name: str, messages: list[StoredMessage]) -> None:
+    def add(self, broker_name: str, m: StoredMessage) -> None:
+        """One pulled message as a row."""
         cols = self.cols
-        for m in messages:
-            props = parse_properties(m.properties_string)
-            values = {
-                "topic": m.topic, "brokerName": broker_name, "queueId": m.queue_id, "queueOffset": m.queue_offset,
-                "commitLogOffset": m.commit_log_offset, "body": m.body, "tags": props.get(PropertyName.TAGS),
-                "keys": props.get(PropertyName.KEYS), "uniqKey": props.get(PropertyName.UNIQ_KEY),
-                "bornTimestamp": m.born_timestamp * 1000, "storeTimestamp": m.store_timestamp * 1000,
-                "sysFlag": m.sys_flag, "flag": m.flag, "reconsumeTimes": m.reconsume_times,
-            }
-            for name, col in cols.items():
-                if name in values:
-                    col.append(values[name])
-                elif name == "msgId":
-                    col.append(encode_offset_message_id(m.store_host, m.commit_log_offset))
-                elif name == "bornHost":
-                    col.append(self._host(m.born_host))
-                elif name == "storeHost":
-                    col.append(self._host(m.store_host))
-            if "properties" in cols:
-                self.prop_keys.extend(props)
-                self.prop_values.extend(props.values())
-                self.prop_offsets.append(len(self.prop_keys))
-            self.rows += 1
+        props = parse_properties(m.properties_string)
+        values = {
+            "topic": m.topic, "brokerName": broker_name, "queueId": m.queue_id, "queueOffset": m.queue_offset,
+            "commitLogOffset": m.commit_log_offset, "body": m.body, "tags": props.get(PropertyName.TAGS),
+            "keys": props.get(PropertyName.KEYS), "uniqKey": props.get(PropertyName.UNIQ_KEY),
+            "bornTimestamp": m.born_timestamp * 1000, "storeTimestamp": m.store_timestamp * 1000,
+            "sysFlag": m.sys_flag, "flag": m.flag, "reconsumeTimes": m.reconsume_times,
+        }
+        for name, col in cols.items():
+            if name in values:
+                col.append(values[name])
+            elif name == "msgId":
+                col.append(encode_offset_message_id(m.store_host, m.commit_log_offset))
+            elif name == "bornHost":
+                col.append(self._host(m.born_host))
+            elif name == "storeHost":
+                col.append(self._host(m.store_host))
+        if "properties" in cols:
+            self.prop_keys.extend(props)
+            self.prop_values.extend(props.values())
+            self.prop_offsets.append(len(self.prop_keys))
+        self.rows += 1
+        self.bytes += len(m.body) + len(m.properties_string)
 
     def flush(self) -> pa.RecordBatch:
         arrays = []
@@ -737,7 +742,7 @@ class _Columns:
             else:
                 arrays.append(pa.array(self.cols[field.name], field.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        self.rows = 0
+        self.rows = self.bytes = 0
         self.cols = {n: [] for n in self.names}
         self.prop_offsets, self.prop_keys, self.prop_values = [0], [], []
         return batch
