@@ -13,6 +13,7 @@
     rocketstore topic delete | route | clusters | perm | allocate ...                     (topic_admin_cmds.py)
     rocketstore group delete | connections | config ...                                   (group_admin_cmds.py)
     rocketstore message by-offset | print-queue -t TOPIC -b BROKER -i QUEUE_ID ...        (message_admin_cmds.py)
+    rocketstore message print -t TOPIC [--begin T] [--end T] [-s EXPR] [--max N]          (message_admin_cmds.py)
     rocketstore message check-rt -t TOPIC | send-status -b BROKER_NAME                    (send_probe_cmds.py)
     rocketstore message query -t TOPIC -k KEY [--begin T --end T] [--max N] [--full-body]
     rocketstore message query --id MSG_ID [-t TOPIC] [--full-body]
@@ -133,6 +134,8 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
                           help="the group (default: every group with a retry topic, one line each: clients, "
                                "version, type, model, TPS, diff total, as mqadmin consumerProgress without -g)")
     progress.add_argument("-t", "--topic", help="only this topic (default: every topic the group consumed)")
+    progress.add_argument("-s", "--client-ip", action="store_true",
+                          help="with a group: the IP of the client holding each queue (mqadmin -s true)")
     add_common(progress)
     progress.set_defaults(handler=_group_progress)
 
@@ -385,8 +388,8 @@ def _group_progress(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
             if args.group is None:
-                if args.topic is not None:
-                    return fail("-t/--topic needs a group")
+                if args.topic is not None or args.client_ip:
+                    return fail(f"{'-t/--topic' if args.topic is not None else '-s/--client-ip'} needs a group")
                 groups = await _every_group_progress(admin)
                 if args.json:
                     print_json(groups)
@@ -395,16 +398,28 @@ def _group_progress(args: argparse.Namespace) -> int:
                                 [tuple(g.values()) for g in groups], right=(1, 5, 6))
                 return 0
             progress = await admin.consume_progress(args.group, args.topic)
+            clients = await admin.queue_clients(args.group) if args.client_ip else None
         if args.json:
+            queues: list[dict[str, object]] = [
+                {"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id,
+                 "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset,
+                 "diff": q.lag, "lastTimestamp": q.last_timestamp_ms} for q in progress.queues]
+            if clients is not None:
+                for q, out in zip(progress.queues, queues):
+                    out["clientIp"] = clients.get((q.topic, q.broker_name, q.queue_id))
             print_json({"group": progress.group, "consumeTps": progress.consume_tps,
-                        "diffTotal": progress.total_lag,
-                        "queues": [{"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id,
-                                    "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset,
-                                    "diff": q.lag, "lastTimestamp": q.last_timestamp_ms} for q in progress.queues]})
+                        "diffTotal": progress.total_lag, "queues": queues})
             return 0
-        print_table(["TOPIC", "BROKER", "QID", "BROKER OFFSET", "CONSUMER OFFSET", "DIFF", "LAST TIME"],
-                    [(q.topic, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.lag,
-                      format_time(q.last_timestamp_ms)) for q in progress.queues], right=(2, 3, 4, 5))
+        if clients is not None:  # mqadmin's -s: the holder's IP after the consumer offset
+            print_table(["TOPIC", "BROKER", "QID", "BROKER OFFSET", "CONSUMER OFFSET", "CLIENT IP", "DIFF",
+                         "LAST TIME"],
+                        [(q.topic, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset,
+                          clients.get((q.topic, q.broker_name, q.queue_id), "N/A"), q.lag,
+                          format_time(q.last_timestamp_ms)) for q in progress.queues], right=(2, 3, 4, 6))
+        else:
+            print_table(["TOPIC", "BROKER", "QID", "BROKER OFFSET", "CONSUMER OFFSET", "DIFF", "LAST TIME"],
+                        [(q.topic, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.lag,
+                          format_time(q.last_timestamp_ms)) for q in progress.queues], right=(2, 3, 4, 5))
         print()
         print(f"Consume TPS: {progress.consume_tps:.2f}")
         print(f"Diff Total: {progress.total_lag}")

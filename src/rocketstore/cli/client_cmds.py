@@ -2,14 +2,16 @@
 command line (client.Producer, client.RequestProducer and client.PullConsumer).
 
     rocketstore send TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--delay-level N] [--count N]
-                                [--queue Q] [--group G]
+                                [--queue Q] [--broker B] [--trace] [--group G]
     rocketstore request TOPIC BODY [--tags T] [--keys K] [--property k=v ...] [--timeout S] [--group G]
     rocketstore consume TOPIC --group G [--tags 'A || B' | --sql EXPR] [--from first|last] [--max N] [--timeout S]
                                 [--reply BODY]
 
 ``send`` prints one row per send result; in BODY and --keys, ``{i}`` becomes the message's number
-(0..count-1).  ``BODY`` ``-`` reads the body from stdin.  ``consume`` pulls every queue of the topic with
-long polling, from the group's committed offsets (a queue without one starts at its first or last
+(0..count-1).  ``BODY`` ``-`` reads the body from stdin.  ``--broker`` sends to that broker's queues only:
+to queue --queue of it (mqadmin sendMessage -b -i, Java's send(msg, mq): one try), else to its writable
+queues in turn; ``--trace`` records each send's trace (mqadmin's -m true).  ``consume`` pulls every queue
+of the topic with long polling, from the group's committed offsets (a queue without one starts at its first or last
 message, --from), prints each message, commits what it printed, and stops after --max messages or when
 none has come for --timeout seconds.  ``request`` sends one request message (RocketMQ's request/reply)
 and prints the reply, or fails after --timeout seconds; ``consume --reply BODY`` answers each request
@@ -66,6 +68,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     send.add_argument("--delay-level", type=int, default=0, help="delay level (1 = 1s, 2 = 5s, 3 = 10s, ...)")
     send.add_argument("--count", type=int, default=1, help="how many messages (default 1)")
     send.add_argument("--queue", type=int, help="send to this queue id only")
+    send.add_argument("-b", "--broker", help="send to this broker only (its name): to queue --queue of it, "
+                                             "else to its writable queues in turn")
+    send.add_argument("--trace", action="store_true", help="record each send's message trace (mqadmin "
+                                                           "sendMessage -m true; see the trace command)")
     send.add_argument("--group", default="rocketstore-cli-producer", help="producer group")
     add_common(send)
     send.set_defaults(handler=_send)
@@ -133,15 +139,31 @@ def _send(args: argparse.Namespace) -> int:
         properties[PropertyName.DELAY] = str(args.delay_level)
     body_template = sys.stdin.buffer.read() if args.body == "-" else _argv_bytes(args.body)
 
+    def on_broker(queues: list[MessageQueue], i: object) -> MessageQueue:
+        """--broker's queue for message *i*: queue --queue of the broker (any id, the broker judges it), else
+        its publish queues in turn."""
+        if args.queue is not None:
+            return MessageQueue(args.topic, args.broker, args.queue)
+        mine = [mq for mq in queues if mq.broker_name == args.broker]
+        if not mine:
+            raise ClientError(f"topic {args.topic!r} has no writable queue on broker {args.broker!r} (it has: "
+                              f"{', '.join(sorted({mq.broker_name for mq in queues}))})")
+        assert isinstance(i, int)  # the message's number, passed as the sharding key
+        return mine[i % len(mine)]
+
     async def go() -> int:
         results = []
         async with Producer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
-                            credentials=credentials_of(args)) as producer:
+                            credentials=credentials_of(args), enable_trace=args.trace) as producer:
             for i in range(args.count):
                 body = body_template.replace(b"{i}", str(i).encode())
                 keys = args.keys.replace("{i}", str(i)) if args.keys else None
-                results.append(await producer.send(args.topic, body, tags=args.tags, keys=keys,
-                                                   properties=properties, queue_id=args.queue))
+                if args.broker is not None:
+                    results.append(await producer.send_orderly(args.topic, body, i, tags=args.tags, keys=keys,
+                                                               properties=properties, selector=on_broker))
+                else:
+                    results.append(await producer.send(args.topic, body, tags=args.tags, keys=keys,
+                                                       properties=properties, queue_id=args.queue))
         if args.json:
             print_json([{"status": r.status, "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
                          "topic": r.message_queue.topic, "brokerName": r.message_queue.broker_name,

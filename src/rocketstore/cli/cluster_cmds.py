@@ -1,13 +1,14 @@
 """Cluster-wide commands (mqadmin clusterList, wipeWritePerm, addWritePerm):
 
-    rocketstore cluster list [-c CLUSTER]                  every broker: address, version, TPS in / out, ...
+    rocketstore cluster list [-c CLUSTER] [-m]             every broker: address, version, TPS in / out, ...
     rocketstore cluster rt [-c CLUSTER] [-a N] [-s BYTES]  send round trips per broker (cli/send_probe_cmds.py)
     rocketstore broker-admin wipe-write-perm [-b] BROKER_NAME   every name server stops routing writes to it
     rocketstore broker-admin add-write-perm [-b] BROKER_NAME    and routes them again
 
 ``cluster list`` prints, per broker address, what mqadmin clusterList takes from GET_BROKER_RUNTIME_INFO: the
 version, put TPS with the send queue's size and head wait, get TPS with the pull queue's, how long the
-commitlog lock has been held, the hours of messages kept and the commitlog disk's used ratio.  A broker that
+commitlog lock has been held, the hours of messages kept and the commitlog disk's used ratio; with
+``-m`` (mqadmin's ``-m``, moreStats) the messages put and got yesterday and today instead.  A broker that
 does not answer gets its row with ``unreachable``, an error line on stderr, and exit status 1.  The write
 perm commands print how many topics of the broker each name server changed.  Parse arguments, call one
 AdminClient method, print.
@@ -33,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     listing = commands.add_parser("list", help="every broker of every cluster: address, version, TPS, disk "
                                                "(mqadmin clusterList)")
     listing.add_argument("-c", "--cluster", help="only this cluster")
+    listing.add_argument("-m", "--more-stats", action="store_true",
+                         help="messages put (in) and got (out) yesterday and today instead (mqadmin -m)")
     add_common(listing)
     listing.set_defaults(handler=_list)
     send_probe_cmds.add_cluster_commands(commands)
@@ -84,13 +87,48 @@ def cluster_row_json(row: ClusterBrokerRow, now_ms: int) -> dict[str, object]:
     return out
 
 
+def _day_totals(runtime: dict[str, str]) -> dict[str, int]:
+    """mqadmin clusterList -m's figures from a broker's runtime table: messages put (in) and got (out)
+    yesterday (this morning's total less yesterday morning's) and today (now less this morning); all 0 when
+    a figure is missing or not a number, as mqadmin prints them."""
+    try:
+        put = [int(runtime[f"msgPutTotal{when}"]) for when in ("YesterdayMorning", "TodayMorning", "TodayNow")]
+        got = [int(runtime[f"msgGetTotal{when}"]) for when in ("YesterdayMorning", "TodayMorning", "TodayNow")]
+    except (KeyError, ValueError):
+        put = got = [0, 0, 0]
+    return {"inTotalYest": put[1] - put[0], "outTotalYest": got[1] - got[0],
+            "inTotalToday": put[2] - put[1], "outTotalToday": got[2] - got[1]}
+
+
+def _list_more_stats(rows: list[ClusterBrokerRow], as_json: bool) -> None:
+    found: list[dict[str, object]] = []
+    for row in rows:
+        out: dict[str, object] = {"clusterName": row.cluster_name, "brokerName": row.broker_name,
+                                  "brokerId": row.broker_id, "brokerAddr": row.broker_addr}
+        if row.runtime is None:
+            out["error"] = row.error
+        else:
+            out.update(_day_totals(row.runtime))
+        found.append(out)
+    if as_json:
+        print_json(found)
+        return
+    totals = ("inTotalYest", "outTotalYest", "inTotalToday", "outTotalToday")
+    print_table(["CLUSTER", "BROKER", "BID", "ADDR", "IN YESTERDAY", "OUT YESTERDAY", "IN TODAY", "OUT TODAY"],
+                [(r["clusterName"], r["brokerName"], r["brokerId"], r["brokerAddr"],
+                  *(("unreachable", "-", "-", "-") if "error" in r else (r[k] for k in totals))) for r in found],
+                right=(2, 4, 5, 6, 7))
+
+
 def _list(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
             rows = await admin.cluster_list(args.cluster)
         now_ms = int(time.time() * 1000)
         found = [cluster_row_json(r, now_ms) for r in rows]
-        if args.json:
+        if args.more_stats:
+            _list_more_stats(rows, args.json)
+        elif args.json:
             print_json(found)
         else:
             table: list[tuple[object, ...]] = []

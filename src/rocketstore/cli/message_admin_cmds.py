@@ -1,14 +1,16 @@
-"""Reads of one message queue (mqadmin queryMsgByOffset, printMsgByQueue), added to admin_cmds' ``message``
-command:
+"""Reads of message queues (mqadmin queryMsgByOffset, printMsgByQueue, printMsg), added to admin_cmds'
+``message`` command:
 
     rocketstore message by-offset -t TOPIC -b BROKER -i QUEUE_ID -o OFFSET [--full-body]
     rocketstore message print-queue -t TOPIC -b BROKER -i QUEUE_ID [--begin T | --begin-offset N]
                                     [--end T | --end-offset N] [-s 'TagA || TagB'] [--tags-stats] [--max N]
+    rocketstore message print -t TOPIC [--begin T] [--end T] [-s 'TagA || TagB'] [--max N]
 
 BROKER is the broker's name (as mqadmin takes it) or its master's HOST:PORT.  ``print-queue`` lists one line
 per message (queue offset, ids, tags, keys, store time, the start of the body); ``--tags-stats`` adds how many
-messages carry each tag, most frequent first (mqadmin's ``-f true``).  Parse arguments, call one AdminClient
-method, print.
+messages carry each tag, most frequent first (mqadmin's ``-f true``).  ``print`` does the same over every
+readable queue of the topic (mqadmin printMsg; consumeMessage without -b), nothing committed, --max counting
+all queues together.  Parse arguments, call one AdminClient method, print.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from rocketstore.cli.output import (
     print_table,
     run_command,
 )
+from rocketstore.message.record import StoredMessage
 
 __all__ = ["add_message_commands"]
 
@@ -70,6 +73,19 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
     add_common(queue, full_body=True)
     queue.set_defaults(handler=_print_queue)
 
+    topic = commands.add_parser("print", help="every readable queue's messages of a topic between two times, "
+                                              "nothing committed (mqadmin printMsg)")
+    topic.add_argument("-t", "--topic", required=True)
+    topic.add_argument("--begin", metavar="TIME", help="in each queue from the message stored nearest TIME, "
+                                                       "as print-queue's --begin (default: the first kept)")
+    topic.add_argument("--end", metavar="TIME", help="in each queue up to (not including) the message stored "
+                                                     "nearest TIME, as print-queue's --end (default: the end)")
+    topic.add_argument("-s", "--sub-expression", default="*", help="only these tags ('TagA || TagB'; default *)")
+    topic.add_argument("--max", type=int, default=DEFAULT_MAX_MESSAGES,
+                       help=f"at most this many messages, all queues together (default {DEFAULT_MAX_MESSAGES})")
+    add_common(topic, full_body=True)
+    topic.set_defaults(handler=_print_topic)
+
 
 def _by_offset(args: argparse.Namespace) -> int:
     async def go() -> int:
@@ -79,6 +95,49 @@ def _by_offset(args: argparse.Namespace) -> int:
             print_json(message_json(message, args.full_body))
         else:
             print_message(message, args.full_body)
+        return 0
+
+    return run_command(go())
+
+
+def _line_body(m: StoredMessage, full_body: bool) -> str:
+    """The body as one table cell: cut to LINE_BODY_CHARS unless *full_body*, line breaks made spaces (one
+    row per message, also when read line by line)."""
+    text, _, truncated = body_text(m.body, full_body)
+    if not full_body and len(text) > LINE_BODY_CHARS:
+        text, truncated = text[:LINE_BODY_CHARS], True
+    return text.replace("\n", " ").replace("\r", " ") + ("..." if truncated else "")
+
+
+def _print_topic(args: argparse.Namespace) -> int:
+    if args.max < 1:
+        return fail("--max must be at least 1")
+    try:
+        begin_ms = parse_time_ms(args.begin, -1) if args.begin is not None else None
+        end_ms = parse_time_ms(args.end, -1) if args.end is not None else None
+    except argparse.ArgumentTypeError as exc:
+        return fail(str(exc))
+
+    async def go() -> int:
+        async with admin_of(args) as admin:
+            queues = await admin.topic_messages(args.topic, begin_ms=begin_ms, end_ms=end_ms,
+                                                expression=args.sub_expression, max_count=args.max)
+        if args.json:
+            print_json({
+                "topic": args.topic,
+                "queues": [{"brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
+                            "beginOffset": q.begin_offset, "endOffset": q.end_offset, "nextOffset": q.next_offset}
+                           for q in queues],
+                "messages": [dict(message_json(m, args.full_body), brokerName=q.queue.broker_name)
+                             for q in queues for m in q.messages]})
+            return 0
+        rows = [(q.queue.broker_name, m.queue_id, m.queue_offset, m.uniq_key or m.msg_id, m.tags or "-",
+                 m.keys or "-", format_time(m.store_timestamp), _line_body(m, args.full_body))
+                for q in queues for m in q.messages]
+        print_table(["BROKER", "QUEUE", "OFFSET", "MSG ID", "TAGS", "KEYS", "STORED", "BODY"], rows, right=(1, 2))
+        count = len(rows)
+        cut = " (stopped at --max)" if count >= args.max and any(q.next_offset < q.end_offset for q in queues) else ""
+        print(f"{count} message(s) of {args.topic} from {len(queues)} queue(s){cut}")
         return 0
 
     return run_command(go())
@@ -110,12 +169,8 @@ def _print_queue(args: argparse.Namespace) -> int:
             return 0
         rows = []
         for m in found.messages:
-            text, _, truncated = body_text(m.body, args.full_body)
-            if not args.full_body and len(text) > LINE_BODY_CHARS:
-                text, truncated = text[:LINE_BODY_CHARS], True
-            text = text.replace("\n", " ").replace("\r", " ")  # one row per message, also read line by line
             rows.append((m.queue_offset, m.uniq_key or m.msg_id, m.tags or "-", m.keys or "-",
-                         format_time(m.store_timestamp), text + ("..." if truncated else "")))
+                         format_time(m.store_timestamp), _line_body(m, args.full_body)))
         print_table(["OFFSET", "MSG ID", "TAGS", "KEYS", "STORED", "BODY"], rows, right=(0,))
         cut = " (stopped at --max)" if found.next_offset < found.end_offset and len(found.messages) >= args.max else ""
         print(f"{len(found.messages)} message(s) of {mq.topic} queue {mq.queue_id} on {mq.broker_name}, queue "

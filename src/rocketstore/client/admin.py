@@ -450,6 +450,24 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
                                     timeout_s=max(self.timeout_s, CALL_CONSUMER_TIMEOUT_S))
         return ConsumerRunningInfo.decode(response.body)
 
+    async def queue_clients(self, group: str) -> dict[tuple[str, str, int], str]:
+        """mqadmin consumerProgress -s: which client holds each queue, (topic, broker name, queue id) -> the
+        client id's IP (its part before ``@``), from each connected client's running info.  Empty when the
+        group has no client online; a client that does not answer is left out (as mqadmin, which shows
+        those queues with no IP)."""
+        try:
+            broker_addr, connections = await self.consumer_connections(group)
+        except (ClientError, RemotingError):
+            return {}
+        held: dict[tuple[str, str, int], str] = {}
+        for connection in connections:
+            try:
+                info = await self.consumer_running_info(group, connection.client_id, broker_addr=broker_addr)
+            except (ClientError, RemotingError):
+                continue
+            held.update(dict.fromkeys(info.mq_table, connection.client_id.split("@")[0]))
+        return held
+
     async def consume_message_directly(self, group: str, client_id: str, msg_id: str,
                                        topic: str | None = None) -> ConsumeMessageDirectlyResult:
         """Have consumer *client_id* of *group* handle one stored message now, outside its queues (mqadmin

@@ -1,7 +1,8 @@
-"""AdminClient's reads of one message queue (mqadmin queryMsgByOffset, printMsgByQueue): the message at a
-queue offset, and a queue's messages between two offsets or two store times, with their tags counted.
+"""AdminClient's reads of message queues (mqadmin queryMsgByOffset, printMsgByQueue, printMsg): the message at
+a queue offset, a queue's messages between two offsets or two store times, with their tags counted, and every
+readable queue's of a topic between two store times.
 
-Both pull as mqadmin does, with a pull consumer of the TOOLS_CONSUMER group (PULL_MESSAGE without committing
+All pull as mqadmin does, with a pull consumer of the TOOLS_CONSUMER group (PULL_MESSAGE without committing
 anything; GET_MIN_OFFSET / GET_MAX_OFFSET / SEARCH_OFFSET_BY_TIMESTAMP for the bounds), from the queue's
 master, else a slave.  Mixed into AdminClient.  Loop-bound.
 """
@@ -15,7 +16,7 @@ from rocketstore.client.admin_types import AdminCalls
 from rocketstore.client.consumer import PullConsumer, PullStatus
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
-from rocketstore.client.route import MessageQueue
+from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.message.record import StoredMessage
 
 __all__ = ["TOOLS_CONSUMER_GROUP", "MessageAdmin", "QueueMessages"]
@@ -89,31 +90,55 @@ class MessageAdmin(AdminCalls):
         may be stored before the time, and a time past the last message answers that last message."""
         mq = await self.message_queue(topic, broker, queue_id)
         async with self._tools_consumer() as consumer:
-            begin = begin_offset if begin_offset is not None else await consumer.min_offset(mq)
-            if begin_offset is None and begin_ms is not None:
-                begin = await consumer.search_offset(mq, begin_ms)
-            end = end_offset if end_offset is not None else await consumer.max_offset(mq)
-            if end_offset is None and end_ms is not None:
-                end = await consumer.search_offset(mq, end_ms)
-            if begin_offset is not None:
-                # an offset retention already deleted answers OFFSET_ILLEGAL, which would end the walk before
-                # the messages of the range still kept: start at the first one kept
-                first_kept = await consumer.min_offset(mq)
-                if begin < first_kept < end:
-                    begin = first_kept
-            messages: list[StoredMessage] = []
-            offset = begin
-            while offset < end and (max_count is None or len(messages) < max_count):
-                result = await consumer.pull(mq, offset, min(PULL_BATCH, end - offset), expression=expression)
-                # NO_MATCHED_MSG: a batch where no tag matched; go on past it (mqadmin stops there)
-                if result.status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG) \
-                        or result.next_begin_offset <= offset:
-                    break
-                messages.extend(m for m in result.messages if m.queue_offset < end)
-                offset = result.next_begin_offset
-        if max_count is not None and len(messages) > max_count:
-            offset = messages[max_count].queue_offset
-            messages = messages[:max_count]
-        tags = Counter(m.tags for m in messages if m.tags and m.tags.strip())
-        return QueueMessages(mq, begin, end, min(offset, end), messages,
-                             dict(sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))))
+            return await _read_queue(consumer, mq, begin_offset=begin_offset, end_offset=end_offset,
+                                     begin_ms=begin_ms, end_ms=end_ms, expression=expression, max_count=max_count)
+
+    async def topic_messages(self, topic: str, *, begin_ms: int | None = None, end_ms: int | None = None,
+                             expression: str = "*", max_count: int | None = None) -> list[QueueMessages]:
+        """mqadmin printMsg (and consumeMessage without -b): every readable queue of *topic*, in broker name
+        then queue id order, read as :meth:`queue_messages` reads one between the messages stored nearest
+        *begin_ms* and *end_ms*; *max_count* bounds the messages of all queues together (queues after it is
+        reached come back empty).  NoRouteError for an unknown topic."""
+        route = await self.route(topic)
+        found: list[QueueMessages] = []
+        async with self._tools_consumer() as consumer:
+            for mq in RouteCache.subscribe_queues(topic, route):
+                left = None if max_count is None else max_count - sum(len(q.messages) for q in found)
+                found.append(await _read_queue(consumer, mq, begin_ms=begin_ms, end_ms=end_ms,
+                                               expression=expression, max_count=left))
+        return found
+
+
+async def _read_queue(consumer: PullConsumer, mq: MessageQueue, *, begin_offset: int | None = None,
+                      end_offset: int | None = None, begin_ms: int | None = None, end_ms: int | None = None,
+                      expression: str = "*", max_count: int | None = None) -> QueueMessages:
+    """One queue's messages as :meth:`MessageAdmin.queue_messages` describes, read with *consumer*; a
+    *max_count* of 0 reads nothing (the bounds are still looked up)."""
+    begin = begin_offset if begin_offset is not None else await consumer.min_offset(mq)
+    if begin_offset is None and begin_ms is not None:
+        begin = await consumer.search_offset(mq, begin_ms)
+    end = end_offset if end_offset is not None else await consumer.max_offset(mq)
+    if end_offset is None and end_ms is not None:
+        end = await consumer.search_offset(mq, end_ms)
+    if begin_offset is not None:
+        # an offset retention already deleted answers OFFSET_ILLEGAL, which would end the walk before
+        # the messages of the range still kept: start at the first one kept
+        first_kept = await consumer.min_offset(mq)
+        if begin < first_kept < end:
+            begin = first_kept
+    messages: list[StoredMessage] = []
+    offset = begin
+    while offset < end and (max_count is None or len(messages) < max_count):
+        result = await consumer.pull(mq, offset, min(PULL_BATCH, end - offset), expression=expression)
+        # NO_MATCHED_MSG: a batch where no tag matched; go on past it (mqadmin stops there)
+        if result.status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG) \
+                or result.next_begin_offset <= offset:
+            break
+        messages.extend(m for m in result.messages if m.queue_offset < end)
+        offset = result.next_begin_offset
+    if max_count is not None and len(messages) > max_count:
+        offset = messages[max_count].queue_offset
+        messages = messages[:max_count]
+    tags = Counter(m.tags for m in messages if m.tags and m.tags.strip())
+    return QueueMessages(mq, begin, end, min(offset, end), messages,
+                         dict(sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))))
