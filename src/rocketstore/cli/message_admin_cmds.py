@@ -109,13 +109,23 @@ def _line_body(m: StoredMessage, full_body: bool) -> str:
     return text.replace("\n", " ").replace("\r", " ") + ("..." if truncated else "")
 
 
-def _print_topic(args: argparse.Namespace) -> int:
+def _read_bounds(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """print / print-queue's --begin and --end as ms (None: not given), --max checked; ValueError with the
+    line to print."""
     if args.max < 1:
-        return fail("--max must be at least 1")
+        raise ValueError("--max must be at least 1")
     try:
         begin_ms = parse_time_ms(args.begin, -1) if args.begin is not None else None
         end_ms = parse_time_ms(args.end, -1) if args.end is not None else None
     except argparse.ArgumentTypeError as exc:
+        raise ValueError(str(exc)) from None
+    return begin_ms, end_ms
+
+
+def _print_topic(args: argparse.Namespace) -> int:
+    try:
+        begin_ms, end_ms = _read_bounds(args)
+    except ValueError as exc:
         return fail(str(exc))
 
     async def go() -> int:
@@ -144,12 +154,9 @@ def _print_topic(args: argparse.Namespace) -> int:
 
 
 def _print_queue(args: argparse.Namespace) -> int:
-    if args.max < 1:
-        return fail("--max must be at least 1")
     try:
-        begin_ms = parse_time_ms(args.begin, -1) if args.begin is not None else None
-        end_ms = parse_time_ms(args.end, -1) if args.end is not None else None
-    except argparse.ArgumentTypeError as exc:
+        begin_ms, end_ms = _read_bounds(args)
+    except ValueError as exc:
         return fail(str(exc))
 
     async def go() -> int:
