@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from rocketstore.client.errors import SendFailedError
 from rocketstore.client.producer import Producer
 from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RocketStoreError
@@ -64,7 +65,10 @@ async def probe_sends(producer: Producer, topic: str, count: int, size_bytes: in
                 result = await producer.send(topic, body)
         except (RocketStoreError, OSError, TimeoutError) as exc:
             rt_ms = (time.perf_counter() - begin) * 1000
-            samples.append(SendSample("", -1, rt_ms, False, type(exc).__name__, error=str(exc) or None))
+            # after its retries a send raises SendFailedError ("Send [3] times, ..."): a probe's line says
+            # what refused it, the last try's error
+            why = exc.last_error if isinstance(exc, SendFailedError) else exc
+            samples.append(SendSample("", -1, rt_ms, False, type(why).__name__, error=str(why) or None))
             continue
         rt_ms = (time.perf_counter() - begin) * 1000
         mq = result.message_queue
