@@ -86,6 +86,7 @@ def test_an_async_master_made_sync_master_answers_for_its_missing_slave_at_once(
         assert send(cluster, b"no slave to wait for").status == "SLAVE_NOT_AVAILABLE"
         set_role(cluster, "ASYNC_MASTER")
         assert send(cluster, b"async again").status == "SEND_OK"
+        cluster.broker.store.wait_dispatched()  # the consume queue is built after the answer (reput)
         assert cluster.broker.store.max_offset(TOPIC, 0) == 3
 
 
