@@ -62,7 +62,7 @@ def _tree(dest: Path, *, with_tests: bool = False) -> Path:
     """The files of the checkout a build reads (as ``git archive`` would give them), copied to *dest*."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     shutil.copytree(SRC, dest / "src" / "rocketstore", ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "MANIFEST.in", "BENCHMARKS.md"):
+    for name in ("pyproject.toml", "README.md", "MANIFEST.in", "BENCHMARKS.md", "LICENSE"):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, dest / name)
     if with_tests:
@@ -100,6 +100,8 @@ def test_the_wheel_holds_every_module_the_typed_marker_and_the_package_data(tmp_
     assert not missing, f"in the source tree but not in the wheel: {missing}"
     assert {n.split("/")[0] for n in names} == {"rocketstore", dist_info}, sorted(names)
     assert "rocketstore = rocketstore.cli.main:main" in entry_points
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    assert f"{dist_info}/licenses/LICENSE" in names, "the Apache-2.0 text is not in the wheel"
     for dependency in CORE:
         assert any(line.lower().startswith(f"requires-dist: {dependency}") for line in metadata.splitlines())
 
@@ -118,7 +120,8 @@ def test_the_sdist_holds_the_package_docs_and_tests(tmp_path: Path) -> None:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     wanted = {"src/rocketstore/" + p.relative_to(SRC).as_posix() for p in _source_files()}
     wanted |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")}
-    wanted |= {"tests/conftest.py", "tests/unit/test_hunt18_packaging_wheel.py", "pyproject.toml", "README.md"}
+    wanted |= {"tests/conftest.py", "tests/unit/test_hunt18_packaging_wheel.py", "pyproject.toml", "README.md",
+               "LICENSE"}
     missing = sorted(wanted - names)
     assert not missing, f"not in the sdist: {missing}"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
