@@ -32,7 +32,7 @@ from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.java_numbers import java_int_problem
 from rocketstore.message.properties import PeakProperties, PropertyName, encode_properties, parse_properties
-from rocketstore.message.record import Message, SysFlag
+from rocketstore.message.record import Message, SysFlag, record_size
 from rocketstore.remoting.bodies import Perm, TopicConfig
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
 from rocketstore.remoting.command import RemotingCommand
@@ -81,6 +81,8 @@ _SUCCESS_LIKE = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT
 #: the success-like statuses' response codes as plain ints (what the answer template takes)
 _SUCCESS_CODE_FOR_STATUS = {status: int(code) for status, code in _CODE_FOR_STATUS.items() if code in _SUCCESS_LIKE}
 _monotonic_ns = time.monotonic_ns
+#: (a module name: an Enum member's lookup costs ~250 ns a send)
+_ILLEGAL = PutMessageStatus.MESSAGE_ILLEGAL
 #: the answer's extFields that change per send, in _answer's order; MSG_REGION and TRACE_ON follow
 _ANSWER_KEYS = ("msgId", "queueId", "queueOffset")
 #: (region id, trace on) -> the region extFields / the answer frames' template
@@ -126,6 +128,10 @@ async def send_message(broker: Broker, conn: Connection, request: RemotingComman
                     else broker.put(item, wait=wait, sent=True))
     if broker.config_changes() != changes:  # the send created its topic (or group): answered once it is written
         await broker.config_written_quietly()
+    if result.status is _ILLEGAL and isinstance(item, MessageBatch):
+        refused = _batch_size_refusal(broker, request, item, region)
+        if refused is not None:
+            return refused
     return _answer(request, result, queue_id, region, broker.store.config)
 
 
@@ -140,6 +146,10 @@ def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
         return prepared
     item, queue_id, region, _wait = prepared
     result = broker.put_batch_now(item, sent=True) if isinstance(item, MessageBatch) else broker.put_now(item, sent=True)
+    if result.status is _ILLEGAL and isinstance(item, MessageBatch):
+        refused = _batch_size_refusal(broker, request, item, region)
+        if refused is not None:
+            return refused
     return result, queue_id, region
 
 
@@ -200,7 +210,11 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand,
         if result.status is PutMessageStatus.PUT_OK:
             broker.durable_waits.ask_sync(result.commit_log_offset + result.wrote_bytes)
         broker.count_put(result, began_ns, True)
-        frame = _answer_frame(config, request, result, queue_id, region, broker.store.config)
+        frame: RemotingCommand | bytes | None = None
+        if result.status is _ILLEGAL and isinstance(item, MessageBatch):
+            frame = _batch_size_refusal(broker, request, item, region)
+        if frame is None:
+            frame = _answer_frame(config, request, result, queue_id, region, broker.store.config)
         if broker.config_changes() != changes:
             broker.answer_when_config_written(conn.answer_later(request), frame)
             return ANSWER_LATER
@@ -409,6 +423,38 @@ def _is_batch(request: RemotingCommand) -> bool:
     messages, not as one message holding the encoded batch."""
     raw = request.ext_fields.get("m" if request.code in _V2_CODES else "batch")
     return raw is not None and raw.strip() == "1"
+
+
+#: 4.9.3's answer to a batch whose body fits maxMessageSize but whose stored records do not (one of them, or
+#: all together, once each has the topic, the hosts and the batch's properties): MessageExtBatchEncoder throws
+#: RuntimeException("message size exceeded") and the remoting layer answers SYSTEM_ERROR with its text
+_BATCH_SIZE_EXCEEDED = "java.lang.RuntimeException: message size exceeded"
+
+
+def _batch_size_refusal(broker: Broker, request: RemotingCommand, batch: MessageBatch,
+                        region: dict[str, str]) -> RemotingCommand | None:
+    """The SYSTEM_ERROR answer when the store refused *batch* (MESSAGE_ILLEGAL) for the size of its records, as
+    4.9.3 answers it; None for any other refusal.  Only called for a refused batch: no cost on a stored one."""
+    limit = broker.store.config.max_message_size
+    topic_bytes = len(batch.topic.encode("utf-8", "surrogatepass"))
+    suffix_bytes = len(batch.batch_properties.encode("utf-8", "surrogatepass"))
+    own = broker.store_host
+    born = batch.born_host or own
+    stored = batch.store_host or own
+    born_v6 = born is not None and len(born.ip) == 16
+    store_v6 = stored is not None and len(stored.ip) == 16
+    total = 0
+    for body, props in zip(batch.bodies, batch.properties):
+        props_bytes = len(props)
+        if suffix_bytes:
+            # the batch's properties follow the entry's, after a separator unless it has none or ends with one
+            props_bytes += suffix_bytes + (1 if props and not props.endswith(b"\x02") else 0)
+        size = record_size(len(body), topic_bytes, props_bytes, born_v6, store_v6)
+        total += size
+        if size > limit or total > limit:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=_BATCH_SIZE_EXCEEDED,
+                                         ext_fields=region)
+    return None
 
 
 def peer_host(conn: Connection) -> HostAddress | None:

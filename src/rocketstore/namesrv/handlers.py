@@ -223,7 +223,11 @@ class NameServerHandlers:
 
     async def unregister_broker(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
-        self.routes.unregister_broker(header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
+        # after the registrations that came before it (one may still be decoding its body): applied first, the
+        # unregistration would be undone by them and a closed broker routed until it expires
+        async with self._registering:
+            self.routes.unregister_broker(header.cluster_name, header.broker_addr, header.broker_name,
+                                          header.broker_id)
         return request.make_response(ResponseCode.SUCCESS)
 
     async def query_data_version(self, conn: Connection, request: RemotingCommand) -> RemotingCommand:
