@@ -43,7 +43,7 @@ from rocketstore.broker import (
 from rocketstore.broker.acl import ACL_EXCEPTION, PlainAcl
 from rocketstore.broker.broker_stats import BrokerStats
 from rocketstore.broker.client_handlers import QueueLocks
-from rocketstore.broker.clients import ClientRegistry
+from rocketstore.broker.clients import ClientRegistry, liveness_ms
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import BackgroundWriter, FailureLog
 from rocketstore.broker.durable_waits import DurableWaits
@@ -529,12 +529,17 @@ class Broker:
     async def _scan_clients_loop(self) -> None:
         while True:
             await asyncio.sleep(CLIENT_SCAN_INTERVAL_S)
-            changed, dropped = self.clients.expire(int(time.time() * 1000))
-            for connection in dropped:
-                if isinstance(connection, Connection):
-                    connection.close()
-            for group in changed:
-                self.notify_consumer_ids_changed(group)
+            self.scan_clients()
+
+    def scan_clients(self) -> None:
+        """One pass of 4.9.3's ClientHousekeepingService: drop (and close) clients without a heartbeat for
+        channelExpiredTimeout, and tell their groups.  By the monotonic clock, see ``clients.liveness_ms``."""
+        changed, dropped = self.clients.expire(liveness_ms())
+        for connection in dropped:
+            if isinstance(connection, Connection):
+                connection.close()
+        for group in changed:
+            self.notify_consumer_ids_changed(group)
 
     def _connection_closed(self, connection: Connection) -> None:
         for group in self.clients.connection_closed(connection):

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rocketstore.broker.clients import ClientChannel
+from rocketstore.broker.clients import ClientChannel, liveness_ms
 from rocketstore.broker.topics import group_problem, retry_topic, topic_problem
 from rocketstore.message.sql_filter import SQL92, SqlSyntaxError, compile_sql
 from rocketstore.remoting import fastjson
@@ -47,7 +47,10 @@ class _Lock:
 
 
 class QueueLocks:
-    """RebalanceLockManager: (group, topic, brokerName, queueId) -> holder; a lock expires after 60 s."""
+    """RebalanceLockManager: (group, topic, brokerName, queueId) -> holder; a lock expires after 60 s.
+    Callers pass *now_ms* on the monotonic clock (``liveness_ms``), not 4.9.3's currentTimeMillis: a wall
+    clock stepped forward would free every lock at once (two members of a group then consume one queue
+    orderly side by side), one stepped back would hold a dead member's queues for as long."""
 
     def __init__(self, max_live_ms: int = REBALANCE_LOCK_MAX_LIVE_MS) -> None:
         self.max_live_ms = max_live_ms
@@ -103,7 +106,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         now = _now_ms()
         changes = broker.config_changes()
         conn.attributes["client_id"] = data.client_id
-        channel_args = (data.client_id, request.language.name, request.version, conn.peer_address, now)
+        live = liveness_ms()  # the channels' clock; *now* (wall) dates a new filter, as 4.9.3's bornTime
+        channel_args = (data.client_id, request.language.name, request.version, conn.peer_address, live)
         for consumer in data.consumers:
             group_cfg = broker.groups.find_or_create(consumer.group_name)
             notify = broker.config.notify_consumer_ids_changed_enable
@@ -187,7 +191,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def lock_batch(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         group, client_id, mqs = _mq_set(request.body)
-        granted = locks.try_lock(group, client_id, mqs, _now_ms())
+        granted = locks.try_lock(group, client_id, mqs, liveness_ms())
         body = fastjson.dumps({"lockOKMQSet": [{"brokerName": b, "queueId": q, "topic": t} for t, b, q in granted]})
         return request.make_response(ResponseCode.SUCCESS, body=body)
 

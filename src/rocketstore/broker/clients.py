@@ -6,16 +6,26 @@ connection closes.  Consumer groups keep their subscriptions by topic (Java clie
 subscription string and rely on them).  Methods that change a consumer group's client set return True so
 the caller can send NOTIFY_CONSUMER_IDS_CHANGED.
 
-Pure bookkeeping (callers pass ``now_ms``); not thread-safe: the broker's event loop owns it.
+Pure bookkeeping (callers pass ``now_ms``); not thread-safe: the broker's event loop owns it.  A channel's
+``last_update_ms`` (liveness) is on the monotonic clock (:func:`liveness_ms`), unlike 4.9.3's
+currentTimeMillis: a wall clock stepped forward (NTP, a VM resumed) would otherwise drop every client at
+the next scan, and one stepped back would keep dead ones for as long.  It is never shown; the filter
+data's born time (``filter_born_ms``), which QUERY_CONSUME_QUEUE shows, stays wall time.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from rocketstore.remoting.bodies import ConsumerData, SubscriptionData
 
-__all__ = ["ClientChannel", "ClientRegistry", "ConsumerGroupInfo"]
+__all__ = ["ClientChannel", "ClientRegistry", "ConsumerGroupInfo", "liveness_ms"]
+
+
+def liveness_ms() -> int:
+    """The clock of client (and queue lock) liveness: monotonic ms, immune to wall-clock steps."""
+    return time.monotonic_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -94,7 +104,8 @@ class ClientRegistry:
     # --- consumers ------------------------------------------------------------------------------------
 
     def register_consumer(self, data: ConsumerData, channel: ClientChannel, now_ms: int) -> tuple[bool, bool]:
-        """(client set changed, subscriptions changed) after a consumer's heartbeat."""
+        """(client set changed, subscriptions changed) after a consumer's heartbeat.  *channel* carries the
+        heartbeat's liveness stamp (:func:`liveness_ms`); *now_ms* is wall time (a new filter's born time)."""
         info = self.consumers.get(data.group_name)
         if info is None:
             info = self.consumers[data.group_name] = ConsumerGroupInfo(
@@ -109,7 +120,7 @@ class ClientRegistry:
             self._consumer_groups_of.setdefault(channel.connection, {})[data.group_name] = None
         else:
             old.client_id = channel.client_id
-            old.last_update_ms = now_ms
+            old.last_update_ms = channel.last_update_ms
         subs_changed = info.update_subscriptions(data.subscriptions, now_ms)
         return new_client, subs_changed
 
@@ -140,6 +151,8 @@ class ClientRegistry:
     # --- producers ------------------------------------------------------------------------------------
 
     def register_producer(self, group: str, channel: ClientChannel, now_ms: int) -> None:
+        """*channel* carries the heartbeat's liveness stamp (:func:`liveness_ms`), which an existing
+        registration takes; *now_ms* (wall time) is not needed for a producer."""
         channels = self.producers.setdefault(group, {})
         old = channels.get(channel.connection)
         if old is None:
@@ -147,7 +160,7 @@ class ClientRegistry:
             self._producer_groups_of.setdefault(channel.connection, {})[group] = None
             self._producers_by_id.setdefault(channel.client_id, {})[(group, channel.connection)] = channel
         else:
-            old.last_update_ms = now_ms
+            old.last_update_ms = channel.last_update_ms
 
     def unregister_producer(self, group: str, connection: object) -> None:
         channels = self.producers.get(group)
@@ -195,7 +208,8 @@ class ClientRegistry:
         return len(self._producers_by_id)
 
     def expire(self, now_ms: int) -> tuple[list[str], list[object]]:
-        """Drop clients without a heartbeat for too long: (consumer groups changed, connections dropped)."""
+        """Drop clients without a heartbeat for too long: (consumer groups changed, connections dropped).
+        *now_ms* is on the channels' clock (:func:`liveness_ms`)."""
         limit = now_ms - self.channel_expired_timeout_ms
         changed: list[str] = []
         dropped: list[object] = []

@@ -337,13 +337,19 @@ class TransactionCheckService(TaskService):
     async def _check_queue(self, queue_id: int) -> None:
         broker, store, cfg = self.broker, self.broker.store, self.broker.config
         start_ms = _now_ms()
+        # the round ends where the queue ended when it began: what lies further on (this round's own copies
+        # above all) waits for the next one.  4.9.3 tells them by a store time at or after the round's start
+        # only (below), which a wall clock stepped back during the round defeats: the scan then reaches the
+        # copies it wrote, checks them again and again and gives each message up (transactionCheckMax)
+        # within one round, before its producer could answer
+        end = store.max_offset(HALF_TOPIC, queue_id)
         half_offset = self._start_offset(HALF_TOPIC, queue_id)
         op_offset = self._start_offset(OP_TOPIC, queue_id)
         removed, done, done_halves = self._read_ops(queue_id, op_offset, half_offset)
         latest = self._stale_copies(queue_id, half_offset)
         reserved_ms = store.config.file_reserved_time_h * 3600 * 1000
         i = new_offset = half_offset
-        while True:
+        while i < end:
             if i in removed:
                 done.append(removed.pop(i))
                 i = new_offset = i + 1

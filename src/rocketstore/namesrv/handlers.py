@@ -114,7 +114,10 @@ def _load_kv_file(path: str) -> dict[str, dict[str, str]]:
 
 
 def _now_ms() -> int:
-    return int(time.time() * 1000)
+    """The clock of broker liveness: monotonic ms, not 4.9.3's currentTimeMillis (a wall clock stepped
+    forward, by NTP or a resumed VM, would expire every broker at the next scan and drop their routes; one
+    stepped back would keep a dead broker's routes for as long).  Liveness times are never shown."""
+    return time.monotonic_ns() // 1_000_000
 
 
 class NameServerHandlers:

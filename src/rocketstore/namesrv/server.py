@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from rocketstore.namesrv.config import NamesrvConfig
 from rocketstore.namesrv.handlers import KVTable, NameServerHandlers
@@ -67,16 +66,22 @@ class NameServer:
     async def _scan(self) -> None:
         await asyncio.sleep(min(5.0, self.scan_interval_s))
         while True:
-            gone = self.routes.expire_connections(int(time.time() * 1000))
-            if gone:
-                log.warning("brokers %s expired (no registration for %s ms)", list(gone),
-                            self.routes.broker_expiry_ms)
-            # as 4.9.3's scanNotActiveBroker: the expired broker's connection is closed too (its next
-            # registration connects again); any other broker that registered over it goes with it
-            for connection in gone.values():
-                if isinstance(connection, Connection) and not connection.is_closed:
-                    connection.close()
+            self.scan_brokers()
             await asyncio.sleep(self.scan_interval_s)
+
+    def scan_brokers(self) -> list[str]:
+        """One pass of 4.9.3's scanNotActiveBroker: the brokers without a registration for the expiry time
+        are dropped (returned), on the handlers' liveness clock (monotonic, see handlers._now_ms)."""
+        gone = self.routes.expire_connections(self.handlers.clock_ms())
+        if gone:
+            log.warning("brokers %s expired (no registration for %s ms)", list(gone),
+                        self.routes.broker_expiry_ms)
+        # as 4.9.3's scanNotActiveBroker: the expired broker's connection is closed too (its next
+        # registration connects again); any other broker that registered over it goes with it
+        for connection in gone.values():
+            if isinstance(connection, Connection) and not connection.is_closed:
+                connection.close()
+        return list(gone)
 
     async def close(self) -> None:
         if self._scan_task is not None:
