@@ -24,6 +24,7 @@ from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import broker_error_for
 from rocketstore.client.route import MessageQueue, RouteCache, check
 from rocketstore.errors import MessageDecodeError
+from rocketstore.message.inflate import inflate_body
 from rocketstore.message.record import StoredMessage, SysFlag
 from rocketstore.message.record_decode import decode_records
 from rocketstore.remoting.bodies import MASTER_ID, SubscriptionData, build_subscription
@@ -104,7 +105,7 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
     for i, m in enumerate(messages):
         if m.sys_flag & SysFlag.COMPRESSED:
             try:
-                messages[i] = dataclasses.replace(m, body=zlib.decompress(m.body))
+                messages[i] = dataclasses.replace(m, body=inflate_body(m.body))
             except zlib.error as exc:
                 raise MessageDecodeError(f"compressed body does not inflate: {exc}", pos) from exc
         pos += m.store_size

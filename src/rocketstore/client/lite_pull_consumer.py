@@ -65,7 +65,7 @@ from rocketstore.client.process_queue import ProcessQueue, wait_event
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
 from rocketstore.client.route import MessageQueue
-from rocketstore.errors import RocketStoreError
+from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.tls import ClientTls
@@ -320,6 +320,9 @@ class LitePullConsumer(GroupConsumer):
         while not pq.dropped and not self.stopping:
             try:
                 offset = await self.compute_pull_from_where(pq.mq)
+            except LoopBoundError as exc:  # another loop's connections (assign from another loop): no retry
+                log.error("pulling %s stops: %s", pq.mq, exc)
+                return
             except (RocketStoreError, OSError) as exc:
                 log.warning("cannot compute where to pull %s from: %s", pq.mq, exc)
                 await asyncio.sleep(self.settings.pull_delay_on_error_s)

@@ -28,7 +28,7 @@ from rocketstore.client.offset_store import OffsetStore
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.client.route import MessageQueue
-from rocketstore.errors import RocketStoreError
+from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import SubscriptionData
 
 __all__ = ["PullOwner", "flow_control_reason", "flow_controlled", "pull_loop"]
@@ -118,8 +118,14 @@ def _selector(subscriptions: Mapping[str, SubscriptionData], topic: str) -> Mess
     return MessageSelector(sub.expression_type, sub.sub_string) if sub is not None else MessageSelector.by_tag("*")
 
 
+def _stop_on_wrong_loop(mq: MessageQueue, exc: LoopBoundError) -> None:
+    log.error("pulling %s stops: %s", mq, exc)
+
+
 async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
-    """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops."""
+    """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops.  A failed pull is
+    tried again after ``pull_delay_on_error_s``, except LoopBoundError (the loop runs on another event loop
+    than the consumer's connections: every try would fail the same way), which ends it at once, logged."""
     s = pc.settings
     mq = pq.mq
     while not pq.dropped and not pc.stopping:
@@ -136,6 +142,9 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
             if not pq.previously_locked:  # first time locked: another member may have moved the offset
                 try:
                     offset = await pc.compute_pull_from_where(mq)
+                except LoopBoundError as exc:
+                    _stop_on_wrong_loop(mq, exc)
+                    return
                 except (RocketStoreError, OSError) as exc:
                     log.warning("cannot recompute the offset of %s: %s", mq, exc)
                     await asyncio.sleep(s.pull_delay_on_error_s)
@@ -148,6 +157,9 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
                                             suspend_ms=s.long_poll_ms,
                                             timeout_s=s.consumer_timeout_when_suspend_s,
                                             commit_offset=committed if committed > 0 else None)
+        except LoopBoundError as exc:
+            _stop_on_wrong_loop(mq, exc)
+            return
         except (RocketStoreError, OSError) as exc:
             log.warning("pull of %s at %d failed: %s", mq, offset, exc)
             await asyncio.sleep(s.pull_delay_on_error_s)

@@ -71,6 +71,7 @@ from rocketstore.client.route import MessageQueue
 from rocketstore.client.trace_consumer import TracedConsumption
 from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import RocketStoreError
+from rocketstore.message.inflate import inflate_body
 from rocketstore.message.record import SysFlag, decode_record
 from rocketstore.remoting.bodies import ConsumeType, build_subscription
 from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode, ResponseCode
@@ -320,7 +321,7 @@ class PushConsumer(GroupConsumer):
         try:
             stored = decode_record(request.body or b"")
             if stored.sys_flag & SysFlag.COMPRESSED:  # inflated, as 4.9.3's MessageDecoder.decode does
-                stored = dataclasses.replace(stored, body=zlib.decompress(stored.body))
+                stored = dataclasses.replace(stored, body=inflate_body(stored.body))
         except (RocketStoreError, ValueError, zlib.error) as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"cannot decode the message: {exc}")
         message = ConsumedMessage.from_stored(stored, header.broker_name or "", self.group)

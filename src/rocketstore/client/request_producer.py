@@ -56,6 +56,7 @@ from rocketstore.client.producer import Producer, SendResult, send_call_timeout
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import LoopBoundError, RemotingError
+from rocketstore.message.inflate import inflate_body
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, parse_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -138,7 +139,7 @@ def deliver_reply(request: RemotingCommand) -> RemotingCommand:
     body = request.body or b""
     if h.sys_flag & SysFlag.COMPRESSED:
         try:
-            body = zlib.decompress(body)
+            body = inflate_body(body)
         except zlib.error as exc:  # as 4.9.3's receiveReplyMessage: logged, and the body delivered as it came
             log.warning("reply body flagged compressed does not uncompress (%s): delivered as is", exc)
     props = parse_properties(h.properties or "")

@@ -30,6 +30,9 @@ The broker only knows which connections belong to the group from heartbeats (HEA
 ``heartbeat_interval_s``; close() unregisters.  Sync ``execute`` callables run on the event loop (the
 caller's context, as Java runs them on the sending thread); sync ``check`` callables on one worker thread
 (Java's single check thread), so a slow lookup does not stall the loop.  Async callables run on the loop.
+At most ``check_request_hold_max`` checks wait besides the one being answered (4.9.3's checkRequestHoldMax,
+the bound of its check thread's queue); a check arriving past that is dropped with a warning, as Java's
+executor rejects it, and the broker asks again at its next check round.
 
 Loop-bound.  Imports remoting and message only (never store, broker or namesrv).
 """
@@ -79,6 +82,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: TransactionMQProducer.checkRequestHoldMax: the checks that may wait for the check listener
+CHECK_REQUEST_HOLD_MAX = 2000
 
 
 class LocalTransactionState(StrEnum):
@@ -219,8 +225,10 @@ class TransactionProducer:
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0) -> None:
-        """*check*: answers the broker's checks of this group's undecided transactions; *credentials*: ACL
+                 mq_client_api_timeout_s: float = 3.0, check_request_hold_max: int = CHECK_REQUEST_HOLD_MAX
+                 ) -> None:
+        """*check*: answers the broker's checks of this group's undecided transactions (at most
+        *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
         *mq_client_api_timeout_s* (the bound of route look-ups, heartbeats, unregistrations) as the
         Producer's;
@@ -229,6 +237,9 @@ class TransactionProducer:
         *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as TransactionMQProducer with enableMsgTrace."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
+        if check_request_hold_max < 0:
+            raise ValueError("check_request_hold_max must not be negative")
+        self.check_request_hold_max = check_request_hold_max
         self.group = group
         self.check_listener = check
         call = getattr(check, "__call__", None)  # noqa: B004 - an object with an async __call__ counts
@@ -372,6 +383,10 @@ class TransactionProducer:
         """Decode a check and answer it in a task of its own (a listener may take its time; the
         connection's other requests and answers must not wait for it)."""
         if self.closed:
+            return
+        if len(self._checks) > self.check_request_hold_max:  # one answered, check_request_hold_max waiting
+            log.warning("transaction check from %s dropped: %d checks already wait (check_request_hold_max)",
+                        connection.peer_address, len(self._checks) - 1)
             return
         try:
             asked = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)

@@ -37,6 +37,7 @@ from rocketstore.message.columnar_properties import (
     repeated_names,
     split_properties,
 )
+from rocketstore.message.inflate import inflate_body
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import SysFlag
 
@@ -288,7 +289,7 @@ def _inflated(bodies: pa.Array, c: RecordColumns, max_bytes: int | None = None) 
     values = bodies.to_pylist()
     for i in compressed.tolist():
         try:
-            values[i] = zlib.decompress(values[i])
+            values[i] = inflate_body(values[i])
         except zlib.error as exc:
             raise MessageDecodeError(f"compressed body does not inflate: {exc}", int(c.positions[i])) from exc
     if max_bytes is None:
