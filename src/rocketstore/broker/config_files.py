@@ -180,9 +180,11 @@ def fastjson_plain(obj: Any) -> Any:
     return obj
 
 
-def read_json_file(path: str) -> Any | None:
+def read_json_file(path: str, decode: Callable[[dict[str, Any]], Any] | None = None) -> Any | None:
     """The parsed content of *path* (or of ``path.bak`` when *path* is missing or unreadable); None if
-    neither exists.  Empty files count as missing.
+    neither exists.  Empty files count as missing.  With *decode*, its answer for the parsed object instead,
+    a ProtocolError from it counting as unreadable (4.9.3's ConfigManager.load reads the .bak when decode
+    throws, a field of the wrong type included).
 
     Raises CorruptFileError when the ``.bak`` is needed and is there but unreadable too: 4.9.3's
     ConfigManager.load then fails and the broker does not start, rather than start with an empty table and
@@ -200,7 +202,7 @@ def read_json_file(path: str) -> Any | None:
             if obj is not None and not isinstance(obj, dict):
                 # fastjson cannot read an array or a scalar into the manager's object: unreadable too
                 raise ProtocolError(f"a JSON {type(obj).__name__}, not an object")
-            return obj
+            return obj if decode is None or obj is None else decode(obj)
         except ProtocolError as exc:
             log.error("cannot parse %s: %s", candidate, exc)
             if candidate != path:
@@ -233,17 +235,28 @@ class VersionedTable(Generic[C]):
 
     def load(self) -> None:
         """Read the file (or its .bak); its entries override the ones the table holds."""
-        obj = read_json_file(self.path)
-        if not isinstance(obj, dict):
+        loaded = read_json_file(self.path, self._decode)
+        if loaded is None:
             return
+        configs, version = loaded
+        for config in configs:
+            self.table[self._name_of(config)] = config
+        if version is not None:
+            self.data_version = version
+
+    def _decode(self, obj: dict[str, Any]) -> tuple[list[C], DataVersion | None]:
+        """The file's configs and data version (ProtocolError for a field of the wrong type)."""
+        configs: list[C] = []
         table = obj.get(self.table_key)
         if isinstance(table, dict):
             for name, raw in table.items():
                 if isinstance(raw, dict):
-                    config = self._from_json(raw, str(name))
-                    self.table[self._name_of(config)] = config
-        if "dataVersion" in obj:
-            self.data_version = DataVersion.from_json(obj["dataVersion"])
+                    try:
+                        configs.append(self._from_json(raw, str(name)))
+                    except ValueError as exc:  # (a subscription group's number field that is no number)
+                        raise ProtocolError(f"{self.table_key} entry {str(name)!r:.80}: {exc}") from exc
+        version = DataVersion.from_json(obj["dataVersion"]) if "dataVersion" in obj else None
+        return configs, version
 
     def persist(self) -> None:
         """Write the file now, on this thread."""

@@ -169,7 +169,7 @@ def _parse_offset_table(table: dict[Any, Any]) -> dict[str, dict[int, int]]:
         for queue_id, offset in queues.items():
             try:
                 entries[int(queue_id)] = int(offset)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # (OverflowError: an infinite float, 1e400)
                 continue
         parsed[str(key)] = entries
     return parsed

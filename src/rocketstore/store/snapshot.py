@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 from bisect import bisect_right
 from collections import Counter
@@ -71,31 +72,53 @@ def segment_bytes_on_disk(directory: str) -> int | None:
     """The segment size the files of *directory* (20-digit names) show, None without one: the most common
     file size, the largest on a tie.  The first file alone would let one segment cut short (an interrupted
     copy) set the size, and the size check would then blame every good segment instead of the cut one."""
-    try:
-        names = [n for n in os.listdir(directory) if len(n) == 20 and n.isdigit()]
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    sizes = Counter(os.path.getsize(path) for n in names if os.path.isfile(path := os.path.join(directory, n)))
+    sizes = _segment_file_sizes(directory)
     return max(sizes, key=lambda size: (sizes[size], size)) if sizes else None
 
 
-def consume_queue_bytes_on_disk(consume_queue_root: str) -> int | None:
-    """The consume-queue file size the store under *consume_queue_root* shows: that of the first queue
-    (topic, then queue id, in name order) with a file, by :func:`segment_bytes_on_disk`; None without one."""
+def _segment_file_sizes(directory: str) -> Counter[int]:
+    """How many files of each size *directory* holds (20-digit names); a directory or file that retention
+    or a queue drop deletes while it is read counts as not there."""
+    sizes: Counter[int] = Counter()
+    try:
+        names = [n for n in os.listdir(directory) if len(n) == 20 and n.isdigit()]
+    except (FileNotFoundError, NotADirectoryError):
+        return sizes
+    for name in names:
+        try:
+            st = os.stat(os.path.join(directory, name))
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            sizes[st.st_size] += 1
+    return sizes
+
+
+def consume_queue_bytes_on_disk(consume_queue_root: str, max_queues: int = 64) -> int | None:
+    """The consume-queue file size the store under *consume_queue_root* shows: the most common file size
+    (the largest on a tie) over the files of its first *max_queues* queues with a file (topic, then queue id,
+    in name order); None without one.  One queue alone would let its one file cut short (a queue of a few
+    messages has a single file) set the size, and opening would then blame every good queue instead."""
     try:
         topics = sorted(os.listdir(consume_queue_root))
     except (FileNotFoundError, NotADirectoryError):
         return None
+    sizes: Counter[int] = Counter()
+    queues = 0
     for topic in topics:
         topic_dir = os.path.join(consume_queue_root, topic)
-        if not os.path.isdir(topic_dir):
+        try:
+            queue_names = sorted(os.listdir(topic_dir))
+        except (FileNotFoundError, NotADirectoryError):  # a file, or a topic dropped since the listing
             continue
-        for queue in sorted(os.listdir(topic_dir)):
-            if queue.isdigit():
-                size = segment_bytes_on_disk(os.path.join(topic_dir, queue))
-                if size is not None:
-                    return size
-    return None
+        for queue in queue_names:
+            found = _segment_file_sizes(os.path.join(topic_dir, queue)) if queue.isdigit() else None
+            if found:
+                sizes.update(found)
+                queues += 1
+                if queues >= max_queues:
+                    return max(sizes, key=lambda size: (sizes[size], size))
+    return max(sizes, key=lambda size: (sizes[size], size)) if sizes else None
 
 
 class _Segments:
