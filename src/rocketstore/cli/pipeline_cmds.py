@@ -208,8 +208,22 @@ def _archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_report_output(output: str) -> None:
+    """Before Spark starts (not after a scan of the whole store): --output is a directory, or can be made one."""
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise PipelineError(f"--output {output} is a file: give a directory for the report's files")
+    existing = os.path.abspath(output)
+    while not os.path.exists(existing):  # the nearest directory that is there: the report's are made in it
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise PipelineError(f"--output {output}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PipelineError(f"--output {output}: the directory {existing} is not writable")
+
+
 def _report(args: argparse.Namespace) -> int:
     _check_store_dir(args.store)
+    _check_report_output(args.output)
     _need_spark_extra("matplotlib")
     from rocketstore.spark.jobs import store_report
 

@@ -15,9 +15,10 @@ import html
 import io
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rocketstore.errors import CorruptFileError, ProtocolError
 from rocketstore.remoting import fastjson
 from rocketstore.spark.store_options import detect_config
 from rocketstore.store.message_store import MessageStore
@@ -82,19 +83,54 @@ def consumer_lag(store: str) -> list[GroupLag]:
 
     Empty when the store has no consumerOffset.json.  Retry topics (``%RETRY%``) are listed like the rest.
     """
-    path = os.path.join(store, "config", "consumerOffset.json")
-    if not os.path.isfile(path):
+    table = _committed_offsets(os.path.join(store, "config", "consumerOffset.json"))
+    if not table:
         return []
-    with open(path, "rb") as f:
-        doc = fastjson.loads(f.read())
-    table = doc.get("offsetTable", {}) if isinstance(doc, dict) else {}
     out = []
     with MessageStore.open(store, detect_config(store), read_only=True) as ms:
         for topic_at_group, queues in sorted(table.items()):
-            topic, _, group = str(topic_at_group).partition("@")
-            for qid, offset in sorted((int(q), int(o)) for q, o in queues.items()):
+            topic, _, group = topic_at_group.partition("@")
+            for qid, offset in sorted(queues.items()):
                 out.append(GroupLag(group, topic, qid, offset, ms.max_offset(topic, qid)))
     return out
+
+
+def _committed_offsets(path: str) -> dict[str, dict[int, int]]:
+    """consumerOffset.json's offsetTable read as the broker reads it: its ``.bak`` when the file is missing,
+    empty or unreadable (CorruptFileError when the ``.bak`` is there and unreadable too), and an entry that is
+    no number (a damaged file: ``"x"``, ``1e400``) left out."""
+    doc: Any = None
+    for candidate in (path, path + ".bak"):
+        try:
+            with open(candidate, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        if not data.strip():
+            continue
+        try:
+            doc = fastjson.loads(data)
+        except ProtocolError as exc:
+            if candidate != path:
+                name = os.path.basename(path)
+                raise CorruptFileError(candidate, 0, f"cannot parse it ({exc}) and {name} is missing or "
+                                       "unreadable too") from exc
+            continue
+        if isinstance(doc, dict):
+            break
+    table = doc.get("offsetTable") if isinstance(doc, dict) else None
+    parsed: dict[str, dict[int, int]] = {}
+    for key, queues in (table.items() if isinstance(table, dict) else ()):
+        if not isinstance(queues, dict) or "@" not in str(key):
+            continue
+        entries: dict[int, int] = {}
+        for queue_id, offset in queues.items():
+            try:
+                entries[int(queue_id)] = int(offset)
+            except (TypeError, ValueError, OverflowError):
+                continue
+        parsed[str(key)] = entries
+    return parsed
 
 
 def _write_csv(path: str, header: list[str], rows: list[list[object]]) -> None:
@@ -104,10 +140,32 @@ def _write_csv(path: str, header: list[str], rows: list[list[object]]) -> None:
         writer.writerows(rows)
 
 
-def _charts(rows: list[TrafficRow], lags: list[GroupLag]) -> bytes:
+#: at most this many bars in the per-topic panels, and in the lag and tag panels (one label a line): the
+#: largest, so a store of many topics or queues keeps a legible chart (the HTML tables list every one)
+_MAX_BARS = 20
+_MAX_ROWS = 12
+#: the per-hour line counts an hour without messages as 0 across at most this many hours (about 11 years);
+#: a wider span (a stray store time) is drawn as its hours with messages only, as points
+_MAX_FILLED_HOURS = 100_000
+
+
+def _plain(label: str) -> str:
+    """*label* drawn as it reads: a tag is free text, and matplotlib would take "$...$" in it for math (and
+    fail the whole report on one it cannot parse, such as "$x_$")."""
+    return label.replace("$", r"\$")
+
+
+def _largest(counts: dict[str, int], limit: int) -> list[str]:
+    """The keys of the *limit* largest counts, largest first (ties in key order)."""
+    return [k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+
+def _figure(rows: list[TrafficRow], lags: list[GroupLag]) -> Any:
+    """The report's four panels as a matplotlib Figure (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display; must precede pyplot
+    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
     by_topic: dict[str, list[int]] = {}
@@ -120,27 +178,52 @@ def _charts(rows: list[TrafficRow], lags: list[GroupLag]) -> bytes:
         tag = r.tags if r.tags is not None else "(none)"
         by_tag[tag] = by_tag.get(tag, 0) + r.message_count
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    topics = sorted(by_topic)
-    axes[0][0].bar(topics, [by_topic[t][0] for t in topics], color="#3b6ea5")
-    axes[0][0].set_title("messages per topic")
-    axes[0][1].bar(topics, [by_topic[t][1] / 1024 for t in topics], color="#e07b39")
-    axes[0][1].set_title("body KiB per topic")
+    topics = _largest({t: n for t, (n, _) in by_topic.items()}, _MAX_BARS)
+    shown = f" (top {len(topics)} of {len(by_topic)})" if len(topics) < len(by_topic) else ""
+    axes[0][0].bar([_plain(t) for t in topics], [by_topic[t][0] for t in topics], color="#3b6ea5")
+    axes[0][0].set_title("messages per topic" + shown)
+    axes[0][1].bar([_plain(t) for t in topics], [by_topic[t][1] / 1024 for t in topics], color="#e07b39")
+    axes[0][1].set_title("body KiB per topic" + shown)
+    # a time axis, not one category per hour: hours a year apart stay apart, an hour without messages is 0,
+    # and a store of months gets a few date ticks instead of thousands of overlapping labels
+    ax = axes[1][0]
     hours = sorted(by_hour)
-    axes[1][0].plot([h.strftime("%m-%d %H:00") for h in hours], [by_hour[h] for h in hours], marker="o")
-    axes[1][0].set_title("messages per hour (store time, UTC)")
+    if hours:
+        span = int((hours[-1] - hours[0]).total_seconds()) // 3600 + 1
+        if span <= _MAX_FILLED_HOURS:
+            xs = [hours[0] + timedelta(hours=i) for i in range(span)]
+            ax.plot(xs, [by_hour.get(h, 0) for h in xs], marker="o" if span <= 200 else "", markersize=4)
+        else:
+            ax.plot(hours, [by_hour[h] for h in hours], linestyle="", marker="o", markersize=3)
+        if span == 1:  # one hour: a day around it, not the years matplotlib widens a single date to
+            ax.set_xlim(hours[0] - timedelta(hours=12), hours[0] + timedelta(hours=12))
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_ylim(bottom=0)
+    ax.set_title("messages per hour (store time, UTC)")
     if lags:
-        labels = [f"{g.group}\n{g.topic}:{g.queue_id}" for g in lags]
-        axes[1][1].barh(labels, [g.lag for g in lags], color="#b03a48")
-        axes[1][1].set_title("consumer lag (messages)")
+        lag_of = {f"{g.group} {g.topic}:{g.queue_id}": g.lag for g in lags}
+        worst = _largest(lag_of, _MAX_ROWS)[::-1]  # the largest at the top
+        axes[1][1].barh([_plain(k) for k in worst], [lag_of[k] for k in worst], color="#b03a48")
+        axes[1][1].set_title("consumer lag (messages" + (f", top {len(worst)} of {len(lag_of)} queues)"
+                                                         if len(worst) < len(lag_of) else ")"))
     else:
-        top = sorted(by_tag.items(), key=lambda kv: -kv[1])[:12]
-        axes[1][1].barh([t for t, _ in top], [n for _, n in top], color="#5a9e6f")
+        top = sorted(by_tag.items(), key=lambda kv: -kv[1])[:_MAX_ROWS]
+        axes[1][1].barh([_plain(t) for t, _ in top], [n for _, n in top], color="#5a9e6f")
         axes[1][1].set_title("messages per tag (top 12)")
-    for ax in axes.flat:
+    for ax in (axes[0][0], axes[0][1], axes[1][1]):
         for label in ax.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
     fig.tight_layout()
+    return fig
+
+
+def _charts(rows: list[TrafficRow], lags: list[GroupLag]) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig = _figure(rows, lags)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
