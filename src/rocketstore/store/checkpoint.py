@@ -50,7 +50,15 @@ class Checkpoint:
         page = bytearray(CHECKPOINT_BYTES)
         CHECKPOINT_LAYOUT.pack_into(page, 0, self.physic_msg_timestamp, self.logics_msg_timestamp,
                                     self.index_msg_timestamp)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            # out of descriptors (RLIMIT_NOFILE, say a burst of connections to the broker): as for a full
+            # disk below, the next flush writes it; failing here fenced the store until it was reopened
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            log.warning("cannot write the checkpoint %s: %s", self.path, exc)
+            return
         try:
             os.pwrite(fd, page, 0)
             os.fdatasync(fd)

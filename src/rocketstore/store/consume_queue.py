@@ -27,6 +27,7 @@ from operator import itemgetter
 import numpy as np
 
 from rocketstore.store.file_queue import FileQueue
+from rocketstore.store.mapped_file import MappedFile
 
 __all__ = ["CQ_DTYPE", "CQ_ENTRY", "CQ_ENTRY_BYTES", "PRE_BLANK_SIZE", "ConsumeQueue", "ConsumeQueueTable"]
 
@@ -41,6 +42,9 @@ _PRE_BLANK = CQ_ENTRY.pack(0, PRE_BLANK_SIZE, 0)
 _ENTRY_FIELDS = itemgetter(0, 1, 7)
 _QUEUE_OFFSET = itemgetter(4)
 _ENTRIES_STRUCTS: dict[int, struct.Struct] = {}
+#: recovery reads a segment's entries in chunks from one page's worth up to 1.2 MB (see _valid_prefix)
+_RECOVER_FIRST_CHUNK_ENTRIES = 4096 // CQ_ENTRY_BYTES
+_RECOVER_MAX_CHUNK_ENTRIES = 1 << 16
 
 
 def _fact_end(fact: tuple) -> int:  # type: ignore[type-arg]
@@ -58,11 +62,36 @@ def _entries_struct(count: int) -> struct.Struct:
     return layout
 
 
+def _valid_prefix(mf: MappedFile) -> tuple[int, np.void | None]:
+    """How many entries of *mf* lead up to its first invalid one (commitlog offset < 0 or size <= 0), and
+    the last of them (None if none).
+
+    Read in chunks that start at one page and double: a queue's segment is mostly unwritten, and reading
+    (so faulting in) all of it took every queue's full segment size of memory at open, 6 MB a queue by
+    default (3 GB for 500 queues), where RocketMQ stops at the first empty entry too."""
+    size = mf.size_bytes
+    chunk_entries = _RECOVER_FIRST_CHUNK_ENTRIES
+    pos = 0
+    last: np.void | None = None
+    while pos < size:
+        arr = np.frombuffer(mf.read(pos, min(chunk_entries * CQ_ENTRY_BYTES, size - pos)), dtype=CQ_DTYPE)
+        bad = np.flatnonzero((arr["offset"] < 0) | (arr["size"] <= 0))
+        count = int(bad[0]) if len(bad) else len(arr)
+        if count:
+            last = arr[count - 1]
+        if count < len(arr):
+            return pos // CQ_ENTRY_BYTES + count, last
+        pos += len(arr) * CQ_ENTRY_BYTES
+        chunk_entries = min(chunk_entries * 2, _RECOVER_MAX_CHUNK_ENTRIES)
+    return size // CQ_ENTRY_BYTES, last
+
+
 class ConsumeQueue:
     def __init__(self, topic: str, queue_id: int, directory: str, segment_bytes: int, *, writable: bool) -> None:
         self.topic = topic
         self.queue_id = queue_id
-        self.files = FileQueue(directory, segment_bytes, writable=writable)
+        # one descriptor a segment (the mapping's own), not two: stores hold thousands of queues
+        self.files = FileQueue(directory, segment_bytes, writable=writable, keep_fd=False)
         self.segment_bytes = segment_bytes
         #: commitlog offset + size of the newest entry (RocketMQ's maxPhysicOffset)
         self.max_physic_offset = -1
@@ -252,8 +281,13 @@ class ConsumeQueue:
         # treated as a torn tail, as for the commitlog (unless the caller says the last run closed cleanly)
         self.files.load(allow_short_tail=allow_short_tail)
 
-    def recover(self) -> None:
-        """Keep the valid prefix (offset >= 0 and size > 0), starting from the third-last segment."""
+    def recover(self, *, clean_exit: bool = False) -> None:
+        """Keep the valid prefix (offset >= 0 and size > 0), starting from the third-last segment.
+
+        The bytes past it are zeroed (a crash can leave entries there that a later scan would take for
+        valid ones), unless *clean_exit* says the last run closed cleanly: the writer appends in order and
+        every open after a crash zeroes the tail, so it is zero already.  Checking it reads, so faults in,
+        the rest of the segment: 6 MB a queue by default, every queue, on every open."""
         files = self.files.files
         if not files:
             return
@@ -262,11 +296,8 @@ class ConsumeQueue:
         valid_in_file = 0
         while True:
             mf = files[index]
-            arr = np.frombuffer(mf.read(0, mf.size_bytes), dtype=CQ_DTYPE)
-            bad = np.flatnonzero((arr["offset"] < 0) | (arr["size"] <= 0))
-            count = int(bad[0]) if len(bad) else len(arr)
-            if count:
-                last = arr[count - 1]
+            count, last = _valid_prefix(mf)
+            if last is not None:
                 self.max_physic_offset = int(last["offset"]) + int(last["size"])
             valid_in_file = count * CQ_ENTRY_BYTES
             process = mf.start_offset
@@ -276,7 +307,7 @@ class ConsumeQueue:
             break
         end = process + valid_in_file
         self.files.set_positions(end)
-        self.files.truncate_after(end)
+        self.files.truncate_after(end, zero_tail=not clean_exit)
 
     def truncate_dirty(self, commit_log_offset: int) -> None:
         """Drop every entry that points at or past *commit_log_offset* (pre-blank fill entries stay)."""
@@ -295,7 +326,8 @@ class ConsumeQueue:
             if len(real):
                 last = arr[int(real[-1])]
                 self.max_physic_offset = int(last["offset"]) + int(last["size"])
-            self.files.truncate_after(mf.start_offset + cut * CQ_ENTRY_BYTES)
+            if cut < len(arr):  # nothing to cut: the bytes past the wrote position are zero already
+                self.files.truncate_after(mf.start_offset + cut * CQ_ENTRY_BYTES)
             return
 
     def correct_min_offset(self, commit_log_min_offset: int) -> None:

@@ -25,12 +25,14 @@ __all__ = ["FileQueue"]
 
 class FileQueue:
     def __init__(self, directory: str, segment_bytes: int, *, writable: bool, preallocate: bool = False,
-                 warm: bool = False) -> None:
+                 warm: bool = False, keep_fd: bool = True) -> None:
         self.directory = directory
         self.segment_bytes = segment_bytes
         self.writable = writable
         self.preallocate = preallocate and writable
         self.warm = warm
+        #: whether each segment keeps its file descriptor open (see MappedFile)
+        self.keep_fd = keep_fd
         self._files: list[MappedFile] = []
         self._starts: list[int] = []
         #: (files, starts) set together: a look-up reads one consistent pair
@@ -66,7 +68,7 @@ class FileQueue:
                     raise StoreConfigError(f"{path} has {size} bytes; every segment here must have "
                                            f"{self.segment_bytes} (check the configured segment size)")
                 mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False,
-                                allow_short=short_ok)
+                                allow_short=short_ok, keep_fd=self.keep_fd)
             except FileNotFoundError:
                 # deleted since the listing: a live store's retention (a read-only open of it) deletes from
                 # the head in order, so the segments mapped before this one are gone too; keeping them would
@@ -144,7 +146,7 @@ class FileQueue:
         if self.writable:
             os.makedirs(self.directory, exist_ok=True)
         mf = MappedFile(self._path(start), start, self.segment_bytes, writable=self.writable, create=True,
-                        first_in_queue=first_in_queue)
+                        first_in_queue=first_in_queue, keep_fd=self.keep_fd)
         if self.warm:
             mf.warm()
         return mf
@@ -198,15 +200,17 @@ class FileQueue:
 
     # --- shrinking ---------------------------------------------------------------------------------------
 
-    def truncate_after(self, offset: int) -> None:
-        """Forget everything at and after *offset*: later segments deleted, the holding one zeroed."""
+    def truncate_after(self, offset: int, *, zero_tail: bool = True) -> None:
+        """Forget everything at and after *offset*: later segments deleted, the holding one zeroed from
+        there (unless the caller knows those bytes are zero: *zero_tail* False)."""
         keep: list[MappedFile] = []
         for f in self._files:
             if f.start_offset + self.segment_bytes <= offset:
                 keep.append(f)
             elif f.start_offset <= offset:
                 pos = offset - f.start_offset
-                f.zero_from(pos)
+                if zero_tail:
+                    f.zero_from(pos)
                 f.wrote = pos
                 f.flushed = min(f.flushed, pos)
                 keep.append(f)

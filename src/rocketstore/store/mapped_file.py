@@ -102,6 +102,7 @@ class MappedFile:
 
     __slots__ = (
         "_fd",
+        "_keep_fd",
         "_mm",
         "_scratch_mtime_ms",
         "first_in_queue",
@@ -114,7 +115,11 @@ class MappedFile:
     )
 
     def __init__(self, path: str, start_offset: int, size_bytes: int, *, writable: bool, create: bool,
-                 first_in_queue: bool = False, allow_short: bool = False) -> None:
+                 first_in_queue: bool = False, allow_short: bool = False, keep_fd: bool = True) -> None:
+        """*keep_fd* False (a writable file): close the descriptor once the file is mapped.  The mapping
+        holds one of its own (Python's mmap dups it), so a kept one makes two a file: a store of many
+        consume queues then runs out of descriptors at half the queues.  Flushes and data look-ups open
+        the file for the call instead."""
         self.path = path
         self.start_offset = start_offset
         self.size_bytes = size_bytes
@@ -124,6 +129,7 @@ class MappedFile:
         self.first_in_queue = first_in_queue
         self._scratch_mtime_ms: int | None = None
         self._fd = -1
+        self._keep_fd = keep_fd
         if writable:
             if create:
                 fd = _create_allocated(path, size_bytes)
@@ -140,8 +146,19 @@ class MappedFile:
             except BaseException:
                 if fd >= 0:
                     os.close(fd)
+                if create:
+                    # mapping the new file failed (ENOMEM: vm.max_map_count or the address space is used
+                    # up); left under its real name it would never hold data and every later try to create
+                    # the segment would meet it (FileExistsError) long after memory is back
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
                 raise
-            self._fd = fd
+            if keep_fd:
+                self._fd = fd
+            else:
+                os.close(fd)
         elif create:
             self._mm = mmap.mmap(-1, size_bytes)
             self._scratch_mtime_ms = int(time.time() * 1000)
@@ -213,21 +230,38 @@ class MappedFile:
         private or scratch copy may differ from the file) or the file system cannot say."""
         if start >= stop:
             return []
-        if self._fd < 0 or not self.writable:
+        if not self.writable:
             return [(start, stop)]
+        fd = self._fd
+        opened = -1
+        if fd < 0:
+            if self._keep_fd or self._mm.closed:
+                return [(start, stop)]
+            try:
+                fd = opened = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return [(start, stop)]
+        try:
+            return self._data_ranges(fd, start, stop)
+        finally:
+            if opened >= 0:
+                os.close(opened)
+
+    @staticmethod
+    def _data_ranges(fd: int, start: int, stop: int) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         pos = start
         try:
             while pos < stop:
                 try:
-                    data = os.lseek(self._fd, pos, os.SEEK_DATA)
+                    data = os.lseek(fd, pos, os.SEEK_DATA)
                 except OSError as exc:
                     if exc.errno == errno.ENXIO:  # nothing but holes up to the end of the file
                         break
                     raise
                 if data >= stop:
                     break
-                hole = min(os.lseek(self._fd, data, os.SEEK_HOLE), stop)
+                hole = min(os.lseek(fd, data, os.SEEK_HOLE), stop)
                 out.append((data, hole))
                 pos = hole
         except (OSError, AttributeError):
@@ -283,7 +317,11 @@ class MappedFile:
         if self.writable:
             fd = self._fd
             if fd < 0:
-                return self.flushed  # closed meanwhile (retention deleted it): nothing left to make durable
+                if self._keep_fd or self._mm.closed or not self._sync_by_path():
+                    # closed meanwhile (retention deleted it): nothing left to make durable
+                    return self.flushed
+                self.flushed = wrote
+                return wrote
             # A shared mapping's dirty pages are the page cache's: fdatasync writes them back and, unlike
             # msync, reports write errors for the whole file (measured faster here too, see ANCHORS.md).
             try:
@@ -294,6 +332,30 @@ class MappedFile:
                 raise
         self.flushed = wrote
         return wrote
+
+    def _sync_by_path(self) -> bool:
+        """fdatasync through a descriptor opened for the call (a file that keeps none; msync would hold the
+        GIL for the whole write-back); False when the file is gone, closed and deleted meanwhile."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if self._mm.closed:
+                return False
+            raise
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            # out of descriptors (RLIMIT_NOFILE): msync needs none; a flush must not fail for want of one
+            try:
+                self._mm.flush()
+            except ValueError:  # closed meanwhile
+                return False
+            return True
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        return True
 
     def last_modified_ms(self) -> int:
         if self._scratch_mtime_ms is not None:

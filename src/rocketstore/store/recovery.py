@@ -560,7 +560,7 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
             *, abnormal: bool, check_crc: bool, index_safe: bool,
             progress: Callable[[int], None] | None = None) -> RecoveryReport:
     for cq in queues:
-        cq.recover()
+        cq.recover(clean_exit=not abnormal)
     max_phy_in_queues = queues.max_physic_offset()
     files = commitlog.files.files
     if not files:
