@@ -34,10 +34,11 @@ def test_batch_read_from_an_unreachable_name_server_fails_instead_of_reading_not
         df.count()
 
 
-def test_a_topic_the_name_server_does_not_know_still_reads_as_empty(spark: Any, cluster: LocalCluster) -> None:
+def test_a_topic_the_name_server_does_not_know_fails_a_batch_read(spark: Any, cluster: LocalCluster) -> None:
     df = (spark.read.format("rocketmq").option("nameServer", cluster.namesrv_addr)
           .option("subscribe", "NoSuchTopicYet").load())
-    assert df.count() == 0
+    with pytest.raises(Exception, match="option subscribe names 'NoSuchTopicYet', which the name servers"):
+        df.count()
 
 
 def test_rows_with_a_delay_level_are_sent_alone_and_delivered_later(spark: Any, cluster: LocalCluster) -> None:
@@ -101,6 +102,7 @@ def test_a_queue_id_the_topic_does_not_have_is_named_in_the_error(spark: Any, cl
 
 
 def test_overwrite_mode_is_refused_instead_of_quietly_appending(spark: Any, cluster: LocalCluster) -> None:
+    cluster.create_topic("SparkOverwrite", 1)  # a batch read of a topic the name server does not know fails
     df = spark.createDataFrame([("x",)], "body string")
     with pytest.raises(Exception, match=r"only appends messages to topics; write with mode\('append'\)"):
         (df.write.format("rocketmq").option("nameServer", cluster.namesrv_addr).option("topic", "SparkOverwrite")

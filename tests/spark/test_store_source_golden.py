@@ -57,8 +57,10 @@ def test_starting_and_ending_offsets_per_queue(golden_dir, golden_dump, load, ro
 
 def test_earliest_latest_keywords(golden_dir, load) -> None:  # type: ignore[no-untyped-def]
     path = _store(golden_dir, "clean")
-    assert load(path, topics="TopicA", startingOffsets="latest").toArrow().num_rows == 0
-    assert load(path, topics="TopicA", endingOffsets="earliest").toArrow().num_rows == 0
+    with pytest.raises(Exception, match="startingOffsets=latest would read nothing"):
+        load(path, topics="TopicA", startingOffsets="latest").toArrow()
+    with pytest.raises(Exception, match="endingOffsets=earliest would read nothing"):
+        load(path, topics="TopicA", endingOffsets="earliest").toArrow()
     assert load(path, topics="TopicA", startingOffsets="earliest", endingOffsets="latest").toArrow().num_rows == 100
 
 

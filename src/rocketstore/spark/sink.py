@@ -2,7 +2,7 @@
 
     df.write.format("rocketmq").option("nameServer", "127.0.0.1:9876").option("topic", "TopicA").save()
 
-Columns: ``body`` (required, binary or string), ``topic`` (string; else the ``topic`` option), ``tags``,
+Columns: ``body`` (required, binary or string), ``topic`` (string; the ``topic`` option overrides it), ``tags``,
 ``keys`` (strings), ``properties`` (map<string,string>), ``queueId`` (int; else the producer picks a queue).
 Other columns are ignored.  Rows of one task going to the same topic and queue are sent as batches,
 except a row carrying a DELAY level or going to a %RETRY% topic: a batch may hold neither, so it is sent
@@ -126,7 +126,9 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
             props = _column(batch, "properties")
             queue_ids = _column(batch, "queueId")
             for i, body in enumerate(bodies):
-                topic = (topics[i] if topics is not None else None) or options.topic
+                # the option overrides the column, as in Kafka's sink: a DataFrame read from a topic has a topic
+                # column, which would otherwise send its rows back where they came from
+                topic = options.topic or (topics[i] if topics is not None else None)
                 if not topic:
                     raise SparkOptionError(f"row {row} of partition {partition_id} has no topic (column and option "
                                            "both empty)")
@@ -139,6 +141,13 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                 properties: dict[str, str] = {}
                 if props is not None and props[i]:
                     properties.update((str(k), str(v)) for k, v in props[i] if v is not None)  # type: ignore[attr-defined]
+                    if properties.get(PropertyName.TRAN_MSG, "").lower() == "true":  # Boolean.parseBoolean
+                        raise SparkOptionError(
+                            f"row {row} of partition {partition_id} sets property TRAN_MSG=true: the broker would "
+                            "keep it as a transaction's half message, which no consumer sees and no producer of "
+                            "the sink commits; the rocketmq sink sends no transactional messages (drop the property, "
+                            "e.g. map_filter(properties, (k, v) -> k != 'TRAN_MSG'): committed transactional messages "
+                            "read from a topic keep it)")
                 if tags is not None and tags[i]:
                     properties[PropertyName.TAGS] = str(tags[i])
                 if keys is not None and keys[i]:

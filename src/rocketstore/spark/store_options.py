@@ -38,6 +38,8 @@ __all__ = [
     "QueueRange",
     "QueueView",
     "StoreReadOptions",
+    "check_named_topics",
+    "configured_topics",
     "detect_config",
     "first_offset_at_or_after",
     "is_system_topic",
@@ -131,13 +133,23 @@ class StoreReadOptions:
         if max_records is not None and max_records < 1:
             raise StoreConfigError("maxRecordsPerPartition must be at least 1")
         tags = opts.get("tags")
+        starting = _parse_offsets(opts.get("startingoffsets", "earliest"), "startingOffsets")
+        ending = _parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets")
+        # as Spark's Kafka source (and the rocketmq source) refuse them for a batch query: such a read is always
+        # empty, which is a mistake rather than a request for nothing
+        if starting == "latest":
+            raise StoreConfigError("startingOffsets=latest would read nothing: a rocketmq-store read is a batch "
+                                   "read, which ends at the latest offsets (endingOffsets); give earliest or JSON")
+        if ending == "earliest":
+            raise StoreConfigError("endingOffsets=earliest would read nothing: a rocketmq-store read starts at the "
+                                   "earliest offsets (startingOffsets); give latest or JSON")
         return cls(
             path=path,
             config=detect_config(path, opts),
             topics=topics,
             topic_pattern=pattern,
-            starting_offsets=_parse_offsets(opts.get("startingoffsets", "earliest"), "startingOffsets"),
-            ending_offsets=_parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets"),
+            starting_offsets=starting,
+            ending_offsets=ending,
             starting_timestamp_ms=starting_ts,
             ending_timestamp_ms=ending_ts,
             tags=str(tags).strip() if tags is not None and str(tags).strip() not in ("", "*") else None,
@@ -297,6 +309,35 @@ def select_queues(topics: Mapping[str, list[int]], options: StoreReadOptions) ->
     return [(t, q) for t in sorted(wanted) for q in sorted(topics[t])]
 
 
+def configured_topics(path: str) -> frozenset[str]:
+    """The topics the broker's ``config/topics.json`` under the store root *path* holds (created ones, with or
+    without messages); empty when there is no such file or it cannot be read."""
+    try:
+        with open(os.path.join(path, "config", "topics.json"), encoding="utf-8") as f:
+            table = json.load(f).get("topicConfigTable")
+    except (OSError, ValueError, AttributeError):
+        return frozenset()
+    return frozenset(str(t) for t in table) if isinstance(table, dict) else frozenset()
+
+
+def check_named_topics(topics: Mapping[str, list[int]], options: StoreReadOptions) -> None:
+    """StoreConfigError when option ``topics`` names a topic the store has no consume queue for and its broker's
+    ``config/topics.json`` does not hold either: a misspelt name would otherwise read as an empty topic (Spark's
+    Kafka source fails a batch read of a topic the cluster does not have, too).  A topic created but never
+    written to reads as empty, and so does a system topic (every broker has them, with queues only once
+    written to); ``topicPattern`` matching nothing reads nothing."""
+    if options.topics is None:
+        return
+    unknown = [t for t in dict.fromkeys(options.topics) if t not in topics and not is_system_topic(t)]
+    if unknown:
+        unknown = [t for t in unknown if t not in configured_topics(options.path)]
+    if unknown:
+        have = sorted(t for t in topics if not is_system_topic(t))
+        shown = ", ".join(have[:20]) + (f" and {len(have) - 20} more" if len(have) > 20 else "")
+        raise StoreConfigError(f"option topics names {', '.join(map(repr, unknown))}, which the store {options.path} "
+                               f"does not have (its topics: {shown or 'none'})")
+
+
 def _resolve(spec: OffsetSpec, topic: str, queue_id: int, default: int, low: int, high: int) -> int:
     if isinstance(spec, str):
         return low if spec == "earliest" else high
@@ -336,7 +377,9 @@ def first_offset_at_or_after(store: QueueView, topic: str, queue_id: int, timest
 def plan_ranges(store: QueueView, options: StoreReadOptions) -> list[QueueRange]:
     """One range per selected queue with anything to read, against the store's max offsets right now."""
     ranges: list[QueueRange] = []
-    for topic, queue_id in select_queues(store.topics(), options):
+    present = store.topics()
+    check_named_topics(present, options)
+    for topic, queue_id in select_queues(present, options):
         low = store.min_offset(topic, queue_id)
         high = store.max_offset(topic, queue_id)  # the snapshot: nothing after it is ever read
         if options.starting_timestamp_ms is not None:

@@ -147,6 +147,8 @@ class _Planner:
         self._session: BrokerSession | None = None
         #: topic -> the queues the name servers last gave (a streaming query rides out a name server outage)
         self._known: dict[str, list[MessageQueue]] = {}
+        #: topics the name servers answered, at the last look-up of each, that they do not know
+        self.unknown: set[str] = set()
 
     @property
     def session(self) -> BrokerSession:
@@ -185,11 +187,17 @@ class _Planner:
             # that cannot be reached is an error, not an empty topic, unless an earlier look-up of this
             # planner (an earlier trigger of the stream) found the topic's queues: those are used again
             try:
-                found = self.session.queues_if_known(topic) or []
+                routed = self.session.queues_if_known(topic)
             except ClientError:
                 if topic not in self._known:
                     raise
                 found = self._known[topic]
+            else:
+                found = routed or []
+                if routed is None:
+                    self.unknown.add(topic)
+                else:
+                    self.unknown.discard(topic)
             self._known[topic] = found
             queues.extend(mq for mq in found if opts.wants_queue(mq))
         return sorted(queues)
@@ -559,12 +567,26 @@ class BrokerBatchReader(DataSourceReader):
                                                              past_max=True))
             end = planner.retrying("resolving the ending offsets",
                                    lambda: planner.resolve(self.options.ending_offsets, default=-1))
+            self._check_topics_known(planner)
             end = self._checked_end(planner, end)
             start = self._checked_start(planner, start, end)
         finally:
             planner.close()
         ranges = plan_pull_ranges(start, end, self.options.min_partitions)
         return [BrokerPartition(self.options, group) for group in ranges] or [InputPartition(None)]
+
+    def _check_topics_known(self, planner: _Planner) -> None:
+        """SparkOptionError when ``subscribe`` or ``assign`` names a topic the name servers do not know: as Spark's
+        Kafka source fails a batch read of a topic the cluster does not have, instead of reading a misspelt name
+        as an empty topic.  (A stream waits for such a topic to be created; ``subscribePattern`` matching no
+        topic reads nothing.)"""
+        opts = self.options
+        named = opts.subscribe if opts.subscribe is not None else tuple(opts.assign or ())
+        unknown = [t for t in dict.fromkeys(named) if t in planner.unknown]
+        if unknown:
+            option = "subscribe" if opts.subscribe is not None else "assign"
+            raise SparkOptionError(f"option {option} names {', '.join(map(repr, unknown))}, which the name servers "
+                                   f"{opts.name_server} do not know (no route): a batch read needs an existing topic")
 
     def _checked_end(self, planner: _Planner, end: Offsets) -> Offsets:
         """*end* checked for the queues a JSON endingOffsets marks (a stream's endOffset copied to read up to
