@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.java_numbers import parse_java_int
@@ -351,7 +352,7 @@ _ACCOUNT_FIELDS = {name.lower(): name for name in (
 _SMART_KEY = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "_-")
 
 
-def account_fields(raw: Mapping[object, object], where: object) -> dict[str, object]:
+def account_fields(raw: Mapping[Any, object], where: object) -> dict[str, Any]:
     """An account mapping of an ACL file as 4.9.3 reads it into a PlainAccessConfig (fastjson 1.2.76's
     JavaBeanDeserializer.smartMatch, key by key in file order, a later key setting a property again): a key
     is a property when it is its name, or is its name once ``_`` and ``-`` are dropped and ASCII letters

@@ -523,7 +523,8 @@ class Broker:
                 failures.failed(exc)
             else:
                 failures.succeeded()
-            for writer in (self.topics.writer, self.groups.writer, *self.retried_writers):
+            writers: list[BackgroundWriter[Any]] = [self.topics.writer, self.groups.writer, *self.retried_writers]
+            for writer in writers:
                 writer.retry()
 
     async def _scan_clients_loop(self) -> None:

@@ -51,6 +51,7 @@ import time
 import traceback
 import zlib
 from collections.abc import Mapping
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -427,7 +428,7 @@ class PushConsumer(GroupConsumer):
         s, held = self.settings, len(self.process_queues)
         if held == 0 or (s.pull_threshold_for_topic == -1 and s.pull_threshold_bytes_for_topic == -1):
             return
-        changes: dict[str, int] = {}
+        changes: dict[str, Any] = {}
         if s.pull_threshold_for_topic != -1:
             changes["pull_threshold_for_queue"] = max(1, s.pull_threshold_for_topic // held)
         if s.pull_threshold_bytes_for_topic != -1:

@@ -12,6 +12,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable
+from typing import TypeVar
 
 from rocketstore.errors import RocketStoreError
 from rocketstore.files import write_text_atomically
@@ -47,6 +48,9 @@ from rocketstore.remoting.transport import Connection
 __all__ = ["ORDER_TOPIC_CONFIG", "KVTable", "NameServerHandlers"]
 
 log = logging.getLogger(__name__)
+
+#: a RegisterBrokerBody decoder's result (the slim decoder may give None)
+_Body = TypeVar("_Body", RegisterBrokerBody, RegisterBrokerBody | None)
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 _FAQ_APPLY_TOPIC = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
@@ -215,8 +219,7 @@ class NameServerHandlers:
         return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
                                      body=self.kv.namespace_body(ORDER_TOPIC_CONFIG) or b"")
 
-    async def _decode_body(self, decode: Callable[..., RegisterBrokerBody | None], request: RemotingCommand,
-                           compressed: bool) -> RegisterBrokerBody | None:
+    async def _decode_body(self, decode: Callable[..., _Body], request: RemotingCommand, compressed: bool) -> _Body:
         """*decode* (a RegisterBrokerBody decoder) of the request's body; off the loop when the body is big,
         so route queries go on being answered meanwhile (the GIL is shared, not held)."""
         call = functools.partial(decode, request.body, compressed=compressed, version=request.version)

@@ -258,11 +258,11 @@ class _Planner:
             f"{mark[2]} ms) is now another one (commitlog offset {m.commit_log_offset}, stored at "
             f"{m.store_timestamp} ms), offsets [{low}, {offset}) of the new queue were never read"
             for topic, key, mark, m, low, offset in changed)
-        message = (f"queues are new ones that reused the checkpoint's offsets (the topic was deleted and created "
+        problem = (f"queues are new ones that reused the checkpoint's offsets (the topic was deleted and created "
                    f"again, or the broker lost messages), messages would be missed: {described}")
         if self.options.fail_on_data_loss:
-            raise DataLossError(message + "; set failOnDataLoss=false to read the new queues from their min offsets")
-        print(f"rocketmq source: {message}; reading the new queues from their min offsets", file=sys.stderr)
+            raise DataLossError(problem + "; set failOnDataLoss=false to read the new queues from their min offsets")
+        print(f"rocketmq source: {problem}; reading the new queues from their min offsets", file=sys.stderr)
         out: Offsets = {t: dict(q) for t, q in start.items()}
         restarted: Offsets = {}
         for topic, key, _, _, low, _ in changed:
