@@ -195,7 +195,7 @@ def test_errors_are_one_line_and_exit_non_zero(serve: ServeProcess) -> None:
     assert "Connection refused" in one_line_error(cli("topic", "list", *nobody)) or "cannot connect" in \
         one_line_error(cli("topic", "list", *nobody))
     assert "NoSuchTopic" in one_line_error(cli("topic", "status", "NoSuchTopic", *ns))
-    assert "no route" in one_line_error(cli("consume", "NoSuchTopic", "-g", "g", "--timeout", "1", *ns))
+    assert "No route info" in one_line_error(cli("consume", "NoSuchTopic", "-g", "g", "--timeout", "1", *ns))
     assert "invalid topic name" in one_line_error(cli("send", "bad topic", "x", *ns))
     assert "invalid group name" in one_line_error(cli("group", "progress", "bad/group", *ns))
     assert "no consume progress" in one_line_error(cli("group", "progress", "never-consumed", *ns))

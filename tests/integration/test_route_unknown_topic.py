@@ -22,4 +22,6 @@ def test_a_send_to_an_unknown_topic_without_auto_create_names_that_topic(tmp_pat
         with pytest.raises(NoRouteError) as caught:
             run(send())
     assert caught.value.topic == "NoSuchTopicHere"
-    assert str(caught.value).startswith("no route for topic 'NoSuchTopicHere': the name servers do not know it")
+    assert str(caught.value).startswith("No route info of this topic: NoSuchTopicHere See "
+                                        "http://rocketmq.apache.org/docs/faq/ for further details. "
+                                        "Cause: the name servers do not know it")

@@ -67,7 +67,7 @@ def test_streaming_archive_from_an_unreachable_name_server_is_one_line(spark: An
     code = main(["pipeline", "archive", "--name-server", f"127.0.0.1:{_closed_port()}", "--topic", "Gone",
                  "--checkpoint", str(tmp_path / "ckpt"), "--output", str(tmp_path / "out"), "--available-now"])
     assert code == 2
-    assert "NoRouteError: no route for topic 'Gone'" in _one_error_line(capsys.readouterr().err)
+    assert "NoRouteError: No route info of this topic: Gone" in _one_error_line(capsys.readouterr().err)
 
 
 def test_spark_error_line_prefers_the_wrapped_rocketstore_error() -> None:

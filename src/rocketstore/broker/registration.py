@@ -82,6 +82,9 @@ class Registrar:
         self.on_order_topics = on_order_topics
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, ssl_context=ssl_context)
         self._task: asyncio.Task[None] | None = None
+        #: set when close begins: the broker serves until it has unregistered, and a registration sent after
+        #: the unregistration (a topic created meanwhile) would route the closed broker until it expires
+        self._closed = False
         self._again = asyncio.Event()
         #: name server address -> the task sending registrations there, one at a time and in order
         self._senders: dict[str, asyncio.Task[None]] = {}
@@ -120,7 +123,7 @@ class Registrar:
         registered yet, its last registration failed, a new connection) gets the whole table soon instead:
         it takes a registration's topics only when its data version moved, so an increment on top of an
         older view would leave the topics between them out until the next change."""
-        if not self.namesrv_addrs:
+        if not self.namesrv_addrs or self._closed:
             return
         self._seq += 1
         # one or a few topics: encoded here (microseconds), so the seq is the order the table was read in
@@ -164,8 +167,8 @@ class Registrar:
 
     async def _send_round(self) -> asyncio.Task[None] | None:
         """Encode the registration and hand it to every name server's sender; the task that waits for their
-        answers (None without name servers)."""
-        if not self.namesrv_addrs:
+        answers (None without name servers, or once closing: nothing is sent after the unregistration)."""
+        if not self.namesrv_addrs or self._closed:
             return None
         self._seq += 1
         seq = self._seq
@@ -175,6 +178,8 @@ class Registrar:
         # body holds a copy of the table (frozen configs), so the loop may change the table meanwhile
         payload = await asyncio.get_running_loop().run_in_executor(
             None, body.encode_compressed if self.compressed else body.encode)
+        if self._closed:  # closed while it was encoded
+            return None
         return self._answer_round(_Registration(seq, self._request(body, payload), body.data_version))
 
     def _request(self, body: RegisterBrokerBody, payload: bytes) -> RemotingCommand:
@@ -312,6 +317,7 @@ class Registrar:
                        header.master_addr or None)
 
     async def close(self, *, unregister: bool = True) -> None:
+        self._closed = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

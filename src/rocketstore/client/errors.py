@@ -52,9 +52,15 @@ class ClientError(RocketStoreError):
 
 
 class NoRouteError(ClientError):
+    """No route for *topic* (to send to it, or read it).  ``str()`` starts with 4.9.3's words for it
+    (DefaultMQProducerImpl.sendDefaultImpl's "No route info of this topic: <topic>" and the FAQ link), then
+    what went wrong here (``reason``), after "Cause: "."""
+
     def __init__(self, topic: str, reason: str = "") -> None:
         self.topic = topic
-        super().__init__(f"no route for topic {topic!r}" + (f": {reason}" if reason else ""))
+        self.reason = reason
+        super().__init__(f"No route info of this topic: {topic}{FAQ_SUFFIX}"
+                         + (f" Cause: {reason}" if reason else ""))
 
 
 class BrokerError(ClientError):

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rocketstore.client.errors import NoRouteError, broker_error_for
+from rocketstore.client.errors import FAQ_SUFFIX, NoRouteError, broker_error_for
 from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -46,7 +46,7 @@ class RouteCache:
         """*on_route(topic, route)*: told of each route the name servers answer (a producer learns its
         brokers from them, as MQClientInstance's brokerAddrTable), on the loop; it must not raise."""
         if not namesrv_addrs:
-            raise ValueError("at least one name server address is needed")
+            raise ValueError(f"No name server address, please set it.{FAQ_SUFFIX}")  # 4.9.3's words
         self.namesrv_addrs = namesrv_addrs
         self.pool = pool
         self.timeout_s = timeout_s
@@ -161,7 +161,8 @@ class RouteCache:
             template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
         except NoRouteError as exc:  # named after the topic asked for, not the template (as 4.9.3's error)
             raise NoRouteError(topic, f"the name servers do not know it, and it cannot be created on a send "
-                                      f"({exc}; brokers with autoCreateTopicEnable register that one)") from exc
+                                      f"({exc.topic}: {exc.reason}; brokers with autoCreateTopicEnable "
+                                      f"register that one)") from exc
         capped = tuple(QueueData(q.broker_name, min(q.read_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS),
                                  min(q.write_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS), q.perm, q.topic_sys_flag)
                        for q in template.queue_datas)
