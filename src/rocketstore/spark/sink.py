@@ -15,7 +15,9 @@ messages carry the same keys as the first attempt, so a consumer can drop the du
 not transactional: at-least-once delivery, exactly-once recognisable).
 
 A send the broker refuses fails the task: a BrokerError naming the response code, or SendRefusedError
-naming a non-SEND_OK status.  Commit messages carry counts; the driver prints the totals per batch.
+naming a non-SEND_OK status.  Commit messages carry counts of what the broker stored; the driver prints the
+totals per batch.  Spark hands the driver's abort the commit messages of the tasks that finished only, so a
+failed task's error itself ends with what that task sent before failing (those messages stay on the broker).
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rocketstore.client.errors import MessageIllegalError
-from rocketstore.message.properties import PropertyName, waits_store_msg_ok
+from rocketstore.client.errors import BrokerError, MessageIllegalError
+from rocketstore.message.properties import PropertyName, properties_problem, waits_store_msg_ok
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.codes import ResponseCode
-from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord
+from rocketstore.spark.broker_io import BrokerSession, OutgoingRecord, SendRefusedError
 from rocketstore.spark.stream_options import SinkOptions, SparkOptionError
 from rocketstore.spark.versions import check_task_version, planned_version
 
@@ -73,8 +75,10 @@ def check_sink_schema(schema: StructType, options: Mapping[str, str]) -> StructT
 
     if "body" not in types:
         raise SparkOptionError("the rocketmq sink needs a 'body' column (binary or string)")
+    has_topic_option = any(str(k).lower() == "topic" and v for k, v in options.items())
     expect("body", BinaryType, StringType)
-    expect("topic", StringType)
+    if not has_topic_option:  # the option overrides the column, which is then not read (whatever its type)
+        expect("topic", StringType)
     expect("tags", StringType)
     expect("keys", StringType)
     expect("queueId", IntegerType, LongType, ShortType)
@@ -82,7 +86,6 @@ def check_sink_schema(schema: StructType, options: Mapping[str, str]) -> StructT
     if props is not None and not (isinstance(props, MapType) and isinstance(props.keyType, StringType)
                                   and isinstance(props.valueType, StringType)):
         raise SparkOptionError(f"column properties is {props.simpleString()}; the sink needs map<string,string>")
-    has_topic_option = any(str(k).lower() == "topic" and v for k, v in options.items())
     if "topic" not in types and not has_topic_option:
         raise SparkOptionError("the rocketmq sink needs a 'topic' column or the 'topic' option")
     return schema
@@ -96,6 +99,13 @@ class SinkCommitMessage(WriterCommitMessage):
     send_count: int = 0
     per_topic: dict[str, int] = field(default_factory=dict)
 
+    def add_send(self, topic: str, records: list[OutgoingRecord]) -> None:
+        """Count one send of *records* the broker stored."""
+        self.message_count += len(records)
+        self.body_bytes += sum(len(r.body) for r in records)
+        self.send_count += 1
+        self.per_topic[topic] = self.per_topic.get(topic, 0) + len(records)
+
 
 def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
     index = batch.schema.get_field_index(name)
@@ -107,7 +117,21 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
     """Send every row of this task's batches; the UNIQ_KEYs are fixed by (write id, batch, partition, row)."""
     context = TaskContext.get()
     partition_id = context.partitionId() if context is not None else 0
+    #: what the broker stored so far (a failed task's error tells it: Spark's abort never sees it)
     report = SinkCommitMessage(partition_id)
+    try:
+        _write_rows(options, write_id, batch_id, partition_id, batches, report)
+    except Exception as exc:
+        unsure = "" if isinstance(exc, (BrokerError, SendRefusedError, SparkOptionError)) else \
+            " (a send whose answer did not come may have stored more)"
+        exc.add_note(f"rocketmq sink: partition {partition_id} sent {_describe(report)} before this failure{unsure}; "
+                     "they stay on the broker")
+        raise
+    return report
+
+
+def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id: int,
+                batches: Iterator[pa.RecordBatch], report: SinkCommitMessage) -> None:
     pending: dict[tuple[str, int | None], tuple[list[OutgoingRecord], list[int]]] = {}
     row = 0
     with BrokerSession(options.name_server, options.producer_group, timeout_s=options.timeout_s,
@@ -116,11 +140,11 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
         def flush(key: tuple[str, int | None]) -> None:
             records, _ = pending.pop(key)
             if records:
-                report.send_count += _send_split(session, key[0], records, key[1])
+                _send_split(session, key[0], records, key[1], report)
 
         for batch in batches:
             bodies = _column(batch, "body") or []
-            topics = _column(batch, "topic")
+            topics = None if options.topic else _column(batch, "topic")  # the option overrides the column
             tags = _column(batch, "tags")
             keys = _column(batch, "keys")
             props = _column(batch, "properties")
@@ -152,6 +176,12 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                     properties[PropertyName.TAGS] = str(tags[i])
                 if keys is not None and keys[i]:
                     properties[PropertyName.KEYS] = str(keys[i])
+                if properties:
+                    # what the producer would refuse in the batch, refused here: before any of it is sent
+                    problem = properties_problem(properties)
+                    if problem is not None:
+                        raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
+                                                  f"row {row} of partition {partition_id}: {problem}")
                 properties[PropertyName.UNIQ_KEY] = uniq_key_for(write_id, batch_id, partition_id, row)
                 row += 1
                 qid = queue_ids[i] if queue_ids is not None else None
@@ -167,32 +197,45 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
                     records, size = pending.setdefault(key, ([], [0]))
                 records.append(OutgoingRecord(data, properties))
                 size[0] += len(data)
-                report.message_count += 1
-                report.body_bytes += len(data)
-                report.per_topic[key[0]] = report.per_topic.get(key[0], 0) + 1
                 if alone or len(records) >= options.batch_messages:
                     flush(key)
         for key in list(pending):
             flush(key)
-    return report
 
 
-def _send_split(session: BrokerSession, topic: str, records: list[OutgoingRecord], queue_id: int | None) -> int:
-    """Send *records*, in order; returns the number of sends.
+def _size_refusal(exc: BrokerError) -> bool:
+    """Whether *exc* refuses a batch for its size: 4.9.3's MESSAGE_ILLEGAL for a body over maxMessageSize (the
+    broker's wording names the length limits; the client's "body size over max value"), or the SYSTEM_ERROR
+    of its batch encoder when the stored records come out over it ("message size exceeded")."""
+    remark = exc.remark or ""
+    if isinstance(exc, MessageIllegalError):
+        return "length limit" in remark or "body size over max value" in remark
+    return exc.code == ResponseCode.SYSTEM_ERROR and "message size exceeded" in remark
+
+
+def _send_split(session: BrokerSession, topic: str, records: list[OutgoingRecord], queue_id: int | None,
+                report: SinkCommitMessage) -> None:
+    """Send *records*, in order, counting in *report* what the broker stored.
 
     The batch budget (_BATCH_MAX_BYTES) fits RocketMQ's default maxMessageSize (4 MiB), but a broker may be
-    configured lower, and it refuses a whole batch above it (MESSAGE_ILLEGAL, nothing stored): such a batch
-    is sent again as two halves, down to single messages, whose refusal fails the task as before.
+    configured lower, and it refuses a whole batch above it (nothing stored): such a batch is sent again as
+    two halves, down to single messages, whose refusal fails the task as before.  Any other refusal fails the
+    task at once: a message the broker will not take is not made acceptable by sending the others first.
     """
     try:
         session.send(topic, records, queue_id)
-        return 1
-    except MessageIllegalError:
-        if len(records) < 2:
+    except SendRefusedError:  # stored, though not SEND_OK
+        report.add_send(topic, records)
+        raise
+    except BrokerError as exc:
+        if len(records) < 2 or not _size_refusal(exc):
             raise
+    else:
+        report.add_send(topic, records)
+        return
     half = len(records) // 2
-    return (_send_split(session, topic, records[:half], queue_id)
-            + _send_split(session, topic, records[half:], queue_id))
+    _send_split(session, topic, records[:half], queue_id, report)
+    _send_split(session, topic, records[half:], queue_id, report)
 
 
 def _totals(messages: list[WriterCommitMessage | None]) -> SinkCommitMessage:
@@ -210,6 +253,13 @@ def _totals(messages: list[WriterCommitMessage | None]) -> SinkCommitMessage:
 def _describe(total: SinkCommitMessage) -> str:
     topics = ", ".join(f"{t}={n}" for t, n in sorted(total.per_topic.items())) or "none"
     return f"{total.message_count} messages, {total.body_bytes} body bytes in {total.send_count} sends ({topics})"
+
+
+def _aborted(messages: list[WriterCommitMessage | None]) -> str:
+    """What an abort knows: Spark passes the commit messages of the tasks that finished, None for the others."""
+    unfinished = sum(1 for m in messages if not isinstance(m, SinkCommitMessage))
+    return (f"the {len(messages) - unfinished} tasks that finished sent {_describe(_totals(messages))}; "
+            f"{unfinished} did not finish: a failed task's error says what it sent before failing")
 
 
 class BrokerBatchWriter(DataSourceArrowWriter):
@@ -230,8 +280,8 @@ class BrokerBatchWriter(DataSourceArrowWriter):
         print(f"rocketmq sink: write {self.write_id}: {_describe(_totals(messages))}", file=sys.stderr)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
-        print(f"rocketmq sink: write {self.write_id} aborted after {_describe(_totals(messages))} were sent "
-              "(they stay on the broker)", file=sys.stderr)
+        print(f"rocketmq sink: write {self.write_id} aborted: {_aborted(messages)} (they stay on the broker)",
+              file=sys.stderr)
 
 
 class BrokerStreamWriter(DataSourceStreamArrowWriter):
@@ -255,5 +305,5 @@ class BrokerStreamWriter(DataSourceStreamArrowWriter):
         print(f"rocketmq sink: batch {batchId}: {_describe(_totals(messages))}", file=sys.stderr)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
-        print(f"rocketmq sink: batch {batchId} aborted after {_describe(_totals(messages))} were sent "
-              "(a replay sends them again with the same UNIQ_KEYs)", file=sys.stderr)
+        print(f"rocketmq sink: batch {batchId} aborted: {_aborted(messages)} (a replay sends them again with the "
+              "same UNIQ_KEYs)", file=sys.stderr)
