@@ -29,6 +29,7 @@ __all__ = [
     "StoreConfigError",
     "StoreError",
     "StoreLockedError",
+    "TooManyOpenFilesError",
 ]
 
 
@@ -113,6 +114,20 @@ class StoreLockedError(StoreError):
 
 class StoreConfigError(StoreError):
     """A configuration value that cannot be used (wrong type, out of range, mismatching files)."""
+
+
+class TooManyOpenFilesError(StoreError, OSError):
+    """A store could not open its files: the process ran out of file descriptors (EMFILE: its
+    RLIMIT_NOFILE, *limit*) or the system did (ENFILE: fs.file-max).  Still an OSError with that errno."""
+
+    def __init__(self, path: str, error_number: int, limit: int | None, reason: str) -> None:
+        self.path = path
+        self.limit = limit
+        self.reason = reason
+        super().__init__(error_number, f"cannot open the store at {path}: {reason}")
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return type(self), (self.path, self.errno, self.limit, self.reason)
 
 
 # --- remoting -------------------------------------------------------------------------------------

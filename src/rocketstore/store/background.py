@@ -223,9 +223,15 @@ class StoreThreads:
     def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
         """Block until everything written (durable, in sync-flush mode) is in the consume queues and index."""
         deadline = time.monotonic() + timeout_s
+        failing = self._dispatcher.io_error is not None
         while True:
             bound = self.dispatch_bound()
             self._dispatcher.dispatch_available(bound)
+            if failing != (self._dispatcher.io_error is not None):
+                # the put fast path reads the flag the dispatch thread keeps; a store opened without the
+                # threads dispatches here, so puts went on after the consume queues stopped taking entries
+                failing = not failing
+                self._update_refuse_writes()
             if self._dispatcher.reput_offset >= bound >= self._commitlog.max_offset:
                 return True
             gc = self.group_commit

@@ -18,9 +18,15 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import struct
 import time
 
 from rocketstore.errors import StoreError
+
+try:
+    import fcntl
+except ImportError:  # not a Unix: no FIEMAP either
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["OS_PAGE_BYTES", "MappedFile", "segment_name"]
 
@@ -30,6 +36,69 @@ OS_PAGE_BYTES = 4096
 _PREFETCH_IOV = [bytearray(OS_PAGE_BYTES)] * 1024
 _sendfile_ok = hasattr(os, "sendfile")
 _null_fd = -1
+
+#: FS_IOC_FIEMAP (Linux): struct fiemap's header, then fiemap_extent records (logical, physical, length,
+#: 2 reserved, flags, 3 reserved)
+_FIEMAP = 0xC020660B
+_FIEMAP_HEAD = struct.Struct("=QQIIII")
+_FIEMAP_EXTENT = struct.Struct("=QQQQQIIII")
+_FIEMAP_FLAG_SYNC = 0x1
+_FIEMAP_EXTENT_LAST = 0x1
+_FIEMAP_EXTENT_UNWRITTEN = 0x800
+_FIEMAP_BATCH = 64
+#: SEEK_DATA answers of more than this are refined with FIEMAP (see MappedFile.data_ranges)
+_FIEMAP_OVER_BYTES = 256 << 10
+
+
+def _written_extents(fd: int, start: int, stop: int) -> list[tuple[int, int]] | None:
+    """The parts of ``[start, stop)`` on written extents, after writing back the file's dirty pages
+    (FIEMAP_FLAG_SYNC): allocated-but-unwritten extents and holes read as zeros.  None when the file
+    system cannot say (no FIEMAP: tmpfs, NFS; or the write-back failed)."""
+    if fcntl is None:
+        return None
+    out: list[tuple[int, int]] = []
+    pos = start
+    flags = _FIEMAP_FLAG_SYNC
+    buf = bytearray(_FIEMAP_HEAD.size + _FIEMAP_BATCH * _FIEMAP_EXTENT.size)
+    while pos < stop:
+        _FIEMAP_HEAD.pack_into(buf, 0, pos, stop - pos, flags, 0, _FIEMAP_BATCH, 0)
+        try:
+            fcntl.ioctl(fd, _FIEMAP, buf)
+        except OSError:
+            return None
+        flags = 0  # written back once is enough
+        mapped = _FIEMAP_HEAD.unpack_from(buf, 0)[3]
+        if not mapped:
+            break
+        last = False
+        for i in range(mapped):
+            logical, _, length, _, _, fe_flags, _, _, _ = _FIEMAP_EXTENT.unpack_from(
+                buf, _FIEMAP_HEAD.size + i * _FIEMAP_EXTENT.size)
+            low, high = max(logical, start), min(logical + length, stop)
+            if not fe_flags & _FIEMAP_EXTENT_UNWRITTEN and low < high:
+                if out and out[-1][1] >= low:
+                    out[-1] = (out[-1][0], max(out[-1][1], high))
+                else:
+                    out.append((low, high))
+            pos = max(pos, logical + length)
+            last = bool(fe_flags & _FIEMAP_EXTENT_LAST)
+        if last or mapped < _FIEMAP_BATCH:
+            break
+    return out
+
+
+def _intersect(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if low < high:
+            out.append((low, high))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
 
 
 def _read_into_null(fd: int, start: int, stop: int) -> int:
@@ -225,7 +294,8 @@ class MappedFile:
         """The parts of ``[start, stop)`` that may hold non-zero bytes, in order.
 
         A preallocated segment is mostly unwritten extents, which read as zeros: asking the file system
-        (SEEK_DATA / SEEK_HOLE, which count dirty page-cache pages as data) spares reading, and faulting
+        (SEEK_DATA / SEEK_HOLE, which count cached pages as data; then, where that says much, FIEMAP after
+        writing back the file's dirty pages, for the extents still unwritten) spares reading, and faulting
         in, up to a GiB of zeros.  The whole range when the mapping is not the file's shared one (a
         private or scratch copy may differ from the file) or the file system cannot say."""
         if start >= stop:
@@ -265,7 +335,15 @@ class MappedFile:
                 out.append((data, hole))
                 pos = hole
         except (OSError, AttributeError):
-            return [(start, stop)]
+            out = [(start, stop)]
+        if sum(high - low for low, high in out) > _FIEMAP_OVER_BYTES:
+            # SEEK_DATA counts every cached page as data, zeros read from an unwritten extent too: after a
+            # kill -9 the page cache is warm (the writer's faults read ahead, up to whole segments), and
+            # a crash-open's tail check then read every consume queue's whole segment.  Once the dirty
+            # pages are written back, an unwritten extent holds zeros whatever the cache says.
+            written = _written_extents(fd, start, stop)
+            if written is not None:
+                out = _intersect(out, written)
         return out
 
     def prefetch(self, start: int, stop: int) -> int:

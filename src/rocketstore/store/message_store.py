@@ -23,6 +23,7 @@ Subsystems receive config values, never this object.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import threading
@@ -38,6 +39,7 @@ from rocketstore.errors import (
     PropertiesTooLargeError,
     StoreClosedError,
     StoreConfigError,
+    TooManyOpenFilesError,
 )
 from rocketstore.message.arguments import int_argument
 from rocketstore.message.batch import MessageBatch
@@ -156,6 +158,28 @@ def _hot_memory_bytes(config: StoreConfig) -> int:
     return int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
 
 
+def _out_of_descriptors(exc: BaseException, root: str) -> TooManyOpenFilesError | None:
+    """The typed error for an open that failed for want of file descriptors (else None)."""
+    if not isinstance(exc, OSError) or isinstance(exc, TooManyOpenFilesError) \
+            or exc.errno not in (errno.EMFILE, errno.ENFILE):
+        return None
+    if exc.errno == errno.ENFILE:
+        return TooManyOpenFilesError(root, exc.errno, None, "the system is out of file descriptors (ENFILE, "
+                                     "fs.file-max); every segment file of the store holds one while it is open")
+    limit: int | None = None
+    try:
+        import resource  # noqa: PLC0415 - Unix only, and only here
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        pass
+    shown = "unlimited" if limit is None or limit < 0 else str(limit)
+    return TooManyOpenFilesError(root, exc.errno, limit, f"out of file descriptors at the process's limit "
+                                 f"(RLIMIT_NOFILE {shown}, EMFILE): every commitlog, consume-queue and index file "
+                                 "of the store holds one while it is open; raise the limit (ulimit -n, "
+                                 "LimitNOFILE=)")
+
+
 class MessageStore:
     """The embedded RocketMQ-compatible message store.  Use :meth:`open`."""
 
@@ -188,7 +212,13 @@ class MessageStore:
         root = config.store_path_root_dir
         if self._writable:
             _make_store_dir("storePathRootDir", root)
-            self._lock.acquire(root)
+            try:
+                self._lock.acquire(root)
+            except OSError as exc:
+                typed = _out_of_descriptors(exc, root)
+                if typed is not None:
+                    raise typed from exc
+                raise
             # as 4.9.3's DefaultMessageStore makes them at once: a new broker's disk ratios are not -1
             for key, directory in (("storePathCommitLog", config.commit_log_dir),
                                    ("storePathRootDir", config.consume_queue_dir)):
@@ -199,8 +229,11 @@ class MessageStore:
                     raise
         try:
             self._open_files(progress)
-        except BaseException:
+        except BaseException as exc:
             self._lock.release()
+            typed = _out_of_descriptors(exc, root)
+            if typed is not None:
+                raise typed from exc
             raise
         self._reader = StoreReader(config, self._commitlog, self._queues, self._index, self._memory_for_hot_bytes)
         self._threads = StoreThreads(config, self._commitlog, self._queues, self._checkpoint, self._dispatcher,
@@ -208,8 +241,19 @@ class MessageStore:
         if self._dispatcher.io_error is not None:
             self._update_refuse_writes()  # opened on a full disk: refused until the dispatcher can write again
         if self._writable:
-            with open(self._abort_path, "wb"):
-                pass
+            try:
+                with open(self._abort_path, "wb"):
+                    pass
+            except BaseException as exc:
+                # the files are open and the lock held: a failed open must leave neither behind
+                try:
+                    self._close_files(clean=False)
+                except Exception as cleanup_exc:  # noqa: BLE001 - the open's own error is the one to report
+                    exc.add_note(f"(closing the half-open store also failed: {cleanup_exc!r})")
+                typed = _out_of_descriptors(exc, root)
+                if typed is not None:
+                    raise typed from exc
+                raise
             if background:
                 self._threads.start()
 
@@ -851,7 +895,10 @@ class MessageStore:
         self._commitlog.flush(0)
         if ts:
             self._checkpoint.physic_msg_timestamp = ts
+        failing = self._dispatcher.io_error is not None
         self._dispatcher.dispatch_available()
+        if failing != (self._dispatcher.io_error is not None):
+            self._update_refuse_writes()  # as the dispatch thread does (a store opened without it)
         logics_ts = self._dispatcher.last_store_timestamp
         with self._threads.queue_files_lock:
             for cq in self._queues:
