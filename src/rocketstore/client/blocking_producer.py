@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from typing import Any, ClassVar, Self
 
 from rocketstore.client.errors import ClientError
@@ -42,6 +43,7 @@ from rocketstore.client.producer import (
     hash_queue_selector,
 )
 from rocketstore.client.request_producer import ReplyMessage, RequestProducer
+from rocketstore.client.route import MessageQueue
 from rocketstore.client.transaction_producer import (
     CheckListener,
     LocalTransactionExecutor,
@@ -114,29 +116,50 @@ class BlockingProducer(_BlockingClient):
 
     def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
              properties: dict[str, str] | None = None, queue_id: int | None = None,
-             timeout_s: float | None = None) -> SendResult:
+             timeout_s: float | None = None, message_queue: MessageQueue | None = None) -> SendResult:
         return self._call(self.producer.send(topic, body, tags=tags, keys=keys, properties=properties,
-                                             queue_id=queue_id, timeout_s=timeout_s),
+                                             queue_id=queue_id, timeout_s=timeout_s,
+                                             message_queue=message_queue),
                           timeout_s if timeout_s is not None else self.producer.timeout_s)
 
+    def send_async(self, topic: str, body: bytes, *, tags: str | None = None,
+                   keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
+                   queue_id: int | None = None, timeout_s: float | None = None,
+                   message_queue: MessageQueue | None = None) -> Future[SendResult]:
+        """:meth:`send` without waiting (Java's send(msg, SendCallback)): a concurrent.futures.Future of its
+        SendResult or error.  A callback added with ``add_done_callback`` runs on the producer's loop thread
+        (keep it short; it may not call this producer's blocking methods)."""
+        return self._submit(self.producer.send(topic, body, tags=tags, keys=keys, properties=properties,
+                                               queue_id=queue_id, timeout_s=timeout_s,
+                                               message_queue=message_queue))
+
     def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
-                   queue_id: int | None = None) -> SendResult:
-        return self._call(self.producer.send_batch(topic, messages, queue_id=queue_id),
-                          self.producer.timeout_s)
+                   queue_id: int | None = None, timeout_s: float | None = None,
+                   message_queue: MessageQueue | None = None) -> SendResult:
+        return self._call(self.producer.send_batch(topic, messages, queue_id=queue_id, timeout_s=timeout_s,
+                                                   message_queue=message_queue),
+                          timeout_s if timeout_s is not None else self.producer.timeout_s)
 
     def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
                     keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                    queue_id: int | None = None) -> None:
+                    queue_id: int | None = None, message_queue: MessageQueue | None = None) -> None:
         self._call(self.producer.send_oneway(topic, body, tags=tags, keys=keys, properties=properties,
-                                             queue_id=queue_id), self.producer.timeout_s)
+                                             queue_id=queue_id, message_queue=message_queue),
+                   self.producer.timeout_s)
 
     def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
                      keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                     selector: QueueSelector = hash_queue_selector) -> SendResult:
+                     selector: QueueSelector = hash_queue_selector, timeout_s: float | None = None
+                     ) -> SendResult:
         """*selector* runs on the producer's loop thread (keep it short; it may not call this producer)."""
         return self._call(self.producer.send_orderly(topic, body, sharding_key, tags=tags, keys=keys,
-                                                     properties=properties, selector=selector),
-                          self.producer.timeout_s)
+                                                     properties=properties, selector=selector,
+                                                     timeout_s=timeout_s),
+                          timeout_s if timeout_s is not None else self.producer.timeout_s)
+
+    def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self.producer.fetch_publish_message_queues(topic),
+                          self.producer.mq_client_api_timeout_s)
 
     def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
                    keys: str | list[str] | None = None, properties: dict[str, str] | None = None
@@ -156,9 +179,10 @@ class BlockingRequestProducer(BlockingProducer):
 
     def request(self, topic: str, body: bytes, *, timeout_s: float = 3.0, tags: str | None = None,
                 keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                queue_id: int | None = None) -> ReplyMessage:
+                queue_id: int | None = None, message_queue: MessageQueue | None = None) -> ReplyMessage:
         return self._call(self.producer.request(topic, body, timeout_s=timeout_s, tags=tags, keys=keys,
-                                                properties=properties, queue_id=queue_id),
+                                                properties=properties, queue_id=queue_id,
+                                                message_queue=message_queue),
                           max(timeout_s, 0.0))
 
 

@@ -16,14 +16,16 @@ client does not filter again.  Loop-bound.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import zlib
 from dataclasses import dataclass
 from typing import Self
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import broker_error_for
+from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.client.route import MessageQueue, RouteCache, check
-from rocketstore.errors import MessageDecodeError
+from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.inflate import inflate_body
 from rocketstore.message.record import StoredMessage, SysFlag
 from rocketstore.message.record_decode import decode_records
@@ -43,6 +45,8 @@ from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
 __all__ = ["MessageSelector", "PullConsumer", "PullResult", "PullStatus", "decode_messages", "subscription_for"]
+
+log = logging.getLogger(__name__)
 
 
 class PullStatus:
@@ -234,6 +238,26 @@ class PullConsumer:
         response = await self._request(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
         assert response is not None
         return int(check(response).ext_fields["offset"])
+
+    async def send_message_back(self, message: StoredMessage, broker_name: str, delay_level: int = 0, *,
+                                max_reconsume_times: int = 16) -> None:
+        """Give *message*, pulled from a queue of *broker_name*, back for a later retry, as 4.9.3's
+        DefaultMQPullConsumer.sendMessageBack(msg, delayLevel, brokerName): CONSUMER_SEND_MSG_BACK to that
+        broker, which stores it in ``%RETRY%<group>`` (*delay_level* 0: ``3 + reconsume times``), or in
+        ``%DLQ%<group>`` once it was retried *max_reconsume_times* times (Java's pull consumer default, 16);
+        should that fail, a copy is sent to the retry topic instead.  Pull ``%RETRY%<group>`` to get it
+        back.  Raises the copy's error (BrokerError, RemotingError, NoRouteError) when both fail."""
+        from rocketstore.client.send_back import resend_to_retry_topic, send_back  # (it imports this module)
+
+        consumed = ConsumedMessage.from_stored(message, broker_name, self.group)
+        try:
+            await send_back(self, consumed, delay_level=delay_level, max_reconsume_times=max_reconsume_times)
+            return
+        except (RocketStoreError, OSError) as exc:
+            log.warning("send-back of %s failed (%s); sending a copy to the retry topic", consumed.msg_id,
+                        exc)
+        await resend_to_retry_topic(self, consumed, reconsume_times=consumed.reconsume_times + 1,
+                                    max_reconsume_times=max_reconsume_times)
 
     async def earliest_message_time(self, mq: MessageQueue) -> int:
         """The store time of the queue's oldest retained message, -1 if it has none (the broker's

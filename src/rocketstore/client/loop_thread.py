@@ -74,6 +74,18 @@ class LoopThread:
             future.cancel()
             raise
 
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Run *coro* on the loop without waiting: its concurrent.futures.Future (callbacks added to it run
+        on the loop thread).  Refused as :meth:`_call` refuses."""
+        try:
+            self._check_caller()
+            if not self._thread.is_alive():
+                raise self.not_running_error(f"{type(self).__name__} is shut down")
+        except BaseException:
+            coro.close()
+            raise
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
     def _call_sync(self, fn: Callable[[], T]) -> T:
         """Run the plain function *fn* on the loop (it touches loop-bound state) and wait for it."""
         async def run() -> T:

@@ -266,6 +266,26 @@ def _retry_header_fields(topic: str, properties: dict[str, str]) -> dict[str, st
     return fields or None
 
 
+def _chosen_queue(topic: str, queue_id: int | None, message_queue: MessageQueue) -> tuple[int, str]:
+    """(queue id, broker name) of a send to *message_queue* (Java's send(msg, mq)); ValueError with a
+    *queue_id* too, ClientError for another topic's queue (4.9.3: "message's topic not equal mq's topic")."""
+    if queue_id is not None:
+        raise ValueError("give queue_id or message_queue, not both")
+    if message_queue.topic != topic:
+        raise ClientError(f"message's topic not equal mq's topic: {topic!r} != {message_queue.topic!r}")
+    return message_queue.queue_id, message_queue.broker_name
+
+
+def _not_a_target(topic: str, targets: _Targets, queue_id: int, broker_name: str | None) -> NoRouteError:
+    """What a send to a queue id (of *broker_name*) that no broker of the route takes raises."""
+    if broker_name is not None and broker_name not in targets.addrs:
+        return NoRouteError(topic, f"the broker[{broker_name}] is not a publish broker of topic {topic!r} "
+                                   f"(its brokers: {sorted(targets.addrs)})")
+    where = "" if broker_name is None else f" on broker {broker_name}"
+    return NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r}{where} "
+                               f"(its queue ids: {sorted(targets.by_queue_id)})")
+
+
 def send_call_timeout(queue_id: int | None) -> SendCallTimeoutError:
     """What a send whose timeout is spent before its request goes out raises (4.9.3's
     RemotingTooMuchRequestException, its wording): sendDefaultImpl's, or sendKernelImpl's for a chosen queue
@@ -889,9 +909,15 @@ class Producer:
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None,
-                   timeout_s: float | None = None) -> SendResult:
-        """*timeout_s*: this send's bound instead of the producer's (Java's send(msg, timeout))."""
+                   timeout_s: float | None = None, message_queue: MessageQueue | None = None) -> SendResult:
+        """*timeout_s*: this send's bound instead of the producer's (Java's send(msg, timeout)).
+        *queue_id*: send to that queue id (on any broker of the route that has it, in turn); *message_queue*:
+        to that one queue of that one broker (Java's send(msg, mq), e.g. one of
+        :meth:`fetch_publish_message_queues`); neither is retried elsewhere."""
         self._check(topic, body)
+        broker_name: str | None = None
+        if message_queue is not None:
+            queue_id, broker_name = _chosen_queue(topic, queue_id, message_queue)
         code = _SEND_MESSAGE_V2
         retry_fields = None
         if properties and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -914,11 +940,12 @@ class Producer:
             body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
         if self.trace is None:
             return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                                    sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s)
+                                    sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s,
+                                    broker_name=broker_name)
         began_ms = [0]
         sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
                              sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields,
-                             timeout_s=timeout_s)
+                             timeout_s=timeout_s, broker_name=broker_name)
         return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
     async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
@@ -933,10 +960,14 @@ class Producer:
 
     async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                          queue_id: int | None = None) -> None:
+                          queue_id: int | None = None, message_queue: MessageQueue | None = None) -> None:
         """Send without waiting for an answer (the request's oneway flag): nothing comes back, a failed
-        write raises, and there is no retry, as RocketMQ's sendOneway."""
+        write raises, and there is no retry, as RocketMQ's sendOneway.  *queue_id* and *message_queue*: as
+        :meth:`send`'s (Java's sendOneway(msg, mq))."""
         self._check(topic, body)
+        broker_name: str | None = None
+        if message_queue is not None:
+            queue_id, broker_name = _chosen_queue(topic, queue_id, message_queue)
         deadline = time.monotonic() + self.timeout_s
         body, sys_flag = self._compressed(body)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
@@ -947,10 +978,9 @@ class Producer:
         targets = self._targets_of(topic, route)
         queues = targets.queues
         if queue_id is not None:  # any queue id the broker takes, as a send's (see _targets_of)
-            chosen = self._queues_with_id(targets, queue_id)
+            chosen = self._queues_with_id(targets, queue_id, broker_name)
             if not chosen and queues:  # named as a send names it (see _send)
-                raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
-                                          f"(its queue ids: {sorted(targets.by_queue_id)})")
+                raise _not_a_target(topic, targets, queue_id, broker_name)
             queues = chosen
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
@@ -976,24 +1006,28 @@ class Producer:
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
                            keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                           selector: QueueSelector = hash_queue_selector) -> SendResult:
+                           selector: QueueSelector = hash_queue_selector, timeout_s: float | None = None
+                           ) -> SendResult:
         """Send to the queue *selector* picks for *sharding_key* among the topic's publish queues, so that
         messages with one key keep their order.  No retry on another queue (that would break the order);
-        a failure raises."""
+        a failure raises.  *timeout_s*: this send's bound instead of the producer's (Java's
+        send(msg, selector, arg, timeout))."""
         self._check(topic, body)
         body, sys_flag = self._compressed(body)
         if self.trace is None:
-            return await self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector)
+            return await self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties,
+                                            selector, timeout_s=timeout_s)
         began_ms = [0]
         sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector,
-                                     began_ms)
+                                     began_ms, timeout_s=timeout_s)
         # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
         return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
     async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,
-                            selector: QueueSelector, began_ms: list[int] | None = None) -> SendResult:
-        deadline = time.monotonic() + self.timeout_s
+                            selector: QueueSelector, began_ms: list[int] | None = None, *,
+                            timeout_s: float | None = None) -> SendResult:
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         message = OutgoingMessage(body, tags, keys, dict(properties or {}))
         retry_fields = _retry_header_fields(topic, message.properties)
         uniq = message.uniq_key()
@@ -1026,6 +1060,18 @@ class Producer:
             self.routes.invalidate(topic)
         return result
 
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to *topic* goes to (its brokers' write queues), from the name servers' route,
+        broker by broker (:meth:`RouteCache.publish_queues`; Java's fetchPublishMessageQueues); NoRouteError
+        for a topic the name servers do not know (no auto-create template here, as 4.9.3) or without a
+        writeable queue.  A queue of it is what :meth:`send`'s *message_queue* takes."""
+        if self.closed:
+            raise ClientError("the producer is closed")
+        queues = RouteCache.publish_queues(topic, await self.routes.route(topic, refresh=True))
+        if not queues:
+            raise NoRouteError(topic, "Can not find Message Queue for this topic")
+        return queues
+
     def _chosen_queue_attempts(self) -> int:
         """How many times a send to a chosen queue id is tried: once, as Java's send(msg, mq).  (A
         RequestProducer's request message is retried on the same queue after a transport error, as 4.9.3's
@@ -1055,16 +1101,20 @@ class Producer:
         return targets
 
     @staticmethod
-    def _queues_with_id(targets: _Targets, queue_id: int) -> list[MessageQueue]:
+    def _queues_with_id(targets: _Targets, queue_id: int, broker_name: str | None = None
+                        ) -> list[MessageQueue]:
         """Where a send to *queue_id* may go (Java's send(msg, mq) sends any id, the broker judges it): the
         queues with that id (see :meth:`_targets_of`), and for a negative id a queue of each broker the
         topic's publish queues are on, where the broker picks one of its write queues (4.9.3's
-        SendMessageProcessor: randomQueueId) and answers which."""
+        SendMessageProcessor: randomQueueId) and answers which; only *broker_name*'s when given (a send to
+        a MessageQueue)."""
         queues = targets.by_queue_id.get(queue_id)
         if queues is None and queue_id < 0 and targets.queues:
             topic = targets.queues[0].topic
             names = dict.fromkeys(q.broker_name for q in targets.queues)
             queues = [MessageQueue(topic, name, queue_id) for name in names]
+        if queues and broker_name is not None:
+            queues = [q for q in queues if q.broker_name == broker_name]
         return queues or []
 
     def _compressed(self, body: bytes) -> tuple[bytes, int]:
@@ -1139,11 +1189,17 @@ class Producer:
                           ext.get("TRACE_ON") != "false")
 
     async def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
-                         queue_id: int | None = None) -> SendResult:
-        """Send messages of one topic as one batch; ``msg_id`` holds their UNIQ_KEYs joined by commas."""
+                         queue_id: int | None = None, timeout_s: float | None = None,
+                         message_queue: MessageQueue | None = None) -> SendResult:
+        """Send messages of one topic as one batch; ``msg_id`` holds their UNIQ_KEYs joined by commas.
+        *queue_id*, *timeout_s* and *message_queue*: as :meth:`send`'s (Java's send(msgs, mq, timeout)).
+        A batch whose encoded body is over ``max_message_size`` is refused, not split (as 4.9.3)."""
         if not messages:
             raise ValueError("a batch needs at least one message")
         self._check(topic, None)
+        broker_name: str | None = None
+        if message_queue is not None:
+            queue_id, broker_name = _chosen_queue(topic, queue_id, message_queue)
         problem = _batch_problem(topic, messages, self.max_message_size)  # as Java's DefaultMQProducer.batch
         if problem is not None:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, f"Failed to initiate the MessageBatch: {problem}")
@@ -1157,17 +1213,20 @@ class Producer:
         batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
             return await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
-                                    queue_id=queue_id, flag=0)
+                                    queue_id=queue_id, flag=0, timeout_s=timeout_s, broker_name=broker_name)
         began_ms = [0]
         sending = self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
-                             queue_id=queue_id, flag=0, began_ms=began_ms)
+                             queue_id=queue_id, flag=0, began_ms=began_ms, timeout_s=timeout_s,
+                             broker_name=broker_name)
         # one Pub for the batch, as 4.9.3 traces a MessageBatch: no tags or keys, the ids joined by commas
         return await self.trace.pub(sending, topic, len(body), None, None, None, began_ms=began_ms)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None,
-                    retry_fields: dict[str, str] | None = None, timeout_s: float | None = None) -> SendResult:
-        """Send with retries (none for a chosen *queue_id*, but see :meth:`_chosen_queue_attempts`);
+                    retry_fields: dict[str, str] | None = None, timeout_s: float | None = None,
+                    broker_name: str | None = None) -> SendResult:
+        """Send with retries (none for a chosen *queue_id*, but see :meth:`_chosen_queue_attempts`), on
+        *broker_name*'s queue only when given (a send to a MessageQueue);
         *retry_fields* (:func:`_retry_header_fields`') go into every attempt's header; *timeout_s* bounds the
         send instead of the producer's timeout.
         *began_ms* (a traced send's): its one item set to the wall-clock ms at which each attempt's request
@@ -1216,11 +1275,11 @@ class Producer:
             else:
                 known = True
             targets = self._targets_of(topic, route)
-            queues = targets.queues if queue_id is None else self._queues_with_id(targets, queue_id)
+            queues = (targets.queues if queue_id is None
+                      else self._queues_with_id(targets, queue_id, broker_name))
             if not queues:
                 if queue_id is not None and targets.queues:
-                    raise NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r} "
-                                              f"(its queue ids: {sorted(targets.by_queue_id)})")
+                    raise _not_a_target(topic, targets, queue_id, broker_name)
                 raise NoRouteError(topic, "no writeable queue")
             if queue_id is not None and mq is not None and mq in queues:
                 pass  # a chosen queue's retry goes to the same queue (see _chosen_queue_attempts)

@@ -188,11 +188,12 @@ class RequestProducer(ServedProducer):
 
     async def request(self, topic: str, body: bytes, *, timeout_s: float = 3.0, tags: str | None = None,
                       keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                      queue_id: int | None = None) -> ReplyMessage:
+                      queue_id: int | None = None, message_queue: MessageQueue | None = None) -> ReplyMessage:
         """Send a request message and return its reply; ReplyTimeoutError when none comes in *timeout_s*
         (counted from the call, the send included: the send gets what is left of it, not the producer's
-        send timeout).  With *queue_id*, a transport error is retried on the same queue, up to retry_times
-        more times within that time (4.9.3's async send of request(msg, mq))."""
+        send timeout).  With *queue_id* or *message_queue* (:meth:`Producer.send`'s), a transport error is
+        retried on the same queue, up to retry_times more times within that time (4.9.3's async send of
+        request(msg, mq))."""
         if timeout_s <= 0:
             raise ValueError("a request needs a positive timeout")
         deadline = time.monotonic() + timeout_s
@@ -218,11 +219,11 @@ class RequestProducer(ServedProducer):
             # timeout is thrown as it is
             left_s = deadline - time.monotonic()
             if left_s <= 0:
-                raise send_call_timeout(queue_id)
+                raise send_call_timeout(queue_id if message_queue is None else message_queue.queue_id)
             sending = _sending_request.set(True)
             try:
                 await self.send(topic, body, tags=tags, keys=keys, properties=props, queue_id=queue_id,
-                                timeout_s=left_s)
+                                timeout_s=left_s, message_queue=message_queue)
             except SendCallTimeoutError:
                 raise  # the time ran out before the request went out: thrown as it is, as sendDefaultImpl's
             except LoopBoundError:
