@@ -47,7 +47,6 @@ from rocketstore.client.route import MessageQueue
 from rocketstore.client.transaction_producer import (
     CheckListener,
     LocalTransactionExecutor,
-    LocalTransactionState,
     TransactionMessage,
     TransactionProducer,
     TransactionSendResult,
@@ -193,7 +192,7 @@ def _in_worker_thread(execute: LocalTransactionExecutor) -> LocalTransactionExec
     if inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(call):
         return execute
 
-    def run(message: TransactionMessage, arg: object) -> Awaitable[LocalTransactionState | None]:
+    def run(message: TransactionMessage, arg: object) -> Awaitable[Any]:
         return asyncio.to_thread(execute, message, arg)
 
     return run

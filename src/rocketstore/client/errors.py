@@ -187,7 +187,7 @@ def send_failed(last_error: Exception, topic: str, times: int, cost_ms: int,
     info = (f"Send [{times}] times, still failed, cost [{cost_ms}]ms, Topic: {topic}, "
             f"BrokersSent: [{brokers}]"
             f"{FAQ_SUFFIX} Last error: {type(last_error).__name__}: {last_error}")
-    cls = _send_failed_class(type(last_error))
+    cls = _send_failed_class(type(last_error))  # type: ignore[arg-type]  # (typeshed: a class is hashable)
     error = cls.__new__(cls, info)  # not cls(...): the last error's class has its own __init__ arguments
     error.__dict__.update(last_error.__dict__)  # a BrokerError's code and remark, a NoRouteError's topic
     error.topic, error.times, error.cost_ms = topic, times, cost_ms

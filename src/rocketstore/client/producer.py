@@ -1262,10 +1262,10 @@ class Producer:
             # retry goes on with the route of the attempt before, not the name servers' (sendDefaultImpl's
             # retries go on with the TopicPublishInfo it looked up once): a name server that hangs does not
             # take the time of a retry on another broker
-            route = self.routes.fresh_route(topic) if targets is None else targets.route
             if targets is not None:
+                route = targets.route
                 timeout_s = deadline - time.monotonic()
-            elif route is None:
+            elif (fresh := self.routes.fresh_route(topic)) is None:
                 route, known = await self.routes.publish_route(topic)
                 # the look-up counts against the attempt's time (sendDefaultImpl's costTime, sendKernelImpl's
                 # for a chosen queue): once it has spent the timeout, nothing is sent
@@ -1273,6 +1273,7 @@ class Producer:
                 if timeout_s <= 0:
                     raise send_call_timeout(queue_id) from last_error
             else:
+                route = fresh
                 known = True
             targets = self._targets_of(topic, route)
             queues = (targets.queues if queue_id is None
