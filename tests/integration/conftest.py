@@ -16,6 +16,7 @@ if str(HERE) not in sys.path:
 from cpp2_driver import cpp2_lib  # noqa: F401 - the session fixture of the C++ 2.x client transaction tests
 from local_cluster import LocalCluster
 from ons_driver import ons_client  # noqa: F401 - the session fixture of the ali-ons (Node client) tests
+from raw_frames import RawConnection
 
 
 @pytest.fixture
@@ -24,3 +25,14 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     needs another set-up defines a ``cluster`` fixture of its own)."""
     with LocalCluster(tmp_path / "store") as c:
         yield c
+
+
+@pytest.fixture
+def conn(cluster: LocalCluster) -> Iterator[RawConnection]:
+    """A raw remoting connection (raw_frames.RawConnection) to the ``cluster`` fixture's broker, closed after
+    the test."""
+    c = RawConnection(cluster.broker_addr)
+    try:
+        yield c
+    finally:
+        c.close()

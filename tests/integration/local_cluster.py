@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -257,6 +258,45 @@ class LocalCluster:
 def producer_ids_on_loop(cluster: LocalCluster, group: str) -> list[str]:
     """The client ids of *group*'s producer table (on the cluster's loop: inside wait_until or call)."""
     return sorted(c.client_id for c in cluster.broker.clients.producer_channels(group))
+
+
+@asynccontextmanager
+async def registrations_held(cluster: LocalCluster) -> AsyncIterator[asyncio.Lock]:
+    """Hold the name server's registration lock (on the cluster's loop), as a big registration being applied
+    holds it: the registrations and unregistrations that reach the name server meanwhile wait behind it
+    (:func:`lock_waiters` of the lock given counts them) and are applied, in order, after the block."""
+    lock = cluster.namesrv.handlers._registering
+    await lock.acquire()
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+def lock_waiters(lock: asyncio.Lock) -> int:
+    """How many tasks wait for *lock* (in :func:`registrations_held`: the requests queued behind it)."""
+    return len(lock._waiters or ())
+
+
+def routed_in(cluster: LocalCluster, broker_name: str, *topics: str) -> bool:
+    """Whether the name server's route of any of *topics* lists the broker *broker_name* (on the cluster's
+    loop: inside wait_until, call or run)."""
+    for topic in topics:
+        route = cluster.namesrv.routes.route(topic)
+        if route is not None and any(bd.broker_name == broker_name for bd in route.broker_datas):
+            return True
+    return False
+
+
+async def stored_request_reply_properties(cluster: LocalCluster, topic: str,
+                                          timeout_s: float = 30.0) -> dict[str, str]:
+    """The properties of a reply (4.9.3's MessageUtil.createReplyMessage: MSG_TYPE=reply and the request's
+    CORRELATION_ID, REPLY_TO_CLIENT and TTL) to the first request on *topic* (one queue), once the broker has
+    stored it; from a loop other than the cluster's (run_within)."""
+    found = await eventually(lambda: stored_messages(cluster, topic, 1), timeout_s, f"the request on {topic}")
+    asked = found[0].properties
+    return {"MSG_TYPE": "reply", "CORRELATION_ID": asked["CORRELATION_ID"],
+            "REPLY_TO_CLIENT": asked["REPLY_TO_CLIENT"], "TTL": asked["TTL"]}
 
 
 async def send_msg_back(broker_addr: str, sent: SendResult, group: str, topic: str,

@@ -40,15 +40,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield c
 
 
-@pytest.fixture
-def conn(cluster: LocalCluster) -> Iterator[RawConnection]:
-    c = RawConnection(cluster.broker_addr)
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def nothing_scheduled(cluster: LocalCluster) -> bool:
     cluster.wait_dispatched()
     return stored_messages(cluster, SCHEDULE_TOPIC, queues=18) == []

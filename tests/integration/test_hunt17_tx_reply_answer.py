@@ -11,7 +11,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from local_cluster import LocalCluster, run_within, stored_messages
+from local_cluster import LocalCluster, run_within, stored_messages, stored_request_reply_properties
 from test_request_reply import CLUSTER, REPLY_TOPIC, _raw_reply
 
 from rocketstore.client import Producer, ReplyMessage, RequestProducer
@@ -56,11 +56,7 @@ def test_a_reply_whose_compressed_body_does_not_uncompress_is_delivered_as_it_ca
             async with RequestProducer(cluster.namesrv_addr, "rpc-client") as requester, \
                     Producer(cluster.namesrv_addr, "rpc-replier") as replier:
                 waiting = asyncio.ensure_future(requester.request(topic, b"zip?", timeout_s=30.0))
-                while not (found := stored_messages(cluster, topic, 1)):
-                    await asyncio.sleep(0.05)
-                asked = found[0].properties
-                props = {"MSG_TYPE": "reply", "CORRELATION_ID": asked["CORRELATION_ID"],
-                         "REPLY_TO_CLIENT": asked["REPLY_TO_CLIENT"], "TTL": asked["TTL"]}
+                props = await stored_request_reply_properties(cluster, topic)
                 header = SendMessageRequestHeader(
                     producer_group=replier.group, topic=REPLY_TOPIC, default_topic="TBW102",
                     default_topic_queue_nums=4, queue_id=0, sys_flag=SysFlag.COMPRESSED,

@@ -31,15 +31,6 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         yield c
 
 
-@pytest.fixture
-def conn(cluster: LocalCluster) -> Iterator[RawConnection]:
-    c = RawConnection(cluster.broker_addr)
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def _send(conn: RawConnection, entries: list[BatchEntry]) -> tuple[int, str | None]:
     body = encode_batch(entries)
     assert len(body) <= LIMIT  # the body fits: only the stored records do not

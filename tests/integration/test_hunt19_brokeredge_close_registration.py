@@ -9,43 +9,31 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from local_cluster import LocalCluster
+from local_cluster import LocalCluster, eventually, lock_waiters, registrations_held, routed_in
 
 TOPIC = "ClosedWhileRegistering"
-
-
-def _waiting(lock: asyncio.Lock) -> int:
-    return len(lock._waiters or ())  # the requests queued behind the registration in progress
 
 
 def test_broker_closed_during_a_registration_leaves_the_route(tmp_path: Path) -> None:
     with LocalCluster(tmp_path / "store-a") as cluster:
         broker_b = cluster.start_broker(tmp_path / "store-b", "broker-b")
         cluster.create_topic_on(TOPIC, [broker_b.address])
-        handlers = cluster.namesrv.handlers
         routes = cluster.namesrv.routes
 
         def routed_on_b() -> bool:
-            route = routes.route(TOPIC)
-            return route is not None and any(bd.broker_name == "broker-b" for bd in route.broker_datas)
+            return routed_in(cluster, "broker-b", TOPIC)
 
         async def hold_and_close() -> None:
-            lock = handlers._registering
-            await lock.acquire()  # the name server is busy with a (big) registration
-            try:
+            # the name server is busy with a (big) registration
+            async with registrations_held(cluster) as lock:
                 broker_b.registrar.request_registration()
-                for _ in range(400):  # broker-b's registration reached the name server and waits there
-                    if _waiting(lock) >= 1:
-                        break
-                    await asyncio.sleep(0.025)
-                assert _waiting(lock) >= 1
+                # broker-b's registration reached the name server and waits there
+                await eventually(lambda: lock_waiters(lock) >= 1, 10.0, "broker-b's registration")
                 closing = asyncio.get_running_loop().create_task(broker_b.close())
                 for _ in range(400):  # its unregistration reached the name server (applied, or queued)
-                    if not routed_on_b() or _waiting(lock) >= 2 or closing.done():
+                    if not routed_on_b() or lock_waiters(lock) >= 2 or closing.done():
                         break
                     await asyncio.sleep(0.025)
-            finally:
-                lock.release()
             await closing
 
         cluster.run(hold_and_close())

@@ -12,7 +12,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from local_cluster import LocalCluster, run_within, stored_messages
+from local_cluster import LocalCluster, run_within, stored_request_reply_properties
 from test_request_reply import CLUSTER, REPLY_TOPIC
 
 from rocketstore.client import PullConsumer, ReplyMessage, RequestProducer
@@ -97,11 +97,7 @@ def test_a_reply_whose_body_inflates_past_the_bound_is_delivered_as_it_came(tmp_
         async def go() -> tuple[ReplyMessage, RemotingCommand]:
             async with RequestProducer(cluster.namesrv_addr, "hunt19-rpc-client") as requester:
                 waiting = asyncio.ensure_future(requester.request(topic, b"bomb?", timeout_s=30.0))
-                while not (found := stored_messages(cluster, topic, 1)):
-                    await asyncio.sleep(0.05)
-                asked = found[0].properties
-                props = {"MSG_TYPE": "reply", "CORRELATION_ID": asked["CORRELATION_ID"],
-                         "REPLY_TO_CLIENT": asked["REPLY_TO_CLIENT"], "TTL": asked["TTL"]}
+                props = await stored_request_reply_properties(cluster, topic)
                 pool = ConnectionPool()
                 try:
                     answer = await pool.request(cluster.broker_addr,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from local_cluster import LocalCluster, eventually
+from local_cluster import LocalCluster, eventually, lock_waiters, registrations_held, routed_in
 
 from rocketstore.client.admin import AdminClient
 
@@ -20,43 +20,30 @@ TOPIC = "RoutedBeforeClose"
 CREATED = "CreatedWhileClosing"
 
 
-def _waiting(lock: asyncio.Lock) -> int:
-    return len(lock._waiters or ())  # the requests queued behind the registration in progress
-
-
 def test_topic_created_while_the_broker_closes_does_not_route_it_again(tmp_path: Path) -> None:
     with LocalCluster(tmp_path / "store-a") as cluster:
         broker_b = cluster.start_broker(tmp_path / "store-b", "broker-b")
         cluster.create_topic_on(TOPIC, [broker_b.address])
-        handlers = cluster.namesrv.handlers
         routes = cluster.namesrv.routes
 
         def routed_on_b() -> bool:
-            if "broker-b" in routes.brokers or broker_b.address in routes.live:
-                return True
-            for topic in (TOPIC, CREATED):
-                route = routes.route(topic)
-                if route is not None and any(bd.broker_name == "broker-b" for bd in route.broker_datas):
-                    return True
-            return False
+            return ("broker-b" in routes.brokers or broker_b.address in routes.live
+                    or routed_in(cluster, "broker-b", TOPIC, CREATED))
 
         async def create_while_closing() -> int:
-            lock = handlers._registering
-            await lock.acquire()  # the name server is busy with a (big) registration
-            try:
+            # the name server is busy with a (big) registration
+            async with registrations_held(cluster) as lock:
                 closing = asyncio.get_running_loop().create_task(broker_b.close())
                 # broker-b's unregistration reached the name server and waits there; broker-b still serves
-                await eventually(lambda: _waiting(lock) >= 1, 10.0, "broker-b's unregistration")
+                await eventually(lambda: lock_waiters(lock) >= 1, 10.0, "broker-b's unregistration")
                 assert not closing.done()
                 async with AdminClient(cluster.namesrv_addr) as admin:
                     await admin.create_topic(CREATED, broker_addr=broker_b.address, read_queue_nums=2,
                                              write_queue_nums=2)
                 await closing  # its unregistration timed out; its connection to the name server is closed
-                queued = _waiting(lock)
-            finally:
-                lock.release()
+                queued = lock_waiters(lock)
             # everything that reached the name server has been applied
-            await eventually(lambda: not lock.locked() and not _waiting(lock), 10.0,
+            await eventually(lambda: not lock.locked() and not lock_waiters(lock), 10.0,
                              "the name server to be idle")
             return queued
 

@@ -11,9 +11,6 @@ far page, never synced, must still be zeroed."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -44,42 +41,23 @@ def _unwritten_extents_seen(directory) -> bool:
     return mapped == 1 and bool(flags & 0x800)  # FIEMAP_EXTENT_UNWRITTEN
 
 
-def _script(body: str) -> str:
-    return textwrap.dedent("""
-        import os, struct, sys
-        from rocketstore.message.record import Message
-        from rocketstore.store.config import StoreConfig
-        from rocketstore.store.message_store import MessageStore
+#: the store of these cases; ``cq_path(q)``: queue q's consume-queue segment (topic T<q // 4>, queue q % 4)
+_PRELUDE = """
+    import struct
+    cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=%d,
+                      preallocate_commit_log=False, warm_ahead_bytes=0,
+                      max_hash_slot_num=100, max_index_num=400)
 
-        root = sys.argv[1]
-        cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=%d,
-                          preallocate_commit_log=False, warm_ahead_bytes=0,
-                          max_hash_slot_num=100, max_index_num=400)
-
-        def rss_file_bytes():
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("RssFile"):
-                        return int(line.split()[1]) * 1024
-            raise RuntimeError("no RssFile")
-
-        def cq_path(q):
-            return os.path.join(root, "consumequeue", "T%%d" %% (q // 4), str(q %% 4), "%%020d" %% 0)
-    """ % CQ_SEGMENT_BYTES) + textwrap.dedent(body)
+    def cq_path(q):
+        return os.path.join(root, "consumequeue", "T%%d" %% (q // 4), str(q %% 4), "%%020d" %% 0)
+""" % CQ_SEGMENT_BYTES
 
 
-def _run(body: str, root: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", _script(body), root], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.split()
-
-
-def test_crash_open_with_a_warm_cache_reads_only_what_was_written(tmp_path) -> None:
+def test_crash_open_with_a_warm_cache_reads_only_what_was_written(tmp_path, store_child) -> None:
     if not _unwritten_extents_seen(tmp_path):
         pytest.skip("the file system here does not report unwritten extents (FIEMAP)")
     root = str(tmp_path / "store")
-    _run("""
+    store_child("""
         store = MessageStore.open(root, cfg)
         first = None
         for q in range(%d):
@@ -98,11 +76,11 @@ def test_crash_open_with_a_warm_cache_reads_only_what_was_written(tmp_path) -> N
         os.pwrite(fd, struct.pack(">qiq", first.commit_log_offset, first.wrote_bytes, 0), %d * 20)
         os.close(fd)
         open(os.path.join(root, "abort"), "wb").close()  # as if the store had been killed
-    """ % (QUEUES, QUEUES, FAR_SLOT), root)
-    out = _run("""
-        before = rss_file_bytes()
+    """ % (QUEUES, QUEUES, FAR_SLOT), root, _PRELUDE)
+    out = store_child("""
+        before = proc_status_bytes("RssFile")
         store = MessageStore.open(root, cfg, background=False)
-        grew = rss_file_bytes() - before
+        grew = proc_status_bytes("RssFile") - before
         bodies = [store.get("T%%d" %% (q // 4), q %% 4, 0, 1).messages[0].body.decode() for q in range(%d)]
         max_offset = store.max_offset("T0", 0)
         store.close()
@@ -110,7 +88,7 @@ def test_crash_open_with_a_warm_cache_reads_only_what_was_written(tmp_path) -> N
             f.seek(%d * 20)
             stale = f.read(20)
         print(grew, ",".join(bodies), max_offset, int(stale == bytes(20)))
-    """ % (QUEUES, FAR_SLOT), root)
+    """ % (QUEUES, FAR_SLOT), root, _PRELUDE)
     grew, bodies, max_offset, stale_zeroed = int(out[0]), out[1], out[2], out[3]
     assert bodies == ",".join(f"m{q}" for q in range(QUEUES))
     assert max_offset == "1"

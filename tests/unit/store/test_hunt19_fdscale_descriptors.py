@@ -9,17 +9,8 @@ Each case runs in a subprocess (RLIMIT_NOFILE lowered there only)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
-_PRELUDE = textwrap.dedent("""
-    import os, resource, sys, time
-    from rocketstore.message.record import Message
-    from rocketstore.store.config import StoreConfig
-    from rocketstore.store.message_store import MessageStore
-
-    root = sys.argv[1]
+_PRELUDE = """
+    import resource, time
     cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=600,
                       preallocate_commit_log=False, warm_ahead_bytes=0,
                       max_hash_slot_num=100, max_index_num=400, flush_interval_consume_queue_ms=10)
@@ -38,18 +29,11 @@ _PRELUDE = textwrap.dedent("""
             if time.monotonic() > deadline:
                 raise AssertionError("condition not met")
             time.sleep(0.01)
-""")
+"""
 
 
-def _run(script: str, root: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", _PRELUDE + textwrap.dedent(script), root],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.split()
-
-
-def test_a_consume_queue_segment_costs_one_descriptor(tmp_path) -> None:
-    out = _run("""
+def test_a_consume_queue_segment_costs_one_descriptor(tmp_path, store_child) -> None:
+    out = store_child("""
         queues = 60
         base = open_fds()
         store = MessageStore.open(root, cfg)
@@ -65,7 +49,7 @@ def test_a_consume_queue_segment_costs_one_descriptor(tmp_path) -> None:
         ok = all(store.get("T%d" % (q // 4), q % 4, 0, 1).messages[0].body == b"x" for q in range(queues))
         store.close()
         print(queues, live, reopened, ok, open_fds() - base)
-    """, str(tmp_path / "store"))
+    """, str(tmp_path / "store"), _PRELUDE)
     queues, live, reopened, ok, after_close = (int(out[0]), int(out[1]), int(out[2]), out[3], int(out[4]))
     assert ok == "True"
     # one per queue segment plus the commitlog, index, checkpoint, lock: far below two per queue
@@ -74,8 +58,8 @@ def test_a_consume_queue_segment_costs_one_descriptor(tmp_path) -> None:
     assert after_close == 0
 
 
-def test_running_out_of_descriptors_holds_new_queues_back_and_recovers(tmp_path) -> None:
-    out = _run("""
+def test_running_out_of_descriptors_holds_new_queues_back_and_recovers(tmp_path, store_child) -> None:
+    out = store_child("""
         store = MessageStore.open(root, cfg)
         for q in range(4):
             assert store.put(Message(topic="Old", queue_id=q, body=b"old")).status.name == "PUT_OK"
@@ -104,14 +88,14 @@ def test_running_out_of_descriptors_holds_new_queues_back_and_recovers(tmp_path)
         store = MessageStore.open(root, cfg, background=False)
         print(all(store.get("New%d" % i, 0, 0, 1).messages[0].body == b"new" for i in range(sent)))
         store.close()
-    """, str(tmp_path / "store"))
+    """, str(tmp_path / "store"), _PRELUDE)
     assert out == ["SERVICE_NOT_AVAILABLE", "True", "old", "True", "True", "True"]
 
 
-def test_flush_with_no_descriptor_left(tmp_path) -> None:
+def test_flush_with_no_descriptor_left(tmp_path, store_child) -> None:
     """A consume-queue segment keeps no descriptor, so its flush opens one; with none left it falls back
     to msync rather than failing the flush (which fences the store)."""
-    out = _run("""
+    out = store_child("""
         store = MessageStore.open(root, cfg, background=False)
         assert store.put(Message(topic="Old", body=b"old")).status.name == "PUT_OK"
         assert store.wait_dispatched()
@@ -126,14 +110,14 @@ def test_flush_with_no_descriptor_left(tmp_path) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         print(store.fenced is None, store.get("Old", 0, 1, 1).messages[0].body.decode())
         store.close()
-    """, str(tmp_path / "store"))
+    """, str(tmp_path / "store"), _PRELUDE)
     assert out == ["True", "more"]
 
 
-def test_background_flush_with_no_descriptor_left_does_not_fence(tmp_path) -> None:
+def test_background_flush_with_no_descriptor_left_does_not_fence(tmp_path, store_child) -> None:
     """The flush thread's thorough pass (consume queues, then the checkpoint) meets EMFILE: it writes what
     it can and tries the checkpoint again next time, instead of fencing the store until a reopen."""
-    out = _run("""
+    out = store_child("""
         import dataclasses, logging
         seen = []
         warned = lambda: any("cannot write the checkpoint" in m for m in seen)  # noqa: E731
@@ -156,5 +140,5 @@ def test_background_flush_with_no_descriptor_left_does_not_fence(tmp_path) -> No
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         print(store.fenced is None, store.put(Message(topic="Old", body=b"more")).status.name)
         store.close()
-    """, str(tmp_path / "store"))
+    """, str(tmp_path / "store"), _PRELUDE)
     assert out == ["True", "PUT_OK"]

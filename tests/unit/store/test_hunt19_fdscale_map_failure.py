@@ -8,44 +8,21 @@ file was allocated and renamed into place."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
-_PRELUDE = textwrap.dedent("""
-    import os, resource, sys
-    from rocketstore.message.record import Message
-    from rocketstore.store.config import StoreConfig
-    from rocketstore.store.message_store import MessageStore
-
-    def vm_bytes():
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize"):
-                    return int(line.split()[1]) * 1024
-        raise RuntimeError("no VmSize")
+_PRELUDE = """
+    import resource
 
     SOFT, HARD = resource.getrlimit(resource.RLIMIT_AS)
 
     def cap(headroom_bytes):
-        resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + headroom_bytes, HARD))
+        resource.setrlimit(resource.RLIMIT_AS, (proc_status_bytes("VmSize") + headroom_bytes, HARD))
 
     def uncap():
         resource.setrlimit(resource.RLIMIT_AS, (SOFT, HARD))
-
-    root = sys.argv[1]
-""")
+"""
 
 
-def _run(script: str, root: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", _PRELUDE + textwrap.dedent(script), root],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.split()
-
-
-def test_commitlog_segment_created_after_a_failed_mapping(tmp_path) -> None:
-    out = _run("""
+def test_commitlog_segment_created_after_a_failed_mapping(tmp_path, store_child) -> None:
+    out = store_child("""
         seg = 32 << 20
         cfg = StoreConfig(mapped_file_size_commit_log=seg, mapped_file_size_consume_queue=6000,
                           preallocate_commit_log=False, warm_ahead_bytes=0,
@@ -66,12 +43,12 @@ def test_commitlog_segment_created_after_a_failed_mapping(tmp_path) -> None:
         store = MessageStore.open(root, cfg, background=False)
         print(store.get("T", 0, after.queue_offset, 1).messages[0].body.decode())
         store.close()
-    """, str(tmp_path / "store"))
+    """, str(tmp_path / "store"), _PRELUDE)
     assert out == ["CREATE_MAPEDFILE_FAILED", "PUT_OK", "after", "2", "after"]
 
 
-def test_consume_queue_created_after_a_failed_mapping(tmp_path) -> None:
-    out = _run("""
+def test_consume_queue_created_after_a_failed_mapping(tmp_path, store_child) -> None:
+    out = store_child("""
         cq_bytes = 20 * 1_600_000  # 32 MB: more than the headroom below
         cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=cq_bytes,
                           preallocate_commit_log=False, warm_ahead_bytes=0,
@@ -93,5 +70,5 @@ def test_consume_queue_created_after_a_failed_mapping(tmp_path) -> None:
         store = MessageStore.open(root, cfg, background=False)
         print(store.get("New", 3, 0, 1).messages[0].body.decode())
         store.close()
-    """, str(tmp_path / "store"))
+    """, str(tmp_path / "store"), _PRELUDE)
     assert out == ["PUT_OK", "False", "old", "True", "new", "PUT_OK", "new"]

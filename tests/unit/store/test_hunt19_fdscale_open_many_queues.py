@@ -7,60 +7,36 @@ the measure here (RssFile from /proc/self/status), so the test does not depend o
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 QUEUES = 12
 CQ_SEGMENT_BYTES = 300_000 * 20  # RocketMQ's default: 6 MB a queue
 
 
-def _script(body: str) -> str:
-    return textwrap.dedent("""
-        import os, sys
-        from rocketstore.message.record import Message
-        from rocketstore.store.config import StoreConfig
-        from rocketstore.store.message_store import MessageStore
-
-        root = sys.argv[1]
-        cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=%d,
-                          preallocate_commit_log=False, warm_ahead_bytes=0,
-                          max_hash_slot_num=100, max_index_num=400)
-
-        def rss_file_bytes():
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("RssFile"):
-                        return int(line.split()[1]) * 1024
-            raise RuntimeError("no RssFile")
-    """ % CQ_SEGMENT_BYTES) + textwrap.dedent(body)
+#: the store of these cases
+_PRELUDE = """
+    cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=%d,
+                      preallocate_commit_log=False, warm_ahead_bytes=0,
+                      max_hash_slot_num=100, max_index_num=400)
+""" % CQ_SEGMENT_BYTES
 
 
-def _run(body: str, root: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", _script(body), root], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.split()
-
-
-def test_clean_open_maps_in_only_the_written_entries(tmp_path) -> None:
+def test_clean_open_maps_in_only_the_written_entries(tmp_path, store_child) -> None:
     root = str(tmp_path / "store")
-    _run("""
+    store_child("""
         store = MessageStore.open(root, cfg)
         for q in range(%d):
             put = store.put(Message(topic="T%%d" %% (q // 4), queue_id=q %% 4, body=b"m%%d" %% q))
             assert put.status.name == "PUT_OK"
         assert store.wait_dispatched()
         store.close()
-    """ % QUEUES, root)
-    out = _run("""
-        before = rss_file_bytes()
+    """ % QUEUES, root, _PRELUDE)
+    out = store_child("""
+        before = proc_status_bytes("RssFile")
         store = MessageStore.open(root, cfg, background=False)
-        grew = rss_file_bytes() - before
+        grew = proc_status_bytes("RssFile") - before
         bodies = [store.get("T%%d" %% (q // 4), q %% 4, 0, 1).messages[0].body.decode() for q in range(%d)]
         print(grew, ",".join(bodies), store.max_offset("T0", 0))
         store.close()
-    """ % QUEUES, root)
+    """ % QUEUES, root, _PRELUDE)
     grew, bodies, max_offset = int(out[0]), out[1], out[2]
     assert bodies == ",".join(f"m{q}" for q in range(QUEUES))
     assert max_offset == "1"
@@ -68,12 +44,12 @@ def test_clean_open_maps_in_only_the_written_entries(tmp_path) -> None:
     assert grew < CQ_SEGMENT_BYTES, grew
 
 
-def test_open_after_a_crash_still_zeroes_a_queue_tail(tmp_path) -> None:
+def test_open_after_a_crash_still_zeroes_a_queue_tail(tmp_path, store_child) -> None:
     """After an abnormal exit the tail past a queue's valid prefix is checked and zeroed: a stale entry
     left after an empty slot must not come back once the queue grows up to it and a later clean open
     trusts the tail."""
     root = str(tmp_path / "store")
-    out = _run("""
+    out = store_child("""
         import struct
         store = MessageStore.open(root, cfg)
         first = store.put(Message(topic="T", body=b"one"))
@@ -92,5 +68,5 @@ def test_open_after_a_crash_still_zeroes_a_queue_tail(tmp_path) -> None:
         store = MessageStore.open(root, cfg, background=False)
         print(store.max_offset("T", 0), store.get("T", 0, 1, 4).messages[0].body.decode())
         store.close()
-    """, root)
+    """, root, _PRELUDE)
     assert out == ["1", "2", "two"]
