@@ -283,15 +283,25 @@ class HAClient(TaskService):
         self.reconnect_s = reconnect_s
         #: the master HA address connected to, None between connections
         self.connected_to: str | None = None
+        #: the master's transfers taken (records or an empty heartbeat one): a try that took one worked
+        self.transfers_taken = 0
 
     async def _run(self) -> None:
+        # A master down (or one that refuses this slave) fails every try, one per reconnect_s: of such a run
+        # the first failure and every 1000th are warnings, the others debug lines; a try that took a
+        # transfer ends the run.
+        failures = 0
         while True:
             addr = self.master_ha_addr()
             if addr:
+                began = self.transfers_taken
                 try:
                     await self._follow(addr)
                 except (OSError, ValueError, StoreError, asyncio.IncompleteReadError) as exc:
-                    log.warning("HA: replication from %s stopped: %s", addr, exc)
+                    failures = 1 if self.transfers_taken != began else failures + 1
+                    log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
+                            "HA: replication from %s stopped: %s (%d in a row; trying again every %s s)",
+                            addr, exc, failures, self.reconnect_s)
                 finally:
                     self.connected_to = None
             await asyncio.sleep(self.reconnect_s)
@@ -329,6 +339,7 @@ class HAClient(TaskService):
                     store.append_replica(offset, body)
                     writer.write(REPORT.pack(store.max_commit_log_offset))
                     await writer.drain()
+                self.transfers_taken += 1
         finally:
             beat.cancel()
             writer.close()

@@ -80,6 +80,10 @@ class Consumption:
         self._orderly: dict[MessageQueue, tuple[ProcessQueue, asyncio.Task[None]]] = {}
         #: handler calls made (successful or not)
         self.calls = 0
+        #: exception class name -> handler calls that raised it: the first of each and every 1000th after it
+        #: are logged with the traceback, the others as a debug line (a handler failing on every message
+        #: would otherwise write a traceback per message, again at each redelivery)
+        self.handler_failures: dict[str, int] = {}
 
     # --- queue life cycle ------------------------------------------------------------------------------
 
@@ -131,8 +135,8 @@ class Consumption:
         began = time.monotonic()
         try:
             result = await self._run_handler(messages)
-        except Exception:
-            log.exception("handler of group %s failed on %d message(s)", self.pc.group, len(messages))
+        except Exception as exc:
+            self._handler_failed(exc, len(messages))
             result = None
         context = current_context()
         status = ConsumeStatus.CONSUME_SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else \
@@ -155,6 +159,16 @@ class Consumption:
             failed = len(messages)
         self.pc.stats.consumed(topic, (time.monotonic() - began) * 1000, ok, failed)
         return status
+
+    def _handler_failed(self, exc: Exception, count: int) -> None:
+        name = type(exc).__qualname__
+        times = self.handler_failures[name] = self.handler_failures.get(name, 0) + 1
+        if times % 1000 == 1:
+            log.error("handler of group %s failed on %d message(s) (%s %d time(s) so far)", self.pc.group,
+                      count, name, times, exc_info=exc)
+        else:
+            log.debug("handler of group %s failed on %d message(s): %s: %s (%d time(s) so far)",
+                      self.pc.group, count, name, exc, times)
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
         """What the handler returns for *messages* (a copy of the list); its exceptions propagate."""

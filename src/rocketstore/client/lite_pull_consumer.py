@@ -316,7 +316,9 @@ class LitePullConsumer(GroupConsumer):
 
     async def _pull_from_start(self, pq: ProcessQueue) -> None:
         """Where the queue starts (the committed offset, else ``consume_from_where``), then its pull loop;
-        a failed look-up is tried again after ``pull_delay_on_error_s``, as 4.9.3's pull task does."""
+        a failed look-up is tried again after ``pull_delay_on_error_s``, as 4.9.3's pull task does (of a run
+        of failures, the first and every 1000th are warnings, the others debug lines)."""
+        failures = 0
         while not pq.dropped and not self.stopping:
             try:
                 offset = await self.compute_pull_from_where(pq.mq)
@@ -324,7 +326,10 @@ class LitePullConsumer(GroupConsumer):
                 log.error("pulling %s stops: %s", pq.mq, exc)
                 return
             except (RocketStoreError, OSError) as exc:
-                log.warning("cannot compute where to pull %s from: %s", pq.mq, exc)
+                failures += 1
+                log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
+                        "cannot compute where to pull %s from: %s (%d in a row; trying again every %s s)",
+                        pq.mq, exc, failures, self.settings.pull_delay_on_error_s)
                 await asyncio.sleep(self.settings.pull_delay_on_error_s)
                 continue
             log.info("%s now pulls %s from offset %d", self.client_id, pq.mq, offset)

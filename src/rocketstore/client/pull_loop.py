@@ -125,9 +125,12 @@ def _stop_on_wrong_loop(mq: MessageQueue, exc: LoopBoundError) -> None:
 async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
     """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops.  A failed pull is
     tried again after ``pull_delay_on_error_s``, except LoopBoundError (the loop runs on another event loop
-    than the consumer's connections: every try would fail the same way), which ends it at once, logged."""
+    than the consumer's connections: every try would fail the same way), which ends it at once, logged.
+    Of a run of failed pulls (a broker down: one every ``pull_delay_on_error_s`` for as long as it is) the
+    first and every 1000th are warnings, the others debug lines; the first pull that works again says so."""
     s = pc.settings
     mq = pq.mq
+    failures = 0  # failed pulls in a row
     while not pq.dropped and not pc.stopping:
         # read at every pull, as 4.9.3's lite pull task does: a subscription replaced meanwhile applies now
         expression = _selector(pc.subscriptions, mq.topic)
@@ -161,9 +164,15 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
             _stop_on_wrong_loop(mq, exc)
             return
         except (RocketStoreError, OSError) as exc:
-            log.warning("pull of %s at %d failed: %s", mq, offset, exc)
+            failures += 1
+            log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
+                    "pull of %s at %d failed: %s (%d in a row; trying again every %s s)", mq, offset, exc,
+                    failures, s.pull_delay_on_error_s)
             await asyncio.sleep(s.pull_delay_on_error_s)
             continue
+        if failures:
+            log.info("pull of %s goes on after %d failed pull(s)", mq, failures)
+            failures = 0
         pq.last_pull_s = time.monotonic()
         if pq.dropped:
             return

@@ -107,8 +107,17 @@ class Cleaner:
         return self.usage(root if os.path.isdir(root) else os.path.dirname(root))
 
     def check_disk(self) -> float:
-        ratio = self.usage(self.commitlog.files.directory)
-        self.disk_full = ratio > DISK_FULL_RATIO
+        directory = self.commitlog.files.directory
+        ratio = self.usage(directory)
+        full = ratio > DISK_FULL_RATIO
+        if full != self.disk_full:  # a line when it turns full, one when it is not any more (as 4.9.3)
+            if full:
+                log.error("the commitlog's disk is %.1f%% used (%s), over %.0f%%: writes are refused until "
+                          "space is freed", ratio * 100, directory, DISK_FULL_RATIO * 100)
+            else:
+                log.info("the commitlog's disk is %.1f%% used (%s): writes are taken again", ratio * 100,
+                         directory)
+        self.disk_full = full
         return ratio
 
     def run(self, *, force: bool = False, now_ms: int | None = None, local_hour: int | None = None) -> CleanReport:
