@@ -69,7 +69,8 @@ def test_a_closed_producer_refuses_every_send_and_closes_once(cluster: LocalClus
             await producer.start()
         return refusals
 
-    assert cluster.run(go()) == ["the producer is closed"] * 5
+    assert cluster.run(go()) == [("The producer service state not OK, SHUTDOWN_ALREADY See http://rocketmq.apache.org"
+                                  "/docs/faq/ for further details. Cause: the producer is closed")] * 5
     cluster.wait_dispatched()
     assert [m.body for m in stored_messages(cluster, TOPIC, 2)] == [b"before"]
 

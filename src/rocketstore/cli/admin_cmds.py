@@ -28,8 +28,8 @@ clusterAclConfigVersion, on one broker (``-b HOST:PORT``) or on every broker of 
 every broker the name server knows): masters and slaves for the changes, masters for ``version``.  Sign them
 with an account of the brokers' ACL files (``--access-key`` / ``--secret-key``).
 
-Every command takes ``--namesrv HOST:PORT`` (env ROCKETSTORE_NAMESRV, default 127.0.0.1:9876) and
-``--json``.  Errors print one line on stderr and exit 1 (2 for bad arguments).
+Every command takes ``--namesrv HOST:PORT`` (env ROCKETSTORE_NAMESRV, else NAMESRV_ADDR as mqadmin's, default
+127.0.0.1:9876) and ``--json``.  Errors print one line on stderr and exit 1 (2 for bad arguments).
 """
 
 from __future__ import annotations

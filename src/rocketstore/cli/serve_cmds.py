@@ -89,7 +89,8 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     b.add_argument("--store", default=None, help="store directory (overrides storePathRootDir)")
     b.add_argument("-p", "--port", type=listen_port, default=None, help="listen port (overrides listenPort; 0: pick one)")
     b.add_argument("-n", "--namesrv", type=namesrv_list, default=None,
-                   help="name server address(es) host:port;host:port")
+                   help="name server address(es) host:port;host:port (default: namesrvAddr of the file, else "
+                        "env NAMESRV_ADDR, as mqbroker)")
     b.add_argument("--host", default=None,
                    help="interface to listen on (default: brokerIP1 or 127.0.0.1); :: listens on IPv6 and IPv4")
     b.add_argument("--busy-poll-us", type=int, default=None, metavar="N", help=_BUSY_HELP)
@@ -202,11 +203,16 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
     overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store,
                            busyPollMicros=busy_poll_us)
     broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
+    source = f"namesrvAddr in {config}"
+    if namesrv is None and "namesrvAddr" not in props and os.environ.get("NAMESRV_ADDR"):
+        # neither -n nor the file: 4.9.3's BrokerConfig.namesrvAddr defaults to the environment's NAMESRV_ADDR
+        source, overrides["namesrvAddr"] = "NAMESRV_ADDR", os.environ["NAMESRV_ADDR"]
+        broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
     if broker_cfg.namesrv_addrs:
         try:
             namesrv_list(";".join(broker_cfg.namesrv_addrs))
         except argparse.ArgumentTypeError as exc:  # a bad namesrvAddr in the file: one line, not a traceback
-            raise BrokerConfError(f"namesrvAddr in {config}: {exc}") from None
+            raise BrokerConfError(f"{source}: {exc}") from None
     listen_host = host or props.get("brokerIP1") or "127.0.0.1"
     broker_cfg = broker_cfg.replace(listen_host=listen_host,
                                     broker_ip1=props.get("brokerIP1", _advertisable(listen_host)))

@@ -69,7 +69,7 @@ from rocketstore.client.export_admin import ExportAdmin
 from rocketstore.client.group_admin import GroupAdmin
 from rocketstore.client.message_admin import MessageAdmin
 from rocketstore.client.namesrv_admin import NamesrvAdmin
-from rocketstore.client.route import RouteCache, check
+from rocketstore.client.route import RouteCache, check, namesrv_addr_or_env
 from rocketstore.client.stats_all import StatsAllAdmin
 from rocketstore.client.trace_query import TraceAdmin
 from rocketstore.errors import InvalidMessageIdError, MessageError, RemotingError
@@ -152,14 +152,15 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, ClusterAdmin, MessageAdmin, ExportAdmin,
                   StatsAllAdmin):
-    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0,
+    def __init__(self, namesrv_addr: str | None = None, *, timeout_s: float = 5.0,
                  credentials: SessionCredentials | None = None, tls: ClientTls = None) -> None:
-        """*credentials*: ACL access key and secret every request (name servers' too) is signed with; *tls*:
+        """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
+        4.9.3's DefaultMQAdminExt (a ClientConfig).  *credentials*: ACL access key and secret every request (name servers' too) is signed with; *tls*:
         this client's own TLS switch (None follows the process, see :data:`rocketstore.remoting.tls.ClientTls`)."""
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
-        self.namesrv_addrs = [a for a in namesrv_addr.split(";") if a]
+        self.namesrv_addrs = [a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a]
         self.routes = RouteCache(self.namesrv_addrs, self.pool, timeout_s=timeout_s)
 
     async def __aenter__(self) -> Self:

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, ClassVar, Self
 
-from rocketstore.client.errors import ClientError
+from rocketstore.client.errors import ClientError, state_not_ok
 from rocketstore.client.loop_thread import LoopThread
 from rocketstore.client.producer import (
     DEFAULT_PRODUCER_GROUP,
@@ -59,6 +59,7 @@ class _BlockingClient(LoopThread):
     """start / shutdown / ``with`` of a blocking producer whose asyncio producer is ``self.producer``."""
 
     client_attribute: ClassVar[str] = "producer"
+    shut_down_words: ClassVar[str] = state_not_ok("producer", "SHUTDOWN_ALREADY")
     producer: Producer | TransactionProducer
 
     def _create(self, make: Callable[[], Any]) -> Any:
@@ -101,7 +102,7 @@ class BlockingProducer(_BlockingClient):
 
     producer: Producer
 
-    def __init__(self, namesrv_addr: str, group: str = DEFAULT_PRODUCER_GROUP, *,
+    def __init__(self, namesrv_addr: str | None = None, group: str = DEFAULT_PRODUCER_GROUP, *,
                  call_timeout_s: float = 60.0, **options: Any) -> None:
         """*options*: :class:`Producer`'s keyword arguments (``timeout_s``, ``retry_times``, ``credentials``,
         ``tls``, ``enable_trace``, ...).  *call_timeout_s*: how much longer than a send's own bound a call
@@ -110,7 +111,7 @@ class BlockingProducer(_BlockingClient):
         self.producer = self._create(lambda: self._new_producer(namesrv_addr, group, options))
 
     @staticmethod
-    def _new_producer(namesrv_addr: str, group: str, options: dict[str, Any]) -> Producer:
+    def _new_producer(namesrv_addr: str | None, group: str, options: dict[str, Any]) -> Producer:
         return Producer(namesrv_addr, group, **options)
 
     def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
@@ -173,7 +174,7 @@ class BlockingRequestProducer(BlockingProducer):
     producer: RequestProducer
 
     @staticmethod
-    def _new_producer(namesrv_addr: str, group: str, options: dict[str, Any]) -> Producer:
+    def _new_producer(namesrv_addr: str | None, group: str, options: dict[str, Any]) -> Producer:
         return RequestProducer(namesrv_addr, group, **options)
 
     def request(self, topic: str, body: bytes, *, timeout_s: float = 3.0, tags: str | None = None,
@@ -203,7 +204,7 @@ class BlockingTransactionProducer(_BlockingClient):
 
     producer: TransactionProducer
 
-    def __init__(self, namesrv_addr: str, group: str, check: CheckListener, *, call_timeout_s: float = 60.0,
+    def __init__(self, namesrv_addr: str | None, group: str, check: CheckListener, *, call_timeout_s: float = 60.0,
                  **options: Any) -> None:
         """*options*: :class:`TransactionProducer`'s keyword arguments; *call_timeout_s* as
         :class:`BlockingProducer`'s (a send_in_transaction waits for its local transaction too)."""

@@ -35,7 +35,13 @@ from typing import Self
 
 from rocketstore.client.consumer import MessageSelector
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.lite_pull_consumer import ConsumerNotRunningError, LitePullConsumer, LitePullConsumerSettings
+from rocketstore.client.errors import state_not_ok
+from rocketstore.client.lite_pull_consumer import (
+    NOT_RUNNING_MESSAGE,
+    ConsumerNotRunningError,
+    LitePullConsumer,
+    LitePullConsumerSettings,
+)
 from rocketstore.client.loop_thread import LoopThread
 from rocketstore.client.push_consumer import PushConsumer, PushConsumerSettings
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler
@@ -53,7 +59,9 @@ class _LoopThread(LoopThread):
 
 
 class BlockingPushConsumer(_LoopThread):
-    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
+    shut_down_words = state_not_ok("consumer", "SHUTDOWN_ALREADY")  # DefaultMQPushConsumerImpl.makeSureStateOK
+
+    def __init__(self, namesrv_addr: str | None, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, call_timeout_s: float = 60.0,
                  credentials: SessionCredentials | None = None, tls: ClientTls = None,
                  **settings_kw: object) -> None:
@@ -66,7 +74,7 @@ class BlockingPushConsumer(_LoopThread):
             raise
 
     @staticmethod
-    async def _create(namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
+    async def _create(namesrv_addr: str | None, group: str, subscriptions: Mapping[str, str | MessageSelector], handler: MessageHandler,
                       settings: PushConsumerSettings | None, credentials: SessionCredentials | None,
                       tls: ClientTls, settings_kw: dict[str, object]) -> PushConsumer:
         return PushConsumer(namesrv_addr, group, subscriptions, handler, settings, credentials=credentials,
@@ -110,7 +118,9 @@ class BlockingPushConsumer(_LoopThread):
 class BlockingLitePullConsumer(_LoopThread):
     """:class:`LitePullConsumer` for code without an event loop; ``with`` starts and closes it."""
 
-    def __init__(self, namesrv_addr: str, group: str, settings: LitePullConsumerSettings | None = None, *,
+    shut_down_words = NOT_RUNNING_MESSAGE  # DefaultLitePullConsumerImpl.checkServiceState
+
+    def __init__(self, namesrv_addr: str | None, group: str, settings: LitePullConsumerSettings | None = None, *,
                  call_timeout_s: float = 60.0, credentials: SessionCredentials | None = None,
                  tls: ClientTls = None, **settings_kw: object) -> None:
         super().__init__(f"lite-pull-consumer-{group}", call_timeout_s)

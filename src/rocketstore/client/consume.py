@@ -123,6 +123,12 @@ class Consumption:
         await asyncio.gather(*waiting, return_exceptions=True)
         self._orderly.clear()
 
+    def in_handler(self) -> bool:
+        """The running task is one that calls this consumer's handler (an async handler runs in it):
+        a concurrent batch's, or an orderly queue's loop."""
+        task = asyncio.current_task()
+        return task in self._running or any(task is t for _, t in self._orderly.values())
+
     # --- calling the handler -----------------------------------------------------------------------------
 
     async def call_handler(self, messages: list[ConsumedMessage], topic: str) -> ConsumeStatus:

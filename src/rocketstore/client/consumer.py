@@ -24,7 +24,7 @@ from typing import Self
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import broker_error_for
 from rocketstore.client.push_types import ConsumedMessage
-from rocketstore.client.route import MessageQueue, RouteCache, check
+from rocketstore.client.route import MessageQueue, RouteCache, check, namesrv_addr_or_env
 from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.inflate import inflate_body
 from rocketstore.message.record import StoredMessage, SysFlag
@@ -117,10 +117,11 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
 
 
 class PullConsumer:
-    def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float = 3.0,
+    def __init__(self, namesrv_addr: str | None, group: str, *, timeout_s: float = 3.0,
                  handler: RequestHandler | None = None, credentials: SessionCredentials | None = None,
                  tls: ClientTls = None, mq_client_api_timeout_s: float | None = None) -> None:
-        """*handler* answers requests the brokers send back on our connections (a push consumer's
+        """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR`` (as
+        4.9.3's clients).  *handler* answers requests the brokers send back on our connections (a push consumer's
         NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
         servers' too) is signed with; *tls*: this client's own TLS switch (4.9.3's useTLS; None follows
         the process, see :data:`rocketstore.remoting.tls.ClientTls`).  *mq_client_api_timeout_s* (Java's
@@ -136,7 +137,7 @@ class PullConsumer:
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
-        self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool,
+        self.routes = RouteCache([a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a], self.pool,
                                  timeout_s=mq_client_api_timeout_s)
         #: queue -> the broker id its last pull's answer suggested pulling from next (suggestWhichBrokerId:
         #: a slave when the master has slaveReadEnable and the consumer reads cold messages)

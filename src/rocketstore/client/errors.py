@@ -35,6 +35,7 @@ __all__ = [
     "broker_error_for",
     "logged",
     "send_failed",
+    "state_not_ok",
 ]
 
 #: FAQUrl.suggestTodo's text: 4.9.3 appends it to the messages of its client exceptions (every FAQ url of
@@ -51,16 +52,26 @@ class ClientError(RocketStoreError):
     """Errors of the client layer."""
 
 
+def state_not_ok(kind: str, state: str, cause: str = "", *, started_once: bool = False) -> str:
+    """4.9.3's words for a client used in a state that refuses it (makeSureStateOK's "The producer service
+    state not OK, SHUTDOWN_ALREADY"; a second start's "The PushConsumer service state not OK, maybe started
+    once, RUNNING"), the FAQ link, then what it is here (*cause*, when given) after "Cause: "."""
+    again = "maybe started once, " if started_once else ""
+    words = f"The {kind} service state not OK, {again}{state}{FAQ_SUFFIX}"
+    return f"{words} Cause: {cause}" if cause else words
+
+
 class NoRouteError(ClientError):
     """No route for *topic* (to send to it, or read it).  ``str()`` starts with 4.9.3's words for it
-    (DefaultMQProducerImpl.sendDefaultImpl's "No route info of this topic: <topic>" and the FAQ link), then
-    what went wrong here (``reason``), after "Cause: "."""
+    (*words*; by default DefaultMQProducerImpl.sendDefaultImpl's "No route info of this topic: <topic>" and
+    the FAQ link), then what went wrong here (``reason``), after "Cause: "."""
 
-    def __init__(self, topic: str, reason: str = "") -> None:
+    def __init__(self, topic: str, reason: str = "", *, words: str | None = None) -> None:
         self.topic = topic
         self.reason = reason
-        super().__init__(f"No route info of this topic: {topic}{FAQ_SUFFIX}"
-                         + (f" Cause: {reason}" if reason else ""))
+        if words is None:
+            words = f"No route info of this topic: {topic}{FAQ_SUFFIX}"
+        super().__init__(words + (f" Cause: {reason}" if reason else ""))
 
 
 class BrokerError(ClientError):

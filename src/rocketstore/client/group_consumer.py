@@ -36,7 +36,7 @@ from rocketstore.client.allocate import AllocateStrategy, allocate_averagely, ja
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, NoRouteError, logged
+from rocketstore.client.errors import ClientError, NoRouteError, logged, state_not_ok
 from rocketstore.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -53,7 +53,7 @@ from rocketstore.client.push_types import (
     new_instance_name,
 )
 from rocketstore.client.request_producer import deliver_reply
-from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.client.route import MessageQueue, RouteCache, namesrv_addr_or_env
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import MASTER_ID, ConsumerData, HeartbeatData, SubscriptionData
@@ -160,13 +160,14 @@ class GroupConsumer:
     #: what the heartbeat says this consumer is (a ConsumeType: PASSIVELY for push, ACTIVELY for pull)
     consume_type: ClassVar[str]
 
-    def __init__(self, namesrv_addr: str, group: str, settings: GroupSettings,
+    def __init__(self, namesrv_addr: str | None, group: str, settings: GroupSettings,
                  credentials: SessionCredentials | None, tls: ClientTls = None) -> None:
         if not callable(settings.allocate_strategy):  # else every rebalance would fail, and nothing be consumed
             raise TypeError(f"allocate_strategy is not callable: {settings.allocate_strategy!r:.80}")
         self.settings = settings
         self.group = group
-        self.namesrv_addr = namesrv_addr
+        #: as given, or (None) the environment variable NAMESRV_ADDR, as 4.9.3's ClientConfig
+        self.namesrv_addr = namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         self.clustering = settings.message_model is MessageModel.CLUSTERING
         # 4.9.3 turns the default instance name into pid#nanos for CLUSTERING only (changeInstanceNameToPID):
         # a BROADCASTING member stays <ip>@DEFAULT, so a restart finds its offsets file again
@@ -229,10 +230,14 @@ class GroupConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def _mark_started(self, what: str) -> None:
-        """*what* (``"push consumer"``) is started now: a second start raises."""
+    def _mark_started(self, what: str, kind: str) -> None:
+        """*what* (``"push consumer"``) is started now: a second start raises, in the words of 4.9.3's start
+        of the *kind* (``"PushConsumer"``): "The PushConsumer service state not OK, maybe started once,
+        RUNNING" (SHUTDOWN_ALREADY once shut down)."""
         if self.started:
-            raise ClientError(f"the {what} is already started")
+            state, cause = ("SHUTDOWN_ALREADY", f"the {what} is shut down") if self.stopping else \
+                ("RUNNING", f"the {what} is already started")
+            raise ClientError(state_not_ok(kind, state, cause, started_once=True))
         # checkConfig's group checks: a bad name would otherwise fail every heartbeat in the background
         problem = group_problem(self.group)
         if problem is None and self.group == DEFAULT_CONSUMER_GROUP:

@@ -83,6 +83,10 @@ class ConsumerNotRunningError(ClientError):
     """poll / seek / commit on a consumer not started yet or closed (4.9.3's IllegalStateException)."""
 
 
+#: DefaultLitePullConsumerImpl's NOT_RUNNING_EXCEPTION_MESSAGE
+NOT_RUNNING_MESSAGE = "The consumer not running, please start it first."
+
+
 class SubscriptionConflictError(ClientError):
     """subscribe after assign, or assign after subscribe: the two are exclusive."""
 
@@ -179,7 +183,7 @@ class LitePullConsumer(GroupConsumer):
     consume_type = ConsumeType.ACTIVELY
     orderly = False
 
-    def __init__(self, namesrv_addr: str, group: str, settings: LitePullConsumerSettings | None = None, *,
+    def __init__(self, namesrv_addr: str | None, group: str, settings: LitePullConsumerSettings | None = None, *,
                  credentials: SessionCredentials | None = None, tls: ClientTls = None,
                  **settings_kw: object) -> None:
         """*settings* or keyword arguments naming :class:`LitePullConsumerSettings` fields; *credentials*:
@@ -206,7 +210,7 @@ class LitePullConsumer(GroupConsumer):
     # --- life cycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._mark_started("lite pull consumer")
+        self._mark_started("lite pull consumer", "PullConsumer")
         try:
             await self.offsets.load()
             if self._mode is _Mode.SUBSCRIBE:
@@ -260,10 +264,12 @@ class LitePullConsumer(GroupConsumer):
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _check_running(self) -> None:
+        """ConsumerNotRunningError in 4.9.3's words (DefaultLitePullConsumerImpl.checkServiceState), with
+        ours after "Cause: " for a closed one."""
         if not self.started:
-            raise ConsumerNotRunningError("the lite pull consumer is not running: start it first")
+            raise ConsumerNotRunningError(NOT_RUNNING_MESSAGE)
         if self.stopping:
-            raise ConsumerNotRunningError("the lite pull consumer is closed")
+            raise ConsumerNotRunningError(f"{NOT_RUNNING_MESSAGE} Cause: the lite pull consumer is closed")
 
     # --- subscribe / assign ------------------------------------------------------------------------------
 

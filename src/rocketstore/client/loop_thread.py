@@ -30,6 +30,9 @@ class LoopThread:
 
     #: what a call after shutdown raises (the consumers' ConsumerNotRunningError, a ClientError too)
     not_running_error: ClassVar[type[ClientError]] = ClientError
+    #: 4.9.3's words for a call after shutdown (the producers' "The producer service state not OK,
+    #: SHUTDOWN_ALREADY"), before ours after "Cause: "; "": ours alone
+    shut_down_words: ClassVar[str] = ""
     #: the attribute holding the asyncio client, named in the error of a call from the loop's own thread
     client_attribute: ClassVar[str] = "consumer"
 
@@ -60,14 +63,7 @@ class LoopThread:
         """Run *coro* on the loop and wait for it.  Interrupted (Ctrl-C) or timed out, the call is cancelled
         on the loop rather than left running: a poll nobody waits for any more would take messages and
         count them as consumed (committed, never delivered)."""
-        try:
-            self._check_caller()
-            if not self._thread.is_alive():
-                raise self.not_running_error(f"{type(self).__name__} is shut down")
-        except BaseException:
-            coro.close()
-            raise
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        future = self._submit(coro)
         try:
             return future.result(self._call_timeout_s + extra_timeout_s)
         except BaseException:
@@ -76,11 +72,14 @@ class LoopThread:
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Run *coro* on the loop without waiting: its concurrent.futures.Future (callbacks added to it run
-        on the loop thread).  Refused as :meth:`_call` refuses."""
+        on the loop thread).  Refused at once, *coro* closed: from a forked child or the loop's own thread
+        (:meth:`_check_caller`), and after shutdown (``not_running_error``)."""
         try:
             self._check_caller()
             if not self._thread.is_alive():
-                raise self.not_running_error(f"{type(self).__name__} is shut down")
+                ours = f"{type(self).__name__} is shut down"
+                raise self.not_running_error(f"{self.shut_down_words} Cause: {ours}" if self.shut_down_words
+                                             else ours)
         except BaseException:
             coro.close()
             raise

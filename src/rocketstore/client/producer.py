@@ -98,6 +98,7 @@ from rocketstore.client.errors import (
     broker_error_for,
     logged,
     send_failed,
+    state_not_ok,
 )
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.push_types import local_ip, new_instance_name
@@ -107,6 +108,7 @@ from rocketstore.client.route import (
     MessageQueue,
     RouteCache,
     check,
+    namesrv_addr_or_env,
 )
 from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import LoopBoundError, RemotingError, RocketStoreError
@@ -601,14 +603,18 @@ class Producer:
     #: ServedProducer, whose callbacks depend on them, warns
     heartbeat_failure_level = logging.INFO
 
-    def __init__(self, namesrv_addr: str, group: str = DEFAULT_PRODUCER_GROUP, *, timeout_s: float = 3.0,
+    def __init__(self, namesrv_addr: str | None = None, group: str = DEFAULT_PRODUCER_GROUP, *,
+                 timeout_s: float = 3.0,
                  retry_times: int = 2, credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
                  compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
                  instance_name: str | None = None, tls: ClientTls = None,
                  mq_client_api_timeout_s: float = 3.0) -> None:
-        """*credentials*: ACL access key and secret every request (name servers' too) is signed with;
+        """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
+        4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
+        address, please set it.").
+        *credentials*: ACL access key and secret every request (name servers' too) is signed with;
         *tls*: this producer's own TLS switch (4.9.3's setUseTLS; None follows the process, see
         :data:`rocketstore.remoting.tls.ClientTls`), which its trace producer shares;
         *enable_trace*: record each send's Pub trace (see :mod:`rocketstore.client.trace_producer`) and send
@@ -627,6 +633,7 @@ class Producer:
         look-up from the name servers, heartbeat and unregistration (4.9.3's MQClientInstance passes it to
         getTopicRouteInfoFromNameServer, sendHearbeat and unregisterClient), not *timeout_s*, which bounds
         sends."""
+        namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         if heartbeat_interval_s <= 0:
             raise ValueError("heartbeat_interval_s must be positive")
         if mq_client_api_timeout_s <= 0:
@@ -695,8 +702,9 @@ class Producer:
         of a producer not started.  ClientError once closed, and for a group name 4.9.3's
         Validators.checkGroup refuses (blank, over 255 characters, outside ``^[%|a-zA-Z0-9_-]+$``), which
         every send refuses too."""
-        if self.closed:
-            raise ClientError("the producer is closed")
+        if self.closed:  # DefaultMQProducerImpl.start's words for a producer shut down
+            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed",
+                                           started_once=True))
         self._check_group()
         if self.started:
             return
@@ -882,11 +890,11 @@ class Producer:
         return bd.master_addr() if bd is not None else None
 
     def _check(self, topic: str, body: bytes | None) -> None:
-        """Refuse a send once close() began with ClientError (Java's "The producer service state not OK"),
-        and what Java's Validators.checkMessage refuses before a send (the topic, then *body*, when given)
-        with MessageIllegalError; nothing is sent."""
+        """Refuse a send once close() began with ClientError (Java's "The producer service state not OK,
+        SHUTDOWN_ALREADY"), and what Java's Validators.checkMessage refuses before a send (the topic, then
+        *body*, when given) with MessageIllegalError; nothing is sent."""
         if self.closed:
-            raise ClientError("the producer is closed")
+            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
         if topic not in self._checked_topics:  # the first send to a topic (or a bad one): the group's name too
             self._check_group()
             problem = topic_problem(topic)
@@ -1033,10 +1041,13 @@ class Producer:
         uniq = message.uniq_key()
         props = message.property_map(uniq)
         _check_properties(props)
-        route, known = await self.routes.publish_route(topic)
+        try:
+            route, known = await self.routes.publish_route(topic)
+        except NoRouteError as exc:  # in sendSelectImpl's words, not sendDefaultImpl's
+            raise NoRouteError(topic, exc.reason, words=f"No route info for this topic, {topic}") from exc
         queues = RouteCache.publish_queues(topic, route)
         if not queues:
-            raise NoRouteError(topic, "no writeable queue")
+            raise NoRouteError(topic, "no writeable queue", words=f"No route info for this topic, {topic}")
         try:
             mq = selector(queues, sharding_key)
         except Exception as exc:  # the user's selector: its failure is named as Java's sendSelectImpl names it
@@ -1064,12 +1075,18 @@ class Producer:
         """The queues a send to *topic* goes to (its brokers' write queues), from the name servers' route,
         broker by broker (:meth:`RouteCache.publish_queues`; Java's fetchPublishMessageQueues); NoRouteError
         for a topic the name servers do not know (no auto-create template here, as 4.9.3) or without a
-        writeable queue.  A queue of it is what :meth:`send`'s *message_queue* takes."""
+        writeable queue, in MQAdminImpl's words ("Can not find Message Queue for this topic, <topic>").  A
+        queue of it is what :meth:`send`'s *message_queue* takes."""
         if self.closed:
-            raise ClientError("the producer is closed")
-        queues = RouteCache.publish_queues(topic, await self.routes.route(topic, refresh=True))
+            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
+        words = f"Can not find Message Queue for this topic, {topic}"
+        try:
+            route = await self.routes.route(topic, refresh=True)
+        except NoRouteError as exc:
+            raise NoRouteError(topic, exc.reason, words=words) from exc
+        queues = RouteCache.publish_queues(topic, route)
         if not queues:
-            raise NoRouteError(topic, "Can not find Message Queue for this topic")
+            raise NoRouteError(topic, "no writeable queue", words=words)
         return queues
 
     def _chosen_queue_attempts(self) -> int:

@@ -184,11 +184,12 @@ class PushConsumer(GroupConsumer):
     settings: PushConsumerSettings
     consume_type = ConsumeType.PASSIVELY
 
-    def __init__(self, namesrv_addr: str, group: str, subscriptions: Mapping[str, str | MessageSelector],
+    def __init__(self, namesrv_addr: str | None, group: str, subscriptions: Mapping[str, str | MessageSelector],
                  handler: MessageHandler,
                  settings: PushConsumerSettings | None = None, *, credentials: SessionCredentials | None = None,
                  tls: ClientTls = None, **settings_kw: object) -> None:
-        """*subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``) or a MessageSelector
+        """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
+        4.9.3's DefaultMQPushConsumer.  *subscriptions*: topic -> tag expression (``"*"`` or ``"TagA || TagB"``) or a MessageSelector
         (``MessageSelector.by_sql("a > 5")``: the broker filters by properties); *settings* or keyword
         arguments naming :class:`PushConsumerSettings` fields; *credentials*: ACL access key and secret
         every request (name servers' too) is signed with; *tls*: this consumer's own TLS switch (4.9.3's
@@ -213,13 +214,15 @@ class PushConsumer(GroupConsumer):
         #: the message trace's dispatcher (None: off, and the plain Consumption is used)
         self.trace: TraceDispatcher | None = None
         if settings.enable_trace:
-            self.trace = TraceDispatcher(namesrv_addr, group, "CONSUME", trace_topic=settings.trace_topic,
+            self.trace = TraceDispatcher(self.namesrv_addr, group, "CONSUME", trace_topic=settings.trace_topic,
                                          credentials=credentials, tls=self.consumer.pool.tls)
             self.consumption: Consumption = TracedConsumption(self, handler, self._executor, self.trace)
         else:
             self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._resets: set[asyncio.Task[None]] = set()
+        #: a shutdown awaited in one of the handlers, going on after it (see :meth:`shutdown`)
+        self._shutdown_task: asyncio.Task[None] | None = None
         #: broker name -> (the first error, the queues) of queues given up whose offsets could not be
         #: committed: logged as one line per broker once the rebalance (or reset) that gave them up is done
         self._uncommitted: dict[str, tuple[Exception, list[MessageQueue]]] = {}
@@ -238,7 +241,7 @@ class PushConsumer(GroupConsumer):
     # --- life cycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._mark_started("push consumer")
+        self._mark_started("push consumer", "PushConsumer")
         try:
             await self.offsets.load()
             await self._join_group()
@@ -259,10 +262,24 @@ class PushConsumer(GroupConsumer):
             self._background.append(loop.create_task(self._every(s.consume_timeout_s, self._clean_expired)))
 
     async def shutdown(self) -> None:
-        """Stop pulling, let handlers in progress finish, commit offsets, unlock, unregister, close."""
+        """Stop pulling, let handlers in progress finish, commit offsets, unlock, unregister, close.  Awaited
+        in one of this consumer's own async handlers (one of those it waits for) it returns at once, as
+        DefaultMQPushConsumer's shutdown from a listener: the shutdown goes on in a task of its own once the
+        handler is done, and a shutdown() awaited elsewhere meanwhile waits for it."""
+        in_handler = self.consumption.in_handler()
+        if self._shutdown_task is not None:
+            if not in_handler:
+                await asyncio.shield(self._shutdown_task)
+            return
         if not self.started or self.stopping:
             return
         self.stopping = True
+        if in_handler:  # waiting here would be the handler waiting for itself
+            self._shutdown_task = asyncio.get_running_loop().create_task(self._shut_down())
+            return
+        await self._shut_down()
+
+    async def _shut_down(self) -> None:
         # the loops see ``stopping`` and end at their next wake-up (woken now); they are not cancelled,
         # so a request of theirs in flight is not cut half-way
         self._wake.set()

@@ -51,7 +51,13 @@ import zlib
 from dataclasses import dataclass, field
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import BrokerError, ClientError, SendCallTimeoutError, SendFailedError
+from rocketstore.client.errors import (
+    BrokerError,
+    ClientError,
+    SendCallTimeoutError,
+    SendFailedError,
+    state_not_ok,
+)
 from rocketstore.client.producer import Producer, SendResult, send_call_timeout
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
@@ -168,7 +174,7 @@ def deliver_reply(request: RemotingCommand) -> RemotingCommand:
 
 
 class RequestProducer(ServedProducer):
-    def __init__(self, namesrv_addr: str, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
+    def __init__(self, namesrv_addr: str | None = None, group: str = "DEFAULT_PRODUCER", *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
@@ -198,7 +204,7 @@ class RequestProducer(ServedProducer):
             raise ValueError("a request needs a positive timeout")
         deadline = time.monotonic() + timeout_s
         if self.closed:
-            raise ClientError("the producer is closed")
+            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
         if not self.started:
             await self.start()
         self._check(topic, body)  # Validators.checkMessage: its refusal comes before the send, unwrapped

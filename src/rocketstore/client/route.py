@@ -11,6 +11,7 @@ Loop-bound.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 from collections.abc import Callable
@@ -24,13 +25,24 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import GetRouteInfoRequestHeader
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
-__all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "MessageQueue", "RouteCache", "check"]
+__all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "NAMESRV_ADDR_ENV", "MessageQueue", "RouteCache",
+           "check", "namesrv_addr_or_env"]
 
 log = logging.getLogger(__name__)
 
 AUTO_CREATE_TOPIC = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
 ROUTE_TTL_S = 30.0
+#: where a client given no name server address finds it (4.9.3's MixAll.NAMESRV_ADDR_ENV)
+NAMESRV_ADDR_ENV = "NAMESRV_ADDR"
+
+
+def namesrv_addr_or_env(namesrv_addr: str | None) -> str:
+    """*namesrv_addr*, or when it is None the environment variable ``NAMESRV_ADDR`` ("" when unset), as a
+    4.9.3 client whose namesrvAddr was never set (ClientConfig's default,
+    NameServerAddressUtils.getNameServerAddresses; there is no Java system property rocketmq.namesrv.addr
+    here).  An address given, even "", is used as given."""
+    return os.environ.get(NAMESRV_ADDR_ENV, "") if namesrv_addr is None else namesrv_addr
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -31,7 +31,7 @@ class ServedProducer(Producer):
     #: replies and transaction checks reach this producer only on a heartbeated connection
     heartbeat_failure_level = logging.WARNING
 
-    def __init__(self, namesrv_addr: str, group: str, handler: RequestHandler, *, timeout_s: float = 3.0,
+    def __init__(self, namesrv_addr: str | None, group: str, handler: RequestHandler, *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,

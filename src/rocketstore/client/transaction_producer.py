@@ -51,7 +51,7 @@ from typing import Any, Self
 
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError
+from rocketstore.client.errors import ClientError, state_not_ok
 from rocketstore.client.producer import DEFAULT_PRODUCER_GROUP, OutgoingMessage, Producer, SendResult
 from rocketstore.client.request_producer import deliver_reply
 from rocketstore.client.route import MessageQueue, RouteCache
@@ -221,7 +221,7 @@ class _HalfMessageProducer(ServedProducer):
 
 
 class TransactionProducer:
-    def __init__(self, namesrv_addr: str, group: str, check: CheckListener, *, timeout_s: float = 3.0,
+    def __init__(self, namesrv_addr: str | None, group: str, check: CheckListener, *, timeout_s: float = 3.0,
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
@@ -286,8 +286,9 @@ class TransactionProducer:
         the group DEFAULT_PRODUCER, as 4.9.3's checkConfig refuses it: every Producer made without a group
         heartbeats in it, and the broker sends a transaction's check to any producer of its group, so a plain
         one (which has no check listener) could take the checks of this one."""
-        if self.closed:
-            raise ClientError("the transactional producer is closed")
+        if self.closed:  # DefaultMQProducerImpl.start's words for a producer shut down
+            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the transactional producer is closed",
+                                           started_once=True))
         if self.group == DEFAULT_PRODUCER_GROUP:
             raise ClientError(f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one.")
         await self._sender.start()
@@ -319,7 +320,7 @@ class TransactionProducer:
         if not callable(execute):  # checked before anything is sent: Java refuses a missing executor too
             raise TypeError("send_in_transaction needs a callable execute(message, arg)")
         if self.closed:
-            raise ClientError("the transactional producer is closed")
+            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the transactional producer is closed"))
         if not self.started:
             await self.start()
         await self._sender.quietly(f"route of {topic}", self._sender.discover(topic))
