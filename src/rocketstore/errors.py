@@ -20,6 +20,7 @@ __all__ = [
     "MessageError",
     "MessageFieldError",
     "MessageTooLargeError",
+    "OutOfMappingsError",
     "PropertiesTooLargeError",
     "ProtocolError",
     "RemotingError",
@@ -128,6 +129,20 @@ class TooManyOpenFilesError(StoreError, OSError):
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         return type(self), (self.path, self.errno, self.limit, self.reason)
+
+
+class OutOfMappingsError(StoreError, OSError):
+    """A store could not memory-map its files (ENOMEM): the process has as many mappings as
+    vm.max_map_count allows, or its address space is used up (RLIMIT_AS, ulimit -v).  Still an OSError
+    with that errno."""
+
+    def __init__(self, path: str, error_number: int, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(error_number, f"cannot open the store at {path}: {reason}")
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return type(self), (self.path, self.errno, self.reason)
 
 
 # --- remoting -------------------------------------------------------------------------------------

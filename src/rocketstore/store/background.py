@@ -34,6 +34,11 @@ from rocketstore.store.page_warmer import PageWarmer
 
 __all__ = ["StoreThreads"]
 
+#: wait_dispatched polls this often; while dispatch fails it backs off, doubling, up to the dispatch
+#: thread's pause between tries
+_WAIT_POLL_S = 0.0005
+_WAIT_FAILING_MAX_PAUSE_S = 0.5
+
 
 class StoreThreads:
     """Dispatch, clean-up and flush threads of one open store (none run until :meth:`start`)."""
@@ -224,6 +229,7 @@ class StoreThreads:
         """Block until everything written (durable, in sync-flush mode) is in the consume queues and index."""
         deadline = time.monotonic() + timeout_s
         failing = self._dispatcher.io_error is not None
+        pause = _WAIT_POLL_S
         while True:
             bound = self.dispatch_bound()
             self._dispatcher.dispatch_available(bound)
@@ -237,9 +243,16 @@ class StoreThreads:
             gc = self.group_commit
             if gc is not None:
                 gc.request(self._commitlog.max_offset)
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 return False
-            time.sleep(0.0005)
+            if self._dispatcher.io_error is not None:
+                # dispatch cannot write (out of descriptors, a full disk): a retry every poll only burns a
+                # core until the timeout; back off toward the dispatch thread's own pause between tries
+                pause = min(pause * 2, _WAIT_FAILING_MAX_PAUSE_S, max(deadline - now, _WAIT_POLL_S))
+            else:
+                pause = _WAIT_POLL_S
+            time.sleep(pause)
 
     def dispatch_caught_up(self) -> bool:
         """Dispatch has every record: it reached the end, or only the unused tail of a full segment is left."""

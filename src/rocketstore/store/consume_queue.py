@@ -308,6 +308,13 @@ class ConsumeQueue:
         end = process + valid_in_file
         self.files.set_positions(end)
         self.files.truncate_after(end, zero_tail=not clean_exit)
+        if not clean_exit:
+            # after a crash the entries kept may be in the page cache only (the crashed run never synced
+            # them): left counted as flushed, a queue that gets nothing new was never synced, the clean close
+            # removed the abort marker, and a power loss then left a gap the next open trusts (entries past
+            # it lost for good, though their records are in the commitlog).  The next flush syncs them.
+            for mf in self.files.files[max(0, len(files) - 3):]:
+                mf.flushed = 0
 
     def truncate_dirty(self, commit_log_offset: int) -> None:
         """Drop every entry that points at or past *commit_log_offset* (pre-blank fill entries stay)."""

@@ -77,6 +77,13 @@ class FileQueue:
                     f.close()
                 files = []
                 continue
+            except BaseException:
+                # the mapping failed (ENOMEM: vm.max_map_count, the address space), or anything else: the
+                # segments mapped so far are in no list the store closes, and would stay mapped, with their
+                # descriptors, for as long as anything holds the error
+                for f in files:
+                    f.close()
+                raise
             mf.wrote = mf.flushed = self.segment_bytes
             files.append(mf)
         self._set(files)
@@ -209,10 +216,15 @@ class FileQueue:
                 keep.append(f)
             elif f.start_offset <= offset:
                 pos = offset - f.start_offset
-                if zero_tail:
-                    f.zero_from(pos)
+                zeroed = zero_tail and f.zero_from(pos)
                 f.wrote = pos
                 f.flushed = min(f.flushed, pos)
+                if zeroed and f.flushed >= pos:
+                    # the zeroed bytes lie past the wrote position, where no flush looks (a queue that gets
+                    # nothing new is never flushed again): a power loss after a clean close would bring the
+                    # cut records back for an open that trusts the tail.  (Below it, the next flush's sync
+                    # covers the whole file.)
+                    f.sync()
                 keep.append(f)
             else:
                 f.destroy()

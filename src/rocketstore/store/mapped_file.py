@@ -153,17 +153,20 @@ def _create_allocated(path: str, size_bytes: int) -> int:
     return fd
 
 
-def zero_tail(mm: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20, *, stop: int | None = None) -> None:
+def zero_tail(mm: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20, *, stop: int | None = None) -> bool:
     """Zero *mm* from *pos* on (up to *stop*), writing only chunks that hold something (no page dirtied
-    for nothing)."""
+    for nothing); whether any did."""
     size = len(mm) if stop is None else stop
     block = bytes(chunk_bytes)
+    changed = False
     while pos < size:
         end = min(size, pos + chunk_bytes)
         zeros = block if end - pos == chunk_bytes else bytes(end - pos)
         if mm[pos:end] != zeros:  # memcmp: bytes.count(0) over a mostly empty tail ran ~7 ms per MiB
             mm[pos:end] = zeros
+            changed = True
         pos = end
+    return changed
 
 
 class MappedFile:
@@ -285,10 +288,23 @@ class MappedFile:
     def read(self, pos: int, size_bytes: int) -> bytes:
         return self._mm[pos : pos + size_bytes]
 
-    def zero_from(self, pos: int) -> None:
-        """Zero the bytes from *pos* to the end (a truncated tail must read as 'no record')."""
+    def zero_from(self, pos: int) -> bool:
+        """Zero the bytes from *pos* to the end (a truncated tail must read as 'no record'); whether any
+        byte changed (see FileQueue.truncate_after: a flush does not look past the wrote position)."""
+        changed = False
         for start, stop in self.data_ranges(pos, self.size_bytes):
-            zero_tail(self._mm, start, stop=stop)
+            changed = zero_tail(self._mm, start, stop=stop) or changed
+        return changed
+
+    def sync(self) -> None:
+        """Write back every dirty page of the file, wherever it lies (:meth:`flush` syncs only when
+        something was written past the flushed position)."""
+        if not self.writable:
+            return
+        if self._fd >= 0:
+            os.fdatasync(self._fd)
+        elif not self._keep_fd and not self._mm.closed:
+            self._sync_by_path()
 
     def data_ranges(self, start: int, stop: int) -> list[tuple[int, int]]:
         """The parts of ``[start, stop)`` that may hold non-zero bytes, in order.

@@ -36,6 +36,7 @@ from rocketstore.errors import (
     InvalidTopicError,
     MessageFieldError,
     MessageTooLargeError,
+    OutOfMappingsError,
     PropertiesTooLargeError,
     StoreClosedError,
     StoreConfigError,
@@ -180,6 +181,40 @@ def _out_of_descriptors(exc: BaseException, root: str) -> TooManyOpenFilesError 
                                  "LimitNOFILE=)")
 
 
+def _out_of_mappings(exc: BaseException, root: str) -> OutOfMappingsError | None:
+    """The typed error for an open whose memory mapping failed (ENOMEM; else None)."""
+    if not isinstance(exc, OSError) or isinstance(exc, OutOfMappingsError) or exc.errno != errno.ENOMEM:
+        return None
+    maps: int | None = None
+    max_maps: int | None = None
+    address_limit: int | None = None
+    try:
+        with open("/proc/self/maps", "rb") as listing:
+            maps = sum(1 for _ in listing)
+        with open("/proc/sys/vm/max_map_count", "rb") as sysctl:
+            max_maps = int(sysctl.read())
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource  # Unix only, and only here
+
+        address_limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        pass
+    counted = f"{maps} of vm.max_map_count {max_maps}" if maps is not None and max_maps is not None \
+        else "vm.max_map_count"
+    shown = "unlimited" if address_limit is None or address_limit < 0 else f"{address_limit} bytes"
+    return OutOfMappingsError(root, exc.errno, "cannot memory-map its files (ENOMEM): every commitlog, "
+                              f"consume-queue and index file of the store is one mapping, and the process has "
+                              f"used up its mappings ({counted}; sysctl vm.max_map_count=) or its address "
+                              f"space (RLIMIT_AS {shown}; ulimit -v)")
+
+
+def _typed_open_error(exc: BaseException, root: str) -> OSError | None:
+    """The typed error for an open that failed for want of descriptors or mappings (else None)."""
+    return _out_of_descriptors(exc, root) or _out_of_mappings(exc, root)
+
+
 class MessageStore:
     """The embedded RocketMQ-compatible message store.  Use :meth:`open`."""
 
@@ -215,7 +250,7 @@ class MessageStore:
             try:
                 self._lock.acquire(root)
             except OSError as exc:
-                typed = _out_of_descriptors(exc, root)
+                typed = _typed_open_error(exc, root)
                 if typed is not None:
                     raise typed from exc
                 raise
@@ -231,7 +266,7 @@ class MessageStore:
             self._open_files(progress)
         except BaseException as exc:
             self._lock.release()
-            typed = _out_of_descriptors(exc, root)
+            typed = _typed_open_error(exc, root)
             if typed is not None:
                 raise typed from exc
             raise
@@ -250,7 +285,7 @@ class MessageStore:
                     self._close_files(clean=False)
                 except Exception as cleanup_exc:  # noqa: BLE001 - the open's own error is the one to report
                     exc.add_note(f"(closing the half-open store also failed: {cleanup_exc!r})")
-                typed = _out_of_descriptors(exc, root)
+                typed = _typed_open_error(exc, root)
                 if typed is not None:
                     raise typed from exc
                 raise
