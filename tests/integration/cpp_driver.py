@@ -88,7 +88,7 @@ class Runner(JsonLinesChild):
             self.proc.stdin.write("stop\n")
             self.proc.stdin.flush()
             self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
+        except (BrokenPipeError, OSError, ValueError):  # (ValueError: stdin closed by an earlier stop)
             pass
         self.wait(timeout_s)
 
