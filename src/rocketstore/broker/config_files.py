@@ -2,10 +2,9 @@
 
 RocketMQ's ConfigManager writes ``<file>.tmp``, keeps the previous file as ``<file>.bak`` and renames; it
 reads the ``.bak`` when the main file is missing or unreadable.  We write ``.tmp`` + fsync + rename (+ a
-directory fsync) so the file is always whole, keep the previous file whole as ``.bak`` (a hard link renamed
-into place: no copy that a full disk could cut short), and read with
-:func:`rocketstore.remoting.fastjson.loads` so files a Java broker wrote (bare integer keys, pretty printed)
-load too.
+directory fsync) so the file is always whole, and keep the previous file whole as ``.bak`` (a hard link
+renamed into place: no copy that a full disk could cut short).  Reading (the file or its ``.bak``) is
+:mod:`rocketstore.config_json`'s, shared with the Spark side, which reads a store's files without a broker.
 """
 
 from __future__ import annotations
@@ -13,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from rocketstore.errors import CorruptFileError, ProtocolError
+from rocketstore.config_json import config_table, read_json_file
 from rocketstore.files import write_text_atomically
-from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import DataVersion
 
 __all__ = ["BackgroundWriter", "FailureLog", "VersionedTable", "read_json_file", "write_json_atomically",
@@ -180,38 +177,6 @@ def fastjson_plain(obj: Any) -> Any:
     return obj
 
 
-def read_json_file(path: str, decode: Callable[[dict[str, Any]], Any] | None = None) -> Any | None:
-    """The parsed content of *path* (or of ``path.bak`` when *path* is missing or unreadable); None if
-    neither exists.  Empty files count as missing.  With *decode*, its answer for the parsed object instead,
-    a ProtocolError from it counting as unreadable (4.9.3's ConfigManager.load reads the .bak when decode
-    throws, a field of the wrong type included).
-
-    Raises CorruptFileError when the ``.bak`` is needed and is there but unreadable too: 4.9.3's
-    ConfigManager.load then fails and the broker does not start, rather than start with an empty table and
-    overwrite both files (lost topics, groups and consumer offsets)."""
-    for candidate in (path, path + ".bak"):
-        try:
-            with open(candidate, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            continue
-        if not data.strip():
-            continue
-        try:
-            obj = fastjson.loads(data)
-            if obj is not None and not isinstance(obj, dict):
-                # fastjson cannot read an array or a scalar into the manager's object: unreadable too
-                raise ProtocolError(f"a JSON {type(obj).__name__}, not an object")
-            return obj if decode is None or obj is None else decode(obj)
-        except ProtocolError as exc:
-            log.error("cannot parse %s: %s", candidate, exc)
-            if candidate != path:
-                raise CorruptFileError(candidate, 0, f"cannot parse it ({exc}) and {os.path.basename(path)} is "
-                                       "missing or unreadable too; repair or remove the files") from exc
-            continue
-    return None
-
-
 class VersionedTable(Generic[C]):
     """Named configs and a data version in one file, as 4.9.3's ConfigManager subclasses keep topics.json and
     subscriptionGroup.json: ``{"dataVersion":{"counter":n,"timestamp":ms},"<table_key>":{"<name>":{...}}}``.
@@ -246,15 +211,7 @@ class VersionedTable(Generic[C]):
 
     def _decode(self, obj: dict[str, Any]) -> tuple[list[C], DataVersion | None]:
         """The file's configs and data version (ProtocolError for a field of the wrong type)."""
-        configs: list[C] = []
-        table = obj.get(self.table_key)
-        if isinstance(table, dict):
-            for name, raw in table.items():
-                if isinstance(raw, dict):
-                    try:
-                        configs.append(self._from_json(raw, str(name)))
-                    except ValueError as exc:  # (a subscription group's number field that is no number)
-                        raise ProtocolError(f"{self.table_key} entry {str(name)!r:.80}: {exc}") from exc
+        configs = config_table(obj, self.table_key, self._from_json)
         version = DataVersion.from_json(obj["dataVersion"]) if "dataVersion" in obj else None
         return configs, version
 

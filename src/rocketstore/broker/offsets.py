@@ -17,11 +17,10 @@ import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
-from rocketstore.broker.config_files import read_json_file, write_json_atomically
+from rocketstore.broker.config_files import write_json_atomically
+from rocketstore.config_json import TOPIC_GROUP_SEPARATOR, parse_offset_table, read_offset_table
 
 __all__ = ["TOPIC_GROUP_SEPARATOR", "ConsumerOffsetTable"]
-
-TOPIC_GROUP_SEPARATOR = "@"
 
 
 class ConsumerOffsetTable:
@@ -38,13 +37,9 @@ class ConsumerOffsetTable:
         return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
 
     def load(self) -> None:
-        obj = read_json_file(self.path)
-        if not isinstance(obj, dict):
+        loaded = read_offset_table(self.path)
+        if loaded is None:
             return
-        table = obj.get("offsetTable")
-        if not isinstance(table, dict):
-            return
-        loaded = _parse_offset_table(table)
         with self._lock:
             self.table = loaded
 
@@ -69,7 +64,7 @@ class ConsumerOffsetTable:
     def merge(self, table: dict[str, Any]) -> None:
         """A slave's sync: the master's GET_ALL_CONSUMER_OFFSET offsetTable replaces ours key by key
         (``topic@group``); keys only we have stay, as RocketMQ's putAll leaves them."""
-        merged = _parse_offset_table(table)
+        merged = parse_offset_table(table)
         with self._lock:
             for key, entries in merged.items():
                 if self.table.get(key) != entries:
@@ -156,20 +151,3 @@ class ConsumerOffsetTable:
     def all_json(self) -> dict[str, dict[int, int]]:
         with self._lock:
             return {k: dict(v) for k, v in self.table.items()}
-
-
-def _parse_offset_table(table: dict[Any, Any]) -> dict[str, dict[int, int]]:
-    """An offsetTable as consumerOffset.json and GET_ALL_CONSUMER_OFFSET hold it (``topic@group`` ->
-    queue id -> offset), entries that are not numbers left out."""
-    parsed: dict[str, dict[int, int]] = {}
-    for key, queues in table.items():
-        if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
-            continue
-        entries: dict[int, int] = {}
-        for queue_id, offset in queues.items():
-            try:
-                entries[int(queue_id)] = int(offset)
-            except (TypeError, ValueError, OverflowError):  # (OverflowError: an infinite float, 1e400)
-                continue
-        parsed[str(key)] = entries
-    return parsed

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from rocketstore.errors import CorruptFileError, ProtocolError
-from rocketstore.remoting import fastjson
+from rocketstore.config_json import TOPIC_GROUP_SEPARATOR, read_offset_table
 from rocketstore.spark.store_options import detect_config
 from rocketstore.store.message_store import MessageStore
 
@@ -82,55 +81,20 @@ def consumer_lag(store: str) -> list[GroupLag]:
     """Per group and queue: committed offset (config/consumerOffset.json) against the queue's max offset.
 
     Empty when the store has no consumerOffset.json.  Retry topics (``%RETRY%``) are listed like the rest.
+    The file is read as the broker reads it at start (:func:`rocketstore.config_json.read_offset_table`): its
+    ``.bak`` when it is missing, empty or unreadable, CorruptFileError when the ``.bak`` is needed and
+    unreadable too (such a broker does not start), an entry that is no number left out.
     """
-    table = _committed_offsets(os.path.join(store, "config", "consumerOffset.json"))
+    table = read_offset_table(os.path.join(store, "config", "consumerOffset.json"))
     if not table:
         return []
     out = []
     with MessageStore.open(store, detect_config(store), read_only=True) as ms:
         for topic_at_group, queues in sorted(table.items()):
-            topic, _, group = topic_at_group.partition("@")
+            topic, _, group = topic_at_group.partition(TOPIC_GROUP_SEPARATOR)
             for qid, offset in sorted(queues.items()):
                 out.append(GroupLag(group, topic, qid, offset, ms.max_offset(topic, qid)))
     return out
-
-
-def _committed_offsets(path: str) -> dict[str, dict[int, int]]:
-    """consumerOffset.json's offsetTable read as the broker reads it: its ``.bak`` when the file is missing,
-    empty or unreadable (CorruptFileError when the ``.bak`` is there and unreadable too), and an entry that is
-    no number (a damaged file: ``"x"``, ``1e400``) left out."""
-    doc: Any = None
-    for candidate in (path, path + ".bak"):
-        try:
-            with open(candidate, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            continue
-        if not data.strip():
-            continue
-        try:
-            doc = fastjson.loads(data)
-        except ProtocolError as exc:
-            if candidate != path:
-                name = os.path.basename(path)
-                raise CorruptFileError(candidate, 0, f"cannot parse it ({exc}) and {name} is missing or "
-                                       "unreadable too") from exc
-            continue
-        if isinstance(doc, dict):
-            break
-    table = doc.get("offsetTable") if isinstance(doc, dict) else None
-    parsed: dict[str, dict[int, int]] = {}
-    for key, queues in (table.items() if isinstance(table, dict) else ()):
-        if not isinstance(queues, dict) or "@" not in str(key):
-            continue
-        entries: dict[int, int] = {}
-        for queue_id, offset in queues.items():
-            try:
-                entries[int(queue_id)] = int(offset)
-            except (TypeError, ValueError, OverflowError):
-                continue
-        parsed[str(key)] = entries
-    return parsed
 
 
 def _write_csv(path: str, header: list[str], rows: list[list[object]]) -> None:

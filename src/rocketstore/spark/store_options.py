@@ -22,9 +22,11 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from rocketstore.errors import StoreConfigError
+from rocketstore.config_json import config_table, read_json_file
+from rocketstore.errors import CorruptFileError, StoreConfigError
 from rocketstore.message.java_numbers import INT_MAX
 from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
+from rocketstore.remoting.bodies import TopicConfig
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
 
@@ -311,13 +313,14 @@ def select_queues(topics: Mapping[str, list[int]], options: StoreReadOptions) ->
 
 def configured_topics(path: str) -> frozenset[str]:
     """The topics the broker's ``config/topics.json`` under the store root *path* holds (created ones, with or
-    without messages); empty when there is no such file or it cannot be read."""
+    without messages), read as the broker reads it at start (:mod:`rocketstore.config_json`: its ``.bak`` when
+    the file is missing, empty or unreadable); empty when neither can be read."""
     try:
-        with open(os.path.join(path, "config", "topics.json"), encoding="utf-8") as f:
-            table = json.load(f).get("topicConfigTable")
-    except (OSError, ValueError, AttributeError):
+        configs = read_json_file(os.path.join(path, "config", "topics.json"),
+                                 lambda obj: config_table(obj, "topicConfigTable", TopicConfig.from_json))
+    except (OSError, CorruptFileError):  # (CorruptFileError: the .bak unreadable too; no broker starts)
         return frozenset()
-    return frozenset(str(t) for t in table) if isinstance(table, dict) else frozenset()
+    return frozenset(tc.topic_name for tc in configs or ())
 
 
 def check_named_topics(topics: Mapping[str, list[int]], options: StoreReadOptions) -> None:

@@ -1,0 +1,105 @@
+"""Reading the broker's JSON config files (``<storePathRootDir>/config/*.json``), for every layer that reads
+them: the broker at start, and the Spark source and report, which read a store directory's files without a
+broker.  One reader, so a file the broker would refuse or take from its ``.bak`` reads the same everywhere.
+
+4.9.3's ConfigManager.load reads ``<file>.bak`` when the file is missing, empty or fails to decode, and fails
+(the broker does not start) when the ``.bak`` is needed and fails too.  Files are parsed with
+:func:`rocketstore.remoting.fastjson.loads`, so ones a Java broker wrote (bare integer keys, pretty printed)
+load too.  The writing side is :mod:`rocketstore.files` and ``rocketstore.broker.config_files``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rocketstore.errors import CorruptFileError, ProtocolError
+from rocketstore.remoting import fastjson
+
+__all__ = ["TOPIC_GROUP_SEPARATOR", "config_table", "parse_offset_table", "read_json_file",
+           "read_offset_table"]
+
+log = logging.getLogger(__name__)
+
+C = TypeVar("C")
+
+#: consumerOffset.json's keys: ``<topic>@<group>``
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+def read_json_file(path: str, decode: Callable[[dict[str, Any]], Any] | None = None) -> Any | None:
+    """The parsed content of *path* (or of ``path.bak`` when *path* is missing or unreadable); None if
+    neither exists.  Empty files count as missing.  With *decode*, its answer for the parsed object instead,
+    a ProtocolError from it counting as unreadable (4.9.3's ConfigManager.load reads the .bak when decode
+    throws, a field of the wrong type included).
+
+    Raises CorruptFileError when the ``.bak`` is needed and is there but unreadable too: 4.9.3's
+    ConfigManager.load then fails and the broker does not start, rather than start with an empty table and
+    overwrite both files (lost topics, groups and consumer offsets)."""
+    for candidate in (path, path + ".bak"):
+        try:
+            with open(candidate, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            continue
+        if not data.strip():
+            continue
+        try:
+            obj = fastjson.loads(data)
+            if obj is not None and not isinstance(obj, dict):
+                # fastjson cannot read an array or a scalar into the manager's object: unreadable too
+                raise ProtocolError(f"a JSON {type(obj).__name__}, not an object")
+            return obj if decode is None or obj is None else decode(obj)
+        except ProtocolError as exc:
+            log.error("cannot parse %s: %s", candidate, exc)
+            if candidate != path:
+                name = os.path.basename(path)
+                raise CorruptFileError(candidate, 0, f"cannot parse it ({exc}) and {name} is missing or "
+                                       "unreadable too; repair or remove the files") from exc
+            continue
+    return None
+
+
+def config_table(obj: dict[str, Any], table_key: str,
+                 from_json: Callable[[dict[str, Any], str], C]) -> list[C]:
+    """The configs of a topics.json / subscriptionGroup.json object's table *table_key* (``{"<name>":{...}}``,
+    *from_json(raw, name)* each); entries that are no object left out, a field of the wrong type a
+    ProtocolError (so :func:`read_json_file` takes the ``.bak``, as 4.9.3 does)."""
+    configs: list[C] = []
+    table = obj.get(table_key)
+    if isinstance(table, dict):
+        for name, raw in table.items():
+            if isinstance(raw, dict):
+                try:
+                    configs.append(from_json(raw, str(name)))
+                except ValueError as exc:  # (a subscription group's number field that is no number)
+                    raise ProtocolError(f"{table_key} entry {str(name)!r:.80}: {exc}") from exc
+    return configs
+
+
+def parse_offset_table(table: dict[Any, Any]) -> dict[str, dict[int, int]]:
+    """An offsetTable as consumerOffset.json and GET_ALL_CONSUMER_OFFSET hold it (``topic@group`` ->
+    queue id -> offset), entries that are not numbers left out."""
+    parsed: dict[str, dict[int, int]] = {}
+    for key, queues in table.items():
+        if not isinstance(queues, dict) or TOPIC_GROUP_SEPARATOR not in str(key):
+            continue
+        entries: dict[int, int] = {}
+        for queue_id, offset in queues.items():
+            try:
+                entries[int(queue_id)] = int(offset)
+            except (TypeError, ValueError, OverflowError):  # (OverflowError: an infinite float, 1e400)
+                continue
+        parsed[str(key)] = entries
+    return parsed
+
+
+def read_offset_table(path: str) -> dict[str, dict[int, int]] | None:
+    """consumerOffset.json's offsetTable (see :func:`read_json_file` for the ``.bak`` and CorruptFileError);
+    None when neither file holds one (missing, empty, ``null``, no offsetTable object), as 4.9.3's
+    ConsumerOffsetManager.decode then keeps the table it has."""
+    obj = read_json_file(path)
+    table = obj.get("offsetTable") if isinstance(obj, dict) else None
+    return parse_offset_table(table) if isinstance(table, dict) else None
