@@ -12,6 +12,7 @@ delete head segments while the writer adds one at the tail: each change of the l
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from bisect import bisect_right
@@ -20,7 +21,19 @@ from collections.abc import Iterator
 from rocketstore.errors import StoreConfigError
 from rocketstore.store.mapped_file import MappedFile, segment_name
 
-__all__ = ["FileQueue"]
+__all__ = ["FileQueue", "sync_directory"]
+
+
+def sync_directory(path: str) -> None:
+    """fsync a directory: a file created in it, or deleted, stays so after a power loss."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # a file system that cannot sync a directory: nothing to do
+            raise
+    finally:
+        os.close(fd)
 
 
 class FileQueue:
@@ -211,6 +224,7 @@ class FileQueue:
         """Forget everything at and after *offset*: later segments deleted, the holding one zeroed from
         there (unless the caller knows those bytes are zero: *zero_tail* False)."""
         keep: list[MappedFile] = []
+        deleted = False
         for f in self._files:
             if f.start_offset + self.segment_bytes <= offset:
                 keep.append(f)
@@ -228,7 +242,12 @@ class FileQueue:
                 keep.append(f)
             else:
                 f.destroy()
+                deleted = True
         self._set(keep)
+        if deleted and self.writable:
+            # a deleted segment a power loss brings back holds what was cut: after a full segment, recovery
+            # (and a clean exit's open) would take its records or entries for valid ones
+            sync_directory(self.directory)
 
     def set_positions(self, offset: int) -> None:
         """After recovery: every segment before *offset* counts as full and flushed."""
@@ -256,6 +275,8 @@ class FileQueue:
         if files:
             self._set(files[:-1])
             files[-1].destroy()
+            if self.writable:
+                sync_directory(self.directory)  # as truncate_after's deletions
 
     def destroy_all(self) -> None:
         for f in self._files:

@@ -79,6 +79,7 @@ from rocketstore.store.config import BrokerRole, StoreConfig
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 from rocketstore.store.drafting import DelayLevelError, apply_delay_level
+from rocketstore.store.file_queue import sync_directory
 from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
 from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
@@ -279,6 +280,9 @@ class MessageStore:
             try:
                 with open(self._abort_path, "wb"):
                     pass
+                # durable before the first put: a marker a power loss takes away makes the next open take
+                # this run for a clean one (its tails trusted to be zero, nothing it wrote checked)
+                sync_directory(root)
             except BaseException as exc:
                 # the files are open and the lock held: a failed open must leave neither behind
                 try:
@@ -1012,6 +1016,11 @@ class MessageStore:
                 os.unlink(self._abort_path)
             except FileNotFoundError:
                 pass
+            try:
+                # everything is synced (flush above): after a power loss the next open need not recover
+                sync_directory(self.config.store_path_root_dir)
+            except OSError:
+                pass  # the removal may be lost: the next open recovers as after a crash, nothing worse
         self._lock.release()
 
     def __enter__(self) -> Self:

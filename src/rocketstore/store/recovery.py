@@ -594,6 +594,14 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
             truncated += _used_bytes_after(mf, max(0, end - mf.start_offset))
     commitlog.files.set_positions(end)
     commitlog.files.truncate_after(end)
+    if abnormal:
+        # what the crashed run wrote from the checkpoint's segment on may be in the page cache only (kill -9):
+        # counted flushed, neither a clean close nor flush() synced it, the checkpoint's physic timestamp
+        # claimed it, and a power loss took records the consume queues point at.  The next flush syncs it.
+        first = files[start].start_offset
+        for mf in commitlog.files.files:
+            if mf.start_offset >= first:
+                mf.flushed = 0
     dropped = 0
     if max_phy_in_queues >= end:
         for cq in queues:
