@@ -56,7 +56,10 @@ class DurableWaits:
         #: a hop to the loop is scheduled and has not started yet (set by the syncing thread, cleared by
         #: the loop before it reads the durable offset, so no sync can go unseen)
         self._hop_pending = False
-        self._timer: asyncio.TimerHandle | None = None
+        #: the expiry timer and the deadline it is set for (kept here: for a delay under 0.5 ms uvloop's
+        #: call_at gives a plain Handle, which has no when())
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = 0.0
         #: the end to ask the group commit for at the end of this loop iteration, and whether that is
         #: scheduled
         self._ask_end = 0
@@ -89,10 +92,10 @@ class DurableWaits:
         timer = self._timer
         if timer is None:  # nobody else waits (a wait always has the timer set)
             self._ordered = True
-            self._timer = self._loop.call_at(deadline, self._expire)
-        elif not self._ordered and deadline < timer.when():  # a shortened timeout: due before the others
+            self._arm(deadline)
+        elif not self._ordered and deadline < self._timer_at:  # a shortened timeout: due before the others
             timer.cancel()
-            self._timer = self._loop.call_at(deadline, self._expire)
+            self._arm(deadline)
         self.ask_sync(end_offset)
 
     def set_timeout(self, timeout_s: float) -> None:
@@ -169,7 +172,7 @@ class DurableWaits:
             while waits and waits[0][1] <= now:
                 waits.popleft()[2](timeout)
             if waits:
-                self._timer = self._loop.call_at(waits[0][1], self._expire)
+                self._arm(waits[0][1])
             return
         # deadlines out of put order (see set_timeout): the expired ones wherever they are, in put order
         expired = [wait for wait in waits if wait[1] <= now]
@@ -178,4 +181,8 @@ class DurableWaits:
             for _end, _deadline, done in expired:
                 done(timeout)
         if waits and self._timer is None:
-            self._timer = self._loop.call_at(min(wait[1] for wait in waits), self._expire)
+            self._arm(min(wait[1] for wait in waits))
+
+    def _arm(self, deadline: float) -> None:
+        self._timer = self._loop.call_at(deadline, self._expire)
+        self._timer_at = deadline
