@@ -38,6 +38,7 @@ from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import StoreError
 from rocketstore.message.record import BLANK_MAGIC, MESSAGE_MAGIC, TOTAL_SIZE_MAGIC
 from rocketstore.remoting.transport import dual_stack_listener, split_address
+from rocketstore.repeats import FailureRun
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.results import PutMessageStatus
 
@@ -290,7 +291,7 @@ class HAClient(TaskService):
         # A master down (or one that refuses this slave) fails every try, one per reconnect_s: of such a run
         # the first failure and every 1000th are warnings, the others debug lines; a try that took a
         # transfer ends the run.
-        failures = 0
+        failures = FailureRun()
         while True:
             addr = self.master_ha_addr()
             if addr:
@@ -298,10 +299,11 @@ class HAClient(TaskService):
                 try:
                     await self._follow(addr)
                 except (OSError, ValueError, StoreError, asyncio.IncompleteReadError) as exc:
-                    failures = 1 if self.transfers_taken != began else failures + 1
-                    log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
+                    if self.transfers_taken != began:
+                        failures.ended()
+                    log.log(failures.failed(logging.WARNING, type(exc)),
                             "HA: replication from %s stopped: %s (%d in a row; trying again every %s s)",
-                            addr, exc, failures, self.reconnect_s)
+                            addr, exc, failures.count, self.reconnect_s)
                 finally:
                     self.connected_to = None
             await asyncio.sleep(self.reconnect_s)

@@ -26,6 +26,7 @@ from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.transport import ConnectionPool
+from rocketstore.repeats import FailureRun
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
@@ -60,19 +61,16 @@ class SlaveSync(TaskService):
 
     async def _run(self) -> None:
         await asyncio.sleep(self.first_delay_s)
-        failures = 0  # rounds failed in a row: the first and every 1000th are warnings, the others debug
+        failures = FailureRun()  # rounds failed in a row: the first and every 1000th warn, the others debug
         while True:
             try:
                 await self.sync_once()
             except (RemotingError, ValueError, OSError) as exc:
-                failures += 1
-                log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
-                        "slave sync with the master failed: %s (%d in a row; trying again every %s s)", exc,
-                        failures, self.period_s)
+                log.log(failures.failed(logging.WARNING, type(exc)), "slave sync with the master failed: %s (%d in a row; trying again "
+                        "every %s s)", exc, failures.count, self.period_s)
             else:
-                if failures:
-                    log.info("slave sync with the master goes on after %d failed round(s)", failures)
-                    failures = 0
+                if failures.count:
+                    log.info("slave sync with the master goes on after %d failed round(s)", failures.ended())
             await asyncio.sleep(self.period_s)
 
     async def _ask(self, addr: str, code: int) -> bytes:

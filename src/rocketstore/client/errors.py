@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Sequence
 
 from rocketstore.errors import ConnectionClosedError, RequestTimeoutError, RocketStoreError
 from rocketstore.remoting.codes import ResponseCode
+from rocketstore.repeats import FailureRuns
 
 __all__ = [
     "BrokerError",
@@ -215,10 +216,20 @@ def send_failed(last_error: Exception, topic: str, times: int, cost_ms: int,
     return error
 
 
-async def logged(log: logging.Logger, what: str, coro: Awaitable[None], level: int = logging.WARNING) -> None:
+async def logged(log: logging.Logger, what: str, coro: Awaitable[None], level: int = logging.WARNING,
+                 runs: FailureRuns | None = None) -> None:
     """Await *coro*; a client-side failure (a RocketStoreError or OSError: a broker gone, a refusal) is logged
-    on *log* at *level* (a warning) instead of raised: for periodic work whose next round tries again."""
+    on *log* at *level* (a warning) instead of raised: for periodic work whose next round tries again.  With
+    *runs* (work done every round, which fails every round while a broker is down), the failure counts in
+    the run of *what* there: the first and every 1000th at *level*, the others at DEBUG, and the round that
+    works after them at INFO."""
     try:
         await coro
     except (RocketStoreError, OSError) as exc:
-        log.log(level, "%s failed: %s", what, exc)
+        if runs is None:
+            log.log(level, "%s failed: %s", what, exc)
+        else:
+            runs.failed(log, what, exc, level)
+    else:
+        if runs is not None:
+            runs.worked(log, what)

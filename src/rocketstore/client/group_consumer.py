@@ -63,6 +63,7 @@ from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader
 from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
+from rocketstore.repeats import FailureRuns
 
 __all__ = ["ConsumerSettingsError", "GroupConsumer", "GroupSettings", "resolve_settings"]
 
@@ -207,6 +208,9 @@ class GroupConsumer:
         self.stats = ConsumeStats()
         #: rebalances done (tests and callers wait on it)
         self.rebalance_count = 0
+        #: the failures in a row of the periodic jobs (heartbeats, rebalances, offset commits): a broker down
+        #: fails them every round, logged once (and every 1000th), not once a round
+        self.failure_runs = FailureRuns()
 
     async def start(self) -> None:
         raise NotImplementedError
@@ -281,12 +285,18 @@ class GroupConsumer:
         while not self.stopping:
             await wait_event(self._wake, interval_s)
             if not self.stopping:
-                await self.quietly(getattr(fn, "__name__", "periodic task"), fn())
+                await self.periodically(getattr(fn, "__name__", "periodic task"), fn())
 
     @staticmethod
     async def quietly(what: str, coro: Awaitable[None]) -> None:
         """Await *coro*; a client-side failure is logged (the next period tries again)."""
         await logged(log, what, coro)
+
+    async def periodically(self, what: str, coro: Awaitable[None]) -> None:
+        """Await *coro*, a round of the periodic job *what*: a failure is logged as :meth:`quietly` logs it,
+        but of a run of failures (a broker down fails every round) the first and every 1000th are warnings,
+        the others debug lines, and the round that works again says so at INFO."""
+        await logged(log, what, coro, runs=self.failure_runs)
 
     # --- requests from brokers -----------------------------------------------------------------------
 
@@ -408,7 +418,7 @@ class GroupConsumer:
         await self._forget_offline_brokers()
         data = self.heartbeat_data()
         for addr in self._all_broker_addrs():
-            await self.quietly(f"heartbeat to {addr}", group_requests.heartbeat(
+            await self.periodically(f"heartbeat to {addr}", group_requests.heartbeat(
                 self.consumer.pool, addr, data, self.settings.mq_client_api_timeout_s))
 
     # --- rebalance ------------------------------------------------------------------------------------
@@ -417,7 +427,7 @@ class GroupConsumer:
         while not self.stopping:
             await wait_event(self._rebalance_wanted, self.settings.rebalance_interval_s)
             self._rebalance_wanted.clear()
-            await self.quietly("rebalance", self.rebalance())
+            await self.periodically("rebalance", self.rebalance())
 
     def _resubscribed(self) -> None:
         """The subscriptions changed after start (as 4.9.3's subscribe / unsubscribe): the brokers learn it
@@ -439,8 +449,9 @@ class GroupConsumer:
                 try:
                     mine = await self._allocation(topic)
                 except (RocketStoreError, OSError) as exc:
-                    log.warning("rebalance of %s failed: %s", topic, exc)
+                    self.failure_runs.failed(log, f"rebalance of {topic}", exc)
                     continue
+                self.failure_runs.worked(log, f"rebalance of {topic}")
                 if self.stopping:  # a shutdown began during the look-up: its ended pulls are not stalls
                     return
                 if mine is not None:

@@ -69,6 +69,7 @@ from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.tls import ClientTls
+from rocketstore.repeats import FailureRun
 
 __all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError",
            "TopicQueuesListener"]
@@ -324,7 +325,7 @@ class LitePullConsumer(GroupConsumer):
         """Where the queue starts (the committed offset, else ``consume_from_where``), then its pull loop;
         a failed look-up is tried again after ``pull_delay_on_error_s``, as 4.9.3's pull task does (of a run
         of failures, the first and every 1000th are warnings, the others debug lines)."""
-        failures = 0
+        failures = FailureRun()
         while not pq.dropped and not self.stopping:
             try:
                 offset = await self.compute_pull_from_where(pq.mq)
@@ -332,10 +333,9 @@ class LitePullConsumer(GroupConsumer):
                 log.error("pulling %s stops: %s", pq.mq, exc)
                 return
             except (RocketStoreError, OSError) as exc:
-                failures += 1
-                log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
+                log.log(failures.failed(logging.WARNING, type(exc)),
                         "cannot compute where to pull %s from: %s (%d in a row; trying again every %s s)",
-                        pq.mq, exc, failures, self.settings.pull_delay_on_error_s)
+                        pq.mq, exc, failures.count, self.settings.pull_delay_on_error_s)
                 await asyncio.sleep(self.settings.pull_delay_on_error_s)
                 continue
             log.info("%s now pulls %s from offset %d", self.client_id, pq.mq, offset)
@@ -560,11 +560,14 @@ class LitePullConsumer(GroupConsumer):
                 log.exception("the queue change listener of topic %s failed", topic)
 
     async def _fetch_queue_set(self, topic: str) -> frozenset[MessageQueue] | None:
+        what = f"the look-up of the queues of topic {topic}"  # every topic_metadata_check_interval_s
         try:
-            return frozenset(await self.consumer.queues(topic))
+            queues = frozenset(await self.consumer.queues(topic))
         except (ClientError, RocketStoreError, OSError) as exc:
-            log.warning("cannot fetch the queues of topic %s: %s", topic, exc)
+            self.failure_runs.failed(log, what, exc)
             return None
+        self.failure_runs.worked(log, what)
+        return queues
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The broker's SEARCH_OFFSET_BY_TIMESTAMP: the offset of the message stored nearest *timestamp_ms*

@@ -132,6 +132,7 @@ from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import Connection, ConnectionPool
+from rocketstore.repeats import FailureRuns
 
 if TYPE_CHECKING:
     from rocketstore.client.trace_producer import ProducerTrace
@@ -665,6 +666,9 @@ class Producer:
         #: it (4.9.3's topicRouteTable): a master none of them names is forgotten (cleanOfflineBroker)
         self._route_addrs: dict[str, frozenset[str]] = {}
         self._heartbeat_task: asyncio.Task[None] | None = None
+        #: the failures in a row of the heartbeats and route refreshes (a broker or the name servers down fail
+        #: them every round): logged once (and every 1000th), not once a round
+        self.failure_runs = FailureRuns()
         #: set when a route shows a master not heartbeated yet, and when the heartbeats stop
         self._due = asyncio.Event()
         self.started = False
@@ -743,7 +747,7 @@ class Producer:
         for addr in self._note_masters(route):
             heartbeated = self._heartbeated.get(addr)
             if heartbeated is None or heartbeated.is_closed:
-                await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+                await self.periodically(f"heartbeat to {addr}", self._heartbeat(addr))
 
     async def discover_quietly(self, topic: str) -> None:
         """:meth:`discover`, its failure logged at debug level: brokers that do not auto-create topics have
@@ -764,6 +768,12 @@ class Producer:
         """Await *coro*; a failure is logged at :attr:`heartbeat_failure_level` (the next heartbeat period or
         send tries again)."""
         await logged(log, what, coro, self.heartbeat_failure_level)
+
+    async def periodically(self, what: str, coro: Awaitable[None]) -> None:
+        """Await *coro*, a round of the heartbeats or route refreshes: a failure is logged as :meth:`quietly`
+        logs it, but of a run of failures of *what* (a broker down fails every round) the first and every
+        1000th at that level, the others at DEBUG, and the round that works again says so at INFO."""
+        await logged(log, what, coro, self.heartbeat_failure_level, runs=self.failure_runs)
 
     def _start_heartbeats(self) -> None:
         """Run the heartbeat loop on the running event loop, unless it runs there already: a producer used
@@ -832,15 +842,15 @@ class Producer:
             if time.monotonic() >= next_round:
                 next_round = time.monotonic() + self.heartbeat_interval_s
                 for topic in sorted(self._topics):
-                    await self.quietly(f"route of {topic}", self._refresh_route(topic))
+                    await self.periodically(f"route of {topic}", self._refresh_route(topic))
                 await self._forget_offline_brokers()
                 for addr in sorted(set(self._brokers.values())):
-                    await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+                    await self.periodically(f"heartbeat to {addr}", self._heartbeat(addr))
                 continue
             for addr in sorted(set(self._brokers.values())):
                 heartbeated = self._heartbeated.get(addr)
                 if heartbeated is None or heartbeated.is_closed:
-                    await self.quietly(f"heartbeat to {addr}", self._heartbeat(addr))
+                    await self.periodically(f"heartbeat to {addr}", self._heartbeat(addr))
 
     async def _forget_offline_brokers(self) -> None:
         """4.9.3's cleanOfflineBroker, before each round of heartbeats: a master that no route of this

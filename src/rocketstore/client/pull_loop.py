@@ -30,6 +30,7 @@ from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.client.route import MessageQueue
 from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import SubscriptionData
+from rocketstore.repeats import FailureRun
 
 __all__ = ["PullOwner", "flow_control_reason", "flow_controlled", "pull_loop"]
 
@@ -130,7 +131,7 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
     first and every 1000th are warnings, the others debug lines; the first pull that works again says so."""
     s = pc.settings
     mq = pq.mq
-    failures = 0  # failed pulls in a row
+    failures = FailureRun()  # failed pulls in a row
     while not pq.dropped and not pc.stopping:
         # read at every pull, as 4.9.3's lite pull task does: a subscription replaced meanwhile applies now
         expression = _selector(pc.subscriptions, mq.topic)
@@ -164,15 +165,12 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
             _stop_on_wrong_loop(mq, exc)
             return
         except (RocketStoreError, OSError) as exc:
-            failures += 1
-            log.log(logging.WARNING if failures % 1000 == 1 else logging.DEBUG,
-                    "pull of %s at %d failed: %s (%d in a row; trying again every %s s)", mq, offset, exc,
-                    failures, s.pull_delay_on_error_s)
+            log.log(failures.failed(logging.WARNING, type(exc)), "pull of %s at %d failed: %s (%d in a row; trying again every %s s)",
+                    mq, offset, exc, failures.count, s.pull_delay_on_error_s)
             await asyncio.sleep(s.pull_delay_on_error_s)
             continue
-        if failures:
-            log.info("pull of %s goes on after %d failed pull(s)", mq, failures)
-            failures = 0
+        if failures.count:
+            log.info("pull of %s goes on after %d failed pull(s)", mq, failures.ended())
         pq.last_pull_s = time.monotonic()
         if pq.dropped:
             return

@@ -526,11 +526,13 @@ class PushConsumer(GroupConsumer):
             if self.orderly and self.clustering and mq not in await self._lock([mq]):
                 continue  # another member still holds it; the next rebalance tries again
             self.offsets.remove(mq)  # removeDirtyOffset
+            what = f"the look-up of where to pull {mq} from"  # again at each rebalance while it fails
             try:
                 offset = await self.compute_pull_from_where(mq)
             except (RocketStoreError, OSError) as exc:
-                log.warning("cannot compute where to pull %s from: %s", mq, exc)
+                self.failure_runs.failed(log, what, exc)
                 continue
+            self.failure_runs.worked(log, what)
             pq = ProcessQueue(mq)
             if self.orderly and self.clustering:
                 pq.locked, pq.last_lock_s, pq.previously_locked = True, time.monotonic(), True
@@ -640,11 +642,16 @@ class PushConsumer(GroupConsumer):
             addr = self._brokers.get(broker_name)
             if addr is None:
                 continue
+            # tried again every lock_renew_interval_s, and every RELOCK_WAIT_S by each orderly queue holding
+            # messages: while the broker is down they fail as one run of the broker's (one line, not one a try)
+            what = f"the lock of queues on {addr}"
             try:
                 granted |= await group_requests.lock_queues(self.consumer.pool, addr, self.group, self.client_id,
                                                             group, LOCK_BATCH_TIMEOUT_S)
             except (RocketStoreError, OSError) as exc:
-                log.warning("cannot lock queues on %s: %s", addr, exc)
+                self.failure_runs.failed(log, what, exc)
+                continue
+            self.failure_runs.worked(log, what)
         return granted
 
     async def lock_all(self) -> None:

@@ -76,6 +76,12 @@ class RouteCache:
             self._stale.add(topic)
             log.warning("the name servers give no route for %s, using the last one known: %s", topic, exc)
 
+    def _answered(self, topic: str) -> None:
+        """The name servers answered *topic*'s route: the end of an outage :meth:`_warn_stale` told of."""
+        if topic in self._stale:
+            self._stale.discard(topic)
+            log.info("the name servers give a route for %s again", topic)
+
     async def fetch(self, topic: str) -> TopicRouteData | None:
         """The name servers' route for *topic* (None when they say TOPIC_NOT_EXIST).  The chosen name server
         is asked first, then the others in turn; the first that answers is chosen from then on.  A chosen one
@@ -133,7 +139,7 @@ class RouteCache:
             self._warn_stale(topic, NoRouteError(topic, "the name server does not know it"))
             return cached[1]
         self._routes[topic] = (time.monotonic(), route)
-        self._stale.discard(topic)
+        self._answered(topic)
         if self.on_route is not None:
             self.on_route(topic, route)
         return route
@@ -161,7 +167,7 @@ class RouteCache:
             return stale[1], True
         if route is not None:
             self._routes[topic] = (time.monotonic(), route)
-            self._stale.discard(topic)
+            self._answered(topic)
             if self.on_route is not None:
                 self.on_route(topic, route)
             return route, True
