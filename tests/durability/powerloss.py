@@ -85,3 +85,73 @@ class PowerLossRecorder:
                     image[start : start + cut] = new[:cut]  # torn inside the page
                 # else: lost, the durable content stays
             target.write_bytes(bytes(image))
+
+
+class SyncRecorder(PowerLossRecorder):
+    """Records a file's content as durable at each fdatasync / fsync of a descriptor on it, whoever calls it,
+    and a directory's entries at each fsync of the directory.  ``crash_image`` then also drops a file created
+    in a directory not synced since (the abort marker) and brings back, with its durable content, a file
+    deleted from one (a segment an open deleted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[str, set[str]] = {}
+
+    def seed(self, store_dir: Path) -> None:
+        """What the disk holds now is durable."""
+        self.entries[os.path.realpath(store_dir)] = set(os.listdir(store_dir))
+        for path in store_dir.rglob("*"):
+            if path.is_file():
+                self.durable[os.path.realpath(path)] = path.read_bytes()
+
+    @contextmanager
+    def active(self) -> Iterator[PowerLossRecorder]:
+        real_fdatasync, real_fsync = os.fdatasync, os.fsync
+        recorder = self
+
+        def record(fd: int) -> None:
+            try:
+                path = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                return
+            if os.path.isdir(path):
+                names = set(os.listdir(path))
+                recorder.entries[os.path.realpath(path)] = names
+                for known in list(recorder.durable):  # deleted for good
+                    directory, name = os.path.split(known)
+                    if directory == os.path.realpath(path) and name not in names:
+                        del recorder.durable[known]
+            elif os.path.isfile(path):
+                recorder.durable[os.path.realpath(path)] = os.pread(fd, os.fstat(fd).st_size, 0)
+
+        def fdatasync(fd: int) -> None:
+            real_fdatasync(fd)
+            record(fd)
+
+        def fsync(fd: int) -> None:
+            real_fsync(fd)
+            record(fd)
+
+        os.fdatasync, os.fsync = fdatasync, fsync  # type: ignore[assignment]
+        try:
+            yield self
+        finally:
+            os.fdatasync, os.fsync = real_fdatasync, real_fsync  # type: ignore[assignment]
+
+    def crash_image(self, store_dir: Path, dest: Path, rng: random.Random) -> None:
+        super().crash_image(store_dir, dest, rng)
+        if "abort" not in self.entries.get(os.path.realpath(store_dir), set()):
+            (dest / "abort").unlink(missing_ok=True)  # created, its directory never synced since
+        root = os.path.realpath(store_dir)
+        for path, content in self.durable.items():
+            target = dest / os.path.relpath(path, root)
+            if path.startswith(root + os.sep) and not os.path.exists(path) and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)  # deleted, its directory never synced since: it comes back
+
+
+class EveryUnsyncedPageLost(random.Random):
+    """For ``crash_image``: every page written since its file's last sync is lost (none survives or tears)."""
+
+    def random(self) -> float:
+        return 0.99  # crash_image: a page written since its last sync keeps its durable content

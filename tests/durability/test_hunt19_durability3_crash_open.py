@@ -19,83 +19,14 @@ file deleted is back, with its durable content, until its directory is fsynced."
 from __future__ import annotations
 
 import os
-import random
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from rocketstore import GetMessageStatus, Message, MessageStore, StoreConfig
 
-from .powerloss import PowerLossRecorder
-
-
-class _SyncRecorder(PowerLossRecorder):
-    """Records a file's content as durable at each fdatasync / fsync of it, a directory's entries at each
-    fsync of the directory."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries: dict[str, set[str]] = {}
-
-    def seed(self, store_dir: Path) -> None:
-        """What the disk holds now is durable."""
-        self.entries[os.path.realpath(store_dir)] = set(os.listdir(store_dir))
-        for path in store_dir.rglob("*"):
-            if path.is_file():
-                self.durable[os.path.realpath(path)] = path.read_bytes()
-
-    @contextmanager
-    def active(self) -> Iterator[PowerLossRecorder]:
-        real_fdatasync, real_fsync = os.fdatasync, os.fsync
-        recorder = self
-
-        def record(fd: int) -> None:
-            try:
-                path = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                return
-            if os.path.isdir(path):
-                names = set(os.listdir(path))
-                recorder.entries[os.path.realpath(path)] = names
-                for known in list(recorder.durable):  # deleted for good
-                    directory, name = os.path.split(known)
-                    if directory == os.path.realpath(path) and name not in names:
-                        del recorder.durable[known]
-            elif os.path.isfile(path):
-                recorder.durable[os.path.realpath(path)] = os.pread(fd, os.fstat(fd).st_size, 0)
-
-        def fdatasync(fd: int) -> None:
-            real_fdatasync(fd)
-            record(fd)
-
-        def fsync(fd: int) -> None:
-            real_fsync(fd)
-            record(fd)
-
-        os.fdatasync, os.fsync = fdatasync, fsync  # type: ignore[assignment]
-        try:
-            yield self
-        finally:
-            os.fdatasync, os.fsync = real_fdatasync, real_fsync  # type: ignore[assignment]
-
-    def crash_image(self, store_dir: Path, dest: Path, rng: random.Random) -> None:
-        super().crash_image(store_dir, dest, rng)
-        if "abort" not in self.entries.get(os.path.realpath(store_dir), set()):
-            (dest / "abort").unlink(missing_ok=True)  # created, its directory never synced since
-        root = os.path.realpath(store_dir)
-        for path, content in self.durable.items():
-            target = dest / os.path.relpath(path, root)
-            if path.startswith(root + os.sep) and not os.path.exists(path) and not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)  # deleted, its directory never synced since: it comes back
-
-
-class _EveryUnsyncedPageLost(random.Random):
-    def random(self) -> float:
-        return 0.99  # crash_image: a page written since its last sync keeps its durable content
+from .powerloss import EveryUnsyncedPageLost, SyncRecorder
 
 
 def _config() -> StoreConfig:
@@ -122,7 +53,7 @@ def test_the_abort_marker_survives_a_power_loss_soon_after_the_open(tmp_path: Pa
             assert store.put(Message.create("Durable", b"kept%d" % i, queue_id=0)).ok
     assert not (live / "abort").exists()
 
-    recorder = _SyncRecorder()
+    recorder = SyncRecorder()
     recorder.seed(live)
     crashed = tmp_path / "crashed"
     with recorder.active():
@@ -131,7 +62,7 @@ def test_the_abort_marker_survives_a_power_loss_soon_after_the_open(tmp_path: Pa
             for i in range(2):
                 assert store.put(Message.create("Durable", b"new%d" % i, queue_id=0)).ok
             assert store.wait_dispatched()
-            recorder.crash_image(live, crashed, _EveryUnsyncedPageLost())  # the power goes out here
+            recorder.crash_image(live, crashed, EveryUnsyncedPageLost())  # the power goes out here
         finally:
             store.close()
 
@@ -151,7 +82,7 @@ def test_records_a_crash_open_recovered_are_synced(tmp_path: Path, then: str) ->
         assert store.wait_dispatched()
     (live / "abort").touch()  # the run was killed (kill -9): what it wrote is in the page cache ...
 
-    recorder = _SyncRecorder()
+    recorder = SyncRecorder()
     recorder.seed(live)
     # ... and none of it reached the disk: the commitlog and consume queue were never synced
     for directory in (live / "commitlog", live / "consumequeue" / "Durable" / "0"):
@@ -166,12 +97,12 @@ def test_records_a_crash_open_recovered_are_synced(tmp_path: Path, then: str) ->
             assert _bodies(store, 0) == [b"m%d" % i for i in range(5)]  # found in the page cache
             if then == "flush":
                 store.flush()
-                recorder.crash_image(live, crashed, _EveryUnsyncedPageLost())
+                recorder.crash_image(live, crashed, EveryUnsyncedPageLost())
         finally:
             store.close()
         if then == "close":
             assert not (live / "abort").exists()
-            recorder.crash_image(live, crashed, _EveryUnsyncedPageLost())
+            recorder.crash_image(live, crashed, EveryUnsyncedPageLost())
     shutil.rmtree(live)
 
     with MessageStore.open(crashed, _config(), background=False) as store:
@@ -202,7 +133,7 @@ def test_queue_segments_an_open_deleted_stay_deleted_after_a_power_loss(tmp_path
     if abort_marker:
         (live / "abort").touch()
 
-    recorder = _SyncRecorder()
+    recorder = SyncRecorder()
     recorder.seed(live)
     crashed = tmp_path / "crashed"
     with recorder.active():
@@ -220,7 +151,7 @@ def test_queue_segments_an_open_deleted_stay_deleted_after_a_power_loss(tmp_path
         finally:
             store.close()
         assert not (live / "abort").exists()
-        recorder.crash_image(live, crashed, _EveryUnsyncedPageLost())
+        recorder.crash_image(live, crashed, EveryUnsyncedPageLost())
     shutil.rmtree(live)
 
     with MessageStore.open(crashed, config, background=False) as store:

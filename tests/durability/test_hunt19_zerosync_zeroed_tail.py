@@ -12,54 +12,14 @@ at every fdatasync of a file, whoever calls it; every page written since its fil
 from __future__ import annotations
 
 import os
-import random
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from rocketstore import GetMessageStatus, Message, MessageStore, StoreConfig
 
-from .powerloss import PowerLossRecorder
-
-
-class _SyncRecorder(PowerLossRecorder):
-    """Records a file's content as durable at each successful fdatasync / fsync of a descriptor on it."""
-
-    @contextmanager
-    def active(self) -> Iterator[PowerLossRecorder]:
-        real_fdatasync, real_fsync = os.fdatasync, os.fsync
-        recorder = self
-
-        def record(fd: int) -> None:
-            try:
-                path = os.readlink(f"/proc/self/fd/{fd}")
-                size = os.fstat(fd).st_size
-            except OSError:
-                return
-            if os.path.isfile(path):
-                recorder.durable[os.path.realpath(path)] = os.pread(fd, size, 0)
-
-        def fdatasync(fd: int) -> None:
-            real_fdatasync(fd)
-            record(fd)
-
-        def fsync(fd: int) -> None:
-            real_fsync(fd)
-            record(fd)
-
-        os.fdatasync, os.fsync = fdatasync, fsync  # type: ignore[assignment]
-        try:
-            yield self
-        finally:
-            os.fdatasync, os.fsync = real_fdatasync, real_fsync  # type: ignore[assignment]
-
-
-class _EveryUnsyncedPageLost(random.Random):
-    def random(self) -> float:
-        return 0.99  # crash_image: a page written since its last sync keeps its durable content
+from .powerloss import EveryUnsyncedPageLost, SyncRecorder
 
 
 def _config() -> StoreConfig:
@@ -92,10 +52,8 @@ def test_entries_an_open_cut_stay_cut_after_a_power_loss(tmp_path: Path, abort_m
     if abort_marker:
         (live / "abort").touch()
 
-    recorder = _SyncRecorder()
-    for path in live.rglob("*"):
-        if path.is_file():  # what the disk holds now is durable
-            recorder.durable[os.path.realpath(path)] = path.read_bytes()
+    recorder = SyncRecorder()
+    recorder.seed(live)  # what the disk holds now is durable
     crashed = tmp_path / "crashed"
     with recorder.active():
         store = MessageStore.open(live, _config(), background=False)
@@ -109,7 +67,7 @@ def test_entries_an_open_cut_stay_cut_after_a_power_loss(tmp_path: Path, abort_m
         finally:
             store.close()  # a clean close: the abort marker is gone
         assert not (live / "abort").exists()
-        recorder.crash_image(live, crashed, _EveryUnsyncedPageLost())
+        recorder.crash_image(live, crashed, EveryUnsyncedPageLost())
     shutil.rmtree(live)
 
     with MessageStore.open(crashed, _config(), background=False) as store:
@@ -135,10 +93,8 @@ def test_entries_a_crash_open_kept_are_synced_before_a_clean_close(tmp_path: Pat
         assert store.wait_dispatched()
     (live / "abort").touch()  # the run was killed: everything is in the page cache
 
-    recorder = _SyncRecorder()
-    for path in live.rglob("*"):
-        if path.is_file():
-            recorder.durable[os.path.realpath(path)] = path.read_bytes()
+    recorder = SyncRecorder()
+    recorder.seed(live)  # what the disk holds now is durable
     # ... but queue 0's second page never reached the disk (its third did: write-back has no order)
     cq_segment = os.path.realpath(live / "consumequeue" / "Zero" / "0" / f"{0:020d}")
     durable = bytearray(recorder.durable[cq_segment])
@@ -156,7 +112,7 @@ def test_entries_a_crash_open_kept_are_synced_before_a_clean_close(tmp_path: Pat
         finally:
             store.close()
         assert not (live / "abort").exists()
-        recorder.crash_image(live, crashed, _EveryUnsyncedPageLost())
+        recorder.crash_image(live, crashed, EveryUnsyncedPageLost())
     shutil.rmtree(live)
 
     with MessageStore.open(crashed, config, background=False) as store:
