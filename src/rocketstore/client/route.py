@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 AUTO_CREATE_TOPIC = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
 ROUTE_TTL_S = 30.0
+#: after a look-up the name servers could not answer, the old route is used this long before they are asked
+#: again, so sends and pulls during an outage neither ask (a wasted connect each) nor wait for a hanging name
+#: server each time; 4.9.3's sends use the route they have while a background task asks every 30 s
+STALE_RETRY_S = 5.0
 #: where a client given no name server address finds it (4.9.3's MixAll.NAMESRV_ADDR_ENV)
 NAMESRV_ADDR_ENV = "NAMESRV_ADDR"
 
@@ -76,6 +80,14 @@ class RouteCache:
             self._stale.add(topic)
             log.warning("the name servers give no route for %s, using the last one known: %s", topic, exc)
 
+    def _keep_stale(self, topic: str, cached: tuple[float, TopicRouteData], exc: Exception) -> TopicRouteData:
+        """The old route *cached*, used on since the name servers gave none: it counts as fresh for another
+        STALE_RETRY_S, or as long as it was fresh for (unless a look-up meanwhile replaced or dropped it)."""
+        self._warn_stale(topic, exc)
+        if self._routes.get(topic) is cached:
+            self._routes[topic] = (max(cached[0], time.monotonic() - ROUTE_TTL_S + STALE_RETRY_S), cached[1])
+        return cached[1]
+
     def _answered(self, topic: str) -> None:
         """The name servers answered *topic*'s route: the end of an outage :meth:`_warn_stale` told of."""
         if topic in self._stale:
@@ -116,7 +128,8 @@ class RouteCache:
     async def route(self, topic: str, *, refresh: bool = False, keep_known: bool = False) -> TopicRouteData:
         """The topic's route: the cached one while fresh (ROUTE_TTL_S), else the name servers'.  When they
         cannot be asked (all unreachable, or erring), a cached route, however old, is used again, as a Java
-        client keeps its route table through a name server outage; *refresh* (an admin's look-up) wants
+        client keeps its route table through a name server outage, and they are asked again only
+        STALE_RETRY_S later; *refresh* (an admin's look-up) wants
         the name servers' answer and never falls back, unless *keep_known* (a consumer's periodic refresh,
         4.9.3's updateTopicRouteInfoFromNameServer: ask now, keep the known route when there is no answer)."""
         cached = self._routes.get(topic)
@@ -128,16 +141,14 @@ class RouteCache:
         except NoRouteError as exc:
             if cached is None or strict:
                 raise
-            self._warn_stale(topic, exc)
-            return cached[1]
+            return self._keep_stale(topic, cached, exc)
         if route is None:
             if cached is None or strict:
                 raise NoRouteError(topic, "the name servers do not know it")
             # a name server that restarted knows no broker until their next registration (up to 30 s):
             # the route known stays, as 4.9.3's updateTopicRouteInfoFromNameServer keeps its tables when
             # the answer is TOPIC_NOT_EXIST
-            self._warn_stale(topic, NoRouteError(topic, "the name server does not know it"))
-            return cached[1]
+            return self._keep_stale(topic, cached, NoRouteError(topic, "the name server does not know it"))
         self._routes[topic] = (time.monotonic(), route)
         self._answered(topic)
         if self.on_route is not None:
@@ -163,8 +174,7 @@ class RouteCache:
             stale = self._routes.get(topic)
             if stale is None or refresh:
                 raise
-            self._warn_stale(topic, exc)
-            return stale[1], True
+            return self._keep_stale(topic, stale, exc), True
         if route is not None:
             self._routes[topic] = (time.monotonic(), route)
             self._answered(topic)
@@ -173,8 +183,8 @@ class RouteCache:
             return route, True
         stale = self._routes.get(topic)
         if stale is not None and not refresh:  # a restarted name server's TOPIC_NOT_EXIST (see route())
-            self._warn_stale(topic, NoRouteError(topic, "the name server does not know it"))
-            return stale[1], True
+            kept = self._keep_stale(topic, stale, NoRouteError(topic, "the name server does not know it"))
+            return kept, True
         try:
             template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
         except NoRouteError as exc:  # named after the topic asked for, not the template (as 4.9.3's error)
