@@ -48,6 +48,7 @@ from rocketstore.client.route import MessageQueue
 from rocketstore.client.send_back import resend_to_retry_topic, send_back
 from rocketstore.errors import RocketStoreError
 from rocketstore.remoting.consumer_bodies import CMResult, ConsumeMessageDirectlyResult
+from rocketstore.repeats import FailureRun
 
 if TYPE_CHECKING:
     from rocketstore.client.push_consumer import PushConsumer
@@ -83,7 +84,7 @@ class Consumption:
         #: exception class name -> handler calls that raised it: the first of each and every 1000th after it
         #: are logged with the traceback, the others as a debug line (a handler failing on every message
         #: would otherwise write a traceback per message, again at each redelivery)
-        self.handler_failures: dict[str, int] = {}
+        self.handler_failures: dict[str, FailureRun] = {}
 
     # --- queue life cycle ------------------------------------------------------------------------------
 
@@ -168,13 +169,13 @@ class Consumption:
 
     def _handler_failed(self, exc: Exception, count: int) -> None:
         name = type(exc).__qualname__
-        times = self.handler_failures[name] = self.handler_failures.get(name, 0) + 1
-        if times % 1000 == 1:
+        run = self.handler_failures.get(name) or self.handler_failures.setdefault(name, FailureRun())
+        if run.failed(logging.ERROR) == logging.ERROR:
             log.error("handler of group %s failed on %d message(s) (%s %d time(s) so far)", self.pc.group,
-                      count, name, times, exc_info=exc)
+                      count, name, run.count, exc_info=exc)
         else:
             log.debug("handler of group %s failed on %d message(s): %s: %s (%d time(s) so far)",
-                      self.pc.group, count, name, exc, times)
+                      self.pc.group, count, name, exc, run.count)
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
         """What the handler returns for *messages* (a copy of the list); its exceptions propagate."""

@@ -157,8 +157,7 @@ class StoreThreads:
         sync_flush = self.group_commit is not None
         while not stop.is_set():
             self.dispatch_due_at = math.inf  # this thread holds the GIL now
-            failing = dispatcher.io_error is not None
-            count = dispatcher.dispatch_available(self.dispatch_bound())
+            count = self.dispatch(self.dispatch_bound())
             if count >= busy_records:
                 if self.dispatch_bound() - dispatcher.reput_offset < backlog_bytes:
                     self.dispatch_due_at = time.monotonic() + busy_pause_s
@@ -182,8 +181,17 @@ class StoreThreads:
                     if woken and len(self._commitlog.facts) < gather_records and not stop.is_set():
                         self.dispatch_due_at = time.monotonic() + gather_s
                         time.sleep(gather_s)
-            if failing != (dispatcher.io_error is not None):
-                self._update_refuse_writes()
+
+    def dispatch(self, bound: int | None = None) -> int:
+        """Dispatch what is written up to *bound* (:meth:`Dispatcher.dispatch_available`), on whichever thread
+        calls (the dispatch thread, or wait_dispatched / flush on a store opened without it); when that starts
+        or stops failing, the put fast path's refuse-writes flag is updated.  The records dispatched."""
+        dispatcher = self._dispatcher
+        failing = dispatcher.io_error is not None
+        count = dispatcher.dispatch_available(bound)
+        if failing != (dispatcher.io_error is not None):
+            self._update_refuse_writes()
+        return count
 
     def release_dispatch(self) -> None:
         self.dispatch_due_at = 0.0  # runnable from now: it takes the GIL next
@@ -228,16 +236,10 @@ class StoreThreads:
     def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
         """Block until everything written (durable, in sync-flush mode) is in the consume queues and index."""
         deadline = time.monotonic() + timeout_s
-        failing = self._dispatcher.io_error is not None
         pause = _WAIT_POLL_S
         while True:
             bound = self.dispatch_bound()
-            self._dispatcher.dispatch_available(bound)
-            if failing != (self._dispatcher.io_error is not None):
-                # the put fast path reads the flag the dispatch thread keeps; a store opened without the
-                # threads dispatches here, so puts went on after the consume queues stopped taking entries
-                failing = not failing
-                self._update_refuse_writes()
+            self.dispatch(bound)
             if self._dispatcher.reput_offset >= bound >= self._commitlog.max_offset:
                 return True
             gc = self.group_commit

@@ -934,10 +934,7 @@ class MessageStore:
         self._commitlog.flush(0)
         if ts:
             self._checkpoint.physic_msg_timestamp = ts
-        failing = self._dispatcher.io_error is not None
-        self._dispatcher.dispatch_available()
-        if failing != (self._dispatcher.io_error is not None):
-            self._update_refuse_writes()  # as the dispatch thread does (a store opened without it)
+        self._threads.dispatch()
         logics_ts = self._dispatcher.last_store_timestamp
         with self._threads.queue_files_lock:
             for cq in self._queues:
