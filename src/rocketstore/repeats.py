@@ -2,8 +2,10 @@
 rebalance, an offset commit, a slave's connection to its master) fails at every try while a peer is down,
 for as long as it is down.  Of such a run of failures in a row the first and every 1000th are logged at
 their level with the count so far, the others at DEBUG, and the first try that works after a run at INFO.
-A failure of another kind than the one before it (another exception class: a master back up that now refuses
-this slave, after refusing connections while it was down) starts a new run, so its first is logged too.
+A caller may name the kind of each failure (``cause``): one of another kind than the run's starts a new run,
+so its first is logged too (a master back up that now refuses this slave, after refusing connections while
+it was down: the HA client names the exception class).  Jobs whose failures may alternate between classes
+(a refused connect one try, a time-out the next) name none.
 
 :class:`FailureRun` counts the run of one job (its caller logs); :class:`FailureRuns` keeps one run per job
 of a client, named by what the job is (``"heartbeat to 127.0.0.1:10911"``), and logs.  Neither is
@@ -32,8 +34,8 @@ class FailureRun:
 
     def failed(self, level: int = logging.WARNING, cause: object = None) -> int:
         """Count one more failure; the level to log it at: *level* for the first of the run and every
-        EVERY-th after it (1, 1001, 2001, ...), DEBUG for the others.  A *cause* (the exception's class)
-        other than the last one's starts a new run."""
+        EVERY-th after it (1, 1001, 2001, ...), DEBUG for the others.  A *cause* other than the last
+        one's starts a new run."""
         if cause != self.cause:
             self.cause = cause
             self.count = 0
@@ -59,7 +61,7 @@ class FailureRuns:
         run = self._runs.get(what)
         if run is None:
             run = self._runs[what] = FailureRun()
-        log.log(run.failed(level, type(exc)), "%s failed: %s (%d in a row)", what, exc, run.count)
+        log.log(run.failed(level), "%s failed: %s (%d in a row)", what, exc, run.count)
 
     def worked(self, log: logging.Logger, what: str) -> None:
         run = self._runs.pop(what, None)

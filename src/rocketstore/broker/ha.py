@@ -301,6 +301,8 @@ class HAClient(TaskService):
                 except (OSError, ValueError, StoreError, asyncio.IncompleteReadError) as exc:
                     if self.transfers_taken != began:
                         failures.ended()
+                    # another kind of failure (a master back up that refuses this slave, after a run of
+                    # refused connects) starts a new run: its first is logged
                     log.log(failures.failed(logging.WARNING, type(exc)),
                             "HA: replication from %s stopped: %s (%d in a row; trying again every %s s)",
                             addr, exc, failures.count, self.reconnect_s)

@@ -66,7 +66,7 @@ class SlaveSync(TaskService):
             try:
                 await self.sync_once()
             except (RemotingError, ValueError, OSError) as exc:
-                log.log(failures.failed(logging.WARNING, type(exc)), "slave sync with the master failed: %s (%d in a row; trying again "
+                log.log(failures.failed(), "slave sync with the master failed: %s (%d in a row; trying again "
                         "every %s s)", exc, failures.count, self.period_s)
             else:
                 if failures.count:

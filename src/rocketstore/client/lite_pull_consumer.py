@@ -333,7 +333,7 @@ class LitePullConsumer(GroupConsumer):
                 log.error("pulling %s stops: %s", pq.mq, exc)
                 return
             except (RocketStoreError, OSError) as exc:
-                log.log(failures.failed(logging.WARNING, type(exc)),
+                log.log(failures.failed(),
                         "cannot compute where to pull %s from: %s (%d in a row; trying again every %s s)",
                         pq.mq, exc, failures.count, self.settings.pull_delay_on_error_s)
                 await asyncio.sleep(self.settings.pull_delay_on_error_s)

@@ -165,7 +165,7 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
             _stop_on_wrong_loop(mq, exc)
             return
         except (RocketStoreError, OSError) as exc:
-            log.log(failures.failed(logging.WARNING, type(exc)), "pull of %s at %d failed: %s (%d in a row; trying again every %s s)",
+            log.log(failures.failed(), "pull of %s at %d failed: %s (%d in a row; trying again every %s s)",
                     mq, offset, exc, failures.count, s.pull_delay_on_error_s)
             await asyncio.sleep(s.pull_delay_on_error_s)
             continue
