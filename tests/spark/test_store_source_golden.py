@@ -45,8 +45,10 @@ def test_golden_store_named_topics_include_schedule_topic(golden_store, golden_d
 
 def test_starting_and_ending_offsets_per_queue(golden_dir, golden_dump, load, rows) -> None:  # type: ignore[no-untyped-def]
     got = rows.of_df(load(_store(golden_dir, "clean"), topics="TopicA,TopicB",
-                          startingOffsets={"TopicA": {"0": 5, "1": -2, "2": -1}, "TopicB": {"3": 28}},
-                          endingOffsets={"TopicA": {"0": 10, "1": 100000, "3": -2}, "TopicB": {"0": 2}}))
+                          startingOffsets={"TopicA": {"0": 5, "1": -2, "2": 25}, "TopicB": {"3": 28}},
+                          endingOffsets={"TopicA": {"0": 10, "1": 100000, "3": 0}, "TopicB": {"0": 2}}))
+    # (-1 in startingOffsets and -2 in endingOffsets are refused in a batch read, as Kafka's source refuses them:
+    # tests/spark/test_hunt20_sparkoffsets_json_markers.py)
     bounds = {("TopicA", 0): (5, 10), ("TopicA", 1): (0, 25), ("TopicA", 2): (25, 25), ("TopicA", 3): (0, 0),
               ("TopicB", 0): (0, 2), ("TopicB", 1): (0, 30), ("TopicB", 2): (0, 30), ("TopicB", 3): (28, 30)}
     want = [r for r in rows.of_dump(golden_dump("clean"), {"TopicA", "TopicB"})

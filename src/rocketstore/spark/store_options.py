@@ -40,6 +40,7 @@ __all__ = [
     "QueueRange",
     "QueueView",
     "StoreReadOptions",
+    "batch_marker_problem",
     "check_named_topics",
     "configured_topics",
     "detect_config",
@@ -145,6 +146,10 @@ class StoreReadOptions:
         if ending == "earliest":
             raise StoreConfigError("endingOffsets=earliest would read nothing: a rocketmq-store read starts at the "
                                    "earliest offsets (startingOffsets); give latest or JSON")
+        for problem in (batch_marker_problem(starting, _LATEST, "startingOffsets", "latest"),
+                        batch_marker_problem(ending, _EARLIEST, "endingOffsets", "earliest")):
+            if problem is not None:
+                raise StoreConfigError(problem)
         return cls(
             path=path,
             config=detect_config(path, opts),
@@ -184,6 +189,21 @@ def _parse_bool(raw: object, name: str) -> bool:
     if text in ("false", "0", "no"):
         return False
     raise StoreConfigError(f"option {name}={raw!r} is not true or false")
+
+
+def batch_marker_problem(spec: object, marker: int, name: str, word: str) -> str | None:
+    """What is wrong with a batch query's JSON offsets *spec* giving a queue *marker* (-1 in startingOffsets,
+    -2 in endingOffsets), else None.  Such a queue's read is always empty, as startingOffsets=latest's is for
+    every queue: refused when the query is defined, as Spark's Kafka source refuses both, rather than read as a
+    request for nothing.  Shared by the rocketmq-store and rocketmq sources, each raising its own error."""
+    if not isinstance(spec, Mapping):
+        return None
+    queues = [f"{topic}/{queue}" for topic, per_queue in spec.items() for queue, offset in per_queue.items()
+              if offset == marker]
+    if not queues:
+        return None
+    return (f"option {name} gives {marker} ({word}) for {', '.join(queues)}: a batch read would read nothing there "
+            f"(-2 is earliest, -1 latest; a batch read's startingOffsets may not hold -1, its endingOffsets not -2)")
 
 
 def _parse_offsets(raw: object, name: str) -> OffsetSpec:

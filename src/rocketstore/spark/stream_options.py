@@ -26,7 +26,7 @@ from rocketstore.message.names import group_problem
 from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
 from rocketstore.remoting.tls import TlsConfig, TlsConfigError
 from rocketstore.remoting.transport import namesrv_addresses
-from rocketstore.spark.store_options import is_system_topic
+from rocketstore.spark.store_options import batch_marker_problem, is_system_topic
 
 __all__ = [
     "FROM_KEY",
@@ -211,7 +211,8 @@ def _offsets_spec(raw: str, name: str, allowed: tuple[str, ...]) -> OffsetSpec:
                                    f"({MARKS_KEY}, {FROM_KEY})")
         for key, offset in queues.items():
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < _EARLIEST:
-                raise SparkOptionError(f"option {name}: offset {offset!r} of {topic}/{key} is not an integer >= -2")
+                raise SparkOptionError(f"option {name}: offset {offset!r} of {topic}/{key} is not an integer >= -2 "
+                                       "(a queue offset, or -2 earliest, -1 latest)")
             if not str(key).isdigit():
                 queue_of(topic, str(key))  # validates the form
         spec[str(topic)] = {str(k): v for k, v in queues.items()}
@@ -317,6 +318,11 @@ class SourceOptions:
         end = _offsets_spec(opts.get("endingoffsets", "latest"), "endingOffsets", ("latest",))
         if streaming and "endingoffsets" in opts:
             raise SparkOptionError("endingOffsets is for batch queries only")
+        if not streaming:  # the JSON forms of startingOffsets=latest and endingOffsets=earliest, queue by queue
+            for problem in (batch_marker_problem(start, _LATEST, "startingOffsets", "latest"),
+                            batch_marker_problem(end, _EARLIEST, "endingOffsets", "earliest")):
+                if problem is not None:
+                    raise SparkOptionError(problem)
         max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 1)
         if max_per_trigger is not None and not streaming:
             raise SparkOptionError("maxOffsetsPerTrigger is for streaming queries only")
