@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from rocketstore.remoting.transport import EVENT_LOOP_ENV
 from rocketstore.store.config import StoreConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -27,10 +28,39 @@ GOLDEN_DIR = SHARED_DIR / "golden"
 GOLDEN_STORES = ("clean", "syncflush", "delay-demo", "killed", "killed-nodispatch", "killed-partial")
 
 
+#: The loops a ``both_loops`` test runs on: asyncio's (the suite's default) and uvloop's (rocketstore[fast]).
+LOOP_KINDS = ("asyncio", "uvloop")
+
+# The suite's brokers, name servers and clients run on asyncio's loop whether or not uvloop is installed (the
+# test extra installs it), so that installing it changes nothing but the ``both_loops`` tests.  Set at import,
+# before any test makes a loop, and inherited by the CLI subprocesses the tests start; a value already set
+# (ROCKETSTORE_EVENT_LOOP=uvloop python -m pytest ...) is kept.
+os.environ.setdefault(EVENT_LOOP_ENV, "asyncio")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test asking for ``golden_store`` runs once per golden store name."""
+    """A test asking for ``golden_store`` runs once per golden store name; a test marked ``both_loops`` once
+    per kind of :data:`LOOP_KINDS`."""
     if "golden_store" in metafunc.fixturenames:
         metafunc.parametrize("golden_store", GOLDEN_STORES)
+    if metafunc.definition.get_closest_marker("both_loops") is not None:
+        metafunc.parametrize("event_loop_kind", LOOP_KINDS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def event_loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The loop kind the test's loops are made of ("asyncio" or "uvloop"; ask for it to know which).
+    For a ``both_loops`` test, ROCKETSTORE_EVENT_LOOP set to this run's loop kind (skipped for uvloop where
+    it is not installed) before the test's other function fixtures make their loops: everything started
+    through rocketstore.remoting.transport.new_event_loop / run (LocalCluster, local_cluster.run_within,
+    the blocking clients' loop threads, ``serve``) runs on it.  Other tests keep the suite's loop."""
+    kind = getattr(request, "param", None)
+    if kind is None:
+        return os.environ[EVENT_LOOP_ENV]
+    if kind == "uvloop":
+        pytest.importorskip("uvloop")
+    monkeypatch.setenv(EVENT_LOOP_ENV, kind)
+    return str(kind)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ConnectionClosedError",
     "CorruptFileError",
+    "EventLoopChoiceError",
     "FrameTooLargeError",
     "InvalidMessageIdError",
     "InvalidTopicError",
@@ -169,6 +170,11 @@ class ConnectionClosedError(RemotingError):
 
 class RequestTimeoutError(RemotingError):
     pass
+
+
+class EventLoopChoiceError(RemotingError, ValueError):
+    """``ROCKETSTORE_EVENT_LOOP`` names no loop kind, or names uvloop where it is not installed: a setting
+    to correct, reported as such (the CLI prints it on one line) rather than quietly run on another loop."""
 
 
 class LoopBoundError(RemotingError, RuntimeError):

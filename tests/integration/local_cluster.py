@@ -111,7 +111,7 @@ class LocalCluster:
         self.broker_overrides = broker_overrides
         self.store_overrides = {**SMALL_STORE, **(store_overrides or {})}
         self.tls = tls  # the name server and the broker serve TLS as it says
-        self.loop = new_event_loop()  # uvloop when it is installed, as the CLI runs
+        self.loop = new_event_loop()  # the kind ROCKETSTORE_EVENT_LOOP says, as the CLI runs
         self.thread = threading.Thread(target=self.loop.run_forever, name="test-cluster", daemon=True)
         self.namesrv: NameServer
         self.broker: Broker

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from serve_process import ServeProcess, write_broker_conf
 
 from rocketstore.client import MessageQueue, Producer, PullConsumer, PullStatus
@@ -14,6 +15,9 @@ from rocketstore.client.errors import NoRouteError
 from rocketstore.message.record import StoredMessage
 from rocketstore.remoting import busy_poll
 from rocketstore.remoting.transport import new_event_loop
+
+#: busy polling keeps the loop spinning with call_soon: asyncio's loop and uvloop's
+pytestmark = pytest.mark.both_loops
 
 TIMEOUT_S = 120
 

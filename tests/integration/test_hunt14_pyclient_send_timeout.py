@@ -29,6 +29,9 @@ from rocketstore.remoting.frame_decoder import decode_command
 from rocketstore.remoting.server import RemotingServer
 from rocketstore.remoting.transport import Connection, run
 
+#: send timeouts are loop timers: asyncio's and uvloop's
+pytestmark = pytest.mark.both_loops
+
 TOPIC = "Hunt14SilentTopic"
 T = TypeVar("T")
 

@@ -16,6 +16,9 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.tls import TlsConfig, TlsMode
 from rocketstore.remoting.transport import ConnectionPool, run
 
+#: uvloop has its own TLS transport: its handshake errors too
+pytestmark = pytest.mark.both_loops
+
 
 @pytest.mark.parametrize("mode", [TlsMode.DISABLED, TlsMode.PERMISSIVE])
 def test_a_tls_client_refused_by_a_server_is_told_its_handshake_failed(tmp_path: Path, mode: TlsMode,

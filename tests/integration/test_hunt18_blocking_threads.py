@@ -20,6 +20,9 @@ from rocketstore.client import (
     ConsumeStatus,
 )
 
+#: the blocking clients' loop threads make their loops with new_event_loop: both kinds
+pytestmark = pytest.mark.both_loops
+
 FAST = {"heartbeat_interval_s": 0.5, "rebalance_interval_s": 0.5, "persist_interval_s": 0.2,
         "route_refresh_interval_s": 0.5, "pull_delay_on_error_s": 0.2,
         "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from local_cluster import LocalCluster, send_bodies
 from raw_frames import RawConnection
 
@@ -17,6 +18,9 @@ from rocketstore.broker.topics import OFFSET_MOVED_EVENT
 from rocketstore.client.admin import AdminClient
 from rocketstore.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rocketstore.remoting.headers import PullMessageRequestHeader
+
+#: held pulls wait on the broker's loop: asyncio's and uvloop's
+pytestmark = pytest.mark.both_loops
 
 TOPIC = "HeldRerunTopic"
 GROUP = "held-rerun-group"

@@ -19,6 +19,9 @@ from test_sync_flush_broker import DiskGate
 from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
 
+#: the durable waits' expiry timer is the loop's (uvloop's call_at differs)
+pytestmark = pytest.mark.both_loops
+
 
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[DiskGate]:

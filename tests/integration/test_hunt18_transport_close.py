@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
+import pytest
 from test_transport import poll, run, start
 
 from rocketstore.namesrv import NameServer
@@ -17,6 +18,9 @@ from rocketstore.remoting.codec import encode_command
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection, connect
+
+#: the transport's closing paths, as rocketstore[fast] runs them on uvloop too
+pytestmark = pytest.mark.both_loops
 
 
 def test_a_oneway_whose_sender_closes_at_once_still_takes_effect() -> None:

@@ -3,8 +3,8 @@ whose syncFlushTimeout was shortened at run time answers every send that waits f
 FLUSH_DISK_TIMEOUT.  uvloop's call_at/call_later turn a delay under half a millisecond into a plain Handle
 (no ``when()``, unlike asyncio's TimerHandle): the expiry timer of a send whose deadline is now must not be
 asked for its time by the next send.  A real broker and name server; the stalled disk is
-test_sync_flush_broker's DiskGate.  Skipped where uvloop is not installed (the test extra does not have it:
-the loop-independent behaviour is covered by test_hunt18_small_sync_flush_timeout)."""
+test_sync_flush_broker's DiskGate.  Runs on both loops (``both_loops``; the suite's own loop is asyncio's,
+tests/conftest.py); the uvloop run is skipped where uvloop is not installed."""
 
 from __future__ import annotations
 
@@ -19,9 +19,7 @@ from test_sync_flush_broker import DiskGate
 
 from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
-from rocketstore.remoting.transport import new_event_loop
-
-uvloop = pytest.importorskip("uvloop")
+from rocketstore.remoting.transport import EVENT_LOOP_ENV, new_event_loop
 
 
 @pytest.fixture
@@ -32,7 +30,9 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[DiskGate]:
     g.open.set()
 
 
-def test_the_broker_runs_on_uvloop_when_it_is_installed() -> None:
+def test_the_broker_runs_on_uvloop_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    uvloop = pytest.importorskip("uvloop")
+    monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)  # as a user runs it: no choice made
     loop = new_event_loop()
     try:
         assert isinstance(loop, uvloop.Loop)
@@ -40,10 +40,12 @@ def test_the_broker_runs_on_uvloop_when_it_is_installed() -> None:
         loop.close()
 
 
-def test_sends_after_a_shortened_sync_flush_timeout_all_time_out_on_uvloop(tmp_path: Path, gate: DiskGate) -> None:
+@pytest.mark.both_loops
+def test_sends_after_a_shortened_sync_flush_timeout_all_time_out_on_uvloop(tmp_path: Path, gate: DiskGate,
+                                                                          event_loop_kind: str) -> None:
     overrides = {"flush_disk_type": "SYNC_FLUSH", "sync_flush_timeout_ms": 120_000}
     with LocalCluster(tmp_path / "store", store_overrides=overrides) as cluster:
-        assert isinstance(cluster.loop, uvloop.Loop)
+        assert (type(cluster.loop).__module__.split(".")[0] == "uvloop") == (event_loop_kind == "uvloop")
 
         async def scenario() -> list[str]:
             async with Producer(cluster.namesrv_addr, "uvl-producer", timeout_s=30, retry_times=0) as producer, \

@@ -26,6 +26,9 @@ from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, Subscriptio
 from rocketstore.remoting.fastjson import loads
 from rocketstore.remoting.transport import ConnectionPool
 
+#: the client and broker basics, on asyncio's loop and on uvloop's (rocketstore[fast])
+pytestmark = pytest.mark.both_loops
+
 TEST_TIMEOUT_S = 20.0
 
 

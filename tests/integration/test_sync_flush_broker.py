@@ -18,6 +18,9 @@ from local_cluster import LocalCluster
 from rocketstore.client import ClientError, Producer, SendResult
 from rocketstore.errors import RemotingError
 
+#: durable waits live on the broker's loop (timers, thread hops): asyncio's and uvloop's
+pytestmark = pytest.mark.both_loops
+
 GROUP_COMMIT_THREAD = "rocketstore-group-commit"
 
 

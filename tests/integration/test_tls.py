@@ -25,6 +25,9 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.tls import TlsConfig, TlsConfigError, TlsMode, use_client_tls
 from rocketstore.remoting.transport import Connection, ConnectionPool, run
 
+#: uvloop has its own TLS transport: every TLS path runs on both loops
+pytestmark = pytest.mark.both_loops
+
 TOPIC = "TlsTopic"
 
 
@@ -61,17 +64,21 @@ def _ping(address: str, ctx: ssl.SSLContext | None) -> RemotingCommand:
 def _send_and_pull(cluster: LocalCluster, count: int) -> tuple[list[bytes], list[bool]]:
     """Messages sent and pulled back, and whether each broker connection ran over TLS while the producer
     was connected."""
-    async def go() -> tuple[list[bytes], list[bool]]:
+    async def send() -> list[bool]:
         async with Producer(cluster.namesrv_addr, "tls-producer") as producer:
             for i in range(count):
                 assert (await producer.send(TOPIC, f"m{i}".encode())).status == "SEND_OK"
-            over_tls = _tls_connections(cluster)
+            return _tls_connections(cluster)
+
+    async def pull() -> list[bytes]:
         async with PullConsumer(cluster.namesrv_addr, "tls-consumer") as consumer:
             [mq] = await consumer.queues(TOPIC)
-            return [m.body for m in (await consumer.pull(mq, 0, 32)).messages], over_tls
+            return [m.body for m in (await consumer.pull(mq, 0, 32)).messages]
 
     cluster.create_topic(TOPIC)
-    return run(go())
+    over_tls = run(send())
+    cluster.wait_dispatched()  # a send is answered before the dispatcher puts it in the consume queue
+    return run(pull()), over_tls
 
 
 def _tls_connections(cluster: LocalCluster) -> list[bool]:

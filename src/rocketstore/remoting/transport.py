@@ -35,10 +35,11 @@ it sends (:mod:`rocketstore.remoting.acl_signing`: AccessKey, SecurityToken and 
 and body) just before encoding; responses are never signed, and a pre-encoded frame cannot be
 (:meth:`Connection.request_encoded` refuses it).  Without credentials a request pays one ``is None`` test.
 
-Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`).  A loop may busy-poll for a while
-after I/O instead of sleeping (:mod:`rocketstore.remoting.busy_poll`, opt-in): connections tell its poller
-of every read and write.  Thread-safety: a Connection and a
-RemotingServer belong to the loop that created them; call them from that loop only.
+Uses uvloop when it is installed (:func:`new_event_loop`, :func:`run`; ``ROCKETSTORE_EVENT_LOOP`` forces
+one kind).  A loop may busy-poll for a while after I/O instead of sleeping
+(:mod:`rocketstore.remoting.busy_poll`, opt-in): connections tell its poller of every read and write.
+Thread-safety: a Connection and a RemotingServer belong to the loop that created them; call them from that
+loop only.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import os
 import socket
 import ssl
 import time
@@ -55,6 +57,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 
 from rocketstore.errors import (
     ConnectionClosedError,
+    EventLoopChoiceError,
     FrameTooLargeError,
     LoopBoundError,
     ProtocolError,
@@ -73,6 +76,8 @@ from rocketstore.remoting.tls import TLS_HANDSHAKE_BYTE, client_context_default
 __all__ = [
     "ANSWER_LATER",
     "DEFAULT_MAX_IN_FLIGHT",
+    "EVENT_LOOP_CHOICES",
+    "EVENT_LOOP_ENV",
     "Connection",
     "ConnectionPool",
     "Credentials",
@@ -129,18 +134,43 @@ def signed_request(command: RemotingCommand, credentials: Credentials) -> Remoti
                        command.remark, ext, command.body, command.serialize_type)
 
 
+#: The environment variable that picks the event loop of :func:`new_event_loop` (and so of the broker, the
+#: name server, ``rocketstore serve`` and the blocking clients' loop threads): ``auto`` (unset: uvloop when
+#: it is installed, else asyncio's), ``asyncio`` or ``uvloop`` (an error where uvloop is not installed).
+EVENT_LOOP_ENV = "ROCKETSTORE_EVENT_LOOP"
+EVENT_LOOP_CHOICES = ("auto", "asyncio", "uvloop")
+
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
-    """A uvloop loop when uvloop is installed, else the standard one."""
+    """A new loop of the kind ``$ROCKETSTORE_EVENT_LOOP`` asks for (read at each call, so a test or a host
+    application can switch it): by default uvloop's when uvloop is installed, else the standard one.
+    :class:`EventLoopChoiceError` for a value not in :data:`EVENT_LOOP_CHOICES`, or for ``uvloop`` where it
+    is not installed (asked for by name, it must not quietly become asyncio's)."""
+    choice = os.environ.get(EVENT_LOOP_ENV, "").strip().lower() or "auto"
+    if choice not in EVENT_LOOP_CHOICES:
+        raise EventLoopChoiceError(f"{EVENT_LOOP_ENV}={os.environ[EVENT_LOOP_ENV]!r}: expected one of "
+                                   f"{', '.join(EVENT_LOOP_CHOICES)}")
+    if choice == "asyncio":
+        return asyncio.new_event_loop()
     try:
         import uvloop
-    except ImportError:
+    except ImportError as exc:
+        if choice == "uvloop":
+            raise EventLoopChoiceError(f"{EVENT_LOOP_ENV}=uvloop but uvloop is not installed "
+                                       "(pip install 'rocketstore[fast]')") from exc
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()  # type: ignore[no-any-return]
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run`` on :func:`new_event_loop`."""
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+    """``asyncio.run`` on :func:`new_event_loop`.  Where no loop can be made (a bad ROCKETSTORE_EVENT_LOOP)
+    *main* is closed unstarted, so the error is not followed by a "never awaited" warning."""
+    try:
+        loop = new_event_loop()
+    except BaseException:
+        main.close()
+        raise
+    with asyncio.Runner(loop_factory=lambda: loop) as runner:
         return runner.run(main)
 
 
