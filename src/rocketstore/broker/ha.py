@@ -150,7 +150,8 @@ class HAServer:
         heapq.heappush(self._waiters, (end_offset, next(self._tie), future))
         self._new_data.set()
         try:
-            done = await asyncio.wait_for(asyncio.shield(future), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                done = await asyncio.shield(future)
         except TimeoutError:
             future.cancel()  # nobody waits for it any more: its heap entry is dropped below or when acked
             if len(self._waiters) > _WAITERS_PRUNE_AT:

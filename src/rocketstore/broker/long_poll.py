@@ -83,7 +83,8 @@ class PullHold:
             if self._max_offset(topic, queue_id) > queue_offset:
                 return True
             try:
-                return await asyncio.wait_for(asyncio.shield(waiter.future), max(0.0, timeout_s))
+                async with asyncio.timeout(max(0.0, timeout_s)):
+                    return await asyncio.shield(waiter.future)
             except TimeoutError:
                 return False
         finally:

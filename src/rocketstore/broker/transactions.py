@@ -245,7 +245,8 @@ class TransactionCheckService(TaskService):
         changed = self._interval_changed = asyncio.Event()
         while True:
             try:  # the interval is read for each wait, as 4.9.3's check service reads it
-                await asyncio.wait_for(changed.wait(), self.broker.config.transaction_check_interval_ms / 1000)
+                async with asyncio.timeout(self.broker.config.transaction_check_interval_ms / 1000):
+                    await changed.wait()
             except TimeoutError:
                 pass
             else:

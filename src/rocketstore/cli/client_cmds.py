@@ -297,7 +297,8 @@ def _consume(args: argparse.Namespace) -> int:
                     if idle <= 0:
                         break
                     try:
-                        await asyncio.wait_for(state.stop.wait(), idle)
+                        async with asyncio.timeout(idle):
+                            await state.stop.wait()
                     except TimeoutError:
                         pass
             finally:

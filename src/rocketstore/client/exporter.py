@@ -509,7 +509,8 @@ class MetricsServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                async with asyncio.timeout(10):
+                    head = await reader.readuntil(b"\r\n\r\n")
             except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                 return
             method, path = _request_line(head)

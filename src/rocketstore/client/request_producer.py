@@ -242,7 +242,8 @@ class RequestProducer(ServedProducer):
             finally:
                 _sending_request.reset(sending)
             try:
-                return await asyncio.wait_for(future, max(0.0, deadline - time.monotonic()))
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    return await future
             except TimeoutError:
                 raise ReplyTimeoutError(topic, timeout_s) from None
         finally:

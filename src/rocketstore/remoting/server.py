@@ -196,7 +196,8 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         sock.setblocking(False)
         try:
-            first = await asyncio.wait_for(_peek_first_byte(loop, sock), FIRST_BYTE_TIMEOUT_S)
+            async with asyncio.timeout(FIRST_BYTE_TIMEOUT_S):
+                first = await _peek_first_byte(loop, sock)
         except (TimeoutError, OSError):
             first = b""
         if not first:  # closed, or silent for too long, before a byte came
@@ -270,7 +271,8 @@ class RemotingServer:
             await connection.aclose(timeout_s)
         if self._server is not None:
             try:
-                await asyncio.wait_for(self._server.wait_closed(), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    await self._server.wait_closed()
             except TimeoutError:
                 log.warning("server %s did not close within %s s", self.address, timeout_s)
             self._server = None

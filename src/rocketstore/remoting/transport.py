@@ -594,7 +594,8 @@ class Connection(asyncio.BufferedProtocol):
         if self._can_write.is_set():
             return
         try:
-            await asyncio.wait_for(self._can_write.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._can_write.wait()
         except TimeoutError as exc:
             raise RequestTimeoutError(f"{self.peer_address} did not read for {timeout_s} s") from exc
         if self._closed:
@@ -731,7 +732,8 @@ class Connection(asyncio.BufferedProtocol):
 
     async def wait_closed(self, timeout_s: float = 5.0) -> None:
         try:
-            await asyncio.wait_for(asyncio.shield(self._lost), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await asyncio.shield(self._lost)
         except TimeoutError:
             if self._transport is not None:
                 self._transport.abort()
@@ -764,11 +766,14 @@ async def connect(address: str, *, handler: RequestHandler | None = None,
     host, port = split_address(address)
     loop = asyncio.get_running_loop()
     try:
-        _, protocol = await asyncio.wait_for(
-            loop.create_connection(lambda: Connection(handler, max_frame_bytes=max_frame_bytes, on_close=on_close,
-                                                      credentials=credentials),
-                                   host, port, ssl=ssl_context,
-                                   server_hostname=host if ssl_context is not None else None), timeout_s)
+        # asyncio.timeout, not asyncio.wait_for: Python 3.11's wait_for answers a cancel that lands just as the
+        # connect failed or succeeded with the connect's outcome, and the cancel is lost (a service retrying a
+        # refused connect then outlived its close)
+        async with asyncio.timeout(timeout_s):
+            _, protocol = await loop.create_connection(
+                lambda: Connection(handler, max_frame_bytes=max_frame_bytes, on_close=on_close,
+                                   credentials=credentials),
+                host, port, ssl=ssl_context, server_hostname=host if ssl_context is not None else None)
     except TimeoutError as exc:
         raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
     except (OSError, ssl.SSLError) as exc:
