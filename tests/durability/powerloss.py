@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,11 +92,16 @@ class SyncRecorder(PowerLossRecorder):
     """Records a file's content as durable at each fdatasync / fsync of a descriptor on it, whoever calls it,
     and a directory's entries at each fsync of the directory.  ``crash_image`` then also drops a file created
     in a directory not synced since (the abort marker) and brings back, with its durable content, a file
-    deleted from one (a segment an open deleted)."""
+    deleted from one (a segment an open deleted), or from a directory removed from one (a dropped queue).
 
-    def __init__(self) -> None:
+    *entries_need_sync*: every file and directory (but the lock, the abort marker and config/, judged as
+    above) is dropped whose name its directory did not hold at its last sync (or ``seed``); a directory
+    never synced keeps nothing: a segment created under one vanishes, data and all."""
+
+    def __init__(self, *, entries_need_sync: bool = False) -> None:
         super().__init__()
         self.entries: dict[str, set[str]] = {}
+        self.entries_need_sync = entries_need_sync
 
     def seed(self, store_dir: Path) -> None:
         """What the disk holds now is durable."""
@@ -117,10 +123,11 @@ class SyncRecorder(PowerLossRecorder):
             if os.path.isdir(path):
                 names = set(os.listdir(path))
                 recorder.entries[os.path.realpath(path)] = names
-                for known in list(recorder.durable):  # deleted for good
-                    directory, name = os.path.split(known)
-                    if directory == os.path.realpath(path) and name not in names:
-                        del recorder.durable[known]
+                root = os.path.realpath(path)
+                for known in list(recorder.durable):  # deleted for good, or in a directory removed for good
+                    if known.startswith(root + os.sep):
+                        if os.path.relpath(known, root).split(os.sep)[0] not in names:
+                            del recorder.durable[known]
             elif os.path.isfile(path):
                 recorder.durable[os.path.realpath(path)] = os.pread(fd, os.fstat(fd).st_size, 0)
 
@@ -148,6 +155,21 @@ class SyncRecorder(PowerLossRecorder):
             if path.startswith(root + os.sep) and not os.path.exists(path) and not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)  # deleted, its directory never synced since: it comes back
+        if self.entries_need_sync:
+            self._drop_unsynced_entries(Path(root), dest)
+
+    def _drop_unsynced_entries(self, live: Path, dest: Path) -> None:
+        for directory, names, files in os.walk(dest):
+            rel = os.path.relpath(directory, dest)
+            durable = self.entries.get(os.path.realpath(live / rel), set())
+            for name in files:
+                exempt = rel == "." and name in ("abort", "lock")
+                if not exempt and name not in durable:
+                    os.unlink(os.path.join(directory, name))  # created, its directory never synced since
+            for name in list(names):
+                if not (rel == "." and name == "config") and name not in durable:
+                    shutil.rmtree(os.path.join(directory, name))  # with everything in it
+                    names.remove(name)
 
 
 class EveryUnsyncedPageLost(random.Random):

@@ -27,7 +27,7 @@ from operator import itemgetter
 import numpy as np
 
 from rocketstore.store.file_queue import FileQueue
-from rocketstore.store.mapped_file import MappedFile
+from rocketstore.store.mapped_file import MappedFile, sync_directory
 
 __all__ = ["CQ_DTYPE", "CQ_ENTRY", "CQ_ENTRY_BYTES", "PRE_BLANK_SIZE", "ConsumeQueue", "ConsumeQueueTable"]
 
@@ -505,11 +505,19 @@ class ConsumeQueueTable:
         for cq in doomed:
             cq.destroy()
         if self.writable:
+            # the removals are synced (once a directory, not a queue): a dropped queue a power loss brings
+            # back is served again, its entries pointing at commitlog offsets other messages may hold by then
+            removed_topic = False
             for topic in sorted({cq.topic for cq in doomed}):
+                topic_dir = os.path.join(self.root, topic)
                 try:
-                    os.rmdir(os.path.join(self.root, topic))
+                    os.rmdir(topic_dir)
+                    removed_topic = True
                 except OSError:
-                    pass  # other queues of the topic are still there
+                    if os.path.isdir(topic_dir):  # other queues of the topic are still there
+                        sync_directory(topic_dir)
+            if removed_topic:
+                sync_directory(self.root)
         return doomed
 
     def topics(self) -> dict[str, list[int]]:

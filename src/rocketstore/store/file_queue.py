@@ -12,28 +12,15 @@ delete head segments while the writer adds one at the tail: each change of the l
 
 from __future__ import annotations
 
-import errno
 import os
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator
 
 from rocketstore.errors import StoreConfigError
-from rocketstore.store.mapped_file import MappedFile, segment_name
+from rocketstore.store.mapped_file import MappedFile, make_directories, segment_name, sync_directory
 
 __all__ = ["FileQueue", "sync_directory"]
-
-
-def sync_directory(path: str) -> None:
-    """fsync a directory: a file created in it, or deleted, stays so after a power loss."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:  # a file system that cannot sync a directory: nothing to do
-            raise
-    finally:
-        os.close(fd)
 
 
 class FileQueue:
@@ -164,7 +151,7 @@ class FileQueue:
 
     def _make(self, start: int, first_in_queue: bool) -> MappedFile:
         if self.writable:
-            os.makedirs(self.directory, exist_ok=True)
+            make_directories(self.directory)
         mf = MappedFile(self._path(start), start, self.segment_bytes, writable=self.writable, create=True,
                         first_in_queue=first_in_queue, keep_fd=self.keep_fd)
         if self.warm:
@@ -268,6 +255,10 @@ class FileQueue:
             self._set(files[count:])
         for f in gone:
             f.destroy()
+        if self.writable:
+            # once a clean-up: a deleted segment a power loss brings back sits stale at the head of the
+            # queue (older than what the checkpoint and the other queues moved on to)
+            sync_directory(self.directory)
         return gone
 
     def delete_last(self) -> None:
@@ -286,7 +277,8 @@ class FileQueue:
             try:
                 os.rmdir(self.directory)
             except OSError:
-                pass
+                sync_directory(self.directory)  # kept (something else is in it): its deletions last
+            # (else the caller syncs the parent, once for all the directories it removes)
 
     # --- durability ---------------------------------------------------------------------------------------
 

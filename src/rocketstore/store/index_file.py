@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from rocketstore.errors import StoreConfigError
 from rocketstore.message.hashing import index_key_hash_for_topic, index_key_hash_with_prefix, index_key_prefix
 from rocketstore.message.record import SysFlag
-from rocketstore.store.mapped_file import MappedFile
+from rocketstore.store.mapped_file import MappedFile, make_directories, sync_directory
 
 if TYPE_CHECKING:
     import numpy as np
@@ -240,6 +240,7 @@ class IndexService:
         if not os.path.isdir(self.directory):
             return True
         expected = _HEADER_BYTES + self.slot_count * 4 + self.entry_count * 20
+        destroyed = False
         for name in sorted(os.listdir(self.directory)):
             path = os.path.join(self.directory, name)
             if name.endswith(".allocating") and self.writable:
@@ -271,8 +272,11 @@ class IndexService:
                 continue  # deleted since the listing, as above
             if not last_exit_ok and f.end_timestamp > checkpoint_index_timestamp:
                 f.destroy()
+                destroyed = True
                 continue
             self.files.append(f)
+        if destroyed:
+            sync_directory(self.directory)  # brought back, it would outlive the checkpoint that outgrows it
         return True
 
     def _last_writable(self) -> IndexFile:
@@ -285,7 +289,7 @@ class IndexService:
             prev = last
             prev_phy, prev_ts = last.end_phy_offset, last.end_timestamp
         if self.writable:
-            os.makedirs(self.directory, exist_ok=True)
+            make_directories(self.directory)
         now = int(time.time() * 1000)
         names = {f.name for f in self.files}
         while _index_file_name(now) in names or os.path.exists(os.path.join(self.directory, _index_file_name(now))):
@@ -604,6 +608,8 @@ class IndexService:
                 self.files = [f for f in files if f not in gone]
         for f in gone:
             f.destroy()
+        if gone and self.writable:
+            sync_directory(self.directory)  # as FileQueue.delete_first: a deleted file must not come back
         return len(gone)
 
     def truncate_past(self, commit_log_offset: int) -> None:

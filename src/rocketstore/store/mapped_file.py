@@ -28,7 +28,7 @@ try:
 except ImportError:  # not a Unix: no FIEMAP either
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["OS_PAGE_BYTES", "MappedFile", "segment_name"]
+__all__ = ["OS_PAGE_BYTES", "MappedFile", "make_directories", "segment_name", "sync_directory"]
 
 OS_PAGE_BYTES = 4096
 #: MappedFile.prefetch without sendfile reads into one page, named 1024 times (IOV_MAX): 4 MiB a preadv
@@ -115,6 +115,35 @@ def _read_into_null(fd: int, start: int, stop: int) -> int:
     return done
 
 
+def sync_directory(path: str) -> None:
+    """fsync a directory: a file created in it, or deleted, stays so after a power loss."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # a file system that cannot sync a directory: nothing to do
+            raise
+    finally:
+        os.close(fd)
+
+
+def make_directories(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)`` whose new directories survive a power loss: the parent of each
+    one created is synced (a segment synced into a directory whose own entry was lost is lost with it).
+    Nothing but an isdir when *path* exists (a segment creation calls it every time)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    make_directories(parent)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+        return  # made meanwhile (another queue's first segment): its maker syncs the parent
+    sync_directory(parent)
+
+
 def segment_name(start_offset: int) -> str:
     return f"{start_offset:020d}"
 
@@ -135,18 +164,24 @@ def _allocate(fd: int, size_bytes: int) -> None:
 
 def _create_allocated(path: str, size_bytes: int) -> int:
     """Create *path* with all its blocks, atomically: a crash never leaves a short or sparse segment
-    under the real name (it is allocated under a temporary name, then renamed)."""
+    under the real name (it is allocated under a temporary name, then renamed).  The directory is synced
+    after the rename, once a segment: records a sync flush makes durable in the segment must not vanish
+    with its directory entry at a power loss (the preallocating thread pays this for the commitlog)."""
     if os.path.exists(path):
         raise FileExistsError(errno.EEXIST, "segment exists already", path)
     tmp = path + ".allocating"
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    renamed = False
     try:
         _allocate(fd, size_bytes)
         os.rename(tmp, path)
+        renamed = True
+        sync_directory(os.path.dirname(path) or ".")
     except BaseException:
         os.close(fd)
         try:
-            os.unlink(tmp)
+            # (left under its real name, every later try to create the segment would meet it)
+            os.unlink(path if renamed else tmp)
         except FileNotFoundError:
             pass
         raise
