@@ -21,7 +21,14 @@ from rocketstore.client.blocking_producer import (
     BlockingTransactionProducer,
 )
 from rocketstore.client.blocking_push import BlockingLitePullConsumer, BlockingPushConsumer
-from rocketstore.client.consumer import MessageSelector, PullConsumer, PullResult, PullStatus, decode_messages
+from rocketstore.client.consumer import (
+    MessageSelector,
+    PullConsumer,
+    PullResult,
+    PullStatus,
+    UndecodableMessage,
+    decode_messages,
+)
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import (
     BrokerError,
@@ -128,6 +135,7 @@ __all__ = [
     "TransactionMessage",
     "TransactionProducer",
     "TransactionSendResult",
+    "UndecodableMessage",
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "broker_error_for",

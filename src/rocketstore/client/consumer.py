@@ -8,9 +8,11 @@ polled), committed offsets on the broker, and the offset look-ups.
             await consumer.commit_offset(mq, result.next_begin_offset)
 
 Pulled records are decoded with the message package (compressed bodies are inflated) and re-filtered by
-tag on the client, as RocketMQ clients do.  A pull may select by SQL92 instead (``expression=
-MessageSelector.by_sql("a > 5")``): the broker filters (it needs ``enablePropertyFilter=true``) and the
-client does not filter again.  Loop-bound.
+tag on the client, as RocketMQ clients do.  A pulled message whose body is flagged compressed but does not
+inflate is not a failed pull: the result holds it apart (``PullResult.undecodable``), so the messages after
+it are still handed over and ``next_begin_offset`` goes past it.  A pull may select by SQL92 instead
+(``expression=MessageSelector.by_sql("a > 5")``): the broker filters (it needs ``enablePropertyFilter=true``)
+and the client does not filter again.  Loop-bound.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from rocketstore.remoting.headers import (
 from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
-__all__ = ["MessageSelector", "PullConsumer", "PullResult", "PullStatus", "decode_messages", "subscription_for"]
+__all__ = ["MessageSelector", "PullConsumer", "PullResult", "PullStatus", "UndecodableMessage",
+           "decode_messages", "decode_pulled", "subscription_for"]
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +97,56 @@ def subscription_for(topic: str, expression: str | MessageSelector, sub_version:
 
 
 @dataclass(frozen=True, slots=True)
+class UndecodableMessage:
+    """A pulled message whose body is flagged COMPRESSED but does not inflate (corrupt zlib data, or more
+    than MAX_INFLATED_BODY_BYTES): *message* as stored (its body still compressed), *reason* zlib's."""
+
+    message: StoredMessage
+    reason: str
+
+    def describe(self) -> str:
+        m = self.message
+        return (f"the message at offset {m.queue_offset} of topic {m.topic} queue {m.queue_id} "
+                f"(msgId {m.msg_id}) has a body flagged compressed that does not inflate: {self.reason}")
+
+    def error(self) -> MessageDecodeError:
+        """The error of a caller that must not go past this message (a tool showing it, a batch job)."""
+        return MessageDecodeError(self.describe())
+
+
+@dataclass(frozen=True, slots=True)
 class PullResult:
+    """A pull's answer.  *undecodable*: the messages found whose compressed body does not inflate, left
+    out of *messages*; *next_begin_offset* is past them.  4.9.3's MessageDecoder.decodes drops such a
+    message and, silently, every message after it in the pull; here the others are handed over and the
+    bad ones named, so a caller that drives its own offsets can log, park or refuse them.  A typed error
+    instead would withhold the good messages of the pull and leave the caller at an offset it can only pass
+    by guessing, as the pull loops did before (stuck for good)."""
+
     status: str
     next_begin_offset: int
     min_offset: int
     max_offset: int
     messages: list[StoredMessage]
+    undecodable: tuple[UndecodableMessage, ...] = ()
+
+
+def decode_pulled(body: bytes) -> tuple[list[StoredMessage], list[UndecodableMessage]]:
+    """The records of a pull body, compressed bodies inflated, and apart those whose body does not inflate;
+    MessageDecodeError if the records themselves do not decode."""
+    messages = decode_records(body)
+    undecodable: list[UndecodableMessage] = []
+    bad_at: set[int] = set()
+    for i, m in enumerate(messages):
+        if m.sys_flag & SysFlag.COMPRESSED:
+            try:
+                messages[i] = dataclasses.replace(m, body=inflate_body(m.body))
+            except zlib.error as exc:
+                undecodable.append(UndecodableMessage(m, str(exc)))
+                bad_at.add(i)
+    if bad_at:  # (rare: the list is only rebuilt then)
+        messages = [m for i, m in enumerate(messages) if i not in bad_at]
+    return messages, undecodable
 
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
@@ -171,7 +218,8 @@ class PullConsumer:
         """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives.
         *expression*: a tag expression (``"TagA || TagB"``) or a :class:`MessageSelector`.  *timeout_s*:
         the bound of the request (4.9.3's pullKernelImpl timeoutMillis: consumerTimeoutMillisWhenSuspend for
-        a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``."""
+        a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``.  Messages whose compressed body
+        does not inflate come apart in ``undecodable`` (not logged here: the caller decides)."""
         sub = subscription_for(mq.topic, expression)
         # the broker the last answer suggested (the master, else any, when the route lacks it); a slave takes
         # no offset commit with a pull (4.9.3 clears the flag: offsets are the master's)
@@ -194,12 +242,13 @@ class PullConsumer:
         suggested = ext.get("suggestWhichBrokerId")
         if suggested is not None and suggested.lstrip("-").isdigit():
             self._pull_from[mq] = int(suggested)
-        messages = decode_messages(response.body) if status == PullStatus.FOUND else []
+        messages, undecodable = decode_pulled(response.body) if status == PullStatus.FOUND else ([], [])
         if sub.tags_set:
             wanted = set(sub.tags_set)
             messages = [m for m in messages if m.tags in wanted]
+            undecodable = [u for u in undecodable if u.message.tags in wanted]
         return PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
-                          int(ext.get("maxOffset", 0)), messages)
+                          int(ext.get("maxOffset", 0)), messages, tuple(undecodable))
 
     async def committed_offset(self, mq: MessageQueue, default: int = -1, *,
                                timeout_s: float | None = None) -> int:

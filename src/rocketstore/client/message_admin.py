@@ -72,6 +72,8 @@ class MessageAdmin(AdminCalls):
         mq = await self.message_queue(topic, broker, queue_id)
         async with self._tools_consumer() as consumer:
             result = await consumer.pull(mq, queue_offset, 1)
+        if result.undecodable:  # a message there, shown as it is not: say what is wrong with it
+            raise result.undecodable[0].error()
         if result.status != PullStatus.FOUND or not result.messages:
             held = (f"it holds offsets {result.min_offset} .. {result.max_offset - 1}"
                     if result.min_offset < result.max_offset else
@@ -130,6 +132,8 @@ async def _read_queue(consumer: PullConsumer, mq: MessageQueue, *, begin_offset:
     offset = begin
     while offset < end and (max_count is None or len(messages) < max_count):
         result = await consumer.pull(mq, offset, min(PULL_BATCH, end - offset), expression=expression)
+        if result.undecodable:  # a listing that left it out would be silently wrong
+            raise result.undecodable[0].error()
         # NO_MATCHED_MSG: a batch where no tag matched; go on past it (mqadmin stops there)
         if result.status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG) \
                 or result.next_begin_offset <= offset:

@@ -100,6 +100,11 @@ class ProcessQueue:
             self._arrived.set()
         return added
 
+    def passed(self, queue_offset: int) -> None:
+        """*queue_offset* was pulled but is not held (its message was skipped as undecodable): once the
+        messages held now are handled, the offset to commit goes past it."""
+        self.queue_offset_max = max(self.queue_offset_max, queue_offset)
+
     def remove(self, messages: Iterable[ConsumedMessage]) -> int:
         """Drop handled messages; the offset to commit now, or -1 if nothing was held."""
         if not self.messages:

@@ -11,6 +11,11 @@ with pulled messages is the owner's ``consumption.dispatch``, whether pulling wa
 ``pull_held_back``, and what an empty pull or an illegal offset does to the offsets is its
 ``caught_up`` / ``offset_moved``.
 
+A pulled message whose compressed body does not inflate (``PullResult.undecodable``) is skipped: the
+messages after it are handed over, the offset moves past it, and it is logged at ERROR naming topic, queue
+id, queue offset and msgId (of a run of them in a row, the first and every 1000th: a queue of thousands of
+bad messages logs a few lines, not thousands).  4.9.3 drops it and the rest of its pull without a word.
+
 Loop-bound.
 """
 
@@ -23,7 +28,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Protocol
 
 from rocketstore.client.consume_stats import ConsumeStats
-from rocketstore.client.consumer import MessageSelector, PullConsumer, PullStatus
+from rocketstore.client.consumer import MessageSelector, PullConsumer, PullStatus, UndecodableMessage
 from rocketstore.client.offset_store import OffsetStore
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import ConsumedMessage
@@ -123,6 +128,15 @@ def _stop_on_wrong_loop(mq: MessageQueue, exc: LoopBoundError) -> None:
     log.error("pulling %s stops: %s", mq, exc)
 
 
+def _skip_undecodable(pq: ProcessQueue, undecodable: tuple[UndecodableMessage, ...],
+                      skips: FailureRun) -> None:
+    """Log the skipped messages (*skips*: the run of them in a row) and let the committed offset pass them."""
+    for bad in undecodable:
+        log.log(skips.failed(logging.ERROR), "skipping %s (%d undecodable in a row)", bad.describe(),
+                skips.count)
+    pq.passed(undecodable[-1].message.queue_offset)
+
+
 async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
     """Pull *pq*'s queue from *offset* until the queue is dropped or the consumer stops.  A failed pull is
     tried again after ``pull_delay_on_error_s``, except LoopBoundError (the loop runs on another event loop
@@ -132,6 +146,7 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
     s = pc.settings
     mq = pq.mq
     failures = FailureRun()  # failed pulls in a row
+    skips = FailureRun()  # undecodable messages skipped in a row
     while not pq.dropped and not pc.stopping:
         # read at every pull, as 4.9.3's lite pull task does: a subscription replaced meanwhile applies now
         expression = _selector(pc.subscriptions, mq.topic)
@@ -179,6 +194,10 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
             offset = result.next_begin_offset
             messages = [ConsumedMessage.from_stored(m, mq.broker_name, pc.group) for m in result.messages]
             added = pq.put(messages)
+            if result.undecodable:  # (after the put: the messages before them go in at the top of pq)
+                _skip_undecodable(pq, result.undecodable, skips)
+            elif skips.count and result.messages:
+                log.info("%s delivers messages again after %d undecodable one(s) skipped", mq, skips.ended())
             if added:
                 pc.consumption.dispatch(pq, added)
             elif pq.count == 0:  # everything filtered out by tag: nothing held, so the offset may move on

@@ -185,7 +185,12 @@ class BrokerSession:
         self._run(go())
 
     def pull(self, mq: MessageQueue, offset: int, max_count: int, expression: str | MessageSelector) -> PullResult:
-        return self._run(self.consumer.pull(mq, offset, max_count, expression=expression))
+        """One pull; MessageDecodeError naming the first message whose compressed body does not inflate (a
+        batch job fails on it rather than read past it: rows silently missing would be wrong data)."""
+        result = self._run(self.consumer.pull(mq, offset, max_count, expression=expression))
+        if result.undecodable:
+            raise result.undecodable[0].error()
+        return result
 
     # --- sending ----------------------------------------------------------------------------------------
 
