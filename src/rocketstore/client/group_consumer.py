@@ -265,8 +265,13 @@ class GroupConsumer:
     def _group_tasks(self) -> list[asyncio.Task[None]]:
         """The heartbeat and rebalance loops (they end once ``stopping`` is set and ``_wake`` woke them)."""
         loop = asyncio.get_running_loop()
-        return [loop.create_task(self._every(self.settings.heartbeat_interval_s, self._heartbeat_all)),
-                loop.create_task(self._rebalance_loop())]
+        tasks = [loop.create_task(self._every(self.settings.heartbeat_interval_s, self._heartbeat_all)),
+                 loop.create_task(self._rebalance_loop())]
+        # they re-read the routes every route_refresh_interval_s (the rebalances the subscribed topics', the
+        # heartbeats an assign-mode lite consumer's): pulls and offset commits use the route they have meanwhile
+        for task in tasks:
+            self.consumer.routes.refreshed_by(task)
+        return tasks
 
     async def _unregister_all(self) -> None:
         """UNREGISTER_CLIENT for the group, then for CLIENT_INNER_PRODUCER, to every broker: 4.9.3's shutdown

@@ -55,7 +55,9 @@ has) to every master of the routes the producer has read.  A background task, st
 (``async with`` starts) or else by the first route a send reads, heartbeats the masters of the auto-create
 topic's route at once, a master new in a route as soon as it shows, and every
 ``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them after re-reading their routes
-(a master that no route of its topics names any more is forgotten then, as cleanOfflineBroker forgets it);
+(a master that no route of its topics names any more is forgotten then, as cleanOfflineBroker forgets it;
+these rounds are also its pollNameServerInterval's: while the task runs, a send uses the route it has
+however old and asks the name servers only for a topic it has none of, so one that hangs holds up no send);
 ``close()`` sends UNREGISTER_CLIENT with the group, then with CLIENT_INNER_PRODUCER, to each master
 heartbeated.  So the brokers' producer tables list the producer under both groups, as they list a Java
 client (GET_PRODUCER_CONNECTION_LIST, ``rocketstore producer connections``).  The heartbeats go on the
@@ -790,6 +792,8 @@ class Producer:
             if due:
                 self._due.set()
         self._heartbeat_task = loop.create_task(self._heartbeat_loop())
+        # its rounds re-read the routes: a send uses the route it has, whatever its age, meanwhile
+        self.routes.refreshed_by(self._heartbeat_task)
 
     def _route_seen(self, topic: str, route: TopicRouteData) -> None:
         """A route the name servers answered (RouteCache's on_route): its masters join the ones heartbeated,

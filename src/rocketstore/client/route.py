@@ -10,6 +10,7 @@ Loop-bound.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import random
@@ -32,13 +33,17 @@ log = logging.getLogger(__name__)
 
 AUTO_CREATE_TOPIC = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
+#: how long a route is used before a look-up asks the name servers again, unless a client's background task
+#: re-reads the routes it uses (see :meth:`RouteCache.refreshed_by`): then a cached route is used however old
 ROUTE_TTL_S = 30.0
 #: after a look-up the name servers could not answer, the old route is used this long before they are asked
 #: again, so sends and pulls during an outage neither ask (a wasted connect each) nor wait for a hanging name
-#: server each time; 4.9.3's sends use the route they have while a background task asks every 30 s
+#: server each time (a client whose background refresh runs does not ask at all: see RouteCache.refreshed_by)
 STALE_RETRY_S = 5.0
 #: where a client given no name server address finds it (4.9.3's MixAll.NAMESRV_ADDR_ENV)
 NAMESRV_ADDR_ENV = "NAMESRV_ADDR"
+#: the time a route :meth:`RouteCache.expire` made out of date was answered at
+_EXPIRED = float("-inf")
 
 
 def namesrv_addr_or_env(namesrv_addr: str | None) -> str:
@@ -74,6 +79,24 @@ class RouteCache:
         #: fleet of clients spreads over the name servers and a dead one is not tried first on every look-up
         self._namesrv_index = random.randrange(len(namesrv_addrs))
         self._namesrv_connection: Connection | None = None
+        #: the client's tasks that re-read its topics' routes in the background (see refreshed_by)
+        self._refreshers: list[asyncio.Task[None]] = []
+
+    def refreshed_by(self, task: asyncio.Task[None]) -> None:
+        """*task* re-reads the routes of the topics its client uses, in the background and on its own
+        schedule (a producer's heartbeat rounds, a group consumer's rebalances), as 4.9.3's MQClientInstance
+        does every pollNameServerInterval.  While it runs, a cached route is used however old, so a send or a
+        pull never waits for the name servers when it has a route (one that hangs would make each wait its
+        look-up's timeout; DefaultMQProducerImpl.tryToFindTopicPublishInfo asks only for a topic it has no
+        usable route of); a route changed reaches them with the task's next round.  Without one running (it
+        ended at shutdown, or belongs to a loop that ended), a route is fresh for ROUTE_TTL_S."""
+        self._refreshers = [t for t in self._refreshers if not t.done()]
+        self._refreshers.append(task)
+
+    def _kept(self, checked_at: float) -> bool:
+        """A route the name servers answered at *checked_at*, no longer fresh, is used on without asking
+        them: a background task keeps it (not after :meth:`expire`, which wants them asked now)."""
+        return checked_at != _EXPIRED and any(not t.done() for t in self._refreshers)
 
     def _warn_stale(self, topic: str, exc: Exception) -> None:
         if topic not in self._stale:  # once per outage, not per send
@@ -126,14 +149,16 @@ class RouteCache:
         raise NoRouteError(topic, str(last_error))
 
     async def route(self, topic: str, *, refresh: bool = False, keep_known: bool = False) -> TopicRouteData:
-        """The topic's route: the cached one while fresh (ROUTE_TTL_S), else the name servers'.  When they
+        """The topic's route: the cached one while fresh (ROUTE_TTL_S) or kept by a background refresh
+        (:meth:`refreshed_by`), else the name servers'.  When they
         cannot be asked (all unreachable, or erring), a cached route, however old, is used again, as a Java
         client keeps its route table through a name server outage, and they are asked again only
         STALE_RETRY_S later; *refresh* (an admin's look-up) wants
         the name servers' answer and never falls back, unless *keep_known* (a consumer's periodic refresh,
         4.9.3's updateTopicRouteInfoFromNameServer: ask now, keep the known route when there is no answer)."""
         cached = self._routes.get(topic)
-        if cached is not None and not refresh and time.monotonic() - cached[0] < ROUTE_TTL_S:
+        if cached is not None and not refresh and (
+                time.monotonic() - cached[0] < ROUTE_TTL_S or self._kept(cached[0])):
             return cached[1]
         strict = refresh and not keep_known
         try:
@@ -156,9 +181,10 @@ class RouteCache:
         return route
 
     def fresh_route(self, topic: str) -> TopicRouteData | None:
-        """The cached route of *topic* while it is fresh, else None: a send's check without a coroutine."""
+        """The cached route of *topic* while it is usable (fresh, or kept by a background refresh; see
+        :meth:`refreshed_by`), else None: a send's check without a coroutine."""
         cached = self._routes.get(topic)
-        if cached is not None and time.monotonic() - cached[0] < ROUTE_TTL_S:
+        if cached is not None and (time.monotonic() - cached[0] < ROUTE_TTL_S or self._kept(cached[0])):
             return cached[1]
         return None
 
@@ -201,8 +227,9 @@ class RouteCache:
 
     def expire(self) -> None:
         """Every cached route out of date: the next look-up of a topic asks the name servers, and still falls
-        back to the cached route while they cannot be reached (unlike :meth:`invalidate`)."""
-        self._routes = {topic: (float("-inf"), route) for topic, (_, route) in self._routes.items()}
+        back to the cached route while they cannot be reached (unlike :meth:`invalidate`), even while a
+        background task keeps the routes (see :meth:`refreshed_by`)."""
+        self._routes = {topic: (_EXPIRED, route) for topic, (_, route) in self._routes.items()}
 
     @staticmethod
     def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
