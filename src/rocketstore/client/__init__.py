@@ -36,6 +36,7 @@ from rocketstore.client.errors import (
     NoRouteError,
     SendCallTimeoutError,
     SendFailedError,
+    ServiceState,
     broker_error_for,
 )
 from rocketstore.client.group_consumer import ConsumerSettingsError
@@ -130,6 +131,7 @@ __all__ = [
     "SendCallTimeoutError",
     "SendFailedError",
     "SendResult",
+    "ServiceState",
     "SessionCredentials",
     "SubscriptionConflictError",
     "TransactionMessage",

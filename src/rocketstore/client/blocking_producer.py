@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, ClassVar, Self
 
-from rocketstore.client.errors import ClientError, state_not_ok
+from rocketstore.client.errors import ClientError, ServiceState, state_not_ok
 from rocketstore.client.loop_thread import LoopThread
 from rocketstore.client.producer import (
     DEFAULT_PRODUCER_GROUP,
@@ -114,6 +114,23 @@ class BlockingProducer(_BlockingClient):
     def _new_producer(namesrv_addr: str | None, group: str, options: dict[str, Any]) -> Producer:
         return Producer(namesrv_addr, group, **options)
 
+    def start(self) -> None:
+        """As the base's; after a failed start (its loop thread gone with it) the producer's START_FAILED
+        error, as :meth:`Producer.start` raises it."""
+        if self.producer.start_failed:
+            self.producer.check_startable()
+        super().start()
+
+    @property
+    def service_state(self) -> ServiceState:
+        """:attr:`Producer.service_state` (CREATE_JUST, RUNNING, SHUTDOWN_ALREADY, START_FAILED)."""
+        return self.producer.service_state
+
+    @property
+    def is_running(self) -> bool:
+        """:attr:`Producer.is_running`: started and not shut down."""
+        return self.producer.is_running
+
     def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
              properties: dict[str, str] | None = None, queue_id: int | None = None,
              timeout_s: float | None = None, message_queue: MessageQueue | None = None) -> SendResult:
@@ -157,6 +174,24 @@ class BlockingProducer(_BlockingClient):
                                                      timeout_s=timeout_s),
                           timeout_s if timeout_s is not None else self.producer.timeout_s)
 
+    def send_orderly_async(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
+                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
+                           selector: QueueSelector = hash_queue_selector, timeout_s: float | None = None
+                           ) -> Future[SendResult]:
+        """:meth:`send_orderly` without waiting (Java's send(msg, selector, arg, SendCallback)), as
+        :meth:`send_async`; *selector* runs on the producer's loop thread."""
+        return self._submit(self.producer.send_orderly(topic, body, sharding_key, tags=tags, keys=keys,
+                                                       properties=properties, selector=selector,
+                                                       timeout_s=timeout_s))
+
+    def send_oneway_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
+                            keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
+                            selector: QueueSelector = hash_queue_selector) -> None:
+        """*selector* runs on the producer's loop thread (keep it short; it may not call this producer)."""
+        self._call(self.producer.send_oneway_orderly(topic, body, sharding_key, tags=tags, keys=keys,
+                                                     properties=properties, selector=selector),
+                   self.producer.timeout_s)
+
     def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         return self._call(self.producer.fetch_publish_message_queues(topic),
                           self.producer.mq_client_api_timeout_s)
@@ -183,6 +218,16 @@ class BlockingRequestProducer(BlockingProducer):
         return self._call(self.producer.request(topic, body, timeout_s=timeout_s, tags=tags, keys=keys,
                                                 properties=properties, queue_id=queue_id,
                                                 message_queue=message_queue),
+                          max(timeout_s, 0.0))
+
+    def request_orderly(self, topic: str, body: bytes, sharding_key: object, *, timeout_s: float = 3.0,
+                        tags: str | None = None, keys: str | list[str] | None = None,
+                        properties: dict[str, str] | None = None,
+                        selector: QueueSelector = hash_queue_selector) -> ReplyMessage:
+        """*selector* runs on the producer's loop thread (keep it short; it may not call this producer)."""
+        return self._call(self.producer.request_orderly(topic, body, sharding_key, timeout_s=timeout_s,
+                                                        tags=tags, keys=keys, properties=properties,
+                                                        selector=selector),
                           max(timeout_s, 0.0))
 
 

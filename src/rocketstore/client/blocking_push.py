@@ -35,7 +35,7 @@ from typing import Self
 
 from rocketstore.client.consumer import MessageSelector
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import state_not_ok
+from rocketstore.client.errors import ServiceState, state_not_ok
 from rocketstore.client.lite_pull_consumer import (
     NOT_RUNNING_MESSAGE,
     ConsumerNotRunningError,
@@ -56,6 +56,17 @@ class _LoopThread(LoopThread):
     ConsumerNotRunningError."""
 
     not_running_error = ConsumerNotRunningError
+    consumer: PushConsumer | LitePullConsumer
+
+    @property
+    def service_state(self) -> ServiceState:
+        """The consumer's :attr:`~rocketstore.client.group_consumer.GroupConsumer.service_state`."""
+        return self.consumer.service_state
+
+    @property
+    def is_running(self) -> bool:
+        """The consumer is started and not shut down (4.9.3's isRunning)."""
+        return self.consumer.is_running
 
 
 class BlockingPushConsumer(_LoopThread):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Sequence
+from enum import StrEnum
 
 from rocketstore.errors import ConnectionClosedError, RequestTimeoutError, RocketStoreError
 from rocketstore.remoting.codes import ResponseCode
@@ -28,6 +29,7 @@ __all__ = [
     "SendCallTimeoutError",
     "SendFailedError",
     "ServiceNotAvailableError",
+    "ServiceState",
     "SubscriptionError",
     "SystemBusyError",
     "SystemError_",
@@ -51,6 +53,18 @@ ACCESS_BROKER_TIMEOUT = 10002
 
 class ClientError(RocketStoreError):
     """Errors of the client layer."""
+
+
+class ServiceState(StrEnum):
+    """Where a client is in its life, named as 4.9.3's ServiceState (a client's ``service_state``): a start
+    is taken only in CREATE_JUST; one that failed leaves START_FAILED for good (shutting down does not
+    change it), as DefaultMQProducerImpl / DefaultMQPushConsumerImpl / DefaultLitePullConsumerImpl.start
+    set START_FAILED before their checks and RUNNING only at the end."""
+
+    CREATE_JUST = "CREATE_JUST"
+    RUNNING = "RUNNING"
+    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
+    START_FAILED = "START_FAILED"
 
 
 def state_not_ok(kind: str, state: str, cause: str = "", *, started_once: bool = False) -> str:

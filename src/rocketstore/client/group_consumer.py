@@ -36,7 +36,7 @@ from rocketstore.client.allocate import AllocateStrategy, allocate_averagely, ja
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, NoRouteError, logged, state_not_ok
+from rocketstore.client.errors import ClientError, NoRouteError, ServiceState, logged, state_not_ok
 from rocketstore.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -160,6 +160,10 @@ class GroupConsumer:
 
     #: what the heartbeat says this consumer is (a ConsumeType: PASSIVELY for push, ACTIVELY for pull)
     consume_type: ClassVar[str]
+    #: what this consumer is called in our words (``"push consumer"``) and in 4.9.3's state errors
+    #: (``"PushConsumer"``: "The PushConsumer service state not OK, ...")
+    what: ClassVar[str]
+    kind: ClassVar[str]
 
     def __init__(self, namesrv_addr: str | None, group: str, settings: GroupSettings,
                  credentials: SessionCredentials | None, tls: ClientTls = None) -> None:
@@ -203,6 +207,8 @@ class GroupConsumer:
         self._timestamp_ms = settings.consume_timestamp_ms
         self.started = False
         self.stopping = False
+        #: a start failed (a refused group, or joining it failed): for good START_FAILED (see service_state)
+        self.start_failed = False
         self.start_timestamp_ms = 0
         #: per-topic pull and consume figures (GET_CONSUMER_RUNNING_INFO)
         self.stats = ConsumeStats()
@@ -227,6 +233,22 @@ class GroupConsumer:
 
     # --- life cycle helpers --------------------------------------------------------------------------------
 
+    @property
+    def service_state(self) -> ServiceState:
+        """4.9.3's getServiceState: CREATE_JUST before :meth:`start`, RUNNING after it, SHUTDOWN_ALREADY once
+        shut down (from the moment the shutdown begins), START_FAILED after a start that failed (for good,
+        as in 4.9.3: a failed start already closed what it had opened)."""
+        if self.start_failed:
+            return ServiceState.START_FAILED
+        if self.stopping:
+            return ServiceState.SHUTDOWN_ALREADY
+        return ServiceState.RUNNING if self.started else ServiceState.CREATE_JUST
+
+    @property
+    def is_running(self) -> bool:
+        """:attr:`service_state` is RUNNING (4.9.3's LitePullConsumer.isRunning)."""
+        return self.service_state is ServiceState.RUNNING
+
     async def __aenter__(self) -> Self:
         await self.start()
         return self
@@ -234,19 +256,28 @@ class GroupConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def _mark_started(self, what: str, kind: str) -> None:
-        """*what* (``"push consumer"``) is started now: a second start raises, in the words of 4.9.3's start
-        of the *kind* (``"PushConsumer"``): "The PushConsumer service state not OK, maybe started once,
-        RUNNING" (SHUTDOWN_ALREADY once shut down)."""
-        if self.started:
-            state, cause = ("SHUTDOWN_ALREADY", f"the {what} is shut down") if self.stopping else \
-                ("RUNNING", f"the {what} is already started")
-            raise ClientError(state_not_ok(kind, state, cause, started_once=True))
+    def check_startable(self) -> None:
+        """ClientError unless a start may begin (CREATE_JUST), in the words of 4.9.3's start of the
+        :attr:`kind` (``"PushConsumer"``): "The PushConsumer service state not OK, maybe started once,
+        RUNNING" (SHUTDOWN_ALREADY once shut down, START_FAILED after a start that failed).  A blocking
+        wrapper asks it too: after a failed start its loop thread is gone."""
+        state = self.service_state
+        if state is not ServiceState.CREATE_JUST:
+            what = self.what
+            cause = {ServiceState.RUNNING: f"the {what} is already started",
+                     ServiceState.SHUTDOWN_ALREADY: f"the {what} is shut down",
+                     ServiceState.START_FAILED: f"the first start of the {what} failed"}[state]
+            raise ClientError(state_not_ok(self.kind, state, cause, started_once=True))
+
+    def _mark_started(self) -> None:
+        """The consumer is started now (see :meth:`check_startable`); its group is checked first."""
+        self.check_startable()
         # checkConfig's group checks: a bad name would otherwise fail every heartbeat in the background
         problem = group_problem(self.group)
         if problem is None and self.group == DEFAULT_CONSUMER_GROUP:
             problem = f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one."
         if problem is not None:
+            self.start_failed = True
             self.stopping = True  # it can never start (a blocking wrapper's loop thread goes too)
             raise ClientError(problem)
         self.started = True

@@ -182,6 +182,8 @@ class _QueueState:
 class LitePullConsumer(GroupConsumer):
     settings: LitePullConsumerSettings
     consume_type = ConsumeType.ACTIVELY
+    what = "lite pull consumer"
+    kind = "PullConsumer"
     orderly = False
 
     def __init__(self, namesrv_addr: str | None, group: str, settings: LitePullConsumerSettings | None = None, *,
@@ -211,7 +213,7 @@ class LitePullConsumer(GroupConsumer):
     # --- life cycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._mark_started("lite pull consumer", "PullConsumer")
+        self._mark_started()
         try:
             await self.offsets.load()
             if self._mode is _Mode.SUBSCRIBE:
@@ -224,6 +226,7 @@ class LitePullConsumer(GroupConsumer):
             for topic in self._queue_listeners:
                 self._known_queues[topic] = await self._fetch_queue_set(topic)
         except BaseException:  # nothing may stay open behind a failed start
+            self.start_failed = True  # START_FAILED for good, as 4.9.3's start leaves it
             self.stopping = True
             await self._stop_pulls()
             await self.consumer.close()

@@ -129,7 +129,10 @@ class LoopThread:
         """Run *client*'s start; if it failed (and so closed what it had opened: it cannot be started
         again), the loop thread goes too.  ``with`` does not call ``__exit__`` after a failed ``__enter__``:
         without this every failed ``with`` would leave a thread and its event loop running for good.  (A
-        second start of a running client raises without stopping anything.)"""
+        second start of a running client raises without stopping anything.)  A start after a failed one
+        raises the client's START_FAILED error here, the loop thread being gone with the first."""
+        if client.start_failed:
+            client.check_startable()
         try:
             self._call(client.start())
         except BaseException:

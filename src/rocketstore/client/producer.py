@@ -1,7 +1,9 @@
 """A minimal async producer: route from the name servers, round-robin over the publish queues, send
 (SEND_MESSAGE_V2) and send batches (SEND_BATCH_MESSAGE), with retries on another queue for retriable errors
 (none for a send to a chosen ``queue_id``, which may be any id the broker takes, as Java's send(msg, mq));
-oneway sends (no answer, no retry) and orderly sends (the queue chosen from a sharding key, never changed).
+oneway sends (no answer, no retry) and orderly sends (the queue chosen from a sharding key, never changed;
+oneway too, ``send_oneway_orderly``).  ``service_state`` / ``is_running`` tell where the producer is in its
+life (:class:`~rocketstore.client.errors.ServiceState`).
 
     async with Producer("127.0.0.1:9876", "my-group") as producer:
         result = await producer.send("TopicA", b"hello", tags="TagA", keys="order-1")
@@ -97,6 +99,7 @@ from rocketstore.client.errors import (
     MessageIllegalError,
     NoRouteError,
     SendCallTimeoutError,
+    ServiceState,
     broker_error_for,
     logged,
     send_failed,
@@ -674,6 +677,8 @@ class Producer:
         #: set when a route shows a master not heartbeated yet, and when the heartbeats stop
         self._due = asyncio.Event()
         self.started = False
+        #: start() failed (the group refused): a start again raises START_FAILED (see service_state)
+        self.start_failed = False
         #: no more heartbeats (close() began); sends are refused from then on
         self.closed = False
         self._shut_down = False
@@ -707,15 +712,46 @@ class Producer:
         nothing here waits for the network.  Optional: the first route a send reads starts the heartbeats
         of a producer not started.  ClientError once closed, and for a group name 4.9.3's
         Validators.checkGroup refuses (blank, over 255 characters, outside ``^[%|a-zA-Z0-9_-]+$``), which
-        every send refuses too."""
-        if self.closed:  # DefaultMQProducerImpl.start's words for a producer shut down
-            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed",
-                                           started_once=True))
-        self._check_group()
+        every send refuses too; a start after that one raises 4.9.3's "The producer service state not OK,
+        maybe started once, START_FAILED"."""
+        self.check_startable()
         if self.started:
             return
+        try:
+            self._check_group()
+        except ClientError:
+            self.start_failed = True  # never again: 4.9.3 leaves such a producer START_FAILED for good
+            raise
         self.started = True
         self._start_heartbeats()
+
+    def check_startable(self) -> None:
+        """ClientError in DefaultMQProducerImpl.start's words ("The producer service state not OK, maybe
+        started once, SHUTDOWN_ALREADY") once closed or after a failed start (START_FAILED).  A second start
+        of a running producer is let through (it does nothing), unlike 4.9.3's: a send starts the
+        heartbeats of a producer never started, so callers may not know whether it was."""
+        state = self.service_state
+        if state in (ServiceState.SHUTDOWN_ALREADY, ServiceState.START_FAILED):
+            cause = "the producer is closed" if state is ServiceState.SHUTDOWN_ALREADY else \
+                "the first start of the producer failed"
+            raise ClientError(state_not_ok("producer", state, cause, started_once=True))
+
+    @property
+    def service_state(self) -> ServiceState:
+        """4.9.3's getServiceState: CREATE_JUST until :meth:`start` (sends work then too, as the module's
+        docstring says), RUNNING after it, SHUTDOWN_ALREADY once closed, START_FAILED after a start that
+        failed (for good: closing it does not change it, as in 4.9.3)."""
+        if self.start_failed:
+            return ServiceState.START_FAILED
+        if self.closed:
+            return ServiceState.SHUTDOWN_ALREADY
+        return ServiceState.RUNNING if self.started else ServiceState.CREATE_JUST
+
+    @property
+    def is_running(self) -> bool:
+        """Started and not closed (:attr:`service_state` RUNNING; 4.9.3's isRunning of its lite pull
+        consumer, which every client here has)."""
+        return self.service_state is ServiceState.RUNNING
 
     async def stop_heartbeats(self) -> None:
         """No more heartbeats (the first step of closing; what the producer still has in flight may finish
@@ -1045,16 +1081,22 @@ class Producer:
         # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
         return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
 
-    async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
-                            keys: str | list[str] | None, properties: dict[str, str] | None,
-                            selector: QueueSelector, began_ms: list[int] | None = None, *,
-                            timeout_s: float | None = None) -> SendResult:
-        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
-        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
-        retry_fields = _retry_header_fields(topic, message.properties)
-        uniq = message.uniq_key()
-        props = message.property_map(uniq)
-        _check_properties(props)
+    async def send_oneway_orderly(self, topic: str, body: bytes, sharding_key: object, *,
+                                  tags: str | None = None, keys: str | list[str] | None = None,
+                                  properties: dict[str, str] | None = None,
+                                  selector: QueueSelector = hash_queue_selector) -> None:
+        """:meth:`send_oneway` to the queue *selector* picks for *sharding_key*, as :meth:`send_orderly` picks
+        it (Java's sendOneway(msg, selector, arg)): refused, with no route or a failing selector, in
+        send_orderly's words; a failed write raises as it is (no retry, no "Send [1] times")."""
+        self._check(topic, body)
+        _, _, mq = await self._selected_queue(topic, sharding_key, selector)
+        await self.send_oneway(topic, body, tags=tags, keys=keys, properties=properties, message_queue=mq)
+
+    async def _selected_queue(self, topic: str, sharding_key: object, selector: QueueSelector
+                              ) -> tuple[TopicRouteData, bool, MessageQueue]:
+        """The publish route of *topic*, whether the name servers know it (see RouteCache.publish_route),
+        and the queue *selector* picks among its publish queues for *sharding_key*; NoRouteError and the
+        selector's failures in 4.9.3's sendSelectImpl's words."""
         try:
             route, known = await self.routes.publish_route(topic)
         except NoRouteError as exc:  # in sendSelectImpl's words, not sendDefaultImpl's
@@ -1068,6 +1110,19 @@ class Producer:
             raise ClientError(f"select message queue threw exception: {type(exc).__name__}: {exc}") from exc
         if not isinstance(mq, MessageQueue):
             raise ClientError(f"select message queue return {'null' if mq is None else repr(mq)}.")
+        return route, known, mq
+
+    async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
+                            keys: str | list[str] | None, properties: dict[str, str] | None,
+                            selector: QueueSelector, began_ms: list[int] | None = None, *,
+                            timeout_s: float | None = None) -> SendResult:
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
+        retry_fields = _retry_header_fields(topic, message.properties)
+        uniq = message.uniq_key()
+        props = message.property_map(uniq)
+        _check_properties(props)
+        route, known, mq = await self._selected_queue(topic, sharding_key, selector)
         header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag, sys_flag)
         ext = header.to_ext_fields_v2()
         ext.update(retry_fields or {})

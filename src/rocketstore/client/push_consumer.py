@@ -183,6 +183,8 @@ class PushConsumerSettings(GroupSettings):
 class PushConsumer(GroupConsumer):
     settings: PushConsumerSettings
     consume_type = ConsumeType.PASSIVELY
+    what = "push consumer"
+    kind = "PushConsumer"
 
     def __init__(self, namesrv_addr: str | None, group: str, subscriptions: Mapping[str, str | MessageSelector],
                  handler: MessageHandler,
@@ -241,11 +243,12 @@ class PushConsumer(GroupConsumer):
     # --- life cycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._mark_started("push consumer", "PushConsumer")
+        self._mark_started()
         try:
             await self.offsets.load()
             await self._join_group()
         except BaseException:  # nothing may stay open behind a failed start (async with never exits)
+            self.start_failed = True  # START_FAILED for good, as 4.9.3's start leaves it
             self.stopping = True
             await self._stop_queues()
             if self.trace is not None:

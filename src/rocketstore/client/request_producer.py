@@ -58,7 +58,13 @@ from rocketstore.client.errors import (
     SendFailedError,
     state_not_ok,
 )
-from rocketstore.client.producer import Producer, SendResult, send_call_timeout
+from rocketstore.client.producer import (
+    Producer,
+    QueueSelector,
+    SendResult,
+    hash_queue_selector,
+    send_call_timeout,
+)
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import LoopBoundError, RemotingError
@@ -250,6 +256,25 @@ class RequestProducer(ServedProducer):
             self._waiting.pop(correlation_id, None)
             with _waiting_lock:
                 _waiting.pop(correlation_id, None)
+
+    async def request_orderly(self, topic: str, body: bytes, sharding_key: object, *, timeout_s: float = 3.0,
+                              tags: str | None = None, keys: str | list[str] | None = None,
+                              properties: dict[str, str] | None = None,
+                              selector: QueueSelector = hash_queue_selector) -> ReplyMessage:
+        """:meth:`request` sent to the queue *selector* picks for *sharding_key*, as
+        :meth:`Producer.send_orderly` picks it (Java's request(msg, selector, arg, timeout)); the route
+        look-up and the selector count against *timeout_s*, and the send goes on as a request to that
+        *message_queue*.  No route or a failing selector: send_orderly's errors."""
+        if timeout_s <= 0:
+            raise ValueError("a request needs a positive timeout")
+        deadline = time.monotonic() + timeout_s
+        self._check(topic, body)
+        _, _, mq = await self._selected_queue(topic, sharding_key, selector)
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:  # the look-up took it all: sendSelectImpl's call timeout, nothing sent
+            raise SendCallTimeoutError("sendSelectImpl call timeout")
+        return await self.request(topic, body, timeout_s=left_s, tags=tags, keys=keys, properties=properties,
+                                  message_queue=mq)
 
     @staticmethod
     def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
