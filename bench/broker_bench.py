@@ -278,10 +278,19 @@ def _body(body_bytes: int) -> bytes:
 
 
 def _event_loop_used() -> str:
-    """Which loop ``rocketstore serve`` and our client run on here: uvloop when installed (the product's
-    optional speed-up, rocketstore[fast]; the bench extra installs it), else the standard asyncio loop."""
-    if not uvloop_available():
-        return "asyncio (uvloop not installed)"
+    """Which loop ``rocketstore serve`` and our client run on here: the kind the product's new_event_loop
+    makes (uvloop when installed, the product's optional speed-up rocketstore[fast] that the bench extra
+    installs, unless $ROCKETSTORE_EVENT_LOOP says otherwise; the test suite pins asyncio), asked, not assumed."""
+    from rocketstore.remoting.transport import EVENT_LOOP_ENV, new_event_loop
+
+    loop = new_event_loop()
+    try:
+        on_uvloop = type(loop).__module__.startswith("uvloop")
+    finally:
+        loop.close()
+    if not on_uvloop:
+        chosen = os.environ.get(EVENT_LOOP_ENV)
+        return f"asyncio ({EVENT_LOOP_ENV}={chosen})" if chosen else "asyncio (uvloop not installed)"
     from importlib import metadata
 
     return f"uvloop {metadata.version('uvloop')} (rocketstore[fast], installed by the bench extra)"
