@@ -7,7 +7,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from local_cluster import LocalCluster, send_bodies

@@ -6,7 +6,6 @@ every 200 ms."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from pathlib import Path
