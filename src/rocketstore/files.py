@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["path_lock", "write_text_atomically"]
+__all__ = ["make_directories", "path_lock", "sync_directory", "write_text_atomically"]
 
 #: one write of a file at a time: two threads writing the same file share ``<path>.tmp``, and one's rename
 #: would take the other's half-written file.  Per file, not one lock for all (4.9.3's MixAll.string2File is
@@ -48,9 +49,42 @@ def write_text_atomically(path: str, text: str) -> None:
         _write_text_atomically(path, text)
 
 
+def sync_directory(path: str) -> None:
+    """fsync a directory, so the names created in it (or removed) outlast a power loss.  EINVAL is a file
+    system that cannot sync a directory (nothing more to do there); any other error (EIO, ENOSPC) means the
+    change may not be durable, and is raised: a caller told a write succeeded would not write it again.
+    (The one definition: the store's segments and queues and every layer's config files use it.)"""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
+
+
+def make_directories(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)`` whose new directories outlast a power loss: the parent of each
+    one made is synced (a file synced into a directory whose own entry was lost is lost with it: ``config/``
+    in a store root, a queue's first segment).  Only an isdir when *path* exists (every segment creation and
+    config rewrite calls it)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    make_directories(parent)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+        return  # made meanwhile (by another writer, another queue's first segment), which syncs the parent
+    sync_directory(parent)
+
+
 def _write_text_atomically(path: str, text: str) -> None:
     directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
+    make_directories(directory)
     data = text.encode("utf-8")
     tmp = path + ".tmp"
     try:
@@ -64,16 +98,7 @@ def _write_text_atomically(path: str, text: str) -> None:
         # a full disk (ENOSPC) fails the write part way: the partial file would hold space the store needs
         _unlink_quietly(tmp)
         raise
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    sync_directory(directory)  # the rename (and the .bak's) is durable only now
 
 
 def _keep_previous(path: str) -> None:

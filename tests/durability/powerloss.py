@@ -94,9 +94,10 @@ class SyncRecorder(PowerLossRecorder):
     in a directory not synced since (the abort marker) and brings back, with its durable content, a file
     deleted from one (a segment an open deleted), or from a directory removed from one (a dropped queue).
 
-    *entries_need_sync*: every file and directory (but the lock, the abort marker and config/, judged as
-    above) is dropped whose name its directory did not hold at its last sync (or ``seed``); a directory
-    never synced keeps nothing: a segment created under one vanishes, data and all."""
+    *entries_need_sync*: every file and directory (but the lock and the abort marker, judged as above) is
+    dropped whose name its directory did not hold at its last sync (or ``seed``); a directory never synced
+    keeps nothing: a segment created under one vanishes, data and all, as does a config file written into
+    a new config/ whose own entry the store root was not synced with."""
 
     def __init__(self, *, entries_need_sync: bool = False) -> None:
         super().__init__()
@@ -129,7 +130,11 @@ class SyncRecorder(PowerLossRecorder):
                         if os.path.relpath(known, root).split(os.sep)[0] not in names:
                             del recorder.durable[known]
             elif os.path.isfile(path):
-                recorder.durable[os.path.realpath(path)] = os.pread(fd, os.fstat(fd).st_size, 0)
+                try:
+                    content = os.pread(fd, os.fstat(fd).st_size, 0)
+                except OSError:  # opened write-only (a config file's .tmp): its name reads the same bytes
+                    content = Path(path).read_bytes()
+                recorder.durable[os.path.realpath(path)] = content
 
         def fdatasync(fd: int) -> None:
             real_fdatasync(fd)
@@ -167,7 +172,7 @@ class SyncRecorder(PowerLossRecorder):
                 if not exempt and name not in durable:
                     os.unlink(os.path.join(directory, name))  # created, its directory never synced since
             for name in list(names):
-                if not (rel == "." and name == "config") and name not in durable:
+                if name not in durable:
                     shutil.rmtree(os.path.join(directory, name))  # with everything in it
                     names.remove(name)
 

@@ -15,6 +15,8 @@ import logging
 import os
 import struct
 
+from rocketstore.store.mapped_file import sync_directory
+
 __all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_LAYOUT", "Checkpoint"]
 
 CHECKPOINT_LAYOUT = struct.Struct(">qqq")
@@ -30,7 +32,11 @@ class Checkpoint:
         self.physic_msg_timestamp = 0
         self.logics_msg_timestamp = 0
         self.index_msg_timestamp = 0
-        if os.path.exists(path):
+        #: the file's name is in its synced directory (it was there at the open, or a flush synced the store
+        #: root once after creating it): lost with its entry at a power loss, the checkpoint would send
+        #: recovery over the whole commitlog and drop every index file for a rebuild
+        self._entry_durable = os.path.exists(path)
+        if self._entry_durable:
             with open(path, "rb") as fh:
                 head = fh.read(CHECKPOINT_LAYOUT.size)
             if len(head) == CHECKPOINT_LAYOUT.size:
@@ -62,6 +68,9 @@ class Checkpoint:
         try:
             os.pwrite(fd, page, 0)
             os.fdatasync(fd)
+            if not self._entry_durable:
+                sync_directory(os.path.dirname(os.path.abspath(self.path)))
+                self._entry_durable = True
         except OSError as exc:
             # A full disk fails the first write of the file (its page is not allocated yet): the checkpoint
             # only shortens abnormal recovery's walk (missing or older, recovery walks more, loses nothing),

@@ -615,10 +615,14 @@ class IndexService:
     def truncate_past(self, commit_log_offset: int) -> None:
         """After the commitlog lost its tail: drop files whose entries begin past it."""
         keep = [f for f in self.files if not (f.begin_phy_offset >= commit_log_offset and f.index_count > 1)]
-        for f in self.files:
-            if f not in keep:
-                f.destroy()
+        gone = [f for f in self.files if f not in keep]
+        for f in gone:
+            f.destroy()
         self.files = keep
+        if gone and self.writable:
+            # once a recovery: brought back by a power loss, a file would answer key queries with offsets
+            # past the cut, which new records come to hold
+            sync_directory(self.directory)
 
     def flush(self) -> None:
         for f in self.files:

@@ -22,6 +22,7 @@ import struct
 import time
 
 from rocketstore.errors import StoreError
+from rocketstore.files import make_directories, sync_directory
 
 try:
     import fcntl
@@ -113,35 +114,6 @@ def _read_into_null(fd: int, start: int, stop: int) -> int:
             break
         done += n
     return done
-
-
-def sync_directory(path: str) -> None:
-    """fsync a directory: a file created in it, or deleted, stays so after a power loss."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:  # a file system that cannot sync a directory: nothing to do
-            raise
-    finally:
-        os.close(fd)
-
-
-def make_directories(path: str) -> None:
-    """``os.makedirs(path, exist_ok=True)`` whose new directories survive a power loss: the parent of each
-    one created is synced (a segment synced into a directory whose own entry was lost is lost with it).
-    Nothing but an isdir when *path* exists (a segment creation calls it every time)."""
-    if os.path.isdir(path):
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    make_directories(parent)
-    try:
-        os.mkdir(path)
-    except FileExistsError:
-        if not os.path.isdir(path):
-            raise
-        return  # made meanwhile (another queue's first segment): its maker syncs the parent
-    sync_directory(parent)
 
 
 def segment_name(start_offset: int) -> str:

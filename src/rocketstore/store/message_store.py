@@ -42,6 +42,7 @@ from rocketstore.errors import (
     StoreConfigError,
     TooManyOpenFilesError,
 )
+from rocketstore.files import make_directories
 from rocketstore.message.arguments import int_argument
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.batch_draft import BatchDraft
@@ -137,12 +138,14 @@ def _bad_flush_mode(flush: object) -> ValueError:
 
 
 def _make_store_dir(key: str, path: str) -> None:
-    """``os.makedirs(path, exist_ok=True)``; a file where the directory (or one above it) should be is a
-    StoreConfigError naming the setting, as a read-only open says it, not a bare FileExistsError."""
+    """``os.makedirs(path, exist_ok=True)``, each directory it makes synced into its parent (a new store's
+    root lost at a power loss takes its synced records with it); a file where the directory (or one above
+    it) should be is a StoreConfigError naming the setting, as a read-only open says it, not a bare
+    FileExistsError."""
     if not path:  # (os.makedirs("") is a FileNotFoundError naming no file)
         raise StoreConfigError(f"{key} is empty")
     try:
-        os.makedirs(path, exist_ok=True)
+        make_directories(path)
     except (FileExistsError, NotADirectoryError) as exc:
         raise StoreConfigError(f"{key} {path} is not a directory ({exc.strerror})") from exc
 

@@ -42,7 +42,7 @@ from rocketstore.store.checkpoint import CHECKPOINT_BYTES, CHECKPOINT_LAYOUT
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, PRE_BLANK_SIZE
 from rocketstore.store.index_file import INDEX_ENTRY, INDEX_HEADER
-from rocketstore.store.mapped_file import segment_name
+from rocketstore.store.mapped_file import make_directories, segment_name, sync_directory
 from rocketstore.store.rebuild_scan import RangeFacts, ScanRange, TagsRule, scan_range
 
 __all__ = ["DEFAULT_RANGE_BYTES", "RebuildPlan", "RebuildReport", "plan_rebuild", "rebuild_store", "scan_serial"]
@@ -425,14 +425,6 @@ def _lock_store(root: str) -> int:
     return fd
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _assemble(plan: RebuildPlan, facts: list[RangeFacts], skip_bad: bool,
               report: RebuildReport) -> list[RangeFacts]:
     segments = _segments(plan, facts)
@@ -496,7 +488,7 @@ def rebuild_store(plan: RebuildPlan, scan: ScanFn, *, output_dir: str | None = N
                 raise StoreError("internal: records past the valid end")
         for offset, reason in (u for f in parts for u in f.undecodable):
             report.warnings.append(f"record at commitlog offset {offset} is not dispatched: {reason}")
-        os.makedirs(target, exist_ok=True)
+        make_directories(target)  # (its entry synced into its parent: an output_dir outlasts a power loss)
         report.record_count = len(facts.offset)
         index_ts = 0
         # the index on a second thread, beside the consume queues: both are mostly numpy sorts and file
@@ -519,12 +511,12 @@ def rebuild_store(plan: RebuildPlan, scan: ScanFn, *, output_dir: str | None = N
             d = os.path.join(target, sub)
             if os.path.isdir(d):
                 for dirpath, _, _ in os.walk(d):
-                    _fsync_dir(dirpath)
+                    sync_directory(dirpath)
         if in_place:
             _install(root, target, bytes(page))
         else:
             _allocate_and_write(os.path.join(target, "checkpoint"), CHECKPOINT_BYTES, [(0, bytes(page))])
-            _fsync_dir(target)
+            sync_directory(target)
     finally:
         if lock_fd >= 0:
             os.close(lock_fd)
@@ -546,7 +538,11 @@ def _install(root: str, staged: str, checkpoint_page: bytes) -> None:
     tmp = os.path.join(staged, "checkpoint")
     _allocate_and_write(tmp, CHECKPOINT_BYTES, [(0, checkpoint_page)])
     os.replace(tmp, os.path.join(root, "checkpoint"))
-    _fsync_dir(root)
+    sync_directory(root)
     for name in ("consumequeue", "index"):
         shutil.rmtree(os.path.join(root, f".rebuild-old-{name}"), ignore_errors=True)
     shutil.rmtree(staged, ignore_errors=True)
+    # the removals synced too: brought back by a power loss, the old copies (as big as the new ones) and
+    # the staging directory, which no open reads and only another in-place rebuild of this process id
+    # would remove, would hold their disk space for good
+    sync_directory(root)

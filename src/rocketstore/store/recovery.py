@@ -564,11 +564,10 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     max_phy_in_queues = queues.max_physic_offset()
     files = commitlog.files.files
     if not files:
-        dropped = 0
-        for cq in list(queues):
-            dropped += cq.max_offset - cq.first_queue_offset_on_disk
-            cq.destroy()
-        queues.queues = {}
+        dropped = sum(cq.max_offset - cq.first_queue_offset_on_disk for cq in queues)
+        # drop syncs the directories it empties: queues a power loss brought back would point into the
+        # commitlog the next records are written to
+        queues.drop(list(queues.queues))
         return RecoveryReport(abnormal, 0, 0, 0, 0, None, dropped)
     if not abnormal:
         start = max(0, len(files) - 3)
