@@ -68,9 +68,6 @@ class Checkpoint:
         try:
             os.pwrite(fd, page, 0)
             os.fdatasync(fd)
-            if not self._entry_durable:
-                sync_directory(os.path.dirname(os.path.abspath(self.path)))
-                self._entry_durable = True
         except OSError as exc:
             # A full disk fails the first write of the file (its page is not allocated yet): the checkpoint
             # only shortens abnormal recovery's walk (missing or older, recovery walks more, loses nothing),
@@ -78,5 +75,16 @@ class Checkpoint:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
             log.warning("cannot write the checkpoint %s: %s", self.path, exc)
+            return
         finally:
             os.close(fd)
+        if not self._entry_durable:  # (after the close: the sync needs a descriptor of its own)
+            try:
+                sync_directory(os.path.dirname(os.path.abspath(self.path)))
+            except OSError as exc:
+                # as above (out of descriptors, a full disk): the next flush syncs it
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT):
+                    raise
+                log.warning("cannot sync the directory of the checkpoint %s: %s", self.path, exc)
+                return
+            self._entry_durable = True
