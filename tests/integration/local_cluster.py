@@ -104,7 +104,10 @@ async def acl_send_status(producer: Producer, topic: str = "EditedTopic") -> str
 class LocalCluster:
     def __init__(self, store_dir: Path | str, *, broker_name: str = "broker-a", timeout_s: float = 20.0,
                  store_overrides: dict[str, Any] | None = None, tls: TlsConfig | None = None,
-                 **broker_overrides: Any) -> None:
+                 namesrv_count: int = 1, **broker_overrides: Any) -> None:
+        """*namesrv_count*: name servers the broker registers with (``namesrvs``; ``namesrv`` is the first)."""
+        self.namesrv_count = namesrv_count
+        self.namesrvs: list[NameServer] = []
         self.store_dir = str(store_dir)
         self.broker_name = broker_name
         self.timeout_s = timeout_s
@@ -129,9 +132,13 @@ class LocalCluster:
         self.close()
 
     async def _start(self) -> None:
-        self.namesrv = NameServer(tls=self.tls)
-        await self.namesrv.start("127.0.0.1", 0)
-        config = BrokerConfig(broker_name=self.broker_name, namesrv_addr=self.namesrv.address, listen_port=0,
+        for _ in range(self.namesrv_count):
+            namesrv = NameServer(tls=self.tls)
+            self.namesrvs.append(namesrv)
+            await namesrv.start("127.0.0.1", 0)
+        self.namesrv = self.namesrvs[0]
+        config = BrokerConfig(broker_name=self.broker_name, listen_port=0,
+                              namesrv_addr=";".join(n.address for n in self.namesrvs),
                               listen_host="127.0.0.1", broker_ip1="127.0.0.1", **self.broker_overrides)
         self.broker = Broker(config, StoreConfig(store_path_root_dir=self.store_dir, **self.store_overrides),
                              tls=self.tls)
@@ -246,7 +253,9 @@ class LocalCluster:
 
     async def _close(self) -> None:
         await self.broker.close()
-        await self.namesrv.close()
+        await self.namesrv.close()  # (a test may have put a restarted one there)
+        for namesrv in self.namesrvs[1:]:
+            await namesrv.close()
 
     def _stop_loop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -172,6 +172,12 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
     async def close(self) -> None:
         await self.pool.close()
 
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """Ask the name servers of *namesrv_addr* (``host:port[;host:port]``) from now on, for routes and for
+        the requests made to every name server (4.9.3's setNamesrvAddr of a DefaultMQAdminExt)."""
+        if self.routes.update_namesrv_addrs(namesrv_addr):
+            self.namesrv_addrs = self.routes.namesrv_addrs
+
     # --- plumbing ----------------------------------------------------------------------------------------
 
     async def _call(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"",

@@ -74,10 +74,23 @@ class _BlockingClient(LoopThread):
     def client_id(self) -> str:
         return self.producer.client_id
 
+    @property
+    def service_state(self) -> ServiceState:
+        """:attr:`Producer.service_state` (CREATE_JUST, RUNNING, SHUTDOWN_ALREADY, START_FAILED)."""
+        return self.producer.service_state
+
+    @property
+    def is_running(self) -> bool:
+        """:attr:`Producer.is_running`: started and not shut down."""
+        return self.producer.is_running
+
     def start(self) -> None:
         """Start the heartbeats (optional: the first send starts them).  A producer that cannot start (its
         group refused, or shut down) closes and its loop thread goes: ``with`` calls no ``__exit__`` after
-        a failed ``__enter__``."""
+        a failed ``__enter__``; a start after that raises the producer's START_FAILED error, as its start
+        does."""
+        if self.producer.start_failed:
+            self.producer.check_startable()
         try:
             self._call(self.producer.start())
         except ClientError:
@@ -113,23 +126,6 @@ class BlockingProducer(_BlockingClient):
     @staticmethod
     def _new_producer(namesrv_addr: str | None, group: str, options: dict[str, Any]) -> Producer:
         return Producer(namesrv_addr, group, **options)
-
-    def start(self) -> None:
-        """As the base's; after a failed start (its loop thread gone with it) the producer's START_FAILED
-        error, as :meth:`Producer.start` raises it."""
-        if self.producer.start_failed:
-            self.producer.check_startable()
-        super().start()
-
-    @property
-    def service_state(self) -> ServiceState:
-        """:attr:`Producer.service_state` (CREATE_JUST, RUNNING, SHUTDOWN_ALREADY, START_FAILED)."""
-        return self.producer.service_state
-
-    @property
-    def is_running(self) -> bool:
-        """:attr:`Producer.is_running`: started and not shut down."""
-        return self.producer.is_running
 
     def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
              properties: dict[str, str] | None = None, queue_id: int | None = None,

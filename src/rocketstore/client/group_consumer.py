@@ -249,6 +249,13 @@ class GroupConsumer:
         """:attr:`service_state` is RUNNING (4.9.3's LitePullConsumer.isRunning)."""
         return self.service_state is ServiceState.RUNNING
 
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """Ask the name servers of *namesrv_addr* (``host:port[;host:port]``, as the constructor's) from now
+        on: 4.9.3's setNamesrvAddr on a running client (see :meth:`RouteCache.update_namesrv_addrs`; an
+        empty one is ignored).  On the consumer's loop, or before it has one."""
+        if self.consumer.routes.update_namesrv_addrs(namesrv_addr):
+            self.namesrv_addr = ";".join(self.consumer.routes.namesrv_addrs)  # what running_info reports
+
     async def __aenter__(self) -> Self:
         await self.start()
         return self

@@ -92,6 +92,11 @@ class LoopThread:
 
         return self._call(run())
 
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """The client's update_namesrv_addr (``host:port[;host:port]``), run on its loop."""
+        client = getattr(self, self.client_attribute)
+        self._call_sync(lambda: client.update_namesrv_addr(namesrv_addr))
+
     def _stop(self, client_stop: Callable[[], Coroutine[Any, Any, None]], on_own_thread: bool) -> None:
         """Shut the client down (*client_stop*) and end the loop thread; any thread, any number of
         times.  From the client's own threads (a consumer's handler, which shutdown would wait for, or the

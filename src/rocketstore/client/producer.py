@@ -753,6 +753,15 @@ class Producer:
         consumer, which every client here has)."""
         return self.service_state is ServiceState.RUNNING
 
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """Ask the name servers of *namesrv_addr* (``host:port[;host:port]``, as the constructor's) from now
+        on, its trace producer's too: 4.9.3's setNamesrvAddr on a running client (see
+        :meth:`RouteCache.update_namesrv_addrs`; an empty one is ignored).  On the producer's loop, or
+        before it has one."""
+        self.routes.update_namesrv_addrs(namesrv_addr)
+        if self.trace is not None:
+            self.trace.dispatcher.producer.update_namesrv_addr(namesrv_addr)
+
     async def stop_heartbeats(self) -> None:
         """No more heartbeats (the first step of closing; what the producer still has in flight may finish
         before :meth:`close`)."""
@@ -881,8 +890,7 @@ class Producer:
             self._due.clear()
             if time.monotonic() >= next_round:
                 next_round = time.monotonic() + self.heartbeat_interval_s
-                for topic in sorted(self._topics):
-                    await self.periodically(f"route of {topic}", self._refresh_route(topic))
+                await self._refresh_routes()
                 await self._forget_offline_brokers()
                 for addr in sorted(set(self._brokers.values())):
                     await self.periodically(f"heartbeat to {addr}", self._heartbeat(addr))
@@ -908,6 +916,16 @@ class Producer:
             self._heartbeated.pop(addr, None)
             self._connections.pop(addr, None)
             await self.pool.discard(addr)
+
+    async def _refresh_routes(self) -> None:
+        """Re-read the routes of the topics seen, one after another, until a look-up finds no name server
+        answering: the others keep their routes until the next round.  A name server that accepts and never
+        answers makes each look-up wait mq_client_api_timeout_s; asking on would hold the round's heartbeats
+        back by that once per topic, and a broker drops a client not heartbeated for 120 s."""
+        for topic in sorted(self._topics):
+            await self.periodically(f"route of {topic}", self._refresh_route(topic))
+            if self.routes.unanswered:
+                break
 
     async def _refresh_route(self, topic: str) -> None:
         route, _ = await self.routes.publish_route(topic, refresh=True)

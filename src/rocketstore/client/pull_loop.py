@@ -11,8 +11,9 @@ with pulled messages is the owner's ``consumption.dispatch``, whether pulling wa
 ``pull_held_back``, and what an empty pull or an illegal offset does to the offsets is its
 ``caught_up`` / ``offset_moved``.
 
-A pulled message whose compressed body does not inflate (``PullResult.undecodable``) is skipped: the
-messages after it are handed over, the offset moves past it, and it is logged at ERROR naming topic, queue
+A pulled message that cannot be handed over as sent (``PullResult.undecodable``: its compressed body does
+not inflate, its body fails its CRC, or its record does not decode) is skipped: the messages after it are
+handed over, the offset moves past it, and it is logged at ERROR naming topic, queue
 id, queue offset and msgId (of a run of them in a row, the first and every 1000th: a queue of thousands of
 bad messages logs a few lines, not thousands).  4.9.3 drops it and the rest of its pull without a word.
 
@@ -134,7 +135,7 @@ def _skip_undecodable(pq: ProcessQueue, undecodable: tuple[UndecodableMessage, .
     for bad in undecodable:
         log.log(skips.failed(logging.ERROR), "skipping %s (%d undecodable in a row)", bad.describe(),
                 skips.count)
-    pq.passed(undecodable[-1].message.queue_offset)
+    pq.passed(undecodable[-1].queue_offset)
 
 
 async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:

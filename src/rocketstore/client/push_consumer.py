@@ -240,6 +240,12 @@ class PushConsumer(GroupConsumer):
     def _handler_thread_started(self) -> None:
         self.handler_threads.add(threading.get_ident())
 
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """As :meth:`GroupConsumer.update_namesrv_addr`; the trace producer follows."""
+        super().update_namesrv_addr(namesrv_addr)
+        if self.trace is not None:
+            self.trace.producer.update_namesrv_addr(namesrv_addr)
+
     # --- life cycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rocketstore.client.errors import FAQ_SUFFIX, NoRouteError, broker_error_for
+from rocketstore.client.errors import FAQ_SUFFIX, BrokerError, NoRouteError, broker_error_for
 from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -27,7 +27,7 @@ from rocketstore.remoting.headers import GetRouteInfoRequestHeader
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "NAMESRV_ADDR_ENV", "MessageQueue", "RouteCache",
-           "check", "namesrv_addr_or_env"]
+           "check", "namesrv_addr_or_env", "namesrv_addr_list"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,13 @@ def namesrv_addr_or_env(namesrv_addr: str | None) -> str:
     NameServerAddressUtils.getNameServerAddresses; there is no Java system property rocketmq.namesrv.addr
     here).  An address given, even "", is used as given."""
     return os.environ.get(NAMESRV_ADDR_ENV, "") if namesrv_addr is None else namesrv_addr
+
+
+def namesrv_addr_list(namesrv_addr: str | list[str]) -> list[str]:
+    """The addresses of ``host:port[;host:port]`` (or of a list of them), in order, without blanks or
+    repeats: what :meth:`RouteCache.update_namesrv_addrs` takes."""
+    parts = namesrv_addr.split(";") if isinstance(namesrv_addr, str) else namesrv_addr
+    return list(dict.fromkeys(a.strip() for a in parts if a.strip()))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -81,6 +88,29 @@ class RouteCache:
         self._namesrv_connection: Connection | None = None
         #: the client's tasks that re-read its topics' routes in the background (see refreshed_by)
         self._refreshers: list[asyncio.Task[None]] = []
+        #: the last look-up found no route because a name server it ended on did not answer (unreachable, or
+        #: timed out): a round of look-ups stops there rather than wait that once per topic (see the
+        #: Producer's heartbeat rounds)
+        self.unanswered = False
+
+    def update_namesrv_addrs(self, namesrv_addr: str | list[str]) -> bool:
+        """Ask the name servers of *namesrv_addr* (``host:port[;host:port]``) from the next look-up on, as
+        4.9.3's updateNameServerAddressList (a client's setNamesrvAddr, its fetchNameServerAddr task): the
+        chosen one stays chosen while it is listed; otherwise its connection is left and one of the new list,
+        picked at random, is asked first.  An empty list, or the same addresses, change nothing (False).
+        The cached routes stay: they are the brokers', whichever name server told them."""
+        addrs = namesrv_addr_list(namesrv_addr)
+        if not addrs or set(addrs) == set(self.namesrv_addrs):
+            return False
+        log.info("name server addresses updated: %s (were %s)", ";".join(addrs), ";".join(self.namesrv_addrs))
+        chosen = self.namesrv_addrs[self._namesrv_index]
+        self.namesrv_addrs = addrs  # a new list: a look-up under way goes on over the one it began with
+        if chosen in addrs:
+            self._namesrv_index = addrs.index(chosen)
+        else:
+            self._namesrv_index = random.randrange(len(addrs))
+            self._namesrv_connection = None
+        return True
 
     def refreshed_by(self, task: asyncio.Task[None]) -> None:
         """*task* re-reads the routes of the topics its client uses, in the background and on its own
@@ -124,14 +154,16 @@ class RouteCache:
         the next, as 4.9.3 moves on from a name server channel that is no longer open."""
         request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                           GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
-        count = len(self.namesrv_addrs)
+        addrs = self.namesrv_addrs
+        count = len(addrs)
         if self._namesrv_connection is not None and self._namesrv_connection.is_closed:
             self._namesrv_connection = None
             self._namesrv_index = (self._namesrv_index + 1) % count
+        first = self._namesrv_index
         last_error: Exception | None = None
         for step in range(count):
-            index = (self._namesrv_index + step) % count
-            addr = self.namesrv_addrs[index]
+            index = (first + step) % count
+            addr = addrs[index]
             try:
                 connection = await self.pool.get(addr)
                 response = await connection.request(request, self.timeout_s)
@@ -140,12 +172,15 @@ class RouteCache:
             except RemotingError as exc:
                 last_error = exc
                 continue
-            self._namesrv_index, self._namesrv_connection = index, connection
+            self.unanswered = False
+            if addrs is self.namesrv_addrs:  # (not if the list was updated meanwhile: see update_namesrv_addrs)
+                self._namesrv_index, self._namesrv_connection = index, connection
             if response.code == ResponseCode.SUCCESS:
                 return TopicRouteData.decode(response.body)
             if response.code == ResponseCode.TOPIC_NOT_EXIST:
                 return None
             last_error = broker_error_for(response.code, response.remark)
+        self.unanswered = not isinstance(last_error, BrokerError)
         raise NoRouteError(topic, str(last_error))
 
     async def route(self, topic: str, *, refresh: bool = False, keep_known: bool = False) -> TopicRouteData:

@@ -51,7 +51,7 @@ from typing import Any, Self
 
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, state_not_ok
+from rocketstore.client.errors import ClientError, ServiceState, state_not_ok
 from rocketstore.client.producer import DEFAULT_PRODUCER_GROUP, OutgoingMessage, Producer, SendResult
 from rocketstore.client.request_producer import deliver_reply
 from rocketstore.client.route import MessageQueue, RouteCache
@@ -264,6 +264,29 @@ class TransactionProducer:
         return self._sender.closed
 
     @property
+    def start_failed(self) -> bool:
+        return self._sender.start_failed
+
+    @property
+    def service_state(self) -> ServiceState:
+        """As :attr:`Producer.service_state` (CREATE_JUST, RUNNING, SHUTDOWN_ALREADY, START_FAILED): 4.9.3's
+        TransactionMQProducer is a DefaultMQProducer, whose state a refused start leaves START_FAILED."""
+        return self._sender.service_state
+
+    @property
+    def is_running(self) -> bool:
+        """Started and not closed (:attr:`service_state` RUNNING)."""
+        return self._sender.is_running
+
+    def check_startable(self) -> None:
+        """As :meth:`Producer.check_startable`: ClientError once closed or after a failed start."""
+        self._sender.check_startable()
+
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """As :meth:`Producer.update_namesrv_addr` (its trace producer follows too)."""
+        self._sender.update_namesrv_addr(namesrv_addr)
+
+    @property
     def pool(self) -> ConnectionPool:
         return self._sender.pool
 
@@ -286,10 +309,13 @@ class TransactionProducer:
         the group DEFAULT_PRODUCER, as 4.9.3's checkConfig refuses it: every Producer made without a group
         heartbeats in it, and the broker sends a transaction's check to any producer of its group, so a plain
         one (which has no check listener) could take the checks of this one."""
+        if self._sender.start_failed:  # START_FAILED for good after a refused start, as 4.9.3's
+            self._sender.check_startable()
         if self.closed:  # DefaultMQProducerImpl.start's words for a producer shut down
             raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the transactional producer is closed",
                                            started_once=True))
         if self.group == DEFAULT_PRODUCER_GROUP:
+            self._sender.start_failed = True  # DefaultMQProducerImpl.start's checkConfig fails after START_FAILED
             raise ClientError(f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one.")
         await self._sender.start()
 

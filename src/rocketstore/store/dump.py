@@ -3,8 +3,9 @@
 Same structure and field names as the reference dumps of real RocketMQ stores (../shared/golden/dumps):
 ``commitlogRecords``, ``topics[].queues[]`` with consume-queue entries, every message read through the
 pull path and the answers of "offset by time" for fixed probes, and ``queries`` for every key seen.
-A message whose bytes do not decode (a damaged store) is listed as ``{queueOffset, commitLogOffset,
-storeSize, error}``: a dump of a damaged store is partial, not refused (``store verify`` says why).
+A message whose bytes do not decode or whose body fails its CRC (a damaged store) is listed as
+``{queueOffset, commitLogOffset, storeSize, error}``: a dump of a damaged store is partial, not refused
+(``store verify`` says why).
 """
 
 from __future__ import annotations
@@ -111,10 +112,11 @@ def _queue_json(store: MessageStore, topic: str, queue_id: int) -> dict[str, Any
         if got.status is GetMessageStatus.FOUND:
             for q, raw in zip(got.queue_offsets, got.records):
                 try:
-                    messages.append(message_json(decode_record(raw), q))
+                    messages.append(message_json(decode_record(raw, check_crc=True), q))
                 except MessageDecodeError as exc:
                     # The pull path hands out the bytes the entry names, as RocketMQ's does; a damaged record
-                    # among them is listed with the reason, and the rest of the store is still dumped.
+                    # among them (its body failing its CRC too: it would be dumped as if intact) is listed
+                    # with the reason, and the rest of the store is still dumped.
                     entry = cq.entry(q) if cq is not None else None
                     messages.append({"queueOffset": q, "commitLogOffset": entry[0] if entry else None,
                                      "storeSize": len(raw), "error": exc.reason})
