@@ -17,15 +17,7 @@ from rocketstore import GetMessageStatus, Message, MessageStore, StoreConfig
 from rocketstore.store.file_queue import FileQueue
 
 from .powerloss import EveryUnsyncedPageLost, SyncRecorder
-from .test_retention import _age_segments
-
-
-def _config(**kw: object) -> StoreConfig:
-    base: dict[str, object] = {"mapped_file_size_commit_log": 4096, "mapped_file_size_consume_queue": 20 * 8,
-                               "max_hash_slot_num": 8, "max_index_num": 16, "preallocate_commit_log": False,
-                               "file_reserved_time_h": 72, "delete_when": "99"}
-    base.update(kw)
-    return StoreConfig(**base)  # type: ignore[arg-type]
+from .test_retention import _age_segments, _config, _fill
 
 
 def _keys(store: MessageStore, topic: str, queue_id: int) -> list[str]:
@@ -41,9 +33,7 @@ def _keys(store: MessageStore, topic: str, queue_id: int) -> list[str]:
 
 def _filled(live: Path, config: StoreConfig, topic: str = "Ret", count: int = 60) -> None:
     with MessageStore.open(live, config) as store:
-        for i in range(count):
-            assert store.put(Message.create(topic, b"x" * 300, tags="t", keys=f"k{i}")).ok
-        assert store.wait_dispatched()
+        _fill(store, count, topic)
 
 
 def _seeded(live: Path, recorder: SyncRecorder) -> None:

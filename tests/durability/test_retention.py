@@ -20,9 +20,9 @@ def _config(**kw: object) -> StoreConfig:
     return StoreConfig(**base)  # type: ignore[arg-type]
 
 
-def _fill(store: MessageStore, count: int) -> None:
+def _fill(store: MessageStore, count: int, topic: str = "Ret") -> None:
     for i in range(count):
-        assert store.put(Message.create("Ret", b"x" * 300, tags="t", keys=f"k{i}")).ok
+        assert store.put(Message.create(topic, b"x" * 300, tags="t", keys=f"k{i}")).ok
     assert store.wait_dispatched()
 
 

@@ -8,13 +8,11 @@ thread).  Hang guards only, no timing assertions."""
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from local_cluster import LocalCluster
-from test_sync_flush_broker import DiskGate
+from test_sync_flush_broker import DiskGate, gate  # noqa: F401 - gate: the fixture, reused
 
 from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
@@ -23,16 +21,8 @@ from rocketstore.client.admin import AdminClient
 pytestmark = pytest.mark.both_loops
 
 
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[DiskGate]:
-    g = DiskGate()
-    monkeypatch.setattr(os, "fdatasync", g)
-    yield g
-    g.open.set()
-
-
 def test_a_shortened_sync_flush_timeout_acts_on_the_next_send_and_spares_the_waiting_one(
-        tmp_path: Path, gate: DiskGate) -> None:
+        tmp_path: Path, gate: DiskGate) -> None:  # noqa: F811
     overrides = {"flush_disk_type": "SYNC_FLUSH", "sync_flush_timeout_ms": 120_000}
     with LocalCluster(tmp_path / "store", store_overrides=overrides) as cluster:
         async def scenario() -> tuple[str, bool, str, str]:
@@ -57,7 +47,8 @@ def test_a_shortened_sync_flush_timeout_acts_on_the_next_send_and_spares_the_wai
         assert store_timeout == "300"  # the store's own (embedded) waits read it per put too
 
 
-def test_a_shortened_sync_flush_timeout_acts_when_no_send_waits(tmp_path: Path, gate: DiskGate) -> None:
+def test_a_shortened_sync_flush_timeout_acts_when_no_send_waits(
+        tmp_path: Path, gate: DiskGate) -> None:  # noqa: F811
     """The warm-up send was answered, but the expiry timer of its long deadline still runs when the timeout
     is shortened: the next send's short deadline must not wait for that timer."""
     overrides = {"flush_disk_type": "SYNC_FLUSH", "sync_flush_timeout_ms": 120_000}

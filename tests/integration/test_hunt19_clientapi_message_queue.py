@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
+from local_cluster import LocalCluster
 from test_hunt14_pyclient_retries import TOPIC, TwoBrokers, two_brokers  # noqa: F401 - the fixture, reused
 from test_python_push_consumer import FAST
 
@@ -42,6 +45,27 @@ def _bodies_on(two: TwoBrokers, broker_name: str, queue_id: int) -> list[bytes]:
     broker = two.cluster.broker if broker_name == "broker-a" else two.broker_b
     assert broker.store.wait_dispatched(10)
     return two.cluster.call(lambda: _read(two, broker_name, queue_id))
+
+
+@asynccontextmanager
+async def _replying(cluster: LocalCluster, prefix: str,
+                    seen: list[tuple[str, int]]) -> AsyncIterator[RequestProducer]:
+    """A requester (group *prefix*-rpc-client) whose requests on TOPIC are answered ``re: <body>`` by a push
+    consumer (*prefix*-rpc-server) through a producer (*prefix*-rpc-replier); *seen* gets the broker and
+    queue each request came in on."""
+    replier = Producer(cluster.namesrv_addr, f"{prefix}-rpc-replier")
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        for m in messages:
+            seen.append((m.broker_name, m.queue_id))
+            await replier.send_reply(m, b"re: " + m.body)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async with replier, \
+            PushConsumer(cluster.namesrv_addr, f"{prefix}-rpc-server", {TOPIC: "*"}, handle,
+                         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST), \
+            RequestProducer(cluster.namesrv_addr, f"{prefix}-rpc-client") as requester:
+        yield requester
 
 
 def test_fetch_publish_queues_and_send_to_one_message_queue(two_brokers: TwoBrokers) -> None:  # noqa: F811
@@ -130,20 +154,9 @@ def test_a_request_to_a_message_queue_is_answered(two_brokers: TwoBrokers) -> No
     cluster = two_brokers.cluster
     b1 = MessageQueue(TOPIC, "broker-b", 1)
     seen: list[tuple[str, int]] = []
-    repliers: list[Producer] = []
-
-    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
-        for m in messages:
-            seen.append((m.broker_name, m.queue_id))
-            await repliers[0].send_reply(m, b"re: " + m.body)
-        return ConsumeStatus.CONSUME_SUCCESS
 
     async def go() -> list[bytes]:
-        async with Producer(cluster.namesrv_addr, "hunt19-rpc-replier") as replier, \
-                PushConsumer(cluster.namesrv_addr, "hunt19-rpc-server", {TOPIC: "*"}, handle,
-                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST), \
-                RequestProducer(cluster.namesrv_addr, "hunt19-rpc-client") as requester:
-            repliers.append(replier)
+        async with _replying(cluster, "hunt19", seen) as requester:
             return [(await requester.request(TOPIC, f"ping{i}".encode(), timeout_s=20,
                                              message_queue=b1)).body for i in range(3)]
 

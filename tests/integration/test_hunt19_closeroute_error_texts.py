@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from local_cluster import LocalCluster
+from test_route_unknown_topic import _unknown_topic_send_error
 
 from rocketstore.client import BlockingProducer, Producer
 from rocketstore.client.admin import AdminClient
@@ -26,19 +26,13 @@ def _closed_port() -> int:
 
 
 def test_a_send_to_an_unknown_topic_says_no_route_info_of_this_topic(tmp_path: Path) -> None:
-    with LocalCluster(tmp_path / "store", auto_create_topic_enable=False) as cluster:
-        async def send() -> None:
-            async with Producer(cluster.namesrv_addr, "closeroute-texts", retry_times=0) as producer:
-                await producer.send("Hunt19NoRouteHere", b"x")
-
-        with pytest.raises(NoRouteError) as caught:
-            run(send())
-    text = str(caught.value)
+    error = _unknown_topic_send_error(tmp_path, "Hunt19NoRouteHere", "closeroute-texts")
+    text = str(error)
     assert text.startswith(f"No route info of this topic: Hunt19NoRouteHere {FAQ} Cause: "), text
     # our detail follows once: the topic is unknown, and so is the auto-create template (named; one link)
     assert "the name servers do not know it" in text and "TBW102" in text, text
     assert text.count(FAQ) == 1, text
-    assert caught.value.topic == "Hunt19NoRouteHere"
+    assert error.topic == "Hunt19NoRouteHere"
 
 
 def test_a_send_while_no_name_server_answers_says_no_route_info_of_this_topic() -> None:

@@ -34,6 +34,15 @@ class SilentNameServer:
     async def start(self, port: int) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
 
+    @classmethod
+    async def in_place_of(cls, cluster: LocalCluster, drop: bool) -> SilentNameServer:
+        """*cluster*'s name server stops and a silent one takes its port (the clients keep its address)."""
+        port = cluster.namesrv.port
+        await cluster.namesrv.server.close()
+        silent = cls(drop)
+        await silent.start(port)
+        return silent
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.append(writer)
         try:
@@ -73,10 +82,7 @@ def test_sends_and_pulls_during_an_outage_ask_the_name_servers_once_not_each_tim
             async with Producer(cluster.namesrv_addr, "hunt19-stale-producer", timeout_s=3) as producer, \
                     PullConsumer(cluster.namesrv_addr, "hunt19-stale-consumer", timeout_s=3) as consumer:
                 await _learn_route(cluster, producer, consumer)
-                port = cluster.namesrv.port
-                await cluster.namesrv.server.close()
-                silent = SilentNameServer(drop=True)
-                await silent.start(port)
+                silent = await SilentNameServer.in_place_of(cluster, drop=True)
                 try:
                     producer.routes.expire()  # as 30 s of waiting would leave them
                     consumer.routes.expire()
@@ -105,10 +111,7 @@ def test_sends_do_not_each_wait_for_a_hanging_name_server(tmp_path: Path) -> Non
                                 mq_client_api_timeout_s=0.3) as producer, \
                     PullConsumer(cluster.namesrv_addr, "hunt19-hang-consumer", timeout_s=3) as consumer:
                 await _learn_route(cluster, producer, consumer)
-                port = cluster.namesrv.port
-                await cluster.namesrv.server.close()
-                silent = SilentNameServer(drop=False)
-                await silent.start(port)
+                silent = await SilentNameServer.in_place_of(cluster, drop=False)
                 try:
                     producer.routes.expire()
                     sent = [await producer.send(TOPIC, f"during {i}".encode()) for i in range(10)]

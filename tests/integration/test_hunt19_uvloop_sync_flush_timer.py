@@ -9,25 +9,15 @@ tests/conftest.py); the uvloop run is skipped where uvloop is not installed."""
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from local_cluster import LocalCluster
-from test_sync_flush_broker import DiskGate
+from test_sync_flush_broker import DiskGate, gate  # noqa: F401 - gate: the fixture, reused
 
 from rocketstore.client import Producer
 from rocketstore.client.admin import AdminClient
 from rocketstore.remoting.transport import EVENT_LOOP_ENV, new_event_loop
-
-
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[DiskGate]:
-    g = DiskGate()
-    monkeypatch.setattr(os, "fdatasync", g)
-    yield g
-    g.open.set()
 
 
 def test_the_broker_runs_on_uvloop_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,8 +31,8 @@ def test_the_broker_runs_on_uvloop_when_it_is_installed(monkeypatch: pytest.Monk
 
 
 @pytest.mark.both_loops
-def test_sends_after_a_shortened_sync_flush_timeout_all_time_out_on_uvloop(tmp_path: Path, gate: DiskGate,
-                                                                          event_loop_kind: str) -> None:
+def test_sends_after_a_shortened_sync_flush_timeout_all_time_out_on_uvloop(
+        tmp_path: Path, gate: DiskGate, event_loop_kind: str) -> None:  # noqa: F811
     overrides = {"flush_disk_type": "SYNC_FLUSH", "sync_flush_timeout_ms": 120_000}
     with LocalCluster(tmp_path / "store", store_overrides=overrides) as cluster:
         assert (type(cluster.loop).__module__.split(".")[0] == "uvloop") == (event_loop_kind == "uvloop")

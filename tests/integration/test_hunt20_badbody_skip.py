@@ -69,6 +69,46 @@ def _committed(cluster: LocalCluster, group: str, topic: str) -> int:
     return cluster.call(lambda: dict(cluster.broker.offsets.offsets(group, topic))).get(0, -1)
 
 
+def _pushed_past(cluster: LocalCluster, topic: str, group: str, wanted: int, end: int) -> dict[int, bytes]:
+    """The messages (body by queue offset) a push consumer of *group* is handed from *topic* (one queue),
+    once it has *wanted* of them and the group's committed offset is *end* (past every message)."""
+    seen: dict[int, bytes] = {}
+
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        seen.update((m.queue_offset, m.body) for m in messages)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def go() -> None:
+        async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, **FAST):
+            await eventually(lambda: len(seen) >= wanted, 30, "the readable messages consumed")
+            await eventually(lambda: _committed(cluster, group, topic) == end, 30,
+                             "the committed offset past every message")
+
+    run_within(go, TEST_TIMEOUT_S)
+    return seen
+
+
+def _polled_past(cluster: LocalCluster, topic: str, group: str, wanted: int, end: int) -> dict[int, bytes]:
+    """:func:`_pushed_past` for a lite pull consumer: what it polls, once it has *wanted* messages and its
+    commit took the group's offset to *end*."""
+    async def go() -> dict[int, bytes]:
+        polled: dict[int, bytes] = {}
+        consumer = LitePullConsumer(cluster.namesrv_addr, group, **FAST)
+        consumer.subscribe(topic)
+        async with consumer:
+            async def more() -> bool:
+                polled.update((m.queue_offset, m.body) for m in await consumer.poll(0.2))
+                return len(polled) >= wanted
+
+            await eventually(more, 30, "the readable messages polled")
+            await consumer.commit_sync()
+            await eventually(lambda: _committed(cluster, group, topic) == end, 30,
+                             "the committed offset past every message")
+        return polled
+
+    return run_within(go, TEST_TIMEOUT_S)
+
+
 def _skip_errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.levelno == logging.ERROR and "does not inflate" in r.getMessage()]
 
@@ -88,20 +128,7 @@ def test_a_push_consumer_skips_an_undecodable_message_and_moves_on(cluster: Loca
     caplog.set_level(logging.DEBUG, logger="rocketstore.client.pull_loop")
     topic, group = "Hunt20BadBodyPush", "hunt20-badbody-push"
     ids = _put_bodies(cluster, topic)
-    seen: dict[int, bytes] = {}
-
-    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
-        seen.update((m.queue_offset, m.body) for m in messages)
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    async def go() -> None:
-        async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, **FAST):
-            await eventually(lambda: len(seen) == len(GOOD), 30, "the good messages consumed")
-            await eventually(lambda: _committed(cluster, group, topic) == len(BODIES), 30,
-                             "the committed offset past every message")
-
-    run_within(go, TEST_TIMEOUT_S)
-    assert seen == GOOD
+    assert _pushed_past(cluster, topic, group, len(GOOD), len(BODIES)) == GOOD
     _assert_logged(caplog, topic, ids)
 
 
@@ -110,23 +137,7 @@ def test_a_lite_pull_consumer_skips_an_undecodable_message_and_moves_on(
     caplog.set_level(logging.DEBUG, logger="rocketstore.client.pull_loop")
     topic, group = "Hunt20BadBodyLite", "hunt20-badbody-lite"
     ids = _put_bodies(cluster, topic)
-
-    async def go() -> dict[int, bytes]:
-        polled: dict[int, bytes] = {}
-        consumer = LitePullConsumer(cluster.namesrv_addr, group, **FAST)
-        consumer.subscribe(topic)
-        async with consumer:
-            async def more() -> bool:
-                polled.update((m.queue_offset, m.body) for m in await consumer.poll(0.2))
-                return len(polled) == len(GOOD)
-
-            await eventually(more, 30, "the good messages polled")
-            await consumer.commit_sync()
-            await eventually(lambda: _committed(cluster, group, topic) == len(BODIES), 30,
-                             "the committed offset past every message")
-        return polled
-
-    assert run_within(go, TEST_TIMEOUT_S) == GOOD
+    assert _polled_past(cluster, topic, group, len(GOOD), len(BODIES)) == GOOD
     _assert_logged(caplog, topic, ids)
 
 

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 from test_hunt14_pyclient_retries import TOPIC, TwoBrokers, two_brokers  # noqa: F401 - the fixture, reused
-from test_hunt19_clientapi_message_queue import _bodies_on, _read
+from test_hunt19_clientapi_message_queue import _bodies_on, _read, _replying
 from test_python_push_consumer import FAST
 
 from rocketstore.client import (
@@ -23,8 +23,6 @@ from rocketstore.client import (
     ConsumeStatus,
     MessageQueue,
     Producer,
-    PushConsumer,
-    RequestProducer,
 )
 from rocketstore.remoting.transport import run
 
@@ -75,20 +73,9 @@ def test_blocking_selected_sends_async_and_oneway(two_brokers: TwoBrokers) -> No
 def test_a_request_to_the_selected_queue_is_answered(two_brokers: TwoBrokers) -> None:  # noqa: F811
     cluster = two_brokers.cluster
     seen: list[tuple[str, int]] = []
-    repliers: list[Producer] = []
-
-    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
-        for m in messages:
-            seen.append((m.broker_name, m.queue_id))
-            await repliers[0].send_reply(m, b"re: " + m.body)
-        return ConsumeStatus.CONSUME_SUCCESS
 
     async def go() -> list[bytes]:
-        async with Producer(cluster.namesrv_addr, "hunt20-rpc-replier") as replier, \
-                PushConsumer(cluster.namesrv_addr, "hunt20-rpc-server", {TOPIC: "*"}, handle,
-                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST), \
-                RequestProducer(cluster.namesrv_addr, "hunt20-rpc-client") as requester:
-            repliers.append(replier)
+        async with _replying(cluster, "hunt20", seen) as requester:
             with pytest.raises(ClientError, match="select message queue threw exception"):
                 await requester.request_orderly(TOPIC, b"never", "k", timeout_s=20, selector=_fails)
             return [(await requester.request_orderly(TOPIC, f"ping{i}".encode(), i, timeout_s=20,

@@ -7,6 +7,8 @@ a real name server and broker."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+from typing import Any
 
 import pytest
 from local_cluster import LocalCluster
@@ -37,6 +39,18 @@ def _ok(messages: object) -> ConsumeStatus:
     return ConsumeStatus.CONSUME_SUCCESS
 
 
+async def _start_fails_for_good(client: Any, error: type[Exception], words: str, kind: str) -> None:
+    """*client*'s first start fails with *error* (matching *words*) and leaves it START_FAILED, not running;
+    its next start is refused as "The *kind* service state not OK, ... START_FAILED".  Blocking clients
+    (whose ``start`` returns no awaitable) too."""
+    for raised, match in ((error, words), (ClientError, f"The {kind} {NOT_OK}")):
+        with pytest.raises(raised, match=match):
+            started = client.start()
+            if inspect.isawaitable(started):
+                await started
+        assert client.service_state is ServiceState.START_FAILED and not client.is_running
+
+
 def test_producer_states_and_a_start_after_a_failed_one(cluster: LocalCluster) -> None:
     cluster.create_topic(TOPIC)
 
@@ -52,12 +66,7 @@ def test_producer_states_and_a_start_after_a_failed_one(cluster: LocalCluster) -
             await producer.start()
 
         bad = Producer(cluster.namesrv_addr, "bad group!")
-        with pytest.raises(ClientError, match="illegal characters"):
-            await bad.start()
-        assert bad.service_state is ServiceState.START_FAILED and not bad.is_running
-        with pytest.raises(ClientError, match="The producer service state not OK, maybe started once, "
-                                              "START_FAILED"):
-            await bad.start()
+        await _start_fails_for_good(bad, ClientError, "illegal characters", "producer")
         await bad.close()
         assert bad.service_state is ServiceState.START_FAILED
 
@@ -66,11 +75,7 @@ def test_producer_states_and_a_start_after_a_failed_one(cluster: LocalCluster) -
 
 def test_blocking_producer_start_after_a_failed_one(cluster: LocalCluster) -> None:
     producer = BlockingProducer(cluster.namesrv_addr, "bad group!")
-    with pytest.raises(ClientError, match="illegal characters"):
-        producer.start()
-    assert producer.service_state is ServiceState.START_FAILED and not producer.is_running
-    with pytest.raises(ClientError, match=f"The producer {NOT_OK}"):
-        producer.start()
+    run(_start_fails_for_good(producer, ClientError, "illegal characters", "producer"))
 
     with BlockingProducer(cluster.namesrv_addr, "hunt20-bstate-pg") as good:
         assert good.is_running and good.service_state is ServiceState.RUNNING
@@ -93,18 +98,9 @@ def test_push_consumer_states_and_a_start_after_a_failed_one(cluster: LocalClust
             await consumer.start()
 
         failing = PushConsumer(cluster.namesrv_addr, "hunt20-fail-cg", {TOPIC: SQL}, _ok, **FAST)
-        with pytest.raises(BrokerError, match="SQL92"):
-            await failing.start()
-        assert failing.service_state is ServiceState.START_FAILED and not failing.is_running
-        with pytest.raises(ClientError, match="The PushConsumer service state not OK, maybe started once, "
-                                              "START_FAILED"):
-            await failing.start()
-
+        await _start_fails_for_good(failing, BrokerError, "SQL92", "PushConsumer")
         bad = PushConsumer(cluster.namesrv_addr, "bad group!", {TOPIC: "*"}, _ok, **FAST)
-        with pytest.raises(ClientError, match="illegal characters"):
-            await bad.start()
-        with pytest.raises(ClientError, match="maybe started once, START_FAILED"):
-            await bad.start()
+        await _start_fails_for_good(bad, ClientError, "illegal characters", "PushConsumer")
 
     run(asyncio.wait_for(go(), 60))
 
@@ -115,12 +111,7 @@ def test_lite_pull_consumer_start_after_a_failed_one(cluster: LocalCluster) -> N
     async def go() -> None:
         failing = LitePullConsumer(cluster.namesrv_addr, "hunt20-lite-fail-cg")
         failing.subscribe(TOPIC, SQL)
-        with pytest.raises(BrokerError, match="SQL92"):
-            await failing.start()
-        assert failing.service_state is ServiceState.START_FAILED and not failing.is_running
-        with pytest.raises(ClientError, match="The PullConsumer service state not OK, maybe started once, "
-                                              "START_FAILED"):
-            await failing.start()
+        await _start_fails_for_good(failing, BrokerError, "SQL92", "PullConsumer")
 
     run(asyncio.wait_for(go(), 60))
 
@@ -128,18 +119,10 @@ def test_lite_pull_consumer_start_after_a_failed_one(cluster: LocalCluster) -> N
 def test_blocking_consumers_start_after_a_failed_one(cluster: LocalCluster) -> None:
     cluster.create_topic(TOPIC)
     push = BlockingPushConsumer(cluster.namesrv_addr, "hunt20-bfail-cg", {TOPIC: SQL}, _ok, **FAST)
-    with pytest.raises(BrokerError, match="SQL92"):
-        push.start()
-    assert push.service_state is ServiceState.START_FAILED and not push.is_running
-    with pytest.raises(ClientError, match=f"The PushConsumer {NOT_OK}"):
-        push.start()
-
+    run(_start_fails_for_good(push, BrokerError, "SQL92", "PushConsumer"))
     lite = BlockingLitePullConsumer(cluster.namesrv_addr, "hunt20-blite-fail-cg")
     lite.subscribe(TOPIC, SQL)
-    with pytest.raises(BrokerError, match="SQL92"):
-        lite.start()
-    with pytest.raises(ClientError, match=f"The PullConsumer {NOT_OK}"):
-        lite.start()
+    run(_start_fails_for_good(lite, BrokerError, "SQL92", "PullConsumer"))
 
     with BlockingPushConsumer(cluster.namesrv_addr, "hunt20-bok-cg", {TOPIC: "*"}, _ok, **FAST) as ok:
         assert ok.is_running and ok.service_state is ServiceState.RUNNING

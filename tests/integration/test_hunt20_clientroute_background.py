@@ -25,11 +25,7 @@ TOPIC = "Hunt20ClientRouteTopic"
 
 async def _hang_name_server(cluster: LocalCluster) -> SilentNameServer:
     """The name server stops; one that accepts look-ups and never answers takes its port."""
-    port = cluster.namesrv.port
-    await cluster.namesrv.server.close()
-    silent = SilentNameServer(drop=False)
-    await silent.start(port)
-    return silent
+    return await SilentNameServer.in_place_of(cluster, drop=False)
 
 
 def test_sends_with_an_old_route_do_not_wait_for_a_hanging_name_server(tmp_path: Path) -> None:

@@ -16,25 +16,14 @@ import logging
 import os
 
 import pytest
-from local_cluster import LocalCluster, eventually, run_within, send_bodies
+from local_cluster import LocalCluster, run_within, send_bodies
+from test_hunt20_badbody_skip import TEST_TIMEOUT_S, _polled_past, _pushed_past
 
-from rocketstore.client import (
-    ConsumedMessage,
-    ConsumeFromWhere,
-    ConsumeStatus,
-    LitePullConsumer,
-    PullConsumer,
-    PullStatus,
-    PushConsumer,
-)
+from rocketstore.client import PullConsumer, PullStatus
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.route import MessageQueue
 from rocketstore.errors import MessageDecodeError
 
-TEST_TIMEOUT_S = 90.0
-FAST = {"heartbeat_interval_s": 0.5, "rebalance_interval_s": 0.5, "persist_interval_s": 0.2,
-        "route_refresh_interval_s": 0.5, "long_poll_ms": 1000, "pull_delay_on_error_s": 0.2,
-        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET}
 COUNT = 6
 DAMAGED = 2  # the queue offset of the damaged record
 GOOD = {i: f"message {i}".encode() for i in range(COUNT) if i != DAMAGED}
@@ -63,10 +52,6 @@ def _damage(cluster: LocalCluster, topic: str, kind: str) -> None:
         segment.write(bytes([byte ^ mask]))
 
 
-def _committed(cluster: LocalCluster, group: str, topic: str) -> int:
-    return cluster.call(lambda: dict(cluster.broker.offsets.offsets(group, topic))).get(0, -1)
-
-
 def _assert_logged(caplog: pytest.LogCaptureFixture, topic: str, kind: str) -> None:
     errors = [r.getMessage() for r in caplog.records
               if r.levelno == logging.ERROR and r.name == "rocketstore.client.pull_loop"]
@@ -81,20 +66,7 @@ def test_a_push_consumer_skips_a_damaged_record_and_consumes_the_rest(
     caplog.set_level(logging.DEBUG, logger="rocketstore.client.pull_loop")
     topic, group = f"Hunt20Rot{kind.title()}Push", f"hunt20-rot-{kind}-push"
     _damage(cluster, topic, kind)
-    seen: dict[int, bytes] = {}
-
-    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
-        seen.update((m.queue_offset, m.body) for m in messages)
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    async def go() -> None:
-        async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, **FAST):
-            await eventually(lambda: len(seen) >= len(GOOD), 30, "the intact messages consumed")
-            await eventually(lambda: _committed(cluster, group, topic) == COUNT, 30,
-                             "the committed offset past every message")
-
-    run_within(go, TEST_TIMEOUT_S)
-    assert seen == GOOD
+    assert _pushed_past(cluster, topic, group, len(GOOD), COUNT) == GOOD
     _assert_logged(caplog, topic, kind)
 
 
@@ -104,23 +76,7 @@ def test_a_lite_pull_consumer_skips_a_damaged_record_and_polls_the_rest(
     caplog.set_level(logging.DEBUG, logger="rocketstore.client.pull_loop")
     topic, group = f"Hunt20Rot{kind.title()}Lite", f"hunt20-rot-{kind}-lite"
     _damage(cluster, topic, kind)
-
-    async def go() -> dict[int, bytes]:
-        polled: dict[int, bytes] = {}
-        consumer = LitePullConsumer(cluster.namesrv_addr, group, **FAST)
-        consumer.subscribe(topic)
-        async with consumer:
-            async def more() -> bool:
-                polled.update((m.queue_offset, m.body) for m in await consumer.poll(0.2))
-                return len(polled) >= len(GOOD)
-
-            await eventually(more, 30, "the intact messages polled")
-            await consumer.commit_sync()
-            await eventually(lambda: _committed(cluster, group, topic) == COUNT, 30,
-                             "the committed offset past every message")
-        return polled
-
-    assert run_within(go, TEST_TIMEOUT_S) == GOOD
+    assert _polled_past(cluster, topic, group, len(GOOD), COUNT) == GOOD
     _assert_logged(caplog, topic, kind)
 
 

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 from local_cluster import LocalCluster
-from test_hunt20_clientapi_states import NOT_OK
+from test_hunt20_clientapi_states import NOT_OK, _start_fails_for_good
 
 from rocketstore.client import (
     BlockingTransactionProducer,
@@ -45,11 +45,8 @@ def test_transaction_producer_states_and_a_start_after_a_failed_one(cluster: Loc
         assert producer.service_state is ServiceState.SHUTDOWN_ALREADY and not producer.is_running
 
         bad = TransactionProducer(cluster.namesrv_addr, "DEFAULT_PRODUCER", _commit)
-        with pytest.raises(ClientError, match="producerGroup can not equal DEFAULT_PRODUCER"):
-            await bad.start()
-        assert bad.service_state is ServiceState.START_FAILED and not bad.is_running
-        with pytest.raises(ClientError, match=f"The producer {NOT_OK}"):
-            await bad.start()
+        await _start_fails_for_good(bad, ClientError, "producerGroup can not equal DEFAULT_PRODUCER",
+                                    "producer")
         with pytest.raises(ClientError, match=f"The producer {NOT_OK}"):
             await bad.send_in_transaction(TOPIC, b"x", _execute)
         await bad.close()
@@ -60,11 +57,7 @@ def test_transaction_producer_states_and_a_start_after_a_failed_one(cluster: Loc
 
 def test_blocking_transaction_producer_states_and_a_start_after_a_failed_one(cluster: LocalCluster) -> None:
     bad = BlockingTransactionProducer(cluster.namesrv_addr, "DEFAULT_PRODUCER", _commit)
-    with pytest.raises(ClientError, match="producerGroup can not equal DEFAULT_PRODUCER"):
-        bad.start()
-    assert bad.service_state is ServiceState.START_FAILED and not bad.is_running
-    with pytest.raises(ClientError, match=f"The producer {NOT_OK}"):
-        bad.start()
+    run(_start_fails_for_good(bad, ClientError, "producerGroup can not equal DEFAULT_PRODUCER", "producer"))
 
     with BlockingTransactionProducer(cluster.namesrv_addr, "hunt20-route2-bstate-tpg", _commit) as good:
         assert good.is_running and good.service_state is ServiceState.RUNNING
@@ -88,11 +81,7 @@ def test_pull_consumer_states_and_a_start_after_a_failed_one(cluster: LocalClust
         for group, words in (("DEFAULT_CONSUMER", "consumerGroup can not equal DEFAULT_CONSUMER"),
                              ("bad group!", "illegal characters")):
             bad = PullConsumer(cluster.namesrv_addr, group)
-            with pytest.raises(ClientError, match=words):
-                await bad.start()
-            assert bad.service_state is ServiceState.START_FAILED and not bad.is_running
-            with pytest.raises(ClientError, match=f"The PullConsumer {NOT_OK}"):
-                await bad.start()
+            await _start_fails_for_good(bad, ClientError, words, "PullConsumer")
             await bad.close()
             assert bad.service_state is ServiceState.START_FAILED
 

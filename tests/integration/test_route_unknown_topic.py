@@ -13,15 +13,22 @@ from rocketstore.client.errors import NoRouteError
 from rocketstore.remoting.transport import run
 
 
-def test_a_send_to_an_unknown_topic_without_auto_create_names_that_topic(tmp_path: Path) -> None:
+def _unknown_topic_send_error(tmp_path: Path, topic: str, group: str) -> NoRouteError:
+    """The error of one send (no retries) to *topic*, which no name server knows, on a cluster that does not
+    create topics on a send."""
     with LocalCluster(tmp_path / "store", auto_create_topic_enable=False) as cluster:
         async def send() -> None:
-            async with Producer(cluster.namesrv_addr, "unknown-topic-group", retry_times=0) as producer:
-                await producer.send("NoSuchTopicHere", b"x")
+            async with Producer(cluster.namesrv_addr, group, retry_times=0) as producer:
+                await producer.send(topic, b"x")
 
         with pytest.raises(NoRouteError) as caught:
             run(send())
-    assert caught.value.topic == "NoSuchTopicHere"
-    assert str(caught.value).startswith("No route info of this topic: NoSuchTopicHere See "
-                                        "http://rocketmq.apache.org/docs/faq/ for further details. "
-                                        "Cause: the name servers do not know it")
+    return caught.value
+
+
+def test_a_send_to_an_unknown_topic_without_auto_create_names_that_topic(tmp_path: Path) -> None:
+    error = _unknown_topic_send_error(tmp_path, "NoSuchTopicHere", "unknown-topic-group")
+    assert error.topic == "NoSuchTopicHere"
+    assert str(error).startswith("No route info of this topic: NoSuchTopicHere See "
+                                 "http://rocketmq.apache.org/docs/faq/ for further details. "
+                                 "Cause: the name servers do not know it")

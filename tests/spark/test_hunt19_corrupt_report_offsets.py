@@ -20,6 +20,7 @@ GOOD = json.dumps({"offsetTable": {"T@g": {"0": 1}}})
 
 
 def _store(tmp_path: Path) -> Path:
+    """A store (tmp_path/store) holding three messages of topic T in queue 0, and an empty config/."""
     path = tmp_path / "store"
     with MessageStore.open(path, StoreConfig(mapped_file_size_commit_log=1 << 16,
                                              mapped_file_size_consume_queue=20 * 64)) as store:

@@ -9,21 +9,21 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_hunt19_corrupt_report_offsets import _store
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.offsets import ConsumerOffsetTable
 from rocketstore.broker.topics import TopicTable
 from rocketstore.errors import CorruptFileError, StoreConfigError
-from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import TopicConfig
 from rocketstore.spark.report import consumer_lag
 from rocketstore.spark.store_options import StoreReadOptions, check_named_topics, configured_topics
-from rocketstore.store.config import StoreConfig
-from rocketstore.store.message_store import MessageStore
 
 MISSING = None
 #: what a file may hold: missing, empty, JSON null, an array or a scalar (no object), cut short, a good table
@@ -34,15 +34,8 @@ CONTENTS: list[str | None] = [MISSING, "", "null", "[1, 2]", "7", "{\"offsetTabl
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("dedupe2") / "store"
-    with MessageStore.open(path, StoreConfig(mapped_file_size_commit_log=1 << 16,
-                                             mapped_file_size_consume_queue=20 * 64)) as ms:
-        for _ in range(3):
-            assert ms.put(Message.create("T", b"body", queue_id=0)).ok
-        assert ms.wait_dispatched()
-    (path / "config").mkdir()
-    yield path
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _store(tmp_path_factory.mktemp("dedupe2"))
 
 
 def _put(path: Path, text: str | None) -> None:
