@@ -13,8 +13,9 @@ The handler runs on the consumer's thread pool (an async handler on the consumer
 returns once the first rebalance is done; ``shutdown()`` returns once in-flight handlers finished and
 offsets were committed (called from a handler it returns at once, the shutdown going on in a thread of its
 own; timed out waiting for a long handler it raises TimeoutError, the shutdown going on and a later call
-waiting for it again).  Thread-safe: start / shutdown / assignment may be called from any thread, but not
-from the consumer's own loop thread (an async handler, a listener) nor from a forked child: RuntimeError.
+waiting for it again: the setting ``await_termination_when_shutdown_s`` bounds that wait instead).
+Thread-safe: start / shutdown / assignment may be called from any thread, but not from the consumer's own
+loop thread (an async handler, a listener) nor from a forked child: RuntimeError.
 Interrupted (Ctrl-C) or timed out, a call is cancelled on the loop (an abandoned poll loses no message).
 
     with BlockingLitePullConsumer("127.0.0.1:9876", "my-group") as consumer:   # started on entry

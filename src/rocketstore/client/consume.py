@@ -112,16 +112,29 @@ class Consumption:
         self._queued.add(task)
         task.add_done_callback(self._queued.discard)
 
-    async def stop(self) -> None:
+    async def stop(self, wait_s: float | None = None) -> None:
         """Drop what has not started (it stays unacknowledged, so it is pulled again by whoever owns the
-        queue next) and wait for the handlers in progress."""
+        queue next) and wait for the handlers in progress, at most *wait_s* (None: as long as they take).
+        Past it the handlers still running are abandoned: their tasks are cancelled (an async handler with
+        them; a sync one's thread cannot be stopped and runs on, its result unused), so their messages
+        are neither committed nor sent back: the queue's committed offset stays before them."""
         for task in self._delayed | self._queued:
             task.cancel()
-        for pq, task in list(self._orderly.values()):
-            async with pq.consume_lock:  # the batch in hand finishes and commits first
+        try:
+            async with asyncio.timeout(wait_s):
+                for pq, task in list(self._orderly.values()):
+                    async with pq.consume_lock:  # the batch in hand finishes and commits first
+                        task.cancel()
+                orderly = [t for _, t in self._orderly.values()]
+                await asyncio.gather(*self._delayed, *self._queued, *self._running, *orderly,
+                                     return_exceptions=True)
+        except TimeoutError:
+            busy = [*self._running, *(t for _, t in self._orderly.values() if not t.done())]
+            log.warning("%s: shutdown abandons %d handler call(s) still running after %s s; their messages "
+                        "are not committed and will be handled again", self.pc.group, len(busy), wait_s)
+            for task in busy:
                 task.cancel()
-        waiting = [*self._delayed, *self._queued, *self._running, *(t for _, t in self._orderly.values())]
-        await asyncio.gather(*waiting, return_exceptions=True)
+            await asyncio.gather(*busy, return_exceptions=True)
         self._orderly.clear()
 
     def in_handler(self) -> bool:

@@ -46,6 +46,9 @@ class ProcessQueue:
         #: orderly clustering: the broker lock is held, renewed at ``last_lock_s``
         self.locked = False
         self.last_lock_s = 0.0
+        #: orderly clustering: its broker lock is being given up (the queue leaves): no renewal may take it
+        #: again, or the broker would keep it for this consumer after the unlock
+        self.unlocking = False
         #: orderly: the pull offset was re-read from the store once the lock was first held
         self.previously_locked = False
         self.last_pull_s = time.monotonic()

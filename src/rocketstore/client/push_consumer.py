@@ -11,7 +11,8 @@ may use 4.9.3's ConsumeOrderlyStatus names, SUCCESS and SUSPEND_CURRENT_QUEUE_A_
 with ``auto_commit`` off COMMIT and ROLLBACK.  Anything else, or an exception, counts as RECONSUME_LATER.
 
     async with PushConsumer("127.0.0.1:9876", "my-group", {"TopicA": "TagA || TagB"}, handle) as consumer:
-        ...   # messages flow until the block ends (shutdown: in-flight handlers finish, offsets are committed)
+        ...   # messages flow until the block ends (shutdown: in-flight handlers finish, offsets are
+              # committed; await_termination_when_shutdown_s bounds the wait for them)
 
 What runs, and why (the Java behaviour kept):
 
@@ -27,7 +28,8 @@ What runs, and why (the Java behaviour kept):
   ``<offset_dir>/<client id>/<group>/offsets.json`` (BROADCASTING; the default client id is then
   ``<ip>@DEFAULT`` as in 4.9.3, so a restart finds the same file; ``instance_name`` names another).
 * Orderly CLUSTERING: queues are locked on the broker before they are consumed, the locks renewed every
-  ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.
+  ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.  Lock and unlock
+  requests go one at a time, so a renewal cannot lock again a queue being given up.
 * Concurrently: a message whose handler has run over ``consume_timeout_s`` is sent back (delay level 3)
   and stops holding its queue's offset back (cleanExpireMsg, checked every ``consume_timeout_s``).
 * ``subscribe`` / ``unsubscribe`` work after start too (a heartbeat and a rebalance follow at once);
@@ -147,6 +149,11 @@ class PushConsumerSettings(GroupSettings):
     #: enableMsgTrace and customizedTraceTopic
     enable_trace: bool = False
     trace_topic: str | None = None
+    #: how long shutdown waits for the handlers in progress (DefaultMQPushConsumer's
+    #: awaitTerminationMillisWhenShutdown); None: as long as they take.  Past it the handlers still running
+    #: are abandoned: an async one is cancelled, a sync one's thread runs on but its result is ignored, and
+    #: their messages stay uncommitted (handled again by the group after the restart, none lost)
+    await_termination_when_shutdown_s: float | None = None
 
     def check(self) -> None:
         """DefaultMQPushConsumerImpl.checkConfig's ranges (ConsumerSettingsError), and ours for the rest."""
@@ -165,6 +172,9 @@ class PushConsumerSettings(GroupSettings):
             raise ConsumerSettingsError("consume_timeout_s must be positive")
         if self.max_reconsume_times < -1:
             raise ConsumerSettingsError("max_reconsume_times must be -1 (the default) or at least 0")
+        wait_s = self.await_termination_when_shutdown_s
+        if wait_s is not None and not wait_s >= 0:
+            raise ConsumerSettingsError("await_termination_when_shutdown_s must be None or at least 0")
 
     @property
     def consumer_timeout_when_suspend_s(self) -> float:
@@ -223,6 +233,10 @@ class PushConsumer(GroupConsumer):
             self.consumption = Consumption(self, handler, self._executor)
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._resets: set[asyncio.Task[None]] = set()
+        #: orderly clustering: this consumer's LOCK_BATCH_MQ and UNLOCK_BATCH_MQ go one at a time.  A renewal
+        #: in flight while a queue it names is given up would otherwise reach the broker after the unlock
+        #: and lock the queue again for this consumer: the group's new owner would wait for it to expire.
+        self._lock_requests = asyncio.Lock()
         #: a shutdown awaited in one of the handlers, going on after it (see :meth:`shutdown`)
         self._shutdown_task: asyncio.Task[None] | None = None
         #: broker name -> (the first error, the queues) of queues given up whose offsets could not be
@@ -271,7 +285,8 @@ class PushConsumer(GroupConsumer):
             self._background.append(loop.create_task(self._every(s.consume_timeout_s, self._clean_expired)))
 
     async def shutdown(self) -> None:
-        """Stop pulling, let handlers in progress finish, commit offsets, unlock, unregister, close.  Awaited
+        """Stop pulling, let handlers in progress finish (at most ``await_termination_when_shutdown_s``),
+        commit offsets, unlock, unregister, close.  Awaited
         in one of this consumer's own async handlers (one of those it waits for) it returns at once, as
         DefaultMQPushConsumer's shutdown from a listener: the shutdown goes on in a task of its own once the
         handler is done, and a shutdown() awaited elsewhere meanwhile waits for it."""
@@ -318,7 +333,7 @@ class PushConsumer(GroupConsumer):
             task.cancel()
         await asyncio.gather(*pulls, return_exceptions=True)
         self._pull_tasks.clear()
-        await self.consumption.stop()
+        await self.consumption.stop(self.settings.await_termination_when_shutdown_s)
 
     # --- requests from brokers -----------------------------------------------------------------------
 
@@ -642,7 +657,16 @@ class PushConsumer(GroupConsumer):
     # --- locks (orderly clustering) ----------------------------------------------------------------------
 
     async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ per broker; the granted queues (a failing broker grants nothing)."""
+        """LOCK_BATCH_MQ per broker; the granted queues (a failing broker grants nothing).  A queue whose
+        unlock has begun is not asked for (see ``_lock_requests``)."""
+        async with self._lock_requests:
+            return await self._lock_now([mq for mq in mqs if not self._unlocking(mq)])
+
+    def _unlocking(self, mq: MessageQueue) -> bool:
+        pq = self.process_queues.get(mq)
+        return pq is not None and pq.unlocking
+
+    async def _lock_now(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
         granted: set[MessageQueue] = set()
         by_broker: dict[str, list[MessageQueue]] = {}
         for mq in mqs:
@@ -673,31 +697,33 @@ class PushConsumer(GroupConsumer):
         granted = await self._lock(list(pqs))
         now = time.monotonic()
         for mq, pq in pqs.items():
-            if mq in granted:
+            if mq in granted and not pq.unlocking:
                 pq.locked, pq.last_lock_s = True, now
                 pq.wake()
             else:
                 pq.locked = False
 
     async def lock_one(self, pq: ProcessQueue) -> bool:
-        if pq.mq in await self._lock([pq.mq]):
+        if pq.mq in await self._lock([pq.mq]) and not pq.unlocking:
             pq.locked, pq.last_lock_s = True, time.monotonic()
             return True
         return False
 
     async def _unlock(self, mqs: list[MessageQueue]) -> None:
+        """UNLOCK_BATCH_MQ per broker, once the lock request in flight (if any) is answered; renewals from
+        now on leave these queues out."""
         by_broker: dict[str, list[MessageQueue]] = {}
         for mq in mqs:
             by_broker.setdefault(mq.broker_name, []).append(mq)
-        for broker_name, group in by_broker.items():
-            addr = self._brokers.get(broker_name)
-            if addr is not None:
-                await self.quietly(f"unlock on {addr}", group_requests.unlock_queues(
-                    self.consumer.pool, addr, self.group, self.client_id, group, LOCK_BATCH_TIMEOUT_S))
-        for mq in mqs:
             pq = self.process_queues.get(mq)
             if pq is not None:
-                pq.locked = False
+                pq.unlocking, pq.locked = True, False
+        async with self._lock_requests:
+            for broker_name, group in by_broker.items():
+                addr = self._brokers.get(broker_name)
+                if addr is not None:
+                    await self.quietly(f"unlock on {addr}", group_requests.unlock_queues(
+                        self.consumer.pool, addr, self.group, self.client_id, group, LOCK_BATCH_TIMEOUT_S))
 
 
 def thread_stacks() -> str:
