@@ -79,7 +79,16 @@ def make_directories(path: str) -> None:
         if not os.path.isdir(path):
             raise
         return  # made meanwhile (by another writer, another queue's first segment), which syncs the parent
-    sync_directory(parent)
+    try:
+        sync_directory(parent)
+    except BaseException:
+        # left there, the next call would find it and sync nothing: what a later write made durable in it
+        # would go with its entry at a power loss (the caller heard of this failure and will try again)
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass  # something went in meanwhile (another writer's file): the directory stays
+        raise
 
 
 def _write_text_atomically(path: str, text: str) -> None:
