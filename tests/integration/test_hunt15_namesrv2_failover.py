@@ -104,7 +104,11 @@ def test_a_name_server_restarted_empty_does_not_take_a_known_route_away(tmp_path
                 assert first.status == "SEND_OK"
                 mq = first.message_queue
                 await eventually(lambda: namesrv.routes.route(TOPIC), 10, "the topic's registration")
-                assert (await consumer.pull(mq, 0, 1)).messages[0].body == b"before"
+                # (dispatched in the background: a new queue's first entry waits for its directories' syncs)
+                async def first_pulled() -> list[bytes]:
+                    return [m.body for m in (await consumer.pull(mq, 0, 1)).messages]
+
+                assert await eventually(first_pulled, 10, "the first message dispatched") == [b"before"]
                 port = namesrv.port
                 await namesrv.close()
                 namesrv = await _namesrv(port)
