@@ -135,10 +135,12 @@ class ProcessQueue:
         """Orderly: the consuming batch is done; the offset after it, or -1 if there was none."""
         if not self.consuming:
             return -1
-        offset = max(self.consuming) + 1
-        if self.messages and next(iter(self.messages)) < offset:
-            # a message put back below the batch (batches over the DLQ limit) is not done yet
+        if self.messages:
+            # everything below the first message held is done or was passed (skipped, see passed()); it may
+            # lie below the batch (a message put back: batches over the DLQ limit)
             offset = next(iter(self.messages))
+        else:  # past the batch, and past the offsets passed after it
+            offset = max(max(self.consuming), self.queue_offset_max) + 1
         self.body_bytes -= sum(len(m.body) for m in self.consuming.values())
         self.consuming.clear()
         self.last_consume_s = time.monotonic()

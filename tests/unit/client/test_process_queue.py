@@ -53,3 +53,18 @@ def test_orderly_commit_never_moves_past_a_message_put_back_below_the_batch() ->
     assert [m.queue_offset for m in pq.take(1)] == [0]
     pq.put([msg(3)])
     assert pq.commit() == 3
+
+
+def test_an_orderly_batch_commits_past_the_skipped_offsets_after_it() -> None:
+    """A pull of [10 good, 11 undecodable, 12 undecodable]: the batch of 10 done commits 13 (it committed 11,
+    and a restart then pulled and skipped 11 and 12 again); with 13 held, 13 (the offsets between are done)."""
+    pq = ProcessQueue(MQ)
+    pq.put([msg(10)])
+    pq.passed(12)
+    assert [m.queue_offset for m in pq.take(32)] == [10]
+    assert pq.commit() == 13
+    pq.put([msg(15)])
+    pq.passed(14)  # (a pull of [14 bad, 15 good]: put first, then the skip)
+    pq.put([msg(16)])
+    assert [m.queue_offset for m in pq.take(1)] == [15]
+    assert pq.commit() == 16, "16 is still held"
