@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rocketstore.broker.query import raw_record
-from rocketstore.errors import InvalidMessageIdError, RemotingError, RequestTimeoutError
+from rocketstore.broker.query import damaged_remark, raw_record
+from rocketstore.errors import InvalidMessageIdError, MessageDecodeError, RemotingError, RequestTimeoutError
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
@@ -47,6 +47,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
             message = broker.store.message_by_id(h.msg_id or "")
         except InvalidMessageIdError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        except MessageDecodeError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
         if message is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"can not find message by the msgId, {h.msg_id}")

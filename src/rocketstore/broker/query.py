@@ -2,13 +2,17 @@
 
 Both answer with whole commitlog records in the body, as a Java broker does.  The store hands back decoded
 messages; they are laid out again with the message package's record encoder, which reproduces the stored
-bytes (every field, the properties string verbatim, the body CRC recomputed from the same body).
+bytes (every field, the properties string verbatim, the body CRC recomputed from the same body).  So a record
+damaged on disk must not get here: the store raises MessageDecodeError for it (its body checked against its
+CRC), answered as SYSTEM_ERROR naming the record (a re-encoded damaged body would reach the client with a
+fresh, matching CRC; 4.9.3 at least sends the stored bytes, whose CRC the client may check).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rocketstore.errors import MessageDecodeError
 from rocketstore.message.record import Message, StoredMessage, encode_record
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -23,7 +27,12 @@ from rocketstore.remoting.transport import Connection
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["raw_record", "register"]
+__all__ = ["damaged_remark", "raw_record", "register"]
+
+
+def damaged_remark(exc: MessageDecodeError) -> str:
+    """The remark of a SYSTEM_ERROR answered for a record the store found damaged."""
+    return f"the stored message is damaged: {exc}"
 
 
 def raw_record(m: StoredMessage) -> bytes:
@@ -40,8 +49,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
     async def query_message(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
         max_num = broker.store.config.default_query_max_num if h.unique_key_query else h.max_num
-        result = await broker.run_blocking(broker.store.query, h.topic, h.key, max_num, h.begin_timestamp_ms,
-                                           h.end_timestamp_ms)
+        try:
+            result = await broker.run_blocking(broker.store.query, h.topic, h.key, max_num,
+                                               h.begin_timestamp_ms, h.end_timestamp_ms)
+        except MessageDecodeError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
         # the header goes with a not-found answer too (0 and 0 when no index entry matched), as in 4.9.3
         ext = QueryMessageResponseHeader(
             index_last_update_timestamp_ms=result.index_last_update_timestamp,
@@ -54,7 +66,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
 
     async def view_message(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
-        message = broker.store.message_at(h.commit_log_offset)
+        try:
+            message = broker.store.message_at(h.commit_log_offset)
+        except MessageDecodeError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
         if message is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"can not find message by the offset, {h.commit_log_offset}")

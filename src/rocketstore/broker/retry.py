@@ -15,7 +15,9 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.query import damaged_remark
 from rocketstore.broker.topics import dlq_topic, group_problem, retry_topic
+from rocketstore.errors import MessageDecodeError
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import Perm
@@ -67,7 +69,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if not Perm.writeable(tc.perm):
             return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
 
-        original = broker.store.message_at(h.commit_log_offset)
+        try:
+            original = broker.store.message_at(h.commit_log_offset)
+        except MessageDecodeError as exc:  # not sent back: the client keeps the message it holds
+            return fail(ResponseCode.SYSTEM_ERROR, damaged_remark(exc))
         if original is None:
             return fail(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.commit_log_offset}")
         props = original.properties

@@ -39,6 +39,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.query import damaged_remark
 from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.host import HostAddress
@@ -174,7 +175,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
             log.info("producer %s ended transaction %s as unknown%s", conn.peer_address, h.msg_id,
                      " (answering a check)" if h.from_transaction_check else "")
             return None
-        half = broker.store.message_at(h.commit_log_offset)
+        try:
+            half = broker.store.message_at(h.commit_log_offset)
+        except MessageDecodeError as exc:  # the half message stays open: no damaged body goes to the topic
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
         problem = _half_problem(half, h)
         if problem is not None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
@@ -202,7 +206,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
         except RocketStoreError:
             message = None
         else:
-            message = broker.store.message_at(offset)
+            try:
+                message = broker.store.message_at(offset)
+            except MessageDecodeError as exc:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
         if message is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=(
                 "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC."))

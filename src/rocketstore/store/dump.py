@@ -176,7 +176,11 @@ def dump_store(store: MessageStore, progress: Progress | None = None) -> dict[st
     for n, (topic, key) in enumerate(sorted(keys)):
         if progress is not None and n % 1000 == 0:
             progress("index keys", n, len(keys))
-        result = store.query(topic, key, 64, 0, MAX_TIMESTAMP)
+        try:
+            result = store.query(topic, key, 64, 0, MAX_TIMESTAMP)
+        except MessageDecodeError as exc:  # a damaged record among the hits: listed with the error
+            queries.append({"topic": topic, "key": key, "error": str(exc)})
+            continue
         queries.append({
             "topic": topic, "key": key,
             "indexLastUpdatePhyoffset": result.index_last_update_phy_offset,

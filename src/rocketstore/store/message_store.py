@@ -677,18 +677,21 @@ class MessageStore:
         return self._reader.get(topic, queue_id, queue_offset, max_count, tags=tags, match=match)
 
     def message_at(self, commit_log_offset: int) -> StoredMessage | None:
-        """The message whose record starts at *commit_log_offset*, or None."""
+        """The message whose record starts at *commit_log_offset*, or None; a damaged record there raises
+        MessageDecodeError naming it (see StoreReader.message_at)."""
         return self._reader.message_at(commit_log_offset)
 
     def message_by_id(self, msg_id: str) -> StoredMessage | None:
-        """Look up by offset message id (raises InvalidMessageIdError for malformed ids)."""
+        """Look up by offset message id (raises InvalidMessageIdError for malformed ids, MessageDecodeError
+        for a damaged record)."""
         return self._reader.message_by_id(msg_id)
 
     def query(self, topic: str, key: str, max_count: int = 64, begin_ms: int = 0,
               end_ms: int = MAX_TIMESTAMP) -> QueryResult:
         """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
 
-        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.
+        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.  A damaged
+        record among the hits raises MessageDecodeError naming it.
         """
         return self._reader.query(topic, key, max_count, begin_ms, end_ms)
 

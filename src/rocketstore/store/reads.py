@@ -20,6 +20,7 @@ from rocketstore.message.arguments import int_argument, str_argument
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import parse_properties
 from rocketstore.message.record import (
+    MESSAGE_MAGIC,
     SYS_FLAG_POS,
     StoredMessage,
     SysFlag,
@@ -235,30 +236,49 @@ class StoreReader:
                          suggest)
 
     def message_at(self, commit_log_offset: int) -> StoredMessage | None:
-        """The message whose record starts at *commit_log_offset*, or None."""
+        """The message whose record starts at *commit_log_offset*; None when no record starts there (outside
+        the commitlog, or the bytes there have no message magic: the end-of-segment fill, the middle of a
+        record).
+
+        A record that starts there but is damaged (its size does not fit, it does not decode, or its body
+        fails its CRC: bit rot since it was stored) raises MessageDecodeError naming its commitlog offset: it
+        is there, so "no such message" would be wrong, and its body must not be handed out as intact (4.9.3
+        reads it unchecked).  A damaged magic reads as no record: it cannot be told from an offset that is
+        not a record's start."""
         if commit_log_offset.__class__ is not int:
             commit_log_offset = int_argument("commit_log_offset", commit_log_offset)
         if self.closed:
             raise StoreClosedError()
-        if commit_log_offset < self._commitlog.min_offset or commit_log_offset >= self._commitlog.max_offset:
+        commitlog = self._commitlog
+        if commit_log_offset < commitlog.min_offset or commit_log_offset >= commitlog.max_offset:
             return None
-        data = self._commitlog.read_record(commit_log_offset)
+        head = commitlog.read_head(commit_log_offset)
+        if head is None or head[1] != MESSAGE_MAGIC:
+            return None
+        data = commitlog.read(commit_log_offset, head[0])
         if data is None:
-            return None
+            if commit_log_offset < commitlog.min_offset:  # retention deleted its segment meanwhile
+                return None
+            raise MessageDecodeError(f"declared size {head[0]} does not fit (the record at commitlog offset "
+                                     f"{commit_log_offset})")
         try:
-            return decode_record(data)
-        except MessageDecodeError:
-            return None
+            return decode_record(data, check_crc=True)
+        except MessageDecodeError as exc:
+            raise MessageDecodeError(
+                f"{exc.reason} (the record at commitlog offset {commit_log_offset})") from exc
 
     def message_by_id(self, msg_id: str) -> StoredMessage | None:
-        """Look up by offset message id (raises InvalidMessageIdError for malformed ids)."""
+        """Look up by offset message id (raises InvalidMessageIdError for malformed ids, MessageDecodeError
+        for a damaged record: see :meth:`message_at`)."""
         _, offset = decode_offset_message_id(str_argument("msg_id", msg_id))
         return self.message_at(offset)
 
     def query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int) -> QueryResult:
         """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
 
-        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.
+        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.  A hit whose
+        record is damaged raises MessageDecodeError naming it (:meth:`message_at`): left out, the answer
+        would read as "no such message".
         """
         str_argument("topic", topic)
         str_argument("key", key)

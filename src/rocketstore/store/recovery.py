@@ -9,6 +9,13 @@ pointing past the cut are dropped.  A record is valid when it decodes whole and,
 body CRC matches (``validate_record``, the one-record reference; the walks themselves go a chunk of records
 at a time through recovery_scan and must agree with it).
 
+Bit rot is not a torn write.  A record whose lengths all hold together but whose body fails its CRC, where
+the record is known to have been synced whole (after a clean close: all of the tail; after a crash: records
+stored before the checkpoint's bound), had its body changed on disk since: cutting there would drop every
+good record after it (4.9.3 does).  The walk keeps it, logs an ERROR naming it and goes on
+(``RecoveryReport.damaged_records``); the readers name it as damaged.  A record whose head is damaged (magic,
+size, lengths) still ends the walk: the TOTALSIZE chain is the only way to the next record.
+
 Imports store pieces, never the facade.
 """
 
@@ -60,6 +67,8 @@ _BODY_AT = {0: 84, 0x10: 96, 0x20: 96, 0x30: 108}  # BODYLENGTH position by host
 #: properties bytes parsed at once in abnormal recovery (a chunk of records with 32 KiB properties each
 #: would otherwise copy half a GiB)
 _PROPS_PIECE_BYTES = 16 << 20
+#: the store-time bound that keeps every bit-rotted record (a clean close synced them all)
+_ANY_TIME_MS = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +89,9 @@ class RecoveryReport:
     #: with ``redispatch_stopped_at``: the next queue offset of each queue with records from there on (the
     #: consume queues do not hold them yet, and new puts must not take their queue offsets again)
     undispatched_queue_ends: dict[tuple[str, int], int] | None = field(default=None, compare=False, repr=False)
+    #: commitlog offsets of records kept although their body fails its CRC (bit rot in a record known to be
+    #: synced whole: see the module docstring), each logged as an ERROR
+    damaged_records: tuple[int, ...] = ()
 
 
 def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bool) -> tuple[str, int, str]:
@@ -437,7 +449,8 @@ class _Redispatch:
 
 
 def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, dispatcher: Dispatcher,
-                      progress: Callable[[int], None] | None = None,
+                      progress: Callable[[int], None] | None = None, keep_bad_crc_until_ms: int | None = None,
+                      damaged: list[int] | None = None,
                       ) -> tuple[int, int, str | None, tuple[int, dict[tuple[str, int], int]] | None]:
     """Abnormal recovery's walk from segment *start_index*: ``scan_valid_end``'s checks, a chunk of records
     at a time (recovery_scan), with consume queues and index brought in line with every valid record
@@ -447,7 +460,10 @@ def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, d
     A consume-queue or index file that cannot be written (ENOSPC: the disk is full) stops the re-dispatch
     at the first record of the chunk that failed, not the walk: the valid end is still found, the store
     opens, and its dispatcher builds the rest (its entries are idempotent) once it can write, as 4.9.3's
-    recovery logs the failed writes and goes on.  The dispatcher's ``io_error`` is set meanwhile."""
+    recovery logs the failed writes and goes on.  The dispatcher's ``io_error`` is set meanwhile.
+
+    Records kept as bit rot (*keep_bad_crc_until_ms*, see ``SegmentReader.chunk``) are dispatched as any
+    other; their commitlog offsets go into *damaged*."""
     files = commitlog.files.files
     if not files:
         return 0, 0, None, None
@@ -468,7 +484,8 @@ def scan_and_dispatch(commitlog: CommitLog, start_index: int, check_crc: bool, d
                           "dispatcher builds them once it can", stopped_at, exc)
         _tally_queue_ends(reader, chunk, redo, queue_ends)
 
-    end, records, reason = _walk_chunks(files, start_index, check_crc, feed, progress)
+    end, records, reason = _walk_chunks(files, start_index, check_crc, feed, progress, keep_bad_crc_until_ms,
+                                        damaged)
     redo.finish()
     return end, records, reason, None if stopped_at is None else (stopped_at, queue_ends)
 
@@ -493,8 +510,10 @@ def _tally_queue_ends(reader: SegmentReader, chunk: Chunk, redo: _Redispatch,
 
 def _walk_chunks(files: list[MappedFile], start_index: int, check_crc: bool,
                  feed: Callable[[SegmentReader, Chunk, int], None] | None,
-                 progress: Callable[[int], None] | None) -> tuple[int, int, str | None]:
-    """``scan_valid_end`` a chunk of records at a time; *feed* sees each chunk."""
+                 progress: Callable[[int], None] | None, keep_bad_crc_until_ms: int | None = None,
+                 damaged: list[int] | None = None) -> tuple[int, int, str | None]:
+    """``scan_valid_end`` a chunk of records at a time; *feed* sees each chunk.  Records kept as bit rot
+    (*keep_bad_crc_until_ms*) are logged and their commitlog offsets added to *damaged*."""
     records = 0
     index = start_index
     while True:
@@ -502,7 +521,9 @@ def _walk_chunks(files: list[MappedFile], start_index: int, check_crc: bool,
         with SegmentReader(mf.buffer, mf.size_bytes) as reader:
             pos = 0
             while True:
-                chunk = reader.chunk(pos, check_crc)
+                chunk = reader.chunk(pos, check_crc, keep_bad_crc_until_ms=keep_bad_crc_until_ms)
+                for at in chunk.damaged:
+                    _report_damaged(mf, at, damaged)
                 if feed is not None:
                     feed(reader, chunk, mf.start_offset)
                 records += len(chunk)
@@ -518,6 +539,21 @@ def _walk_chunks(files: list[MappedFile], start_index: int, check_crc: bool,
                 return mf.start_offset + mf.size_bytes, records, None
             continue
         return mf.start_offset + pos, records, reason if reason != "no record magic" else None
+
+
+def _report_damaged(mf: MappedFile, pos: int, damaged: list[int] | None) -> None:
+    """Log the record at *pos* of *mf* that recovery keeps although its body fails its CRC."""
+    offset = mf.start_offset + pos
+    if damaged is not None:
+        damaged.append(offset)
+    try:
+        record = decode_record(mf.buffer, pos, with_body=False, limit=mf.size_bytes)
+        what = f"topic {record.topic}, queue {record.queue_id}, queue offset {record.queue_offset}"
+    except (MessageDecodeError, ValueError) as exc:  # (its lengths held together for the walk: not expected)
+        what = f"its header does not decode: {exc}"
+    log.error("recovery: the record at commitlog offset %d (%s) is damaged: its body fails its CRC "
+              "although it was synced whole (bit rot); it is kept, and readers report it as damaged",
+              offset, what)
 
 
 def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool) -> bool:
@@ -569,6 +605,7 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
         # commitlog the next records are written to
         queues.drop(list(queues.queues))
         return RecoveryReport(abnormal, 0, 0, 0, 0, None, dropped)
+    damaged: list[int] = []
     if not abnormal:
         start = max(0, len(files) - 3)
     else:
@@ -582,10 +619,13 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
         # Entries for records from the start segment on are checked against the commitlog (a torn page can
         # leave an entry with a plausible but wrong size) and rebuilt from the first that disagrees; entries
         # before it were durable when the checkpoint was written.
-        end, records, reason, stopped = scan_and_dispatch(commitlog, start, check_crc, dispatcher, progress)
+        # a body that fails its CRC in a record the checkpoint vouches for is bit rot, past it a torn write
+        end, records, reason, stopped = scan_and_dispatch(commitlog, start, check_crc, dispatcher, progress,
+                                                          checkpoint.min_timestamp(), damaged)
     else:
         stopped = None
-        end, records, reason = _walk_chunks(files, start, check_crc, None, progress)
+        # a clean close synced every record of the tail whole: a body that fails its CRC there is bit rot
+        end, records, reason = _walk_chunks(files, start, check_crc, None, progress, _ANY_TIME_MS, damaged)
     # bytes after `end` that held anything: what the cut discards
     truncated = 0
     for mf in commitlog.files.files:
@@ -612,4 +652,5 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     if reason:
         log.warning("recovery stopped at commitlog offset %d: %s", end, reason)
     return RecoveryReport(abnormal, files[start].start_offset if files else 0, end, truncated, records, reason,
-                          dropped, *((None, None) if stopped is None else (min(stopped[0], end), stopped[1])))
+                          dropped, *((None, None) if stopped is None else (min(stopped[0], end), stopped[1])),
+                          damaged_records=tuple(damaged))

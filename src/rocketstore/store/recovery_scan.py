@@ -81,7 +81,9 @@ class Chunk:
     """The valid records of one chunk as columns (positions relative to the segment), and where it ends.
 
     ``next_pos`` is the position after the last valid record; ``reason`` is None when the chunk simply
-    filled (walk on), else why the walk stopped at ``next_pos`` ("BLANK" for the end-of-file record)."""
+    filled (walk on), else why the walk stopped at ``next_pos`` ("BLANK" for the end-of-file record).
+    ``damaged``: starts of the records among them kept although their body fails its CRC (bit rot, see
+    ``SegmentReader.chunk``)."""
 
     start: np.ndarray
     size: np.ndarray
@@ -94,6 +96,7 @@ class Chunk:
     props_at: np.ndarray
     next_pos: int
     reason: str | None
+    damaged: tuple[int, ...] = ()
 
     def __len__(self) -> int:
         return len(self.start)
@@ -180,8 +183,15 @@ class SegmentReader:
 
     # --- 2. lengths and CRC ---------------------------------------------------------------------------
 
-    def chunk(self, pos: int, check_crc: bool, max_records: int = CHUNK_RECORDS) -> Chunk:
-        """Walk and check up to *max_records* records from *pos*; the valid prefix as columns."""
+    def chunk(self, pos: int, check_crc: bool, max_records: int = CHUNK_RECORDS,
+              keep_bad_crc_until_ms: int | None = None) -> Chunk:
+        """Walk and check up to *max_records* records from *pos*; the valid prefix as columns.
+
+        With *keep_bad_crc_until_ms*, a record whose body fails its CRC but whose lengths all hold together
+        and whose store timestamp is in (0, keep_bad_crc_until_ms] does not end the chunk: it was written
+        whole (the caller knows it was synced: a clean close, or a checkpoint that vouches for that time), so
+        the body changed on disk since (bit rot), and the records after it are good.  Its start goes into
+        ``Chunk.damaged``; the readers name it as damaged."""
         starts, next_pos, reason = self.walk(pos, max_records)
         arr, i4, i8 = self.arr, self._i4, self._i8
         last4 = len(i4) - 1
@@ -253,6 +263,10 @@ class SegmentReader:
                           "lengths disagree with the record size" if not lengths_ok[n] else
                           "record ends in zero bytes (torn write)")
                 next_pos = int(starts[n])
+        ts_at = _STORE_TS_POS[(sys_flag & SysFlag.BORNHOST_V6) >> 4] if v6 else int(_STORE_TS_POS[0])
+        store_ts = (i8[starts + ts_at].astype(np.int64) if v6
+                    else field(ts_at, ">i8"))  # type: ignore[arg-type]
+        damaged: tuple[int, ...] = ()
         if check_crc and n:
             want = field(_CRC_POS, ">i4")[:n]
             mv = memoryview(self.mm)
@@ -270,21 +284,28 @@ class SegmentReader:
                 mv.release()
             bad = np.flatnonzero((np.asarray(got, dtype=np.int64) & 0x7FFFFFFF) != want)
             if len(bad):
-                n = int(bad[0])
-                reason = "body CRC mismatch"
-                next_pos = int(starts[n])
-        ts_at = _STORE_TS_POS[(sys_flag & SysFlag.BORNHOST_V6) >> 4] if v6 else int(_STORE_TS_POS[0])
+                cut = int(bad[0])
+                if keep_bad_crc_until_ms is not None:
+                    ts = store_ts[bad]
+                    kept = (ts > 0) & (ts <= keep_bad_crc_until_ms)
+                    cut = -1 if kept.all() else int(bad[int(np.argmin(kept))])
+                    damaged = tuple(int(starts[i]) for i in bad.tolist() if cut < 0 or i < cut)
+                if cut >= 0:
+                    n = cut
+                    reason = "body CRC mismatch"
+                    next_pos = int(starts[n])
         return Chunk(
             start=starts[:n],
             size=size[:n],
             queue_id=field(_QUEUE_ID_POS, ">i4")[:n],
             queue_offset=field(QUEUE_OFFSET_POS, ">i8")[:n],
             sys_flag=sys_flag[:n],
-            store_timestamp=(i8[starts + ts_at].astype(np.int64) if v6 else field(ts_at, ">i8"))[:n],  # type: ignore[arg-type]
+            store_timestamp=store_ts[:n],
             topic_len_at=topic_len_at[:n],
             props_at=props_at[:n],
             next_pos=next_pos,
             reason=reason,
+            damaged=damaged,
         )
 
     def _one_layout(self, first: int, count: int, step: int) -> tuple[int, int, int, int] | None:

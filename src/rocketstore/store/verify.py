@@ -375,9 +375,13 @@ def _check_index(store: MessageStore, recs: _Records, out: _Collector, progress:
         if progress is not None and n % 1000 == 0:
             progress("index keys", n, len(recs.keys))
         wanted = set(offsets)
-        hits = store.query(topic, key, batch, 0, MAX_TIMESTAMP).messages
+        damaged = False
+        try:
+            hits = store.query(topic, key, batch, 0, MAX_TIMESTAMP).messages
+        except MessageDecodeError:  # a damaged record among the hits (the commitlog walk reports it)
+            hits, damaged = (), True
         found = {m.commit_log_offset for m in hits}
-        if len(hits) >= batch and not wanted <= found:
+        if (len(hits) >= batch or damaged) and not wanted <= found:
             # A query answers at most maxMsgsNumBatch hits; for a key on more records (a shared key, or one
             # whose hash collides) ask the index itself, with room for duplicates and collisions.
             found = set(index.query(topic, key, 4 * len(wanted) + 4 * batch, 0, MAX_TIMESTAMP)[0])
