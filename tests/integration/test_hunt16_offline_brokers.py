@@ -190,7 +190,8 @@ def test_a_producer_forgets_a_broker_gone_for_good(tmp_path: Path) -> None:
     group = "hunt16-offline-producer"
 
     async def start(namesrv_addr: str) -> Producer:
-        producer = Producer(namesrv_addr, group, timeout_s=2, heartbeat_interval_s=0.3)
+        producer = Producer(namesrv_addr, group, timeout_s=2, heartbeat_interval_s=0.3,
+                            route_refresh_interval_s=0.3)
         await producer.start()
         await producer.send(TOPIC, b"before")  # reads the topic's route: both masters get heartbeats
         return producer

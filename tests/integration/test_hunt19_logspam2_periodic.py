@@ -76,7 +76,7 @@ def test_periodic_jobs_of_clients_of_a_down_broker_log_one_line_each_run(
         async def go() -> None:
             nonlocal broker
             async with Producer(cluster.namesrv_addr, "hunt19-periodic-producer",
-                                heartbeat_interval_s=0.05) as producer:
+                                heartbeat_interval_s=0.05, route_refresh_interval_s=0.05) as producer:
                 await producer.send(TOPIC, b"m0")
                 async with PushConsumer(cluster.namesrv_addr, GROUP, {TOPIC: "*"}, handle, **FAST):
                     await eventually(lambda: handling, 30, "the message handed to the handler")

@@ -80,14 +80,14 @@ def test_pulls_with_an_old_route_do_not_wait_for_a_hanging_name_server(tmp_path:
 
 
 def test_a_route_changed_reaches_a_producer_with_an_old_route(tmp_path: Path) -> None:
-    """The sends no longer ask the name servers when the route is old; the background rounds
-    (heartbeat_interval_s here) still bring the new one."""
+    """The sends no longer ask the name servers when the route is old; the background re-reads
+    (every route_refresh_interval_s) still bring the new one."""
     with LocalCluster(tmp_path / "store") as cluster:
         cluster.create_topic(TOPIC, queues=1)
 
         async def go() -> None:
             async with Producer(cluster.namesrv_addr, "hunt20-route-change-pg",
-                                heartbeat_interval_s=0.5) as producer:
+                                route_refresh_interval_s=0.5) as producer:
                 assert (await producer.send(TOPIC, b"one queue")).message_queue.queue_id == 0
                 _age(producer.routes)
                 async with AdminClient(cluster.namesrv_addr) as admin:

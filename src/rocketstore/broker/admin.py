@@ -132,10 +132,13 @@ def register(router: RequestRouter, broker: Broker) -> None:
         broker.topic_config_changed(h.topic, before)
         await broker.topics.flush_quietly()  # as create_topic's
         # as 4.9.3's deleteTopic: the consume queues of topics no longer in the table go too (cleanUnusedTopic)
+        # the topic is gone whatever happens here: a failure (the store too busy, StoreError; a directory
+        # whose removal cannot be synced, OSError) is logged and the deletion still answered SUCCESS, so the
+        # admin goes on to the name servers and the topic's statistics are forgotten
         try:
             dropped = await broker.run_blocking(broker.store.clean_unused_topics, LiveTopics(broker))
-        except StoreError as exc:
-            log.warning("topic %s deleted, but its consume queues were not dropped: %s", h.topic, exc)
+        except (StoreError, OSError) as exc:
+            log.warning("topic %s deleted, but dropping its consume queues failed: %s", h.topic, exc)
             dropped = []
         # the statistics of those topics and of this one stay unless autoDeleteUnusedStats, as in 4.9.3
         broker.forget_stats_of_topics([*(topic for topic, _ in dropped), h.topic])

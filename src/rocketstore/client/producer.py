@@ -56,10 +56,12 @@ and in ``producerDataSet`` the group and CLIENT_INNER_PRODUCER (the inner produc
 has) to every master of the routes the producer has read.  A background task, started by ``start()``
 (``async with`` starts) or else by the first route a send reads, heartbeats the masters of the auto-create
 topic's route at once, a master new in a route as soon as it shows, and every
-``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them after re-reading their routes
-(a master that no route of its topics names any more is forgotten then, as cleanOfflineBroker forgets it;
-these rounds are also its pollNameServerInterval's: while the task runs, a send uses the route it has
-however old and asks the name servers only for a topic it has none of, so one that hangs holds up no send);
+``heartbeat_interval_s`` (Java's heartbeatBrokerInterval, 30 s) all of them (a master that no route of its
+topics names any more is forgotten then, as cleanOfflineBroker forgets it).  The same task re-reads the
+routes of the topics seen every ``route_refresh_interval_s`` (Java's pollNameServerInterval, 30 s), on its
+own schedule: while it runs, a send uses the route it has however old and asks the name servers only for a
+topic it has none of, so one that hangs holds up no send, and a route changed reaches the sends with the
+next re-read whatever the heartbeat interval.
 ``close()`` sends UNREGISTER_CLIENT with the group, then with CLIENT_INNER_PRODUCER, to each master
 heartbeated.  So the brokers' producer tables list the producer under both groups, as they list a Java
 client (GET_PRODUCER_CONNECTION_LIST, ``rocketstore producer connections``).  The heartbeats go on the
@@ -616,7 +618,7 @@ class Producer:
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
                  compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
                  instance_name: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0) -> None:
+                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
         4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
         address, please set it.").
@@ -633,7 +635,8 @@ class Producer:
         *compress_msg_body_over_howmuch* and *compress_level* (Java's compressMsgBodyOverHowmuch, 4 KiB, and
         zipCompressLevel, 5): a body of that many bytes or more goes out zlib-compressed with sysFlag
         COMPRESSED, as the Java producer sends it (not a batch's); consumers inflate it.
-        *heartbeat_interval_s* (Java's heartbeatBrokerInterval, 30 s) and *instance_name*: see "Heartbeats"
+        *heartbeat_interval_s* (Java's heartbeatBrokerInterval, 30 s), *route_refresh_interval_s* (Java's
+        pollNameServerInterval, 30 s, named as the consumers' setting) and *instance_name*: see "Heartbeats"
         in the module's docstring; the client id is ``ip@instance_name`` (default ``pid#nanos``).
         *mq_client_api_timeout_s* (Java's ClientConfig.mqClientApiTimeout, 3 s): the bound of each route
         look-up from the name servers, heartbeat and unregistration (4.9.3's MQClientInstance passes it to
@@ -642,6 +645,8 @@ class Producer:
         namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         if heartbeat_interval_s <= 0:
             raise ValueError("heartbeat_interval_s must be positive")
+        if not route_refresh_interval_s > 0:
+            raise ValueError("route_refresh_interval_s must be positive")
         if mq_client_api_timeout_s <= 0:
             raise ValueError("mq_client_api_timeout_s must be positive")
         self.mq_client_api_timeout_s = mq_client_api_timeout_s
@@ -660,6 +665,7 @@ class Producer:
                                  timeout_s=mq_client_api_timeout_s, on_route=self._route_seen)
         self._next_queue = itertools.count(random.randrange(1024))
         self.heartbeat_interval_s = heartbeat_interval_s
+        self.route_refresh_interval_s = route_refresh_interval_s
         self.client_id = f"{local_ip()}@{instance_name or new_instance_name()}"
         #: broker name -> master address, from every route seen (Java's brokerAddrTable)
         self._brokers: dict[str, str] = {}
@@ -877,20 +883,28 @@ class Producer:
                                             self.mq_client_api_timeout_s, producer=True)
 
     async def _heartbeat_loop(self) -> None:
-        """Every heartbeat_interval_s: re-read the routes of the topics seen and heartbeat every master known
-        (MQClientInstance's sendHeartbeatToAllBroker); in between, as soon as a route shows a master not
-        heartbeated yet, heartbeat that one."""
+        """Every route_refresh_interval_s re-read the routes of the topics seen (MQClientInstance's
+        updateTopicRouteInfoFromNameServer every pollNameServerInterval), and every heartbeat_interval_s
+        heartbeat every master known (sendHeartbeatToAllBroker every heartbeatBrokerInterval), each on its
+        own schedule: a long heartbeat interval does not hold route changes back, nor a rare re-read the
+        heartbeats; in between, as soon as a route shows a master not heartbeated yet, heartbeat that one."""
         # TBW102 first, as Java's producer puts it among its topics at start
         await self.discover_quietly(AUTO_CREATE_TOPIC)
+        next_refresh = time.monotonic() + self.route_refresh_interval_s
         next_round = time.monotonic() + self.heartbeat_interval_s
         while not self.closed:
-            await wait_event(self._due, next_round - time.monotonic())
+            await wait_event(self._due, min(next_refresh, next_round) - time.monotonic())
             if self.closed:
                 return
             self._due.clear()
+            if time.monotonic() >= next_refresh:
+                # a master new in a route is heartbeated below, in this turn, not a heartbeat round later
+                await self._refresh_routes()
+                next_refresh = time.monotonic() + self.route_refresh_interval_s
+                if self.closed:
+                    return
             if time.monotonic() >= next_round:
                 next_round = time.monotonic() + self.heartbeat_interval_s
-                await self._refresh_routes()
                 await self._forget_offline_brokers()
                 for addr in sorted(set(self._brokers.values())):
                     await self.periodically(f"heartbeat to {addr}", self._heartbeat(addr))

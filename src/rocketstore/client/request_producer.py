@@ -184,9 +184,10 @@ class RequestProducer(ServedProducer):
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0) -> None:
-        """*tls* and *mq_client_api_timeout_s* as the Producer's.  *timeout_s* bounds each plain send (connecting and the broker's answer); a
-        request message's send is bounded by what is left of :meth:`request`'s own timeout instead.
+                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0) -> None:
+        """*tls*, *mq_client_api_timeout_s* and *route_refresh_interval_s* as the Producer's.  *timeout_s*
+        bounds each plain send (connecting and the broker's answer); a request message's send is bounded by
+        what is left of :meth:`request`'s own timeout instead.
         *enable_trace* / *trace_topic* as the Producer's: each request message's send is
         a Pub (Normal_Msg, its CORRELATION_ID, REPLY_TO_CLIENT and TTL among the properties sent), as
         DefaultMQProducer.request goes through the send hook; the reply's arrival is not traced (Java's
@@ -194,7 +195,8 @@ class RequestProducer(ServedProducer):
         super().__init__(namesrv_addr, group, self._serve, timeout_s=timeout_s, retry_times=retry_times,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name,
                          credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
-                         mq_client_api_timeout_s=mq_client_api_timeout_s)
+                         mq_client_api_timeout_s=mq_client_api_timeout_s,
+                         route_refresh_interval_s=route_refresh_interval_s)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 

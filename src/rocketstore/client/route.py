@@ -90,7 +90,7 @@ class RouteCache:
         self._refreshers: list[asyncio.Task[None]] = []
         #: the last look-up found no route because a name server it ended on did not answer (unreachable, or
         #: timed out): a round of look-ups stops there rather than wait that once per topic (see the
-        #: Producer's heartbeat rounds)
+        #: Producer's route re-reads)
         self.unanswered = False
 
     def update_namesrv_addrs(self, namesrv_addr: str | list[str]) -> bool:
@@ -114,7 +114,7 @@ class RouteCache:
 
     def refreshed_by(self, task: asyncio.Task[None]) -> None:
         """*task* re-reads the routes of the topics its client uses, in the background and on its own
-        schedule (a producer's heartbeat rounds, a group consumer's rebalances), as 4.9.3's MQClientInstance
+        schedule (a producer's heartbeat task, a group consumer's rebalances), as 4.9.3's MQClientInstance
         does every pollNameServerInterval.  While it runs, a cached route is used however old, so a send or a
         pull never waits for the name servers when it has a route (one that hangs would make each wait its
         look-up's timeout; DefaultMQProducerImpl.tryToFindTopicPublishInfo asks only for a topic it has no

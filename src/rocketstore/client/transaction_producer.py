@@ -225,13 +225,13 @@ class TransactionProducer:
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0, check_request_hold_max: int = CHECK_REQUEST_HOLD_MAX
-                 ) -> None:
+                 mq_client_api_timeout_s: float = 3.0, check_request_hold_max: int = CHECK_REQUEST_HOLD_MAX,
+                 route_refresh_interval_s: float = 30.0) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions (at most
         *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
-        *mq_client_api_timeout_s* (the bound of route look-ups, heartbeats, unregistrations) as the
-        Producer's;
+        *mq_client_api_timeout_s* (the bound of route look-ups, heartbeats, unregistrations) and
+        *route_refresh_interval_s* (how often the routes are re-read) as the Producer's;
         the client id is ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace*: trace the half
         messages' sends (Pub, Trans_Msg_Half) and each end of a transaction (EndTransaction) to
         *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as TransactionMQProducer with enableMsgTrace."""
@@ -249,9 +249,11 @@ class TransactionProducer:
                                             retry_times=retry_times, heartbeat_interval_s=heartbeat_interval_s,
                                             instance_name=instance_name, credentials=credentials,
                                             enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
-                                            mq_client_api_timeout_s=mq_client_api_timeout_s)
+                                            mq_client_api_timeout_s=mq_client_api_timeout_s,
+                                            route_refresh_interval_s=route_refresh_interval_s)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
+        self.route_refresh_interval_s = route_refresh_interval_s
         self._checks: set[asyncio.Task[None]] = set()
         self._check_executor: ThreadPoolExecutor | None = None
 
