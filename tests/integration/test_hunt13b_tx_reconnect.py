@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 TEST_TIMEOUT_S = 90.0
 WAIT_S = 20.0
-#: no periodic heartbeat within a test
+#: no periodic heartbeat (nor route re-read, which may heartbeat a master new in a route) within a test
 RARE_HEARTBEATS_S = 600.0
 
 
@@ -83,7 +83,8 @@ def test_a_request_after_the_broker_restarted_gets_its_reply(tmp_path: Path) -> 
 
         consumer = PushConsumer(serve.namesrv_addr, "rpc-server", {topic: "*"}, handle,
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **FAST)
-        requester = RequestProducer(serve.namesrv_addr, "rpc-client", heartbeat_interval_s=RARE_HEARTBEATS_S)
+        requester = RequestProducer(serve.namesrv_addr, "rpc-client", heartbeat_interval_s=RARE_HEARTBEATS_S,
+                                    route_refresh_interval_s=RARE_HEARTBEATS_S)
         try:
             await consumer.start()
             bodies = [(await requester.request(topic, b"before", timeout_s=WAIT_S)).body]
@@ -118,7 +119,8 @@ def test_a_transaction_sent_after_the_broker_restarted_is_checked_back(tmp_path:
         async with Producer(serve.namesrv_addr, "tx-warm") as warm:
             await warm.send("TxAfterRestart", b"creates the topic")
         async with TransactionProducer(serve.namesrv_addr, "tx-restart", check,
-                                       heartbeat_interval_s=RARE_HEARTBEATS_S) as producer:
+                                       heartbeat_interval_s=RARE_HEARTBEATS_S,
+                                       route_refresh_interval_s=RARE_HEARTBEATS_S) as producer:
             first = await producer.send_in_transaction("TxAfterRestart", b"before", unknown)
             await _until(lambda: first.msg_id in asked, "the check of the transaction sent before the restart")
             await serve.kill_and_restart()
