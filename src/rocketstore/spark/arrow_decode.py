@@ -17,6 +17,11 @@ Properties strings are split by :func:`rocketstore.message.columnar_properties.s
 Topics and properties strings are checked for UTF-8 by Arrow's full validation of the string column (one
 C++ pass), which is where ``decode_record`` would have raised.
 
+With *check_crc*, each body that becomes a row is checked against the CRC its record holds (a byte changed
+on disk after the record was stored: recovery re-checks only the commitlog's tail).  zlib has no batched
+CRC, so that is one ``zlib.crc32`` call per body over a memoryview slice (no copy): measured per 4,096
+bodies of 1 KiB, 2.6-3.3 ms against 2.1 ms for the calls alone on one 1 KiB ``bytes``.
+
 Imports pyarrow and numpy; only the Spark source imports this module.
 """
 
@@ -305,6 +310,33 @@ def _inflated(bodies: pa.Array, c: RecordColumns, max_bytes: int | None = None) 
     return pieces[0] if len(pieces) == 1 else pa.chunked_array(pieces, bodies.type)
 
 
+def _check_body_crcs(c: RecordColumns, queue_offsets: np.ndarray,
+                     expect: tuple[np.ndarray, np.ndarray] | None, keep: pa.Array | None) -> None:
+    """MessageDecodeError naming the first record whose (stored, still compressed) body fails its CRC: by
+    commitlog offset, topic, queue id and queue offset, so that a user can find it with ``store dump`` or
+    ``store verify``.  Records a tag filter drops (*keep* false) are not checked: they make no row."""
+    rows = np.arange(len(c)) if keep is None else np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+    if not len(rows):
+        return
+    view = memoryview(c.buf)
+    starts = c.body_start[rows]
+    crc32 = zlib.crc32
+    ends = starts + c.body_length[rows]
+    got = np.fromiter((crc32(view[a:b]) for a, b in zip(starts.tolist(), ends.tolist())), dtype=np.int64,
+                      count=len(rows))
+    bad = np.flatnonzero((got & 0x7FFFFFFF) != c.body_crc[rows])
+    if not len(bad):
+        return
+    i = int(rows[bad[0]])
+    at = int(expect[0][i]) if expect is not None else int(c.commit_log_offset[i])
+    topic = bytes(c.buf[c.topic_start[i] : c.topic_start[i] + c.topic_length[i]]).decode("utf-8", "replace")
+    crc, held = int(got[bad[0]]) & 0x7FFFFFFF, int(c.body_crc[i])
+    raise MessageDecodeError(
+        f"body CRC mismatch (CRC {crc:#x}, the record says {held:#x}) in the record at commitlog offset {at} "
+        f"of topic {topic} queue {int(c.queue_id[i])} queue offset {int(queue_offsets[i])}: its body changed "
+        "after it was stored; option checkCRC=false reads such bodies as they are", at)
+
+
 def _at_commit_log_offset(exc: MessageDecodeError, positions: np.ndarray,
                           expect: tuple[np.ndarray, np.ndarray] | None) -> MessageDecodeError | None:
     """*exc*, raised at a position in the buffer, re-aimed at the record's commitlog offset; None when that
@@ -315,9 +347,20 @@ def _at_commit_log_offset(exc: MessageDecodeError, positions: np.ndarray,
     return MessageDecodeError(exc.reason, int(expect[0][int(at[0])])) if len(at) else None
 
 
+def _located(exc: MessageDecodeError, positions: np.ndarray,
+             expect: tuple[np.ndarray, np.ndarray] | None) -> MessageDecodeError:
+    """*exc* re-aimed at its record's commitlog offset (chained to it) where that is known, else *exc*."""
+    located = _at_commit_log_offset(exc, positions, expect)
+    if located is None:
+        return exc
+    located.__cause__ = exc
+    return located
+
+
 def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.ndarray, schema: pa.Schema, *,
                  include_body: bool = True, tag_set: Collection[str] | None = None,
-                 expect: tuple[np.ndarray, np.ndarray] | None = None) -> pa.RecordBatch:
+                 expect: tuple[np.ndarray, np.ndarray] | None = None,
+                 check_crc: bool = False) -> pa.RecordBatch:
     """The records at *positions* of *buf* as a batch of *schema* (a subset of the source's columns).
 
     *queue_offsets* are the records' consume-queue offsets (the queue's word, not the record's field).
@@ -325,8 +368,11 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
     tags-code match, as a RocketMQ client does it).  *expect* (commitlog offsets, sizes) are what the
     consume queue says each record is: a record whose own PHYSICALOFFSET or TOTALSIZE differs is refused.
     With *expect*, a MessageDecodeError names the record's commitlog offset; without, its position in *buf*.
+    With *check_crc* and a body column, a body that fails its CRC is a MessageDecodeError at its record's
+    commitlog offset (without *expect*, the one the record holds), naming its topic, queue and queue offset.
     """
-    arrays, keep = _arrays(buf, positions, queue_offsets, schema, include_body, tag_set, expect, None)
+    arrays, keep = _arrays(buf, positions, queue_offsets, schema, include_body, tag_set, expect, None,
+                           check_crc)
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     if keep is not None and not pc.all(keep).as_py():
         batch = batch.filter(keep)
@@ -335,10 +381,12 @@ def record_batch(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: 
 
 def record_batches(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.ndarray, schema: pa.Schema, *,
                    max_body_bytes: int, include_body: bool = True, tag_set: Collection[str] | None = None,
-                   expect: tuple[np.ndarray, np.ndarray] | None = None) -> list[pa.RecordBatch]:
+                   expect: tuple[np.ndarray, np.ndarray] | None = None,
+                   check_crc: bool = False) -> list[pa.RecordBatch]:
     """:func:`record_batch`, cut into batches whose bodies, once inflated, add up to at most *max_body_bytes*
     (or hold one record): one batch unless compressed bodies inflate past it."""
-    arrays, keep = _arrays(buf, positions, queue_offsets, schema, include_body, tag_set, expect, max_body_bytes)
+    arrays, keep = _arrays(buf, positions, queue_offsets, schema, include_body, tag_set, expect, max_body_bytes,
+                           check_crc)
     if not any(isinstance(a, pa.ChunkedArray) for a in arrays):
         batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
         if keep is not None and not pc.all(keep).as_py():
@@ -352,15 +400,13 @@ def record_batches(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets
 
 def _arrays(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.ndarray, schema: pa.Schema,
             include_body: bool, tag_set: Collection[str] | None, expect: tuple[np.ndarray, np.ndarray] | None,
-            max_body_bytes: int | None) -> tuple[list[pa.Array | pa.ChunkedArray], pa.Array | None]:
+            max_body_bytes: int | None, check_crc: bool = False
+            ) -> tuple[list[pa.Array | pa.ChunkedArray], pa.Array | None]:
     """The columns of *schema* for the records at *positions*, and the tag filter's mask (None: keep all)."""
     try:
         cols = decode_columns(buf, positions)
     except MessageDecodeError as exc:
-        located = _at_commit_log_offset(exc, positions, expect)
-        if located is None:
-            raise
-        raise located from exc
+        raise _located(exc, positions, expect)  # noqa: B904 - chained to exc when re-aimed
     if expect is not None:
         wrong = np.flatnonzero((cols.commit_log_offset != expect[0]) | (cols.total_size != expect[1]))
         if len(wrong):
@@ -372,10 +418,13 @@ def _arrays(buf: np.ndarray | bytes, positions: np.ndarray, queue_offsets: np.nd
         if tag_set is not None:
             tags = decoded.column("tags", pa.string())
             keep = pc.fill_null(pc.is_in(tags, value_set=pa.array(sorted(tag_set), pa.string())), False)
+    except MessageDecodeError as exc:
+        raise _located(exc, positions, expect)  # noqa: B904 - chained to exc when re-aimed
+    if check_crc and include_body and "body" in schema.names:
+        # the CRC covers the body only: checked where a body becomes a row, before it is inflated
+        _check_body_crcs(cols, np.asarray(queue_offsets), expect, keep)
+    try:
         arrays = [decoded.column(f.name, f.type) for f in schema]
     except MessageDecodeError as exc:
-        located = _at_commit_log_offset(exc, positions, expect)
-        if located is None:
-            raise
-        raise located from exc
+        raise _located(exc, positions, expect)  # noqa: B904 - chained to exc when re-aimed
     return arrays, keep

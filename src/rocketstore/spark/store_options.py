@@ -96,6 +96,8 @@ class StoreReadOptions:
     ending_timestamp_ms: int | None = None
     tags: str | None = None
     include_body: bool = True
+    #: check each body read against its record's CRC, failing the task on one that changed on disk
+    check_crc: bool = True
     min_partitions: int | None = None
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
 
@@ -161,6 +163,7 @@ class StoreReadOptions:
             ending_timestamp_ms=ending_ts,
             tags=str(tags).strip() if tags is not None and str(tags).strip() not in ("", "*") else None,
             include_body=_parse_bool(opts.get("includebody", "true"), "includeBody"),
+            check_crc=_parse_bool(opts.get("checkcrc", "true"), "checkCRC"),
             min_partitions=min_partitions,
             max_records_per_partition=max_records or DEFAULT_MAX_RECORDS_PER_PARTITION,
         )

@@ -13,7 +13,10 @@ and cuts the queues into queue-offset ranges (store_options).  Two ways, chosen 
   the executor reopens it the same way and reads its ranges through ``MessageStore.get``.
 
 Either way nothing past the planning snapshot is read, so a live store yields a consistent prefix of every
-queue, and records become Arrow batches column by column with numpy (arrow_decode), never row by row.
+queue, and records become Arrow batches column by column with numpy (arrow_decode), never row by row.  Each
+body read is checked against its record's CRC (option ``checkCRC``, on by default): neither path re-checks
+old records (the trusted one recovers nothing, recovery walks only the tail), so a body changed on disk
+would otherwise become a row as it is.
 On a cluster the executor may not see the store planning read (no shared file system, another broker's
 store at the same path): it checks the directory and each range's last entry before reading, and fails.
 
@@ -211,7 +214,8 @@ class StoreReader(DataSourceReader):
         for buf, positions, queue_offsets, expect in chunks:
             # chunks are cut by stored bytes; compressed bodies inflated past the budget cut them again
             for batch in record_batches(buf, positions, queue_offsets, schema, max_body_bytes=BATCH_MAX_BYTES,
-                                        include_body=opts.include_body, tag_set=tag_set, expect=expect):
+                                        include_body=opts.include_body, tag_set=tag_set, expect=expect,
+                                        check_crc=opts.check_crc):
                 if batch.num_rows:
                     yield batch
 
