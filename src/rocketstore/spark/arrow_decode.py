@@ -318,7 +318,7 @@ def _check_body_crcs(c: RecordColumns, queue_offsets: np.ndarray,
     rows = np.arange(len(c)) if keep is None else np.flatnonzero(keep.to_numpy(zero_copy_only=False))
     if not len(rows):
         return
-    view = memoryview(c.buf)
+    view = memoryview(c.buf)  # type: ignore[arg-type]  # (an ndarray is a buffer)
     starts = c.body_start[rows]
     crc32 = zlib.crc32
     ends = starts + c.body_length[rows]

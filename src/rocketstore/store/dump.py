@@ -172,7 +172,7 @@ def dump_store(store: MessageStore, progress: Progress | None = None) -> dict[st
             keys.add((r["topic"], r["uniqKey"]))
         if r["keys"]:
             keys.update((r["topic"], k) for k in r["keys"].split(" ") if k)
-    queries = []
+    queries: list[dict[str, object]] = []
     for n, (topic, key) in enumerate(sorted(keys)):
         if progress is not None and n % 1000 == 0:
             progress("index keys", n, len(keys))

@@ -652,5 +652,6 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     if reason:
         log.warning("recovery stopped at commitlog offset %d: %s", end, reason)
     return RecoveryReport(abnormal, files[start].start_offset if files else 0, end, truncated, records, reason,
-                          dropped, *((None, None) if stopped is None else (min(stopped[0], end), stopped[1])),
+                          dropped, redispatch_stopped_at=None if stopped is None else min(stopped[0], end),
+                          undispatched_queue_ends=None if stopped is None else stopped[1],
                           damaged_records=tuple(damaged))
