@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, ServiceState, broker_error_for, state_not_ok
+from rocketstore.client.errors import ClientError, ServiceState, broker_error_for, state_not_ok, state_of
 from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.client.route import MessageQueue, RouteCache, check, namesrv_addr_or_env
 from rocketstore.errors import MessageDecodeError, RocketStoreError
@@ -296,11 +296,7 @@ class PullConsumer:
     def service_state(self) -> ServiceState:
         """4.9.3's getServiceState: CREATE_JUST until :meth:`start`, RUNNING after it, SHUTDOWN_ALREADY once
         closed, START_FAILED after a start that failed (for good, as in 4.9.3)."""
-        if self.start_failed:
-            return ServiceState.START_FAILED
-        if self.closed:
-            return ServiceState.SHUTDOWN_ALREADY
-        return ServiceState.RUNNING if self.started else ServiceState.CREATE_JUST
+        return state_of(started=self.started, shut_down=self.closed, start_failed=self.start_failed)
 
     @property
     def is_running(self) -> bool:

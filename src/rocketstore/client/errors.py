@@ -30,6 +30,7 @@ __all__ = [
     "SendFailedError",
     "ServiceNotAvailableError",
     "ServiceState",
+    "state_of",
     "SubscriptionError",
     "SystemBusyError",
     "SystemError_",
@@ -65,6 +66,17 @@ class ServiceState(StrEnum):
     RUNNING = "RUNNING"
     SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
     START_FAILED = "START_FAILED"
+
+
+def state_of(*, started: bool, shut_down: bool, start_failed: bool) -> ServiceState:
+    """A client's ServiceState from its flags, as 4.9.3's clients keep it: START_FAILED for good after a start
+    that failed (shutting down does not change it), else SHUTDOWN_ALREADY once shut down, else RUNNING once
+    started, else CREATE_JUST."""
+    if start_failed:
+        return ServiceState.START_FAILED
+    if shut_down:
+        return ServiceState.SHUTDOWN_ALREADY
+    return ServiceState.RUNNING if started else ServiceState.CREATE_JUST
 
 
 def state_not_ok(kind: str, state: str, cause: str = "", *, started_once: bool = False) -> str:

@@ -36,7 +36,7 @@ from rocketstore.client.allocate import AllocateStrategy, allocate_averagely, ja
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, NoRouteError, ServiceState, logged, state_not_ok
+from rocketstore.client.errors import ClientError, NoRouteError, ServiceState, logged, state_not_ok, state_of
 from rocketstore.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -238,11 +238,7 @@ class GroupConsumer:
         """4.9.3's getServiceState: CREATE_JUST before :meth:`start`, RUNNING after it, SHUTDOWN_ALREADY once
         shut down (from the moment the shutdown begins), START_FAILED after a start that failed (for good,
         as in 4.9.3: a failed start already closed what it had opened)."""
-        if self.start_failed:
-            return ServiceState.START_FAILED
-        if self.stopping:
-            return ServiceState.SHUTDOWN_ALREADY
-        return ServiceState.RUNNING if self.started else ServiceState.CREATE_JUST
+        return state_of(started=self.started, shut_down=self.stopping, start_failed=self.start_failed)
 
     @property
     def is_running(self) -> bool:

@@ -106,6 +106,7 @@ from rocketstore.client.errors import (
     logged,
     send_failed,
     state_not_ok,
+    state_of,
 )
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.push_types import local_ip, new_instance_name
@@ -747,11 +748,7 @@ class Producer:
         """4.9.3's getServiceState: CREATE_JUST until :meth:`start` (sends work then too, as the module's
         docstring says), RUNNING after it, SHUTDOWN_ALREADY once closed, START_FAILED after a start that
         failed (for good: closing it does not change it, as in 4.9.3)."""
-        if self.start_failed:
-            return ServiceState.START_FAILED
-        if self.closed:
-            return ServiceState.SHUTDOWN_ALREADY
-        return ServiceState.RUNNING if self.started else ServiceState.CREATE_JUST
+        return state_of(started=self.started, shut_down=self.closed, start_failed=self.start_failed)
 
     @property
     def is_running(self) -> bool:

@@ -53,9 +53,9 @@ import time
 import traceback
 import zlib
 from collections.abc import Mapping
-from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from rocketstore.client import group_requests
 from rocketstore.client.consume import Consumption

@@ -52,7 +52,6 @@ from rocketstore.message.record import StoredMessage
 from rocketstore.spark.broker_io import BrokerSession
 from rocketstore.spark.store_options import BATCH_MAX_BYTES, BATCH_ROWS
 from rocketstore.spark.store_source import _arrow_schema, store_schema
-from rocketstore.spark.versions import check_task_version, planned_version
 from rocketstore.spark.stream_options import (
     FROM_KEY,
     MARKS_KEY,
@@ -64,6 +63,7 @@ from rocketstore.spark.stream_options import (
     plan_pull_ranges,
     queue_key,
 )
+from rocketstore.spark.versions import check_task_version, planned_version
 
 __all__ = ["FORMAT_NAME", "BrokerBatchReader", "BrokerStreamReader", "DataLossError", "RocketMQDataSource",
            "source_schema"]
