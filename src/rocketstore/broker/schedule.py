@@ -31,6 +31,12 @@ correctDelayOffset does (the offset of a level no longer configured stays as it 
 its queue's end later (its queue did not exist at load, or is gone) goes on from the end, as 4.9.3's timer
 task does.
 
+A record damaged on disk since it was stored (its body fails its CRC: bit rot in a record recovery keeps,
+or one that does not decode) is not delivered: it stays in the schedule queue, logged as an ERROR naming
+it, and the level goes on with the records after it.  A delivery would store its changed body under a fresh
+CRC, a copy every consumer takes as intact, as 4.9.3's does (its lookMessageByOffset does not check the CRC;
+one that does not decode it passes over without a word).
+
 A failed delivery put is tried again after DELAY_FOR_A_WHILE (100 ms), as 4.9.3's syncDeliver does (its
 DELAY_FOR_A_PERIOD, 10 s, only follows an exception escaping the timer task): e.g. a broker made SLAVE by
 UPDATE_BROKER_CONFIG keeps delivering, as 4.9.3's does, and its store refuses every put until it is a master
@@ -213,9 +219,10 @@ class ScheduleService:
             due_at = self._due_times(queue_id, result.queue_offsets)
             for record, queue_offset in zip(result.records, result.queue_offsets):
                 try:
-                    stored = decode_record(record)
-                except MessageDecodeError as exc:
-                    log.error("skipping an undecodable delayed record at %s/%s: %s", level, queue_offset, exc)
+                    stored = decode_record(record, check_crc=True)
+                except MessageDecodeError as exc:  # left where it is: see the module docstring
+                    log.error("delayed message %s queue %d queue offset %d is damaged and not delivered: %s",
+                              SCHEDULE_TOPIC, queue_id, queue_offset, exc.reason)
                     self._advance(level, queue_offset + 1)
                     continue
                 now = self._clock_ms()
