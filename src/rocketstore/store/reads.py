@@ -222,7 +222,9 @@ class StoreReader:
                 continue
             if match is not None:
                 props = record_properties(bytes(data))
-                if props is None or not match(props):
+                # a record whose properties cannot be read (it does not hold together: damaged on disk) is
+                # handed over, so the consumer names it as damaged, not dropped here as "not matched"
+                if props is not None and not match(props):
                     if not records:
                         status = GetMessageStatus.NO_MATCHED_MESSAGE
                     continue

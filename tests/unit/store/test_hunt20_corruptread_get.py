@@ -61,3 +61,17 @@ def test_store_dump_lists_a_body_that_fails_its_crc_as_damaged(tmp_path: Path) -
     assert listed[DAMAGED]["error"] == "body CRC mismatch"
     assert listed[DAMAGED]["commitLogOffset"] == DAMAGED * listed[DAMAGED]["storeSize"]
     assert len(listed) == COUNT and all("error" not in m for q, m in listed.items() if q != DAMAGED)
+
+
+def test_a_property_filter_hands_over_a_record_that_does_not_hold_together(tmp_path: Path) -> None:
+    """A SQL92 (property) filter cannot read the properties of a record whose body length rotted: the record
+    is handed over (the client names it as damaged and skips it) rather than vanish as 'not matched'."""
+    with MessageStore.open(str(tmp_path), CONFIG) as store:  # (the damaged segment far from the tail)
+        results = [store.put(Message.create("T", b"message %d" % i, queue_id=0)) for i in range(COUNT)]
+        assert store.wait_dispatched()
+    with open(os.path.join(tmp_path, "commitlog", f"{0:020d}"), "r+b") as segment:
+        segment.seek(results[DAMAGED].commit_log_offset + 84)  # BODYLENGTH's high byte (IPv4 hosts)
+        segment.write(b"\x40")
+    with MessageStore.open(str(tmp_path), CONFIG) as store:
+        got = store.get("T", 0, 0, max_count=5, match=lambda props: True)
+        assert got.queue_offsets == (0, 1, 2, 3, 4)
