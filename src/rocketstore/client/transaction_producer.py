@@ -349,6 +349,8 @@ class TransactionProducer:
             raise TypeError("send_in_transaction needs a callable execute(message, arg)")
         if self.closed:
             raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the transactional producer is closed"))
+        if self._sender.start_failed:  # makeSureStateOK's words, as a send after a failed start hears them
+            raise ClientError(state_not_ok("producer", "START_FAILED", "the first start of the producer failed"))
         if not self.started:
             await self.start()
         await self._sender.quietly(f"route of {topic}", self._sender.discover(topic))
