@@ -28,6 +28,19 @@ async def _hang_name_server(cluster: LocalCluster) -> SilentNameServer:
     return await SilentNameServer.in_place_of(cluster, drop=False)
 
 
+async def _four_queues(cluster: LocalCluster, topic: str) -> None:
+    """*topic*, created with one queue, gets four; returns once the name server routes them."""
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.create_topic(topic, broker_addr=cluster.broker_addr, read_queue_nums=4,
+                                 write_queue_nums=4)
+
+    def four_queues_routed() -> bool:
+        route = cluster.namesrv.routes.route(topic)
+        return route is not None and route.queue_datas[0].write_queue_nums == 4
+
+    await eventually(four_queues_routed, 20, "the name server routes 4 queues")
+
+
 def test_sends_with_an_old_route_do_not_wait_for_a_hanging_name_server(tmp_path: Path) -> None:
     with LocalCluster(tmp_path / "store") as cluster:
         cluster.create_topic(TOPIC)
@@ -90,15 +103,7 @@ def test_a_route_changed_reaches_a_producer_with_an_old_route(tmp_path: Path) ->
                                 route_refresh_interval_s=0.5) as producer:
                 assert (await producer.send(TOPIC, b"one queue")).message_queue.queue_id == 0
                 _age(producer.routes)
-                async with AdminClient(cluster.namesrv_addr) as admin:
-                    await admin.create_topic(TOPIC, broker_addr=cluster.broker_addr, read_queue_nums=4,
-                                             write_queue_nums=4)
-
-                def four_queues_routed() -> bool:
-                    route = cluster.namesrv.routes.route(TOPIC)
-                    return route is not None and route.queue_datas[0].write_queue_nums == 4
-
-                await eventually(four_queues_routed, 20, "the name server routes 4 queues")
+                await _four_queues(cluster, TOPIC)
 
                 async def sent_past_queue_0() -> bool:
                     return (await producer.send(TOPIC, b"four queues")).message_queue.queue_id > 0

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from local_cluster import LocalCluster, eventually
+from test_hunt20_clientroute_background import _four_queues
 
 from rocketstore.client import Producer, RequestProducer
-from rocketstore.client.admin import AdminClient
 from rocketstore.client.blocking_producer import BlockingProducer, BlockingTransactionProducer
 from rocketstore.client.transaction_producer import LocalTransactionState, TransactionProducer
 
@@ -27,17 +27,6 @@ LONG_S = 600.0
 SHORT_S = 0.3
 
 
-async def _four_queues(cluster: LocalCluster) -> None:
-    """The topic, created with one queue, gets four; returns once the name server routes them."""
-    async with AdminClient(cluster.namesrv_addr) as admin:
-        await admin.create_topic(TOPIC, broker_addr=cluster.broker_addr, read_queue_nums=4,
-                                 write_queue_nums=4)
-
-    def four_queues_routed() -> bool:
-        route = cluster.namesrv.routes.route(TOPIC)
-        return route is not None and route.queue_datas[0].write_queue_nums == 4
-
-    await eventually(four_queues_routed, 20, "the name server routes 4 queues")
 
 
 def _commit(message: object, arg: object) -> LocalTransactionState:
@@ -54,7 +43,7 @@ def test_a_queue_count_change_reaches_the_sends_with_the_route_refresh_not_the_h
             async with make(cluster.namesrv_addr, "hunt20-pollns-pg", heartbeat_interval_s=LONG_S,
                             route_refresh_interval_s=SHORT_S) as producer:
                 assert (await producer.send(TOPIC, b"one queue")).message_queue.queue_id == 0
-                await _four_queues(cluster)
+                await _four_queues(cluster, TOPIC)
 
                 async def sent_past_queue_0() -> bool:
                     return (await producer.send(TOPIC, b"four queues")).message_queue.queue_id > 0
@@ -74,7 +63,7 @@ def test_a_transaction_producers_route_refresh_is_its_own(tmp_path: Path) -> Non
             async with producer:
                 first = await producer.send_in_transaction(TOPIC, b"one queue", _commit)
                 assert first.message_queue.queue_id == 0
-                await _four_queues(cluster)
+                await _four_queues(cluster, TOPIC)
 
                 async def sent_past_queue_0() -> bool:
                     result = await producer.send_in_transaction(TOPIC, b"four queues", _commit)
@@ -101,7 +90,7 @@ def test_the_blocking_wrappers_pass_the_route_refresh_on(tmp_path: Path, make: C
                 return producer.send(TOPIC, b"m").message_queue.queue_id
 
             assert send() == 0
-            cluster.run(_four_queues(cluster))
+            cluster.run(_four_queues(cluster, TOPIC))
             deadline = time.monotonic() + 20
             while send() == 0:
                 assert time.monotonic() < deadline, "no send to a queue the new route added"
