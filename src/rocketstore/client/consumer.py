@@ -32,7 +32,7 @@ from rocketstore.client.route import MessageQueue, RouteCache, check, namesrv_ad
 from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.inflate import inflate_body
 from rocketstore.message.names import group_problem
-from rocketstore.message.record import StoredMessage, SysFlag, decode_record
+from rocketstore.message.record import QUEUE_OFFSET_POS, StoredMessage, SysFlag, decode_record
 from rocketstore.message.record_decode import decode_records
 from rocketstore.remoting.bodies import MASTER_ID, SubscriptionData, build_subscription
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -137,7 +137,6 @@ BODY_CRC_MISMATCH = "has a body that fails its CRC (damaged after it was stored)
 #: UndecodableMessage.problem of a record that does not decode
 RECORD_DAMAGED = "does not decode (a damaged record)"
 _QUEUE_OFFSET = struct.Struct(">q")
-_QUEUE_OFFSET_POS = 20  # TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, then QUEUEOFFSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +179,8 @@ def decode_pulled(body: bytes, mq: MessageQueue | None = None, first_offset: int
     bad_at: set[int] = set()
     crc32 = zlib.crc32
     for i, m in enumerate(messages):
-        if crc32(m.body) & 0x7FFFFFFF != m.body_crc:
-            got = crc32(m.body) & 0x7FFFFFFF
+        got = crc32(m.body) & 0x7FFFFFFF
+        if got != m.body_crc:
             undecodable.append(UndecodableMessage(m, f"CRC {got:#x}, the record says {m.body_crc:#x}",
                                                   BODY_CRC_MISMATCH))
             bad_at.add(i)
@@ -209,8 +208,8 @@ def _decode_until_damaged(body: bytes, mq: MessageQueue | None, first_offset: in
         except MessageDecodeError as exc:
             lowest = messages[-1].queue_offset + 1 if messages else first_offset
             offset = lowest
-            if pos + _QUEUE_OFFSET_POS + 8 <= len(body):
-                held = _QUEUE_OFFSET.unpack_from(body, pos + _QUEUE_OFFSET_POS)[0]
+            if pos + QUEUE_OFFSET_POS + 8 <= len(body):
+                held = _QUEUE_OFFSET.unpack_from(body, pos + QUEUE_OFFSET_POS)[0]
                 if lowest <= held and (next_offset is None or held < next_offset):
                     offset = held  # (the broker skips entries a tag filter refuses: the header is more exact)
             return messages, UndecodableMessage(None, exc.reason, RECORD_DAMAGED, mq, offset)
