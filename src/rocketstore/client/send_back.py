@@ -19,7 +19,7 @@ import time
 
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import NoRouteError
-from rocketstore.client.producer import new_uniq_key
+from rocketstore.client.outgoing_message import new_uniq_key
 from rocketstore.client.push_types import ConsumedMessage, retry_topic
 from rocketstore.client.route import (
     AUTO_CREATE_TOPIC,

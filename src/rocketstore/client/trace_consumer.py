@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rocketstore.client.consume import Consumption
-from rocketstore.client.producer import new_uniq_key
+from rocketstore.client.outgoing_message import new_uniq_key
 from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus, MessageHandler
 from rocketstore.client.trace import ConsumeReturnType, TraceBean, TraceContext, TraceType
 from rocketstore.client.trace_dispatch import TraceDispatcher

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rocketstore.client.producer as producer_module
+import rocketstore.client.outgoing_message as producer_module
 from rocketstore.client.producer import OutgoingMessage, _property_text, _uniform_batch_body, new_uniq_keys
 from rocketstore.message.batch import BatchEntry, decode_batch, encode_batch
 from rocketstore.message.properties import parse_properties

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import rocketstore.client.producer as producer_module
+import rocketstore.client.outgoing_message as producer_module
 from rocketstore.client.errors import BrokerError
 from rocketstore.client.producer import OutgoingMessage, Producer, SendResult, _property_text, new_uniq_key
 from rocketstore.client.route import MessageQueue
