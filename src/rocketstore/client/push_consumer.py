@@ -547,7 +547,7 @@ class PushConsumer(GroupConsumer):
                 if await self._release(mq, pq):
                     del self.process_queues[mq]
         for mq in sorted(mine - set(self.process_queues)):
-            if self.orderly and self.clustering and mq not in await self._lock([mq]):
+            if self.orderly and self.clustering and mq not in (await self._lock([mq]))[0]:
                 continue  # another member still holds it; the next rebalance tries again
             self.offsets.remove(mq)  # removeDirtyOffset
             what = f"the look-up of where to pull {mq} from"  # again at each rebalance while it fails
@@ -656,9 +656,9 @@ class PushConsumer(GroupConsumer):
 
     # --- locks (orderly clustering) ----------------------------------------------------------------------
 
-    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ per broker; the granted queues (a failing broker grants nothing).  A queue whose
-        unlock has begun is not asked for (see ``_lock_requests``)."""
+    async def _lock(self, mqs: list[MessageQueue]) -> tuple[set[MessageQueue], set[str]]:
+        """LOCK_BATCH_MQ per broker; the granted queues (a failing broker grants nothing) and the names of the
+        brokers that answered.  A queue whose unlock has begun is not asked for (see ``_lock_requests``)."""
         async with self._lock_requests:
             return await self._lock_now([mq for mq in mqs if not self._unlocking(mq)])
 
@@ -666,8 +666,9 @@ class PushConsumer(GroupConsumer):
         pq = self.process_queues.get(mq)
         return pq is not None and pq.unlocking
 
-    async def _lock_now(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+    async def _lock_now(self, mqs: list[MessageQueue]) -> tuple[set[MessageQueue], set[str]]:
         granted: set[MessageQueue] = set()
+        answered: set[str] = set()
         by_broker: dict[str, list[MessageQueue]] = {}
         for mq in mqs:
             by_broker.setdefault(mq.broker_name, []).append(mq)
@@ -685,26 +686,29 @@ class PushConsumer(GroupConsumer):
                 self.failure_runs.failed(log, what, exc)
                 continue
             self.failure_runs.worked(log, what)
-        return granted
+            answered.add(broker_name)
+        return granted, answered
 
     async def lock_all(self) -> None:
         """Renew the locks of every held queue (RebalanceImpl.lockAll).  A queue dropped but not let go yet
         (its handler is still busy) is renewed too, as in 4.9.3: were its lock to expire under that handler,
-        the queue's new owner would start on it meanwhile."""
+        the queue's new owner would start on it meanwhile.  A broker that did not answer changes nothing: its
+        queues keep their lock until ``lock_max_live_s`` after the last granted one, as in 4.9.3 (the broker
+        holds a lock twice as long), so one lost renewal does not pause them."""
         pqs = dict(self.process_queues)
         if not pqs:
             return
-        granted = await self._lock(list(pqs))
+        granted, answered = await self._lock(list(pqs))
         now = time.monotonic()
         for mq, pq in pqs.items():
             if mq in granted and not pq.unlocking:
                 pq.locked, pq.last_lock_s = True, now
                 pq.wake()
-            else:
+            elif mq.broker_name in answered or pq.unlocking:
                 pq.locked = False
 
     async def lock_one(self, pq: ProcessQueue) -> bool:
-        if pq.mq in await self._lock([pq.mq]) and not pq.unlocking:
+        if pq.mq in (await self._lock([pq.mq]))[0] and not pq.unlocking:
             pq.locked, pq.last_lock_s = True, time.monotonic()
             return True
         return False
