@@ -75,6 +75,15 @@ DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 
 
+@dataclass(slots=True)
+class _LookupRound:
+    """A round of route look-ups, one topic after another (a rebalance, a start's): once one found no name
+    server answering (RouteCache.unanswered: all unreachable, or hanging until the look-up's timeout), the
+    round's other topics go on with the route they know rather than wait that long each."""
+
+    silent: bool = False
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupSettings:
     """The settings of group membership, pulling and offsets that every group consumer has."""
@@ -193,6 +202,8 @@ class GroupConsumer:
         self._wake = asyncio.Event()  # set once, at shutdown
         self._rebalance_lock = asyncio.Lock()
         self._route_at: dict[str, float] = {}
+        #: the look-ups of the rebalance round under way (under _rebalance_lock), None between rounds
+        self._lookups: _LookupRound | None = None
         self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
         #: broker name -> its slaves' addresses in the last route read that named it (they get heartbeats too)
         self._slaves: dict[str, tuple[str, ...]] = {}
@@ -290,8 +301,9 @@ class GroupConsumer:
 
     async def _join_group(self) -> None:
         """Read the subscribed routes, have non-TAG subscriptions checked, heartbeat, rebalance once."""
+        lookups = _LookupRound()
         for topic in self.subscriptions:
-            await self._queues(topic, refresh=True)
+            await self._queues(topic, refresh=True, lookups=lookups)
         await self._check_client_config()
         await self._heartbeat_all()
         await self.rebalance()
@@ -379,20 +391,35 @@ class GroupConsumer:
 
     # --- routes and heartbeats -------------------------------------------------------------------------
 
-    async def _queues(self, topic: str, *, refresh: bool = False) -> list[MessageQueue]:
+    async def _queues(self, topic: str, *, refresh: bool = False,
+                      lookups: _LookupRound | None = None) -> list[MessageQueue]:
         """The topic's subscribe queues, the route re-read every ``route_refresh_interval_s``; [] while
-        the name servers do not know the topic (a retry topic right after the group's first heartbeat)."""
+        the name servers do not know the topic (a retry topic right after the group's first heartbeat).
+        In a round of *lookups* that found no name server answering, the route known is used without asking
+        (none known: [] this round); the next round asks again."""
         now = time.monotonic()
+        routes = self.consumer.routes
         stale = refresh or now - self._route_at.get(topic, -1e9) > self.settings.route_refresh_interval_s
-        try:
-            # the name servers asked when due; the known route kept when they cannot answer, so the rebalance
-            # goes on through their outage (4.9.3's updateTopicRouteInfoFromNameServer keeps its tables)
-            route = await self.consumer.routes.route(topic, refresh=stale, keep_known=True)
-        except NoRouteError as exc:
-            log.debug("no route for %s yet: %s", topic, exc)
-            return []
-        if stale:
-            self._route_at[topic] = now
+        if stale and lookups is not None and lookups.silent:
+            known = routes.fresh_route(topic)
+            if known is None:
+                return []
+            route = known
+        else:
+            try:
+                # the name servers asked when due; the known route kept when they cannot answer, so the
+                # rebalance goes on through their outage (4.9.3's updateTopicRouteInfoFromNameServer keeps
+                # its tables)
+                route = await routes.route(topic, refresh=stale, keep_known=True)
+            except NoRouteError as exc:
+                log.debug("no route for %s yet: %s", topic, exc)
+                if stale and lookups is not None and routes.unanswered:
+                    lookups.silent = True
+                return []
+            if stale:
+                self._route_at[topic] = now
+                if lookups is not None and routes.unanswered:  # (set by this look-up: nothing ran meanwhile)
+                    lookups.silent = True
         members_at: dict[str, tuple[str, bool]] = {}
         for bd in route.broker_datas:
             addr = bd.master_addr()
@@ -476,30 +503,35 @@ class GroupConsumer:
             self._rebalance_wanted.set()
 
     async def rebalance(self) -> None:
+        lookups = _LookupRound()
         if self._subscriptions_changed and not self.stopping:
             self._subscriptions_changed = False
             for topic in list(self.subscriptions):
-                await self._queues(topic, refresh=True)
+                await self._queues(topic, refresh=True, lookups=lookups)
             await self._heartbeat_all()
         async with self._rebalance_lock:
             if self.stopping:
                 return
-            for topic in list(self.subscriptions):
-                try:
-                    mine = await self._allocation(topic)
-                except (RocketStoreError, OSError) as exc:
-                    self.failure_runs.failed(log, f"rebalance of {topic}", exc)
-                    continue
-                self.failure_runs.worked(log, f"rebalance of {topic}")
-                if self.stopping:  # a shutdown began during the look-up: its ended pulls are not stalls
-                    return
-                if mine is not None:
-                    await self._update_assignment(topic, mine)
+            self._lookups = lookups
+            try:
+                for topic in list(self.subscriptions):
+                    try:
+                        mine = await self._allocation(topic)
+                    except (RocketStoreError, OSError) as exc:
+                        self.failure_runs.failed(log, f"rebalance of {topic}", exc)
+                        continue
+                    self.failure_runs.worked(log, f"rebalance of {topic}")
+                    if self.stopping:  # a shutdown began during the look-up: its ended pulls are not stalls
+                        return
+                    if mine is not None:
+                        await self._update_assignment(topic, mine)
+            finally:
+                self._lookups = None
             self.rebalance_count += 1
 
     async def _allocation(self, topic: str) -> set[MessageQueue] | None:
         """The queues of *topic* this member should own; None when that cannot be known now."""
-        queues = await self._queues(topic)
+        queues = await self._queues(topic, lookups=self._lookups)
         if not queues:
             return None
         if not self.clustering:

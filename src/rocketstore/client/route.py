@@ -96,20 +96,26 @@ class RouteCache:
     def update_namesrv_addrs(self, namesrv_addr: str | list[str]) -> bool:
         """Ask the name servers of *namesrv_addr* (``host:port[;host:port]``) from the next look-up on, as
         4.9.3's updateNameServerAddressList (a client's setNamesrvAddr, its fetchNameServerAddr task): the
-        chosen one stays chosen while it is listed; otherwise its connection is left and one of the new list,
-        picked at random, is asked first.  An empty list, or the same addresses, change nothing (False).
+        chosen one stays chosen while it is listed; otherwise one of the new list, picked at random, is asked
+        first.  The connections to the name servers no longer listed are closed (4.9.3 keeps them until the
+        client shuts down): a look-up waiting on one fails over to the next name server, as on any
+        connection that drops.  An empty list, or the same addresses, change nothing (False).
         The cached routes stay: they are the brokers', whichever name server told them."""
         addrs = namesrv_addr_list(namesrv_addr)
         if not addrs or set(addrs) == set(self.namesrv_addrs):
             return False
         log.info("name server addresses updated: %s (were %s)", ";".join(addrs), ";".join(self.namesrv_addrs))
-        chosen = self.namesrv_addrs[self._namesrv_index]
-        self.namesrv_addrs = addrs  # a new list: a look-up under way goes on over the one it began with
+        previous = self.namesrv_addrs
+        chosen = previous[self._namesrv_index]
+        self.namesrv_addrs = addrs  # a new list: a look-up under way goes on with its names not asked yet
         if chosen in addrs:
             self._namesrv_index = addrs.index(chosen)
         else:
             self._namesrv_index = random.randrange(len(addrs))
             self._namesrv_connection = None
+        for gone in previous:
+            if gone not in addrs:
+                self.pool.drop(gone)
         return True
 
     def refreshed_by(self, task: asyncio.Task[None]) -> None:
@@ -161,25 +167,35 @@ class RouteCache:
             self._namesrv_index = (self._namesrv_index + 1) % count
         first = self._namesrv_index
         last_error: Exception | None = None
-        for step in range(count):
-            index = (first + step) % count
-            addr = addrs[index]
-            try:
-                connection = await self.pool.get(addr)
-                response = await connection.request(request, self.timeout_s)
-            except LoopBoundError:
-                raise  # the client is used from the wrong loop: every name server would refuse the same
-            except RemotingError as exc:
-                last_error = exc
-                continue
-            self.unanswered = False
-            if addrs is self.namesrv_addrs:  # (not if the list was updated meanwhile: see update_namesrv_addrs)
-                self._namesrv_index, self._namesrv_connection = index, connection
-            if response.code == ResponseCode.SUCCESS:
-                return TopicRouteData.decode(response.body)
-            if response.code == ResponseCode.TOPIC_NOT_EXIST:
-                return None
-            last_error = broker_error_for(response.code, response.remark)
+        tried: set[str] = set()
+        while True:
+            for step in range(count):
+                index = (first + step) % count
+                addr = addrs[index]
+                if addr in tried or (addrs is not self.namesrv_addrs and addr not in self.namesrv_addrs):
+                    continue  # a name server the list updated meanwhile no longer has is not asked (again)
+                tried.add(addr)
+                try:
+                    connection = await self.pool.get(addr)
+                    response = await connection.request(request, self.timeout_s)
+                except LoopBoundError:
+                    raise  # the client is used from the wrong loop: every name server would refuse the same
+                except RemotingError as exc:
+                    last_error = exc
+                    continue
+                self.unanswered = False
+                if addrs is self.namesrv_addrs:  # (not if the list was updated meanwhile: see below)
+                    self._namesrv_index, self._namesrv_connection = index, connection
+                if response.code == ResponseCode.SUCCESS:
+                    return TopicRouteData.decode(response.body)
+                if response.code == ResponseCode.TOPIC_NOT_EXIST:
+                    return None
+                last_error = broker_error_for(response.code, response.remark)
+            if addrs is self.namesrv_addrs:
+                break
+            # the list was updated during the look-up (update_namesrv_addrs closed the connections of the
+            # name servers it dropped): it goes on with the new list's name servers not asked yet
+            addrs, count, first = self.namesrv_addrs, len(self.namesrv_addrs), self._namesrv_index
         self.unanswered = not isinstance(last_error, BrokerError)
         raise NoRouteError(topic, str(last_error))
 

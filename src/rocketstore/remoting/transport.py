@@ -847,6 +847,14 @@ class ConnectionPool:
         if connection is not None:
             await connection.aclose()
 
+    def drop(self, address: str) -> None:
+        """Close the connection to *address* now, if there is one, without waiting for the close (a client
+        whose name server list no longer lists it; usable where nothing can be awaited): its requests in
+        flight fail with ConnectionClosedError, and a later :meth:`get` opens a new one."""
+        connection = self._connections.pop(address, None)
+        if connection is not None:
+            connection.close()
+
     async def close(self) -> None:
         self._closed = True
         connections, self._connections = list(self._connections.values()), {}
