@@ -122,8 +122,24 @@ def _check_store_dir(store: str) -> None:
     check_store_root(store, f"--store {store}")
 
 
+def _check_name_server(addr: str) -> None:
+    """Before Spark starts: one of --name-server's name servers answers.  Without this check an unreachable
+    one cost a Spark start-up and fetchOffset.numRetries look-ups, and ended in Spark's stack trace."""
+    from rocketstore.client.admin import AdminClient
+    from rocketstore.remoting.transport import run
+
+    async def ask() -> None:
+        async with AdminClient(addr) as admin:
+            await admin.cluster_info()
+
+    try:
+        run(ask())
+    except (TimeoutError, RocketStoreError, OSError) as exc:
+        raise PipelineError(f"--name-server {addr}: {exc or type(exc).__name__}") from None
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from rocketstore.cli.output import positive_seconds
+    from rocketstore.cli.output import namesrv_list, positive_seconds
     from rocketstore.cli.store_cmds import _positive_int
 
     parser = subparsers.add_parser("pipeline", help="Spark jobs: archive to Parquet, store report, rebuild "
@@ -137,7 +153,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     archive.add_argument("--store", help="store directory (batch archive)")
     archive.add_argument("--topics", help="with --store: comma-separated topics (default: all non-system)")
     archive.add_argument("--overwrite", action="store_true", help="with --store: replace an existing output")
-    archive.add_argument("--name-server", help="HOST:PORT[;HOST:PORT] (streaming archive of --topic)")
+    archive.add_argument("--name-server", type=namesrv_list,
+                         help="HOST:PORT[;HOST:PORT] (streaming archive of --topic)")
     archive.add_argument("--topic", help="with --name-server: the topic to archive")
     archive.add_argument("--checkpoint", help="with --name-server: Spark checkpoint directory")
     archive.add_argument("--available-now", action="store_true",
@@ -189,6 +206,8 @@ def _archive(args: argparse.Namespace) -> int:
         if os.path.exists(args.output) and not args.overwrite:
             raise PipelineError(f"--output {args.output} already exists (give --overwrite to replace it)")
     _need_spark_extra()
+    if streaming:
+        _check_name_server(args.name_server)
     from rocketstore.spark.jobs import archive_store, archive_topic
 
     spark, created = _start_spark(args, "rocketstore-pipeline")
