@@ -56,6 +56,8 @@ send on its connections are its client instance's: the base class
 :class:`~rocketstore.client.producer_instance.ProducerInstance` says how.  The messages and their encoding
 (UNIQ_KEYs, property text, batch bodies, the checks before a send, :class:`SendResult`) are
 :mod:`rocketstore.client.outgoing_message`'s; every name of theirs this module had is importable from here.
+Which queue a send goes to (a route's publish queues and master addresses, a chosen queue id's queues,
+:func:`hash_queue_selector`) is :mod:`rocketstore.client.queue_choice`'s, re-exported here likewise.
 
 With ``enable_trace`` each send, orderly send and batch is wrapped by the trace's ``pub`` (a Pub record once
 its result is known, see :mod:`rocketstore.client.trace_producer`); without it a send path tests
@@ -69,10 +71,7 @@ import logging
 import random
 import time
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import (
@@ -119,6 +118,16 @@ from rocketstore.client.producer_instance import (
     DEFAULT_PRODUCER_GROUP,
     ProducerInstance,
 )
+from rocketstore.client.queue_choice import (
+    QueueSelector,
+    _chosen_queue,
+    _master_addr,
+    _new_targets,
+    _not_a_target,
+    _queues_with_id,
+    _Targets,
+    hash_queue_selector,
+)
 from rocketstore.client.route import (
     AUTO_CREATE_TOPIC,
     DEFAULT_TOPIC_QUEUE_NUMS,
@@ -129,7 +138,6 @@ from rocketstore.client.route import (
 from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.message.batch import BatchEntry, encode_batch
-from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
@@ -146,28 +154,6 @@ __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "DEFAULT_PRODUCER_GROUP", "REPLY_MESSA
 
 log = logging.getLogger(__name__)
 
-#: ``selector(queues, sharding_key) -> one of queues``, as RocketMQ's MessageQueueSelector
-QueueSelector = Callable[[list[MessageQueue], object], MessageQueue]
-
-
-def _java_number_hash(value: int) -> int:
-    """hashCode of the Java number *value* would be: an Integer's is itself (as the C++ client's hashing
-    selector takes ``arg % size``), a Long's ``(int) (v ^ (v >>> 32))`` (of its low 64 bits beyond)."""
-    if -(1 << 31) <= value < (1 << 31):
-        return value
-    v = value & 0xFFFFFFFFFFFFFFFF
-    h = (v ^ (v >> 32)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= (1 << 31) else h
-
-
-def hash_queue_selector(queues: list[MessageQueue], sharding_key: object) -> MessageQueue:
-    """SelectMessageQueueByHash: ``abs(key.hashCode() % len(queues))``: String.hashCode of text, and of an
-    int Integer.hashCode (itself) when it fits 32 bits, else Long.hashCode, as a Java ``long`` key hashes."""
-    code = _java_number_hash(sharding_key) if isinstance(sharding_key, int) else java_string_hash(str(sharding_key))
-    # Java's % keeps the dividend's sign
-    index = abs(code) % len(queues)
-    return queues[index]
-
 _DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
 _SUCCESS = int(ResponseCode.SUCCESS)
 #: bodies from this size on go through Connection.request, which writes them beside the header uncopied
@@ -181,43 +167,11 @@ DEFAULT_COMPRESS_LEVEL = 5
 _COMPRESSED = int(SysFlag.COMPRESSED)
 
 
-def _chosen_queue(topic: str, queue_id: int | None, message_queue: MessageQueue) -> tuple[int, str]:
-    """(queue id, broker name) of a send to *message_queue* (Java's send(msg, mq)); ValueError with a
-    *queue_id* too, ClientError for another topic's queue (4.9.3: "message's topic not equal mq's topic")."""
-    if queue_id is not None:
-        raise ValueError("give queue_id or message_queue, not both")
-    if message_queue.topic != topic:
-        raise ClientError(f"message's topic not equal mq's topic: {topic!r} != {message_queue.topic!r}")
-    return message_queue.queue_id, message_queue.broker_name
-
-
-def _not_a_target(topic: str, targets: _Targets, queue_id: int, broker_name: str | None) -> NoRouteError:
-    """What a send to a queue id (of *broker_name*) that no broker of the route takes raises."""
-    if broker_name is not None and broker_name not in targets.addrs:
-        return NoRouteError(topic, f"the broker[{broker_name}] is not a publish broker of topic {topic!r} "
-                                   f"(its brokers: {sorted(targets.addrs)})")
-    where = "" if broker_name is None else f" on broker {broker_name}"
-    return NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r}{where} "
-                               f"(its queue ids: {sorted(targets.by_queue_id)})")
-
-
 def send_call_timeout(queue_id: int | None) -> SendCallTimeoutError:
     """What a send whose timeout is spent before its request goes out raises (4.9.3's
     RemotingTooMuchRequestException, its wording): sendDefaultImpl's, or sendKernelImpl's for a chosen queue
     (send(msg, mq) looks the route up there)."""
     return SendCallTimeoutError(f"{'sendDefaultImpl' if queue_id is None else 'sendKernelImpl'} call timeout")
-
-
-@dataclass(frozen=True, slots=True)
-class _Targets:
-    """Where a topic's sends may go under one route: its publish queues and each broker's master address
-    (publish queues exist only for brokers with one), worked out once per route rather than per send."""
-
-    route: TopicRouteData
-    queues: list[MessageQueue]
-    addrs: dict[str, str]
-    #: queue id -> the queues with that id (a send to a chosen queue id)
-    by_queue_id: dict[int, list[MessageQueue]]
 
 
 class Producer(ProducerInstance):
@@ -383,7 +337,7 @@ class Producer(ProducerInstance):
         targets = self._targets_of(topic, route)
         queues = targets.queues
         if queue_id is not None:  # any queue id the broker takes, as a send's (see _targets_of)
-            chosen = self._queues_with_id(targets, queue_id, broker_name)
+            chosen = _queues_with_id(targets, queue_id, broker_name)
             if not chosen and queues:  # named as a send names it (see _send)
                 raise _not_a_target(topic, targets, queue_id, broker_name)
             queues = chosen
@@ -474,7 +428,7 @@ class Producer(ProducerInstance):
         ext = header.to_ext_fields_v2()
         ext.update(retry_fields or {})
         request = RemotingCommand.request(_send_code(message.properties), ext, body)
-        addr = self._master_addr(route, mq)
+        addr = _master_addr(route, mq)
         # the route look-up and the selector count against the timeout, as sendSelectImpl's costTime
         timeout_s = deadline - time.monotonic()
         if timeout_s <= 0:
@@ -515,40 +469,8 @@ class Producer(ProducerInstance):
         targets = self._targets.get(topic)
         if targets is not None and targets.route is route:
             return targets
-        queues = RouteCache.publish_queues(topic, route)
-        addrs = {mq.broker_name: self._master_addr(route, mq) for mq in queues}
-        by_queue_id: dict[int, list[MessageQueue]] = {}
-        for mq in queues:
-            by_queue_id.setdefault(mq.queue_id, []).append(mq)
-        # a send to a chosen queue id (Java's send(msg, mq)) may name any queue its broker takes: 4.9.3's
-        # msgCheck takes an id below max(writeQueueNums, readQueueNums), so a queue past the write queues but
-        # still read is a target of such a send on the brokers the publish queues are on (not of a plain send)
-        have = {(mq.broker_name, mq.queue_id) for mq in queues}
-        for qd in sorted(route.queue_datas, key=attrgetter("broker_name")):
-            if qd.broker_name in addrs:
-                for queue_id in range(max(qd.write_queue_nums, qd.read_queue_nums)):
-                    if (qd.broker_name, queue_id) not in have:
-                        mq = MessageQueue(topic, qd.broker_name, queue_id)
-                        by_queue_id.setdefault(queue_id, []).append(mq)
-        targets = self._targets[topic] = _Targets(route, queues, addrs, by_queue_id)
+        targets = self._targets[topic] = _new_targets(topic, route)
         return targets
-
-    @staticmethod
-    def _queues_with_id(targets: _Targets, queue_id: int, broker_name: str | None = None
-                        ) -> list[MessageQueue]:
-        """Where a send to *queue_id* may go (Java's send(msg, mq) sends any id, the broker judges it): the
-        queues with that id (see :meth:`_targets_of`), and for a negative id a queue of each broker the
-        topic's publish queues are on, where the broker picks one of its write queues (4.9.3's
-        SendMessageProcessor: randomQueueId) and answers which; only *broker_name*'s when given (a send to
-        a MessageQueue)."""
-        queues = targets.by_queue_id.get(queue_id)
-        if queues is None and queue_id < 0 and targets.queues:
-            topic = targets.queues[0].topic
-            names = dict.fromkeys(q.broker_name for q in targets.queues)
-            queues = [MessageQueue(topic, name, queue_id) for name in names]
-        if queues and broker_name is not None:
-            queues = [q for q in queues if q.broker_name == broker_name]
-        return queues or []
 
     def _compressed(self, body: bytes) -> tuple[bytes, int]:
         """(body, sysFlag) as the Java producer's tryToCompressMessage leaves them: a body of
@@ -593,14 +515,6 @@ class Producer(ProducerInstance):
             template = self._frame_templates[key] = JsonRequestTemplate(
                 code, ext, ("g", "i") if with_properties else ("g",))
         return template
-
-    @staticmethod
-    def _master_addr(route: TopicRouteData, mq: MessageQueue) -> str:
-        bd = route.broker(mq.broker_name)
-        addr = bd.master_addr() if bd is not None else None
-        if addr is None:
-            raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no master")
-        return addr
 
     @staticmethod
     def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
@@ -710,7 +624,7 @@ class Producer(ProducerInstance):
                 known = True
             targets = self._targets_of(topic, route)
             queues = (targets.queues if queue_id is None
-                      else self._queues_with_id(targets, queue_id, broker_name))
+                      else _queues_with_id(targets, queue_id, broker_name))
             if not queues:
                 if queue_id is not None and targets.queues:
                     raise _not_a_target(topic, targets, queue_id, broker_name)

@@ -14,15 +14,15 @@ commits a batch, the end offsets are committed to the broker for ``consumerGroup
 RocketMQ tools show the query's lag.
 
 pyspark and pyarrow are imported at module level: only ``register`` and Spark's workers import this module.
+The driver's look-ups and checks of queues and offsets (:class:`_Planner`, the marks, queues that moved
+back) are :mod:`rocketstore.spark.stream_plan`'s; their names are importable from here too.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +44,6 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from rocketstore.client import MessageQueue, PullStatus
 from rocketstore.client.errors import ClientError, NoRouteError
-from rocketstore.errors import RemotingError
 from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.properties import PropertyName, parse_properties
@@ -63,17 +62,24 @@ from rocketstore.spark.stream_options import (
     plan_pull_ranges,
     queue_key,
 )
+from rocketstore.spark.stream_plan import (
+    DataLossError,
+    Marks,
+    _is_marked,
+    _marks_below,
+    _merge_forward,
+    _moved_back,
+    _Planner,
+    _queue,
+    _retrying,
+    _split,
+)
 from rocketstore.spark.versions import check_task_version, planned_version
 
 __all__ = ["FORMAT_NAME", "BrokerBatchReader", "BrokerStreamReader", "DataLossError", "RocketMQDataSource",
            "source_schema"]
 
 FORMAT_NAME = "rocketmq"
-T = TypeVar("T")
-
-
-class DataLossError(ClientError):
-    """Messages of a planned range are gone (retention, or a broker that lost data) and failOnDataLoss is on."""
 
 
 def source_schema() -> StructType:
@@ -134,285 +140,6 @@ class BrokerPartition(InputPartition):
         super().__init__([tuple(r) for r in ranges])
         self.options = options
         self.ranges = ranges
-
-
-# --- driver side: which queues, which offsets ------------------------------------------------------------
-
-
-class _Planner:
-    """Offset look-ups for the driver; owns one BrokerSession (closed by close())."""
-
-    def __init__(self, options: SourceOptions) -> None:
-        self.options = options
-        self._session: BrokerSession | None = None
-        #: topic -> the queues the name servers last gave (a streaming query rides out a name server outage)
-        self._known: dict[str, list[MessageQueue]] = {}
-        #: topics the name servers answered, at the last look-up of each, that they do not know
-        self.unknown: set[str] = set()
-
-    @property
-    def session(self) -> BrokerSession:
-        if self._session is None:
-            self._session = BrokerSession(self.options.name_server, self.options.pull_group,
-                                          timeout_s=self.options.timeout_s, credentials=self.options.credentials,
-                                          tls=self.options.tls)
-        return self._session
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-
-    def retrying(self, what: str, fn: Callable[[], T]) -> T:
-        """``fn()`` with the fetchOffset.* tries (:func:`_retrying`): a broker restarting between two triggers
-        does not fail the query."""
-        return _retrying(self.options, what, fn, lambda: self._session)
-
-    def queues(self) -> list[MessageQueue]:
-        opts = self.options
-        if opts.subscribe is not None:
-            topics: Sequence[str] = opts.subscribe
-        elif opts.assign is not None:
-            topics = sorted(opts.assign)
-        else:
-            try:
-                topics = [t for t in self.session.topics() if opts.wants_topic(t)]
-            except ClientError:
-                if not self._known:
-                    raise
-                topics = sorted(self._known)  # the name servers are unreachable: the topics they last listed
-        queues: list[MessageQueue] = []
-        for topic in topics:
-            # None: a topic that does not exist (yet, or any more) has no queues until it does.  A name server
-            # that cannot be reached is an error, not an empty topic, unless an earlier look-up of this
-            # planner (an earlier trigger of the stream) found the topic's queues: those are used again
-            try:
-                routed = self.session.queues_if_known(topic)
-            except ClientError:
-                if topic not in self._known:
-                    raise
-                found = self._known[topic]
-            else:
-                found = routed or []
-                if routed is None:
-                    self.unknown.add(topic)
-                else:
-                    self.unknown.discard(topic)
-            self._known[topic] = found
-            queues.extend(mq for mq in found if opts.wants_queue(mq))
-        return sorted(queues)
-
-    def latest(self) -> Offsets:
-        out: Offsets = {}
-        for mq in self.queues():
-            out.setdefault(mq.topic, {})[queue_key(mq)] = self.session.max_offset(mq)
-        return out
-
-    def min_offset_of(self, topic: str, key: str) -> int:
-        mq = _queue(topic, key)
-        return self.retrying(f"looking up the min offset of {topic} {key}",
-                             lambda: self.session.min_offset(mq))
-
-    def message_at(self, topic: str, key: str, offset: int) -> tuple[StoredMessage, int] | None:
-        """The message at queue *offset* and the queue's min offset; None when the queue has no message there
-        (retention deleted it).  One pull of one message, of any tag."""
-        mq = _queue(topic, key)
-        got = self.retrying(f"reading {topic} {key} at {offset}",
-                            lambda: self.session.pull(mq, offset, 1, "*"))
-        if got.status == PullStatus.FOUND and got.messages and got.messages[0].queue_offset == offset:
-            return got.messages[0], got.min_offset
-        return None
-
-    def checked_marks(self, start: Offsets, marks: Marks, latest: Offsets) -> tuple[Offsets, Marks, Offsets]:
-        """Each queue that has a mark (MARKS_KEY) and messages to read now checked to be the queue read: its
-        message at the marked offset must still be the marked one, else the topic was deleted and created
-        again (or the broker lost messages) and the new queue's messages below *start* would be skipped.
-
-        Returns *start* (a new queue's offset moved to its min offset when failOnDataLoss=false), the marks
-        that still stand (one the broker no longer has, or past a queue that moved back, is dropped) and the
-        queues moved to their min offset.  Queues with nothing to read are checked when they have: one pull
-        of one message per queue the batch reads."""
-        kept: Marks = {}
-        changed: list[tuple[str, str, list[int], StoredMessage, int, int]] = []
-        for topic, queues in sorted(marks.items()):
-            for key, mark in sorted(queues.items()):
-                offset = start.get(topic, {}).get(key)
-                if (offset is None or not isinstance(mark, list) or len(mark) != 3
-                        or not all(isinstance(v, int) for v in mark) or mark[0] >= offset):
-                    continue  # a queue no longer read, or moved back below its mark (reported there)
-                if latest.get(topic, {}).get(key, offset) <= offset:
-                    kept.setdefault(topic, {})[key] = mark
-                    continue
-                found = self.message_at(topic, key, mark[0])
-                if found is None:
-                    continue  # retention deleted it: a new mark is taken below
-                message, low = found
-                if _is_marked(message, mark):
-                    kept.setdefault(topic, {})[key] = mark
-                else:
-                    changed.append((topic, key, mark, message, low, offset))
-        if not changed:
-            return start, kept, {}
-        described = "; ".join(
-            f"{topic} {key}: the message read at queue offset {mark[0]} (commitlog offset {mark[1]}, stored at "
-            f"{mark[2]} ms) is now another one (commitlog offset {m.commit_log_offset}, stored at "
-            f"{m.store_timestamp} ms), offsets [{low}, {offset}) of the new queue were never read"
-            for topic, key, mark, m, low, offset in changed)
-        problem = (f"queues are new ones that reused the checkpoint's offsets (the topic was deleted and created "
-                   f"again, or the broker lost messages), messages would be missed: {described}")
-        if self.options.fail_on_data_loss:
-            raise DataLossError(problem + "; set failOnDataLoss=false to read the new queues from their min offsets")
-        print(f"rocketmq source: {problem}; reading the new queues from their min offsets", file=sys.stderr)
-        out: Offsets = {t: dict(q) for t, q in start.items()}
-        restarted: Offsets = {}
-        for topic, key, _, _, low, _ in changed:
-            out[topic][key] = low
-            restarted.setdefault(topic, {})[key] = low
-        return out, kept, restarted
-
-    def resolve(self, spec: object, *, default: int, past_max: bool = False) -> Offsets:
-        """Concrete offsets for an ``earliest`` / ``latest`` / ``group`` / JSON / timestamp start or end.
-
-        A JSON offset is raised to the queue's min offset, and lowered to its max offset unless *past_max*
-        (a start: one past the queue's end is a queue that moved back, _moved_back, not a place to start)."""
-        out: Offsets = {}
-        s = self.session
-        queues = self.queues()
-        if isinstance(spec, dict):
-            _check_named_queues(spec, queues)
-        for mq in queues:
-            if self.options.starting_timestamp_ms is not None and spec is self.options.starting_offsets:
-                offset = s.search_offset(mq, self.options.starting_timestamp_ms)
-            elif spec == "earliest":
-                offset = s.min_offset(mq)
-            elif spec == "latest":
-                offset = s.max_offset(mq)
-            elif spec == "group":
-                offset = s.committed_offset(mq, -1)
-                low = s.min_offset(mq)
-                if offset < low:  # none committed, or retention deleted what the group had not read yet
-                    offset = low
-                elif offset > (high := s.max_offset(mq)):
-                    # past the queue's end (the topic was created again): corrected as 4.9.3's getMessage
-                    # corrects a consumer's pull (OFFSET_OVERFLOW_BADLY), to the start when the queue still
-                    # has its first message, else to its end
-                    offset = low if low == 0 else high
-            else:
-                assert isinstance(spec, dict)
-                wanted = SourceOptions.spec_offset(spec, mq)
-                wanted = default if wanted is None else wanted
-                low, high = s.min_offset(mq), s.max_offset(mq)
-                offset = low if wanted == -2 else high if wanted == -1 else max(wanted, low)
-                if not past_max:
-                    offset = min(offset, high)
-            out.setdefault(mq.topic, {})[queue_key(mq)] = offset
-        return out
-
-
-def _retrying(options: SourceOptions, what: str, fn: Callable[[], T],
-              session: Callable[[], BrokerSession | None]) -> T:
-    """``fn()``, tried again up to fetchOffset.numRetries times, fetchOffset.retryIntervalMs apart, when a
-    name server or broker cannot be reached or answers an error; before each new try the *session*'s routes
-    are expired (a broker may be back at another address).  Option errors and data loss are raised at once."""
-    retries, interval_s = options.fetch_retries, options.fetch_retry_interval_s
-    for attempt in range(retries + 1):
-        try:
-            return fn()
-        except (SparkOptionError, DataLossError):
-            raise
-        except (ClientError, RemotingError, OSError, TimeoutError) as exc:
-            if attempt == retries:
-                if retries:
-                    exc.add_note(f"rocketmq source: {what} failed {retries + 1} times, "
-                                 f"{interval_s * 1000:g} ms apart (fetchOffset.numRetries={retries})")
-                raise
-            print(f"rocketmq source: {what} failed ({type(exc).__name__}: {exc}); trying again in "
-                  f"{interval_s * 1000:g} ms ({attempt + 1} of fetchOffset.numRetries={retries})", file=sys.stderr)
-            current = session()
-            if current is not None:
-                current.expire_routes()
-            time.sleep(interval_s)
-    raise AssertionError("unreachable")
-
-
-def _check_named_queues(spec: dict[str, dict[str, int]], queues: list[MessageQueue]) -> None:
-    """SparkOptionError when an offsets JSON names a queue that a topic being read does not have: a typo
-    ("broker_a:0") would otherwise read that queue from the default offset, silently."""
-    have: dict[str, set[str]] = {}
-    for mq in queues:
-        have.setdefault(mq.topic, set()).update((queue_key(mq), str(mq.queue_id)))
-    for topic, named in spec.items():
-        if topic not in have:
-            continue  # not read by this query, or no queues (yet): nothing to check against
-        unknown = sorted(key for key in named if key not in have[topic])
-        if unknown:
-            read = ", ".join(sorted(k for k in have[topic] if ":" in k))
-            raise SparkOptionError(f"offsets name {', '.join(unknown)} of topic {topic!r}: not among the queues "
-                                   f"read ({read})")
-
-
-# MARKS_KEY (stream_options): deleting a topic drops its consume queues, a topic created again starts them at 0
-# while the commitlog goes on (4.9.3's DefaultMessageStore.cleanUnusedTopic), so a marked message is then another
-# one: the queue is not the one read.  FROM_KEY: queues a batch reads from another offset than its start's
-#: {topic: {"brokerName:queueId": [queueOffset, commitLogOffset, storeTimestampMs]}}
-Marks = dict[str, dict[str, list[int]]]
-
-
-def _split(offsets: dict) -> tuple[Offsets, Marks, Offsets]:
-    """The queue offsets, marks and ``@from`` offsets of an offsets document; checkpoints written before the
-    marks have only the queue offsets."""
-    plain = {t: dict(q) for t, q in offsets.items() if not t.startswith("@")}
-    return plain, offsets.get(MARKS_KEY) or {}, offsets.get(FROM_KEY) or {}
-
-
-def _is_marked(message: StoredMessage, mark: list[int]) -> bool:
-    """Whether *message* (read at the mark's queue offset) is the one *mark* recorded."""
-    return [message.commit_log_offset, message.store_timestamp] == mark[1:]
-
-
-def _marks_below(marks: Marks | None, start: Offsets) -> Marks:
-    """The *marks* of queues *start* reads past them (a startingOffsets JSON's MARKS_KEY: the rest say nothing
-    about the messages read from *start* on)."""
-    return {topic: kept for topic, queues in (marks or {}).items()
-            if (kept := {key: mark for key, mark in queues.items() if mark[0] < start.get(topic, {}).get(key, -1)})}
-
-
-def _merge_forward(start: Offsets, latest: Offsets) -> Offsets:
-    """*latest* for every queue it has, never behind *start*; queues only *start* has keep their offset."""
-    out: Offsets = {t: dict(q) for t, q in start.items()}
-    for topic, queues in latest.items():
-        for key, offset in queues.items():
-            out.setdefault(topic, {})[key] = max(offset, start.get(topic, {}).get(key, offset))
-    return out
-
-
-def _moved_back(start: Offsets, latest: Offsets, fail: bool,
-                minimum: Callable[[str, str], int]) -> tuple[Offsets, Offsets]:
-    """*start* with every queue whose broker max offset is now below it moved back to the queue's min offset
-    (*minimum(topic, key)*), and those queues with that offset (for the end offsets' FROM_KEY).
-
-    A queue's offsets go back when its topic was deleted and created again, or its broker lost messages:
-    left alone, the query would wait until the new queue passed the old offset and then silently skip its
-    first messages.  As Spark's Kafka source, fail (failOnDataLoss) or warn and read what the broker has
-    from its earliest offset on (the reading of a new queue found through its mark does the same).
-    """
-    moved = [(topic, key, start[topic][key], offset) for topic, queues in sorted(latest.items())
-             for key, offset in sorted(queues.items()) if offset < start.get(topic, {}).get(key, offset)]
-    if not moved:
-        return start, {}
-    described = "; ".join(f"{topic} {key}: from {old} to {new}" for topic, key, old, new in moved)
-    message = (f"queue offsets moved back on the broker (the topic was deleted and created again, or the broker "
-               f"lost messages), messages may have been missed: {described}")
-    if fail:
-        raise DataLossError(message + "; set failOnDataLoss=false to read those queues from their min offsets")
-    print(f"rocketmq source: {message}; reading those queues from their min offsets", file=sys.stderr)
-    out: Offsets = {t: dict(q) for t, q in start.items()}
-    restarted: Offsets = {}
-    for topic, key, _, new in moved:
-        low = min(max(minimum(topic, key), 0), new)
-        out[topic][key] = low
-        restarted.setdefault(topic, {})[key] = low
-    return out, restarted
 
 
 class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -545,11 +272,6 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         self.planner.close()
-
-
-def _queue(topic: str, key: str) -> MessageQueue:
-    broker, _, qid = key.rpartition(":")
-    return MessageQueue(topic, broker, int(qid))
 
 
 class BrokerBatchReader(DataSourceReader):
