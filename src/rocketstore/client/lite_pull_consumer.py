@@ -29,8 +29,9 @@ Offsets, as 4.9.3: a queue's consumed offset is the one after the last message `
 with ``auto_commit`` a ``poll()`` copies the consumed offsets into the offset store once every
 ``auto_commit_interval_s``, and the store is written out (to the broker for CLUSTERING, to the local
 offset file for BROADCASTING) every ``persist_interval_s`` and at ``close()``.  ``commit_sync()`` does both
-at once.  A queue without a committed offset starts where ``consume_from_where`` says (the push
-consumer's rules).  ``seek*`` drops the queue's buffered messages and restarts its pull at the offset.
+at once.  Pulls carry no commit offset (as 4.9.3's lite pulls): the offset store alone writes offsets
+out.  A queue without a committed offset starts where ``consume_from_where`` says (the push consumer's
+rules).  ``seek*`` drops the queue's buffered messages and restarts its pull at the offset.
 
 ``poll()`` returns :class:`ConsumedMessage`, what the push consumer's handler gets (the pull loop makes
 them anyway): it carries ``broker_name``, so ``MessageQueue(m.topic, m.broker_name, m.queue_id)`` names a
@@ -185,6 +186,9 @@ class LitePullConsumer(GroupConsumer):
     what = "lite pull consumer"
     kind = "PullConsumer"
     orderly = False
+    #: pulls carry no commit offset (4.9.3's lite pulls neither): a broker offset written behind the offset
+    #: store's back made it skip a later commit of the value it sent last (a seek back, then commit_sync)
+    commit_offset_with_pull = False
 
     def __init__(self, namesrv_addr: str | None, group: str, settings: LitePullConsumerSettings | None = None, *,
                  credentials: SessionCredentials | None = None, tls: ClientTls = None,

@@ -133,6 +133,14 @@ class RemoteOffsetStore(_MemoryTable):
         if error is not None:
             raise error
 
+    def update(self, mq: MessageQueue, offset: int, *, increase_only: bool) -> None:
+        """As the memory table's; a position set outright (not *increase_only*: a seek, a reset, a lite
+        consumer's or an orderly batch's commit) is committed at the next persist even if it is the value
+        sent last, since another client of the group may have moved the broker's offset since."""
+        super().update(mq, offset, increase_only=increase_only)
+        if not increase_only:
+            self._committed.pop(mq, None)
+
     def remove(self, mq: MessageQueue) -> None:
         super().remove(mq)
         self._committed.pop(mq, None)

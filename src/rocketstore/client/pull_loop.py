@@ -4,7 +4,8 @@ Long-polled pulls (the broker holds an empty pull up to ``long_poll_ms``) feed t
 :class:`ProcessQueue`; pulling pauses while it holds too many messages, too many bytes or (concurrently)
 too wide an offset span, so a slow handler bounds the memory used.  Orderly CLUSTERING pulls only while
 the broker lock is held.  The pull carries the committed-offset flag, so the broker learns the group's
-progress with each pull too.
+progress with each pull too; not an owner whose ``commit_offset_with_pull`` is False (the lite pull
+consumer, as 4.9.3's, whose offsets reach the broker through its offset store only).
 
 The loop is shared by the push consumer and the lite pull consumer (:class:`PullOwner`): what is done
 with pulled messages is the owner's ``consumption.dispatch``, whether pulling waits is its
@@ -77,6 +78,8 @@ class PullOwner(Protocol):
     group: str
     orderly: bool
     clustering: bool
+    #: CLUSTERING pulls carry the committed offset (the push consumer's do; the lite pull consumer's not)
+    commit_offset_with_pull: bool
     stopping: bool
     consumer: PullConsumer
     offsets: OffsetStore
@@ -170,7 +173,7 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
                     await asyncio.sleep(s.pull_delay_on_error_s)
                     continue
                 pq.previously_locked = True
-        committed = pc.offsets.read_memory(mq) if pc.clustering else -1
+        committed = pc.offsets.read_memory(mq) if pc.clustering and pc.commit_offset_with_pull else -1
         began = time.monotonic()
         try:
             result = await pc.consumer.pull(mq, offset, s.pull_batch_size, expression=expression,

@@ -194,6 +194,8 @@ class PushConsumer(GroupConsumer):
     consume_type = ConsumeType.PASSIVELY
     what = "push consumer"
     kind = "PushConsumer"
+    #: a pull tells the broker the queue's consumed offset too (4.9.3's commitOffsetEnable)
+    commit_offset_with_pull = True
 
     def __init__(self, namesrv_addr: str | None, group: str, subscriptions: Mapping[str, str | MessageSelector],
                  handler: MessageHandler,
