@@ -274,6 +274,13 @@ class IndexService:
                 f.destroy()
                 destroyed = True
                 continue
+            if f.index_count <= 1 and f.end_phy_offset == 0 and f.end_timestamp == 0 and self.files:
+                # a file of zeros (a crash between its creation and its header's first write): it holds no
+                # entry, and begins where the one before it ends, as its creation would have written (with
+                # endPhyOffset 0, abnormal recovery's re-dispatch indexed every record it walked again)
+                prev = self.files[-1]
+                f.begin_phy_offset = f.end_phy_offset = prev.end_phy_offset
+                f.begin_timestamp = f.end_timestamp = prev.end_timestamp
             self.files.append(f)
         if destroyed:
             sync_directory(self.directory)  # brought back, it would outlive the checkpoint that outgrows it
