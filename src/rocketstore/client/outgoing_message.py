@@ -70,6 +70,10 @@ def _ip_bytes() -> bytes:
 _SEND_MESSAGE_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _SEND_REPLY_MESSAGE_V2 = int(RequestCode.SEND_REPLY_MESSAGE_V2)
+#: Java DefaultMQProducer.compressMsgBodyOverHowmuch: a body this long or longer is sent zlib-compressed
+DEFAULT_COMPRESS_OVER = 4 * 1024
+#: the Java producer's zipCompressLevel (system property rocketmq.message.compressLevel, 5)
+DEFAULT_COMPRESS_LEVEL = 5
 #: MSG_TYPE of a reply (Java's MixAll.REPLY_MESSAGE_FLAG); such a message goes out as SEND_REPLY_MESSAGE_V2
 REPLY_MESSAGE_FLAG = "reply"
 #: the reply topic of a cluster is "<cluster>" + this (MixAll.getReplyTopic)

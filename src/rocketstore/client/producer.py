@@ -85,6 +85,8 @@ from rocketstore.client.errors import (
     state_not_ok,
 )
 from rocketstore.client.outgoing_message import (
+    DEFAULT_COMPRESS_LEVEL,
+    DEFAULT_COMPRESS_OVER,
     _BATCH_PROPERTIES,
     _SEND_BATCH_MESSAGE,
     _SEND_MESSAGE_V2,
@@ -160,10 +162,6 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _TEMPLATE_BODY_LIMIT = 16384
 #: Java DefaultMQProducer.maxMessageSize: the largest body (a batch's encoded body) a producer sends
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-#: Java DefaultMQProducer.compressMsgBodyOverHowmuch: a body this long or longer is sent zlib-compressed
-DEFAULT_COMPRESS_OVER = 4 * 1024
-#: the Java producer's zipCompressLevel (system property rocketmq.message.compressLevel, 5)
-DEFAULT_COMPRESS_LEVEL = 5
 _COMPRESSED = int(SysFlag.COMPRESSED)
 
 

@@ -7,8 +7,8 @@
   the consumed one, RETRY_TOPIC / ORIGIN_MESSAGE_ID set, and ``reconsumeTimes`` / ``maxReconsumeTimes`` in
   the send header (and, as 4.9.3's, as RECONSUME_TIME / MAX_RECONSUME_TIMES properties), so the broker's
   send path redirects it to the DLQ past the limit; one without a UNIQ_KEY gets a new one, as the Java
-  producer's send gives it.  Java uses it when send-back fails, and orderly consumption uses it for messages
-  over the limit.
+  producer's send gives it, and a body of 4 KiB or more goes out compressed, as that producer sends it.
+  Java uses it when send-back fails, and orderly consumption uses it for messages over the limit.
 
 Loop-bound.
 """
@@ -16,10 +16,11 @@ Loop-bound.
 from __future__ import annotations
 
 import time
+import zlib
 
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.errors import NoRouteError
-from rocketstore.client.outgoing_message import new_uniq_key
+from rocketstore.client.outgoing_message import DEFAULT_COMPRESS_LEVEL, DEFAULT_COMPRESS_OVER, new_uniq_key
 from rocketstore.client.push_types import ConsumedMessage, retry_topic
 from rocketstore.client.route import (
     AUTO_CREATE_TOPIC,
@@ -29,6 +30,7 @@ from rocketstore.client.route import (
     check,
 )
 from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.message.record import SysFlag
 from rocketstore.remoting.codes import RequestCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import ConsumerSendMsgBackRequestHeader
@@ -78,12 +80,16 @@ async def resend_to_retry_topic(consumer: PullConsumer, message: ConsumedMessage
         raise NoRouteError(topic, "no writeable queue")
     # the broker the message came from holds the group's retry topic for it; any other will do
     mq = next((q for q in queues if q.broker_name == message.broker_name), queues[0])
+    body, sys_flag = message.body, 0
+    # compressed as the Java client's inner producer sends it (the consumer got the body inflated)
+    if len(body) >= DEFAULT_COMPRESS_OVER:
+        body, sys_flag = zlib.compress(body, DEFAULT_COMPRESS_LEVEL), int(SysFlag.COMPRESSED)
     header = SendMessageRequestHeader(
         producer_group=consumer.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
-        default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=mq.queue_id, sys_flag=0,
+        default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=mq.queue_id, sys_flag=sys_flag,
         born_timestamp=int(time.time() * 1000), flag=message.flag, properties=encode_properties(props),
         reconsume_times=reconsume_times, unit_mode=False, max_reconsume_times=max_reconsume_times)
-    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), message.body)
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2(), body)
     bd = route.broker(mq.broker_name)
     addr = bd.master_addr() if bd is not None else None
     if addr is None:
