@@ -227,13 +227,14 @@ def trace_keys(ctx: TraceContext) -> list[str]:
     """The keys a trace message carrying *ctx* gets (Java's TraceTransferBean.transKey): each bean's msgId
     and each of its keys (split on spaces; a None or empty keys adds none), in order, without repeats.  A
     batch's comma-joined msgId is also split into its ids (rocketstore's addition, so that each message of a
-    batch can be looked up)."""
+    batch can be looked up), which come before the joined one: when a trace message cannot carry them all
+    (see TraceDispatcher's max_keys_bytes), the ids a query asks for are the ones kept."""
     keys: dict[str, None] = {}
     for b in ctx.beans:
         if b.msg_id:
-            keys[b.msg_id] = None
             if "," in b.msg_id:
                 keys.update(dict.fromkeys(i for i in b.msg_id.split(",") if i))
+            keys[b.msg_id] = None
         if b.keys:
             keys.update(dict.fromkeys(k for k in b.keys.split(" ") if k))
     return list(keys)

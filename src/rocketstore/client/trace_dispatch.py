@@ -9,7 +9,8 @@ What is kept from 4.9.3, and why:
 * A batch is up to ``batch_size`` (100) contexts; the worker lingers ``linger_s`` (5 ms, Java's poll
   timeout) for a batch to fill when fewer are waiting.  Within a batch, contexts of the same traced topic
   and region go out together, cut into messages of about ``max_message_chars`` (118,000: Java's 128,000
-  maxMsgSize less 10,000) characters.
+  maxMsgSize less 10,000) characters, and before their KEYS pass ``max_keys_bytes`` (32,000; beyond
+  4.9.3, whose trace message with more keys than a broker's 32,767-byte properties limit is refused).
 * The trace message's KEYS are the traced msgIds and keys (:func:`trace_keys`), so that a query by key
   in the trace topic finds it; its topic is ``trace_topic`` (default RMQ_SYS_TRACE_TOPIC).
 * The producer's group is ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>`` (genGroupNameForTrace);
@@ -63,17 +64,21 @@ class TraceDispatcher:
                  trace_topic: str | None = None, credentials: SessionCredentials | None = None,
                  queue_limit: int = 1024, batch_size: int = 100, max_message_chars: int = 118_000,
                  linger_s: float = 0.005, send_timeout_s: float = 5.0, max_in_flight: int = 16,
-                 tls: ClientTls = None) -> None:
+                 tls: ClientTls = None, max_keys_bytes: int = 32_000) -> None:
         """*trace_topic*: where trace messages go (None or blank: RMQ_SYS_TRACE_TOPIC); *credentials*: the
         traced client's ACL keys, which the trace producer signs with too; *tls*: the traced client's TLS
-        switch, which the trace producer connects with too."""
-        if queue_limit < 1 or batch_size < 1 or max_message_chars < 1 or max_in_flight < 1:
-            raise ValueError("queue_limit, batch_size, max_message_chars and max_in_flight must be at least 1")
+        switch, which the trace producer connects with too; *max_keys_bytes*: the most UTF-8 bytes the KEYS
+        of one trace message take (the broker's properties limit is 32,767 bytes, the rest is left for the
+        trace message's other properties)."""
+        if queue_limit < 1 or batch_size < 1 or max_message_chars < 1 or max_in_flight < 1 or max_keys_bytes < 1:
+            raise ValueError("queue_limit, batch_size, max_message_chars, max_in_flight and max_keys_bytes must be "
+                             "at least 1")
         self.trace_topic = trace_topic.strip() if trace_topic and trace_topic.strip() else RMQ_SYS_TRACE_TOPIC
         self.group = trace_group_name(group, kind)
         self.queue_limit = queue_limit
         self.batch_size = batch_size
         self.max_message_chars = max_message_chars
+        self.max_keys_bytes = max_keys_bytes
         self.linger_s = linger_s
         self.send_timeout_s = send_timeout_s
         #: trace messages being sent at most at once (Java bounds its trace executor's queue); past this the
@@ -143,7 +148,10 @@ class TraceDispatcher:
 
     def _messages(self, batch: Iterable[TraceContext]) -> list[tuple[str, list[str]]]:
         """(body, keys) of the trace messages for *batch*: contexts grouped by traced topic and region (in
-        the order the groups first appear), each group cut once its text reaches max_message_chars."""
+        the order the groups first appear), each group cut once its text reaches max_message_chars, and
+        before a record whose keys would take the message's KEYS past max_keys_bytes (a broker refuses a
+        message whose properties pass 32,767 bytes, and with it every record it carries; 4.9.3 does not
+        cut there).  A single record with more keys than that keeps the first ones that fit."""
         groups: dict[str, list[tuple[str, list[str]]]] = {}
         for ctx in batch:
             if not ctx.beans:
@@ -161,14 +169,24 @@ class TraceDispatcher:
         for records in groups.values():
             parts: list[str] = []
             keys: dict[str, None] = {}
-            size = 0
+            size = keys_bytes = 0
             for data, record_keys in records:
+                fresh = [k for k in dict.fromkeys(record_keys) if k not in keys]
+                fresh_bytes = sum(len(k.encode("utf-8", "surrogatepass")) + 1 for k in fresh)
+                if parts and keys_bytes + fresh_bytes > self.max_keys_bytes:  # the KEYS would not fit: cut here
+                    messages.append(("".join(parts), list(keys)))
+                    parts, keys, size, keys_bytes = [], {}, 0, 0
+                    fresh = list(dict.fromkeys(record_keys))  # the new message needs those the last one had too
                 parts.append(data)
-                keys.update(dict.fromkeys(record_keys))
+                for k in fresh:  # a record whose keys alone are too many keeps those that fit (msgIds first)
+                    k_bytes = len(k.encode("utf-8", "surrogatepass")) + 1
+                    if keys_bytes + k_bytes <= self.max_keys_bytes:
+                        keys[k] = None
+                        keys_bytes += k_bytes
                 size += len(data)
                 if size >= self.max_message_chars:
                     messages.append(("".join(parts), list(keys)))
-                    parts, keys, size = [], {}, 0
+                    parts, keys, size, keys_bytes = [], {}, 0, 0
             if parts:
                 messages.append(("".join(parts), list(keys)))
         return messages
