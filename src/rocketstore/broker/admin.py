@@ -47,12 +47,14 @@ from rocketstore.remoting.headers import (
     CreateAccessConfigRequestHeader,
     CreateTopicRequestHeader,
     DeleteAccessConfigRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetBrokerAclConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from rocketstore.remoting.server import RequestRouter
@@ -223,17 +225,19 @@ def register(router: RequestRouter, broker: Broker) -> None:
         return request.make_response(ResponseCode.SUCCESS)
 
     async def delete_group(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        group = request.ext_fields.get("groupName", "")
+        # groupName is @CFNotNull in 4.9.3: a request without it is SYSTEM_ERROR naming it, nothing deleted
+        h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
+        group = h.group_name
         broker.groups.delete(group)
         if broker.auto_delete_unused_stats:  # else its statistics stay, as in 4.9.3 (onGroupDeleted)
             broker.stats.group_deleted(group)
-        if request.ext_fields.get("removeOffset", "").lower() == "true":
+        if h.remove_offset:
             broker.offsets.remove_group(group)
         await broker.groups.flush_quietly()  # as create_topic's
         return request.make_response(ResponseCode.SUCCESS)
 
     async def consumed_by_whom(conn: Connection, request: RemotingCommand) -> RemotingCommand:
-        topic = request.ext_fields.get("topic", "")
+        topic = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields).topic  # @CFNotNull
         groups = set(broker.clients.groups_subscribing(topic)) | set(broker.offsets.groups_of_topic(topic))
         return request.make_response(ResponseCode.SUCCESS, body=fastjson.dumps({"groupList": sorted(groups)}))
 

@@ -667,3 +667,22 @@ class GetConsumeStatsInBrokerHeader(CommandHeader):
 REQUEST_HEADER_TYPES[RequestCode.VIEW_BROKER_STATS_DATA] = ViewBrokerStatsDataRequestHeader
 REQUEST_HEADER_TYPES[RequestCode.GET_BROKER_CONSUME_STATS] = GetConsumeStatsInBrokerHeader
 __all__ += ["GetConsumeStatsInBrokerHeader", "ViewBrokerStatsDataRequestHeader"]
+
+
+# --- DELETE_SUBSCRIPTIONGROUP, QUERY_TOPIC_CONSUME_BY_WHO ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteSubscriptionGroupRequestHeader(CommandHeader):
+    group_name: str = _req("groupName")
+    remove_offset: bool = _opt("removeOffset", _BOOL, False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
+    topic: str = _req("topic")
+
+
+REQUEST_HEADER_TYPES[RequestCode.DELETE_SUBSCRIPTIONGROUP] = DeleteSubscriptionGroupRequestHeader
+REQUEST_HEADER_TYPES[RequestCode.QUERY_TOPIC_CONSUME_BY_WHO] = QueryTopicConsumeByWhoRequestHeader
+__all__ += ["DeleteSubscriptionGroupRequestHeader", "QueryTopicConsumeByWhoRequestHeader"]
