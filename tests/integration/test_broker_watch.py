@@ -137,7 +137,9 @@ def test_watch_lines_count_the_puts_and_gets_between_samples_and_ctrl_c_still_wr
     upto = rows[:rows.index(last) + 1]
     assert put_total - first["msgPutTotalTodayNow"] == count
     assert sum(r["putDelta"] for r in upto[1:]) == count
-    assert sum(r["getDelta"] for r in upto[1:]) == count
+    # pull_all pulls again when a pass found fewer than *count* (the consume queues lag the commitlog by a
+    # moment), and the broker counts the earlier pass's messages too: at least *count* gets, as it counted them
+    assert sum(r["getDelta"] for r in upto[1:]) == get_total - first["msgGetTotalTodayNow"] >= count
     assert sum(r["commitLogGrowthBytes"] for r in upto[1:]) == commit_log_end - first["commitLogMaxOffset"] > 0
     assert any(r["putPerS"] > 0 for r in upto[1:]) and any(r["getPerS"] > 0 for r in upto[1:])
     assert any(r["writeMiBPerS"] > 0 for r in upto[1:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -76,7 +77,11 @@ def test_an_unknown_choice_is_refused_naming_the_variable_and_the_choices(monkey
 
 
 def test_the_suite_runs_on_asyncio_unless_a_test_asks_for_both_loops(event_loop_kind: str) -> None:
-    assert event_loop_kind == "asyncio" and _made_kind() == "asyncio"
+    # tests/conftest.py sets "asyncio" unless the run itself chose a kind (ROCKETSTORE_EVENT_LOOP=uvloop
+    # python -m pytest ...), which it keeps: then every test runs on that kind
+    suite_kind = os.environ[EVENT_LOOP_ENV]
+    assert suite_kind in ("asyncio", "uvloop")
+    assert event_loop_kind == suite_kind and _made_kind() == suite_kind
 
 
 @pytest.mark.both_loops
