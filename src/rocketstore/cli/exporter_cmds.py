@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     exporter.add_argument("--port", type=listen_port, default=5557,
                           help="HTTP port (default 5557, as rocketmq-exporter; 0: pick one)")
     exporter.add_argument("-c", "--cluster", help="only this cluster's brokers (default: every cluster)")
-    exporter.add_argument("--min-interval-s", type=float, default=5.0,
+    exporter.add_argument("--min-interval-s", type=_interval_seconds, default=5.0,
                           help="scrapes within this many seconds of a collection get it again (default 5)")
     exporter.add_argument("--once", action="store_true",
                           help="print one collection (Prometheus's text; with --json a list of samples) and exit")
@@ -37,10 +37,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     exporter.set_defaults(handler=_exporter)
 
 
+def _interval_seconds(text: str) -> float:
+    """``--min-interval-s`` (argparse type): a finite number of seconds, 0 or more.  NaN compares false with
+    every age, so a collection would be served forever and never made again; so would one under inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, not {text!r}")
+    return value
+
+
 def _exporter(args: argparse.Namespace) -> int:
-    if args.min_interval_s < 0:
-        print("error: --min-interval-s cannot be negative", file=sys.stderr)
-        return 2
     if args.json and not args.once:
         print("error: --json prints one collection: use it with --once (Prometheus reads the text format)",
               file=sys.stderr)

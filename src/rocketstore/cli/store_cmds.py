@@ -214,7 +214,7 @@ class ProgressBar:
             self._render()
 
     def _text(self) -> str:
-        fraction = min(1.0, self.done_bytes / self.total_bytes)
+        fraction = min(1.0, self.done_bytes / self.total_bytes) if self.total_bytes > 0 else 1.0
         filled = int(fraction * self.width)
         return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
                 f"{self.done_bytes / 1048576:.1f} of {self.total_bytes / 1048576:.1f} MiB scanned")
@@ -227,6 +227,10 @@ class ProgressBar:
             self._last = text
 
     def finish(self) -> None:
+        # the work is done: the bar ends full.  The total was every segment on disk, but a clean shutdown's
+        # recovery scans only the last ones (and a preallocated segment past the end is never read), so the
+        # last frame would otherwise stop short of full, followed by "done"
+        self.total_bytes = self.done_bytes
         if self.live:
             self._render()
         else:
