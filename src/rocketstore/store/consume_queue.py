@@ -132,11 +132,29 @@ class ConsumeQueue:
         current = mf.start_offset + mf.wrote
         if expect < current:
             return True  # built already (RocketMQ checks this for every entry but the first; so do we, for all)
-        if queue_offset != 0 and expect != current:
+        if queue_offset != 0 and expect != current and not self._fill_first_segment(mf, expect):
             # RocketMQ logs "[BUG]" and appends anyway, misplacing every later entry; we refuse.
             return False
         self.max_physic_offset = commit_log_offset + size
         mf.append(CQ_ENTRY.pack(commit_log_offset, size, tags_code))
+        return True
+
+    def _fill_first_segment(self, mf: MappedFile, expect: int) -> bool:
+        """Pre-blank fill from the written end of *mf* up to byte position *expect*, when *mf* is the queue's
+        first segment, holds *expect*, and all it holds is fill (or nothing); whether it did.
+
+        The fill of a queue's first segment is written with its first entry, but a crash or a power loss after
+        the segment's creation can leave it empty, or with part of its fill: reopened, it no longer counts as
+        the first (``first_in_queue`` lives in memory), and every re-dispatched entry was a gap: the queue's
+        messages lost, its next put back at the segment's start."""
+        start = mf.start_offset
+        if self.files.first() is not mf or not start + mf.wrote < expect < start + self.segment_bytes:
+            return False
+        held = np.frombuffer(mf.read(0, mf.wrote), dtype=CQ_DTYPE)
+        if len(held) and ((held["size"] != PRE_BLANK_SIZE).any() or (held["offset"] != 0).any()):
+            return False
+        mf.append(_PRE_BLANK * ((expect - start - mf.wrote) // CQ_ENTRY_BYTES))
+        self.min_logic_offset = expect
         return True
 
     def put_run(self, facts: Sequence[tuple]) -> int | None:  # type: ignore[type-arg]
@@ -297,7 +315,10 @@ class ConsumeQueue:
         while True:
             mf = files[index]
             count, last = _valid_prefix(mf)
-            if last is not None:
+            # pre-blank fill (head of a queue's first file) points at no record: RocketMQ counts it and
+            # makes maxPhysicOffset 0x7FFFFFFF, so a queue whose valid prefix ends in fill (its real
+            # entries cut by a recovery) skipped as "built already" every record below 2 GiB re-dispatched
+            if last is not None and int(last["size"]) != PRE_BLANK_SIZE:
                 self.max_physic_offset = int(last["offset"]) + int(last["size"])
             valid_in_file = count * CQ_ENTRY_BYTES
             process = mf.start_offset
