@@ -26,7 +26,10 @@ their behaviour (remoting.md 5.11 / 5.12, store-format.md section 10).
   copy carries neither the message flag nor the reconsume count.  Unlike 4.9.3, a half message found before
   a newer copy of the same transaction (UNIQ_KEY) that this broker wrote for a check is passed over: such
   stale copies are what a kill -9 before the check offset was saved leaves behind, and checking each of them
-  commits the message once per copy.
+  commits the message once per copy.  Nor is a copy of an immune half message (CHECK_IMMUNITY_TIME_IN_SECONDS)
+  checked once its immunity is over when an op record read in the round names its first offset: 4.9.3
+  looks for that record only while the immunity lasts, and checks (so commits again) a transaction that
+  ended after a round had copied it.
 * A half message or op record damaged on disk since it was stored (its body fails its CRC, or it does not
   decode) is passed over with an ERROR naming it, and the round goes on.  A damaged half message is never
   copied or checked (a copy would carry its changed body under a fresh CRC); a damaged op record's half
@@ -374,6 +377,7 @@ class TransactionCheckService(TaskService):
         while i < end:
             if i in removed:
                 done.append(removed.pop(i))
+                done_halves.add(i)  # for the copies of it further on, if it was immune (_ended_first)
                 i = new_offset = i + 1
                 continue
             got = store.get(HALF_TOPIC, queue_id, i, 1)
@@ -428,6 +432,12 @@ class TransactionCheckService(TaskService):
                     continue
             elif 0 <= age < cfg.transaction_timeout_ms:
                 break  # too young to ask about; so is everything after it
+            if self._ended_first(props, removed, done, done_halves):
+                # a copy an earlier round made of an immune half message whose transaction ended since
+                # (the op record names its first offset): 4.9.3 checks it once the immunity is over, and
+                # a producer whose transaction committed answers COMMIT, writing the message a second time
+                i = new_offset = i + 1
+                continue
             copy = await self._put_back(half, props)
             if copy is None:
                 break  # try again next round
@@ -476,14 +486,27 @@ class TransactionCheckService(TaskService):
         queue to wait.  False: it could not be passed (the round stops there).  (4.9.3 looks among the op
         records about halves not yet passed only, so an immune message ended after the scan passed its first
         offset is copied until its immunity runs out; the op records read this round count here too.)"""
+        if self._ended_first(props, removed, done, done_halves):
+            return True
         prepared_text = props.get(PropertyName.TRAN_PREPARED_QUEUE_OFFSET)
-        prepared = _long(prepared_text) if prepared_text is not None else None
-        if prepared is not None and prepared in removed:
+        if prepared_text is not None and _long(prepared_text) == -1:
+            return False
+        return await self._put_back_immune(half, props)
+
+    @staticmethod
+    def _ended_first(props: dict[str, str], removed: dict[int, int], done: list[int], done_halves: set[int]
+                     ) -> bool:
+        """Whether the op records read this round end the half message first stored at the queue offset
+        *props* remember (TRAN_PREPARED_QUEUE_OFFSET, on the copies of an immune one); its op record, if
+        still waiting in *removed*, is then done."""
+        prepared_text = props.get(PropertyName.TRAN_PREPARED_QUEUE_OFFSET)
+        if prepared_text is None:
+            return False
+        prepared = _long(prepared_text)
+        if prepared in removed:
             done.append(removed.pop(prepared))
             return True
-        if prepared is not None and prepared in done_halves:
-            return True
-        return prepared != -1 and await self._put_back_immune(half, props)
+        return prepared in done_halves
 
     async def _put_back_immune(self, half: StoredMessage, props: dict[str, str]) -> bool:
         """renewImmunityHalfMessageInner: *half* written again at the end of its queue, remembering the
