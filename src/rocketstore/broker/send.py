@@ -283,18 +283,20 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     if tc.topic_filter_type == "MULTI_TAG":
         sys_flag |= SysFlag.MULTI_TAGS
     props = parse_properties(properties) if properties else {}
+    # TRAN_MSG makes a single message a half message (a batch's header property is not looked at: only its
+    # sysFlag, refused by the store), except a retried one with a delay level: a committed message keeps
+    # TRAN_MSG in its properties, and a Java client before 4.6.1 resends it so (4.9.3's sendMessage)
     tran_msg = props.get(PropertyName.TRAN_MSG)
-    half = tran_msg is not None and tran_msg.lower() == "true"  # Boolean.parseBoolean
-    if half:
-        if config.reject_transaction_message:
-            return fail(ResponseCode.NO_PERMISSION,
-                        f"the broker[{config.advertised_ip()}] sending transaction message is forbidden")
-        if batch:
-            return fail(ResponseCode.MESSAGE_ILLEGAL, "a batch cannot hold transactional (half) messages")
+    half = not batch and tran_msg is not None and tran_msg.lower() == "true"  # Boolean.parseBoolean
     # 4.9.3's CommitLog reads DELAY with Integer.parseInt: text that is not a Java int ("1.5", "2 ") throws,
     # and the send is answered SYSTEM_ERROR (neither stored at once nor scheduled); a batch's own DELAY (the
     # header's) is read so too, after its own checks below
     delay_problem = java_int_problem(props.get(PropertyName.DELAY))
+    if half and reconsume_times > 0 and delay_problem is None and int(props.get(PropertyName.DELAY) or 0) > 0:
+        half = False
+    if half and config.reject_transaction_message:
+        return fail(ResponseCode.NO_PERMISSION,
+                    f"the broker[{config.advertised_ip()}] sending transaction message is forbidden")
     if delay_problem is not None and not batch:
         return fail(ResponseCode.SYSTEM_ERROR, delay_problem)
     born_host = peer_host(conn)
