@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 from rocketstore.errors import CorruptFileError, ProtocolError
 from rocketstore.remoting import fastjson
 
-__all__ = ["TOPIC_GROUP_SEPARATOR", "config_table", "parse_offset_table", "read_json_file",
-           "read_offset_table"]
+__all__ = ["TOPIC_GROUP_SEPARATOR", "config_table", "offset_table_of", "parse_offset_table",
+           "read_json_file", "read_offset_table"]
 
 log = logging.getLogger(__name__)
 
@@ -65,18 +65,46 @@ def read_json_file(path: str, decode: Callable[[dict[str, Any]], Any] | None = N
 def config_table(obj: dict[str, Any], table_key: str,
                  from_json: Callable[[dict[str, Any], str], C]) -> list[C]:
     """The configs of a topics.json / subscriptionGroup.json object's table *table_key* (``{"<name>":{...}}``,
-    *from_json(raw, name)* each); entries that are no object left out, a field of the wrong type a
-    ProtocolError (so :func:`read_json_file` takes the ``.bak``, as 4.9.3 does)."""
+    *from_json(raw, name)* each); none when the file has no table.  A table or entry that is no object, or a
+    field of the wrong type, is a ProtocolError (so :func:`read_json_file` takes the ``.bak``, as 4.9.3 does
+    when fastjson cannot decode the file into the manager's map)."""
     configs: list[C] = []
-    table = obj.get(table_key)
-    if isinstance(table, dict):
-        for name, raw in table.items():
-            if isinstance(raw, dict):
-                try:
-                    configs.append(from_json(raw, str(name)))
-                except ValueError as exc:  # (a subscription group's number field that is no number)
-                    raise ProtocolError(f"{table_key} entry {str(name)!r:.80}: {exc}") from exc
+    if table_key not in obj:
+        return configs
+    for name, raw in _object_table(obj, table_key).items():
+        if not isinstance(raw, dict):
+            raise ProtocolError(f"{table_key} entry {str(name)!r:.80} is no JSON object")
+        try:
+            configs.append(from_json(raw, str(name)))
+        except ValueError as exc:  # (a subscription group's number field that is no number)
+            raise ProtocolError(f"{table_key} entry {str(name)!r:.80}: {exc}") from exc
     return configs
+
+
+def _object_table(obj: dict[str, Any], table_key: str) -> dict[Any, Any]:
+    """*obj*'s *table_key*, which must be a JSON object (ProtocolError: a config file of the wrong shape)."""
+    table = obj[table_key]
+    if not isinstance(table, dict):
+        raise ProtocolError(f"{table_key} is no JSON object but {type(table).__name__}")
+    return table
+
+
+def offset_table_of(obj: dict[str, Any]) -> dict[Any, Any] | None:
+    """The raw ``offsetTable`` of a consumerOffset.json / delayOffset.json object (None when it has none);
+    ProtocolError when it is no object, so that :func:`read_json_file` takes the ``.bak``."""
+    if "offsetTable" not in obj:
+        return None
+    return _object_table(obj, "offsetTable")
+
+
+def _checked_offset_table(obj: dict[str, Any]) -> dict[Any, Any] | None:
+    """consumerOffset.json's raw offsetTable: :func:`offset_table_of`, and each ``topic@group`` entry an
+    object (4.9.3 cannot decode a file with a ``"T@g":5`` either)."""
+    table = offset_table_of(obj)
+    for key, queues in (table or {}).items():
+        if not isinstance(queues, dict):
+            raise ProtocolError(f"offsetTable entry {str(key)!r:.80} is no JSON object")
+    return table
 
 
 def parse_offset_table(table: dict[Any, Any]) -> dict[str, dict[int, int]]:
@@ -98,8 +126,8 @@ def parse_offset_table(table: dict[Any, Any]) -> dict[str, dict[int, int]]:
 
 def read_offset_table(path: str) -> dict[str, dict[int, int]] | None:
     """consumerOffset.json's offsetTable (see :func:`read_json_file` for the ``.bak`` and CorruptFileError);
-    None when neither file holds one (missing, empty, ``null``, no offsetTable object), as 4.9.3's
-    ConsumerOffsetManager.decode then keeps the table it has."""
-    obj = read_json_file(path)
-    table = obj.get("offsetTable") if isinstance(obj, dict) else None
-    return parse_offset_table(table) if isinstance(table, dict) else None
+    None when neither file holds one (missing, empty, ``null``, no offsetTable), as 4.9.3's
+    ConsumerOffsetManager.decode then keeps the table it has; an offsetTable (or an entry of it) that is no
+    object is unreadable, so the ``.bak`` is read."""
+    table = read_json_file(path, _checked_offset_table)
+    return parse_offset_table(table) if table is not None else None

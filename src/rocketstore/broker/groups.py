@@ -48,6 +48,28 @@ def _java_number(wire: str, raw: object, bits: int) -> int:
     return value
 
 
+def _java_bool(wire: str, raw: object, default: bool) -> bool:
+    """*raw* as fastjson reads a boolean field: JSON true/false, the number 1 (true; another number false),
+    a string true/false (any case), 1/0, Y/T, F/N; null or an empty string the default.  ValueError for
+    anything else (fastjson's "can not cast to boolean"): ``"consumeEnable": 1`` read as false stopped a
+    group's consumption, ``"maybe"`` was silently false."""
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, (int, float)):
+        return raw == 1
+    if isinstance(raw, str):
+        if raw in ("", "null", "NULL"):
+            return default
+        lowered = raw.lower()
+        if lowered in ("true", "1", "y", "t"):
+            return True
+        if lowered in ("false", "0", "f", "n"):
+            return False
+    raise ValueError(f"{wire} is not a boolean: {raw!r:.80}")
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriptionGroupConfig:
     group_name: str
@@ -66,10 +88,11 @@ class SubscriptionGroupConfig:
     @classmethod
     def from_json(cls, obj: dict[str, Any], name: str | None = None, *,
                   java_range: bool = False) -> SubscriptionGroupConfig:
-        """ValueError for a number field that is not a number, and with *java_range* (what a request
-        asks for) for one out of its Java type's range (retryQueueNums and retryMaxTimes are ints, brokerId
-        and whichBrokerWhenConsumeSlowly longs): a retryQueueNums of 2^40 would otherwise become a retry
-        topic of 2^40 queues that no RocketMQ broker can load and no client can list."""
+        """ValueError for a number field that is not a number (a boolean one that is no boolean, see
+        :func:`_java_bool`), and with *java_range* (what a request asks for) for one out of its Java type's
+        range (retryQueueNums and retryMaxTimes are ints, brokerId and whichBrokerWhenConsumeSlowly longs): a
+        retryQueueNums of 2^40 would otherwise become a retry topic of 2^40 queues that no RocketMQ broker can
+        load and no client can list."""
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             wire = _WIRE.get(f.name)
@@ -77,7 +100,7 @@ class SubscriptionGroupConfig:
                 continue
             raw = obj[wire]
             if f.default is not dataclasses.MISSING and isinstance(f.default, bool):
-                values[f.name] = raw if isinstance(raw, bool) else str(raw).lower() == "true"
+                values[f.name] = _java_bool(wire, raw, f.default)
             elif f.default is not dataclasses.MISSING and isinstance(f.default, int):
                 bits = (64 if f.name in _LONG_FIELDS else 32) if java_range else 0
                 values[f.name] = _java_number(wire, raw, bits)

@@ -56,6 +56,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from rocketstore.broker.config_files import FailureLog, read_json_file, write_text_atomically
+from rocketstore.config_json import offset_table_of
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.properties import PropertyName
@@ -112,9 +113,9 @@ class ScheduleService:
 
     def load(self) -> None:
         """Read delayOffset.json (or its .bak) and clamp each offset into its queue's range."""
-        obj = read_json_file(self.path)
-        table = obj.get("offsetTable") if isinstance(obj, dict) else None
-        if isinstance(table, dict):
+        # an offsetTable that is no object reads the .bak, as 4.9.3's ConfigManager.load does
+        table = read_json_file(self.path, offset_table_of)
+        if table is not None:
             for level, offset in table.items():
                 try:
                     self.offsets[int(level)] = int(offset)

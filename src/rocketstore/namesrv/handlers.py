@@ -98,8 +98,10 @@ class KVTable:
 
 def _load_kv_file(path: str) -> dict[str, dict[str, str]]:
     """The table of a kvConfig.json, else of the ``.bak`` copy its writer keeps; empty when neither exists.
-    A file that exists but does not read is a NamesrvConfigError (the name server would otherwise start
-    with an empty table and overwrite it)."""
+    An empty file counts as missing, as the broker's config files do (the ``.bak`` is read: a good ``.bak``
+    was otherwise lost at the next PUT_KV_CONFIG, which makes the empty file the ``.bak``).  A file that
+    exists but does not read (a configTable or namespace that is no object included) is a NamesrvConfigError
+    (the name server would otherwise start with an empty table and overwrite it)."""
     problems = []
     for candidate in (path, path + ".bak"):
         try:
@@ -107,8 +109,14 @@ def _load_kv_file(path: str) -> dict[str, dict[str, str]]:
                 text = fh.read()
         except FileNotFoundError:
             continue
+        if not text.strip():
+            continue
         try:
-            loaded = fastjson.loads(text).get("configTable") or {} if text.strip() else {}
+            loaded = fastjson.loads(text).get("configTable")
+            if loaded is None:
+                return {}
+            if not isinstance(loaded, dict) or not all(isinstance(kv, dict) for kv in loaded.values()):
+                raise ValueError("configTable is no object of objects")
             return {str(ns): {str(k): str(v) for k, v in kv.items()} for ns, kv in loaded.items()}
         except (RocketStoreError, ValueError, AttributeError) as exc:
             problems.append(f"{candidate}: {exc}")
