@@ -20,8 +20,10 @@ FORBIDDEN = {
 SANS_IO = {"remoting/codec.py", "remoting/frame_decoder.py", "remoting/templates.py", "remoting/command.py",
            "remoting/headers.py", "remoting/header_fields.py", "remoting/send_headers.py", "remoting/codes.py"}
 #: The only remoting modules that may touch asyncio and sockets (STYLE.md section 1); busy_poll.py is the
-#: transport's event-loop policy (it schedules loop callbacks, no sockets).
-TRANSPORT = {"remoting/transport.py", "remoting/server.py", "remoting/busy_poll.py"}
+#: transport's event-loop policy (it schedules loop callbacks, no sockets); connection.py, event_loop.py and
+#: addresses.py are the parts transport.py was split into (it re-exports them).
+TRANSPORT = {"remoting/transport.py", "remoting/server.py", "remoting/busy_poll.py", "remoting/connection.py",
+             "remoting/event_loop.py", "remoting/addresses.py"}
 IO_MODULES = {"socket", "asyncio", "uvloop", "selectors", "threading", "time", "logging"}
 
 

@@ -1,13 +1,14 @@
-"""The serving side of remoting: a request router and a listening server, on :mod:`remoting.transport`.
+"""The serving side of remoting: a request router and a listening server, on :mod:`remoting.connection`.
 
 Owns :class:`RequestRouter` (dispatch by request code, REQUEST_CODE_NOT_SUPPORTED for unknown codes as a
 4.9.3 broker answers or silence as a 4.9.3 name server keeps, the immediate handlers that
-:class:`~rocketstore.remoting.transport.Connection` runs as frames are decoded) and :class:`RemotingServer`
+:class:`~rocketstore.remoting.connection.Connection` runs as frames are decoded) and :class:`RemotingServer`
 (the listening socket, its connections, and closing those idle for ``idle_timeout_s``, 120 s by default).
 The per-connection rules (oneway, handler errors, bad frames, the in-flight limit) are the Connection's.
 
-A transport module: with transport.py the only remoting modules that touch asyncio and sockets; imports
-errors and the remoting modules below it, never bodies or the broker, name server or client packages.
+A transport module: with transport.py and its siblings (connection.py, event_loop.py, addresses.py,
+busy_poll.py) the only remoting modules that touch asyncio and sockets; imports errors and the remoting
+modules below it, never bodies or the broker, name server or client packages.
 Thread-safety: a RemotingServer belongs to the loop that created it; call it from that loop only.
 """
 
@@ -21,17 +22,17 @@ import time
 from collections.abc import Callable, Mapping
 
 from rocketstore.errors import ConnectionClosedError
+from rocketstore.remoting.addresses import dual_stack_listener
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
-from rocketstore.remoting.tls import TLS_HANDSHAKE_BYTE, TlsConfig, TlsMode
-from rocketstore.remoting.transport import (
+from rocketstore.remoting.connection import (
     DEFAULT_MAX_IN_FLIGHT,
     Connection,
     ImmediateHandler,
     RequestHandler,
-    dual_stack_listener,
 )
+from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
+from rocketstore.remoting.tls import TLS_HANDSHAKE_BYTE, TlsConfig, TlsMode
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Guard", "RemotingServer", "RequestRouter"]
 
