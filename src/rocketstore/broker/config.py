@@ -15,7 +15,8 @@ import socket
 from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
-from rocketstore.store.config import StoreConfig, read_properties_file
+from rocketstore.broker import config_keys
+from rocketstore.store.config import StoreConfig, java_integer, read_properties_file
 
 __all__ = ["BrokerConfig", "load_broker_conf", "local_ip"]
 
@@ -164,10 +165,9 @@ def _coerce(name: str, raw: str, f: dataclasses.Field[object]) -> object:
     if "bool" in kind:
         return text.lower() == "true"
     if kind.startswith("int"):
-        try:
-            return int(text)
-        except ValueError as exc:
-            raise StoreConfigError(f"{name}={raw!r} is not an integer") from exc
+        # as 4.9.3's setter reads it (Integer.parseInt / Long.parseLong); rocketstore's own: a long's range
+        long = name in config_keys.JAVA_LONGS or name in config_keys.ROCKETSTORE_ONLY
+        return java_integer(name, raw, text, long=long)
     return text
 
 

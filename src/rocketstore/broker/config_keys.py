@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from rocketstore.message.java_numbers import parse_java_int, parse_java_long
+from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
 
 __all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
            "SETTER_NAMES", "java_value", "kept_defaults"]
@@ -161,8 +162,8 @@ FIELDS_WITHOUT_EFFECT = {
 SETTER_NAMES = {"enableBatchPush": "isEnableBatchPush"}
 
 #: rocketstore's own properties whose 4.9.3 field is a long (the others it has are Java ints)
-JAVA_LONGS = frozenset({"brokerId", "shortPollingTimeMills", "transactionTimeOut", "transactionCheckInterval",
-                        "flushDelayOffsetInterval", "osPageCacheBusyTimeOutMills"})
+JAVA_LONGS = frozenset({"brokerId", "shortPollingTimeMills", "transactionTimeOut",
+                        "transactionCheckInterval"}) | STORE_JAVA_LONGS
 
 #: rocketstore's own properties, which 4.9.3 does not have
 ROCKETSTORE_ONLY = frozenset({"busyPollMicros", "channelExpiredTimeout", "listenHost", "storeHost",

@@ -16,7 +16,7 @@ from rocketstore.client.admin_types import (
     stats_window,
 )
 from rocketstore.client.errors import ClientError
-from rocketstore.message.java_properties import parse_properties_text
+from rocketstore.message.java_properties import escape_property, parse_properties_text
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import DataVersion
 from rocketstore.remoting.codes import RequestCode
@@ -89,7 +89,10 @@ class BrokerAdmin(AdminCalls):
         for name, value in properties.items():
             if not name or any(c in name for c in "=: \t\r\n#!") or any(c in str(value) for c in "\r\n"):
                 raise ClientError(f"cannot send property {name!r}={value!r} as a properties line")
-        body = "".join(f"{name}={value}\n" for name, value in properties.items()).encode("utf-8")
+        # a backslash doubled: the broker reads the body as Properties.load does (mqadmin sends it raw, and
+        # 4.9.3 then reads C:\store as C:store)
+        body = "".join(f"{name}={escape_property(str(value))}\n"
+                       for name, value in properties.items()).encode("utf-8")
         targets = [broker_addr] if broker_addr is not None else await self.master_addrs(cluster)
         for addr in targets:
             response = await self._call(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)

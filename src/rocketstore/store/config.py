@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
-from rocketstore.message.java_numbers import LONG_MAX, LONG_MIN, parse_java_long
+from rocketstore.message.java_numbers import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    parse_java_int,
+    parse_java_long,
+)
 from rocketstore.message.java_properties import read_properties_file
 
 __all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "read_properties_file"]
@@ -203,16 +210,31 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
+#: the store properties whose 4.9.3 MessageStoreConfig field is a long (the other integers are Java ints)
+JAVA_LONG_PROPERTIES = frozenset({"flushDelayOffsetInterval", "osPageCacheBusyTimeOutMills"})
+#: ... and rocketstore's own long ones
+_LONG_PROPERTIES = JAVA_LONG_PROPERTIES | {"warmAheadBytes"}
+
+
 def _coerce(name: str, raw: str, default: object) -> object:
     text = str(raw).strip()
     if isinstance(default, bool):
         return text.lower() == "true"
     if isinstance(default, int):
-        try:
-            return int(text)
-        except ValueError as exc:
-            raise StoreConfigError(f"{name}={raw!r} is not an integer") from exc
+        # as 4.9.3's Integer.parseInt / Long.parseLong read it (int() also took 1_024 and numbers past the
+        # Java field's range, which 4.9.3 ignores: mappedFileSizeCommitLog=99999999999 made 93 GiB segments)
+        return java_integer(name, raw, text, long=name in _LONG_PROPERTIES)
     return text
+
+
+def java_integer(name: str, raw: str, text: str, *, long: bool) -> int:
+    """*text* (the stripped *raw*) as a Java int, or long; StoreConfigError naming the property otherwise."""
+    try:
+        return parse_java_long(text) if long else parse_java_int(text)
+    except ValueError as exc:
+        limits = f"{LONG_MIN} .. {LONG_MAX}" if long else f"{INT_MIN} .. {INT_MAX}"
+        raise StoreConfigError(f"{name}={raw!r} is not an integer (a Java {'long' if long else 'int'}: "
+                               f"{limits})") from exc
 
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
