@@ -10,12 +10,15 @@ crashed), catches dispatch up, then runs dispatch and flushing on background thr
 opens any store (a real RocketMQ one, a read-only copy, a live directory) in scratch mode: recovery and
 dispatch happen in private memory and nothing on disk changes.
 
-This module owns opening and closing (the directory lock, loading, recovery, the abort marker), the
-write path (put, put_batch: the put hot path stays inlined here), the write gate and fencing, and the public
-API.  The rest is in modules that get config values and the pieces they need, never this object:
-reads.py (get and the look-ups), background.py (dispatch, clean-up and flush threads), drafting.py and
-batch_put.py (what a put checks and drafts), lock.py (the ``lock`` file).  Nothing in store/ imports it
-but dump.py and verify.py (which inspect an open store).
+This module owns opening and closing (the directory lock, the abort marker), the write path (put,
+put_batch: the put hot path stays inlined here), get, the write gate and fencing, and the public API.  Its
+base classes hold the rest of its methods: opening.py (loading and recovery, the open path's typed errors),
+lookups.py (the look-ups by offset, id, key and time), store_admin.py (dispatch and durability read-outs,
+retention, role and run-time settings, flush); store_parts.py declares what they share.  The rest is in
+modules that get config values and the pieces they need, never this object: reads.py (get and the
+look-ups), background.py (dispatch, clean-up and flush threads), drafting.py and batch_put.py (what a put
+checks and drafts), lock.py (the ``lock`` file).  Nothing in store/ imports it but dump.py and verify.py
+(which inspect an open store).
 
 Thread-safety: put / put_batch / get / query / look-ups and close may be called from any number of threads.
 Subsystems receive config values, never this object.
@@ -23,12 +26,11 @@ Subsystems receive config values, never this object.
 
 from __future__ import annotations
 
-import errno
 import os
 import struct
 import threading
 import time
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from typing import Literal, Self
 
@@ -36,13 +38,10 @@ from rocketstore.errors import (
     InvalidTopicError,
     MessageFieldError,
     MessageTooLargeError,
-    OutOfMappingsError,
     PropertiesTooLargeError,
     StoreClosedError,
     StoreConfigError,
-    TooManyOpenFilesError,
 )
-from rocketstore.files import make_directories
 from rocketstore.message.arguments import int_argument
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.batch_draft import BatchDraft
@@ -60,7 +59,6 @@ from rocketstore.message.properties import (
 from rocketstore.message.record import (
     Message,
     RecordDraft,
-    StoredMessage,
     SysFlag,
     draft_message,
     host_bytes,
@@ -73,24 +71,20 @@ from rocketstore.store.batch_put import (
     draft_message_list,
     draft_message_list_checked,
 )
-from rocketstore.store.checkpoint import Checkpoint
-from rocketstore.store.cleanup import Cleaner, CleanReport
-from rocketstore.store.commitlog import AppendError, CommitLog
+from rocketstore.store.commitlog import AppendError
 from rocketstore.store.config import BrokerRole, StoreConfig
-from rocketstore.store.consume_queue import ConsumeQueueTable
-from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.drafting import DelayLevelError, apply_delay_level
 from rocketstore.store.file_queue import sync_directory
-from rocketstore.store.index_file import IndexService
 from rocketstore.store.lock import StoreLock
-from rocketstore.store.queue_cleanup import QueueDropper, is_expired, is_unused
+from rocketstore.store.lookups import MAX_TIMESTAMP, StoreLookups
+from rocketstore.store.opening import StoreOpening, _hot_memory_bytes, _make_store_dir, _typed_open_error
 from rocketstore.store.reads import StoreReader, tag_codes
-from rocketstore.store.recovery import RecoveryReport, recover
-from rocketstore.store.results import GetResult, PutMessageStatus, PutResult, QueryResult
+from rocketstore.store.results import GetResult, PutMessageStatus, PutResult
+from rocketstore.store.store_admin import RUN_TIME_SETTINGS, StoreAdmin
 
 __all__ = ["MAX_TIMESTAMP", "RUN_TIME_SETTINGS", "MessageStore"]
 
-MAX_TIMESTAMP = (1 << 63) - 1
 _DELAY = PropertyName.DELAY
 _TAGS = PropertyName.TAGS
 _KEYS = PropertyName.KEYS
@@ -114,112 +108,12 @@ _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
 
 
-#: the StoreConfig fields a running store takes from a new config (MessageStore.update_run_time_settings):
-#: those 4.9.3 reads at every use, not once at start
-RUN_TIME_SETTINGS = (
-    # each clean-up pass
-    "file_reserved_time_h", "delete_when", "disk_max_used_space_ratio", "clean_file_forcibly_enable",
-    # each get
-    "access_message_in_memory_max_ratio", "max_transfer_bytes_on_message_in_memory",
-    "max_transfer_count_on_message_in_memory", "max_transfer_bytes_on_message_in_disk",
-    "max_transfer_count_on_message_in_disk",
-    # each flush round
-    "flush_interval_commit_log_ms", "flush_commit_log_least_pages", "flush_commit_log_thorough_interval_ms",
-    "flush_interval_consume_queue_ms", "flush_consume_queue_least_pages",
-    "flush_consume_queue_thorough_interval_ms",
-    # each put, each query
-    "os_page_cache_busy_timeout_ms", "sync_flush_timeout_ms", "max_msgs_num_batch", "default_query_max_num",
-)
-
-
 def _bad_flush_mode(flush: object) -> ValueError:
     # anything else used to be taken for "later": under SYNC_FLUSH a typo gave up durability silently
     return ValueError(f"flush must be 'wait', 'ask' or 'later', not {flush!r}")
 
 
-def _make_store_dir(key: str, path: str) -> None:
-    """``os.makedirs(path, exist_ok=True)``, each directory it makes synced into its parent (a new store's
-    root lost at a power loss takes its synced records with it); a file where the directory (or one above
-    it) should be is a StoreConfigError naming the setting, as a read-only open says it, not a bare
-    FileExistsError."""
-    if not path:  # (os.makedirs("") is a FileNotFoundError naming no file)
-        raise StoreConfigError(f"{key} is empty")
-    try:
-        make_directories(path)
-    except (FileExistsError, NotADirectoryError) as exc:
-        raise StoreConfigError(f"{key} {path} is not a directory ({exc.strerror})") from exc
-
-
-def _total_memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 8 << 30
-
-
-def _hot_memory_bytes(config: StoreConfig) -> int:
-    """How much of the commitlog behind a read position counts as in memory: accessMessageInMemoryMaxRatio
-    percent of the machine's physical memory, as 4.9.3's getMessage reckons it."""
-    return int(_total_memory_bytes() * config.access_message_in_memory_max_ratio / 100)
-
-
-def _out_of_descriptors(exc: BaseException, root: str) -> TooManyOpenFilesError | None:
-    """The typed error for an open that failed for want of file descriptors (else None)."""
-    if not isinstance(exc, OSError) or isinstance(exc, TooManyOpenFilesError) \
-            or exc.errno not in (errno.EMFILE, errno.ENFILE):
-        return None
-    if exc.errno == errno.ENFILE:
-        return TooManyOpenFilesError(root, exc.errno, None, "the system is out of file descriptors (ENFILE, "
-                                     "fs.file-max); every segment file of the store holds one while it is open")
-    limit: int | None = None
-    try:
-        import resource  # noqa: PLC0415 - Unix only, and only here
-
-        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        pass
-    shown = "unlimited" if limit is None or limit < 0 else str(limit)
-    return TooManyOpenFilesError(root, exc.errno, limit, f"out of file descriptors at the process's limit "
-                                 f"(RLIMIT_NOFILE {shown}, EMFILE): every commitlog, consume-queue and index file "
-                                 "of the store holds one while it is open; raise the limit (ulimit -n, "
-                                 "LimitNOFILE=)")
-
-
-def _out_of_mappings(exc: BaseException, root: str) -> OutOfMappingsError | None:
-    """The typed error for an open whose memory mapping failed (ENOMEM; else None)."""
-    if not isinstance(exc, OSError) or isinstance(exc, OutOfMappingsError) or exc.errno != errno.ENOMEM:
-        return None
-    maps: int | None = None
-    max_maps: int | None = None
-    address_limit: int | None = None
-    try:
-        with open("/proc/self/maps", "rb") as listing:
-            maps = sum(1 for _ in listing)
-        with open("/proc/sys/vm/max_map_count", "rb") as sysctl:
-            max_maps = int(sysctl.read())
-    except (OSError, ValueError):
-        pass
-    try:
-        import resource  # Unix only, and only here
-
-        address_limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):
-        pass
-    counted = f"{maps} of vm.max_map_count {max_maps}" if maps is not None and max_maps is not None \
-        else "vm.max_map_count"
-    shown = "unlimited" if address_limit is None or address_limit < 0 else f"{address_limit} bytes"
-    return OutOfMappingsError(root, exc.errno, "cannot memory-map its files (ENOMEM): every commitlog, "
-                              f"consume-queue and index file of the store is one mapping, and the process has "
-                              f"used up its mappings ({counted}; sysctl vm.max_map_count=) or its address "
-                              f"space (RLIMIT_AS {shown}; ulimit -v)")
-
-
-def _typed_open_error(exc: BaseException, root: str) -> OSError | None:
-    """The typed error for an open that failed for want of descriptors or mappings (else None)."""
-    return _out_of_descriptors(exc, root) or _out_of_mappings(exc, root)
-
-
-class MessageStore:
+class MessageStore(StoreOpening, StoreLookups, StoreAdmin):
     """The embedded RocketMQ-compatible message store.  Use :meth:`open`."""
 
     def __init__(self, config: StoreConfig, *, read_only: bool, background: bool,
@@ -299,7 +193,7 @@ class MessageStore:
             if background:
                 self._threads.start()
 
-    # --- opening -----------------------------------------------------------------------------------
+    # --- opening (loading and recovery: opening.py) ------------------------------------------------
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, config: StoreConfig | None = None, *,
@@ -310,82 +204,6 @@ class MessageStore:
         if path is not None:
             config = config.replace(store_path_root_dir=os.fspath(path))
         return cls(config, read_only=read_only, background=background and not read_only, progress=progress)
-
-    @property
-    def _abort_path(self) -> str:
-        return os.path.join(self.config.store_path_root_dir, "abort")
-
-    def _open_files(self, progress: Callable[[int], None] | None) -> None:
-        cfg = self.config
-        w = self._writable
-        root = cfg.store_path_root_dir
-        # a read-only open creates nothing: a path that is no directory (a typo) is an error, not an empty store
-        if os.path.exists(root) and not os.path.isdir(root):
-            raise StoreConfigError(f"{root} is not a directory")
-        if not w and not os.path.isdir(root):
-            raise StoreConfigError(f"no store at {root}: the directory does not exist")
-        self.last_exit_ok = not os.path.exists(self._abort_path)
-        self._commitlog = CommitLog(cfg.commit_log_dir, cfg.mapped_file_size_commit_log, writable=w,
-                                    preallocate=cfg.preallocate_commit_log, warm=cfg.warm_mapped_file_enable)
-        self._queues = ConsumeQueueTable(cfg.consume_queue_dir, cfg.consume_queue_file_bytes, writable=w)
-        self._checkpoint = Checkpoint(os.path.join(root, "checkpoint"), writable=w)
-        # loaded, queried and expired even with messageIndexEnable=false (as 4.9.3's IndexService): only
-        # building entries depends on it (the dispatcher gets no index then)
-        self._index: IndexService | None = IndexService(cfg.index_dir, cfg.max_hash_slot_num, cfg.max_index_num,
-                                                        writable=w)
-        self._index.on_file_full.append(self._on_index_file_full)
-        try:
-            # every segment a clean shutdown leaves has its full size (segments are created whole): a short
-            # last one then says the configured size is not the store's (a torn tail only after a crash)
-            self._commitlog.files.load(allow_short_tail=not self.last_exit_ok)
-            self._queues.load(allow_short_tail=not self.last_exit_ok)
-            self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp, strict=cfg.message_index_enable)
-            self._dispatcher = Dispatcher(self._commitlog, self._queues,
-                                          self._index if cfg.message_index_enable else None, self._delay_levels)
-            self.recovery: RecoveryReport = recover(
-                self._commitlog, self._queues, self._dispatcher, self._checkpoint,
-                abnormal=not self.last_exit_ok, check_crc=cfg.check_crc_on_recover,
-                index_safe=cfg.message_index_safe, progress=progress)
-            self._rebuild_queue_offsets()
-            self._dispatcher.reput_offset = max(self._queues.max_physic_offset(), self._commitlog.min_offset)
-            stopped_at = self.recovery.redispatch_stopped_at
-            if stopped_at is not None:  # a full disk: the dispatcher builds the rest once it can write
-                self._dispatcher.reput_offset = max(min(self._dispatcher.reput_offset, stopped_at),
-                                                    self._commitlog.min_offset)
-            self._dispatcher.dispatch_available()
-            self._rebuild_queue_offsets()
-            self._cleaner = Cleaner(self._commitlog, self._queues, self._index,
-                                    file_reserved_time_h=cfg.file_reserved_time_h, delete_when=cfg.delete_when,
-                                    disk_max_used_space_ratio=cfg.disk_max_used_space_ratio,
-                                    clean_file_forcibly_enable=cfg.clean_file_forcibly_enable,
-                                    dispatched_offset=self._dispatched_offset)
-            self._commitlog.segment_guard = self._segment_guard
-            self._commitlog.lock_wait_s = cfg.os_page_cache_busy_timeout_ms / 1000
-        except BaseException as exc:
-            try:
-                self._close_files(clean=False)
-            except Exception as cleanup_exc:  # noqa: BLE001 - the open's own error is the one to report
-                exc.add_note(f"(closing the half-open store also failed: {cleanup_exc!r})")
-            raise
-
-    def _rebuild_queue_offsets(self) -> None:
-        min_offset = self._commitlog.min_offset
-        table: dict[tuple[str, int], int] = {}
-        for cq in self._queues:
-            table[(cq.topic, cq.queue_id)] = cq.max_offset
-            cq.correct_min_offset(min_offset)
-        # records recovery could not dispatch (a full disk) hold queue offsets their queues do not show yet
-        for key, end in (self.recovery.undispatched_queue_ends or {}).items():
-            if table.get(key, 0) < end:
-                table[key] = end
-        self._commitlog.queue_offsets = table
-
-    def _dispatched_offset(self) -> int:
-        return self._dispatcher.reput_offset
-
-    def _on_index_file_full(self, end_timestamp: int) -> None:
-        self._checkpoint.index_msg_timestamp = end_timestamp
-        self._checkpoint.flush()
 
     # --- what the background threads report --------------------------------------------------------------
 
@@ -402,6 +220,11 @@ class MessageStore:
         self._refuse_writes = (self._closed or not self._writable or self._fenced is not None
                                or self.config.broker_role == BrokerRole.SLAVE or self._cleaner.disk_full
                                or self._dispatcher.io_error is not None)
+
+    @property
+    def fenced(self) -> str | None:
+        """Why the store refuses writes after a failed write or sync, or None."""
+        return self._fenced
 
     # --- writing --------------------------------------------------------------------------------------------
 
@@ -661,7 +484,7 @@ class MessageStore:
         return self._append_batch(drafts, sizes, first.topic, first.queue_id, first.store_timestamp, meta,
                                   first.store_host, flush)
 
-    # --- reading (store/reads.py) ---------------------------------------------------------------------------
+    # --- reading (store/reads.py; the look-ups: lookups.py) -------------------------------------------------
 
     def _check_open(self) -> None:
         if self._closed:
@@ -676,51 +499,7 @@ class MessageStore:
         *match* filters by the records' properties (see StoreReader.get)."""
         return self._reader.get(topic, queue_id, queue_offset, max_count, tags=tags, match=match)
 
-    def message_at(self, commit_log_offset: int) -> StoredMessage | None:
-        """The message whose record starts at *commit_log_offset*, or None; a damaged record there raises
-        MessageDecodeError naming it (see StoreReader.message_at)."""
-        return self._reader.message_at(commit_log_offset)
-
-    def message_by_id(self, msg_id: str) -> StoredMessage | None:
-        """Look up by offset message id (raises InvalidMessageIdError for malformed ids, MessageDecodeError
-        for a damaged record)."""
-        return self._reader.message_by_id(msg_id)
-
-    def query(self, topic: str, key: str, max_count: int = 64, begin_ms: int = 0,
-              end_ms: int = MAX_TIMESTAMP) -> QueryResult:
-        """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
-
-        As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.  A damaged
-        record among the hits raises MessageDecodeError naming it.
-        """
-        return self._reader.query(topic, key, max_count, begin_ms, end_ms)
-
-    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        """RocketMQ's getOffsetInQueueByTime (nearest entry, ties to the earlier one)."""
-        return self._reader.offset_by_time(topic, queue_id, timestamp_ms)
-
-    def min_offset(self, topic: str, queue_id: int) -> int:
-        return self._reader.min_offset(topic, queue_id)
-
-    def max_offset(self, topic: str, queue_id: int) -> int:
-        return self._reader.max_offset(topic, queue_id)
-
-    def queue_entries(self, topic: str, queue_id: int, index: int, count: int) -> list[tuple[int, int, int]] | None:
-        """Up to *count* raw consume queue entries (commitlog offset, size, tagsCode) from *index*, within
-        the one consume queue file that holds it (RocketMQ's getIndexBuffer, as mqadmin queryCq shows them);
-        [] when *index* is outside the queue, None when there is no such queue."""
-        index = int_argument("index", index)
-        count = int_argument("count", count)
-        self._check_open()
-        cq = self._queues.get(topic, queue_id)
-        if cq is None:
-            return None
-        if index < cq.min_offset or count <= 0:
-            return []
-        found = cq.entries(index, count)
-        if found is None:
-            return []
-        return [(int(o), int(s), int(t)) for o, s, t in found[0].tolist()]
+    # --- replication ----------------------------------------------------------------------------------------
 
     def append_replica(self, offset: int, data: bytes | memoryview) -> int:
         """A slave's write path: commitlog bytes from the master laid down at *offset* (the written end);
@@ -750,204 +529,6 @@ class MessageStore:
         max_bytes = int_argument("max_bytes", max_bytes)
         self._check_open()
         return self._commitlog.read_chunk(offset, max_bytes)
-
-    # The commitlog read-outs answer what the store held when it closed from then on (its unmapped files would
-    # say 0, which a reader takes for an empty store): read first, then ask whether the store closed meanwhile,
-    # since close records them before it sets _closed and unmaps the files after.
-
-    @property
-    def min_commit_log_offset(self) -> int:
-        """Where the commitlog starts (after close: where it started then)."""
-        value = self._commitlog.min_offset
-        return self._offsets_at_close[0] if self._closed else value
-
-    @property
-    def max_commit_log_offset(self) -> int:
-        """Where the commitlog ends (after close: where it ended then)."""
-        value = self._commitlog.max_offset
-        return self._offsets_at_close[1] if self._closed else value
-
-    @property
-    def flushed_commit_log_offset(self) -> int:
-        """How far the commitlog is known flushed (the rest is RocketMQ's remainHowManyDataToFlush; after
-        close: as far as it was flushed then)."""
-        value = self._commitlog.flushed_offset
-        return self._offsets_at_close[2] if self._closed else value
-
-    @property
-    def append_lock_begin_ms(self) -> int:
-        """When the put holding the commitlog's append lock took it (ms since the epoch); 0 when it is free
-        (RocketMQ's pageCacheLockTimeMills is now minus this)."""
-        return self._commitlog.lock_begin_ms
-
-    def store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
-        """Store timestamp of the message at *queue_offset*, -1 if there is none."""
-        return self._reader.store_time(topic, queue_id, queue_offset)
-
-    def earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
-        """Store time of the oldest message (of one queue, or of the whole commitlog); -1 if none."""
-        return self._reader.earliest_message_time(topic, queue_id)
-
-    def topics(self) -> dict[str, list[int]]:
-        """Every topic with a consume queue, and its queue ids (StoreClosedError once closed, as the other
-        reads: the table then no longer says what the store holds)."""
-        self._check_open()
-        return self._queues.topics()
-
-    # --- dispatch and durability ---------------------------------------------------------------------------
-
-    def wait_dispatched(self, timeout_s: float = 10.0) -> bool:
-        """Block until everything written (durable, in sync-flush mode) is in the consume queues and index."""
-        return self._threads.wait_dispatched(timeout_s)
-
-    def add_dispatch_listener(self, listener: Callable[[str, int, int, int, int], None]) -> None:
-        """Call ``listener(topic, queue_id, next_queue_offset, tags_code, store_timestamp)`` for every record
-        the dispatcher adds to a consume queue.  It runs on the dispatch thread: keep it short, and hop to
-        your own thread or event loop (``loop.call_soon_threadsafe``) for real work.  An exception it raises
-        is logged and dispatch goes on (the rest of that run of records may go unheard)."""
-        self._dispatcher.listeners.append(listener)
-
-    @property
-    def dispatch_behind_bytes(self) -> int:
-        return self._dispatcher.behind_bytes
-
-    @property
-    def dispatch_due_at(self) -> float:
-        """The ``time.monotonic()`` time from which the dispatch thread waits for the GIL to run (math.inf
-        while it has nothing to do or is running): a thread that keeps the GIL busy, as a busy-polling
-        event loop does, should let go of it then."""
-        return self._threads.dispatch_due_at
-
-    def delete_expired_files(self, *, force: bool = False, now_ms: int | None = None) -> CleanReport:
-        """One retention pass now (the background thread runs one every cleanResourceInterval)."""
-        self._check_open()
-        if not self._writable:
-            raise StoreClosedError() if self._closed else PermissionError("a read-only store deletes nothing")
-        with self._threads.queue_files_lock:
-            report = self._cleaner.run(force=force, now_ms=now_ms)
-        self._update_refuse_writes()
-        return report
-
-    def update_run_time_settings(self, config: StoreConfig) -> None:
-        """Take *config*'s settings that 4.9.3 reads at every use (:data:`RUN_TIME_SETTINGS`) from their next
-        use on: retention (each clean-up pass), the read limits and in-memory ratio (each get, and the
-        suggest-slave flag), the flush intervals, least pages and thorough intervals (each flush round; a
-        shorter interval acts at once), osPageCacheBusyTimeOutMills and syncFlushTimeout (each put),
-        maxMsgsNumBatch and defaultQueryMaxNum (each query).  Every other setting stays as the store was
-        opened with."""
-        self._check_open()
-        cfg = self.config = self.config.replace(**{name: getattr(config, name) for name in RUN_TIME_SETTINGS})
-        self._cleaner.set_policy(file_reserved_time_h=cfg.file_reserved_time_h, delete_when=cfg.delete_when,
-                                 disk_max_used_space_ratio=cfg.disk_max_used_space_ratio,
-                                 clean_file_forcibly_enable=cfg.clean_file_forcibly_enable)
-        self._memory_for_hot_bytes = _hot_memory_bytes(cfg)
-        self._reader.set_limits(cfg, self._memory_for_hot_bytes)
-        self._commitlog.lock_wait_s = cfg.os_page_cache_busy_timeout_ms / 1000
-        self._threads.update_flush(cfg)
-
-    def set_broker_role(self, role: str, *, wait_s: float = 10.0) -> None:
-        """Take *role* (brokerRole) from the next put on, as 4.9.3's store reads its role at every put: a
-        SLAVE refuses puts (SERVICE_NOT_AVAILABLE), a master takes them.  A store leaving SLAVE first takes
-        its next queue offsets from its consume queues, once dispatch has built them from every replicated
-        record (StoreError when it does not catch up within *wait_s*); 4.9.3 keeps the ones it recovered at
-        start, and so writes queue offsets its consume queues already hold."""
-        self._check_open()
-        if role not in (BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER, BrokerRole.SLAVE):
-            raise StoreConfigError(f"unknown brokerRole {role!r}")
-        if role == self.config.broker_role:
-            return
-        if not self._writable or role == BrokerRole.SLAVE or self.config.broker_role != BrokerRole.SLAVE:
-            self.config = self.config.replace(broker_role=role)
-            self._update_refuse_writes()
-            return
-
-        def become() -> None:
-            self._commitlog.queue_offsets = {(cq.topic, cq.queue_id): cq.max_offset for cq in self._queues}
-            self.config = self.config.replace(broker_role=role)
-            self._update_refuse_writes()
-
-        dropper = QueueDropper(self._commitlog, self._queues, self._dispatcher, self._threads, wait_s=wait_s)
-        dropper.when_caught_up(become, f"become {role}")
-
-    def clean_unused_topics(self, live_topics: Container[str]) -> list[tuple[str, int]]:
-        """RocketMQ's cleanUnusedTopic: drop the consume queues of every topic not in *live_topics* (but
-        SCHEDULE_TOPIC_XXXX, RMQ_SYS_TRANS_OP_HALF_TOPIC and LMQ topics); returns the (topic, queue id)
-        dropped.  *live_topics* is asked while puts wait, so a live view of a topic table (which another
-        thread may add to) is safe: a topic added before that moment is kept, one added later gets a new
-        queue.  See :mod:`rocketstore.store.queue_cleanup` for what goes and why it is safe."""
-        return self._queue_dropper().drop(lambda cq: is_unused(cq, live_topics), "clean unused topics")
-
-    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
-        """RocketMQ's cleanExpiredConsumerQueue: drop the consume queues whose every message retention has
-        deleted from the commitlog (SCHEDULE_TOPIC_XXXX's excepted); returns the (topic, queue id) dropped."""
-        return self._queue_dropper().drop(lambda cq: is_expired(cq, self._commitlog.min_offset),
-                                          "clean expired consume queues")
-
-    def _queue_dropper(self) -> QueueDropper:
-        self._check_open()
-        if not self._writable:
-            raise PermissionError("a read-only store deletes nothing")
-        return QueueDropper(self._commitlog, self._queues, self._dispatcher, self._threads)
-
-    @property
-    def fenced(self) -> str | None:
-        """Why the store refuses writes after a failed write or sync, or None."""
-        return self._fenced
-
-    # --- durability for callers that do not block (SYNC_FLUSH) ---------------------------------------------
-
-    @property
-    def durable_offset(self) -> int:
-        """SYNC_FLUSH: the commitlog offset up to which records are on disk (group commit); otherwise the
-        end of what was written (an async-flush put is acknowledged once written)."""
-        gc = self._threads.group_commit
-        return gc.durable_offset if gc is not None else self.max_commit_log_offset
-
-    @property
-    def flush_failed(self) -> bool:
-        """True once a sync failed or the group commit stopped: nothing more becomes durable."""
-        gc = self._threads.group_commit
-        return gc is not None and (gc.failed is not None or gc.stopped)
-
-    def add_durable_listener(self, listener: Callable[[], None]) -> None:
-        """SYNC_FLUSH: call *listener* (no arguments) after every sync, a failed sync and at close, on the
-        syncing thread: it must be quick and must not block (an event loop's ``call_soon_threadsafe``).
-        With ``put(..., flush="ask")`` it lets one thread wait for many puts: a record is durable
-        once :attr:`durable_offset` reaches its ``commit_log_offset + wrote_bytes``.  Does nothing under ASYNC_FLUSH."""
-        gc = self._threads.group_commit
-        if gc is not None:
-            gc.add_listener(listener)
-
-    def request_flush(self, end_offset: int) -> None:
-        """SYNC_FLUSH: ask for a sync that makes everything up to *end_offset* durable, without waiting
-        (after puts made with ``flush="later"``).  Does nothing under ASYNC_FLUSH."""
-        gc = self._threads.group_commit
-        if gc is not None:
-            gc.request(end_offset)
-
-    def remove_durable_listener(self, listener: Callable[[], None]) -> None:
-        gc = self._threads.group_commit
-        if gc is not None:
-            gc.remove_listener(listener)
-
-    def flush(self) -> None:
-        """Make everything written durable now: commitlog, consume queues, index and checkpoint."""
-        self._check_open()
-        if not self._writable:
-            return
-        # a slave's replica bytes carry no put's timestamp: its dispatcher's newest one (see background.py)
-        ts = self._commitlog.last_store_timestamp or self._dispatcher.last_store_timestamp
-        self._commitlog.flush(0)
-        if ts:
-            self._checkpoint.physic_msg_timestamp = ts
-        self._threads.dispatch()
-        logics_ts = self._dispatcher.last_store_timestamp
-        with self._threads.queue_files_lock:
-            for cq in self._queues:
-                cq.flush(0)
-        if logics_ts:
-            self._checkpoint.logics_msg_timestamp = logics_ts
-        self._checkpoint.flush()
 
     # --- closing ---------------------------------------------------------------------------------------------
 
