@@ -1,8 +1,10 @@
-"""Which sends a broker stores as half messages, as 4.9.3's SendMessageProcessor decides: a single message
-whose properties say TRAN_MSG=true, except a retried one (reconsumeTimes > 0) with a delay level (a
-committed message keeps TRAN_MSG in its stored properties, and a Java client before 4.6.1 resends it so:
-it was parked in the half topic, where no consumer would see it again); a batch's header properties are
-not looked at (it was refused).  Raw SEND_MESSAGE_V2 frames on a real broker."""
+"""Which sends a broker stores as half messages: a single message whose properties say TRAN_MSG=true,
+except a retried one (reconsumeTimes > 0) with a delay level (a committed message keeps TRAN_MSG in its
+stored properties, and a Java client before 4.6.1 resends it so: it was parked in the half topic, where no
+consumer would see it again).  The exception is 5.0's, and 4.9.3's unused sendMessage's: 4.9.3's live
+asyncSendMessage has none, and such a resend was lost there (scheduled into the half topic, then dropped).
+A batch's header properties are not looked at, as 4.9.3's asyncSendBatchMessage (it was refused).  Raw
+SEND_MESSAGE_V2 frames on a real broker."""
 
 from __future__ import annotations
 

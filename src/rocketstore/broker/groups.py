@@ -49,23 +49,31 @@ def _java_number(wire: str, raw: object, bits: int) -> int:
 
 
 def _java_bool(wire: str, raw: object, default: bool) -> bool:
-    """*raw* as fastjson reads a boolean field: JSON true/false, the number 1 (true; another number false),
-    a string true/false (any case), 1/0, Y/T, F/N; null or an empty string the default.  ValueError for
-    anything else (fastjson's "can not cast to boolean"): ``"consumeEnable": 1`` read as false stopped a
-    group's consumption, ``"maybe"`` was silently false."""
+    """*raw* as fastjson 1.2.76 reads a boolean field (BooleanCodec, TypeUtils.castToBoolean): JSON
+    true/false; an int 1 (true; another int false, one past Java's int range refused); a fraction by its
+    int value, truncated to 32 bits (1.5 true); a string true/false (any case), 1/0, Y/y/T, F/f/N (T and N
+    case-sensitive); null or an empty string the default.  ValueError for anything else (fastjson's "can
+    not cast to boolean"): ``"consumeEnable": 1`` read as false stopped a group's consumption, ``"maybe"``
+    was silently false."""
     if raw is None:
         return default
     if isinstance(raw, bool):
         return raw
-    if isinstance(raw, (int, float)):
+    if isinstance(raw, int):
+        if not -(1 << 31) <= raw < (1 << 31):  # (the lexer's intValue overflows: the file does not decode)
+            raise ValueError(f"{wire} is not a boolean: {raw!r:.80}")
         return raw == 1
+    if isinstance(raw, float):
+        if raw != raw or raw in (float("inf"), float("-inf")):
+            raise ValueError(f"{wire} is not a boolean: {raw!r:.80}")
+        return int(raw) & 0xFFFFFFFF == 1  # BigDecimal.intValue: truncated, its low 32 bits
     if isinstance(raw, str):
         if raw in ("", "null", "NULL"):
             return default
         lowered = raw.lower()
-        if lowered in ("true", "1", "y", "t"):
+        if lowered in ("true", "y") or raw in ("1", "T"):
             return True
-        if lowered in ("false", "0", "f", "n"):
+        if lowered in ("false", "f") or raw in ("0", "N"):
             return False
     raise ValueError(f"{wire} is not a boolean: {raw!r:.80}")
 

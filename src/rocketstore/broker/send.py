@@ -285,7 +285,9 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     props = parse_properties(properties) if properties else {}
     # TRAN_MSG makes a single message a half message (a batch's header property is not looked at: only its
     # sysFlag, refused by the store), except a retried one with a delay level: a committed message keeps
-    # TRAN_MSG in its properties, and a Java client before 4.6.1 resends it so (4.9.3's sendMessage)
+    # TRAN_MSG in its properties, and a Java client before 4.6.1 resends it so.  That exception is in 4.9.3's
+    # sendMessage, which 4.9.3 never calls (its asyncSendMessage has none, and files such a resend as a half
+    # message whose DELAY then parks it in the schedule topic, where it is dropped); 5.0 serves it so
     tran_msg = props.get(PropertyName.TRAN_MSG)
     half = not batch and tran_msg is not None and tran_msg.lower() == "true"  # Boolean.parseBoolean
     # 4.9.3's CommitLog reads DELAY with Integer.parseInt: text that is not a Java int ("1.5", "2 ") throws,
