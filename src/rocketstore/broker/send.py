@@ -362,7 +362,8 @@ def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_
     if problem is not None:
         return None, ResponseCode.SYSTEM_ERROR, problem
     if topic == SCHEDULE_TOPIC:
-        return None, ResponseCode.NO_PERMISSION, f"sending message to topic[{topic}] is forbidden"
+        # (TopicValidator.isNotAllowedSendTopic's remark, capital and full stop as 4.9.3 writes it)
+        return None, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
     tc = broker.topics.get(topic)
     if tc is None:
         topic_sys_flag = 1 if unit_mode else 0
