@@ -234,6 +234,7 @@ class HAServer:
         else:
             offset = slave.request_offset
         last_write = 0.0
+        gap_logged = False
         while True:
             chunk = store.read_replica(offset, self.batch_bytes)
             if chunk:
@@ -241,6 +242,13 @@ class HAServer:
                 writer.write(chunk)
                 offset += len(chunk)
             elif time.monotonic() - last_write >= self.heartbeat_s:
+                if not gap_logged and offset < store.min_commit_log_offset:
+                    # retention deleted the segments this slave still needs: it gets heartbeats for ever and
+                    # never catches up (4.9.3's findMappedFileByOffset warns "Offset not matched" each time)
+                    gap_logged = True
+                    log.error("HA: slave %s needs commitlog offset %d but this master's commitlog starts at %d "
+                              "(retention deleted the rest): it cannot catch up; move its store aside to start "
+                              "it afresh", slave.peer, offset, store.min_commit_log_offset)
                 writer.write(TRANSFER_HEADER.pack(offset, 0))
             else:
                 self._new_data.clear()

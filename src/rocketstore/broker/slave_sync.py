@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rocketstore.broker.config_files import FailureLog, write_text_atomically
 from rocketstore.broker.task_service import TaskService
-from rocketstore.errors import RemotingError
+from rocketstore.errors import ConnectionClosedError, RemotingError
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -87,30 +87,54 @@ class SlaveSync(TaskService):
         return obj
 
     async def sync_once(self) -> bool:
-        """One round; False when there is no master to ask."""
+        """One round; False when there is no master to ask.  The four tables are synced apart, as 4.9.3's
+        SlaveSynchronize does: one the master answers badly or too slowly (a large topic table past the
+        timeout) does not keep the others from the slave (its consumer offsets were never synced while the
+        topic table failed); the round then raises the first failure.  A master that cannot be reached
+        ends the round at once."""
         addr = self.master_addr()
-        broker = self.broker
-        if not addr or addr == broker.address:
+        if not addr or addr == self.broker.address:
             return False
+        first: Exception | None = None
+        for part in (self._sync_topics, self._sync_offsets, self._sync_delay_offsets, self._sync_groups):
+            try:
+                await part(addr)
+            except (ConnectionClosedError, OSError):
+                raise
+            except (RemotingError, ValueError) as exc:
+                if first is None:
+                    first = exc
+        if first is not None:
+            raise first
+        self.rounds += 1
+        return True
+
+    async def _sync_topics(self, addr: str) -> None:
+        broker = self.broker
         if broker.topics.replace_all(self._object(await self._ask(addr, RequestCode.GET_ALL_TOPIC_CONFIG))):
             log.info("slave sync: took the master's topic table")
             broker.topic_created()  # registered soon, so routes list this slave for the new topics too
+
+    async def _sync_offsets(self, addr: str) -> None:
+        broker = self.broker
         offsets = self._object(await self._ask(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).get("offsetTable")
         if isinstance(offsets, dict):
             broker.offsets.merge(offsets)
             await self._write(broker.offsets.path, broker.offsets.persist)
+
+    async def _sync_delay_offsets(self, addr: str) -> None:
         try:
             delay = await self._ask(addr, RequestCode.GET_ALL_DELAY_OFFSET)
         except ValueError:
             delay = b""  # a master without delayed delivery has none
         if delay:
-            path = os.path.join(broker.store_config.config_dir, "delayOffset.json")
+            path = os.path.join(self.broker.store_config.config_dir, "delayOffset.json")
             await self._write(path, write_text_atomically, path, delay.decode("utf-8"))
-        if broker.groups.replace_all(self._object(await self._ask(addr,
-                                                                  RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))):
+
+    async def _sync_groups(self, addr: str) -> None:
+        if self.broker.groups.replace_all(self._object(await self._ask(addr,
+                                                                       RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))):
             log.info("slave sync: took the master's subscription groups")
-        self.rounds += 1
-        return True
 
     async def _write(self, path: str, write: Callable[..., object], *args: Any) -> None:
         """*write(*args)* off the loop; a failure (a full disk) logged, and the round goes on to the other
