@@ -6,6 +6,9 @@ client's coroutine there and waits for it.  Any number of threads may call at on
 sees every call on its one loop).  Refused at once with RuntimeError: a call from a forked child (the loop
 thread and the connections are the parent's) and one from the loop's own thread (it would wait for itself).
 Interrupted (Ctrl-C) or timed out, the waiting call is cancelled on the loop rather than left running.
+A call still under way when a shutdown ends (another thread's) is cancelled too and raises the
+client's not-running error at once; a shutdown may run inside another one on the same thread (a signal
+handler's during the main thread's) and waits for it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import Any, ClassVar, TypeVar
 
 from rocketstore.client.errors import ClientError
@@ -42,9 +45,12 @@ class LoopThread:
         self._call_timeout_s = call_timeout_s
         self._pid = os.getpid()
         #: one shutdown / close at a time: a second one waits for the first instead of stopping the loop under it
-        self._stop_lock = threading.Lock()
+        #: (reentrant: a signal handler's shutdown may run inside the main thread's own, and waits for it too)
+        self._stop_lock = threading.RLock()
         #: the client's shutdown / close under way on the loop (the loop stops once it is done)
         self._stopping: Future[None] | None = None
+        #: the shutdown cancels the calls still under way on the loop (see :meth:`_stop_client`)
+        self._cancelling_calls = False
         self._thread.start()
 
     def _check_caller(self) -> None:
@@ -66,9 +72,19 @@ class LoopThread:
         future = self._submit(coro)
         try:
             return future.result(self._call_timeout_s + extra_timeout_s)
+        except CancelledError:
+            if not self._cancelling_calls:
+                raise
+            # cancelled by the shutdown (see _stop_client), not by this caller: a typed error at once
+            raise self._not_running(f"{type(self).__name__} was shut down while this call was under way") \
+                from None
         except BaseException:
             future.cancel()
             raise
+
+    def _not_running(self, ours: str) -> Exception:
+        words = self.shut_down_words
+        return self.not_running_error(f"{words} Cause: {ours}" if words else ours)
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Run *coro* on the loop without waiting: its concurrent.futures.Future (callbacks added to it run
@@ -77,9 +93,7 @@ class LoopThread:
         try:
             self._check_caller()
             if not self._thread.is_alive():
-                ours = f"{type(self).__name__} is shut down"
-                raise self.not_running_error(f"{self.shut_down_words} Cause: {ours}" if self.shut_down_words
-                                             else ours)
+                raise self._not_running(f"{type(self).__name__} is shut down")
         except BaseException:
             coro.close()
             raise
@@ -116,7 +130,7 @@ class LoopThread:
                 # not cancelled if this wait times out (a handler runs long) or is interrupted: the shutdown
                 # goes on, commits and closes, and the loop stops after it (stopped under it, the client
                 # was left half shut with its tasks destroyed pending); a later call waits for it again
-                stopping = asyncio.run_coroutine_threadsafe(client_stop(), self._loop)
+                stopping = asyncio.run_coroutine_threadsafe(self._stop_client(client_stop), self._loop)
                 stopping.add_done_callback(lambda _: self._loop.call_soon_threadsafe(self._loop.stop))
                 self._stopping = stopping
             self._stopping.result(self._call_timeout_s)
@@ -124,7 +138,25 @@ class LoopThread:
             if not self._thread.is_alive() and not self._loop.is_closed():
                 self._loop.close()
 
+    async def _stop_client(self, client_stop: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """*client_stop*, then cancel what is left on the loop (a send_in_transaction whose local transaction
+        still runs, another thread's call, a send_async): the loop stops after this, and a call left pending
+        there was waited for until its timeout (then "Task was destroyed but it is pending!"); cancelled,
+        its caller gets ``not_running_error`` at once (a send_async's future is cancelled)."""
+        try:
+            await client_stop()
+        finally:
+            self._cancelling_calls = True
+            me = asyncio.current_task()
+            left = [task for task in asyncio.all_tasks() if task is not me]
+            for task in left:
+                task.cancel()
+            if left:  # bounded: a task that swallows its cancellation does not hold the shutdown for good
+                await asyncio.wait(left, timeout=self._call_timeout_s)
+
     def _stop_loop(self) -> None:
+        if not self._thread.is_alive():
+            return  # shut down already (a start after shutdown): its error, not "Event loop is closed"
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         if not self._thread.is_alive():
