@@ -40,17 +40,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with LocalCluster(tmp_path_factory.mktemp("exporter") / "store") as cluster:
         cluster.create_topic(TOPIC, queues=2)
 
-        async def send_and_consume() -> None:
+        async def send() -> None:
             async with Producer(cluster.namesrv_addr, "exporter-producer") as producer:
                 for i in range(SENT):
                     assert (await producer.send(TOPIC, f"m{i}".encode(), queue_id=0)).status == "SEND_OK"
+
+        async def consume() -> None:
             async with PullConsumer(cluster.namesrv_addr, GROUP) as consumer:
                 mq = next(q for q in await consumer.queues(TOPIC) if q.queue_id == 0)
                 result = await consumer.pull(mq, 0, CONSUMED)
                 assert len(result.messages) == CONSUMED
                 await consumer.commit_offset(mq, result.next_begin_offset)
 
-        run(send_and_consume())
+        run(send())
+        cluster.wait_dispatched()  # (a pull at once could find the queue's entries not all written yet)
+        run(consume())
         cluster.wait_until(lambda: cluster.broker.offsets.query(GROUP, TOPIC, 0) == CONSUMED, 20, "the commit")
         cluster.wait_dispatched()
         cluster.call(lambda: cluster.broker.stats.sample_windows(int(time.time() * 1000)))
