@@ -1,7 +1,8 @@
 """Changing the plain ACL files through admin requests, as RocketMQ 4.9.3's PlainPermissionManager does
 (updateAccessConfig, deleteAccessConfig, updateGlobalWhiteAddrsConfig, getAllAclConfig, getDataVersionMap).
 
-* An account is updated in the file that defines it (the first of :func:`acl_files` to list its access key);
+* An account is updated in the file that defines it (the first of :func:`acl_files` to list its access key,
+  under any spelling of the key the loader takes: ``accessKey``, ``AccessKey``, ``access_key``, ...);
   a new one is appended to ``conf/plain_acl.yml`` (created when missing).  An update keeps the account's
   keys the request leaves unset (no white address, default perm or perm list given) and moves the account
   to the end of the file's list, as the Java map rewrite does.
@@ -127,23 +128,32 @@ def _check_resource_perms(resources: list[str] | None) -> None:
 
 
 def _account_map(existing: dict[str, Any] | None, cfg: PlainAccessConfig) -> dict[str, Any]:
-    """PlainPermissionManager.createAclAccessConfigMap: the given fields over the existing account's."""
+    """PlainPermissionManager.createAclAccessConfigMap: the given fields over the existing account's.  A
+    field set replaces the existing account's key for it under another spelling the loader takes
+    (``SecretKey``, ``secret_key``, ...), which would otherwise win or lose by its place in the map."""
     out = existing if existing is not None else {}
+
+    def put(name: str, value: object) -> None:
+        for key in [k for k in out if isinstance(k, str) and k != name]:
+            if name in account_fields({key: None}, "an account"):
+                del out[key]
+        out[name] = value
+
     assert cfg.access_key is not None
-    out["accessKey"] = cfg.access_key
+    put("accessKey", cfg.access_key)
     if cfg.secret_key:
-        out["secretKey"] = cfg.secret_key
+        put("secretKey", cfg.secret_key)
     if cfg.white_remote_address is not None:
-        out["whiteRemoteAddress"] = cfg.white_remote_address
-    out["admin"] = cfg.admin
+        put("whiteRemoteAddress", cfg.white_remote_address)
+    put("admin", cfg.admin)
     if cfg.default_topic_perm:
-        out["defaultTopicPerm"] = cfg.default_topic_perm
+        put("defaultTopicPerm", cfg.default_topic_perm)
     if cfg.default_group_perm:
-        out["defaultGroupPerm"] = cfg.default_group_perm
+        put("defaultGroupPerm", cfg.default_group_perm)
     if cfg.topic_perms is not None:
-        out["topicPerms"] = list(cfg.topic_perms)
+        put("topicPerms", list(cfg.topic_perms))
     if cfg.group_perms is not None:
-        out["groupPerms"] = list(cfg.group_perms)
+        put("groupPerms", list(cfg.group_perms))
     return out
 
 
@@ -166,6 +176,19 @@ def _read(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise AclUpdateError(f"{path} is not a YAML mapping")
     return data
+
+
+def _defines(raw: object, access_key: str) -> bool:
+    """Whether *raw* (an entry of a file's accounts) is the account of *access_key*, its key read as the
+    loader reads it (``AccessKey``, ``access_key``, ... as well as ``accessKey``): else an update would
+    append a second definition the first one shadows, and a delete would leave the account in force."""
+    if not isinstance(raw, dict):
+        return False
+    try:
+        key = account_fields(raw, "an account").get("accessKey")
+    except AclConfigError:
+        return False
+    return key is not None and str(key) == access_key
 
 
 def _file_version(data: dict[str, Any] | None) -> DataVersion | None:
@@ -194,7 +217,7 @@ class AclAdmin:
         for path in acl_files(self.acl.home):
             data = _read(path)
             for raw in (data or {}).get(ACCOUNTS) or []:
-                if isinstance(raw, dict) and str(raw.get("accessKey")) == access_key:
+                if _defines(raw, access_key):
                     return path
         return None
 
@@ -230,7 +253,7 @@ class AclAdmin:
             data = _read(path) or {}
             accounts = data.get(ACCOUNTS) or []
             for i, raw in enumerate(accounts):
-                if isinstance(raw, dict) and str(raw.get("accessKey")) == cfg.access_key:
+                if _defines(raw, cfg.access_key):
                     del accounts[i]
                     accounts.append(_account_map(raw, cfg))
                     break
@@ -259,7 +282,7 @@ class AclAdmin:
         if not data:
             raise AclUpdateError(f"the {path} file is not found or empty")
         accounts = data.get(ACCOUNTS) or []
-        data[ACCOUNTS] = [a for a in accounts if not (isinstance(a, dict) and str(a.get("accessKey")) == access_key)]
+        data[ACCOUNTS] = [a for a in accounts if not _defines(a, access_key)]
         self._write(path, data)
         return True
 
