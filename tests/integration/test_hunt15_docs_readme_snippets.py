@@ -105,7 +105,10 @@ def test_the_cpp_client_block_sends_hello(cluster: LocalCluster, tmp_path: Path)
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "0"  # SendStatus.OK, an IntEnum
-    hello = [m for m in pull_all(cluster.namesrv_addr, "TopicA") if m.body == b"hello"]
+    deadline = time.monotonic() + 20.0  # the consume queue is written a moment after the send is answered
+    while not (hello := [m for m in pull_all(cluster.namesrv_addr, "TopicA") if m.body == b"hello"]):
+        assert time.monotonic() < deadline, "the C++ client's hello never reached its queue"
+        time.sleep(0.05)
     assert [(m.tags, m.keys) for m in hello] == [("TagA", "order-1")]
 
 
