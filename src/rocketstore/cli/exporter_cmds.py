@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     exporter.add_argument("--once", action="store_true",
                           help="print one collection (Prometheus's text; with --json a list of samples) and exit")
     add_common(exporter, json_help="with --once: print the samples as JSON (name, labels, value)")
-    exporter.set_defaults(handler=_exporter)
+    exporter.set_defaults(handler=_exporter, exporter_parser=exporter)
 
 
 def _interval_seconds(text: str) -> float:
@@ -50,10 +50,9 @@ def _interval_seconds(text: str) -> float:
 
 
 def _exporter(args: argparse.Namespace) -> int:
-    if args.json and not args.once:
-        print("error: --json prints one collection: use it with --once (Prometheus reads the text format)",
-              file=sys.stderr)
-        return 2
+    if args.json and not args.once:  # a usage error as argparse's own: the usage, then the error, exit 2
+        args.exporter_parser.error("--json prints one collection: use it with --once (Prometheus reads the "
+                                   "text format)")
 
     async def once() -> int:
         async with admin_of(args) as admin:

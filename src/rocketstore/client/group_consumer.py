@@ -76,7 +76,7 @@ DEFAULT_INSTANCE_NAME = "DEFAULT"
 
 
 @dataclass(slots=True)
-class _LookupRound:
+class LookupRound:
     """A round of route look-ups, one topic after another (a rebalance, a start's): once one found no name
     server answering (RouteCache.unanswered: all unreachable, or hanging until the look-up's timeout), the
     round's other topics go on with the route they know rather than wait that long each."""
@@ -203,7 +203,7 @@ class GroupConsumer:
         self._rebalance_lock = asyncio.Lock()
         self._route_at: dict[str, float] = {}
         #: the look-ups of the rebalance round under way (under _rebalance_lock), None between rounds
-        self._lookups: _LookupRound | None = None
+        self._lookups: LookupRound | None = None
         self._brokers: dict[str, str] = {}  # broker name -> master address, from the subscribed routes
         #: broker name -> its slaves' addresses in the last route read that named it (they get heartbeats too)
         self._slaves: dict[str, tuple[str, ...]] = {}
@@ -301,7 +301,7 @@ class GroupConsumer:
 
     async def _join_group(self) -> None:
         """Read the subscribed routes, have non-TAG subscriptions checked, heartbeat, rebalance once."""
-        lookups = _LookupRound()
+        lookups = LookupRound()
         for topic in self.subscriptions:
             await self._queues(topic, refresh=True, lookups=lookups)
         await self._check_client_config()
@@ -392,7 +392,7 @@ class GroupConsumer:
     # --- routes and heartbeats -------------------------------------------------------------------------
 
     async def _queues(self, topic: str, *, refresh: bool = False,
-                      lookups: _LookupRound | None = None) -> list[MessageQueue]:
+                      lookups: LookupRound | None = None) -> list[MessageQueue]:
         """The topic's subscribe queues, the route re-read every ``route_refresh_interval_s``; [] while
         the name servers do not know the topic (a retry topic right after the group's first heartbeat).
         In a round of *lookups* that found no name server answering, the route known is used without asking
@@ -503,7 +503,7 @@ class GroupConsumer:
             self._rebalance_wanted.set()
 
     async def rebalance(self) -> None:
-        lookups = _LookupRound()
+        lookups = LookupRound()
         if self._subscriptions_changed and not self.stopping:
             self._subscriptions_changed = False
             for topic in list(self.subscriptions):

@@ -60,6 +60,7 @@ from rocketstore.client.group_consumer import (
     ConsumerSettingsError,
     GroupConsumer,
     GroupSettings,
+    LookupRound,
     resolve_settings,
 )
 from rocketstore.client.process_queue import ProcessQueue, wait_event
@@ -406,8 +407,11 @@ class LitePullConsumer(GroupConsumer):
         every broker its pulls learnt of, with the group's consumer data even without subscriptions."""
         if self._mode is _Mode.ASSIGN and not self.stopping:
             topics = {mq.topic for mq in self._assigned}
+            # one round of look-ups: once no name server answered, the other topics keep the route known
+            # (with every name server hanging, one look-up timeout a round, not one per assigned topic)
+            lookups = LookupRound()
             for topic in sorted(topics):
-                await self._queues(topic)
+                await self._queues(topic, lookups=lookups)
             for topic in [t for t in self._route_addrs if t not in topics]:
                 del self._route_addrs[topic]
         await super()._heartbeat_all()

@@ -33,5 +33,7 @@ def test_the_exporters_json_flag_says_it_goes_with_once(capsys: pytest.CaptureFi
     found = re.search(r".* --json (.*?) --request-timeout-s REQUEST_TIMEOUT_S ", text)  # the flag's own line
     assert found, text
     assert "--once" in found.group(1) and "table" not in found.group(1), found.group(1)
-    assert main(["exporter", "--json"]) == 2  # without --once: refused, as the help says
+    with pytest.raises(SystemExit) as refused:  # without --once: a usage error, as the help says
+        main(["exporter", "--json"])
+    assert refused.value.code == 2
     assert "--once" in capsys.readouterr().err
