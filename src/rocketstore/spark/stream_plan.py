@@ -102,6 +102,10 @@ class _Planner:
             queues.extend(mq for mq in found if opts.wants_queue(mq))
         return sorted(queues)
 
+    def known_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues of *topic* the last look-up found (empty: none, or not looked up)."""
+        return list(self._known.get(topic, ()))
+
     def latest(self) -> Offsets:
         out: Offsets = {}
         for mq in self.queues():

@@ -109,6 +109,19 @@ class RocketMQDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
+        # called when a read is defined (load()) without a user schema: a bad source option value fails there,
+        # naming the option, instead of when a stream's query starts (in Spark's planner, after start() returned).
+        # Writes call it too (without a subscription option, not checked here); an option only one kind of read
+        # refuses (endingOffsets, maxOffsetsPerTrigger, startingOffsets=latest) is left to reader() /
+        # streamReader()
+        if any(k in self.options for k in ("subscribe", "subscribePattern", "assign")):
+            try:
+                SourceOptions.parse(self.options, streaming=True)
+            except SparkOptionError as exc:
+                try:
+                    SourceOptions.parse(self.options, streaming=False)
+                except SparkOptionError:
+                    raise exc from exc.__cause__
         return source_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -150,11 +163,15 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.planned_version = version or planned_version()
         self.planner = _Planner(options)
         self._target: Offsets | None = None
+        #: topic -> the queue keys of the last look-up that found it routed (absent: not routed / not yet seen);
+        #: None before the first look-up.  Each change is told once on stderr (_tell_topic_changes)
+        self._routed: dict[str, set[str]] | None = None
 
     def initialOffset(self) -> dict:
         start: dict = self.planner.retrying(
             "resolving the starting offsets",
             lambda: self.planner.resolve(self.options.starting_offsets, default=-2, past_max=True))
+        self._tell_topic_changes(start)
         # an endOffset of another query given as startingOffsets: its marks of the queues started below them
         # are checked at the first trigger, as a checkpoint's are (a topic created again since is data loss)
         marks = _marks_below(self.options.starting_marks, start)
@@ -168,11 +185,75 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self.planner.retrying("looking up the latest offsets", self.planner.latest)
+        self._tell_topic_changes(self._target)
+
+    def _named_topics(self) -> tuple[str, ...]:
+        opts = self.options
+        return opts.subscribe if opts.subscribe is not None else tuple(opts.assign or ())
+
+    def _tell_topic_changes(self, found: Offsets) -> None:
+        """One line on stderr per change of what the name servers route for the query, *found* being the
+        queues a look-up found: a topic named by subscribe / assign that they do not know (at the first look-up:
+        a misspelt name reads nothing, it is not silently an empty topic), a topic that stopped being routed
+        (deleted, or its broker left) or came back, queues added to a topic."""
+        routed = {t: set(q) for t, q in found.items() if q}
+        if self._routed is None:
+            for topic in self._named_topics():
+                if topic not in routed:
+                    option = "subscribe" if self.options.subscribe is not None else "assign"
+                    what = ("do not know it" if topic in self.planner.unknown
+                            else "route none of the queues the option names")
+                    print(f"rocketmq source: WARN topic {topic!r} (option {option}): the name servers "
+                          f"{self.options.name_server} {what}; the query reads nothing from it until they do "
+                          "(a stream waits for it, as Kafka's subscribe waits for a topic; Trigger.AvailableNow "
+                          "fails for a topic it never read)", file=sys.stderr)
+            for topic, wanted in sorted((self.options.assign or {}).items()):
+                have = {k for mq in self.planner.known_queues(topic) for k in (queue_key(mq), str(mq.queue_id))}
+                missing = [q for q in wanted if q not in have]
+                if have and missing:
+                    print(f"rocketmq source: WARN option assign names queue(s) {', '.join(missing)} of topic "
+                          f"{topic!r}, which it does not have ({', '.join(sorted(k for k in have if ':' in k))}); "
+                          "nothing is read from them until they exist", file=sys.stderr)
+            if self.options.subscribe_pattern is not None and not routed:
+                print(f"rocketmq source: WARN option subscribePattern {self.options.subscribe_pattern!r} matches no "
+                      f"topic the name servers {self.options.name_server} route; the query reads topics that match "
+                      "as they are created", file=sys.stderr)
+        else:
+            for topic in sorted(set(self._routed) - set(routed)):
+                print(f"rocketmq source: WARN topic {topic!r} is no longer routed by the name servers (deleted, or "
+                      "its broker left): nothing more is read from it; its offsets stay in the checkpoint, and if "
+                      "it comes back a queue created again is checked against them (failOnDataLoss)", file=sys.stderr)
+            for topic, keys in sorted(routed.items()):
+                before = self._routed.get(topic)
+                if before is None:
+                    print(f"rocketmq source: topic {topic!r} is routed by the name servers now "
+                          f"({len(keys)} queue(s)): reading it", file=sys.stderr)
+                elif keys - before:
+                    print(f"rocketmq source: topic {topic!r} has new queues {', '.join(sorted(keys - before))}: "
+                          "read from their min offsets", file=sys.stderr)
+        self._routed = routed
+
+    def _check_available_now(self, start: Offsets) -> None:
+        """SparkOptionError when a Trigger.AvailableNow query names a topic the name servers do not know and its
+        offsets have none of: "what the topic holds now" means nothing for it (a misspelt name would archive
+        nothing and succeed).  A topic the query read before (deleted since) was warned about and just ends."""
+        missing = [t for t in dict.fromkeys(self._named_topics())
+                   if t in self.planner.unknown and not start.get(t)]
+        if missing:
+            option = "subscribe" if self.options.subscribe is not None else "assign"
+            raise SparkOptionError(f"option {option} names {', '.join(map(repr, missing))}, which the name servers "
+                                   f"{self.options.name_server} do not know (no route): a query with "
+                                   "Trigger.AvailableNow reads what a topic holds when it starts, and there is no "
+                                   "such topic (without AvailableNow a stream waits for it to be created)")
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start, marks, _ = _split(start)
-        latest = (self._target if self._target is not None
-                  else self.planner.retrying("looking up the latest offsets", self.planner.latest))
+        if self._target is not None:
+            latest = self._target
+            self._check_available_now(start)
+        else:
+            latest = self.planner.retrying("looking up the latest offsets", self.planner.latest)
+            self._tell_topic_changes(latest)
         moved, back = _moved_back(start, latest, self.options.fail_on_data_loss, self.planner.min_offset_of)
         # a queue that moved back was reported as lost and is read from its min offset: its mark is of the old
         # queue
