@@ -219,13 +219,6 @@ class NameServerHandlers:
                     body = slim
                 else:
                     body = await self._decode_body(RegisterBrokerBody.decode, request, header.compressed)
-            if conn.is_closed:
-                # its connection closed while it waited or decoded: the close removed the broker already
-                # (4.9.3's onChannelDestroy), and applied now it would stay routed, dead, until it expires
-                # (120 s); a live broker registers again over a new connection.  (Its answer is dropped.)
-                log.info("registration of %s dropped: its connection closed before it was applied",
-                         header.broker_addr)
-                return request.make_response(ResponseCode.SYSTEM_ERROR, remark="connection closed")
             result = self.routes.register_broker(header.cluster_name, header.broker_addr, header.broker_name,
                                                  header.broker_id, header.ha_server_addr, body, self.clock_ms(),
                                                  conn)
