@@ -26,14 +26,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import (
-    FAQ_SUFFIX,
-    ClientError,
-    ServiceState,
-    broker_error_for,
-    state_not_ok,
-    state_of,
-)
+from rocketstore.client.errors import ClientError, ServiceState, broker_error_for, state_not_ok, state_of
 from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.client.route import MessageQueue, RouteCache, check, namesrv_addr_or_env
 from rocketstore.errors import MessageDecodeError, RocketStoreError
@@ -342,12 +335,7 @@ class PullConsumer:
         the bound of the request (4.9.3's pullKernelImpl timeoutMillis: consumerTimeoutMillisWhenSuspend for
         a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``.  Messages whose body fails its CRC
         or does not inflate, and a record that does not decode, come apart in ``undecodable`` (not logged
-        here: the caller decides).  A negative *offset*, a *max_count* not above 0: ClientError before
-        anything is sent (4.9.3's pullSyncImpl words, the offset checked first)."""
-        if offset < 0:
-            raise ClientError(f"offset < 0{FAQ_SUFFIX}")
-        if max_count <= 0:
-            raise ClientError(f"maxNums <= 0{FAQ_SUFFIX}")
+        here: the caller decides)."""
         sub = subscription_for(mq.topic, expression)
         # the broker the last answer suggested (the master, else any, when the route lacks it); a slave takes
         # no offset commit with a pull (4.9.3 clears the flag: offsets are the master's)
