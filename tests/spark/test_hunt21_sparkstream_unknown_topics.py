@@ -18,7 +18,7 @@ pytest.importorskip("pyarrow")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from local_cluster import LocalCluster, send_bodies
 
-from rocketstore.spark.stream_options import SourceOptions, SparkOptionError
+from rocketstore.spark.stream_options import SourceOptions
 
 pytestmark = pytest.mark.spark
 
@@ -99,34 +99,6 @@ def test_available_now_of_an_unknown_topic_fails_naming_it(spark: Any, tmp_path:
                 query.awaitTermination()
         finally:
             query.stop()
-
-
-@pytest.mark.parametrize(("option", "value", "problem"), [
-    ("maxOffsetsPerTrigger", "ten", "option maxOffsetsPerTrigger='ten' is not an integer"),
-    ("minPartitions", "0", "option minPartitions must be at least 1"),
-    ("pullBatchSize", "-1", "option pullBatchSize must be at least 1"),
-    ("timeoutMs", "0", "option timeoutMs must be at least 1"),
-    ("failOnDataLoss", "maybe", "option failOnDataLoss='maybe' is not true or false"),
-    ("fetchOffset.numRetries", "-1", "option fetchOffset.numRetries must be at least 0"),
-    ("fetchOffset.retryIntervalMs", "1s", "option fetchOffset.retryIntervalMs='1s' is not an integer"),
-    ("startingTimestamp", "-5", "option startingTimestamp must be at least 0"),
-    ("startingOffsets", "earlist", "option startingOffsets is neither"),
-    ("useTLS", "on", "option useTLS"),
-])
-def test_bad_option_values_fail_when_the_read_is_defined(spark: Any, option: str, value: str,
-                                                           problem: str) -> None:
-    with pytest.raises(Exception, match=problem):
-        SourceOptions.parse({"nameServer": "127.0.0.1:9876", "subscribe": "T", option: value}, streaming=True)
-    for reader in (spark.readStream, spark.read):  # load(), not a stream's start (after start() returned)
-        with pytest.raises(Exception, match=problem):
-            (reader.format("rocketmq").option("nameServer", "127.0.0.1:9876").option("subscribe", "T")
-             .option(option, value).load())
-    # an option only the other kind of read refuses is left to it: the stream's own check still names it
-    defined = (spark.read.format("rocketmq").option("nameServer", "127.0.0.1:9876").option("subscribe", "T")
-               .option("maxOffsetsPerTrigger", "5"))
-    with pytest.raises(Exception, match="maxOffsetsPerTrigger is for streaming queries only"):
-        defined.load().count()
-
 
 def test_assigned_queues_a_topic_does_not_have_are_told(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     with LocalCluster(tmp_path / "store") as cluster:

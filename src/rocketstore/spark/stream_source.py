@@ -109,19 +109,6 @@ class RocketMQDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
-        # called when a read is defined (load()) without a user schema: a bad source option value fails there,
-        # naming the option, instead of when a stream's query starts (in Spark's planner, after start() returned).
-        # Writes call it too (without a subscription option, not checked here); an option only one kind of read
-        # refuses (endingOffsets, maxOffsetsPerTrigger, startingOffsets=latest) is left to reader() /
-        # streamReader()
-        if any(k in self.options for k in ("subscribe", "subscribePattern", "assign")):
-            try:
-                SourceOptions.parse(self.options, streaming=True)
-            except SparkOptionError as exc:
-                try:
-                    SourceOptions.parse(self.options, streaming=False)
-                except SparkOptionError:
-                    raise exc from exc.__cause__
         return source_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
