@@ -171,15 +171,16 @@ class TraceDispatcher:
             keys: dict[str, None] = {}
             size = keys_bytes = 0
             for data, record_keys in records:
-                fresh = [k for k in dict.fromkeys(record_keys) if k not in keys]
-                fresh_bytes = sum(len(k.encode("utf-8", "surrogatepass")) + 1 for k in fresh)
-                if parts and keys_bytes + fresh_bytes > self.max_keys_bytes:  # the KEYS would not fit: cut here
+                # each key's bytes in KEYS (UTF-8 plus its separator), counted once
+                sizes = {k: len(k.encode("utf-8", "surrogatepass")) + 1 for k in record_keys}
+                fresh = [k for k in sizes if k not in keys]
+                if parts and keys_bytes + sum(sizes[k] for k in fresh) > self.max_keys_bytes:  # cut here
                     messages.append(("".join(parts), list(keys)))
                     parts, keys, size, keys_bytes = [], {}, 0, 0
-                    fresh = list(dict.fromkeys(record_keys))  # the new message needs those the last one had too
+                    fresh = list(sizes)  # the new message needs those the last one had too
                 parts.append(data)
                 for k in fresh:  # a record whose keys alone are too many keeps those that fit (msgIds first)
-                    k_bytes = len(k.encode("utf-8", "surrogatepass")) + 1
+                    k_bytes = sizes[k]
                     if keys_bytes + k_bytes <= self.max_keys_bytes:
                         keys[k] = None
                         keys_bytes += k_bytes
