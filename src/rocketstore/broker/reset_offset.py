@@ -13,7 +13,8 @@ the table.
 
 The table goes to each consumer in the form it reads: rocketmq-client-cpp's ResetOffsetBodyForC (a list)
 to CPP clients, fastjson's Map<MessageQueue, Long> to the others.  (4.9.3 picks one form for all by the
-admin's language, which leaves C++ consumers unable to read what a Java mqadmin started.)
+admin's language, which leaves C++ consumers unable to read what a Java mqadmin started.)  The answer is
+always the fastjson Map form, whatever the admin's language, as 4.9.3's.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 await broker.send_quietly(channel.connection, command)
         log.info("[reset-offset] group %s topic %s to %d (force %s): %s", h.group, h.topic, h.timestamp_ms,
                  h.is_force, table)
-        return request.make_response(ResponseCode.SUCCESS, body=encode_reset_offset_body(
-            table, for_c=request.language == LanguageCode.CPP))
+        # always the Map form: the one MQClientAPIImpl.invokeBrokerToResetOffset decodes, also for the CPP
+        # language mqadmin's -c (reset C++ clients) gives its request
+        return request.make_response(ResponseCode.SUCCESS, body=bodies[False])
 
     router.add(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, reset_offset)
