@@ -152,8 +152,14 @@ class ConsumerRunningInfo:
                  for (t, b, q), info in sorted(self.mq_table.items())]
         return fastjson.dumps_object_keyed(fields, "mqTable", pairs)
 
+    #: how librocketmq (the C++ client) starts its answer when it holds no queue: its hand-written mqTable
+    #: loses the opening brace to the erase meant for the last entry's trailing comma
+    _CPP_EMPTY_MQ_TABLE: ClassVar[bytes] = b'{"mqTable":},'
+
     @classmethod
     def decode(cls, body: bytes) -> ConsumerRunningInfo:
+        if body.startswith(cls._CPP_EMPTY_MQ_TABLE):
+            body = b'{"mqTable":{},' + body[len(cls._CPP_EMPTY_MQ_TABLE):]
         obj = _obj(fastjson.loads(body), "consumer running info")
         props = {str(k): str(v) for k, v in _obj(obj.get("properties") or {}, "properties").items()}
         subs = tuple(SubscriptionData.from_json(_obj(s, "subscriptionData"))
