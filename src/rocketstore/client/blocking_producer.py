@@ -141,7 +141,7 @@ class BlockingProducer(_BlockingClient):
                    message_queue: MessageQueue | None = None) -> Future[SendResult]:
         """:meth:`send` without waiting (Java's send(msg, SendCallback)): a concurrent.futures.Future of its
         SendResult or error.  A callback added with ``add_done_callback`` runs on the producer's loop thread
-        (keep it short; it may not call this producer's blocking methods)."""
+        (keep it short; it may send again with send_async, not with this producer's blocking methods)."""
         return self._submit(self.producer.send(topic, body, tags=tags, keys=keys, properties=properties,
                                                queue_id=queue_id, timeout_s=timeout_s,
                                                message_queue=message_queue))

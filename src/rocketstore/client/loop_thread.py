@@ -4,7 +4,8 @@ part (:mod:`rocketstore.client.blocking_push`, :mod:`rocketstore.client.blocking
 :class:`LoopThread` runs an event loop in a daemon thread of its own; each blocking method runs the asyncio
 client's coroutine there and waits for it.  Any number of threads may call at once (the client, loop-bound,
 sees every call on its one loop).  Refused at once with RuntimeError: a call from a forked child (the loop
-thread and the connections are the parent's) and one from the loop's own thread (it would wait for itself).
+thread and the connections are the parent's) and a waiting one from the loop's own thread (it would wait for
+itself); a call that does not wait (a send_async) is taken from there too.
 Interrupted (Ctrl-C) or timed out, the waiting call is cancelled on the loop rather than left running.
 A call still under way when a shutdown ends (another thread's) is cancelled too and raises the
 client's not-running error at once; a shutdown may run inside another one on the same thread (a signal
@@ -54,21 +55,28 @@ class LoopThread:
         self._thread.start()
 
     def _check_caller(self) -> None:
-        """Refuse the calls that could only hang: from a forked child (the loop thread and the connections
-        are the parent's), and from the loop's own thread (an async handler or a listener waiting for the
-        loop it blocks)."""
-        if os.getpid() != self._pid:
-            raise RuntimeError(f"{type(self).__name__} was created in process {self._pid}; after fork its "
-                               "event loop thread and connections are not in this process: create one here")
+        """Refuse the calls that could only hang: from a forked child (:meth:`_check_process`), and from the
+        loop's own thread (an async handler or a listener waiting for the loop it blocks)."""
+        self._check_process()
         if threading.get_ident() == self._thread.ident:
             raise RuntimeError(f"{type(self).__name__} called from its own event loop thread (an async handler "
                                f"or a listener) would wait for itself: await the asyncio client "
-                               f"(.{self.client_attribute})")
+                               f"(.{self.client_attribute}), or from a send callback use send_async")
+
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise RuntimeError(f"{type(self).__name__} was created in process {self._pid}; after fork its "
+                               "event loop thread and connections are not in this process: create one here")
 
     def _call(self, coro: Coroutine[Any, Any, T], extra_timeout_s: float = 0.0) -> T:
         """Run *coro* on the loop and wait for it.  Interrupted (Ctrl-C) or timed out, the call is cancelled
         on the loop rather than left running: a poll nobody waits for any more would take messages and
         count them as consumed (committed, never delivered)."""
+        try:
+            self._check_caller()
+        except BaseException:
+            coro.close()
+            raise
         future = self._submit(coro)
         try:
             return future.result(self._call_timeout_s + extra_timeout_s)
@@ -88,11 +96,13 @@ class LoopThread:
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Run *coro* on the loop without waiting: its concurrent.futures.Future (callbacks added to it run
-        on the loop thread).  Refused at once, *coro* closed: from a forked child or the loop's own thread
-        (:meth:`_check_caller`), and after shutdown (``not_running_error``)."""
+        on the loop thread).  Allowed from the loop's own thread, which it does not wait for: a send callback
+        sending again (4.9.3's onException resending with send(msg, callback)).  Refused at once, *coro*
+        closed: from a forked child, and after shutdown or once the shutdown cancels what is left on the
+        loop (``not_running_error``; submitted after that sweep, its future would never be done)."""
         try:
-            self._check_caller()
-            if not self._thread.is_alive():
+            self._check_process()
+            if self._cancelling_calls or not self._thread.is_alive():
                 raise self._not_running(f"{type(self).__name__} is shut down")
         except BaseException:
             coro.close()
