@@ -193,6 +193,11 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
         pq.last_pull_s = time.monotonic()
         if pq.dropped:
             return
+        if _selector(pc.subscriptions, mq.topic) != expression:
+            # subscribe() replaced the expression while the pull was held at the broker: its answer is filtered
+            # by the old one (a message of an old tag delivered, one of a new tag skipped past): pull the
+            # same offset again with the new expression
+            continue
         if result.status == PullStatus.FOUND:
             pc.stats.pulled(mq.topic, (pq.last_pull_s - began) * 1000, len(result.messages))
             offset = result.next_begin_offset
