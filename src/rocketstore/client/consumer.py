@@ -93,10 +93,17 @@ class MessageSelector:
 
 
 def subscription_for(topic: str, expression: str | MessageSelector, sub_version: int = 0) -> SubscriptionData:
-    """The subscription data a tag expression (a str) or a selector stands for."""
+    """The subscription data a tag expression (a str) or a selector stands for.  ValueError for a tag
+    expression of separators only (``"||"``), which 4.9.3's buildSubscriptionData refuses: the broker would
+    match no tag code and the consumer wait forever without a word.  (An empty SQL92 one goes on to the
+    broker, which refuses it with SUBSCRIPTION_PARSE_FAILED.)"""
     if isinstance(expression, MessageSelector):
-        return build_subscription(topic, expression.expression, sub_version, expression.expression_type)
-    return build_subscription(topic, expression, sub_version)
+        sub = build_subscription(topic, expression.expression, sub_version, expression.expression_type)
+    else:
+        sub = build_subscription(topic, expression, sub_version)
+    if sub.expression_type == "TAG" and not sub.matches_all and not sub.tags_set:
+        raise ValueError(f"the tag expression {sub.sub_string!r} of {topic} names no tag")
+    return sub
 
 
 @dataclass(frozen=True, slots=True)
