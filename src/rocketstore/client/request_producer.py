@@ -83,12 +83,18 @@ __all__ = ["ReplyMessage", "ReplyTimeoutError", "RequestProducer", "RequestSendE
 log = logging.getLogger(__name__)
 
 
+def _timeout_ms(timeout_s: float) -> int:
+    """A request's timeout in the milliseconds Java's request(msg, timeout) is given: rounded, as a float's
+    seconds times 1000 may fall just short (4.02 s is 4019.999... ms)."""
+    return round(timeout_s * 1000)
+
+
 class ReplyTimeoutError(ClientError):
     """The request was sent, but no reply came in time (Java's RequestTimeoutException)."""
 
     def __init__(self, topic: str, timeout_s: float) -> None:
         super().__init__(f"send request message to <{topic}> OK, but wait reply message timeout, "
-                         f"{int(timeout_s * 1000)} ms.")
+                         f"{_timeout_ms(timeout_s)} ms.")
         self.topic = topic
         self.timeout_s = timeout_s
 
@@ -210,7 +216,15 @@ class RequestProducer(ServedProducer):
         request(msg, mq))."""
         if timeout_s <= 0:
             raise ValueError("a request needs a positive timeout")
-        deadline = time.monotonic() + timeout_s
+        return await self._request(topic, body, timeout_s, time.monotonic() + timeout_s, tags=tags, keys=keys,
+                                   properties=properties, queue_id=queue_id, message_queue=message_queue)
+
+    async def _request(self, topic: str, body: bytes, timeout_s: float, deadline: float, *, tags: str | None,
+                       keys: str | list[str] | None, properties: dict[str, str] | None, queue_id: int | None,
+                       message_queue: MessageQueue | None) -> ReplyMessage:
+        """:meth:`request` ending at *deadline* (monotonic); *timeout_s* is the whole request's, as the caller
+        gave it, for TTL and ReplyTimeoutError, however much of it a selector took (Java's
+        prepareSendRequest and waitResponse name the full timeout)."""
         if self.closed:
             raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
         if not self.started:
@@ -221,7 +235,7 @@ class RequestProducer(ServedProducer):
         props = dict(properties or {})
         props[PropertyName.CORRELATION_ID] = correlation_id
         props[PropertyName.REPLY_TO_CLIENT] = self.client_id
-        props[PropertyName.TTL] = str(int(timeout_s * 1000))
+        props[PropertyName.TTL] = str(_timeout_ms(timeout_s))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[ReplyMessage] = loop.create_future()
         self._waiting[correlation_id] = future
@@ -272,11 +286,10 @@ class RequestProducer(ServedProducer):
         deadline = time.monotonic() + timeout_s
         self._check(topic, body)
         _, _, mq = await self._selected_queue(topic, sharding_key, selector)
-        left_s = deadline - time.monotonic()
-        if left_s <= 0:  # the look-up took it all: sendSelectImpl's call timeout, nothing sent
+        if deadline - time.monotonic() <= 0:  # the look-up took it all: sendSelectImpl's call timeout, none sent
             raise SendCallTimeoutError("sendSelectImpl call timeout")
-        return await self.request(topic, body, timeout_s=left_s, tags=tags, keys=keys, properties=properties,
-                                  message_queue=mq)
+        return await self._request(topic, body, timeout_s, deadline, tags=tags, keys=keys,
+                                   properties=properties, queue_id=None, message_queue=mq)
 
     @staticmethod
     def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
