@@ -272,10 +272,13 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             max_reconsume = max_reconsume_times
         if reconsume_times >= max_reconsume:
             topic = dlq_topic(group)
-            if broker.topics.get(topic) is None:
-                broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
+            dlq = broker.topics.get(topic)
+            if dlq is None:
+                dlq = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
                 broker.topic_created()
-            # as 4.9.3's handleRetryAndDLQ, the perm of an existing %DLQ% topic is not checked
+            # as 4.9.3's handleRetryAndDLQ, the perm of an existing %DLQ% topic is not checked, and its
+            # filter type, not the %RETRY% topic's, decides the dead letter's MULTI_TAGS flag
+            tc = dlq
             queue_id = 0
             # no DELAY=0 here: 4.9.3's setDelayTimeLevel(0) goes to a properties map that the request's own
             # properties then replace, so the DELAY sent stays (a level > 0 schedules the dead letter first)
