@@ -5,8 +5,8 @@ the topic and properties of a reply (:func:`reply_properties`) and :class:`SendR
 :class:`~rocketstore.client.producer.Producer` sends what these make.
 
 Each message gets a client-generated UNIQ_KEY (RocketMQ's MessageClientIDSetter layout: IP, pid, a random
-instance word, ms since the start of the month, a counter), which is ``SendResult.msg_id``; the broker's
-offset message id is ``offset_msg_id``.
+instance word, ms since the start of the month, a counter; a forked child gets a pid and word of its own),
+which is ``SendResult.msg_id``; the broker's offset message id is ``offset_msg_id``.
 
 Per-message client CPU is part of every round trip, so these avoid per-message Python work where the bytes
 allow: a batch's keys come from one struct pack and hex of their counters and the usual batch (one tags
@@ -78,10 +78,28 @@ DEFAULT_COMPRESS_LEVEL = 5
 REPLY_MESSAGE_FLAG = "reply"
 #: the reply topic of a cluster is "<cluster>" + this (MixAll.getReplyTopic)
 REPLY_TOPIC_SUFFIX = "_REPLY_TOPIC"
-_FIX = _ip_bytes() + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
-_FIX_HEX = _FIX.hex().upper()
 _PROPERTIES_LENGTH = struct.Struct(">h")
 _COUNTER = itertools.count()
+_IP = _ip_bytes()
+
+
+def _fix() -> bytes:
+    """The part every UNIQ_KEY of this process shares: the IP, the pid as Java's ``(short) pid`` writes it
+    (its low 16 bits) and a random word where Java has its class loader's hash."""
+    return _IP + struct.pack(">Hi", os.getpid() & 0xFFFF, random.getrandbits(31))
+
+
+def _renew_fix() -> None:
+    # a forked child (multiprocessing, a pre-fork server) inherits the parent's pid field, random word and
+    # counter: without a part of its own it would make the parent's keys, the same ones within a millisecond
+    global _FIX, _FIX_HEX
+    _FIX = _fix()
+    _FIX_HEX = _FIX.hex().upper()
+
+
+_FIX = _fix()
+_FIX_HEX = _FIX.hex().upper()
+os.register_at_fork(after_in_child=_renew_fix)
 
 
 def topic_problem(topic: str) -> str | None:

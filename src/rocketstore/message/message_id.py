@@ -50,6 +50,8 @@ def decode_offset_message_id(message_id: str) -> tuple[HostAddress, int]:
         raw = bytes.fromhex(message_id)
     except ValueError as exc:
         raise InvalidMessageIdError(message_id, "not hexadecimal") from exc
+    if 2 * len(raw) != len(message_id):  # fromhex skips whitespace: the fields would be read shifted
+        raise InvalidMessageIdError(message_id, "not hexadecimal")
     ip_len = len(raw) - 12
     port, offset = _PORT_OFFSET.unpack_from(raw, ip_len)
     if not 0 <= port <= 0xFFFF or offset < 0:
