@@ -118,6 +118,13 @@ class GroupSettings:
     #: the group, Java ones too, must use the same strategy: see :mod:`rocketstore.client.allocate`
     allocate_strategy: AllocateStrategy = allocate_averagely
 
+    def __post_init__(self) -> None:
+        # the members are StrEnums, so their names as plain strings ("CONSUME_FROM_FIRST_OFFSET", read from a
+        # config file) look right, yet failed the consumer's identity tests: a first-offset group started at
+        # the last offset, a "CLUSTERING" one consumed every queue as a broadcasting member
+        for name, kind in (("message_model", MessageModel), ("consume_from_where", ConsumeFromWhere)):
+            object.__setattr__(self, name, _member(kind, name, getattr(self, name)))
+
     def check(self) -> None:
         """Raise :class:`ConsumerSettingsError` for a value out of range (the subclasses' fields)."""
 
@@ -126,6 +133,10 @@ class GroupSettings:
         for name in ("timeout_s", "mq_client_api_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ConsumerSettingsError(f"{name} must be positive: {getattr(self, name)!r}")
+        stamp = self.consume_timestamp_ms  # milliseconds, not 4.9.3's "yyyyMMddHHmmss" string
+        if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int) or stamp < 0):
+            raise ConsumerSettingsError(
+                f"consume_timestamp_ms must be milliseconds since the epoch (a non-negative int): {stamp!r}")
 
     def check_range(self, name: str, low: float, high: float, java_name: str, *, off: int | None = None,
                     unit: float = 1) -> None:
@@ -137,6 +148,16 @@ class GroupSettings:
         java = f"{java_name} Out of range [{low:g}, {high:g}]" + ("" if off is None else f" or {off}")
         ours = f"[{_number(low * unit)}, {_number(high * unit)}]" + ("" if off is None else f" or {off}")
         raise ConsumerSettingsError(f"{name} out of range {ours}: {value!r} (4.9.3: {java})")
+
+
+E = TypeVar("E", MessageModel, ConsumeFromWhere)
+
+
+def _member(kind: type[E], name: str, value: object) -> E:
+    """*value* as a member of *kind* (given as one or by its name); ConsumerSettingsError for others."""
+    if isinstance(value, str) and value in kind.__members__:
+        return kind[value]
+    raise ConsumerSettingsError(f"{name} must be one of {', '.join(kind.__members__)}: {value!r}")
 
 
 def _number(x: float) -> str:
