@@ -6,7 +6,9 @@ zeros inflates to some 16 GiB.  4.9.3's UtilAll.uncompress inflates without a bo
 inflate past :data:`MAX_INFLATED_BODY_BYTES` is refused as it inflates (never more held) with the
 ``zlib.error`` an undecodable body raises, so every caller treats it as it treats a body that does not
 inflate.  A body within the bound gives exactly what ``zlib.decompress`` gives (bytes after the stream's end
-ignored, a truncated stream an error).
+ignored, a truncated stream an error), except an empty one: 4.9.3 never inflates a zero-length body
+(MessageDecoder reads none, UtilAll.uncompress reads into a zero-length buffer and stops), so a message
+flagged COMPRESSED with no body reaches its consumer with no body, not as one that does not inflate.
 
 Pure: no I/O.
 """
@@ -26,7 +28,10 @@ _MAX_DEFLATE_RATIO: Final = 1032
 
 
 def inflate_body(body: bytes, max_bytes: int = MAX_INFLATED_BODY_BYTES) -> bytes:
-    """The inflated *body*; ``zlib.error`` when it is not a whole zlib stream or inflates past *max_bytes*."""
+    """The inflated *body* (empty for an empty one, see above); ``zlib.error`` when it is not a whole zlib
+    stream or inflates past *max_bytes*."""
+    if not body:
+        return b""
     if len(body) * _MAX_DEFLATE_RATIO <= max_bytes:  # cannot inflate past the bound: zlib's own, faster call
         return zlib.decompress(body)
     inflater = zlib.decompressobj()
