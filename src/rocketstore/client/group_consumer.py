@@ -122,8 +122,9 @@ class GroupSettings:
         # the members are StrEnums, so their names as plain strings ("CONSUME_FROM_FIRST_OFFSET", read from a
         # config file) look right, yet failed the consumer's identity tests: a first-offset group started at
         # the last offset, a "CLUSTERING" one consumed every queue as a broadcasting member
-        for name, kind in (("message_model", MessageModel), ("consume_from_where", ConsumeFromWhere)):
-            object.__setattr__(self, name, _member(kind, name, getattr(self, name)))
+        object.__setattr__(self, "message_model", _member(MessageModel, "message_model", self.message_model))
+        object.__setattr__(self, "consume_from_where",
+                           _member(ConsumeFromWhere, "consume_from_where", self.consume_from_where))
 
     def check(self) -> None:
         """Raise :class:`ConsumerSettingsError` for a value out of range (the subclasses' fields)."""
