@@ -21,9 +21,10 @@ SANS_IO = {"remoting/codec.py", "remoting/frame_decoder.py", "remoting/templates
            "remoting/headers.py", "remoting/header_fields.py", "remoting/send_headers.py", "remoting/codes.py"}
 #: The only remoting modules that may touch asyncio and sockets (STYLE.md section 1); busy_poll.py is the
 #: transport's event-loop policy (it schedules loop callbacks, no sockets); connection.py, event_loop.py and
-#: addresses.py are the parts transport.py was split into (it re-exports them).
+#: addresses.py are the parts transport.py was split into (it re-exports them), serving.py the part of
+#: connection.py that serves requests (Connection's base class).
 TRANSPORT = {"remoting/transport.py", "remoting/server.py", "remoting/busy_poll.py", "remoting/connection.py",
-             "remoting/event_loop.py", "remoting/addresses.py"}
+             "remoting/event_loop.py", "remoting/addresses.py", "remoting/serving.py"}
 IO_MODULES = {"socket", "asyncio", "uvloop", "selectors", "threading", "time", "logging"}
 
 

@@ -6,7 +6,8 @@ transport modules.
 rest of the transport lives beside this module and is re-exported here, where callers import it from:
 
 * :mod:`rocketstore.remoting.connection`: :class:`Connection` itself (framing, request/response matching by
-  ``opaque``, the in-flight limit, the outbox, ACL signing) and the server rules it keeps;
+  ``opaque``, the in-flight limit, the outbox, ACL signing) and, in its base class from
+  :mod:`rocketstore.remoting.serving`, the server rules it keeps;
 * :mod:`rocketstore.remoting.event_loop`: :func:`new_event_loop` and :func:`run` (uvloop when it is
   installed; ``ROCKETSTORE_EVENT_LOOP`` forces one kind);
 * :mod:`rocketstore.remoting.addresses`: :func:`split_address`, :func:`namesrv_addresses`,

@@ -1,5 +1,5 @@
-"""What the facade's base classes (opening.py, lookups.py, store_admin.py) use of MessageStore, declared for
-the type checker; MessageStore (message_store.py) sets each attribute and defines each method.
+"""What the facade's base classes (writes.py, opening.py, lookups.py, store_admin.py) use of MessageStore,
+declared for the type checker; MessageStore (message_store.py) sets each attribute and defines each method.
 
 Must not import: message_store (the facade); broker, remoting.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rocketstore.message.host import HostAddress
     from rocketstore.store.background import StoreThreads
     from rocketstore.store.checkpoint import Checkpoint
     from rocketstore.store.cleanup import Cleaner
@@ -35,6 +36,13 @@ class StoreParts:
     _fenced: str | None
     _offsets_at_close: tuple[int, int, int]
     _delay_levels: dict[int, int]
+    _max_delay_level: int
+    _refuse_writes: bool
+    _store_host: HostAddress
+    _store_host_bytes: bytes
+    _max_message_bytes: int
+    _last_host: tuple[HostAddress | None, bytes]
+    _last_queue_key: tuple[str, int]
     _memory_for_hot_bytes: int
     _commitlog: CommitLog
     _queues: ConsumeQueueTable

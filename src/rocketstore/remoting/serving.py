@@ -1,0 +1,273 @@
+"""How a connection serves the requests its peer sends: server rules, immediate path, in-flight limit.
+
+:class:`RequestServing` is a base class of :class:`~rocketstore.remoting.connection.Connection`
+(connection.py, which re-exports what this module defines: import it from rocketstore.remoting.transport):
+each request read off the connection is answered here, by the handler's immediate path or a task running
+its async handler; reading the frames and writing the answers are connection.py's.  (The router that picks
+a handler by code and the listening server are :mod:`rocketstore.remoting.server`'s.)
+
+Server rules (as a 4.9.3 broker behaves): an unknown request code is answered REQUEST_CODE_NOT_SUPPORTED,
+a oneway request gets no answer, a handler exception becomes SYSTEM_ERROR, a frame over the limit or any
+undecodable frame closes the connection (connection.py's reading does that), an answer the peer could not
+read (over the frame limit, or not encodable) is logged and becomes SYSTEM_ERROR, and at most
+``max_in_flight`` requests per connection run at once (reading pauses until one finishes; a request parked
+by :meth:`RequestServing.park`, a long-polled pull waiting for a message, does not count).  A request read
+in full is served to its end even when the peer closes meanwhile (its answer dropped), except a parked one,
+which the close cancels.  (The listening server closes connections idle for ``idle_timeout_s``.)
+
+Per-frame costs, because a send is a round trip of small frames: a router may give a code an *immediate*
+handler (:meth:`RequestRouter.add`), a plain function run as the frame is decoded, which answers without a
+task per request (a send whose put does not wait for the disk) or declines and leaves the request to the
+async handler; it may answer with the response's frame already encoded (a send answer from a template).
+An answer given later (:meth:`RequestServing.answer_later`) waits in the connection's outbox with the
+others of its loop iteration.  Logs as ``rocketstore.remoting.transport`` (the module this was split from).
+Thread-safety: as the connection: loop-bound, call it from that loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from rocketstore.errors import (
+    ConnectionClosedError,
+    FrameTooLargeError,
+    ProtocolError,
+    RemotingError,
+    RequestTimeoutError,
+)
+from rocketstore.remoting.codes import ResponseCode
+from rocketstore.remoting.command import ONEWAY_FLAG, RemotingCommand
+from rocketstore.remoting.header_fields import HeaderFieldError
+
+if TYPE_CHECKING:
+    from rocketstore.remoting.connection import Connection
+
+__all__ = ["ANSWER_LATER", "DEFAULT_MAX_IN_FLIGHT", "ImmediateHandler", "RequestHandler", "RequestServing"]
+
+#: the logger of rocketstore.remoting.transport, where this code lived: tests and users filter on that name
+log = logging.getLogger("rocketstore.remoting.transport")
+
+#: Long-polled pulls stay in flight for up to 15 s each; a C++ push consumer keeps one per assigned queue.
+DEFAULT_MAX_IN_FLIGHT = 1024
+
+#: ``await handler(connection, request)`` -> the response, or None to send nothing.
+RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
+#: ``immediate(connection, request)`` -> the response, computed synchronously on the loop, or None when
+#: this request needs the async handler after all (see :meth:`RequestRouter.add`).  The response may be
+#: its whole encoded frame (bytes, opaque included) when the handler has a cheaper way to write it, or
+#: :data:`ANSWER_LATER` when the handler did its work and took :meth:`Connection.answer_later` to answer
+#: once something it waits for happens (a sync-flush send waiting for the disk).
+ImmediateHandler = Callable[["Connection", RemotingCommand], "RemotingCommand | bytes | object | None"]
+#: What an immediate handler returns after taking :meth:`Connection.answer_later`.
+ANSWER_LATER = object()
+
+
+class RequestServing:
+    """Connection's serving half (the state it shares with Connection is declared here, set there)."""
+
+    _handler: RequestHandler | None
+    _immediate_for: Callable[[int], ImmediateHandler | None] | None
+    _deferred_count: int
+    _outbox: list[bytes]
+    _holding: bool
+    _flush_scheduled: bool
+    _max_in_flight: int
+    _in_flight: int
+    _reading_paused: bool
+    _transport: asyncio.Transport | None
+    _can_write: asyncio.Event
+    _closed: bool
+    _tasks: set[asyncio.Task[None]]
+    _parked: set[asyncio.Task[Any]]
+
+    if TYPE_CHECKING:
+        @property
+        def peer_address(self) -> str: ...
+
+        def _process_buffer(self) -> None: ...
+
+        def _write(self, command: RemotingCommand, opaque: int | None = None) -> None: ...
+
+        def _write_frame(self, frame: bytes) -> None: ...
+
+        def _flush(self) -> None: ...
+
+        async def send(self, command: RemotingCommand, timeout_s: float = 30.0) -> None: ...
+
+        def close(self, cause: BaseException | None = None) -> None: ...
+
+    # --- serving requests ---------------------------------------------------------------------------
+
+    def _start_request(self, request: RemotingCommand) -> None:
+        if self._handler is None:
+            if not request.is_oneway:
+                self._write(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                  remark=f" request type {request.code} not supported"))
+            return
+        deferred = False
+        immediate = self._immediate_for(request.code) if self._immediate_for is not None else None
+        if immediate is not None:
+            # Answer on the spot, without a task, when the handler can (a send with asynchronous flush).
+            # Only while the peer reads our answers (else the task path below waits for the drain) and no
+            # earlier request of such a code is still in a task, so requests are still served in order.
+            if self._deferred_count == 0 and self._can_write.is_set() and self._answer_now(immediate, request):
+                return
+            deferred = True
+            self._deferred_count += 1
+        self._start_in_flight()
+        task = asyncio.get_running_loop().create_task(self._serve(request, deferred))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _answer_now(self, immediate: ImmediateHandler, request: RemotingCommand) -> bool:
+        """Run *immediate*; False when it declined (the request then goes to the async handler)."""
+        try:
+            response = immediate(self, request)  # type: ignore[arg-type]  # self is the Connection
+        except (HeaderFieldError, RemotingError) as exc:
+            response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            log.exception("request code %s from %s failed", request.code, self.peer_address)
+            response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+        if response is None:
+            return False
+        if type(response) is bytes:  # an encoded answer: the handler vouches for its opaque
+            if not request.flag & ONEWAY_FLAG and not self._closed:
+                self._write_frame(response)
+            return True
+        if response is ANSWER_LATER:
+            return True
+        self._reply(request, response)  # type: ignore[arg-type]
+        return True
+
+    def answer_later(self, request: RemotingCommand) -> Callable[[RemotingCommand | bytes], None]:
+        """For an immediate handler whose work is done but whose answer must wait: returns the function to
+        call (once, on the loop) with the answer, as the immediate path takes it.  Until then the request
+        counts as in flight; answers given in one loop iteration leave in one write."""
+        self._start_in_flight()
+        return functools.partial(self._answer_deferred, request)
+
+    def _start_in_flight(self) -> None:
+        """One more request in flight; at the limit the transport stops reading."""
+        self._in_flight += 1
+        if self._in_flight >= self._max_in_flight and not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _end_in_flight(self) -> None:
+        """One request less in flight; below the limit again, reading (and the frames it left) resumes."""
+        self._in_flight -= 1
+        if self._reading_paused and self._in_flight < self._max_in_flight and self._transport is not None:
+            self._reading_paused = False
+            if not self._closed:
+                self._transport.resume_reading()
+                self._process_buffer()
+
+    def park(self) -> None:
+        """The request being served (a handler's task) now only waits for something to happen, doing no
+        work: a long-polled pull parked until a message arrives.  It stops counting toward
+        ``max_in_flight`` until :meth:`unpark`, so parked pulls (a consumer of more than max_in_flight
+        queues on one connection, as a 4.9.3 broker lets it hold) cannot stop the connection's other
+        requests (its heartbeats, offset commits, a producer's sends) from being read.  A parked request
+        is cancelled when the connection closes, at once when it already has (nobody waits for its answer;
+        what it did before parking stays done)."""
+        self._end_in_flight()
+        task = asyncio.current_task()
+        if task is None:
+            return
+        if self._closed:
+            task.cancel()  # its next await (the wait it parks for) raises CancelledError
+        else:
+            self._parked.add(task)
+
+    def unpark(self) -> None:
+        """The parked request works again (it counts toward ``max_in_flight`` once more)."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._parked.discard(task)
+        if self._closed:  # reading no longer matters; keep the count for _serve's final decrement
+            self._in_flight += 1
+            return
+        self._start_in_flight()
+
+    def _answer_deferred(self, request: RemotingCommand, response: RemotingCommand | bytes) -> None:
+        if not request.flag & ONEWAY_FLAG and not self._closed:
+            holding = self._holding
+            self._holding = True  # queue it; one flush at the end of this loop iteration writes them all
+            try:
+                if type(response) is bytes:
+                    self._write_frame(response)
+                else:
+                    self._reply(request, response)  # type: ignore[arg-type]
+            finally:
+                self._holding = holding
+            if not holding and not self._flush_scheduled and self._outbox:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self._flush)
+        self._end_in_flight()
+
+    def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Write the response to *request* unless it was oneway or the connection has closed meanwhile."""
+        if request.is_oneway or self._closed:
+            return
+        if response.opaque != request.opaque or not response.is_response:
+            log.error("a handler of request code %s returned a response that does not answer its request",
+                      request.code)
+            return
+        try:
+            self._write(response)
+        except ConnectionClosedError:
+            pass
+        except RemotingError as exc:
+            self._answer_unsendable(request, exc)
+
+    def _answer_unsendable(self, request: RemotingCommand, error: RemotingError) -> None:
+        """The answer to *request* cannot be sent (*error*: too big for the peer's frame limit, or not
+        encodable, a bug in its handler): say so in the log and answer SYSTEM_ERROR instead, so the peer
+        learns it at once rather than at its timeout or by a closed connection (4.9.3 writes such an answer
+        all the same, and a peer's decoder closes the connection on it)."""
+        if isinstance(error, FrameTooLargeError):
+            log.error("cannot answer request code %s from %s: %s; answering SYSTEM_ERROR instead",
+                      request.code, self.peer_address, error)
+        else:
+            log.error("cannot answer request code %s from %s; answering SYSTEM_ERROR instead", request.code,
+                      self.peer_address, exc_info=error)
+        if request.flag & ONEWAY_FLAG or self._closed:
+            return
+        try:
+            remark = (f"the answer to request code {request.code} cannot be sent: "
+                      f"{type(error).__name__}: {error}")
+            self._write(request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark))
+        except RemotingError:
+            pass
+
+    async def _serve(self, request: RemotingCommand, deferred: bool = False) -> None:
+        assert self._handler is not None
+        try:
+            try:
+                response = await self._handler(self, request)  # type: ignore[arg-type]  # the Connection
+            except (HeaderFieldError, RemotingError) as exc:
+                response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("request code %s from %s failed", request.code, self.peer_address)
+                response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+            if response is not None and not request.is_oneway and not self._closed:
+                if response.opaque != request.opaque or not response.is_response:
+                    raise ProtocolError("a handler returned a response that does not answer its request")
+                await self.send(response)
+        except ConnectionClosedError:
+            pass
+        except RequestTimeoutError as exc:  # the peer stopped reading our answers: drop it
+            log.warning("closing %s: %s", self.peer_address, exc)
+            self.close(exc)
+        except RemotingError as exc:  # an answer too big for the peer, or not encodable (a handler's bug)
+            self._answer_unsendable(request, exc)
+        finally:
+            if deferred:
+                self._deferred_count -= 1
+            self._end_in_flight()
