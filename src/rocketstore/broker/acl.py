@@ -37,6 +37,7 @@ from typing import Any
 
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.java_numbers import parse_java_int
+from rocketstore.message.java_text import java_is_blank, java_trim
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signing_content
 from rocketstore.remoting.codes import RequestCode
@@ -63,7 +64,7 @@ class AclConfigError(RocketStoreError):
 
 def parse_perm(text: object) -> int:
     """``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB`` or ``DENY``; anything else (or nothing) is DENY."""
-    return _PERMS.get(str(text).strip(_JAVA_BLANKS), DENY) if text is not None else DENY
+    return _PERMS.get(java_trim(str(text)), DENY) if text is not None else DENY
 
 
 def check_permission(needed: int, owned: int) -> bool:
@@ -86,17 +87,6 @@ def _always(_ip: str) -> bool:
 
 
 _IPV4 = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})")
-_JAVA_BLANKS = "".join(chr(c) for c in range(33))  # what Java's String.trim takes off
-#: what str.isspace() holds blank and Java's Character.isWhitespace (StringUtils.isBlank's test) does not
-_NOT_JAVA_WHITESPACE = "\x85\xa0\u2007\u202f"
-
-
-def java_trim(text: str) -> str:
-    """Java's String.trim: only the characters up to U+0020 come off both ends (not U+00A0 and the other
-    blanks Python's str.strip() takes)."""
-    return text.strip(_JAVA_BLANKS)
-
-
 def _valid_ipv4(text: str) -> bool:
     """commons-validator's isValidInet4Address: four decimal octets up to 255, none with a leading zero."""
     m = _IPV4.fullmatch(text)
@@ -134,7 +124,7 @@ def _ipv4_range(text: str, pattern: str | None) -> Callable[[str], bool]:
     for index in (1, 2, 3):
         if index >= len(parts):
             raise refused
-        value = parts[index].strip(_JAVA_BLANKS)
+        value = java_trim(parts[index])
         if value == "*":
             lo, hi = 0, 255
         elif "-" in value:
@@ -148,10 +138,10 @@ def _ipv4_range(text: str, pattern: str | None) -> Callable[[str], bool]:
             break
     else:
         raise refused
-    if len(parts) != 4 or not all(0 <= _java_int(p.strip(_JAVA_BLANKS), refused) <= 255
+    if len(parts) != 4 or not all(0 <= _java_int(java_trim(p), refused) <= 255
                                   for p in parts[:index - 1]):
         raise refused
-    head = [p.strip(_JAVA_BLANKS) for p in parts[:index]]
+    head = [java_trim(p) for p in parts[:index]]
 
     def in_range(ip: str) -> bool:
         ip = ip.strip()
@@ -248,7 +238,7 @@ def address_matcher(pattern: str | None) -> Callable[[str], bool]:
     ``192.168.1.1-100``) a range on it (:func:`_ipv4_range`, :func:`_ipv6_range`); anything else one exact
     address.  Only a blank pattern is trimmed (4.9.3 trims only the octets of a range)."""
     text = pattern or ""
-    if all(c.isspace() and c not in _NOT_JAVA_WHITESPACE for c in text):  # StringUtils.isBlank
+    if java_is_blank(text):
         return _never
     if text in ("*", "*.*.*.*", "*:*:*:*:*:*:*:*"):
         return _always
@@ -322,7 +312,7 @@ def _perms(entries: object, kind: str, *, group: bool, into: dict[str, int]) -> 
         items = [s for s in str(entry).split("=") if s]
         if len(items) != 2:
             raise AclConfigError(f"Parse resource permission failed for {kind}:{entry}")
-        name = items[0].strip(_JAVA_BLANKS)
+        name = java_trim(items[0])
         into[RETRY_GROUP_TOPIC_PREFIX + name if group else name] = parse_perm(items[1])
 
 

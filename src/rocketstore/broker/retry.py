@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rocketstore.broker.query import damaged_remark
 from rocketstore.broker.topics import dlq_topic, group_problem, retry_topic
 from rocketstore.errors import MessageDecodeError
+from rocketstore.message.java_text import java_is_blank
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import Perm
@@ -99,7 +100,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times
             props[PropertyName.DELAY] = str(delay_level)
-        if not props.get(PropertyName.ORIGIN_MESSAGE_ID):
+        if java_is_blank(props.get(PropertyName.ORIGIN_MESSAGE_ID)):  # UtilAll.isBlank, as 4.9.3
             props[PropertyName.ORIGIN_MESSAGE_ID] = original.msg_id
         message = Message(topic, original.body, props, queue_id, original.flag, original.sys_flag,
                           original.born_timestamp, original.born_host, original.store_host,
