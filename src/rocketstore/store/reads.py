@@ -199,6 +199,10 @@ class StoreReader:
                     stop_at = i
                     break
             if matched is not None and not matched[i]:
+                # as 4.9.3: a refused entry after a removed record's (nothing handed out yet) answers
+                # NO_MATCHED_MESSAGE, not MESSAGE_WAS_REMOVING (which only the removed record's own read says)
+                if not records:
+                    status = GetMessageStatus.NO_MATCHED_MESSAGE
                 continue
             # Records of one pull mostly share a segment: slice its mapping directly while they do, and ask
             # the commitlog (which finds the segment, or says it is gone) for the first and any other.
