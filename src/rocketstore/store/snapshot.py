@@ -36,7 +36,8 @@ from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, ConsumeQueueTable
 from rocketstore.store.recovery import validate_record
 
-__all__ = ["StoreSnapshot", "check_store_root", "closed_cleanly", "consume_queue_bytes_on_disk", "segment_bytes_on_disk"]
+__all__ = ["SegmentFiles", "StoreSnapshot", "check_store_root", "closed_cleanly", "consume_queue_bytes_on_disk",
+           "segment_bytes_on_disk"]
 
 _LONG = struct.Struct(">q")
 
@@ -121,7 +122,7 @@ def consume_queue_bytes_on_disk(consume_queue_root: str, max_queues: int = 64) -
     return max(sizes, key=lambda size: (sizes[size], size)) if sizes else None
 
 
-class _Segments:
+class SegmentFiles:
     """The commitlog segments: ``read`` copies with ``pread`` (small reads, planning); ``view`` hands out
     a zero-copy numpy view of a shared read-only mapping, so a bulk reader touches each byte once (the
     copy was ~7% of a worker's CPU).  Views stay valid until :meth:`close`, which leaves a mapping that
@@ -211,7 +212,7 @@ class StoreSnapshot:
 
     def __init__(self, config: StoreConfig, *, check_queues: bool) -> None:
         self.config = config
-        self.commit_log = _Segments(config.commit_log_dir, config.mapped_file_size_commit_log)
+        self.commit_log = SegmentFiles(config.commit_log_dir, config.mapped_file_size_commit_log)
         self.queues = ConsumeQueueTable(config.consume_queue_dir, config.consume_queue_file_bytes, writable=False)
         try:
             self.queues.load()

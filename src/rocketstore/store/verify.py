@@ -12,6 +12,7 @@ reports every disagreement it finds as a :class:`Problem`:
 * each queue is dense: no fill or empty entry between its min and max offset, no two entries for one
   record, and the records of one queue carry distinct, gap-free QUEUEOFFSETs;
 * every NOT / COMMIT record has its consume-queue entry;
+* commitlog/, consumequeue/ and index/ are directories where they exist;
 * every index key of a record (UNIQ_KEY and each KEYS token; ROLLBACK records are not indexed) finds
   that record through a query by key.
 
@@ -19,7 +20,8 @@ It also says what recovery did at open (``recovery_preview``); after a clean shu
 nothing, so a cut is a problem then: commitlog bytes, or consume-queue entries on disk that point past the
 commitlog's end (a lost last segment, a missing commitlog directory: 4.9.3 truncates such entries, or
 destroys every queue when no segment is left, so the store would otherwise verify as a smaller, "OK" one).
-After a crash a torn tail is what recovery is for: reported, not a problem.
+After a crash a torn tail is what recovery is for: reported, not a problem; but a cut with whole records on
+disk past it (a record damaged mid-store, not torn) loses them, and is one.
 
 Same package as the facade, so it reads the commitlog, queues and index directly; imports no cli code.
 """
@@ -43,12 +45,14 @@ from rocketstore.message.record import (
     BLANK_RECORD_BYTES,
     MESSAGE_MAGIC,
     TOTAL_SIZE_MAGIC,
+    StoredMessage,
     SysFlag,
     decode_record,
     header_layout,
 )
 from rocketstore.store.consume_queue import CQ_ENTRY, CQ_ENTRY_BYTES, PRE_BLANK_SIZE, ConsumeQueueTable
 from rocketstore.store.message_store import MAX_TIMESTAMP, MessageStore
+from rocketstore.store.snapshot import SegmentFiles
 
 __all__ = ["Problem", "ProblemKind", "Progress", "RecoveryPreview", "VerifyReport", "verify_store"]
 
@@ -79,12 +83,14 @@ class ProblemKind:
     INDEX_KEY_NOT_FOUND = "INDEX_KEY_NOT_FOUND"
     RECOVERY_TRUNCATES = "RECOVERY_TRUNCATES"
     RECOVERY_DROPS_CQ_ENTRIES = "RECOVERY_DROPS_CQ_ENTRIES"
+    NOT_A_DIRECTORY = "NOT_A_DIRECTORY"
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
     kind: str
-    #: ``commitlog@<offset>``, ``consumequeue/<topic>/<queue id>#<queue offset>``, ``index <topic>#<key>``
+    #: ``commitlog@<offset>``, ``consumequeue/<topic>/<queue id>#<queue offset>``, ``index <topic>#<key>``, or
+    #: the path of a store directory that is not one
     where: str
     detail: str
 
@@ -400,9 +406,64 @@ def _entry_on_disk(queue_dir: str, segment_bytes: int, queue_offset: int) -> tup
     try:
         with open(path, "rb") as fh:
             raw = os.pread(fh.fileno(), CQ_ENTRY_BYTES, pos % segment_bytes)
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):  # the open skips a directory in the file's place too
         return None
     return CQ_ENTRY.unpack(raw) if len(raw) == CQ_ENTRY_BYTES else None
+
+
+def _record_on_disk(segments: SegmentFiles, offset: int, check_crc: bool) -> StoredMessage | None:
+    """The whole message record at commitlog *offset* as its segment file holds it (its PHYSICALOFFSET
+    saying so too when *check_crc*), None where there is none."""
+    try:
+        head = segments.read(offset, TOTAL_SIZE_MAGIC.size)
+        if head is None:
+            return None
+        size, magic = TOTAL_SIZE_MAGIC.unpack(head)
+        raw = segments.read(offset, size) if magic == MESSAGE_MAGIC else None
+    except IsADirectoryError:
+        return None
+    if raw is None:
+        return None
+    try:
+        m = decode_record(raw, check_crc=check_crc, with_body=False)
+    except MessageDecodeError:
+        return None
+    return m if not check_crc or m.commit_log_offset == offset else None
+
+
+def _first_record_past_cut(store: MessageStore) -> int | None:
+    """The commitlog offset of a whole record the files hold past where crash recovery cut, None if none:
+    the one right after the cut record (when its lengths still hold together) or the first of a later
+    segment."""
+    cut = store.recovery.valid_end
+    config = store.config
+    segment_bytes = config.mapped_file_size_commit_log
+    segments = SegmentFiles(config.commit_log_dir, segment_bytes)
+    try:
+        candidates = []
+        damaged = _record_on_disk(segments, cut, check_crc=False)
+        if damaged is not None:
+            candidates.append(cut + damaged.store_size)
+        candidates += [start for start in segments.starts if start > cut - cut % segment_bytes]
+        for offset in candidates:
+            if _record_on_disk(segments, offset, check_crc=True) is not None:
+                return offset
+        return None
+    finally:
+        segments.close()
+
+
+def _check_crash_cut(store: MessageStore, out: _Collector) -> None:
+    """After a crash recovery cuts the commitlog at the first record that fails its checks, taken for a torn
+    tail.  A whole record on disk past it means the cut record was damaged, not torn: the cut loses what was
+    written after it, as it does in RocketMQ 4.9.3, so the operator must hear of it before a recover."""
+    rec = store.recovery
+    after = _first_record_past_cut(store)
+    if after is not None:
+        out.add(ProblemKind.RECOVERY_TRUNCATES, _where_record(rec.valid_end),
+                f"after a crash recovery cuts {rec.truncated_bytes} bytes at a record that fails its checks "
+                f"({rec.first_invalid_reason or 'invalid record'}), but whole records follow it on disk (the "
+                f"first at commitlog {after}): not a torn tail, the cut loses them")
 
 
 def _check_dropped_entries(store: MessageStore, out: _Collector) -> None:
@@ -428,6 +489,15 @@ def _check_dropped_entries(store: MessageStore, out: _Collector) -> None:
         on_disk.close()
 
 
+def _check_store_directories(store: MessageStore, out: _Collector) -> None:
+    """A file where commitlog/, consumequeue/ or index/ should be: a read-only open finds nothing there and
+    the rest can look whole, but a broker (or ``store recover``) cannot create its files in it."""
+    config = store.config
+    for path in (config.commit_log_dir, config.consume_queue_dir, config.index_dir):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            out.add(ProblemKind.NOT_A_DIRECTORY, path, "a file where the store keeps a directory")
+
+
 def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Progress | None = None) -> VerifyReport:
     """Check commitlog, consume queues and index of an open *store* against each other; *progress* is
     called now and then with (phase, done, total): "commitlog" in bytes, then "index keys"."""
@@ -441,6 +511,9 @@ def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Pro
                 f"{rec.first_invalid_reason or 'invalid record'}")
     if not rec.abnormal:
         _check_dropped_entries(store, out)
+    elif rec.truncated_bytes:
+        _check_crash_cut(store, out)
+    _check_store_directories(store, out)
     recs, blanks = _walk_commitlog(store, out, progress)
     queue_count, entries = _check_queues(store, recs, out)
     index_keys = _check_index(store, recs, out, progress)
