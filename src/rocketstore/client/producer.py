@@ -58,6 +58,11 @@ send on its connections are its client instance's: the base class
 :mod:`rocketstore.client.outgoing_message`'s; every name of theirs this module had is importable from here.
 Which queue a send goes to (a route's publish queues and master addresses, a chosen queue id's queues,
 :func:`hash_queue_selector`) is :mod:`rocketstore.client.queue_choice`'s, re-exported here likewise.
+The Producer's base classes hold the rest of its sends: the checks before a send, the request it writes
+(compression, extFields, frame templates) and the :class:`SendResult` of its answer are
+:class:`~rocketstore.client.send_request.SendRequests`' (``send_call_timeout`` too, importable from here);
+the sends tried once, oneway and orderly, :class:`~rocketstore.client.single_try_sends.SingleTrySends`'.
+The retried sends, plain and batch, are this module's.
 
 With ``enable_trace`` each send, orderly send and batch is wrapped by the trace's ``pub`` (a Pub record once
 its result is known, see :mod:`rocketstore.client.trace_producer`); without it a send path tests
@@ -79,8 +84,6 @@ from rocketstore.client.errors import (
     ClientError,
     MessageIllegalError,
     NoRouteError,
-    SendCallTimeoutError,
-    broker_error_for,
     send_failed,
     state_not_ok,
 )
@@ -91,7 +94,6 @@ from rocketstore.client.outgoing_message import (
     _SEND_BATCH_MESSAGE,
     _SEND_MESSAGE_V2,
     _SEND_REPLY_MESSAGE_V2,
-    _SEND_STATUS,
     _TAGGED_PROPERTIES,
     _UNTAGGED_PROPERTIES,
     REPLY_MESSAGE_FLAG,
@@ -100,53 +102,39 @@ from rocketstore.client.outgoing_message import (
     OutgoingMessage,
     SendResult,
     _batch_problem,
-    _body_problem,
     _check_properties,
     _check_tags,
-    _new_send_result,
     _property_text,
     _retry_header_fields,
-    _send_code,
     _uniform_batch_body,
     _waits_store,
     new_uniq_key,
     new_uniq_keys,
     reply_properties,
     topic_name_problem,  # noqa: F401 (this module's before the split: still importable from here)
-    topic_problem,
 )
 from rocketstore.client.producer_instance import (
     CLIENT_INNER_PRODUCER_GROUP,
     DEFAULT_PRODUCER_GROUP,
-    ProducerInstance,
 )
 from rocketstore.client.queue_choice import (
     QueueSelector,
     _chosen_queue,
-    _master_addr,
-    _new_targets,
     _not_a_target,
     _queues_with_id,
     _Targets,
     hash_queue_selector,
 )
-from rocketstore.client.route import (
-    AUTO_CREATE_TOPIC,
-    DEFAULT_TOPIC_QUEUE_NUMS,
-    MessageQueue,
-    RouteCache,
-    namesrv_addr_or_env,
-)
-from rocketstore.client.trace import DEFAULT_REGION_ID
+from rocketstore.client.route import MessageQueue, RouteCache, namesrv_addr_or_env
+from rocketstore.client.send_request import _COMPRESSED
+from rocketstore.client.send_request import send_call_timeout as send_call_timeout  # (this module's before)
+from rocketstore.client.single_try_sends import SingleTrySends
 from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
-from rocketstore.message.record import SysFlag
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
-from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.send_headers import SendMessageRequestHeader
 from rocketstore.remoting.templates import JsonRequestTemplate
 from rocketstore.remoting.tls import ClientTls
 
@@ -156,23 +144,13 @@ __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "DEFAULT_PRODUCER_GROUP", "REPLY_MESSA
 
 log = logging.getLogger(__name__)
 
-_DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
-_SUCCESS = int(ResponseCode.SUCCESS)
 #: bodies from this size on go through Connection.request, which writes them beside the header uncopied
 _TEMPLATE_BODY_LIMIT = 16384
 #: Java DefaultMQProducer.maxMessageSize: the largest body (a batch's encoded body) a producer sends
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-_COMPRESSED = int(SysFlag.COMPRESSED)
 
 
-def send_call_timeout(queue_id: int | None) -> SendCallTimeoutError:
-    """What a send whose timeout is spent before its request goes out raises (4.9.3's
-    RemotingTooMuchRequestException, its wording): sendDefaultImpl's, or sendKernelImpl's for a chosen queue
-    (send(msg, mq) looks the route up there)."""
-    return SendCallTimeoutError(f"{'sendDefaultImpl' if queue_id is None else 'sendKernelImpl'} call timeout")
-
-
-class Producer(ProducerInstance):
+class Producer(SingleTrySends):
     """Sends (see the module's docstring); its client instance (heartbeats, routes, life) is the base
     class's."""
 
@@ -244,26 +222,6 @@ class Producer(ProducerInstance):
         bd = route.broker(broker_name) if route is not None else None
         return bd.master_addr() if bd is not None else None
 
-    def _check(self, topic: str, body: bytes | None) -> None:
-        """Refuse a send once close() began with ClientError (Java's "The producer service state not OK,
-        SHUTDOWN_ALREADY"), and what Java's Validators.checkMessage refuses before a send (the topic, then
-        *body*, when given) with MessageIllegalError; nothing is sent."""
-        if self.closed:
-            raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
-        if topic not in self._checked_topics:  # the first send to a topic (or a bad one): the group's name too
-            self._check_group()
-            problem = topic_problem(topic)
-            if problem is not None:
-                raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
-            if len(self._checked_topics) >= 4096:
-                self._checked_topics.clear()
-            self._checked_topics.add(topic)
-        if body is not None:
-            problem = _body_problem(body, self.max_message_size)
-            if problem is not None:
-                raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, problem)
-
-
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None,
                    timeout_s: float | None = None, message_queue: MessageQueue | None = None) -> SendResult:
@@ -315,130 +273,6 @@ class Producer(ProducerInstance):
         topic, props = reply_properties(request, properties)
         return await self.send(topic, body, tags=tags, keys=keys, properties=props)
 
-    async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
-                          keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                          queue_id: int | None = None, message_queue: MessageQueue | None = None) -> None:
-        """Send without waiting for an answer (the request's oneway flag): nothing comes back, a failed
-        write raises, and there is no retry, as RocketMQ's sendOneway.  *queue_id* and *message_queue*: as
-        :meth:`send`'s (Java's sendOneway(msg, mq))."""
-        self._check(topic, body)
-        broker_name: str | None = None
-        if message_queue is not None:
-            queue_id, broker_name = _chosen_queue(topic, queue_id, message_queue)
-        deadline = time.monotonic() + self.timeout_s
-        body, sys_flag = self._compressed(body)
-        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
-        retry_fields = _retry_header_fields(topic, message.properties)
-        props = message.property_map(new_uniq_key())
-        _check_properties(props)
-        route, _ = await self.routes.publish_route(topic)
-        targets = self._targets_of(topic, route)
-        queues = targets.queues
-        if queue_id is not None:  # any queue id the broker takes, as a send's (see _targets_of)
-            chosen = _queues_with_id(targets, queue_id, broker_name)
-            if not chosen and queues:  # named as a send names it (see _send)
-                raise _not_a_target(topic, targets, queue_id, broker_name)
-            queues = chosen
-        if not queues:
-            raise NoRouteError(topic, "no writeable queue")
-        mq = queues[next(self._next_queue) % len(queues)]
-        addr = targets.addrs[mq.broker_name]
-        ext = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag,
-                           sys_flag).to_ext_fields_v2()
-        ext.update(retry_fields or {})
-        request = RemotingCommand.request(_send_code(message.properties), ext, body, oneway=True)
-        timeout_s = deadline - time.monotonic()  # the route look-up counts, as in sendDefaultImpl
-        if timeout_s <= 0:
-            raise send_call_timeout(None)
-        try:
-            await self.pool.oneway(addr, request, timeout_s)
-        except LoopBoundError:
-            raise  # not a failed try: the producer is used from the wrong loop (see _send)
-        except RemotingError as exc:
-            if queue_id is not None:  # sendOneway(msg, mq): sendKernelImpl's exception as it is
-                raise
-            # sendDefaultImpl's one oneway try failed: "Send [1] times, still failed" (the module's docstring)
-            cost_ms = int((time.monotonic() - deadline + self.timeout_s) * 1000)
-            raise send_failed(exc, topic, 1, cost_ms, (mq.broker_name,)) from exc
-
-    async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
-                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-                           selector: QueueSelector = hash_queue_selector, timeout_s: float | None = None
-                           ) -> SendResult:
-        """Send to the queue *selector* picks for *sharding_key* among the topic's publish queues, so that
-        messages with one key keep their order.  No retry on another queue (that would break the order);
-        a failure raises.  *timeout_s*: this send's bound instead of the producer's (Java's
-        send(msg, selector, arg, timeout))."""
-        self._check(topic, body)
-        body, sys_flag = self._compressed(body)
-        if self.trace is None:
-            return await self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties,
-                                            selector, timeout_s=timeout_s)
-        began_ms = [0]
-        sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector,
-                                     began_ms, timeout_s=timeout_s)
-        # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
-        return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
-
-    async def send_oneway_orderly(self, topic: str, body: bytes, sharding_key: object, *,
-                                  tags: str | None = None, keys: str | list[str] | None = None,
-                                  properties: dict[str, str] | None = None,
-                                  selector: QueueSelector = hash_queue_selector) -> None:
-        """:meth:`send_oneway` to the queue *selector* picks for *sharding_key*, as :meth:`send_orderly` picks
-        it (Java's sendOneway(msg, selector, arg)): refused, with no route or a failing selector, in
-        send_orderly's words; a failed write raises as it is (no retry, no "Send [1] times")."""
-        self._check(topic, body)
-        _, _, mq = await self._selected_queue(topic, sharding_key, selector)
-        await self.send_oneway(topic, body, tags=tags, keys=keys, properties=properties, message_queue=mq)
-
-    async def _selected_queue(self, topic: str, sharding_key: object, selector: QueueSelector
-                              ) -> tuple[TopicRouteData, bool, MessageQueue]:
-        """The publish route of *topic*, whether the name servers know it (see RouteCache.publish_route),
-        and the queue *selector* picks among its publish queues for *sharding_key*; NoRouteError and the
-        selector's failures in 4.9.3's sendSelectImpl's words."""
-        try:
-            route, known = await self.routes.publish_route(topic)
-        except NoRouteError as exc:  # in sendSelectImpl's words, not sendDefaultImpl's
-            raise NoRouteError(topic, exc.reason, words=f"No route info for this topic, {topic}") from exc
-        queues = RouteCache.publish_queues(topic, route)
-        if not queues:
-            raise NoRouteError(topic, "no writeable queue", words=f"No route info for this topic, {topic}")
-        try:
-            mq = selector(queues, sharding_key)
-        except Exception as exc:  # the user's selector: its failure is named as Java's sendSelectImpl names it
-            raise ClientError(f"select message queue threw exception: {type(exc).__name__}: {exc}") from exc
-        if not isinstance(mq, MessageQueue):
-            raise ClientError(f"select message queue return {'null' if mq is None else repr(mq)}.")
-        return route, known, mq
-
-    async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
-                            keys: str | list[str] | None, properties: dict[str, str] | None,
-                            selector: QueueSelector, began_ms: list[int] | None = None, *,
-                            timeout_s: float | None = None) -> SendResult:
-        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
-        message = OutgoingMessage(body, tags, keys, dict(properties or {}))
-        retry_fields = _retry_header_fields(topic, message.properties)
-        uniq = message.uniq_key()
-        props = message.property_map(uniq)
-        _check_properties(props)
-        route, known, mq = await self._selected_queue(topic, sharding_key, selector)
-        header = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag, sys_flag)
-        ext = header.to_ext_fields_v2()
-        ext.update(retry_fields or {})
-        request = RemotingCommand.request(_send_code(message.properties), ext, body)
-        addr = _master_addr(route, mq)
-        # the route look-up and the selector count against the timeout, as sendSelectImpl's costTime
-        timeout_s = deadline - time.monotonic()
-        if timeout_s <= 0:
-            raise SendCallTimeoutError("sendSelectImpl call timeout")
-        if began_ms is not None:  # the trace times the request, not the route look-up (see _send)
-            began_ms[0] = int(time.time() * 1000)
-        response = await self.pool.request(addr, request, timeout_s)
-        result = self._result(response, uniq, mq)
-        if not known:
-            self.routes.invalidate(topic)
-        return result
-
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         """The queues a send to *topic* goes to (its brokers' write queues), from the name servers' route,
         broker by broker (:meth:`RouteCache.publish_queues`; Java's fetchPublishMessageQueues); NoRouteError
@@ -462,76 +296,6 @@ class Producer(ProducerInstance):
         RequestProducer's request message is retried on the same queue after a transport error, as 4.9.3's
         async send of request(msg, mq) is.)"""
         return 1
-
-    def _targets_of(self, topic: str, route: TopicRouteData) -> _Targets:
-        targets = self._targets.get(topic)
-        if targets is not None and targets.route is route:
-            return targets
-        targets = self._targets[topic] = _new_targets(topic, route)
-        return targets
-
-    def _compressed(self, body: bytes) -> tuple[bytes, int]:
-        """(body, sysFlag) as the Java producer's tryToCompressMessage leaves them: a body of
-        compress_msg_body_over_howmuch bytes or more zlib-compressed and flagged COMPRESSED."""
-        if len(body) >= self.compress_msg_body_over_howmuch:
-            return zlib.compress(body, self.compress_level), _COMPRESSED
-        return body, 0
-
-    def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int, sys_flag: int = 0
-                ) -> SendMessageRequestHeader:
-        return SendMessageRequestHeader(
-            producer_group=self.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
-            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=queue_id, sys_flag=sys_flag,
-            born_timestamp=int(time.time() * 1000), flag=flag, properties=properties or None,
-            reconsume_times=0, unit_mode=False, batch=batch)
-
-    def _ext_fields_v2(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int,
-                       sys_flag: int = 0) -> dict[str, str]:
-        """``self._header(...).to_ext_fields_v2()`` written out: the same dict (same keys, values and
-        order, a unit test compares them) without building and walking a 13-field frozen dataclass per send.
-        Only cold paths build it per send (bodies of 16 KiB and more); the usual send goes through the frame
-        template it makes (:meth:`_frame_template`)."""
-        ext = {"a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT, "e": str(queue_id),
-               "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(flag)}
-        if properties:
-            ext["i"] = properties
-        ext["j"] = "0"
-        ext["k"] = "false"
-        ext["m"] = "true" if batch else "false"
-        return ext
-
-    def _frame_template(self, topic: str, queue_id: int, batch: bool, flag: int, code: int,
-                        with_properties: bool, sys_flag: int = 0) -> JsonRequestTemplate:
-        """The template of the request frames :meth:`_ext_fields_v2`'s extFields make: everything but the
-        born timestamp ("g") and the properties ("i", when there are any) quoted once per queue."""
-        key = (self.group, topic, queue_id, batch, flag, code, with_properties, sys_flag)
-        template = self._frame_templates.get(key)
-        if template is None:
-            if len(self._frame_templates) >= 4096:
-                self._frame_templates.clear()
-            ext = self._ext_fields_v2(topic, queue_id, "-" if with_properties else "", batch, flag, sys_flag)
-            template = self._frame_templates[key] = JsonRequestTemplate(
-                code, ext, ("g", "i") if with_properties else ("g",))
-        return template
-
-    @staticmethod
-    def _result(response: RemotingCommand, msg_id: str, mq: MessageQueue) -> SendResult:
-        ext = response.ext_fields
-        if response.code == _SUCCESS:  # the usual answer: the queue asked for, a decimal offset
-            queue_id_text = ext.get("queueId")
-            offset_text = ext.get("queueOffset")
-            if (queue_id_text is not None and offset_text is not None and queue_id_text.isdecimal()
-                    and int(queue_id_text) == mq.queue_id):
-                return _new_send_result("SEND_OK", msg_id, ext.get("msgId", ""), mq, int(offset_text),
-                                        ext.get("MSG_REGION") or DEFAULT_REGION_ID, ext.get("TRACE_ON") != "false")
-        status = _SEND_STATUS.get(response.code)
-        if status is None:
-            raise broker_error_for(response.code, response.remark)
-        queue_id = int(ext.get("queueId", mq.queue_id))
-        return SendResult(status, msg_id, ext.get("msgId", ""),
-                          mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
-                          int(ext.get("queueOffset", "-1")), ext.get("MSG_REGION") or DEFAULT_REGION_ID,
-                          ext.get("TRACE_ON") != "false")
 
     async def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
                          queue_id: int | None = None, timeout_s: float | None = None,

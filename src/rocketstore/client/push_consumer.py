@@ -29,14 +29,17 @@ What runs, and why (the Java behaviour kept):
   ``<ip>@DEFAULT`` as in 4.9.3, so a restart finds the same file; ``instance_name`` names another).
 * Orderly CLUSTERING: queues are locked on the broker before they are consumed, the locks renewed every
   ``lock_renew_interval_s`` (the broker lets them expire) and released at shutdown.  Lock and unlock
-  requests go one at a time, so a renewal cannot lock again a queue being given up.
+  requests go one at a time, so a renewal cannot lock again a queue being given up (the base class
+  :class:`rocketstore.client.queue_locks.QueueLocks` sends them).
 * Concurrently: a message whose handler has run over ``consume_timeout_s`` is sent back (delay level 3)
   and stops holding its queue's offset back (cleanExpireMsg, checked every ``consume_timeout_s``).
 * ``subscribe`` / ``unsubscribe`` work after start too (a heartbeat and a rebalance follow at once);
   ``suspend`` / ``resume`` stop and restart all pulling.
 
 The group membership (routes, heartbeats, rebalance, offset store, where a new queue starts) is
-:class:`rocketstore.client.group_consumer.GroupConsumer`'s, shared with the lite pull consumer.
+:class:`rocketstore.client.group_consumer.GroupConsumer`'s, shared with the lite pull consumer.  The settings
+(:class:`PushConsumerSettings`, DEFAULT_MAX_RECONSUME_TIMES, ...) are
+:mod:`rocketstore.client.push_settings`'; every name of theirs this module had is importable from here.
 
 Loop-bound: create, start and shut it down on one event loop.  :class:`BlockingPushConsumer` runs one in a
 thread for code without a loop.
@@ -52,24 +55,24 @@ import time
 import zlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-from rocketstore.client import group_requests
 from rocketstore.client.consume import Consumption
 from rocketstore.client.consumer import MessageSelector, subscription_for
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.group_consumer import (
-    ConsumerSettingsError,
-    GroupConsumer,
-    GroupSettings,
-    resolve_settings,
-)
+from rocketstore.client.group_consumer import resolve_settings
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.pull_loop import flow_control_reason, pull_loop
+from rocketstore.client.push_settings import (  # (this module's before the split: still importable from here)
+    CONSUMER_TIMEOUT_WHEN_SUSPEND_S as CONSUMER_TIMEOUT_WHEN_SUSPEND_S,
+    DEFAULT_MAX_RECONSUME_TIMES as DEFAULT_MAX_RECONSUME_TIMES,
+    PushConsumerSettings,
+)
 from rocketstore.client.push_status import push_running_info
 from rocketstore.client.push_status import thread_stacks as thread_stacks  # (this module's before the split)
 from rocketstore.client.push_types import ConsumedMessage, MessageHandler, retry_topic
+from rocketstore.client.queue_locks import LOCK_BATCH_TIMEOUT_S as LOCK_BATCH_TIMEOUT_S  # (as above)
+from rocketstore.client.queue_locks import QueueLocks
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.trace_consumer import TracedConsumption
 from rocketstore.client.trace_dispatch import TraceDispatcher
@@ -97,99 +100,7 @@ __all__ = ["PushConsumer", "PushConsumerSettings"]
 log = logging.getLogger(__name__)
 
 
-#: the limit of a concurrent consumer left at max_reconsume_times -1, and an orderly one's (no limit)
-DEFAULT_MAX_RECONSUME_TIMES = 16
-#: the bound of LOCK_BATCH_MQ and UNLOCK_BATCH_MQ: 4.9.3's RebalanceImpl gives both a fixed 1 s
-LOCK_BATCH_TIMEOUT_S = 1.0
-#: the bound of a long-polling pull: 4.9.3's push consumer's CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND
-CONSUMER_TIMEOUT_WHEN_SUSPEND_S = 30.0
-_JAVA_INT_MAX = (1 << 31) - 1
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PushConsumerSettings(GroupSettings):
-    """Everything but the name servers, group, subscriptions and handler; Java's defaults unless noted
-    (the group, pull and offset settings are :class:`GroupSettings`')."""
-
-    orderly: bool = False
-    #: messages per handler call (consumeMessageBatchMaxSize)
-    consume_batch_size: int = 1
-    #: messages per pull (pullBatchSize)
-    pull_batch_size: int = 32
-    #: concurrently: send-backs before the DLQ; orderly: local retries before the DLQ.  -1 (Java's
-    #: default): 16 concurrently, no limit orderly (an orderly queue retries its message until it succeeds)
-    max_reconsume_times: int = -1
-    #: handler calls at once (consumeThreadMax; sync handlers run on a pool of this many threads)
-    consume_concurrency: int = 20
-    lock_renew_interval_s: float = 20.0
-    #: a lock not renewed for this long is not trusted any more (the broker keeps it 60 s)
-    lock_max_live_s: float = 30.0
-    #: orderly RECONSUME_LATER: pause before the same messages are handled again
-    suspend_current_queue_s: float = 1.0
-    #: concurrently: a message that cannot be sent back is handled again here after this pause
-    local_retry_delay_s: float = 5.0
-    #: concurrently: a message whose handler has run longer than this is sent back (delay level 3) and no
-    #: longer holds its queue's offset back; checked this often too (consumeTimeout, 15 minutes)
-    consume_timeout_s: float = 900.0
-    #: how long the broker may hold a pull with no message (brokerSuspendMaxTimeMillis)
-    long_poll_ms: int = 15_000
-    #: pause after a pull that found messages before the queue's next pull (pullInterval)
-    pull_interval_s: float = 0.0
-    #: -1 (off), or the messages / bytes all held queues may hold together: each queue's threshold becomes
-    #: this divided by the number of queues held, at least 1 message / 1 MiB (pullThresholdForTopic,
-    #: pullThresholdSizeForTopic; they replace pull_threshold_for_queue / pull_threshold_bytes_for_queue)
-    pull_threshold_for_topic: int = -1
-    pull_threshold_bytes_for_topic: int = -1
-    #: a queue whose pull loop has not come round for this long (or has died) is dropped and taken again by
-    #: the next rebalance (Java's ProcessQueue.isPullExpired, rocketmq.client.pull.pullMaxIdleTime)
-    pull_max_idle_s: float = 120.0
-    #: record SubBefore / SubAfter for every message handled (:mod:`rocketstore.client.trace_consumer`), sent
-    #: in the background to ``trace_topic`` (None: RMQ_SYS_TRACE_TOPIC), as DefaultMQPushConsumer's
-    #: enableMsgTrace and customizedTraceTopic
-    enable_trace: bool = False
-    trace_topic: str | None = None
-    #: how long shutdown waits for the handlers in progress (DefaultMQPushConsumer's
-    #: awaitTerminationMillisWhenShutdown); None: as long as they take.  Past it the handlers still running
-    #: are abandoned: an async one is cancelled, a sync one's thread runs on but its result is ignored, and
-    #: their messages stay uncommitted (handled again by the group after the restart, none lost)
-    await_termination_when_shutdown_s: float | None = None
-
-    def check(self) -> None:
-        """DefaultMQPushConsumerImpl.checkConfig's ranges (ConsumerSettingsError), and ours for the rest."""
-        self.check_range("consume_concurrency", 1, 1000, "consumeThreadMin/consumeThreadMax")
-        self.check_range("consume_max_span", 1, 65535, "consumeConcurrentlyMaxSpan")
-        self.check_range("pull_threshold_for_queue", 1, 65535, "pullThresholdForQueue")
-        self.check_range("pull_threshold_for_topic", 1, 6553500, "pullThresholdForTopic", off=-1)
-        # Java counts these two in MiB
-        self.check_range("pull_threshold_bytes_for_queue", 1, 1024, "pullThresholdSizeForQueue", unit=1 << 20)
-        self.check_range("pull_threshold_bytes_for_topic", 1, 102400, "pullThresholdSizeForTopic", off=-1,
-                         unit=1 << 20)
-        self.check_range("pull_interval_s", 0, 65535, "pullInterval", unit=0.001)  # Java: ms
-        self.check_range("consume_batch_size", 1, 1024, "consumeMessageBatchMaxSize")
-        self.check_range("pull_batch_size", 1, 1024, "pullBatchSize")
-        if not self.consume_timeout_s > 0:
-            raise ConsumerSettingsError("consume_timeout_s must be positive")
-        if self.max_reconsume_times < -1:
-            raise ConsumerSettingsError("max_reconsume_times must be -1 (the default) or at least 0")
-        wait_s = self.await_termination_when_shutdown_s
-        if wait_s is not None and not wait_s >= 0:
-            raise ConsumerSettingsError("await_termination_when_shutdown_s must be None or at least 0")
-
-    @property
-    def consumer_timeout_when_suspend_s(self) -> float:
-        """The bound of each pull: 30 s as 4.9.3's push consumer, more when ``long_poll_ms`` (a constant
-        15 s in 4.9.3) lets the broker hold a pull that long."""
-        return max(CONSUMER_TIMEOUT_WHEN_SUSPEND_S, self.long_poll_ms / 1000 + self.timeout_s)
-
-    def reconsume_limit(self) -> int:
-        """The effective max_reconsume_times (Java's getMaxReconsumeTimes of each consume service): -1 is 16
-        concurrently and Integer.MAX_VALUE (no limit) orderly."""
-        if self.max_reconsume_times != -1:
-            return self.max_reconsume_times
-        return _JAVA_INT_MAX if self.orderly else DEFAULT_MAX_RECONSUME_TIMES
-
-
-class PushConsumer(GroupConsumer):
+class PushConsumer(QueueLocks):
     settings: PushConsumerSettings
     consume_type = ConsumeType.PASSIVELY
     what = "push consumer"
@@ -609,79 +520,3 @@ class PushConsumer(GroupConsumer):
             queues = ", ".join(f"{mq.topic}:{mq.queue_id}" for mq in mqs)
             log.warning("%s: the offsets of %d queue(s) of broker %s given up were not committed (%s): %s",
                         self.group, len(mqs), broker_name, queues, exc)
-
-    # --- locks (orderly clustering) ----------------------------------------------------------------------
-
-    async def _lock(self, mqs: list[MessageQueue]) -> tuple[set[MessageQueue], set[str]]:
-        """LOCK_BATCH_MQ per broker; the granted queues (a failing broker grants nothing) and the names of the
-        brokers that answered.  A queue whose unlock has begun is not asked for (see ``_lock_requests``)."""
-        async with self._lock_requests:
-            return await self._lock_now([mq for mq in mqs if not self._unlocking(mq)])
-
-    def _unlocking(self, mq: MessageQueue) -> bool:
-        pq = self.process_queues.get(mq)
-        return pq is not None and pq.unlocking
-
-    async def _lock_now(self, mqs: list[MessageQueue]) -> tuple[set[MessageQueue], set[str]]:
-        granted: set[MessageQueue] = set()
-        answered: set[str] = set()
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for broker_name, group in by_broker.items():
-            addr = self._brokers.get(broker_name)
-            if addr is None:
-                continue
-            # tried again every lock_renew_interval_s, and every RELOCK_WAIT_S by each orderly queue holding
-            # messages: while the broker is down they fail as one run of the broker's (one line, not one a try)
-            what = f"the lock of queues on {addr}"
-            try:
-                granted |= await group_requests.lock_queues(self.consumer.pool, addr, self.group, self.client_id,
-                                                            group, LOCK_BATCH_TIMEOUT_S)
-            except (RocketStoreError, OSError) as exc:
-                self.failure_runs.failed(log, what, exc)
-                continue
-            self.failure_runs.worked(log, what)
-            answered.add(broker_name)
-        return granted, answered
-
-    async def lock_all(self) -> None:
-        """Renew the locks of every held queue (RebalanceImpl.lockAll).  A queue dropped but not let go yet
-        (its handler is still busy) is renewed too, as in 4.9.3: were its lock to expire under that handler,
-        the queue's new owner would start on it meanwhile.  A broker that did not answer changes nothing: its
-        queues keep their lock until ``lock_max_live_s`` after the last granted one, as in 4.9.3 (the broker
-        holds a lock twice as long), so one lost renewal does not pause them."""
-        pqs = dict(self.process_queues)
-        if not pqs:
-            return
-        granted, answered = await self._lock(list(pqs))
-        now = time.monotonic()
-        for mq, pq in pqs.items():
-            if mq in granted and not pq.unlocking:
-                pq.locked, pq.last_lock_s = True, now
-                pq.wake()
-            elif mq.broker_name in answered or pq.unlocking:
-                pq.locked = False
-
-    async def lock_one(self, pq: ProcessQueue) -> bool:
-        if pq.mq in (await self._lock([pq.mq]))[0] and not pq.unlocking:
-            pq.locked, pq.last_lock_s = True, time.monotonic()
-            return True
-        return False
-
-    async def _unlock(self, mqs: list[MessageQueue]) -> None:
-        """UNLOCK_BATCH_MQ per broker, once the lock request in flight (if any) is answered; renewals from
-        now on leave these queues out."""
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-            pq = self.process_queues.get(mq)
-            if pq is not None:
-                pq.unlocking, pq.locked = True, False
-        async with self._lock_requests:
-            for broker_name, group in by_broker.items():
-                addr = self._brokers.get(broker_name)
-                if addr is not None:
-                    await self.quietly(f"unlock on {addr}", group_requests.unlock_queues(
-                        self.consumer.pool, addr, self.group, self.client_id, group, LOCK_BATCH_TIMEOUT_S))
-
