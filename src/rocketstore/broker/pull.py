@@ -145,9 +145,9 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
                     f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
                     f"[{tc.read_queue_nums}] consumer:[{java_socket_text(None, conn.peer)}]")
     if has_subscription:
-        sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
-        if sub.expression_type != "TAG" and not sub.sub_string:  # FilterAPI.build refuses an empty one
+        if _unparsable_subscription(h.subscription or "", h.expression_type or "TAG"):
             return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+        sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
     else:
         info = broker.clients.group(h.consumer_group)
         if info is None:
@@ -232,6 +232,16 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         broker.stats.pulled(h.consumer_group, h.topic, result.message_count, len(body),
                             (time.monotonic_ns() - began_ns) // 1_000_000, queue_id=h.queue_id)
     return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)
+
+
+def _unparsable_subscription(expression: str, expression_type: str) -> bool:
+    """What 4.9.3's FilterAPI.build throws for (SUBSCRIPTION_PARSE_FAILED): an empty expression of a type
+    other than TAG (a blank one builds, and fails later as one that does not compile), and a TAG expression
+    of ``||`` pairs only (``||``, ``||||``), which Java's split (trailing empty strings dropped) cuts into no
+    piece at all ("subString split error"); `` || `` cuts into blank pieces and builds, naming no tag."""
+    if expression_type != "TAG":
+        return not expression
+    return bool(expression) and not expression.replace("||", "")
 
 
 def _sql_filter(sub: SubscriptionData) -> SqlFilter | None:
