@@ -48,6 +48,7 @@ from rocketstore.message.record import (
     decode_dispatch_info,
 )
 from rocketstore.message.system_topics import SCHEDULE_TOPIC
+from rocketstore.repeats import EVERY, FailureRun
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
@@ -169,6 +170,8 @@ class Dispatcher:
         #: set while consume-queue or index files cannot be written (disk full, I/O error); dispatch
         #: retries and clears it once a record goes through
         self.io_error: OSError | None = None
+        #: the gaps met so far in each consume queue (``_gap``), for the life of this dispatcher (one open)
+        self._gaps: dict[tuple[str, int], FailureRun] = {}
 
     def tags_code_of(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
         return tags_code_of(topic, props, store_timestamp, self.delay_levels_ms, self.max_delay_level)
@@ -191,9 +194,7 @@ class Dispatcher:
             if cq is None:
                 cq = self.queues.find_or_create(topic, queue_id)
             if not cq.put(commit_log_offset, size, code, queue_offset):
-                self.error = (f"consume queue {topic}/{queue_id} expected entry {queue_offset} "
-                              f"but holds {cq.max_offset}")
-                log.error("dispatch: %s", self.error)
+                self._gap(topic, queue_id, queue_offset, cq.max_offset)
         index = self.index
         if index is not None:  # every record, keys or not: a full index file rolls on the next record
             index.build(topic, commit_log_offset, store_ts, sys_flag, props.get("UNIQ_KEY"), props.get("KEYS"))
@@ -388,8 +389,16 @@ class Dispatcher:
                 self._gap(topic, queue_id, bad, cq.max_offset)
 
     def _gap(self, topic: str, queue_id: int, expected: int, holds: int) -> None:
+        """A record's QUEUEOFFSET is not the next entry of its queue (a segment missing in the middle of a
+        crashed store): the queue refuses it and, stuck there, every later record of it.  Each is a gap, but
+        only the queue's first (and every repeats.EVERY-th) is logged at ERROR, the others at DEBUG: an
+        operator opening such a store reads one line per queue, not one per record."""
         self.error = f"consume queue {topic}/{queue_id} expected entry {expected} but holds {holds}"
-        log.error("dispatch: %s", self.error)
+        run = self._gaps.get((topic, queue_id))
+        if run is None:
+            run = self._gaps[(topic, queue_id)] = FailureRun()
+        log.log(run.failed(logging.ERROR), "dispatch: %s (gap %d of this queue; only its first and every "
+                "%dth are logged above DEBUG)", self.error, run.count, EVERY)
 
     def dispatch_available(self, bound: int | None = None) -> int:
         """Dispatch every record between ``reput_offset`` and *bound* (default: the written end).
