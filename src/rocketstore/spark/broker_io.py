@@ -53,10 +53,12 @@ class SendRefusedError(ClientError):
 
 @dataclass(frozen=True, slots=True)
 class OutgoingRecord:
-    """One message as the sink sends it; ``properties`` already hold TAGS / KEYS / UNIQ_KEY."""
+    """One message as the sink sends it; ``properties`` already hold TAGS / KEYS / UNIQ_KEY.  ``row`` is its
+    row's index in the task's partition (the sink's errors name it)."""
 
     body: bytes
     properties: dict[str, str]
+    row: int
 
     @property
     def uniq_key(self) -> str:

@@ -183,7 +183,6 @@ def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id
                         raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                                   f"row {row} of partition {partition_id}: {problem}")
                 properties[PropertyName.UNIQ_KEY] = uniq_key_for(write_id, batch_id, partition_id, row)
-                row += 1
                 qid = queue_ids[i] if queue_ids is not None else None
                 key = (str(topic), None if qid is None else int(qid))  # type: ignore[call-overload]
                 records, size = pending.setdefault(key, ([], [0]))
@@ -195,7 +194,8 @@ def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id
                                 or waits_store_msg_ok(records[0].properties) != waits_store_msg_ok(properties)):
                     flush(key)  # what came before goes first: the queue keeps the rows' order
                     records, size = pending.setdefault(key, ([], [0]))
-                records.append(OutgoingRecord(data, properties))
+                records.append(OutgoingRecord(data, properties, row))
+                row += 1
                 size[0] += len(data)
                 if alone or len(records) >= options.batch_messages:
                     flush(key)
@@ -224,18 +224,34 @@ def _send_split(session: BrokerSession, topic: str, records: list[OutgoingRecord
     """
     try:
         session.send(topic, records, queue_id)
-    except SendRefusedError:  # stored, though not SEND_OK
+    except SendRefusedError as exc:  # stored, though not SEND_OK
         report.add_send(topic, records)
+        exc.add_note(_send_rows(records, report.partition_id))
         raise
     except BrokerError as exc:
         if len(records) < 2 or not _size_refusal(exc):
+            exc.add_note(_send_rows(records, report.partition_id))
             raise
+    except Exception as exc:  # the producer's own checks, a timeout, a broker gone: the rows are named all the same
+        exc.add_note(_send_rows(records, report.partition_id))
+        raise
     else:
         report.add_send(topic, records)
         return
     half = len(records) // 2
     _send_split(session, topic, records[:half], queue_id, report)
     _send_split(session, topic, records[half:], queue_id, report)
+
+
+def _send_rows(records: list[OutgoingRecord], partition_id: int) -> str:
+    """The rows of a failed send, so that the user finds the row the broker refused (e.g. one over its
+    maxMessageSize): the error itself names a message only by its size or UNIQ_KEY."""
+    rows = [r.row for r in records]
+    if len(rows) == 1:
+        return (f"rocketmq sink: the failed send held row {rows[0]} of partition {partition_id} "
+                f"(UNIQ_KEY {records[0].uniq_key}, {len(records[0].body)} body bytes)")
+    shown = ", ".join(str(n) for n in rows[:8]) + (", ..." if len(rows) > 8 else "")
+    return f"rocketmq sink: the failed send held {len(rows)} rows of partition {partition_id}: {shown}"
 
 
 def _totals(messages: list[WriterCommitMessage | None]) -> SinkCommitMessage:
