@@ -200,7 +200,7 @@ def test_a_client_older_than_3_0_7_fails_the_request(cluster: LocalCluster) -> N
 
     answer = run(go())
     assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR,
-                                            "the client does not support this feature. version=27")
+                                            "the client does not support this feature. version=V3_0_6")
 
 
 @requires_cpp_client

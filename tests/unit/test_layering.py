@@ -18,7 +18,8 @@ FORBIDDEN = {
     "spark": {"cli", "broker", "namesrv"},
 }
 SANS_IO = {"remoting/codec.py", "remoting/frame_decoder.py", "remoting/templates.py", "remoting/command.py",
-           "remoting/headers.py", "remoting/header_fields.py", "remoting/send_headers.py", "remoting/codes.py"}
+           "remoting/headers.py", "remoting/header_fields.py", "remoting/send_headers.py", "remoting/codes.py",
+           "remoting/versions.py"}
 #: The only remoting modules that may touch asyncio and sockets (STYLE.md section 1); busy_poll.py is the
 #: transport's event-loop policy (it schedules loop callbacks, no sockets); connection.py, event_loop.py and
 #: addresses.py are the parts transport.py was split into (it re-exports them), serving.py the part of

@@ -25,6 +25,7 @@ from rocketstore.remoting.headers import (
 )
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
+from rocketstore.remoting.versions import get_version_desc
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
@@ -73,8 +74,8 @@ async def call_consumer(broker: Broker, request: RemotingCommand, group: str, cl
                                        remark=f"The Consumer <{group}> <{client_id}> not online")
     if channel.version < MQVersion.V3_1_8_SNAPSHOT:
         return answer_to.make_response(ResponseCode.SYSTEM_ERROR, remark=(
-            f"The Consumer <{client_id}> Version <{channel.version}> too low to finish, please upgrade it to "
-            "V3_1_8_SNAPSHOT"))
+            f"The Consumer <{client_id}> Version <{get_version_desc(channel.version)}> too low to finish, "
+            "please upgrade it to V3_1_8_SNAPSHOT"))
     forwarded = RemotingCommand.request(request.code, dict(request.ext_fields), request.body)
     try:
         response = await channel.connection.request(forwarded, CALL_CLIENT_TIMEOUT_S)

@@ -5,7 +5,7 @@
   of the topic with GET_CONSUMER_STATUS_FROM_CLIENT (221) and answers a GetConsumerStatusBody whose
   consumerTable maps each client id that answered to its table, as Broker2Client.getConsumeStatus does: no
   consumer online is SYSTEM_ERROR "No Any Consumer online in the consumer group: [g]", one older than
-  V3_0_7_SNAPSHOT SYSTEM_ERROR "the client does not support this feature. version=<n>"; a consumer that
+  V3_0_7_SNAPSHOT SYSTEM_ERROR "the client does not support this feature. version=<name>"; a consumer that
   answers with an error, answers nothing within 5 s or whose answer cannot be read is left out (the C++
   clients never answer 221).  The consumers are asked at once, not one after the other.
 * QUERY_CONSUME_TIME_SPAN (303): per write queue of the topic, the store times of its oldest and newest
@@ -59,6 +59,7 @@ from rocketstore.remoting.headers import (
 )
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
+from rocketstore.remoting.versions import get_version_desc
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
@@ -99,7 +100,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         old = next((c for c in channels if c.version < MQVersion.V3_0_7_SNAPSHOT), None)
         if old is not None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
-                                         remark=f"the client does not support this feature. version={old.version}")
+                                         remark=("the client does not support this feature. version="
+                                                 f"{get_version_desc(old.version)}"))
         ext = GetConsumerStatusRequestHeader(topic=h.topic, group=h.group).to_ext_fields()
         answers = await asyncio.gather(*(_ask_status(c, ext, h.topic, h.group) for c in channels))
         table = {c.client_id: answer for c, answer in zip(channels, answers, strict=True) if answer is not None}

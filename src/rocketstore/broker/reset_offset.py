@@ -29,6 +29,7 @@ from rocketstore.remoting.consumer_bodies import QueueKey, encode_reset_offset_b
 from rocketstore.remoting.headers import ResetOffsetRequestHeader
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
+from rocketstore.remoting.versions import get_version_desc
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
@@ -69,7 +70,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
                         f"Timestamp: {h.timestamp_ms}")
         old = [c for c in channels if c.version < MQVersion.V3_0_7_SNAPSHOT]
         if old:
-            return fail(ResponseCode.SYSTEM_ERROR, f"the client does not support this feature. version={old[0].version}")
+            return fail(ResponseCode.SYSTEM_ERROR, f"the client does not support this feature. version="
+                                                  f"{get_version_desc(old[0].version)}")
         ext = h.to_ext_fields()
         bodies = {for_c: encode_reset_offset_body(table, for_c=for_c) for for_c in (False, True)}
         for channel in channels:

@@ -80,6 +80,7 @@ from rocketstore.remoting.headers import GetConsumeStatsInBrokerHeader, ViewBrok
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.tls import client_context_default
 from rocketstore.remoting.transport import Connection
+from rocketstore.remoting.versions import get_version_desc
 from rocketstore.store import config as store_config_module
 from rocketstore.store.config import BrokerRole
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
@@ -165,7 +166,7 @@ def runtime_table(broker: Broker) -> dict[str, str]:
     table["commitLogMinOffset"] = str(store.min_commit_log_offset)
     table["commitLogMaxOffset"] = str(store.max_commit_log_offset)
     table.update({
-        "brokerVersionDesc": "V4_9_3",
+        "brokerVersionDesc": get_version_desc(MQ_VERSION),
         "brokerVersion": str(MQ_VERSION),
         "msgPutTotalYesterdayMorning": str(stats.put_total_yesterday_morning),
         "msgPutTotalTodayMorning": str(stats.put_total_today_morning),

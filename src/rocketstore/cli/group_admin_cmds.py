@@ -17,7 +17,7 @@ import argparse
 
 from rocketstore.cli.output import add_common, admin_of, broker_address, print_json, print_table, run_command
 from rocketstore.client.admin_types import ConsumerConnection
-from rocketstore.remoting.codes import MQVersion
+from rocketstore.remoting.versions import get_version_desc
 
 __all__ = ["add_group_commands", "register", "version_name"]
 
@@ -63,12 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     connections.set_defaults(handler=_producer_connections)
 
 
-def version_name(version: int) -> str:
-    """A client's version ordinal as mqadmin prints it (``V4_9_3``), the number when unknown here."""
-    try:
-        return MQVersion(version).name
-    except ValueError:
-        return str(version)
+#: a client's version ordinal as mqadmin prints it (``V4_9_3``); admin_cmds' consumer list uses it too
+version_name = get_version_desc
 
 
 def _connections_json(connections: list[ConsumerConnection]) -> list[dict[str, object]]:

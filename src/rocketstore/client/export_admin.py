@@ -23,7 +23,8 @@ from rocketstore.client.admin_types import AdminCalls, BrokerStatsData, Consumer
 from rocketstore.client.errors import BrokerError, ClientError
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from rocketstore.remoting.codes import MQ_VERSION, MQVersion, RequestCode
+from rocketstore.remoting.codes import MQ_VERSION, RequestCode
+from rocketstore.remoting.versions import get_version_desc
 
 if TYPE_CHECKING:
     from rocketstore.remoting.bodies import DataVersion
@@ -46,12 +47,8 @@ TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 
-def version_desc(version: int) -> str:
-    """A version ordinal as MQVersion.getVersionDesc names it (``V4_9_3``); the number when unknown here."""
-    try:
-        return MQVersion(version).name
-    except ValueError:
-        return str(version)
+#: a version ordinal as exportMetrics labels it (``V4_9_3``): 4.9.3's MQVersion.getVersionDesc
+version_desc = get_version_desc
 
 
 def day_sum(stats: BrokerStatsData) -> int:

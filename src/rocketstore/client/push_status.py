@@ -11,7 +11,8 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from rocketstore.remoting.codes import MQ_VERSION, MQVersion
+from rocketstore.remoting.codes import MQ_VERSION
+from rocketstore.remoting.versions import get_version_desc
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo, ProcessQueueInfo, QueueKey
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def push_running_info(consumer: PushConsumer, *, jstack: bool = False) -> Consum
         ConsumerRunningInfo.PROP_THREADPOOL_CORE_SIZE: str(s.consume_concurrency),
         ConsumerRunningInfo.PROP_CONSUME_ORDERLY: "true" if consumer.orderly else "false",
         ConsumerRunningInfo.PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
-        ConsumerRunningInfo.PROP_CLIENT_VERSION: MQVersion(MQ_VERSION).name,
+        ConsumerRunningInfo.PROP_CLIENT_VERSION: get_version_desc(MQ_VERSION),
     }
     wall_ms, mono = time.time() * 1000, time.monotonic()
 

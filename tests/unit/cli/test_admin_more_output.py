@@ -34,7 +34,7 @@ def test_cluster_row_of_an_empty_store_or_a_silent_broker() -> None:
                       "error": "connection refused"}
 
 
-@pytest.mark.parametrize(("version", "name"), [(399, "V4_9_3"), (63, "V3_1_8"), (12345, "12345")])
+@pytest.mark.parametrize(("version", "name"), [(399, "V4_9_3"), (63, "V3_1_8"), (12345, "HIGHER_VERSION")])
 def test_client_versions_print_as_mqadmin_names_them(version: int, name: str) -> None:
     assert version_name(version) == name
 

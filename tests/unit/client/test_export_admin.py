@@ -44,4 +44,4 @@ def test_merged_metadata_keeps_the_tables_asked_for_and_the_export_time() -> Non
 
 def test_version_desc_names_known_ordinals() -> None:
     assert version_desc(399) == "V4_9_3"
-    assert version_desc(5) == "5"
+    assert version_desc(5) == "V3_0_0_BETA4"
