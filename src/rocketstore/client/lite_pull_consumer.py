@@ -55,7 +55,7 @@ from enum import Enum
 
 from rocketstore.client.consumer import MessageSelector, subscription_for
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError
+from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.group_consumer import (
     ConsumerSettingsError,
     GroupConsumer,
@@ -537,9 +537,19 @@ class LitePullConsumer(GroupConsumer):
         await self.seek(mq, await self.consumer.max_offset(mq))
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
-        """The topic's queues from the name servers (readable ones), sorted."""
+        """The topic's queues from the name servers (readable ones), sorted.  NoRouteError in 4.9.3's words
+        (fetchSubscribeMessageQueues: "Can not find Message Queue for this topic, <topic>") for a topic the
+        name servers do not know or whose queues are all write-only (perm 2): an empty list would have an
+        assign-mode caller poll nothing, silently."""
         self._check_running()
-        return sorted(await self.consumer.queues(topic))
+        words = f"Can not find Message Queue for this topic, {topic}"
+        try:
+            queues = await self.consumer.queues(topic)
+        except NoRouteError as exc:
+            raise NoRouteError(topic, exc.reason, words=words) from exc
+        if not queues:
+            raise NoRouteError(topic, "no readable queue (the name servers return none)", words=words)
+        return sorted(queues)
 
     # --- queue-set change listeners (registerTopicMessageQueueChangeListener) ----------------------------
 
