@@ -46,11 +46,20 @@ INDEX_ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _HEADER_BYTES = 40
 _MAX_INT = 0x7FFFFFFF
+#: below this, Java's long ``storeTimestamp - beginTimestamp`` wraps to a large positive timeDiff (clamped to
+#: Integer.MAX_VALUE), as the vectorised paths' int64 arithmetic does; Python's ints would not wrap
+_LONG_MIN = -(2**63)
 #: a run with fewer keys than this (counted as one per record, two when records carry a UNIQ_KEY) is
 #: indexed key by key (``IndexFile.put_hashes``): the vectorised path costs ~40 numpy calls per run, which
 #: pays off only past ~50 keys (measured, 100 B records: at 32 records with UNIQ_KEY + KEYS numpy was ~15%
 #: faster, with KEYS alone ~20% slower)
 _BULK_MIN_KEYS = 56
+
+
+def _negative_time_diff(diff: int) -> int:
+    """The timeDiff of an entry stored before its file's begin timestamp: 0, as Java's truncating division
+    and clamp give, unless the long subtraction overflowed into a positive value (Integer.MAX_VALUE then)."""
+    return _MAX_INT if diff < _LONG_MIN else 0
 
 
 class IndexFile:
@@ -110,9 +119,9 @@ class IndexFile:
         if self.begin_timestamp <= 0:
             time_diff = 0
         else:
-            # Java long division truncates toward zero; then clamped to [0, Integer.MAX_VALUE]
+            # clamped to [0, Integer.MAX_VALUE]: a negative difference is 0 unless Java's long wrapped it
             diff = store_timestamp - self.begin_timestamp
-            time_diff = min(_MAX_INT, max(0, int(diff / 1000) if diff < 0 else diff // 1000))
+            time_diff = _negative_time_diff(diff) if diff < 0 else min(_MAX_INT, diff // 1000)
         INDEX_ENTRY.pack_into(buf, self._entries_at + self.index_count * 20, key_hash, commit_log_offset,
                               time_diff, slot_value)
         _SLOT.pack_into(buf, slot_pos, self.index_count)
@@ -160,9 +169,8 @@ class IndexFile:
             if begin <= 0:
                 time_diff = 0
             else:
-                # (a negative difference truncates toward zero in Java, then clamps to 0 either way)
                 time_diff = stamps[k] - begin
-                time_diff = 0 if time_diff < 0 else min(_MAX_INT, time_diff // 1000)
+                time_diff = _negative_time_diff(time_diff) if time_diff < 0 else min(_MAX_INT, time_diff // 1000)
             write_entry(buf, at, h, offsets[k], time_diff, prev)
             write_slot(buf, slot_pos, ic)  # after the entry: a concurrent query never sees a torn one
             ic += 1
