@@ -43,3 +43,24 @@ def test_times_past_the_microsecond_range_saturate_instead_of_wrapping(born_ms: 
     assert row["msgId"] == [encode_offset_message_id(HOST, offset)]
     assert batch.column("bornTimestamp").cast(pa.int64()).to_pylist() == [born_us]
     assert batch.column("storeTimestamp").cast(pa.int64()).to_pylist() == [store_us]
+
+
+@pytest.mark.parametrize(("born_ms", "store_ms", "born_us", "store_us"), [
+    (LONG_MAX, LONG_MIN, US_MAX, US_MIN),
+    (1_700_000_000_000, 1_700_000_000_123, 1_700_000_000_000_000, 1_700_000_000_123_000),
+])
+def test_the_broker_stream_sources_rows_saturate_the_same_way(born_ms: int, store_ms: int, born_us: int,
+                                                               store_us: int) -> None:
+    # the rocketmq (broker) source builds its batches from pulled messages, column lists of its own: a time
+    # past the microsecond range failed the whole micro-batch (OverflowError) there, on every retry
+    from rocketstore.message.record import decode_record
+    from rocketstore.spark.stream_source import _Columns
+
+    raw = bytes(encode_record(Message("T", b"body", born_timestamp=born_ms), store_host=HOST, born_host=HOST,
+                              store_timestamp=store_ms, queue_offset=3, commit_log_offset=1 << 40)[0])
+    columns = _Columns(list(SCHEMA.names), SCHEMA)
+    columns.add("broker-a", decode_record(raw))
+    batch = columns.flush()
+    assert batch.column("bornTimestamp").cast(pa.int64()).to_pylist() == [born_us]
+    assert batch.column("storeTimestamp").cast(pa.int64()).to_pylist() == [store_us]
+    assert batch.column("commitLogOffset").to_pylist() == [1 << 40]

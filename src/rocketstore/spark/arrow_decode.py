@@ -46,12 +46,17 @@ from rocketstore.message.inflate import inflate_body
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import SysFlag
 
-__all__ = ["record_batch", "record_batches"]
+__all__ = ["micros_from_ms", "record_batch", "record_batches"]
 
 _MICROS_PER_MS = 1000
 #: the milliseconds whose microseconds fit Arrow's int64 timestamp; a record's born or store time is any Java
 #: long (a producer sets bornTimestamp), and a larger one saturates instead of wrapping to around 1970
 _MS_LIMITS = (-(2**63 // _MICROS_PER_MS), (2**63 - 1) // _MICROS_PER_MS)
+
+
+def micros_from_ms(ms: np.ndarray) -> np.ndarray:
+    """Java millisecond times (int64) as the microseconds of Arrow's timestamp type, saturated at its range."""
+    return np.clip(ms, *_MS_LIMITS) * _MICROS_PER_MS
 _PROPERTY_COLUMNS = {"tags": PropertyName.TAGS, "keys": PropertyName.KEYS, "uniqKey": PropertyName.UNIQ_KEY}
 
 
@@ -266,7 +271,7 @@ class _Decoded:
             return arr if arr.type.equals(typ) else arr.cast(typ)
         if name in ("bornTimestamp", "storeTimestamp"):
             ms = c.born_timestamp if name == "bornTimestamp" else c.store_timestamp
-            return pa.array(np.clip(ms, *_MS_LIMITS) * _MICROS_PER_MS, pa.int64()).view(typ)
+            return pa.array(micros_from_ms(ms), pa.int64()).view(typ)
         if name in ("bornHost", "storeHost"):
             born = name == "bornHost"
             texts, index = host_texts(c.born_ip if born else c.store_ip, c.born_port if born else c.store_port,

@@ -48,6 +48,7 @@ from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import encode_offset_message_id
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import StoredMessage
+from rocketstore.spark.arrow_decode import micros_from_ms
 from rocketstore.spark.broker_io import BrokerSession
 from rocketstore.spark.store_options import BATCH_MAX_BYTES, BATCH_ROWS
 from rocketstore.spark.store_source import _arrow_schema, store_schema
@@ -522,7 +523,7 @@ class _Columns:
             "topic": m.topic, "brokerName": broker_name, "queueId": m.queue_id, "queueOffset": m.queue_offset,
             "commitLogOffset": m.commit_log_offset, "body": m.body, "tags": props.get(PropertyName.TAGS),
             "keys": props.get(PropertyName.KEYS), "uniqKey": props.get(PropertyName.UNIQ_KEY),
-            "bornTimestamp": m.born_timestamp * 1000, "storeTimestamp": m.store_timestamp * 1000,
+            "bornTimestamp": m.born_timestamp, "storeTimestamp": m.store_timestamp,  # ms: micros at flush
             "sysFlag": m.sys_flag, "flag": m.flag, "reconsumeTimes": m.reconsume_times,
         }
         for name, col in cols.items():
@@ -550,7 +551,8 @@ class _Columns:
                                               pa.array(self.prop_values, pa.string()))
                 arrays.append(arr if arr.type.equals(field.type) else arr.cast(field.type))
             elif pa.types.is_timestamp(field.type):
-                arrays.append(pa.array(np.asarray(self.cols[field.name], dtype=np.int64), field.type))
+                ms = np.asarray(self.cols[field.name], dtype=np.int64)
+                arrays.append(pa.array(micros_from_ms(ms), field.type))
             else:
                 arrays.append(pa.array(self.cols[field.name], field.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
