@@ -50,7 +50,7 @@ from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
 __all__ = ["MessageSelector", "PullConsumer", "PullResult", "PullStatus", "UndecodableMessage",
-           "decode_messages", "decode_pulled", "subscription_for"]
+           "decode_messages", "decode_pulled", "subscribed", "subscription_for"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,18 @@ def subscription_for(topic: str, expression: str | MessageSelector, sub_version:
     if sub.expression_type == "TAG" and not sub.matches_all and not sub.tags_set:
         raise ValueError(f"the tag expression {sub.sub_string!r} of {topic} names no tag")
     return sub
+
+
+def subscribed(topic: str, expression: str | MessageSelector, sub_version: int) -> SubscriptionData:
+    """:func:`subscription_for` as a push or lite pull consumer's subscribe takes it: also ValueError for
+    an empty expression of a type other than TAG (an SQL92 one), which 4.9.3's subscribe refuses
+    (FilterAPI.build: "Expression can't be null!"); taken, the broker refused every pull of the topic and
+    the consumer consumed nothing, for ever.  (A pull consumer's pull with one goes on to the broker,
+    which answers SUBSCRIPTION_PARSE_FAILED.)"""
+    if isinstance(expression, MessageSelector) and expression.expression_type != "TAG" \
+            and not expression.expression:
+        raise ValueError(f"the {expression.expression_type} expression of {topic} is empty")
+    return subscription_for(topic, expression, sub_version)
 
 
 @dataclass(frozen=True, slots=True)

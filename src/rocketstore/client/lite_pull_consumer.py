@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from rocketstore.client.consumer import MessageSelector, subscription_for
+from rocketstore.client.consumer import MessageSelector, subscribed
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.client.group_consumer import (
@@ -295,7 +295,7 @@ class LitePullConsumer(GroupConsumer):
         if not topic:
             raise ValueError("topic must not be empty")
         self._set_mode(_Mode.SUBSCRIBE)
-        self.subscriptions[topic] = subscription_for(topic, expression, int(time.time() * 1000))
+        self.subscriptions[topic] = subscribed(topic, expression, int(time.time() * 1000))
         self._resubscribed()  # heartbeat the new subscriptions and rebalance now
 
     def unsubscribe(self, topic: str) -> None:

@@ -58,7 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rocketstore.client.consume import Consumption
-from rocketstore.client.consumer import MessageSelector, subscription_for
+from rocketstore.client.consumer import MessageSelector, subscribed
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.group_consumer import resolve_settings
 from rocketstore.client.process_queue import ProcessQueue
@@ -126,7 +126,7 @@ class PushConsumer(QueueLocks):
         self.orderly = settings.orderly
         version = int(time.time() * 1000)
         self.subscriptions = {
-            topic: subscription_for(topic, expr, version) for topic, expr in subscriptions.items()}
+            topic: subscribed(topic, expr, version) for topic, expr in subscriptions.items()}
         if self.clustering:  # copySubscription: retries come back through the group's retry topic
             self.subscriptions.setdefault(retry_topic(group), build_subscription(retry_topic(group), "*", version))
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
@@ -295,7 +295,7 @@ class PushConsumer(QueueLocks):
         that follows (a replaced expression applies from the next pull)."""
         if not topic:
             raise ValueError("topic must not be empty")
-        self.subscriptions[topic] = subscription_for(topic, expression, int(time.time() * 1000))
+        self.subscriptions[topic] = subscribed(topic, expression, int(time.time() * 1000))
         self._resubscribed()
 
     def unsubscribe(self, topic: str) -> None:
