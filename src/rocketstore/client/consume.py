@@ -63,6 +63,14 @@ RELOCK_WAIT_S = 3.0
 SUSPEND_MIN_S, SUSPEND_MAX_S = 0.01, 30.0
 #: the statuses only an orderly handler with auto_commit off acts on (ConsumeOrderlyStatus COMMIT, ROLLBACK)
 _ORDERLY_ONLY = frozenset({ConsumeStatus.COMMIT, ConsumeStatus.ROLLBACK})
+#: what a handler may return (a ConsumeStatus, or its value as a plain string)
+_STATUS_VALUES = frozenset(status.value for status in ConsumeStatus)
+
+
+def _being_cancelled() -> bool:
+    """The running task has been asked to stop (Task.cancel), rather than merely seeing a CancelledError."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class Consumption:
@@ -85,6 +93,8 @@ class Consumption:
         #: are logged with the traceback, the others as a debug line (a handler failing on every message
         #: would otherwise write a traceback per message, again at each redelivery)
         self.handler_failures: dict[str, FailureRun] = {}
+        #: handler calls that returned no ConsumeStatus (None: a forgotten return), logged as the failures
+        self.bad_returns = FailureRun()
 
     # --- queue life cycle ------------------------------------------------------------------------------
 
@@ -146,18 +156,27 @@ class Consumption:
     # --- calling the handler -----------------------------------------------------------------------------
 
     async def call_handler(self, messages: list[ConsumedMessage], topic: str) -> ConsumeStatus:
-        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER, but for an
-        orderly handler's COMMIT and ROLLBACK with ``auto_commit`` off (on, they are CONSUME_SUCCESS, as
-        4.9.3's processConsumeResult takes them).  The call counts in the consumer's figures for *topic* (the
-        queue's topic, a retry topic for retries); COMMIT and ROLLBACK count neither consumed nor failed
-        messages, as in 4.9.3."""
+        """The handler's verdict; an exception or anything but CONSUME_SUCCESS is RECONSUME_LATER (a result
+        that is no ConsumeStatus at all, such as None, with a warning), but for an orderly handler's COMMIT and
+        ROLLBACK with ``auto_commit`` off (on, they are CONSUME_SUCCESS, as 4.9.3's processConsumeResult takes
+        them).  The call counts in the consumer's figures for *topic* (the queue's topic, a retry topic for
+        retries); COMMIT and ROLLBACK count neither consumed nor failed messages, as in 4.9.3."""
         self.calls += 1
         began = time.monotonic()
         try:
             result = await self._run_handler(messages)
         except Exception as exc:
             self._handler_failed(exc, len(messages))
-            result = None
+            result = ConsumeStatus.RECONSUME_LATER
+        except asyncio.CancelledError as exc:
+            if _being_cancelled():  # stop() abandons this call: its messages stay unacknowledged
+                raise
+            # the handler's own (it awaited something cancelled elsewhere): a failure like any other, as
+            # 4.9.3 takes any Throwable; let through, it would end this task and strand the batch for good
+            self._handler_failed(exc, len(messages))
+            result = ConsumeStatus.RECONSUME_LATER
+        if not (isinstance(result, str) and result in _STATUS_VALUES):
+            self._returned_no_status(result, len(messages))
         context = current_context()
         status = ConsumeStatus.CONSUME_SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else \
             ConsumeStatus.RECONSUME_LATER
@@ -180,7 +199,15 @@ class Consumption:
         self.pc.stats.consumed(topic, (time.monotonic() - began) * 1000, ok, failed)
         return status
 
-    def _handler_failed(self, exc: Exception, count: int) -> None:
+    def _returned_no_status(self, result: object, count: int) -> None:
+        """4.9.3 warns of a listener returning null (and retries its messages); else the user would see
+        them come back, then land in the DLQ, with no word of why."""
+        if self.bad_returns.failed(logging.WARNING) == logging.WARNING:
+            log.warning("handler of group %s returned %r for %d message(s), not a ConsumeStatus: taken as %s "
+                        "(%d time(s) so far)", self.pc.group, result, count, ConsumeStatus.RECONSUME_LATER,
+                        self.bad_returns.count)
+
+    def _handler_failed(self, exc: BaseException, count: int) -> None:
         name = type(exc).__qualname__
         run = self.handler_failures.get(name) or self.handler_failures.setdefault(name, FailureRun())
         if run.failed(logging.ERROR) == logging.ERROR:
