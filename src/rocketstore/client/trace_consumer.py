@@ -15,6 +15,7 @@ FAILED).  Loop-bound.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -91,7 +92,7 @@ class TracedConsumption(Consumption):
         key = id(messages)
         try:
             result = await super()._run_handler(messages)
-        except Exception:
+        except (Exception, asyncio.CancelledError):  # (the handler's own CancelledError is a failure too)
             if key in self._outcomes:
                 self._outcomes[key] = ConsumeReturnType.EXCEPTION
             raise
