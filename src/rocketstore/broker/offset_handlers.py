@@ -9,12 +9,10 @@ start at the beginning; otherwise QUERY_NOT_FOUND and the client decides (usuall
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.schedule import encode_delay_offsets
 from rocketstore.broker.topics import group_problem, topic_problem
-from rocketstore.message.record import PHYSICAL_OFFSET_POS
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -33,7 +31,6 @@ from rocketstore.remoting.headers import (
 )
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
-from rocketstore.store.results import GetMessageStatus
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
@@ -42,29 +39,11 @@ if TYPE_CHECKING:
 __all__ = ["first_message_in_disk", "register"]
 
 
-def _memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 8 << 30
-
-
-_HOT_BYTES_CACHE: dict[int, int] = {}
-
-
 def first_message_in_disk(broker: Broker, topic: str, queue_id: int) -> bool:
-    """checkInDiskByConsumeOffset(topic, queueId, 0): is entry 0 beyond the hot (in-memory) share?"""
-    store = broker.store
-    result = store.get(topic, queue_id, 0, 1)
-    if result.status is not GetMessageStatus.FOUND or not result.records:
-        return False
-    record = result.records[0]
-    phy = int.from_bytes(record[PHYSICAL_OFFSET_POS:PHYSICAL_OFFSET_POS + 8], "big", signed=True)
-    ratio = store.config.access_message_in_memory_max_ratio
-    hot = _HOT_BYTES_CACHE.get(ratio)
-    if hot is None:
-        hot = _HOT_BYTES_CACHE[ratio] = _memory_bytes() * ratio // 100
-    return store.max_commit_log_offset - phy > hot
+    """checkInDiskByConsumeOffset(topic, queueId, 0): is entry 0's record beyond the hot (in-memory) share?
+    Read from the consume queue entry, as 4.9.3 does, not from the record (which retention may be removing)."""
+    entries = broker.store.queue_entries(topic, queue_id, 0, 1)
+    return entries is not None and len(entries) > 0 and broker.store.in_disk(entries[0][0])
 
 
 def _all_offsets_body(offsets: ConsumerOffsetTable) -> bytes:

@@ -85,6 +85,12 @@ class StoreLookups(StoreParts):
         value = self._commitlog.max_offset
         return self._offsets_at_close[1] if self._closed else value
 
+    def in_disk(self, commit_log_offset: int) -> bool:
+        """RocketMQ's checkInDiskByCommitOffset: whether the record at *commit_log_offset* lies further back
+        from the commitlog's end than the hot share of memory (accessMessageInMemoryMaxRatio), where a read
+        is taken to go to the disk."""
+        return self.max_commit_log_offset - commit_log_offset > self._memory_for_hot_bytes
+
     @property
     def flushed_commit_log_offset(self) -> int:
         """How far the commitlog is known flushed (the rest is RocketMQ's remainHowManyDataToFlush; after
