@@ -48,6 +48,7 @@ from rocketstore.client import (
     RequestSendError,
 )
 from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
+from rocketstore.client.consumer import subscription_for
 from rocketstore.client.errors import ClientError
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.properties import PropertyName
@@ -273,6 +274,13 @@ def _consume(args: argparse.Namespace) -> int:
             compile_sql(args.sql)
         except SqlSyntaxError as exc:
             return fail(f"--sql: {exc}")
+    else:
+        # a tag expression of separators only ('||') names no tag, as 4.9.3's subscribe refuses it: told here
+        # in the usual words, not as the traceback of the first pull's refusal
+        try:
+            subscription_for(args.topic, args.tags)
+        except ValueError as exc:
+            return fail(f"--tags: {exc}")
 
     async def go() -> int:
         state = _Consumption(args.max)

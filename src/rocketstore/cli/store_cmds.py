@@ -374,7 +374,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     verify = actions.add_parser("verify", parents=[parent], help="check commitlog, consume queues and index",
                                 description="Open DIR read-only and check that commitlog, consume queues and "
-                                            "index agree. Exit status 1 when a problem is found.")
+                                            "index agree, and what recovery would do to the files "
+                                            "(RECOVERY_TRUNCATES: records it would cut; NOT_A_DIRECTORY: a "
+                                            "file in place of commitlog/, consumequeue/ or index/). Exit "
+                                            "status 1 when a problem is found.")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.add_argument("--max-problems", type=_positive_int, default=1000, metavar="N",
                         help="list at most N problems (all are counted; default 1000)")
