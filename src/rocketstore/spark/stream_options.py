@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from rocketstore.client import MessageQueue, MessageSelector, SessionCredentials
+from rocketstore.client.consumer import subscription_for
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
@@ -338,6 +339,11 @@ class SourceOptions:
                 compile_sql(sql)
             except SqlSyntaxError as exc:
                 raise SparkOptionError(f"option sql: {exc}") from exc
+        else:
+            try:  # '||' alone names no tag: every pull on the executors would refuse it, late and unnamed
+                subscription_for("the source's topics", tags)
+            except ValueError as exc:
+                raise SparkOptionError(f"option tags: {exc}") from exc
         timeout_ms = _int(opts, "timeoutms", "timeoutMs", 1) or 5000
         retries = _int(opts, "fetchoffset.numretries", "fetchOffset.numRetries", 0)
         interval_ms = _int(opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0)
