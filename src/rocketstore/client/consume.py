@@ -29,6 +29,8 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import math
+import operator
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import (
+    ACK_ALL,
     ConcurrentlyContext,
     ConsumedMessage,
     ConsumeStatus,
@@ -67,6 +70,21 @@ _ORDERLY_ONLY = frozenset({ConsumeStatus.COMMIT, ConsumeStatus.ROLLBACK})
 _STATUS_VALUES = frozenset(status.value for status in ConsumeStatus)
 
 
+def _as_int(value: object) -> int | None:
+    """*value* as an int (an int, or an integral such as numpy's), None for anything else (a bool too)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _is_seconds(value: object) -> bool:
+    """*value* is a number of seconds min / max can bound (not a bool, a str, or NaN)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
 def _being_cancelled() -> bool:
     """The running task has been asked to stop (Task.cancel), rather than merely seeing a CancelledError."""
     task = asyncio.current_task()
@@ -95,6 +113,10 @@ class Consumption:
         self.handler_failures: dict[str, FailureRun] = {}
         #: handler calls that returned no ConsumeStatus (None: a forgotten return), logged as the failures
         self.bad_returns = FailureRun()
+        #: handler calls that left a context field of the wrong type (taken as not set), logged as the failures
+        self.bad_context = FailureRun()
+        #: give-backs that failed with an exception nobody foresaw (the message is handled here again)
+        self.unforeseen_failures = FailureRun()
 
     # --- queue life cycle ------------------------------------------------------------------------------
 
@@ -178,6 +200,7 @@ class Consumption:
         if not (isinstance(result, str) and result in _STATUS_VALUES):
             self._returned_no_status(result, len(messages))
         context = current_context()
+        self._check_context(context)
         status = ConsumeStatus.CONSUME_SUCCESS if result == ConsumeStatus.CONSUME_SUCCESS else \
             ConsumeStatus.RECONSUME_LATER
         if isinstance(result, str) and result in _ORDERLY_ONLY:
@@ -206,6 +229,35 @@ class Consumption:
             log.warning("handler of group %s returned %r for %d message(s), not a ConsumeStatus: taken as %s "
                         "(%d time(s) so far)", self.pc.group, result, count, ConsumeStatus.RECONSUME_LATER,
                         self.bad_returns.count)
+
+    def _check_context(self, context: ConcurrentlyContext | OrderlyContext | None) -> None:
+        """Reset to its default (not set) a field the handler set to a value of the wrong type, with a
+        warning: used as it was, it raised after the handler, ending the consume task with its batch held for
+        good.  (4.9.3's fields are ints, so a Java user cannot get there.)"""
+        if isinstance(context, ConcurrentlyContext):
+            if type(context.ack_index) is not int:
+                context.ack_index = self._int_field("ack_index", context.ack_index, ACK_ALL)
+            if type(context.delay_level_when_next_consume) is not int:
+                context.delay_level_when_next_consume = self._int_field(
+                    "delay_level_when_next_consume", context.delay_level_when_next_consume, 0)
+        elif isinstance(context, OrderlyContext):
+            pause = context.suspend_current_queue_s
+            if pause is not None and not _is_seconds(pause):
+                self._bad_context_field("suspend_current_queue_s", pause, "a number of seconds", None)
+                context.suspend_current_queue_s = None
+
+    def _int_field(self, name: str, value: object, default: int) -> int:
+        index = _as_int(value)
+        if index is None:
+            self._bad_context_field(name, value, "an int", default)
+            return default
+        return index
+
+    def _bad_context_field(self, name: str, value: object, expected: str, default: object) -> None:
+        if self.bad_context.failed(logging.WARNING) == logging.WARNING:
+            log.warning("handler of group %s set its context's %s to %r, which is not %s: taken as not set (%r) "
+                        "(%d time(s) so far)", self.pc.group, name, value, expected, default,
+                        self.bad_context.count)
 
     def _handler_failed(self, exc: BaseException, count: int) -> None:
         name = type(exc).__qualname__
@@ -335,7 +387,22 @@ class Consumption:
                     self.pc.offsets.update(pq.mq, committed, increase_only=True)
 
     async def _give_back(self, m: ConsumedMessage, delay_level: int = 0) -> bool:
-        """Send-back, else a copy to the retry topic; False if neither worked."""
+        """Send-back, else a copy to the retry topic; False if neither worked (an exception nobody foresaw
+        too: logged, and the message handled here again rather than the consume task ended, its batch held
+        for good)."""
+        try:
+            return await self._send_back_or_resend(m, delay_level)
+        except Exception as exc:
+            self._unforeseen(exc, f"giving {m.msg_id} back")
+            return False
+
+    def _unforeseen(self, exc: Exception, what: str) -> None:
+        level = self.unforeseen_failures.failed(logging.ERROR)
+        log.log(level, "%s: %s failed with %s: %s; it will be handled here again (%d time(s) so far)",
+                self.pc.group, what, type(exc).__qualname__, exc, self.unforeseen_failures.count,
+                exc_info=exc if level == logging.ERROR else None)
+
+    async def _send_back_or_resend(self, m: ConsumedMessage, delay_level: int) -> bool:
         max_times = self.pc.settings.reconsume_limit()
         try:
             await send_back(self.pc.consumer, m, delay_level=delay_level, max_reconsume_times=max_times)
@@ -404,5 +471,7 @@ class Consumption:
                     continue
                 except (RocketStoreError, OSError) as exc:
                     log.warning("cannot send %s to the DLQ (%s); handling it again", m.msg_id, exc)
+                except Exception as exc:  # ending the queue's task would stop the queue for good
+                    self._unforeseen(exc, f"sending {m.msg_id} to the DLQ")
             again.append(m.with_reconsume_times(m.reconsume_times + 1))
         return again

@@ -107,7 +107,23 @@ class LoopThread:
         except BaseException:
             coro.close()
             raise
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        # another thread's shutdown may have begun its sweep since the check above (and even closed the
+        # loop): the sweep sees a call submitted before it began (see _stop_client), not this one, so it is
+        # refused here (no lock: a submit costs one more read)
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        except RuntimeError:  # "Event loop is closed"
+            coro.close()
+            if not self._cancelling_calls:
+                raise
+            raise self._shut_down_meanwhile() from None
+        if self._cancelling_calls:
+            future.cancel()
+            raise self._shut_down_meanwhile()
+        return future
+
+    def _shut_down_meanwhile(self) -> Exception:
+        return self._not_running(f"{type(self).__name__} was shut down while this call was submitted")
 
     def _call_sync(self, fn: Callable[[], T]) -> T:
         """Run the plain function *fn* on the loop (it touches loop-bound state) and wait for it."""
@@ -157,6 +173,10 @@ class LoopThread:
             await client_stop()
         finally:
             self._cancelling_calls = True
+            # a call submitted before the flag (from another thread) is only a callback queued on the loop
+            # until it runs: one turn of the loop makes it a task the sweep below cancels (later ones are
+            # refused by _submit)
+            await asyncio.sleep(0)
             me = asyncio.current_task()
             left = [task for task in asyncio.all_tasks() if task is not me]
             for task in left:

@@ -164,6 +164,8 @@ class ConcurrentlyContext:
     * ``delay_level_when_next_consume``: the delay level the failed messages are sent back with: 0 (the
       default) lets the broker choose ``3 + reconsumeTimes``, -1 sends them straight to ``%DLQ%<group>``,
       a positive level is used as it is.
+
+    Either set to something that is no int (None, "3", 2.5) is warned of and taken as not set.
     """
 
     message_queue: MessageQueue
@@ -186,7 +188,8 @@ class OrderlyContext:
       until one returns ROLLBACK, which puts everything consumed since the last commit back.
     * ``suspend_current_queue_s``: after RECONSUME_LATER, the pause before the queue's messages are handled
       again; None (the default) is the consumer's ``suspend_current_queue_s``.  Either is kept within
-      0.01 .. 30 s, as 4.9.3 keeps suspendCurrentQueueTimeMillis within 10 .. 30000 ms.
+      0.01 .. 30 s, as 4.9.3 keeps suspendCurrentQueueTimeMillis within 10 .. 30000 ms; anything but a
+      number (a str, NaN) is warned of and taken as None.
     """
 
     message_queue: MessageQueue
