@@ -291,7 +291,10 @@ class Consumption:
         try:
             with handler_context(context):  # the handler may set it; nothing follows from it here
                 result = await self._run_handler([message])
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
+                raise  # the consumer stops: no answer
+            # (a CancelledError of the handler's own is its failure, as in call_handler: answered, not lost)
             log.exception("handler of group %s raised on a directly consumed message", self.pc.group)
             outcome, remark = CMResult.THROW_EXCEPTION, f"{type(exc).__name__}: {exc}"
         else:
