@@ -434,8 +434,10 @@ def _record_on_disk(segments: SegmentFiles, offset: int, check_crc: bool) -> Sto
 def _first_record_past_cut(store: MessageStore) -> int | None:
     """The commitlog offset of a whole record the files hold past where crash recovery cut, None if none:
     the one right after the cut record (when its lengths still hold together) or the first of a later
-    segment."""
+    segment.  Only offsets from the store's end on count: below it lie the records a live store has written
+    since the cut, over the cut ones, which are its own and not lost."""
     cut = store.recovery.valid_end
+    end = store.max_commit_log_offset
     config = store.config
     segment_bytes = config.mapped_file_size_commit_log
     segments = SegmentFiles(config.commit_log_dir, segment_bytes)
@@ -446,7 +448,7 @@ def _first_record_past_cut(store: MessageStore) -> int | None:
             candidates.append(cut + damaged.store_size)
         candidates += [start for start in segments.starts if start > cut - cut % segment_bytes]
         for offset in candidates:
-            if _record_on_disk(segments, offset, check_crc=True) is not None:
+            if offset >= end and _record_on_disk(segments, offset, check_crc=True) is not None:
                 return offset
         return None
     finally:
