@@ -25,6 +25,7 @@ from rocketstore.message.record import Message
 from rocketstore.spark.rebuild import rebuild_with_spark
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.message_store import MessageStore
+from rocketstore.store.rebuild import RebuildPlan
 
 pytestmark = pytest.mark.spark
 
@@ -111,11 +112,13 @@ def test_million_message_store_rebuilds_byte_identical_and_verifies(spark: Any, 
     store.mkdir()
     shutil.copytree(source / "commitlog", store / "commitlog")
     steps: list[int] = []
+    plans: list[RebuildPlan] = []
     report = rebuild_with_spark(spark, str(store), BIG.replace(store_path_root_dir=str(store)), in_place=True,
-                                range_bytes=16 << 20, progress=steps.append)
+                                range_bytes=16 << 20, progress=steps.append, on_plan=plans.append)
     assert report.record_count == MILLION and report.cq_entry_count == MILLION
     assert report.index_key_count == 2 * MILLION and report.index_file_count == 3
-    assert sum(steps) == len(list((store / "commitlog").iterdir())) * (64 << 20)  # progress covered every range
+    # progress covered every range (the plan: each segment up to its records, not its preallocated zeros)
+    assert sum(steps) == plans[0].commit_log_bytes == sum(r.end - r.begin for r in plans[0].ranges)
     assert _tree(store / "consumequeue") == _tree(source / "consumequeue")
     assert _index_contents(store) == _index_contents(source)
     assert main(["store", "verify", str(store), "--index-slots", "500000", "--index-entries", "1000000"]) == 0

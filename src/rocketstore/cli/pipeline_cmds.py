@@ -280,8 +280,9 @@ def _rebuild(args: argparse.Namespace) -> int:
     bars: list[ProgressBar] = []
     try:
         def on_plan(plan) -> None:  # type: ignore[no-untyped-def]
+            # (the ranges, not Spark's partitions: a task scans a few neighbouring ranges)
             _progress(f"scanning {plan.commit_log_bytes / 1048576:.1f} MiB of commitlog in {len(plan.ranges)} "
-                      f"partitions")
+                      f"ranges")
             bars.append(ProgressBar(sum(r.end - r.begin for r in plan.ranges), sys.stderr, label="rebuild"))
 
         report = _run_job(lambda: rebuild_with_spark(

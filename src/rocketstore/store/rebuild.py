@@ -42,12 +42,16 @@ from rocketstore.store.checkpoint import CHECKPOINT_BYTES, CHECKPOINT_LAYOUT
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, PRE_BLANK_SIZE
 from rocketstore.store.index_file import INDEX_ENTRY, INDEX_HEADER
-from rocketstore.store.mapped_file import make_directories, segment_name, sync_directory
+from rocketstore.store.mapped_file import MappedFile, make_directories, segment_name, sync_directory
 from rocketstore.store.rebuild_scan import RangeFacts, ScanRange, TagsRule, scan_range
+from rocketstore.store.recovery import used_bytes_after
 
 __all__ = ["DEFAULT_RANGE_BYTES", "RebuildPlan", "RebuildReport", "plan_rebuild", "rebuild_store", "scan_serial"]
 
 DEFAULT_RANGE_BYTES = 64 << 20
+#: planned past a segment's last non-zero byte: a valid record may end in zeros (empty properties: a zero
+#: length), and the chain's stop, the first zero byte after the records, falls inside the plan
+_PAST_DATA = 8
 _INDEX_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("offset", ">i8"), ("time_diff", ">i4"), ("prev", ">i4")])
 assert _INDEX_ENTRY_DTYPE.itemsize == INDEX_ENTRY.size
 _MAX_INT = 0x7FFFFFFF
@@ -98,7 +102,12 @@ class RebuildReport:
 
 
 def plan_rebuild(store_dir: str, config: StoreConfig, range_bytes: int = DEFAULT_RANGE_BYTES) -> RebuildPlan:
-    """Cut every commitlog segment into ranges of about *range_bytes*."""
+    """Cut every commitlog segment, up to its last non-zero byte, into ranges of about *range_bytes*.
+
+    A segment is preallocated whole (1 GiB by default) and zero past its records: no record starts in its
+    zero tail (a record's magic is not zero), so the plan stops there, and ``_segments`` looks at the byte
+    where the chain ends, past the plan if need be, for the stop recovery would see.  An unused segment
+    keeps a range of its first bytes, so it is still seen as such."""
     directory = config.commit_log_dir
     seg = config.mapped_file_size_commit_log
     if not os.path.isdir(directory):
@@ -116,11 +125,28 @@ def plan_rebuild(store_dir: str, config: StoreConfig, range_bytes: int = DEFAULT
         base = int(name)
         if base % seg:
             raise StoreConfigError(f"{path}: segment start {base} is not a multiple of the segment size {seg}")
-        total += size
-        for begin in range(0, seg, step):
-            ranges.append(ScanRange(path, base, seg, begin, min(seg, begin + step)))
+        # a few bytes past the data, so that the task whose chain arrives there sees the stop (an unused
+        # segment: its head); a short (torn) last file is planned whole, the scan reads it up to its end
+        end = min(seg, _data_end(path, base, seg) + _PAST_DATA) if size == seg else seg
+        total += min(end, size)
+        for begin in range(0, end, step):
+            ranges.append(ScanRange(path, base, seg, begin, min(end, begin + step)))
     rule = TagsRule(tuple(sorted(config.delay_levels_ms().items())))
     return RebuildPlan(os.path.abspath(store_dir), config, tuple(ranges), rule, total)
+
+
+def _data_end(path: str, base: int, seg: int) -> int:
+    """Where the segment's non-zero bytes end, found as recovery measures a tail (holes and unwritten extents
+    skipped, the rest scanned backwards); the whole segment when the file cannot be mapped for that."""
+    try:
+        # writable, so that the file system is asked where data lies; nothing is written
+        mf = MappedFile(path, base, seg, writable=True, create=False, keep_fd=False)
+    except (OSError, StoreError):
+        return seg
+    try:
+        return used_bytes_after(mf, 0)
+    finally:
+        mf.close()
 
 
 def scan_serial(plan: RebuildPlan, progress: Progress | None = None) -> ScanFn:
@@ -178,9 +204,23 @@ def _segments(plan: RebuildPlan, facts: list[RangeFacts]) -> list[_Segment]:
             stop, stop_pos, reason = f.stop, f.next_pos, f.reason
             break
         else:
-            stop, reason = "invalid", "end of segment"  # the chain ran to the segment's last byte
+            stop, stop_pos, reason = _stop_past_plan(plan, ranges[-1].scan, expected, parts)
         out.append(_Segment(base, ranges[0].scan.path, parts, stop, stop_pos, reason, holds_data))
     return out
+
+
+def _stop_past_plan(plan: RebuildPlan, last: ScanRange, expected: int,
+                    parts: list[RangeFacts]) -> tuple[str, int, str]:
+    """Where a chain that left the segment's last planned range stops: past the plan (which ends shortly
+    after the segment's data), scanned here from where the chain arrived, its facts added to *parts*."""
+    if expected >= last.segment_bytes:
+        return "invalid", expected, "end of segment"  # the chain ran to the segment's last byte
+    tail = scan_range(ScanRange(last.path, last.base, last.segment_bytes, expected, last.segment_bytes),
+                      plan.check_crc, plan.rule, start=expected)
+    parts.append(tail)
+    if tail.stop == "next":
+        return "invalid", tail.next_pos, "end of segment"
+    return tail.stop, tail.next_pos, tail.reason
 
 
 @dataclass

@@ -55,7 +55,8 @@ from rocketstore.store.mapped_file import MappedFile
 from rocketstore.store.rebuild_props import ChunkProperties
 from rocketstore.store.recovery_scan import Chunk, SegmentReader, UniformProperties
 
-__all__ = ["RecoveryReport", "recover", "scan_and_dispatch", "scan_valid_end", "validate_record"]
+__all__ = ["RecoveryReport", "recover", "scan_and_dispatch", "scan_valid_end", "used_bytes_after",
+           "validate_record"]
 
 log = logging.getLogger(__name__)
 
@@ -569,7 +570,7 @@ def _matches_checkpoint(mf: MappedFile, checkpoint: Checkpoint, index_safe: bool
     return store_ts <= bound
 
 
-def _used_bytes_after(mf: MappedFile, pos: int, chunk_bytes: int = 1 << 20) -> int:
+def used_bytes_after(mf: MappedFile, pos: int, chunk_bytes: int = 1 << 20) -> int:
     """``len(buffer[pos:].rstrip(b"\\0"))`` without copying the tail: a preallocated segment's tail is
     mostly zeros (up to a whole 1 GiB segment), so scan it backwards a chunk at a time through a numpy view,
     and only where the file system says data may be (``MappedFile.data_ranges``)."""
@@ -630,7 +631,7 @@ def recover(commitlog: CommitLog, queues: ConsumeQueueTable, dispatcher: Dispatc
     truncated = 0
     for mf in commitlog.files.files:
         if mf.end_offset > end:
-            truncated += _used_bytes_after(mf, max(0, end - mf.start_offset))
+            truncated += used_bytes_after(mf, max(0, end - mf.start_offset))
     commitlog.files.set_positions(end)
     commitlog.files.truncate_after(end)
     if abnormal:
