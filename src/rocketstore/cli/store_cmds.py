@@ -21,7 +21,9 @@ import stat
 import sys
 from typing import Any, TextIO
 
-from rocketstore.errors import StoreConfigError
+from rocketstore.config_json import config_table, read_json_file
+from rocketstore.errors import CorruptFileError, StoreConfigError
+from rocketstore.remoting.bodies import TopicConfig
 from rocketstore.store.config import StoreConfig, read_properties_file
 from rocketstore.store.dump import dump_store
 from rocketstore.store.message_store import MessageStore
@@ -156,6 +158,7 @@ def format_verify_report(directory: str, report: VerifyReport) -> str:
         (f"  commitlog:        [{report.commit_log_min_offset}, {report.commit_log_max_offset}), "
          f"{report.record_count} records, {report.blank_count} end-of-file blanks"),
         f"  consume queues:   {report.queue_count} queues, {report.cq_entry_count} entries checked",
+        *_deleted_topics_lines(report.deleted_topic_records),
         "  index:            " + (f"{report.index_key_count} keys checked" if report.index_checked
                                   else "disabled, not checked"),
         "recovery at open (nothing written to disk):",
@@ -172,12 +175,37 @@ def format_verify_report(directory: str, report: VerifyReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _deleted_topics_lines(deleted: dict[str, int]) -> list[str]:
+    if not deleted:
+        return []
+    names = sorted(deleted)
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    # not problems: 4.9.3 leaves a deleted topic's records in the commitlog until retention
+    return [f"  deleted topics:   {sum(deleted.values())} records of {shown} left in the commitlog until "
+            f"retention (no consume queue: not checked)"]
+
+
+def _configured_topics(config: StoreConfig) -> frozenset[str] | None:
+    """The topics of the broker's topic table (config/topics.json, or its .bak as the broker reads it); None
+    for a store without one (an embedded store) or whose file cannot be read, which verify then takes as a
+    store whose topics it does not know."""
+    path = os.path.join(config.config_dir, "topics.json")
+    try:
+        configs = read_json_file(path, lambda obj: config_table(obj, "topicConfigTable", TopicConfig.from_json))
+    except (OSError, CorruptFileError) as exc:
+        print(f"rocketstore: warning: cannot read {path} ({exc}): the records of deleted topics are "
+              f"reported as problems", file=sys.stderr)
+        return None
+    return frozenset(tc.topic_name for tc in configs) if configs is not None else None
+
+
 def run_verify(args: argparse.Namespace) -> int:
     config = store_config_from_args(args)
+    topics = _configured_topics(config)
     bar = PhaseProgress(sys.stderr, "verify")
     try:
         with MessageStore.open(config.store_path_root_dir, config, read_only=True) as store:
-            report = verify_store(store, max_problems=args.max_problems, progress=bar)
+            report = verify_store(store, max_problems=args.max_problems, progress=bar, configured_topics=topics)
     finally:
         bar.finish()
     if args.json:

@@ -23,6 +23,14 @@ destroys every queue when no segment is left, so the store would otherwise verif
 After a crash a torn tail is what recovery is for: reported, not a problem; but a cut with whole records on
 disk past it (a record damaged mid-store, not torn) loses them, and is one.
 
+A deleted topic's records stay in the commitlog until retention while its consume queues go (4.9.3's
+DELETE_TOPIC_IN_BROKER: cleanUnusedTopic), and a topic created again restarts its queues at queue offset 0.
+Given the broker's topic table (``config/topics.json``, which the caller reads: the store knows no topics),
+those records are counted (``deleted_topic_records``) rather than reported: the records of a queue that has
+no consume queue, of a topic the table does not hold; and the records of a topic older than the first entry
+of one of its queues that restarted at queue offset 0 after records of its own (the deletion point).  A
+topic the table holds whose queue lost its consume queue is still a problem.
+
 Same package as the facade, so it reads the commitlog, queues and index directly; imports no cli code.
 """
 
@@ -32,7 +40,7 @@ import os
 import zlib
 from array import array
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -52,6 +60,7 @@ from rocketstore.message.record import (
 )
 from rocketstore.store.consume_queue import CQ_ENTRY, CQ_ENTRY_BYTES, PRE_BLANK_SIZE, ConsumeQueueTable
 from rocketstore.store.message_store import MAX_TIMESTAMP, MessageStore
+from rocketstore.store.queue_cleanup import KEPT_TOPICS, LMQ_TOPIC_PREFIX
 from rocketstore.store.snapshot import SegmentFiles
 
 __all__ = ["Problem", "ProblemKind", "Progress", "RecoveryPreview", "VerifyReport", "verify_store"]
@@ -126,6 +135,8 @@ class VerifyReport:
     index_key_count: int = 0
     index_checked: bool = False
     counts_by_kind: dict[str, int] = field(default_factory=dict)
+    #: topic -> its records left in the commitlog by a deletion (only known given the broker's topic table)
+    deleted_topic_records: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -251,7 +262,8 @@ def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | N
     return recs, blanks
 
 
-def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple[int, int]:
+def _check_queues(store: MessageStore, recs: _Records, out: _Collector,
+                  configured_topics: Collection[str] | None) -> tuple[int, int, dict[str, int]]:
     commitlog_min = store._commitlog.min_offset
     commitlog_end = store._commitlog.max_offset
     rec_offsets = np.frombuffer(recs.offsets, dtype=np.int64)
@@ -266,6 +278,8 @@ def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple
     order = disp_idx[np.argsort(rec_queue[disp_idx], kind="stable")]
     groups = np.split(order, np.flatnonzero(np.diff(rec_queue[order])) + 1) if len(order) else []
     by_queue = {int(rec_queue[g[0]]): g for g in groups}
+    deleted = (_take_deleted_incarnations(store, names, by_queue, rec_offsets, configured_topics)
+               if configured_topics is not None else {})
     entries_checked = 0
     queue_count = 0
 
@@ -344,10 +358,63 @@ def _check_queues(store: MessageStore, recs: _Records, out: _Collector) -> tuple
     # dispatchable records of queues that have no consume queue at all
     for qid, mine in by_queue.items():
         topic, queue_id = names[qid]
+        why = _why_no_queue(topic, configured_topics)
         for k in mine.tolist():
             out.add(ProblemKind.RECORD_NOT_IN_CQ, _where_record(int(rec_offsets[k])),
-                    f"{topic}/{queue_id} has no consume queue")
-    return queue_count, entries_checked
+                    f"{topic}/{queue_id} has no consume queue{why}")
+    return queue_count, entries_checked, deleted
+
+
+def _why_no_queue(topic: str, configured_topics: Collection[str] | None) -> str:
+    if configured_topics is None:
+        return (" (or its topic was deleted, which leaves its records so: without the broker's "
+                "config/topics.json verify cannot tell)")
+    return " (its topic is in config/topics.json)" if topic in configured_topics else ""
+
+
+def _deletion_points(store: MessageStore, names: dict[int, tuple[str, int]], by_queue: dict[int, np.ndarray],
+                     rec_offsets: np.ndarray) -> dict[str, int]:
+    """Topic -> the commitlog offset before which its records belong to a deleted incarnation: the least
+    first-entry offset among its queues whose entry at queue offset 0 follows records of the same queue.
+    A live queue's entry 0 is its first record; one with records before it was dropped and started again
+    (deleting a topic drops all its queues at once, so every queue's old records lie before each new one)."""
+    points: dict[str, int] = {}
+    for qid, mine in by_queue.items():
+        topic, queue_id = names[qid]
+        cq = store._queues.get(topic, queue_id)
+        first = cq.entry(0) if cq is not None else None
+        if first is None or first[0] < 0 or first[1] <= 0 or first[1] == PRE_BLANK_SIZE:
+            continue
+        if int(rec_offsets[mine[0]]) < first[0]:
+            points[topic] = min(points.get(topic, first[0]), first[0])
+    return points
+
+
+def _take_deleted_incarnations(store: MessageStore, names: dict[int, tuple[str, int]],
+                               by_queue: dict[int, np.ndarray], rec_offsets: np.ndarray,
+                               configured_topics: Collection[str]) -> dict[str, int]:
+    """Take the records of deleted topics (and of a re-created topic's deleted incarnation) out of
+    *by_queue*, so they are not checked against consume queues they no longer have; returns topic -> how
+    many.  A queue without a consume queue counts whole only when the topic table lacks its topic and the
+    broker would drop it (cleanUnusedTopic keeps SCHEDULE_TOPIC_XXXX, the transaction op topic and LMQ's)."""
+    points = _deletion_points(store, names, by_queue, rec_offsets)
+    deleted: dict[str, int] = defaultdict(int)
+    for qid, mine in list(by_queue.items()):
+        topic, queue_id = names[qid]
+        droppable = topic not in KEPT_TOPICS and not topic.startswith(LMQ_TOPIC_PREFIX)
+        if store._queues.get(topic, queue_id) is None and topic not in configured_topics and droppable:
+            old = len(mine)
+        elif topic in points:
+            old = int(np.searchsorted(rec_offsets[mine], points[topic]))  # *mine* is in commitlog order
+        else:
+            continue
+        if old:
+            deleted[topic] += old
+            if old == len(mine):
+                del by_queue[qid]
+            else:
+                by_queue[qid] = mine[old:]
+    return dict(deleted)
 
 
 def _check_queue_records(where: str, topic: str, queue_id: int, mine: np.ndarray, base: int, phy: np.ndarray,
@@ -500,9 +567,12 @@ def _check_store_directories(store: MessageStore, out: _Collector) -> None:
             out.add(ProblemKind.NOT_A_DIRECTORY, path, "a file where the store keeps a directory")
 
 
-def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Progress | None = None) -> VerifyReport:
+def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Progress | None = None,
+                 configured_topics: Collection[str] | None = None) -> VerifyReport:
     """Check commitlog, consume queues and index of an open *store* against each other; *progress* is
-    called now and then with (phase, done, total): "commitlog" in bytes, then "index keys"."""
+    called now and then with (phase, done, total): "commitlog" in bytes, then "index keys".
+    *configured_topics*: the topics of the broker's topic table (config/topics.json), None for a store
+    without one (embedded): with it a deleted topic's records are counted, not reported."""
     out = _Collector(max_problems)
     rec = store.recovery
     preview = RecoveryPreview(rec.abnormal, rec.start_segment, rec.valid_end, rec.truncated_bytes,
@@ -517,12 +587,13 @@ def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Pro
         _check_crash_cut(store, out)
     _check_store_directories(store, out)
     recs, blanks = _walk_commitlog(store, out, progress)
-    queue_count, entries = _check_queues(store, recs, out)
+    queue_count, entries, deleted = _check_queues(store, recs, out, configured_topics)
     index_keys = _check_index(store, recs, out, progress)
     return VerifyReport(
         problems=tuple(out.items), problem_count=out.count, recovery_preview=preview,
         commit_log_min_offset=store.min_commit_log_offset, commit_log_max_offset=store.max_commit_log_offset,
         record_count=len(recs.offsets), blank_count=blanks, queue_count=queue_count, cq_entry_count=entries,
         index_key_count=index_keys, index_checked=store._index is not None, counts_by_kind=dict(out.by_kind),
+        deleted_topic_records=deleted,
     )
 
