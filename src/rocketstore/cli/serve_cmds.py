@@ -18,11 +18,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import errno
 import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from rocketstore.broker import Broker, load_broker_conf
 from rocketstore.cli.output import namesrv_list
@@ -232,17 +234,31 @@ def _setup_logging(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def _run_listening(server: Coroutine[Any, Any, None], port_options: str) -> None:
+    """run(*server*); a port some other process holds is said with what to do about it (the bare bind
+    error names the address only, and the newcomer's usual cause is a server left running)."""
+    try:
+        run(server)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise OSError(exc.errno, f"{exc.strerror}: another process (a rocketstore or RocketMQ server "
+                                 f"still running?) listens there; stop it or choose another port with "
+                                 f"{port_options} (0 picks a free one)") from None
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host, args.busy_poll_us,
-              tls=_tls(args.tls_config), metrics_port=args.metrics_port))
+    _run_listening(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host,
+                         args.busy_poll_us, tls=_tls(args.tls_config), metrics_port=args.metrics_port),
+                   "--namesrv-port / --broker-port")
     return 0
 
 
 def _cmd_namesrv(args: argparse.Namespace) -> int:
     _setup_logging(args)
     try:
-        run(serve_namesrv(args.port, args.host, args.config, _tls(args.tls_config)))
+        _run_listening(serve_namesrv(args.port, args.host, args.config, _tls(args.tls_config)), "--port")
     except (OSError, NamesrvConfigError, TlsConfigError) as exc:  # exit 2, as broker and serve
         print(f"rocketstore: error: {exc}", file=sys.stderr)
         return 2
@@ -251,8 +267,8 @@ def _cmd_namesrv(args: argparse.Namespace) -> int:
 
 def _cmd_broker(args: argparse.Namespace) -> int:
     _setup_logging(args)
-    run(serve_broker(args.config, args.store, args.port, args.namesrv, args.host, args.busy_poll_us,
-                     _tls(args.tls_config)))
+    _run_listening(serve_broker(args.config, args.store, args.port, args.namesrv, args.host,
+                                args.busy_poll_us, _tls(args.tls_config)), "--port")
     return 0
 
 

@@ -9,6 +9,7 @@ life (:class:`~rocketstore.client.errors.ServiceState`).
         result = await producer.send("TopicA", b"hello", tags="TagA", keys="order-1")
         await producer.send_oneway("TopicA", b"fire and forget")
         await producer.send_orderly("TopicA", b"step 1", "order-1")   # same key, same queue, in order
+        await producer.send("TopicA", b"in 10 s", properties={"DELAY": "3"})   # Java's setDelayTimeLevel(3)
 
 Connections are opened on demand and reopened after a broker restart (the pool drops closed ones), so a
 producer outlives a broker that goes away and comes back on the same address: sends fail meanwhile
