@@ -249,9 +249,11 @@ def _run_listening(server: Coroutine[Any, Any, None], port_options: str) -> None
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     _setup_logging(args)
+    port_options = "--namesrv-port / --broker-port" + (
+        " / --metrics-port" if args.metrics_port is not None else "")
     _run_listening(serve(args.store, args.namesrv_port, args.broker_port, args.config, args.host,
                          args.busy_poll_us, tls=_tls(args.tls_config), metrics_port=args.metrics_port),
-                   "--namesrv-port / --broker-port")
+                   port_options)
     return 0
 
 

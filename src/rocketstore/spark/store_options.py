@@ -137,7 +137,7 @@ class StoreReadOptions:
         max_records = _optional_int(opts, "maxrecordsperpartition", "maxRecordsPerPartition")
         if max_records is not None and max_records < 1:
             raise StoreConfigError("maxRecordsPerPartition must be at least 1")
-        tags = opts.get("tags")
+        tags = _tags_option(opts.get("tags"))
         starting = _parse_offsets(opts.get("startingoffsets", "earliest"), "startingOffsets")
         ending = _parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets")
         # as Spark's Kafka source (and the rocketmq source) refuse them for a batch query: such a read is always
@@ -161,7 +161,7 @@ class StoreReadOptions:
             ending_offsets=ending,
             starting_timestamp_ms=starting_ts,
             ending_timestamp_ms=ending_ts,
-            tags=str(tags).strip() if tags is not None and str(tags).strip() not in ("", "*") else None,
+            tags=tags,
             include_body=_parse_bool(opts.get("includebody", "true"), "includeBody"),
             check_crc=_parse_bool(opts.get("checkcrc", "true"), "checkCRC"),
             min_partitions=min_partitions,
@@ -173,6 +173,18 @@ class StoreReadOptions:
         if self.tags is None:
             return None
         return frozenset(t.strip() for t in self.tags.split("||") if t.strip()) or None
+
+
+def _tags_option(raw: str | None) -> str | None:
+    """The ``tags`` option, None for every message (unset, empty or ``*``).  A StoreConfigError for one of
+    separators only (``'||'``): it names no tag, so the read matched nothing and came back empty without a
+    word (the rocketmq source refuses it too)."""
+    tags = None if raw is None else str(raw).strip()
+    if not tags or tags == "*":
+        return None
+    if not any(t.strip() for t in tags.split("||")):
+        raise StoreConfigError(f"option 'tags' {tags!r} names no tag")
+    return tags
 
 
 def _optional_int(opts: dict[str, str], key: str, name: str) -> int | None:

@@ -58,8 +58,10 @@ _BULK_MIN_KEYS = 56
 
 def _negative_time_diff(diff: int) -> int:
     """The timeDiff of an entry stored before its file's begin timestamp: 0, as Java's truncating division
-    and clamp give, unless the long subtraction overflowed into a positive value (Integer.MAX_VALUE then)."""
-    return _MAX_INT if diff < _LONG_MIN else 0
+    and clamp give, unless the long subtraction overflowed into a positive value: that value's seconds,
+    clamped (Integer.MAX_VALUE but for a begin timestamp near Long.MAX_VALUE, where the wrapped difference
+    is small, as numpy's int64 gives it on the vectorised paths)."""
+    return min(_MAX_INT, (diff + 2**64) // 1000) if diff < _LONG_MIN else 0
 
 
 class IndexFile:
