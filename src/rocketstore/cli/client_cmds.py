@@ -141,8 +141,8 @@ def _send(args: argparse.Namespace) -> int:
     body_template = sys.stdin.buffer.read() if args.body == "-" else _argv_bytes(args.body)
 
     def on_broker(queues: list[MessageQueue], i: object) -> MessageQueue:
-        """--broker's queue for message *i*: queue --queue of the broker (any id, the broker judges it), else
-        its publish queues in turn."""
+        """--broker's queue for message *i*: queue --queue of the broker, else its publish queues in turn
+        (a queue the topic's route lacks is refused as a plain send's --queue is: QueueNotInRouteError)."""
         if args.queue is not None:
             return MessageQueue(args.topic, args.broker, args.queue)
         mine = [mq for mq in queues if mq.broker_name == args.broker]

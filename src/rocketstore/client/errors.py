@@ -25,6 +25,7 @@ __all__ = [
     "NoPermissionError",
     "NoRouteError",
     "QueryNotFoundError",
+    "QueueNotInRouteError",
     "RequestCodeNotSupportedError",
     "SendCallTimeoutError",
     "SendFailedError",
@@ -99,6 +100,26 @@ class NoRouteError(ClientError):
         if words is None:
             words = f"No route info of this topic: {topic}{FAQ_SUFFIX}"
         super().__init__(words + (f" Cause: {reason}" if reason else ""))
+
+
+class QueueNotInRouteError(NoRouteError):
+    """A send to a chosen queue (a queue id, a MessageQueue, an orderly send's selected queue) that no
+    publish queue of the topic's route is: the topic has a route, that queue is not in it.  A NoRouteError
+    (there is no route to that queue; code that catches NoRouteError keeps catching it), headed by what
+    4.9.3 says of it rather than "No route info of this topic": for a broker not in the route,
+    sendKernelImpl's "The broker[<name>] not exist"; for a queue id its brokers lack, the words of the
+    broker's refusal (msgCheck's "request queueId[<n>] is illegal"), here said before anything is sent.
+    ``broker_name`` is the chosen queue's broker (None for a bare queue id), ``queue_id`` its id."""
+
+    def __init__(self, topic: str, queue_id: int, broker_name: str | None, reason: str,
+                 *, broker_missing: bool) -> None:
+        self.queue_id = queue_id
+        self.broker_name = broker_name
+        if broker_missing:
+            words = f"The broker[{broker_name}] not exist{FAQ_SUFFIX}"
+        else:
+            words = f"request queueId[{queue_id}] is illegal, topic: {topic}{FAQ_SUFFIX}"
+        super().__init__(topic, reason, words=words)
 
 
 class BrokerError(ClientError):

@@ -229,7 +229,9 @@ class Producer(SingleTrySends):
         """*timeout_s*: this send's bound instead of the producer's (Java's send(msg, timeout)).
         *queue_id*: send to that queue id (on any broker of the route that has it, in turn); *message_queue*:
         to that one queue of that one broker (Java's send(msg, mq), e.g. one of
-        :meth:`fetch_publish_message_queues`); neither is retried elsewhere."""
+        :meth:`fetch_publish_message_queues`); neither is retried elsewhere.  A queue the topic's route
+        lacks is refused before anything is sent (QueueNotInRouteError, a NoRouteError; see
+        queue_choice._not_a_target for why not the broker's refusal)."""
         self._check(topic, body)
         broker_name: str | None = None
         if message_queue is not None:

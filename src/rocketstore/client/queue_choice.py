@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
-from rocketstore.client.errors import ClientError, NoRouteError
+from rocketstore.client.errors import ClientError, NoRouteError, QueueNotInRouteError
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.remoting.bodies import TopicRouteData
@@ -51,14 +51,27 @@ def _chosen_queue(topic: str, queue_id: int | None, message_queue: MessageQueue)
     return message_queue.queue_id, message_queue.broker_name
 
 
-def _not_a_target(topic: str, targets: _Targets, queue_id: int, broker_name: str | None) -> NoRouteError:
-    """What a send to a queue id (of *broker_name*) that no broker of the route takes raises."""
+def _not_a_target(topic: str, targets: _Targets, queue_id: int, broker_name: str | None
+                  ) -> QueueNotInRouteError:
+    """What a send to a queue id (of *broker_name*) that no broker of the route takes raises.
+
+    Refused here, before anything is sent, where 4.9.3 refuses a broker not in the route
+    (sendKernelImpl: "The broker[..] not exist") but sends a queue id for its broker to refuse
+    (SYSTEM_ERROR "request queueId[n] is illegal", msgCheck): the route already tells (the broker takes an
+    id below max(writeQueueNums, readQueueNums), as :func:`_new_targets` works out), so the round trip
+    would only bring the same refusal, and every send path (send, send_oneway, the orderly sends, the
+    CLI's --queue) refuses it alike, with the queue ids there are.  (A cached route may be up to a route
+    refresh old: a queue added to the topic since is refused until the producer's route has it.)"""
     if broker_name is not None and broker_name not in targets.addrs:
-        return NoRouteError(topic, f"the broker[{broker_name}] is not a publish broker of topic {topic!r} "
-                                   f"(its brokers: {sorted(targets.addrs)})")
+        return QueueNotInRouteError(
+            topic, queue_id, broker_name, f"the broker[{broker_name}] is not a publish broker of topic "
+                                          f"{topic!r} (its brokers: {sorted(targets.addrs)})",
+            broker_missing=True)
     where = "" if broker_name is None else f" on broker {broker_name}"
-    return NoRouteError(topic, f"queueId {queue_id} is not a writeable queue of topic {topic!r}{where} "
-                               f"(its queue ids: {sorted(targets.by_queue_id)})")
+    return QueueNotInRouteError(
+        topic, queue_id, broker_name, f"queueId {queue_id} is not a writeable queue of topic {topic!r}{where} "
+                                      f"(its queue ids: {sorted(targets.by_queue_id)})",
+        broker_missing=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,7 +128,8 @@ class SingleTrySends(SendRequests):
                               ) -> tuple[TopicRouteData, bool, MessageQueue]:
         """The publish route of *topic*, whether the name servers know it (see RouteCache.publish_route),
         and the queue *selector* picks among its publish queues for *sharding_key*; NoRouteError and the
-        selector's failures in 4.9.3's sendSelectImpl's words."""
+        selector's failures in 4.9.3's sendSelectImpl's words, QueueNotInRouteError for a picked queue the
+        route lacks."""
         try:
             route, known = await self.routes.publish_route(topic)
         except NoRouteError as exc:  # in sendSelectImpl's words, not sendDefaultImpl's
@@ -142,6 +143,11 @@ class SingleTrySends(SendRequests):
             raise ClientError(f"select message queue threw exception: {type(exc).__name__}: {exc}") from exc
         if not isinstance(mq, MessageQueue):
             raise ClientError(f"select message queue return {'null' if mq is None else repr(mq)}.")
+        # a selector may return any queue (the CLI's --broker with --queue does): one the route lacks is
+        # refused as a send to a chosen queue is (see _not_a_target)
+        targets = self._targets_of(topic, route)
+        if not _queues_with_id(targets, mq.queue_id, mq.broker_name):
+            raise _not_a_target(topic, targets, mq.queue_id, mq.broker_name)
         return route, known, mq
 
 
