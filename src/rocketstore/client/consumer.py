@@ -101,7 +101,7 @@ def subscription_for(topic: str, expression: str | MessageSelector, sub_version:
         sub = build_subscription(topic, expression.expression, sub_version, expression.expression_type)
     else:
         sub = build_subscription(topic, expression, sub_version)
-    if sub.expression_type == "TAG" and not sub.matches_all and not sub.tags_set:
+    if sub.names_no_tag:
         raise ValueError(f"the tag expression {sub.sub_string!r} of {topic} names no tag")
     return sub
 

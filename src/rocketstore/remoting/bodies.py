@@ -517,6 +517,12 @@ class SubscriptionData:
     def matches_all(self) -> bool:
         return self.sub_string.strip() in ("", "*") and self.expression_type == "TAG"
 
+    @property
+    def names_no_tag(self) -> bool:
+        """A TAG expression of separators only (``||``, `` || ``): not everything, yet no tag (4.9.3's
+        subscribe refuses ``||``; a broker matches no tag code with it)."""
+        return self.expression_type == "TAG" and not self.matches_all and not self.tags_set
+
     def tag_codes(self) -> frozenset[int]:
         """The tags' hash codes a TAG subscription passes (a consume queue entry's tagsCode): rebuilt from
         the tag strings, since the C++ clients' codeSet holds ``atoi(tag)``; the codeSet as sent when there

@@ -26,7 +26,7 @@ from rocketstore.config_json import config_table, read_json_file
 from rocketstore.errors import CorruptFileError, StoreConfigError
 from rocketstore.message.java_numbers import INT_MAX
 from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
-from rocketstore.remoting.bodies import TopicConfig
+from rocketstore.remoting.bodies import TopicConfig, build_subscription
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
 
@@ -182,7 +182,7 @@ def _tags_option(raw: str | None) -> str | None:
     tags = None if raw is None else str(raw).strip()
     if not tags or tags == "*":
         return None
-    if not any(t.strip() for t in tags.split("||")):
+    if build_subscription("", tags).names_no_tag:
         raise StoreConfigError(f"option 'tags' {tags!r} names no tag")
     return tags
 

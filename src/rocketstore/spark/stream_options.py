@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from rocketstore.client import MessageQueue, MessageSelector, SessionCredentials
-from rocketstore.client.consumer import subscription_for
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.message.sql_filter import SqlSyntaxError, compile_sql
+from rocketstore.remoting.bodies import build_subscription
 from rocketstore.remoting.tls import TlsConfig, TlsConfigError
 from rocketstore.remoting.transport import namesrv_addresses
 from rocketstore.spark.store_options import batch_marker_problem, is_system_topic
@@ -340,10 +340,8 @@ class SourceOptions:
             except SqlSyntaxError as exc:
                 raise SparkOptionError(f"option sql: {exc}") from exc
         else:
-            try:  # '||' alone names no tag: every pull on the executors would refuse it, late and unnamed
-                subscription_for("the source's topics", tags)
-            except ValueError as exc:
-                raise SparkOptionError(f"option tags: {exc}") from exc
+            if build_subscription("", tags).names_no_tag:  # every executor pull would refuse it, late, unnamed
+                raise SparkOptionError(f"option tags: the tag expression {tags!r} names no tag")
         timeout_ms = _int(opts, "timeoutms", "timeoutMs", 1) or 5000
         retries = _int(opts, "fetchoffset.numretries", "fetchOffset.numRetries", 0)
         interval_ms = _int(opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0)

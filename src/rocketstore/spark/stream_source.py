@@ -179,6 +179,10 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = self.options
         return opts.subscribe if opts.subscribe is not None else tuple(opts.assign or ())
 
+    def _naming_option(self) -> str:
+        """The option that named :meth:`_named_topics`."""
+        return "subscribe" if self.options.subscribe is not None else "assign"
+
     def _tell_topic_changes(self, found: Offsets) -> None:
         """One line on stderr per change of what the name servers route for the query, *found* being the
         queues a look-up found: a topic named by subscribe / assign that they do not know (at the first look-up:
@@ -188,7 +192,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._routed is None:
             for topic in self._named_topics():
                 if topic not in routed:
-                    option = "subscribe" if self.options.subscribe is not None else "assign"
+                    option = self._naming_option()
                     what = ("do not know it" if topic in self.planner.unknown
                             else "route none of the queues the option names")
                     print(f"rocketmq source: WARN topic {topic!r} (option {option}): the name servers "
@@ -228,7 +232,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         missing = [t for t in dict.fromkeys(self._named_topics())
                    if t in self.planner.unknown and not start.get(t)]
         if missing:
-            option = "subscribe" if self.options.subscribe is not None else "assign"
+            option = self._naming_option()
             raise SparkOptionError(f"option {option} names {', '.join(map(repr, missing))}, which the name servers "
                                    f"{self.options.name_server} do not know (no route): a query with "
                                    "Trigger.AvailableNow reads what a topic holds when it starts, and there is no "
