@@ -151,6 +151,7 @@ def test_messages_given_back_count_per_topic_and_group(cluster: LocalCluster) ->
 
     sent = run(send())
     wait_routed(cluster, TOPIC)
+    cluster.wait_dispatched()  # the pull below does not wait: the record must be in its queue (send_and_pull too)
 
     async def go() -> None:
         async with PullConsumer(cluster.namesrv_addr, GROUP) as consumer:
