@@ -121,6 +121,8 @@ def _java_integer(text: str, bounds: tuple[int, int]) -> int:
     if not digits or not digits.isdecimal():
         raise _EvalError(f"not an integer: {text!r}")
     if not digits.isascii():
+        if max(digits) > "\uffff":  # Java reads UTF-16 units: a digit beyond the BMP is two non-digits
+            raise _EvalError(f"not an integer: {text!r}")
         digits = "".join(str(unicodedata.decimal(ch)) for ch in digits)
     digits = digits.lstrip("0") or "0"
     if len(digits) > 19:  # beyond any long (and int() of thousands of digits refuses)
