@@ -182,6 +182,12 @@ class Broker:
         created again under the same name counts on from them."""
         return self.extra_properties.get("autoDeleteUnusedStats") == "true"
 
+    def _ha_settings(self) -> dict[str, str]:
+        """The kept properties replication reads at every use, as 4.9.3 does (haSlaveFallbehindMax,
+        haTransferBatchSize, haSendHeartbeatInterval, haHousekeepingInterval): UPDATE_BROKER_CONFIG's
+        changes act at once."""
+        return self.extra_properties
+
     def forget_stats_of_topics(self, topics: Iterable[str]) -> None:
         """The statistics of *topics* (deleted, or their consume queues dropped as unused) go when
         :attr:`auto_delete_unused_stats` says so (4.9.3's onTopicDeleted, which deleteTopic and
@@ -255,7 +261,7 @@ class Broker:
             ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else (
                 self.server.port + 1 if cfg.listen_port else 0)
             # every role listens (4.9.3's HAService.start runs its AcceptSocketService on a slave too)
-            self.ha_server = HAServer(self.store, cfg.listen_host, ha_port)
+            self.ha_server = HAServer(self.store, cfg.listen_host, ha_port, settings=self._ha_settings)
             try:
                 await self.ha_server.start()
             except OSError as exc:
@@ -265,7 +271,7 @@ class Broker:
                 # server, so a taken port need not stop the broker (RocketMQ's would not start)
                 log.warning("HA port %d (listenPort + 1) is taken (%s): slaves are served on a port the OS "
                             "picks, registered as haServerAddr; set haListenPort to choose one", ha_port, exc)
-                self.ha_server = HAServer(self.store, cfg.listen_host, 0)
+                self.ha_server = HAServer(self.store, cfg.listen_host, 0, settings=self._ha_settings)
                 await self.ha_server.start()
             ha_port = self.ha_server.port  # haListenPort 0: the port the OS gave
             await self.server.start_serving()
@@ -279,7 +285,9 @@ class Broker:
             await self.registrar.start()
             if self.store_config.broker_role == BrokerRole.SLAVE:
                 registrar = self.registrar
-                self.ha_client = HAClient(self.store, lambda: cfg.ha_master_address or registrar.master_ha_addr)
+                self.ha_client = HAClient(self.store,
+                                          lambda: cfg.ha_master_address or registrar.master_ha_addr,
+                                          settings=self._ha_settings)
                 self.ha_client.start()
                 self.slave_sync = SlaveSync(self, lambda: registrar.master_addr,
                                             ssl_context=self.client_ssl_context)

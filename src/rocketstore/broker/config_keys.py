@@ -118,7 +118,7 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "commitCommitLogLeastPages": ("int", "4"),
     "flushLeastPagesWhenWarmMapedFile": ("int", "4096"),
     "commitCommitLogThoroughInterval": ("int", "200"),
-    "haSendHeartbeatInterval": ("int", "5000"),
+    "haSendHeartbeatInterval": ("int", "5000"),  # read by broker.ha at every use, as the three below
     "haHousekeepingInterval": ("int", "20000"),
     "haTransferBatchSize": ("int", str(32 << 10)),
     "haSlaveFallbehindMax": ("int", str(256 << 20)),
@@ -144,10 +144,12 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "scheduleAsyncDeliverMaxResendNum2Blocked": ("int", "3"),
 }
 
-#: kept properties the broker does read: autoDeleteUnusedStats (a deleted topic's statistics go with it) and
-#: the bloom filter sizes QUERY_CONSUME_QUEUE's filterData shows; the others in :data:`KEPT_PROPERTIES` act on
-#: nothing
-KEPT_AND_READ = frozenset({"autoDeleteUnusedStats", "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter"})
+#: kept properties the broker does read: autoDeleteUnusedStats (a deleted topic's statistics go with it),
+#: the bloom filter sizes QUERY_CONSUME_QUEUE's filterData shows and the replication settings (broker.ha); the
+#: others in :data:`KEPT_PROPERTIES` act on nothing
+KEPT_AND_READ = frozenset({"autoDeleteUnusedStats", "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter",
+                           "haSendHeartbeatInterval", "haHousekeepingInterval", "haTransferBatchSize",
+                           "haSlaveFallbehindMax"})
 
 #: rocketstore's own properties taken from a broker.conf that act on nothing here, with why (named in the
 #: broker's start-up warning with the kept ones)

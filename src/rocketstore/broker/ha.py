@@ -32,7 +32,7 @@ import logging
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rocketstore.broker.task_service import TaskService
 from rocketstore.errors import StoreError
@@ -59,6 +59,33 @@ SLAVE_FALL_BEHIND_MAX = 256 * 1024 * 1024
 IDLE_WAIT_S = 0.1
 #: a slave's pause between connection attempts
 RECONNECT_S = 5.0
+#: the largest chunk a slave takes (4.9.3's slave reads into a 4 MiB buffer, header included); a master's
+#: haTransferBatchSize above it is cut to it
+MAX_CHUNK_BYTES = 4 * 1024 * 1024 - TRANSFER_HEADER.size
+
+#: the broker's kept properties (name -> text, broker.extra_properties) that the HA settings are read from
+Settings = Callable[[], Mapping[str, str]]
+
+
+def _setting(settings: Settings | None, name: str, default: int) -> int:
+    """The int property *name* (haSlaveFallbehindMax, haTransferBatchSize, ...) as the broker's
+    configuration has it now (4.9.3 reads them at every use, so UPDATE_BROKER_CONFIG acts at once), else
+    *default*."""
+    if settings is None:
+        return default
+    raw = settings().get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        return default
+
+
+def _seconds(settings: Settings | None, name: str, default_s: float) -> float:
+    """An interval property in milliseconds, in seconds; *default_s* unless it is set and positive."""
+    ms = _setting(settings, name, 0)
+    return ms / 1000 if ms > 0 else default_s
 
 
 def _no_delay(writer: asyncio.StreamWriter) -> None:
@@ -89,8 +116,13 @@ _WAITERS_PRUNE_AT = 4096
 
 class HAServer:
     def __init__(self, store: MessageStore, host: str, port: int, *, heartbeat_s: float = HEARTBEAT_S,
-                 housekeeping_s: float = HOUSEKEEPING_S, batch_bytes: int = TRANSFER_BATCH_BYTES) -> None:
+                 housekeeping_s: float = HOUSEKEEPING_S, batch_bytes: int = TRANSFER_BATCH_BYTES,
+                 settings: Settings | None = None) -> None:
+        """*settings*: the broker's properties, whose haSendHeartbeatInterval, haHousekeepingInterval,
+        haTransferBatchSize and haSlaveFallbehindMax, when set, stand in for *heartbeat_s*, *housekeeping_s*,
+        *batch_bytes* and SLAVE_FALL_BEHIND_MAX."""
         self.store = store
+        self.settings = settings
         self.host = host
         self.port = port
         self.heartbeat_s = heartbeat_s
@@ -137,7 +169,8 @@ class HAServer:
 
     def slave_ok(self, end_offset: int) -> bool:
         """isSlaveOK: a slave is connected and not more than haSlaveFallbehindMax behind *end_offset*."""
-        return bool(self.slaves) and end_offset - self.push_max < SLAVE_FALL_BEHIND_MAX
+        return bool(self.slaves) and end_offset - self.push_max < _setting(
+            self.settings, "haSlaveFallbehindMax", SLAVE_FALL_BEHIND_MAX)
 
     async def wait_replicated(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
         """PUT_OK once a slave has acknowledged *end_offset*, FLUSH_SLAVE_TIMEOUT after *timeout_s*,
@@ -198,11 +231,12 @@ class HAServer:
     async def _read_reports(self, reader: asyncio.StreamReader, slave: _Slave) -> None:
         pending = b""
         while True:
+            housekeeping_s = _seconds(self.settings, "haHousekeepingInterval", self.housekeeping_s)
             try:
-                async with asyncio.timeout(self.housekeeping_s):
+                async with asyncio.timeout(housekeeping_s):
                     data = await reader.read(1 << 16)
             except TimeoutError:
-                log.warning("HA: slave %s silent for %.0f s: closing", slave.peer, self.housekeeping_s)
+                log.warning("HA: slave %s silent for %.0f s: closing", slave.peer, housekeeping_s)
                 return
             except OSError:
                 return
@@ -235,13 +269,16 @@ class HAServer:
             offset = slave.request_offset
         last_write = 0.0
         gap_logged = False
+        settings = self.settings
         while True:
-            chunk = store.read_replica(offset, self.batch_bytes)
+            batch = min(max(_setting(settings, "haTransferBatchSize", self.batch_bytes), 1), MAX_CHUNK_BYTES)
+            chunk = store.read_replica(offset, batch)
             if chunk:
                 writer.write(TRANSFER_HEADER.pack(offset, len(chunk)))
                 writer.write(chunk)
                 offset += len(chunk)
-            elif time.monotonic() - last_write >= self.heartbeat_s:
+            elif time.monotonic() - last_write >= _seconds(settings, "haSendHeartbeatInterval",
+                                                           self.heartbeat_s):
                 if not gap_logged and offset < store.min_commit_log_offset:
                     # retention deleted the segments this slave still needs: it gets heartbeats for ever and
                     # never catches up (4.9.3's findMappedFileByOffset warns "Offset not matched" each time)
@@ -285,8 +322,11 @@ class HAClient(TaskService):
 
     def __init__(self, store: MessageStore, master_ha_addr: Callable[[], str | None], *,
                  heartbeat_s: float = HEARTBEAT_S, housekeeping_s: float = HOUSEKEEPING_S,
-                 reconnect_s: float = RECONNECT_S) -> None:
+                 reconnect_s: float = RECONNECT_S, settings: Settings | None = None) -> None:
+        """*settings*: the broker's properties, whose haSendHeartbeatInterval and haHousekeepingInterval,
+        when set, stand in for *heartbeat_s* and *housekeeping_s*."""
         self.store = store
+        self.settings = settings
         self.master_ha_addr = master_ha_addr
         self.heartbeat_s = heartbeat_s
         self.housekeeping_s = housekeeping_s
@@ -333,14 +373,15 @@ class HAClient(TaskService):
             writer.write(REPORT.pack(store.max_commit_log_offset))
             await writer.drain()
             while True:
-                async with asyncio.timeout(self.housekeeping_s):
+                housekeeping_s = _seconds(self.settings, "haHousekeepingInterval", self.housekeeping_s)
+                async with asyncio.timeout(housekeeping_s):
                     header = await reader.readexactly(TRANSFER_HEADER.size)
                 offset, size = TRANSFER_HEADER.unpack(header)
-                if size < 0 or size > 64 * TRANSFER_BATCH_BYTES:
+                if size < 0 or size > MAX_CHUNK_BYTES:
                     raise ValueError(f"a chunk of {size} bytes")
                 body = b""
                 if size:
-                    async with asyncio.timeout(self.housekeeping_s):
+                    async with asyncio.timeout(housekeeping_s):
                         body = await reader.readexactly(size)
                 mine = store.max_commit_log_offset
                 if mine != 0 and mine != offset:
@@ -359,6 +400,6 @@ class HAClient(TaskService):
 
     async def _heartbeats(self, writer: asyncio.StreamWriter) -> None:
         while True:
-            await asyncio.sleep(self.heartbeat_s)
+            await asyncio.sleep(_seconds(self.settings, "haSendHeartbeatInterval", self.heartbeat_s))
             writer.write(REPORT.pack(self.store.max_commit_log_offset))
             await writer.drain()
