@@ -327,7 +327,12 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
                 born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
                 reconsume_times=reconsume_times)
         except MessageDecodeError as exc:
-            return fail(ResponseCode.MESSAGE_ILLEGAL, f"cannot decode the batch body: {exc}")
+            # 4.9.3's MessageExtBatchEncoder walks the body unchecked: an entry that runs past its end throws
+            # (BufferUnderflowException, IndexOutOfBounds...) and the remoting layer answers SYSTEM_ERROR.
+            # Properties that are not UTF-8 (which it would copy as they are) stay refused as illegal
+            code = (ResponseCode.MESSAGE_ILLEGAL if isinstance(exc.__cause__, UnicodeDecodeError)
+                    else ResponseCode.SYSTEM_ERROR)
+            return fail(code, f"cannot decode the batch body: {exc}")
         return message_batch, queue_id, region, wait_durable
     # RocketMQ leaves WAIT out of the stored properties string (9 bytes a message) but still honours it
     peak = len(props) + (PropertyName.CLUSTER not in props)
@@ -369,7 +374,9 @@ def check_topic_and_queue(broker: Broker, conn: Connection, topic: str, default_
         return None, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
     tc = broker.topics.get(topic)
     if tc is None:
-        topic_sys_flag = 1 if unit_mode else 0
+        # TopicSysFlag.buildSysFlag: a unit-mode send makes a %RETRY% topic a unit-sub one (FLAG_UNIT_SUB, 2),
+        # any other a unit one (FLAG_UNIT, 1)
+        topic_sys_flag = (2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1) if unit_mode else 0
         tc = broker.topics.create_for_send(topic, default_topic, default_topic_queue_nums, topic_sys_flag)
         if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             tc = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE, topic_sys_flag)

@@ -130,7 +130,7 @@ from rocketstore.client.route import MessageQueue, RouteCache, namesrv_addr_or_e
 from rocketstore.client.send_request import _COMPRESSED
 from rocketstore.client.send_request import send_call_timeout as send_call_timeout  # (this module's before)
 from rocketstore.client.single_try_sends import SingleTrySends
-from rocketstore.errors import LoopBoundError, RemotingError
+from rocketstore.errors import LoopBoundError, PropertiesTooLargeError, RemotingError
 from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
@@ -321,7 +321,13 @@ class Producer(SingleTrySends):
             # (only here can a message carry properties of its own, a UNIQ_KEY among them, which it keeps)
             keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
             keys_text = ",".join(keys)
-            body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag) for m, k in zip(messages, keys)])
+            try:
+                body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag)
+                                     for m, k in zip(messages, keys)])
+            except PropertiesTooLargeError as exc:
+                # (4.9.3's encodeMessage cannot write them either: DefaultMQProducer.batch wraps the failure)
+                raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
+                                          f"Failed to initiate the MessageBatch: {exc}") from exc
         batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
             return await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
