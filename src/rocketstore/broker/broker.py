@@ -551,8 +551,10 @@ class Broker:
             self.notify_consumer_ids_changed(group)
 
     def _connection_closed(self, connection: Connection) -> None:
+        # 4.9.3's doChannelCloseEvent tells the group whatever its notifyConsumerIdsChangedEnable says (the
+        # group's flag quiets joins and UNREGISTER_CLIENT only): the others take a dead member's queues now
         for group in self.clients.connection_closed(connection):
-            self.notify_consumer_ids_changed(group)
+            self.notify_consumer_ids_changed(group, group_may_refuse=False)
 
     # --- services for the handlers --------------------------------------------------------------------
 
@@ -595,11 +597,12 @@ class Broker:
 
         asyncio.get_running_loop().create_task(later())
 
-    def notify_consumer_ids_changed(self, group: str) -> None:
-        """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of *group*, so they rebalance now."""
+    def notify_consumer_ids_changed(self, group: str, *, group_may_refuse: bool = True) -> None:
+        """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of *group*, so they rebalance now.
+        *group_may_refuse*: the group's notifyConsumerIdsChangedEnable applies (the broker's always does)."""
         if not self.config.notify_consumer_ids_changed_enable:
             return
-        cfg = self.groups.get(group) if hasattr(self, "groups") else None
+        cfg = self.groups.get(group) if group_may_refuse and hasattr(self, "groups") else None
         if cfg is not None and not cfg.notify_consumer_ids_changed_enable:
             return
         info = self.clients.group(group)

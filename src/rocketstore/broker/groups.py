@@ -114,7 +114,11 @@ class SubscriptionGroupConfig:
                 values[f.name] = _java_number(wire, raw, bits)
             else:
                 values[f.name] = str(raw)
-        values.setdefault("group_name", name or "")
+        if name is not None:
+            # a table entry (the file's, a master's): its key names the group, as in 4.9.3's map, whatever
+            # groupName says (an entry copied by hand to make another group, or a null groupName)
+            values["group_name"] = name
+        values.setdefault("group_name", "")
         return cls(**values)
 
 
