@@ -121,6 +121,7 @@ from rocketstore.client.producer_instance import (
 from rocketstore.client.queue_choice import (
     QueueSelector,
     _chosen_queue,
+    _no_master,
     _not_a_target,
     _queues_with_id,
     _Targets,
@@ -406,7 +407,12 @@ class Producer(SingleTrySends):
                 candidates = queues if failed_broker is None else (
                     [q for q in queues if q.broker_name != failed_broker] or queues)
                 mq = candidates[next(self._next_queue) % len(candidates)]
-            addr = targets.addrs[mq.broker_name]
+            addr = targets.addrs.get(mq.broker_name)
+            if addr is None:  # an order config's broker without a master (see _new_targets)
+                if queue_id is not None:  # send(msg, mq): sendKernelImpl's exception as it is
+                    raise _no_master(mq)
+                last_error, failed_broker = _no_master(mq), mq.broker_name  # another broker is tried next
+                continue
             if began_ms is not None:
                 began_ms[0] = int(time.time() * 1000)
             try:

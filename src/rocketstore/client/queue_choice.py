@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
-from rocketstore.client.errors import ClientError, NoRouteError, QueueNotInRouteError
+from rocketstore.client.errors import ClientError, QueueNotInRouteError
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.remoting.bodies import TopicRouteData
@@ -86,11 +86,19 @@ class _Targets:
     by_queue_id: dict[int, list[MessageQueue]]
 
 
+def _no_master(mq: MessageQueue) -> QueueNotInRouteError:
+    """What a send to *mq* raises when the route gives its broker no master (4.9.3's sendKernelImpl: "The
+    broker[..] not exist")."""
+    return QueueNotInRouteError(mq.topic, mq.queue_id, mq.broker_name,
+                                f"broker {mq.broker_name} has no master in the route of topic {mq.topic!r}",
+                                broker_missing=True)
+
+
 def _master_addr(route: TopicRouteData, mq: MessageQueue) -> str:
     bd = route.broker(mq.broker_name)
     addr = bd.master_addr() if bd is not None else None
     if addr is None:
-        raise NoRouteError(mq.topic, f"broker {mq.broker_name} has no master")
+        raise _no_master(mq)
     return addr
 
 
@@ -98,7 +106,17 @@ def _new_targets(topic: str, route: TopicRouteData) -> _Targets:
     """The :class:`_Targets` of *topic* under *route* (a producer keeps them per topic until the route
     changes)."""
     queues = RouteCache.publish_queues(topic, route)
-    addrs = {mq.broker_name: _master_addr(route, mq) for mq in queues}
+    # an order config (see RouteCache.publish_queues) may name a broker the route gives no master (it is
+    # down, or gone from the cluster): its queues stay publish queues, as in 4.9.3's
+    # topicRouteData2TopicPublishInfo (a selector's key keeps its queue), but a send picking one fails
+    # there and a plain send goes on to another broker (sendDefaultImpl's retry), so the other brokers'
+    # queues are still sent to
+    addrs: dict[str, str] = {}
+    for name in dict.fromkeys(mq.broker_name for mq in queues):
+        bd = route.broker(name)
+        addr = bd.master_addr() if bd is not None else None
+        if addr is not None:
+            addrs[name] = addr
     by_queue_id: dict[int, list[MessageQueue]] = {}
     for mq in queues:
         by_queue_id.setdefault(mq.queue_id, []).append(mq)

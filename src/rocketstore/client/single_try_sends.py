@@ -23,6 +23,7 @@ from rocketstore.client.queue_choice import (
     QueueSelector,
     _chosen_queue,
     _master_addr,
+    _no_master,
     _not_a_target,
     _queues_with_id,
     hash_queue_selector,
@@ -72,7 +73,9 @@ class SingleTrySends(SendRequests):
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
         mq = queues[next(self._next_queue) % len(queues)]
-        addr = targets.addrs[mq.broker_name]
+        addr = targets.addrs.get(mq.broker_name)
+        if addr is None:  # an order config's broker without a master (see queue_choice._new_targets)
+            raise _no_master(mq)
         ext = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag,
                            sys_flag).to_ext_fields_v2()
         ext.update(retry_fields or {})
