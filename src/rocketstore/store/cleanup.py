@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
@@ -52,6 +53,19 @@ def disk_usage_ratio(path: str) -> float:
     if used + avail <= 0:
         return -1.0
     return math.ceil(used * 100 / (used + avail)) / 100
+
+
+def _delete_hours(delete_when: str) -> set[int]:
+    """The hours of ``deleteWhen`` ("04;16"), each read as 4.9.3's Integer.parseInt reads it (a sign, any
+    Unicode decimal digits); a part it refuses is skipped (str.isdigit also passed "²", which int() then
+    refused: the store did not open, and a config update raised half-way)."""
+    hours = set()
+    for part in delete_when.split(";"):
+        try:
+            hours.add(parse_java_int(part.strip()))
+        except ValueError:
+            continue
+    return hours
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +104,7 @@ class Cleaner:
         UPDATE_BROKER_CONFIG of fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio or
         cleanFileForciblyEnable acts at once)."""
         self.reserved_ms = file_reserved_time_h * 3_600_000
-        self.delete_hours = {int(h) for h in delete_when.split(";") if h.strip().isdigit()}
+        self.delete_hours = _delete_hours(delete_when)
         self.max_used_ratio = min(95, max(10, disk_max_used_space_ratio)) / 100
         self.forcibly = clean_file_forcibly_enable
 

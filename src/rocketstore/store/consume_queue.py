@@ -363,17 +363,27 @@ class ConsumeQueue:
 
         RocketMQ looks only at the first segment and counts pre-blank fill entries (commitlog offset 0) as
         present, which can point the min offset at fill entries after a restart; we skip them.
+
+        With none found, the min offset goes to the end of what was read, not to the queue's end read
+        after: the dispatcher may have added an entry meanwhile (it takes no lock the clean-up holds), and
+        that one is a new record's, which consumers must not be sent past.
         """
-        for mf in self.files:
-            if not mf.wrote:
+        files = self.files.files
+        if not files:
+            return
+        scanned_end = files[0].start_offset
+        for mf in files:
+            wrote = mf.wrote
+            scanned_end = mf.start_offset + wrote
+            if not wrote:
                 continue
-            arr = np.frombuffer(mf.read(0, mf.wrote), dtype=CQ_DTYPE)
+            arr = np.frombuffer(mf.read(0, wrote), dtype=CQ_DTYPE)
             ok = np.flatnonzero((arr["offset"] >= commit_log_min_offset) & (arr["size"] > 0)
                                 & (arr["size"] != PRE_BLANK_SIZE))
             if len(ok):
                 self.min_logic_offset = mf.start_offset + int(ok[0]) * CQ_ENTRY_BYTES
                 return
-        self.min_logic_offset = self.files.max_offset
+        self.min_logic_offset = scanned_end
 
     def delete_expired(self, commit_log_min_offset: int) -> int:
         """Delete leading segments (never the last) whose last entry points below the commitlog min."""
