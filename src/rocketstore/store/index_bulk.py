@@ -189,6 +189,9 @@ def put_keys(f: IndexFile, hashes: np.ndarray, offsets: np.ndarray, timestamps: 
         rec["prev"] = prev
         start = f._entries_at + ic * 20
         buf[start : start + m * 20] = rec.view(np.uint8)  # type: ignore[call-overload]
+        # the count before the slots: a concurrent query takes a slot past the count for a stale one (and
+        # found none of the keys in that slot's chain)
+        f.index_count = ic + m
         # entries first, then the slots that publish them (a concurrent query never sees a torn entry)
         if distinct:
             slots[slot] = entry_no

@@ -174,6 +174,9 @@ class IndexFile:
                 time_diff = stamps[k] - begin
                 time_diff = _negative_time_diff(time_diff) if time_diff < 0 else min(_MAX_INT, time_diff // 1000)
             write_entry(buf, at, h, offsets[k], time_diff, prev)
+            # the count before the slot that publishes the entry: a concurrent query takes a slot past the
+            # count for a stale one and found none of the keys in that slot's chain
+            self.index_count = ic + 1
             write_slot(buf, slot_pos, ic)  # after the entry: a concurrent query never sees a torn one
             ic += 1
             at += 20
