@@ -17,13 +17,16 @@ from typing import Any, TypeVar
 
 from rocketstore.errors import CorruptFileError, ProtocolError
 from rocketstore.remoting import fastjson
+from rocketstore.remoting.bodies import TopicConfig
 
 __all__ = ["TOPIC_GROUP_SEPARATOR", "config_table", "offset_table_of", "parse_offset_table",
-           "read_json_file", "read_offset_table"]
+           "read_json_file", "read_offset_table", "topic_config_entry"]
 
 log = logging.getLogger(__name__)
 
 C = TypeVar("C")
+
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 #: consumerOffset.json's keys: ``<topic>@<group>``
 TOPIC_GROUP_SEPARATOR = "@"
@@ -37,13 +40,19 @@ def read_json_file(path: str, decode: Callable[[dict[str, Any]], Any] | None = N
 
     Raises CorruptFileError when the ``.bak`` is needed and is there but unreadable too: 4.9.3's
     ConfigManager.load then fails and the broker does not start, rather than start with an empty table and
-    overwrite both files (lost topics, groups and consumer offsets)."""
+    overwrite both files (lost topics, groups and consumer offsets).  Also when *path* is unreadable and
+    there is no ``.bak`` (or an empty one), where 4.9.3 starts with an empty table: its first write made
+    the unreadable file the ``.bak`` and the next one replaced that too, so a topics.json or
+    consumerOffset.json with one typo lost every topic or offset it held (the name server's kvConfig.json
+    is refused the same way)."""
+    unreadable: ProtocolError | None = None
     for candidate in (path, path + ".bak"):
         try:
             with open(candidate, "rb") as fh:
                 data = fh.read()
         except FileNotFoundError:
             continue
+        data = data.removeprefix(_UTF8_BOM)  # (an editor's byte order mark: fastjson skips it)
         if not data.strip():
             continue
         try:
@@ -58,7 +67,12 @@ def read_json_file(path: str, decode: Callable[[dict[str, Any]], Any] | None = N
                 name = os.path.basename(path)
                 raise CorruptFileError(candidate, 0, f"cannot parse it ({exc}) and {name} is missing or "
                                        "unreadable too; repair or remove the files") from exc
+            unreadable = exc
             continue
+    if unreadable is not None:
+        bak = os.path.basename(path) + ".bak"
+        raise CorruptFileError(path, 0, f"cannot parse it ({unreadable}) and there is no {bak} to read "
+                               "instead; repair or remove the file") from unreadable
     return None
 
 
@@ -79,6 +93,15 @@ def config_table(obj: dict[str, Any], table_key: str,
         except ValueError as exc:  # (a subscription group's number field that is no number)
             raise ProtocolError(f"{table_key} entry {str(name)!r:.80}: {exc}") from exc
     return configs
+
+
+def topic_config_entry(raw: dict[str, Any], name: str) -> TopicConfig:
+    """topics.json's entry *raw* under the key *name* (``from_json`` of :func:`config_table`): the key names
+    the topic, as in 4.9.3's topicConfigTable map, whatever topicName says.  An entry copied by hand to make
+    another topic (its topicName left as the original's) replaced the original's config with the copy's and
+    the new topic was missing; the key also names it when topicName is missing or null."""
+    config = TopicConfig.from_json(raw, name)
+    return config if not name or config.topic_name == name else config.replace(topic_name=name)
 
 
 def _object_table(obj: dict[str, Any], table_key: str) -> dict[Any, Any]:

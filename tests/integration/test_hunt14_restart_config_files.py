@@ -1,7 +1,8 @@
 """A broker's config/*.json files damaged between runs, as 4.9.3's ConfigManager.load treats them: a main file
-that is missing, empty or unreadable falls back to ``<file>.bak``; no usable ``.bak`` either (missing or
-empty) starts with an empty table; a ``.bak`` that is there but unreadable too makes the broker refuse to
-start (BrokerController.initialize fails, the broker exits) rather than start empty and overwrite both.
+that is missing, empty or unreadable falls back to ``<file>.bak``; a ``.bak`` that is there but unreadable too
+makes the broker refuse to start (BrokerController.initialize fails, the broker exits) rather than start empty
+and overwrite both.  An unreadable file with no ``.bak`` (missing or empty) refuses too, where 4.9.3 starts
+empty and its next two writes replace the file and then its ``.bak`` (hunt 23: the data was lost).
 
 Each case runs the real ``rocketstore serve`` on the store in a subprocess."""
 
@@ -122,11 +123,14 @@ def test_a_main_file_that_is_json_but_not_an_object_falls_back_to_the_bak(tmp_pa
         serve.terminate()
 
 
-def test_a_torn_file_without_a_bak_starts_empty_as_4_9_3_does(tmp_path: Path) -> None:
+def test_a_torn_file_without_a_bak_stops_the_broker_and_is_kept(tmp_path: Path) -> None:
     store, conf = _prepare(tmp_path)
     path = store / "config" / "subscriptionGroup.json"
     Path(f"{path}.bak").unlink(missing_ok=True)
     path.write_bytes(GARBAGE)
     serve, code, stderr = _start_or_refuse(store, conf)
-    assert serve is not None, f"refused to start ({code}): {stderr}"
-    serve.terminate()
+    if serve is not None:
+        serve.terminate()
+        pytest.fail("the broker started on an unreadable subscriptionGroup.json without a .bak")
+    assert code != 0 and "subscriptionGroup.json" in stderr and "Traceback" not in stderr, stderr
+    assert path.read_bytes() == GARBAGE

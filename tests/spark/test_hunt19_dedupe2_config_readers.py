@@ -126,9 +126,9 @@ def test_the_store_source_knows_a_topic_the_broker_loads_from_topics_json_bak(st
 
 
 def test_the_store_source_names_topics_as_the_broker_keys_them(store: Path) -> None:
-    """An entry's topicName is the topic (the broker keys its table by it), for the broker and the source.
-    (An entry that is no object makes the file unreadable, the .bak read instead, as in 4.9.3: see
-    tests/unit/broker/test_hunt21_configs_wrong_shape.py.)"""
+    """An entry's key is the topic (as in 4.9.3's topicConfigTable map, whatever topicName says), for the
+    broker and the source.  (An entry that is no object makes the file unreadable, the .bak read instead,
+    as in 4.9.3: see tests/unit/broker/test_hunt21_configs_wrong_shape.py.)"""
     config = store / "config"
     for name in ("topics.json", "topics.json.bak"):
         _put(config / name, MISSING)
@@ -138,5 +138,5 @@ def test_the_store_source_names_topics_as_the_broker_keys_them(store: Path) -> N
     broker = TopicTable(BrokerConfig(broker_name="b"), str(config))
     broker.load()
     loaded = [broker.get(t) is not None for t in ("Named", "Bare", "Key")]
-    assert loaded == [True, True, False]
-    assert configured_topics(str(store)) == {"Named", "Bare"}
+    assert loaded == [False, True, True]
+    assert configured_topics(str(store)) == {"Key", "Bare"}

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import VersionedTable
+from rocketstore.config_json import topic_config_entry
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH, group_problem
 from rocketstore.message.system_topics import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -81,7 +82,7 @@ class TopicTable(VersionedTable[TopicConfig]):
     """topic name -> TopicConfig, persisted to ``<root>/config/topics.json``."""
 
     def __init__(self, config: BrokerConfig, config_dir: str) -> None:
-        super().__init__(os.path.join(config_dir, "topics.json"), "topicConfigTable", TopicConfig.from_json,
+        super().__init__(os.path.join(config_dir, "topics.json"), "topicConfigTable", topic_config_entry,
                          lambda tc: tc.topic_name, {})
         self.config = config
         self.system_topics: set[str] = set()

@@ -21,9 +21,8 @@ import stat
 import sys
 from typing import Any, TextIO
 
-from rocketstore.config_json import config_table, read_json_file
+from rocketstore.config_json import config_table, read_json_file, topic_config_entry
 from rocketstore.errors import CorruptFileError, StoreConfigError
-from rocketstore.remoting.bodies import TopicConfig
 from rocketstore.store.config import StoreConfig, read_properties_file
 from rocketstore.store.dump import dump_store
 from rocketstore.store.message_store import MessageStore
@@ -191,7 +190,7 @@ def _configured_topics(config: StoreConfig) -> frozenset[str] | None:
     store whose topics it does not know."""
     path = os.path.join(config.config_dir, "topics.json")
     try:
-        configs = read_json_file(path, lambda obj: config_table(obj, "topicConfigTable", TopicConfig.from_json))
+        configs = read_json_file(path, lambda obj: config_table(obj, "topicConfigTable", topic_config_entry))
     except (OSError, CorruptFileError) as exc:
         print(f"rocketstore: warning: cannot read {path} ({exc}): the records of deleted topics are "
               f"reported as problems", file=sys.stderr)

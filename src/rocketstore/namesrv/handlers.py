@@ -105,7 +105,7 @@ def _load_kv_file(path: str) -> dict[str, dict[str, str]]:
     problems = []
     for candidate in (path, path + ".bak"):
         try:
-            with open(candidate, encoding="utf-8") as fh:
+            with open(candidate, encoding="utf-8-sig") as fh:  # (-sig: an editor's BOM, which fastjson skips)
                 text = fh.read()
         except FileNotFoundError:
             continue

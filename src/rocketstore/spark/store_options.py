@@ -22,11 +22,11 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from rocketstore.config_json import config_table, read_json_file
+from rocketstore.config_json import config_table, read_json_file, topic_config_entry
 from rocketstore.errors import CorruptFileError, StoreConfigError
 from rocketstore.message.java_numbers import INT_MAX
 from rocketstore.message.system_topics import SCHEDULE_TOPIC, SYSTEM_TOPICS, is_system_topic
-from rocketstore.remoting.bodies import TopicConfig, build_subscription
+from rocketstore.remoting.bodies import build_subscription
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
 
@@ -352,7 +352,7 @@ def configured_topics(path: str) -> frozenset[str]:
     the file is missing, empty or unreadable); empty when neither can be read."""
     try:
         configs = read_json_file(os.path.join(path, "config", "topics.json"),
-                                 lambda obj: config_table(obj, "topicConfigTable", TopicConfig.from_json))
+                                 lambda obj: config_table(obj, "topicConfigTable", topic_config_entry))
     except (OSError, CorruptFileError):  # (CorruptFileError: the .bak unreadable too; no broker starts)
         return frozenset()
     return frozenset(tc.topic_name for tc in configs or ())
