@@ -6,8 +6,8 @@ HeartbeatData (accepting enum names or C++'s ordinals, numbers or strings), and 
 of the calls a broker relays to a consumer (running info, consume directly) are
 :mod:`rocketstore.remoting.consumer_bodies`, which builds on this module.
 
-Pure: no I/O; imports errors, message.hashing, message.java_numbers, remoting.fastjson and the frame limit of
-remoting.frame_decoder only (never consumer_bodies).  Values
+Pure: no I/O; imports errors, message.hashing, message.java_numbers, message.java_text, remoting.fastjson
+and the frame limit of remoting.frame_decoder only (never consumer_bodies).  Values
 are frozen dataclasses, safe to share between threads.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 from rocketstore.errors import ProtocolError
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.message.java_numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+from rocketstore.message.java_text import java_trim
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.frame_decoder import MAX_FRAME_BYTES
 
@@ -515,7 +516,7 @@ class SubscriptionData:
 
     @property
     def matches_all(self) -> bool:
-        return self.sub_string.strip() in ("", "*") and self.expression_type == "TAG"
+        return java_trim(self.sub_string) in ("", "*") and self.expression_type == "TAG"
 
     @property
     def names_no_tag(self) -> bool:
@@ -549,12 +550,14 @@ def build_subscription(topic: str, expression: str | None, sub_version: int = 0,
                        expression_type: str | None = None) -> SubscriptionData:
     """``FilterAPI.buildSubscriptionData``: ``*``/empty is everything, else tags split on ``||``."""
     expression_type = expression_type or "TAG"
-    text = (expression or "").strip()
     if expression_type != "TAG":
+        text = (expression or "").strip()
         return SubscriptionData(topic, text, sub_version=sub_version, expression_type=expression_type)
+    # String.trim, not str.strip: a tag keeps U+00A0/U+3000 at its ends and loses \x01 (4.9.3's tags)
+    text = java_trim(expression or "")
     if not text or text == "*":
         return SubscriptionData(topic, "*", sub_version=sub_version)
-    tags = tuple(dict.fromkeys(t.strip() for t in text.split("||") if t.strip()))
+    tags = tuple(dict.fromkeys(t for t in map(java_trim, text.split("||")) if t))
     return SubscriptionData(topic, text, tags, tuple(java_string_hash(t) for t in tags), sub_version)
 
 
