@@ -433,9 +433,13 @@ class Consumption:
                     await asyncio.sleep(RELOCK_WAIT_S)
                 continue
             suspend = False
-            async with pq.consume_lock:
+            # a consume slot, as 4.9.3 runs each queue's ConsumeRequest on the consumeThreadMax threads: an
+            # async handler too is called for at most consume_concurrency queues at once
+            async with self._semaphore, pq.consume_lock:
                 if pq.dropped or pc.stopping:
                     return
+                if pc.clustering and (not pq.locked or pq.lock_expired(s.lock_max_live_s)):
+                    continue  # lost while it waited for the slot: locked again first
                 messages = pq.take(s.consume_batch_size)
                 context = OrderlyContext(pq.mq)
                 with handler_context(context):

@@ -205,9 +205,13 @@ class GroupConsumer:
         #: as given, or (None) the environment variable NAMESRV_ADDR, as 4.9.3's ClientConfig
         self.namesrv_addr = namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         self.clustering = settings.message_model is MessageModel.CLUSTERING
-        # 4.9.3 turns the default instance name into pid#nanos for CLUSTERING only (changeInstanceNameToPID):
-        # a BROADCASTING member stays <ip>@DEFAULT, so a restart finds its offsets file again
-        instance = settings.instance_name or (new_instance_name() if self.clustering else DEFAULT_INSTANCE_NAME)
+        # 4.9.3 turns the default instance name into pid#nanos for CLUSTERING only (changeInstanceNameToPID),
+        # "DEFAULT" given outright too (members of a group on one host would share one client id, each own the
+        # same share of the queues, consumed twice, and nobody the rest): a BROADCASTING member stays
+        # <ip>@DEFAULT, so a restart finds its offsets file again
+        instance = settings.instance_name
+        if not instance or (self.clustering and instance == DEFAULT_INSTANCE_NAME):
+            instance = new_instance_name() if self.clustering else DEFAULT_INSTANCE_NAME
         self.client_id = f"{local_ip()}@{instance}"
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
