@@ -3,7 +3,8 @@
 A :class:`Connection` is symmetric: it answers requests with an async handler (a server connection, or a
 client that a broker calls back with NOTIFY_CONSUMER_IDS_CHANGED) and matches responses to its own requests
 by ``opaque`` through a dict of opaque -> Future.  Every await has a deadline, every write is followed by
-a drain, and closing fails every pending request with :class:`ConnectionClosedError` chained to the cause.
+a drain (a oneway's comes before it), and closing fails every pending request with
+:class:`ConnectionClosedError` chained to the cause.
 Everything about bytes is codec.py's and frame_decoder.py's.  Opening one, and the client pool, are
 :mod:`rocketstore.remoting.transport`'s (which re-exports everything here: import it from there); the
 router and the listening server are :mod:`rocketstore.remoting.server`'s.
@@ -325,6 +326,17 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
         if self._closed:
             raise ConnectionClosedError(f"connection to {self.peer_address} closed") from self._close_cause
 
+    async def _drain_request(self, future: asyncio.Future[RemotingCommand], timeout_s: float) -> None:
+        """:meth:`_drain` for a request whose *future* the timer may have failed meanwhile (the drain and the
+        timer share the time-out): that error is retrieved, so asyncio does not log "Future exception was
+        never retrieved" for it; the drain's error is the one raised."""
+        try:
+            await self._drain(timeout_s)
+        except BaseException:
+            if future.done() and not future.cancelled():
+                future.exception()
+            raise
+
     def _other_loop_error(self) -> LoopBoundError:
         """The error of a request made from another event loop than the connection's (loop-bound: that
         loop reads the answers, and writes from two threads would interleave); not retried by a client."""
@@ -355,7 +367,7 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
         try:
             self._write_soon(command, opaque)
             if not self._can_write.is_set():
-                await self._drain(timeout_s)
+                await self._drain_request(future, timeout_s)
             return await future
         finally:
             timer.cancel()
@@ -391,7 +403,7 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
                 self._flush_scheduled = True
                 loop.call_soon(self._flush)
             if not self._can_write.is_set():
-                await self._drain(timeout_s)
+                await self._drain_request(future, timeout_s)
             return await future
         finally:
             timer.cancel()
@@ -403,7 +415,8 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
                 f"no response from {self.peer_address} to request code {code} within {timeout_s} s"))
 
     async def oneway(self, command: RemotingCommand, timeout_s: float = 5.0) -> None:
-        """Send a request flagged oneway; nothing comes back."""
+        """Send a request flagged oneway; nothing comes back.  RequestTimeoutError when the peer has not
+        read for *timeout_s* before it could be queued (then nothing of it was written)."""
         if not command.is_oneway:
             command = RemotingCommand.request(command.code, command.ext_fields, command.body, oneway=True,
                                               remark=command.remark, language=command.language,
@@ -411,7 +424,13 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
         credentials = self._credentials
         if credentials is not None:
             command = signed_request(command, credentials)
-        await self.send(command.with_opaque(self._next_opaque()), timeout_s)
+        if asyncio.get_running_loop() is not self._loop:
+            raise self._other_loop_error()
+        # a peer that does not read is waited for before the frame is queued, not after: a oneway that
+        # raises was not written (its caller may send it again without a duplicate), as 4.9.3's
+        # invokeOnewayImpl throws only when it could not hand the request to the channel
+        await self._drain(timeout_s)
+        self._write(command.with_opaque(self._next_opaque()))
 
     def _next_opaque(self) -> int:
         opaque = next(self._opaques)
