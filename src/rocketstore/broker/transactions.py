@@ -24,12 +24,12 @@ their behaviour (remoting.md 5.11 / 5.12, store-format.md section 10).
   check count raised, and a producer of its group (PGROUP) connected to this broker is sent
   CHECK_TRANSACTION_STATE about that new copy (oneway: its answer is an END_TRANSACTION).  Like 4.9.3 the
   copy carries neither the message flag nor the reconsume count.  Unlike 4.9.3, a half message found before
-  a newer copy of the same transaction (UNIQ_KEY) that this broker wrote for a check is passed over: such
-  stale copies are what a kill -9 before the check offset was saved leaves behind, and checking each of them
-  commits the message once per copy.  Nor is a copy of an immune half message (CHECK_IMMUNITY_TIME_IN_SECONDS)
-  checked once its immunity is over when an op record read in the round names its first offset: 4.9.3
-  looks for that record only while the immunity lasts, and checks (so commits again) a transaction that
-  ended after a round had copied it.
+  a newer copy of the same transaction (UNIQ_KEY and born time) that this broker wrote for a check is passed
+  over: such stale copies are what a kill -9 before the check offset was saved leaves behind, and checking
+  each of them commits the message once per copy.  Nor is a copy of an immune half message
+  (CHECK_IMMUNITY_TIME_IN_SECONDS) checked once its immunity is over when an op record read in the round
+  names its first offset: 4.9.3 looks for that record only while the immunity lasts, and checks (so commits
+  again) a transaction that ended after a round had copied it.
 * A half message or op record damaged on disk since it was stored (its body fails its CRC, or it does not
   decode) is passed over with an ERROR naming it, and the round goes on.  A damaged half message is never
   copied or checked (a copy would carry its changed body under a fresh CRC); a damaged op record's half
@@ -242,8 +242,9 @@ class TransactionCheckService(TaskService):
         self._round_robin = itertools.count()
         #: check requests sent
         self.checks_sent = 0
-        #: half queue id -> UNIQ_KEY -> queue offset of the copy this broker last wrote for a check of it
-        self._latest_copy: dict[int, dict[str, int]] = {}
+        #: half queue id -> (UNIQ_KEY, born timestamp) -> queue offset of the copy this broker last wrote for a
+        #: check of it
+        self._latest_copy: dict[int, dict[tuple[str, int], int]] = {}
 
     #: set by :meth:`interval_changed` while the service runs (made on its loop)
     _interval_changed: asyncio.Event | None = None
@@ -399,7 +400,11 @@ class TransactionCheckService(TaskService):
                 continue
             props = half.properties
             uniq = props.get(PropertyName.UNIQ_KEY)
-            if uniq is not None and latest.get(uniq, -1) > i:
+            # the born time tells a copy (which keeps it) from another send with the same UNIQ_KEY (a Java
+            # Message object sent again keeps its key; each send has its own born time): that one is its own
+            # transaction, and passing it over would leave it unchecked for good
+            copy_key = None if uniq is None else (uniq, half.born_timestamp)
+            if copy_key is not None and latest.get(copy_key, -1) > i:
                 # a stale copy: a later copy of this transaction, written by this broker for a check, is
                 # further on in the queue and carries it on (see _stale_copies)
                 i = new_offset = i + 1
@@ -441,8 +446,8 @@ class TransactionCheckService(TaskService):
             copy = await self._put_back(half, props)
             if copy is None:
                 break  # try again next round
-            if uniq is not None:
-                latest[uniq] = copy.queue_offset
+            if copy_key is not None:
+                latest[copy_key] = copy.queue_offset
             self._send_check(half, props, copy)
             i = new_offset = i + 1
         if new_offset != half_offset:
@@ -455,14 +460,15 @@ class TransactionCheckService(TaskService):
         if new_op_offset != op_offset:
             broker.offsets.commit(CHECK_GROUP, OP_TOPIC, queue_id, new_op_offset)
 
-    def _stale_copies(self, queue_id: int, half_offset: int) -> dict[str, int]:
-        """UNIQ_KEY -> queue offset of the newest copy written for a check, for the copies at or after
-        *half_offset* (older ones were passed and are forgotten).  A half message found before the newest
-        copy of its transaction is passed over without a copy or a check: the newest copy is checked when the
-        scan gets to it.  Such stale copies are left behind by a kill -9 before the check offset was saved
-        (the next broker scans the copied halves again and copies them again, while the earlier copies are
-        still in the queue): 4.9.3 copies and checks each of them, and a producer answering COMMIT to every
-        check has its message committed once per copy.  Here a transaction is checked once per round."""
+    def _stale_copies(self, queue_id: int, half_offset: int) -> dict[tuple[str, int], int]:
+        """(UNIQ_KEY, born timestamp) -> queue offset of the newest copy written for a check, for the copies
+        at or after *half_offset* (older ones were passed and are forgotten).  A half message found before the
+        newest copy of its transaction is passed over without a copy or a check: the newest copy is checked
+        when the scan gets to it.  Such stale copies are left behind by a kill -9 before the check offset was
+        saved (the next broker scans the copied halves again and copies them again, while the earlier copies
+        are still in the queue): 4.9.3 copies and checks each of them, and a producer answering COMMIT to
+        every check has its message committed once per copy.  Here a transaction is checked once per round.
+        A copy keeps its half message's born time, so another send that reused the UNIQ_KEY is not one."""
         latest = self._latest_copy.setdefault(queue_id, {})
         for key in [k for k, offset in latest.items() if offset < half_offset]:
             del latest[key]
