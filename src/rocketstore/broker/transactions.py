@@ -345,13 +345,20 @@ class TransactionCheckService(TaskService):
                               OP_TOPIC, queue_id, op_offset_of, exc.reason)
                     done.append(op_offset_of)
                     continue
+                # a record this broker did not write (a client may send to the op topic) names no half
+                # message: passed over for good, or the op offset stopped at it and every round read the
+                # queue again from there, logging it each time (4.9.3 passes a body that is no number)
                 if op.tags != REMOVE_TAG:
-                    log.error("op record at %d of %s has tag %r, not %r", op_offset_of, OP_TOPIC, op.tags, REMOVE_TAG)
+                    log.error("op record at %d of %s has tag %r, not %r: passed over", op_offset_of, OP_TOPIC,
+                              op.tags, REMOVE_TAG)
+                    done.append(op_offset_of)
                     continue
                 try:
                     half_offset_of = int(op.body)
                 except ValueError:
-                    log.error("op record at %d of %s has body %r", op_offset_of, OP_TOPIC, op.body[:40])
+                    log.error("op record at %d of %s has body %r: passed over", op_offset_of, OP_TOPIC,
+                              op.body[:40])
+                    done.append(op_offset_of)
                     continue
                 if half_offset_of < half_offset:
                     done.append(op_offset_of)
