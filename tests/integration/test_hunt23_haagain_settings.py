@@ -36,7 +36,8 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return out
 
 
-def test_a_sync_master_answers_slave_not_available_for_a_slave_behind_its_fall_behind_max(tmp_path: Path) -> None:
+def test_a_sync_master_answers_slave_not_available_for_a_slave_behind_its_fall_behind_max(
+        tmp_path: Path) -> None:
     # slaveTimeout long enough that a wait for the silent slave cannot pass for the refusal
     sync: dict[str, object] = {**STORE, "broker_role": BrokerRole.SYNC_MASTER, "slave_timeout_ms": 1000}
     with LocalCluster(tmp_path / "master", ha_listen_port=0, store_overrides=sync) as cluster:
@@ -47,8 +48,9 @@ def test_a_sync_master_answers_slave_not_available_for_a_slave_behind_its_fall_b
         with socket.create_connection(("127.0.0.1", ha.port)) as silent:
             # a slave that has everything so far, then acknowledges nothing more
             silent.sendall(REPORT.pack(cluster.broker.store.max_commit_log_offset))
-            cluster.wait_until(lambda: ha.slaves and ha.push_max == cluster.broker.store.max_commit_log_offset,
-                               20, "the slave's report")
+            store = cluster.broker.store
+            cluster.wait_until(lambda: ha.slaves and ha.push_max == store.max_commit_log_offset, 20,
+                               "the slave's report")
 
             async def one() -> str:
                 async with Producer(cluster.namesrv_addr, "fallbehind-producer", retry_times=0) as producer:

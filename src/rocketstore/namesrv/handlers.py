@@ -105,14 +105,15 @@ def _load_kv_file(path: str) -> dict[str, dict[str, str]]:
     problems = []
     for candidate in (path, path + ".bak"):
         try:
-            with open(candidate, encoding="utf-8-sig") as fh:  # (-sig: an editor's BOM, which fastjson skips)
-                text = fh.read()
+            with open(candidate, "rb") as fh:
+                data = fh.read().removeprefix(b"\xef\xbb\xbf")  # (an editor's BOM, which fastjson skips)
         except FileNotFoundError:
             continue
-        if not text.strip():
+        if not data.strip():
             continue
         try:
-            loaded = fastjson.loads(text).get("configTable")
+            # (decoded here: bytes that are not UTF-8 make the file unreadable, its .bak read)
+            loaded = fastjson.loads(data.decode("utf-8")).get("configTable")
             if loaded is None:
                 return {}
             if not isinstance(loaded, dict) or not all(isinstance(kv, dict) for kv in loaded.values()):
