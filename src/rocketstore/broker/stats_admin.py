@@ -42,8 +42,10 @@ broker.admin answer (:func:`runtime_table`, :func:`reported_config_text`).
   and the consume queues' three: 4.9.3 reads them at every round; a shorter interval acts at once, not after
   the old one), osPageCacheBusyTimeOutMills and syncFlushTimeout (every put; a send already waiting for its
   flush keeps the timeout it had), maxMsgsNumBatch and defaultQueryMaxNum (every
-  QUERY_MESSAGE), autoCreateSubscriptionGroup (every lookup of a group) and transactionCheckInterval (the
-  check service's wait starts again with it).  brokerRole acts at once
+  QUERY_MESSAGE), autoCreateSubscriptionGroup (every lookup of a group), transactionCheckInterval (the
+  check service's wait starts again with it) and replication's haSlaveFallbehindMax (every SYNC_MASTER
+  send), haTransferBatchSize, haSendHeartbeatInterval and haHousekeepingInterval (every chunk, heartbeat
+  and read of a slave connection).  brokerRole acts at once
   where 4.9.3 reads it per request or per put: a SLAVE's store refuses puts (a send answers
   SERVICE_NOT_AVAILABLE), a master's takes them, a SYNC_MASTER's send waits for its slave (SLAVE_NOT_AVAILABLE
   on a broker started as a slave, which has no HA port), pulls and END_TRANSACTION see the new role; what

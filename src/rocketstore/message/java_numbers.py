@@ -21,7 +21,8 @@ def _parse_java_integer(text: str, low: int, high: int, kind: str) -> int:
     # Java's Character.digit takes any Unicode decimal digit, which is what str.isdecimal() tests; int()
     # alone would also take surrounding blanks and underscores, which Java rejects.
     digits = text[1:] if text[:1] in _SIGNS else text
-    if not digits.isdecimal():
+    if not digits.isdecimal() or (not digits.isascii() and max(digits) > "\uffff"):
+        # (Java reads UTF-16 units: a digit beyond the BMP, U+1D7D9 ..., is two that are not digits)
         raise ValueError(f"{text[:64]!r} is not a decimal {kind}")
     value = int(text)  # may itself raise ValueError past Python's 4300-digit limit
     if not low <= value <= high:

@@ -46,6 +46,8 @@ def loads(data: str | bytes | bytearray | memoryview) -> Any:
         return json.loads(data, strict=False)
     except (ValueError, RecursionError):
         pass  # not plain JSON: try the lenient parser
+    if data.startswith("\ufeff"):  # a byte order mark (a file an editor saved): fastjson skips it
+        return loads(data[1:])
     parser = _Parser(data)
     value = parser.value(0)
     parser.skip_ws()
