@@ -50,6 +50,7 @@ from rocketstore.client import (
 from rocketstore.client.admin import AdminClient, InvalidNameError, NoConsumeProgressError, check_name
 from rocketstore.client.consumer import subscription_for
 from rocketstore.client.errors import ClientError
+from rocketstore.client.namespace import with_namespace
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import StoredMessage
@@ -74,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     send.add_argument("--trace", action="store_true", help="record each send's message trace (mqadmin "
                                                            "sendMessage -m true; see the trace command)")
     send.add_argument("--group", default="rocketstore-cli-producer", help="producer group")
+    _add_namespace_arg(send)
     add_common(send)
     send.set_defaults(handler=_send)
 
@@ -96,12 +98,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     consume.add_argument("--from", dest="start", choices=("first", "last"), default="first",
                          help="where a queue without a committed offset starts (default first)")
     consume.add_argument("--max", type=int, help="stop after this many messages")
+    _add_namespace_arg(consume)
     consume.add_argument("--timeout", type=_idle_seconds, default=5.0,
                          help="stop when no message came for this many seconds (default 5; inf: never)")
     consume.add_argument("--reply", metavar="BODY",
                          help="answer each request message with BODY ({body}: the request's body)")
     add_common(consume, full_body=True)
     consume.set_defaults(handler=_consume)
+
+
+def _add_namespace_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--namespace", help="the client's namespace (Java's ClientConfig.namespace): the "
+                                            "topic and group are <namespace>%%<name> on the brokers")
 
 
 def _add_message_args(parser: argparse.ArgumentParser, body_help: str, keys_help: str) -> None:
@@ -155,7 +163,8 @@ def _send(args: argparse.Namespace) -> int:
     async def go() -> int:
         results = []
         async with Producer(args.namesrv, args.group, timeout_s=args.request_timeout_s,
-                            credentials=credentials_of(args), enable_trace=args.trace) as producer:
+                            credentials=credentials_of(args), enable_trace=args.trace,
+                            namespace=args.namespace) as producer:
             for i in range(args.count):
                 body = body_template.replace(b"{i}", str(i).encode())
                 keys = args.keys.replace("{i}", str(i)) if args.keys else None
@@ -267,6 +276,9 @@ def _consume(args: argparse.Namespace) -> int:
         check_name("group", args.group)
     except InvalidNameError as exc:
         return fail(str(exc))
+    # the names on the brokers (the messages print with them)
+    args.topic = with_namespace(args.namespace, args.topic)
+    args.group = with_namespace(args.namespace, args.group)
     if args.sql is not None:
         # before anything is pulled: an empty --sql must not read as "no filter" (everything consumed and
         # committed), and a malformed one is best told where, which the broker's pull refusal does not say

@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from rocketstore.client.namespace import messages_without_namespace
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import (
     ACK_ALL,
@@ -270,7 +271,10 @@ class Consumption:
                       self.pc.group, count, name, exc, run.count)
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
-        """What the handler returns for *messages* (a copy of the list); its exceptions propagate."""
+        """What the handler returns for *messages* (a copy of the list, their topics out of the consumer's
+        namespace, as 4.9.3's resetNamespace); its exceptions propagate."""
+        if self.pc.namespace is not None:
+            messages = messages_without_namespace(self.pc.namespace, messages)
         if self._is_async:
             return await self.handler(list(messages))  # type: ignore[misc]
         loop = asyncio.get_running_loop()

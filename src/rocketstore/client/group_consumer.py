@@ -37,6 +37,7 @@ from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, NoRouteError, ServiceState, logged, state_not_ok, state_of
+from rocketstore.client.namespace import with_namespace
 from rocketstore.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -95,6 +96,12 @@ class GroupSettings:
     #: client id = ``ip@instance_name``; None: ``pid#nanos``, unique per consumer, for CLUSTERING and
     #: ``DEFAULT`` for BROADCASTING (4.9.3: the same client id, so the same offsets file, after a restart)
     instance_name: str | None = None
+    #: the ``ip`` of the client id (ClientConfig.clientIP); None: this host's address (``local_ip()``)
+    client_ip: str | None = None
+    #: ClientConfig.namespace: the group and the topics named go on the wire as ``<namespace>%<name>``
+    #: (``%RETRY%<namespace>%<group>``), the messages and queues handed back without it (see
+    #: :mod:`rocketstore.client.namespace`); None or "": none
+    namespace: str | None = None
     #: Java waits 30 s / 20 s; a few seconds costs one small request and notices a lost NOTIFY sooner
     heartbeat_interval_s: float = 10.0
     rebalance_interval_s: float = 10.0
@@ -201,6 +208,10 @@ class GroupConsumer:
         if not callable(settings.allocate_strategy):  # else every rebalance would fail, and nothing be consumed
             raise TypeError(f"allocate_strategy is not callable: {settings.allocate_strategy!r:.80}")
         self.settings = settings
+        #: the namespace, None for none (the one test the per-message paths make)
+        self.namespace = settings.namespace or None
+        if self.namespace is not None:
+            group = with_namespace(self.namespace, group)
         self.group = group
         #: as given, or (None) the environment variable NAMESRV_ADDR, as 4.9.3's ClientConfig
         self.namesrv_addr = namesrv_addr = namesrv_addr_or_env(namesrv_addr)
@@ -212,7 +223,7 @@ class GroupConsumer:
         instance = settings.instance_name
         if not instance or (self.clustering and instance == DEFAULT_INSTANCE_NAME):
             instance = new_instance_name() if self.clustering else DEFAULT_INSTANCE_NAME
-        self.client_id = f"{local_ip()}@{instance}"
+        self.client_id = f"{settings.client_ip or local_ip()}@{instance}"
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
                                      credentials=credentials, tls=tls,

@@ -63,6 +63,13 @@ from rocketstore.client.group_consumer import (
     LookupRound,
     resolve_settings,
 )
+from rocketstore.client.namespace import (
+    messages_without_namespace,
+    queue_with_namespace,
+    queue_without_namespace,
+    with_namespace,
+    without_namespace,
+)
 from rocketstore.client.process_queue import ProcessQueue, wait_event
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
@@ -294,12 +301,14 @@ class LitePullConsumer(GroupConsumer):
         start, after start by the broker's pulls).  Subscribing again replaces the expression."""
         if not topic:
             raise ValueError("topic must not be empty")
+        topic = with_namespace(self.namespace, topic)
         self._set_mode(_Mode.SUBSCRIBE)
         self.subscriptions[topic] = subscribed(topic, expression, int(time.time() * 1000))
         self._resubscribed()  # heartbeat the new subscriptions and rebalance now
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming *topic*: its queues are dropped with their buffered messages."""
+        topic = with_namespace(self.namespace, topic)
         if self.subscriptions.pop(topic, None) is None:
             return
         self._leave([mq for mq in self._states if mq.topic == topic])
@@ -307,7 +316,7 @@ class LitePullConsumer(GroupConsumer):
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly *queues* (no rebalance); queues assigned before and not now are dropped."""
-        wanted = set(queues)
+        wanted = set(self._in_namespace(queues))
         if not wanted:
             raise ValueError("message queues must not be empty")
         self._set_mode(_Mode.ASSIGN)
@@ -319,8 +328,18 @@ class LitePullConsumer(GroupConsumer):
                 self._add_queue(mq)
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
-        """The queues held now (of *topic*, or all)."""
+        """The queues held now (of *topic*, or all), named without the namespace."""
+        if self.namespace is not None:
+            topic = None if topic is None else with_namespace(self.namespace, topic)
+            return {queue_without_namespace(self.namespace, mq) for mq in self._states
+                    if topic is None or mq.topic == topic}
         return {mq for mq in self._states if topic is None or mq.topic == topic}
+
+    def _in_namespace(self, queues: Iterable[MessageQueue]) -> Iterable[MessageQueue]:
+        """*queues* in the namespace (ClientConfig.queuesWithNamespace)."""
+        if self.namespace is None:
+            return queues
+        return [queue_with_namespace(self.namespace, mq) for mq in queues]
 
     # --- queues ------------------------------------------------------------------------------------------
 
@@ -457,12 +476,14 @@ class LitePullConsumer(GroupConsumer):
         state = self._states.get(pq.mq)
         if state is not None and state.pq is pq and offset >= 0:
             state.consumed_offset = offset
+        if self.namespace is not None:  # 4.9.3's resetTopic
+            return messages_without_namespace(self.namespace, messages)
         return messages
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling these held queues (what is buffered can still be polled); others are ignored.
         Before start, the queues given to ``assign`` count as held, as in 4.9.3."""
-        for mq in queues:
+        for mq in self._in_namespace(queues):
             state = self._states.get(mq)
             if state is not None:
                 state.paused = True
@@ -470,7 +491,7 @@ class LitePullConsumer(GroupConsumer):
                 self._paused_before_start.add(mq)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
-        for mq in queues:
+        for mq in self._in_namespace(queues):
             self._paused_before_start.discard(mq)
             state = self._states.get(mq)
             if state is not None:
@@ -499,6 +520,7 @@ class LitePullConsumer(GroupConsumer):
         """The group's committed offset of *mq* as 4.9.3 reads it (MEMORY_FIRST_THEN_STORE): what this
         consumer committed, else the broker's (CLUSTERING) or the offset file's; -1 if there is none."""
         self._check_running()
+        mq = queue_with_namespace(self.namespace, mq)
         offset = self.offsets.read_memory(mq)
         return offset if offset >= 0 else await self.offsets.read_store(mq)
 
@@ -506,6 +528,7 @@ class LitePullConsumer(GroupConsumer):
         """Consume *mq* from *offset* (between its min and max offset): the buffered messages are dropped
         and its pull starts again there; the consumed offset becomes *offset*."""
         self._check_running()
+        mq = queue_with_namespace(self.namespace, mq)
         if mq not in self._states:
             hint = ", may be rebalancing" if self._mode is _Mode.SUBSCRIBE else ""
             raise ClientError(f"the message queue is not in the assigned list{hint}: {mq}")
@@ -530,10 +553,12 @@ class LitePullConsumer(GroupConsumer):
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         self._check_running()
+        mq = queue_with_namespace(self.namespace, mq)
         await self.seek(mq, await self.consumer.min_offset(mq))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         self._check_running()
+        mq = queue_with_namespace(self.namespace, mq)
         await self.seek(mq, await self.consumer.max_offset(mq))
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
@@ -542,6 +567,7 @@ class LitePullConsumer(GroupConsumer):
         name servers do not know or whose queues are all write-only (perm 2): an empty list would have an
         assign-mode caller poll nothing, silently."""
         self._check_running()
+        topic = with_namespace(self.namespace, topic)
         words = f"Can not find Message Queue for this topic, {topic}"
         try:
             queues = await self.consumer.queues(topic)
@@ -549,6 +575,8 @@ class LitePullConsumer(GroupConsumer):
             raise NoRouteError(topic, exc.reason, words=words) from exc
         if not queues:
             raise NoRouteError(topic, "no readable queue (the name servers return none)", words=words)
+        if self.namespace is not None:
+            queues = [queue_without_namespace(self.namespace, mq) for mq in queues]
         return sorted(queues)
 
     # --- queue-set change listeners (registerTopicMessageQueueChangeListener) ----------------------------
@@ -563,6 +591,7 @@ class LitePullConsumer(GroupConsumer):
         queue is reported once, not at every check."""
         if not topic or listener is None:
             raise ValueError("a queue change listener needs a topic and a listener")
+        topic = with_namespace(self.namespace, topic)
         self._queue_listeners[topic] = listener
         self._known_queues[topic] = await self._fetch_queue_set(topic) if self.started and not self.stopping else None
 
@@ -573,6 +602,9 @@ class LitePullConsumer(GroupConsumer):
             if queues is None or queues == self._known_queues.get(topic):
                 continue
             self._known_queues[topic] = queues
+            if self.namespace is not None:  # named without the namespace, as the user named them
+                topic = without_namespace(self.namespace, topic)
+                queues = frozenset(queue_without_namespace(self.namespace, mq) for mq in queues)
             try:
                 outcome = listener(topic, queues)
                 if inspect.isawaitable(outcome):
@@ -594,7 +626,7 @@ class LitePullConsumer(GroupConsumer):
         """The broker's SEARCH_OFFSET_BY_TIMESTAMP: the offset of the message stored nearest *timestamp_ms*
         (4.9.3's getOffsetInQueueByTime; it may be stored before that time)."""
         self._check_running()
-        return await self.consumer.search_offset(mq, timestamp_ms)
+        return await self.consumer.search_offset(queue_with_namespace(self.namespace, mq), timestamp_ms)
 
     # --- requests from brokers (NOTIFY_CONSUMER_IDS_CHANGED: GroupConsumer._serve) ----------------------
 

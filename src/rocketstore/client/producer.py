@@ -88,6 +88,7 @@ from rocketstore.client.errors import (
     send_failed,
     state_not_ok,
 )
+from rocketstore.client.namespace import queue_without_namespace, with_namespace
 from rocketstore.client.outgoing_message import (
     DEFAULT_COMPRESS_LEVEL,
     DEFAULT_COMPRESS_OVER,
@@ -163,7 +164,8 @@ class Producer(SingleTrySends):
                  compress_msg_body_over_howmuch: int = DEFAULT_COMPRESS_OVER,
                  compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
                  instance_name: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0) -> None:
+                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0,
+                 client_ip: str | None = None, namespace: str | None = None) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
         4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
         address, please set it.").
@@ -186,12 +188,17 @@ class Producer(SingleTrySends):
         *mq_client_api_timeout_s* (Java's ClientConfig.mqClientApiTimeout, 3 s): the bound of each route
         look-up from the name servers, heartbeat and unregistration (4.9.3's MQClientInstance passes it to
         getTopicRouteInfoFromNameServer, sendHearbeat and unregisterClient), not *timeout_s*, which bounds
-        sends."""
+        sends.
+        *client_ip*: the ``ip`` of the client id (ClientConfig.clientIP; default this host's address).
+        *namespace* (ClientConfig.namespace): the group and every topic sent to go on the wire as
+        ``<namespace>%<name>``, and the send results' queues name the topic without it (see
+        :mod:`rocketstore.client.namespace`)."""
         namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, credentials=credentials,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
-                         route_refresh_interval_s=route_refresh_interval_s)
+                         route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
+                         namespace=namespace)
         self.max_message_size = max_message_size
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.compress_level = compress_level
@@ -233,6 +240,8 @@ class Producer(SingleTrySends):
         :meth:`fetch_publish_message_queues`); neither is retried elsewhere.  A queue the topic's route
         lacks is refused before anything is sent (QueueNotInRouteError, a NoRouteError; see
         queue_choice._not_a_target for why not the broker's refusal)."""
+        if self.namespace is not None:
+            topic, message_queue = self._in_namespace(topic, message_queue)
         self._check(topic, body)
         broker_name: str | None = None
         if message_queue is not None:
@@ -258,14 +267,17 @@ class Producer(SingleTrySends):
         if len(body) >= self.compress_msg_body_over_howmuch:  # tryToCompressMessage (the trace too sees it)
             body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
         if self.trace is None:
-            return await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                                    sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s,
-                                    broker_name=broker_name)
-        began_ms = [0]
-        sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
-                             sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields,
-                             timeout_s=timeout_s, broker_name=broker_name)
-        return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
+            result = await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+                                      sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s,
+                                      broker_name=broker_name)
+        else:
+            began_ms = [0]
+            sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+                                 sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields,
+                                 timeout_s=timeout_s, broker_name=broker_name)
+            result = await self.trace.pub(sending, topic, len(body), tags, keys, properties,
+                                          began_ms=began_ms)
+        return result if self.namespace is None else self._out_of_namespace(result)
 
     async def send_reply(self, request: HasProperties, body: bytes, *, tags: str | None = None,
                          keys: str | list[str] | None = None, properties: dict[str, str] | None = None
@@ -285,6 +297,8 @@ class Producer(SingleTrySends):
         queue of it is what :meth:`send`'s *message_queue* takes."""
         if self.closed:
             raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
+        if self.namespace is not None:  # queues of the topic in the namespace, named without it
+            topic = with_namespace(self.namespace, topic)
         words = f"Can not find Message Queue for this topic, {topic}"
         try:
             route = await self.routes.route(topic, refresh=True)
@@ -293,6 +307,8 @@ class Producer(SingleTrySends):
         queues = RouteCache.publish_queues(topic, route)
         if not queues:
             raise NoRouteError(topic, "no writeable queue", words=words)
+        if self.namespace is not None:
+            return [queue_without_namespace(self.namespace, q) for q in queues]
         return queues
 
     def _chosen_queue_attempts(self) -> int:
@@ -309,6 +325,8 @@ class Producer(SingleTrySends):
         A batch whose encoded body is over ``max_message_size`` is refused, not split (as 4.9.3)."""
         if not messages:
             raise ValueError("a batch needs at least one message")
+        if self.namespace is not None:
+            topic, message_queue = self._in_namespace(topic, message_queue)
         self._check(topic, None)
         broker_name: str | None = None
         if message_queue is not None:
@@ -331,14 +349,17 @@ class Producer(SingleTrySends):
                                           f"Failed to initiate the MessageBatch: {exc}") from exc
         batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
-            return await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
-                                    queue_id=queue_id, flag=0, timeout_s=timeout_s, broker_name=broker_name)
-        began_ms = [0]
-        sending = self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
-                             queue_id=queue_id, flag=0, began_ms=began_ms, timeout_s=timeout_s,
-                             broker_name=broker_name)
-        # one Pub for the batch, as 4.9.3 traces a MessageBatch: no tags or keys, the ids joined by commas
-        return await self.trace.pub(sending, topic, len(body), None, None, None, began_ms=began_ms)
+            result = await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text,
+                                      batch=True, queue_id=queue_id, flag=0, timeout_s=timeout_s,
+                                      broker_name=broker_name)
+        else:
+            began_ms = [0]
+            sending = self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text, batch=True,
+                                 queue_id=queue_id, flag=0, began_ms=began_ms, timeout_s=timeout_s,
+                                 broker_name=broker_name)
+            # one Pub for the batch, as 4.9.3 traces a MessageBatch: no tags or keys, the ids joined by commas
+            result = await self.trace.pub(sending, topic, len(body), None, None, None, began_ms=began_ms)
+        return result if self.namespace is None else self._out_of_namespace(result)
 
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None,

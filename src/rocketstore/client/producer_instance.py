@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Self
 from rocketstore.client import group_requests
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, ServiceState, logged, state_not_ok, state_of
+from rocketstore.client.namespace import with_namespace
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.push_types import local_ip, new_instance_name
 from rocketstore.client.route import AUTO_CREATE_TOPIC, RouteCache, check
@@ -76,7 +77,8 @@ class ProducerInstance:
     def __init__(self, namesrv_addr: str, group: str, *, timeout_s: float,
                  credentials: SessionCredentials | None, heartbeat_interval_s: float,
                  instance_name: str | None, tls: ClientTls,
-                 mq_client_api_timeout_s: float, route_refresh_interval_s: float) -> None:
+                 mq_client_api_timeout_s: float, route_refresh_interval_s: float,
+                 client_ip: str | None = None, namespace: str | None = None) -> None:
         """As :class:`~rocketstore.client.producer.Producer`'s (which passes these on; *namesrv_addr* is
         given, the environment's already read); *timeout_s* (the producer's) bounds opening a connection."""
         if heartbeat_interval_s <= 0:
@@ -86,14 +88,16 @@ class ProducerInstance:
         if mq_client_api_timeout_s <= 0:
             raise ValueError("mq_client_api_timeout_s must be positive")
         self.mq_client_api_timeout_s = mq_client_api_timeout_s
-        self.group = group
+        #: the namespace (ClientConfig.namespace), None for none: the group and the topics sent to are in it
+        self.namespace = namespace or None
+        self.group = with_namespace(self.namespace, group)
         self.pool = ConnectionPool(handler=self._serve_broker, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool,
                                  timeout_s=mq_client_api_timeout_s, on_route=self._route_seen)
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
-        self.client_id = f"{local_ip()}@{instance_name or new_instance_name()}"
+        self.client_id = f"{client_ip or local_ip()}@{instance_name or new_instance_name()}"
         #: broker name -> master address, from every route seen (Java's brokerAddrTable)
         self._brokers: dict[str, str] = {}
         #: master address -> the connection its last heartbeat from this producer went out on

@@ -61,6 +61,7 @@ from rocketstore.client.consume import Consumption
 from rocketstore.client.consumer import MessageSelector, subscribed
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.group_consumer import resolve_settings
+from rocketstore.client.namespace import queue_without_namespace, with_namespace
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.pull_loop import flow_control_reason, pull_loop
 from rocketstore.client.push_settings import (  # (this module's before the split: still importable from here)
@@ -125,6 +126,9 @@ class PushConsumer(QueueLocks):
         super().__init__(namesrv_addr, group, settings, credentials, tls)
         self.orderly = settings.orderly
         version = int(time.time() * 1000)
+        if self.namespace is not None:  # the topics named, in the namespace (the group is, by the base class)
+            subscriptions = {with_namespace(self.namespace, t): e for t, e in subscriptions.items()}
+            group = self.group
         self.subscriptions = {
             topic: subscribed(topic, expr, version) for topic, expr in subscriptions.items()}
         if self.clustering:  # copySubscription: retries come back through the group's retry topic
@@ -295,13 +299,14 @@ class PushConsumer(QueueLocks):
         that follows (a replaced expression applies from the next pull)."""
         if not topic:
             raise ValueError("topic must not be empty")
+        topic = with_namespace(self.namespace, topic)
         self.subscriptions[topic] = subscribed(topic, expression, int(time.time() * 1000))
         self._resubscribed()
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming *topic*: the next rebalance (woken now) gives up its queues, as 4.9.3's
         truncateMessageQueueNotMyTopic drops them (their offsets are committed here first)."""
-        if self.subscriptions.pop(topic, None) is None:
+        if self.subscriptions.pop(with_namespace(self.namespace, topic), None) is None:
             return
         self._resubscribed()
 
@@ -344,7 +349,11 @@ class PushConsumer(QueueLocks):
         self._flow_settings = dataclasses.replace(self._flow_settings, **changes)
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
-        """The queues this consumer owns now (of *topic*, or all)."""
+        """The queues this consumer owns now (of *topic*, or all), named without the namespace."""
+        if self.namespace is not None:
+            topic = None if topic is None else with_namespace(self.namespace, topic)
+            return {queue_without_namespace(self.namespace, mq) for mq, pq in self.process_queues.items()
+                    if not pq.dropped and (topic is None or mq.topic == topic)}
         return {mq for mq, pq in self.process_queues.items()
                 if not pq.dropped and (topic is None or mq.topic == topic)}
 

@@ -7,10 +7,12 @@ retried sends (plain and batch) are the Producer's own, the request each of them
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 
 from rocketstore.client.errors import ClientError, NoRouteError, SendCallTimeoutError, send_failed
+from rocketstore.client.namespace import queue_with_namespace, queue_without_namespace, with_namespace
 from rocketstore.client.outgoing_message import (
     OutgoingMessage,
     SendResult,
@@ -52,6 +54,8 @@ class SingleTrySends(SendRequests):
         """Send without waiting for an answer (the request's oneway flag): nothing comes back, a failed
         write raises, and there is no retry, as RocketMQ's sendOneway.  *queue_id* and *message_queue*: as
         :meth:`send`'s (Java's sendOneway(msg, mq))."""
+        if self.namespace is not None:
+            topic, message_queue = self._in_namespace(topic, message_queue)
         self._check(topic, body)
         broker_name: str | None = None
         if message_queue is not None:
@@ -102,17 +106,24 @@ class SingleTrySends(SendRequests):
         """Send to the queue *selector* picks for *sharding_key* among the topic's publish queues, so that
         messages with one key keep their order.  No retry on another queue (that would break the order);
         a failure raises.  *timeout_s*: this send's bound instead of the producer's (Java's
-        send(msg, selector, arg, timeout))."""
+        send(msg, selector, arg, timeout)).  In a namespace, *selector* is given the queues named without
+        it."""
+        if self.namespace is not None:
+            topic = with_namespace(self.namespace, topic)
         self._check(topic, body)
         body, sys_flag = self._compressed(body)
         if self.trace is None:
-            return await self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties,
-                                            selector, timeout_s=timeout_s)
-        began_ms = [0]
-        sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties, selector,
-                                     began_ms, timeout_s=timeout_s)
-        # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after tryToCompressMessage)
-        return await self.trace.pub(sending, topic, len(body), tags, keys, properties, began_ms=began_ms)
+            result = await self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties,
+                                              selector, timeout_s=timeout_s)
+        else:
+            began_ms = [0]
+            sending = self._send_orderly(topic, body, sys_flag, sharding_key, tags, keys, properties,
+                                         selector, began_ms, timeout_s=timeout_s)
+            # the Pub's bodyLength is what went out, compressed or not (Java's hook runs after
+            # tryToCompressMessage)
+            result = await self.trace.pub(sending, topic, len(body), tags, keys, properties,
+                                          began_ms=began_ms)
+        return result if self.namespace is None else self._out_of_namespace(result)
 
 
     async def send_oneway_orderly(self, topic: str, body: bytes, sharding_key: object, *,
@@ -122,6 +133,8 @@ class SingleTrySends(SendRequests):
         """:meth:`send_oneway` to the queue *selector* picks for *sharding_key*, as :meth:`send_orderly` picks
         it (Java's sendOneway(msg, selector, arg)): refused, with no route or a failing selector, in
         send_orderly's words; a failed write raises as it is (no retry, no "Send [1] times")."""
+        if self.namespace is not None:
+            topic = with_namespace(self.namespace, topic)
         self._check(topic, body)
         _, _, mq = await self._selected_queue(topic, sharding_key, selector)
         await self.send_oneway(topic, body, tags=tags, keys=keys, properties=properties, message_queue=mq)
@@ -140,12 +153,16 @@ class SingleTrySends(SendRequests):
         queues = RouteCache.publish_queues(topic, route)
         if not queues:
             raise NoRouteError(topic, "no writeable queue", words=f"No route info for this topic, {topic}")
+        if self.namespace is not None:  # the selector sees the user's names (parsePublishMessageQueues)
+            queues = [queue_without_namespace(self.namespace, q) for q in queues]
         try:
             mq = selector(queues, sharding_key)
         except Exception as exc:  # the user's selector: its failure is named as Java's sendSelectImpl names it
             raise ClientError(f"select message queue threw exception: {type(exc).__name__}: {exc}") from exc
         if not isinstance(mq, MessageQueue):
             raise ClientError(f"select message queue return {'null' if mq is None else repr(mq)}.")
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         # a selector may return any queue (the CLI's --broker with --queue does): one the route lacks is
         # refused as a send to a chosen queue is (see _not_a_target)
         targets = self._targets_of(topic, route)
@@ -153,6 +170,17 @@ class SingleTrySends(SendRequests):
             raise _not_a_target(topic, targets, mq.queue_id, mq.broker_name)
         return route, known, mq
 
+
+    def _in_namespace(self, topic: str, mq: MessageQueue | None) -> tuple[str, MessageQueue | None]:
+        """*topic* and *mq* in this producer's namespace (DefaultMQProducer's withNamespace /
+        queueWithNamespace)."""
+        return (with_namespace(self.namespace, topic),
+                None if mq is None else queue_with_namespace(self.namespace, mq))
+
+    def _out_of_namespace(self, result: SendResult) -> SendResult:
+        """*result* with its queue's topic out of the namespace, as the Java producer hands it back."""
+        return dataclasses.replace(result, message_queue=queue_without_namespace(self.namespace,
+                                                                                 result.message_queue))
 
     async def _send_orderly(self, topic: str, body: bytes, sys_flag: int, sharding_key: object, tags: str | None,
                             keys: str | list[str] | None, properties: dict[str, str] | None,
