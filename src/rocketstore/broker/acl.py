@@ -185,6 +185,8 @@ def _ipv6_range(text: str, pattern: str | None) -> Callable[[str], bool]:
         raise refused  # '*' only at the end
     if minus > -1 and minus <= (last if star == -1 else text.rfind(":", 0, last)):
         raise refused  # a range only in the last group, or the one before a final '*'
+    if star > -1 and minus > -1 and text.rfind(":", 0, last) == -1:
+        raise refused  # 'lo-hi:*': no group before the range (4.9.3's v6ipProcess fails on it)
     tokens = [t for t in text.split(":") if t]
     lo = hi = index = 0
     for index in range(1, len(tokens)):
@@ -251,7 +253,7 @@ def address_matcher(pattern: str | None) -> Callable[[str], bool]:
     if "," in text:
         return _exact([part for part in text.split(",") if part], pattern)
     if ":" in text and ("*" in text or "-" in text):
-        return _ipv6_range(text.strip(), pattern)
+        return _ipv6_range(text, pattern)
     if "*" in text or "-" in text:
         return _ipv4_range(text, pattern)
     return _exact([text], pattern)
