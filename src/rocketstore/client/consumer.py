@@ -27,6 +27,12 @@ from typing import Self
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, ServiceState, broker_error_for, state_not_ok, state_of
+from rocketstore.client.namespace import (
+    messages_without_namespace,
+    queue_with_namespace,
+    queue_without_namespace,
+    with_namespace,
+)
 from rocketstore.client.push_types import ConsumedMessage
 from rocketstore.client.route import MessageQueue, RouteCache, check, namesrv_addr_or_env
 from rocketstore.errors import MessageDecodeError, RocketStoreError
@@ -254,7 +260,8 @@ def decode_messages(body: bytes) -> list[StoredMessage]:
 class PullConsumer:
     def __init__(self, namesrv_addr: str | None, group: str, *, timeout_s: float = 3.0,
                  handler: RequestHandler | None = None, credentials: SessionCredentials | None = None,
-                 tls: ClientTls = None, mq_client_api_timeout_s: float | None = None) -> None:
+                 tls: ClientTls = None, mq_client_api_timeout_s: float | None = None,
+                 namespace: str | None = None) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR`` (as
         4.9.3's clients).  *handler* answers requests the brokers send back on our connections (a push consumer's
         NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
@@ -263,12 +270,19 @@ class PullConsumer:
         ClientConfig.mqClientApiTimeout) bounds each route look-up from the name servers, as 4.9.3's
         MQClientInstance (the group consumers pass theirs, 3 s by default); None: *timeout_s*, which the
         tools and the Spark source built on this class give for everything.  *timeout_s* bounds the
-        requests to brokers that are given no bound of their own."""
+        requests to brokers that are given no bound of their own.
+        *namespace* (4.9.3's ClientConfig.namespace on DefaultMQPullConsumer): the group is
+        ``<namespace>%<group>`` on the wire, and the queues and messages given to the methods name their topic
+        without it (``T``, ``%RETRY%<group>``): each goes on the wire in it, and what comes back (queues,
+        pulled messages) names it without it again (see :mod:`rocketstore.client.namespace`).  The group
+        consumers' inner one has none: their names are already wrapped."""
         if mq_client_api_timeout_s is None:
             mq_client_api_timeout_s = timeout_s
         if mq_client_api_timeout_s <= 0:
             raise ValueError("mq_client_api_timeout_s must be positive")
-        self.group = group
+        #: the namespace, None for none (the one test each call makes then)
+        self.namespace = namespace or None
+        self.group = group if self.namespace is None else with_namespace(self.namespace, group)
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
@@ -334,6 +348,10 @@ class PullConsumer:
         self.routes.update_namesrv_addrs(namesrv_addr)
 
     async def queues(self, topic: str) -> list[MessageQueue]:
+        if self.namespace is not None:  # fetchSubscribeMessageQueues: the queues named without it
+            wrapped = with_namespace(self.namespace, topic)
+            return [queue_without_namespace(self.namespace, q) for q in
+                    RouteCache.subscribe_queues(wrapped, await self.routes.route(wrapped, refresh=True))]
         return RouteCache.subscribe_queues(topic, await self.routes.route(topic, refresh=True))
 
     async def _request(self, mq: MessageQueue, code: int, ext: dict[str, str], timeout_s: float | None = None,
@@ -354,7 +372,9 @@ class PullConsumer:
         the bound of the request (4.9.3's pullKernelImpl timeoutMillis: consumerTimeoutMillisWhenSuspend for
         a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``.  Messages whose body fails its CRC
         or does not inflate, and a record that does not decode, come apart in ``undecodable`` (not logged
-        here: the caller decides)."""
+        here: the caller decides).  In a namespace the messages name their topic without it."""
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         sub = subscription_for(mq.topic, expression)
         # the broker the last answer suggested (the master, else any, when the route lacks it); a slave takes
         # no offset commit with a pull (4.9.3 clears the flag: offsets are the master's)
@@ -386,6 +406,8 @@ class PullConsumer:
             wanted = set(sub.tags_set)
             messages = [m for m in messages if m.tags in wanted]
             undecodable = [u for u in undecodable if u.message is None or u.message.tags in wanted]
+        if self.namespace is not None and messages:  # resetTopic
+            messages = messages_without_namespace(self.namespace, messages)
         return PullResult(status, next_offset, int(ext.get("minOffset", 0)),
                           int(ext.get("maxOffset", 0)), messages, tuple(undecodable))
 
@@ -393,6 +415,8 @@ class PullConsumer:
                                timeout_s: float | None = None) -> int:
         """The group's committed offset (the broker's QUERY_CONSUMER_OFFSET), or *default* if none;
         *timeout_s* bounds the request (None: the consumer's ``timeout_s``)."""
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         ext = QueryConsumerOffsetRequestHeader(consumer_group=self.group, topic=mq.topic,
                                                queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.QUERY_CONSUMER_OFFSET, ext, timeout_s)
@@ -404,6 +428,8 @@ class PullConsumer:
     async def commit_offset(self, mq: MessageQueue, offset: int, *, oneway: bool = False,
                             timeout_s: float | None = None) -> None:
         """UPDATE_CONSUMER_OFFSET; *timeout_s* bounds the request (None: the consumer's ``timeout_s``)."""
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         ext = UpdateConsumerOffsetRequestHeader(consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id,
                                                 commit_offset=offset).to_ext_fields()
         response = await self._request(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext, timeout_s, oneway=oneway)
@@ -411,18 +437,24 @@ class PullConsumer:
             check(response)
 
     async def max_offset(self, mq: MessageQueue) -> int:
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         ext = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.GET_MAX_OFFSET, ext)
         assert response is not None
         return int(check(response).ext_fields["offset"])
 
     async def min_offset(self, mq: MessageQueue) -> int:
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         ext = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.GET_MIN_OFFSET, ext)
         assert response is not None
         return int(check(response).ext_fields["offset"])
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         ext = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp_ms=timestamp_ms).to_ext_fields()
         response = await self._request(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
         assert response is not None
@@ -438,6 +470,10 @@ class PullConsumer:
         back.  Raises the copy's error (BrokerError, RemotingError, NoRouteError) when both fail."""
         from rocketstore.client.send_back import resend_to_retry_topic, send_back  # (it imports this module)
 
+        if self.namespace is not None:  # a message pulled here names its topic without it
+            wrapped = with_namespace(self.namespace, message.topic)
+            if wrapped != message.topic:
+                message = dataclasses.replace(message, topic=wrapped)
         consumed = ConsumedMessage.from_stored(message, broker_name, self.group)
         try:
             await send_back(self, consumed, delay_level=delay_level, max_reconsume_times=max_reconsume_times)
@@ -451,6 +487,8 @@ class PullConsumer:
     async def earliest_message_time(self, mq: MessageQueue) -> int:
         """The store time of the queue's oldest retained message, -1 if it has none (the broker's
         GET_EARLIEST_MSG_STORETIME, 4.9.3's MQAdmin.earliestMsgStoreTime)."""
+        if self.namespace is not None:
+            mq = queue_with_namespace(self.namespace, mq)
         ext = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.GET_EARLIEST_MSG_STORETIME, ext)
         assert response is not None

@@ -58,6 +58,7 @@ from rocketstore.client.errors import (
     SendFailedError,
     state_not_ok,
 )
+from rocketstore.client.namespace import with_namespace
 from rocketstore.client.producer import (
     Producer,
     QueueSelector,
@@ -190,8 +191,10 @@ class RequestProducer(ServedProducer):
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0) -> None:
-        """*tls*, *mq_client_api_timeout_s* and *route_refresh_interval_s* as the Producer's.  *timeout_s*
+                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0,
+                 client_ip: str | None = None, namespace: str | None = None) -> None:
+        """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip* and *namespace* as the
+        Producer's (in a namespace, a request to topic ``T`` goes to ``<namespace>%T``).  *timeout_s*
         bounds each plain send (connecting and the broker's answer); a request message's send is bounded by
         what is left of :meth:`request`'s own timeout instead.
         *enable_trace* / *trace_topic* as the Producer's: each request message's send is
@@ -202,7 +205,8 @@ class RequestProducer(ServedProducer):
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name,
                          credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
-                         route_refresh_interval_s=route_refresh_interval_s)
+                         route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
+                         namespace=namespace)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 
@@ -229,6 +233,8 @@ class RequestProducer(ServedProducer):
             raise ClientError(state_not_ok("producer", "SHUTDOWN_ALREADY", "the producer is closed"))
         if not self.started:
             await self.start()
+        if self.namespace is not None:  # DefaultMQProducer.request's withNamespace (send's is then a no-op)
+            topic = with_namespace(self.namespace, topic)
         self._check(topic, body)  # Validators.checkMessage: its refusal comes before the send, unwrapped
         await self.quietly(f"route of {topic}", self.discover(topic))
         correlation_id = str(uuid.uuid4())
@@ -284,6 +290,8 @@ class RequestProducer(ServedProducer):
         if timeout_s <= 0:
             raise ValueError("a request needs a positive timeout")
         deadline = time.monotonic() + timeout_s
+        if self.namespace is not None:  # the selector still sees the queues named without it
+            topic = with_namespace(self.namespace, topic)
         self._check(topic, body)
         _, _, mq = await self._selected_queue(topic, sharding_key, selector)
         if deadline - time.monotonic() <= 0:  # the look-up took it all: sendSelectImpl's call timeout, none sent

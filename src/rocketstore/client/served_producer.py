@@ -35,15 +35,18 @@ class ServedProducer(Producer):
                  retry_times: int = 2, heartbeat_interval_s: float = 30.0, instance_name: str | None = None,
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
-                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0) -> None:
+                 mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0,
+                 client_ip: str | None = None, namespace: str | None = None) -> None:
         """*handler* answers the requests brokers send on this producer's connections; the client id is
         ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace* / *trace_topic*
-        / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* as the Producer's."""
+        / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* / *client_ip* / *namespace* as the
+        Producer's."""
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials,
                          enable_trace=enable_trace, trace_topic=trace_topic,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
-                         route_refresh_interval_s=route_refresh_interval_s)
+                         route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
+                         namespace=namespace)
         # the Producer's pool replaced, before it opened any connection, by one whose connections serve
         self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))

@@ -52,6 +52,7 @@ from typing import Any, Self
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, ServiceState, state_not_ok
+from rocketstore.client.namespace import with_namespace, without_namespace
 from rocketstore.client.producer import DEFAULT_PRODUCER_GROUP, OutgoingMessage, Producer, SendResult
 from rocketstore.client.request_producer import deliver_reply
 from rocketstore.client.route import MessageQueue, RouteCache
@@ -226,7 +227,8 @@ class TransactionProducer:
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
                  mq_client_api_timeout_s: float = 3.0, check_request_hold_max: int = CHECK_REQUEST_HOLD_MAX,
-                 route_refresh_interval_s: float = 30.0) -> None:
+                 route_refresh_interval_s: float = 30.0, client_ip: str | None = None,
+                 namespace: str | None = None) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions (at most
         *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
@@ -234,13 +236,19 @@ class TransactionProducer:
         *route_refresh_interval_s* (how often the routes are re-read) as the Producer's;
         the client id is ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace*: trace the half
         messages' sends (Pub, Trans_Msg_Half) and each end of a transaction (EndTransaction) to
-        *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as TransactionMQProducer with enableMsgTrace."""
+        *trace_topic* (default RMQ_SYS_TRACE_TOPIC), as TransactionMQProducer with enableMsgTrace.
+        *client_ip* and *namespace* as the Producer's: in a namespace the group (PGROUP, END_TRANSACTION's
+        producerGroup) and the topics are ``<namespace>%<name>`` on the wire, and ``execute`` and ``check``
+        get the message named with the topic as given, without it (4.9.3's checkTransactionState
+        resets the topic)."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
         if check_request_hold_max < 0:
             raise ValueError("check_request_hold_max must not be negative")
         self.check_request_hold_max = check_request_hold_max
-        self.group = group
+        #: the namespace (ClientConfig.namespace), None for none; the group is in it
+        self.namespace = namespace or None
+        self.group = with_namespace(self.namespace, group)
         self.check_listener = check
         call = getattr(check, "__call__", None)  # noqa: B004 - an object with an async __call__ counts
         self._check_is_async = inspect.iscoroutinefunction(check) or inspect.iscoroutinefunction(call)
@@ -250,7 +258,8 @@ class TransactionProducer:
                                             instance_name=instance_name, credentials=credentials,
                                             enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
                                             mq_client_api_timeout_s=mq_client_api_timeout_s,
-                                            route_refresh_interval_s=route_refresh_interval_s)
+                                            route_refresh_interval_s=route_refresh_interval_s,
+                                            client_ip=client_ip, namespace=self.namespace)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
@@ -353,9 +362,13 @@ class TransactionProducer:
             raise ClientError(state_not_ok("producer", "START_FAILED", "the first start of the producer failed"))
         if not self.started:
             await self.start()
-        await self._sender.quietly(f"route of {topic}", self._sender.discover(topic))
+        wire_topic = topic
+        if self.namespace is not None:  # execute and the trace name the topic without the namespace
+            wire_topic = with_namespace(self.namespace, topic)
+            topic = without_namespace(self.namespace, wire_topic)
+        await self._sender.quietly(f"route of {wire_topic}", self._sender.discover(wire_topic))
         props = half_message_properties(self.group, properties)
-        result = await self._sender.send(topic, body, tags=tags, keys=keys, properties=props)
+        result = await self._sender.send(wire_topic, body, tags=tags, keys=keys, properties=props)
         if not isinstance(result, TransactionSendResult):  # the sender's _result makes one; never expected
             raise TypeError(f"the half message's send answered {type(result).__name__}")
         state = LocalTransactionState.UNKNOW
@@ -375,12 +388,12 @@ class TransactionProducer:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         trace = self._sender.trace
         if trace is not None:  # the transaction id is the UNIQ_KEY, as Java's msg.getTransactionId()
-            store_host = self._sender.cached_master_addr(topic, result.message_queue.broker_name) or ""
+            store_host = self._sender.cached_master_addr(wire_topic, result.message_queue.broker_name) or ""
             keys_text = keys if isinstance(keys, str) or keys is None else " ".join(keys)
             trace.end_transaction(topic, tags=tags, keys=keys_text, properties=props, msg_id=result.msg_id,
                                   transaction_id=result.msg_id, store_host=store_host, state=state,
                                   from_transaction_check=False)
-        await self._end_after_send(topic, result, state, error)
+        await self._end_after_send(wire_topic, result, state, error)
         return dataclasses.replace(result, local_transaction_state=state)
 
     async def _end_after_send(self, topic: str, result: TransactionSendResult, state: LocalTransactionState,
@@ -441,7 +454,8 @@ class TransactionProducer:
                      stored: StoredMessage) -> None:
         props = stored.properties
         uniq = props.get(PropertyName.UNIQ_KEY) or None
-        message = TransactionMessage(stored.topic, stored.body, uniq, props, stored)
+        topic = stored.topic if self.namespace is None else without_namespace(self.namespace, stored.topic)
+        message = TransactionMessage(topic, stored.body, uniq, props, stored)
         state = LocalTransactionState.UNKNOW
         remark = None
         try:
@@ -452,7 +466,7 @@ class TransactionProducer:
         header = end_header_after_check(self.group, asked, stored, state)
         trace = self._sender.trace
         if trace is not None:
-            trace.end_transaction(stored.topic, tags=stored.tags, keys=stored.keys, properties=props,
+            trace.end_transaction(topic, tags=stored.tags, keys=stored.keys, properties=props,
                                   msg_id=header.msg_id, transaction_id=uniq, store_host=connection.peer_address,
                                   state=state, from_transaction_check=True)
         request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True,
