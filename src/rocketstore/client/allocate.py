@@ -48,6 +48,7 @@ __all__ = [
     "AllocateStrategy",
     "allocate_averagely",
     "allocate_averagely_by_circle",
+    "java_queue_key",
     "java_string_key",
     "md5_hash",
     "queue_key",
@@ -87,6 +88,13 @@ def java_string_key(text: str) -> bytes:
     """A sort key ordering strings as Java's String.compareTo does (by UTF-16 code unit), which is how every
     Java member sorts the group's client ids: it differs from Python's order for characters past U+FFFF."""
     return text.encode("utf-16-be", "surrogatepass")
+
+
+def java_queue_key(queue: Any) -> tuple[bytes, bytes, int]:
+    """A sort key ordering queues as Java's MessageQueue.compareTo does (topic, then broker name, each by
+    UTF-16 code unit, then queue id), which is how every Java member sorts a topic's queues before the
+    allocation: Python's own order of the names differs for characters past U+FFFF."""
+    return java_string_key(queue.topic), java_string_key(queue.broker_name), queue.queue_id
 
 
 def _member_index(client_id: str, queues: Sequence[object], client_ids: Sequence[str]) -> int:

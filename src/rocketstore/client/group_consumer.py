@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 from rocketstore.client import group_requests
-from rocketstore.client.allocate import AllocateStrategy, allocate_averagely, java_string_key, strategy_name
+from rocketstore.client.allocate import (AllocateStrategy, allocate_averagely, java_queue_key,
+                                         java_string_key, strategy_name)
 from rocketstore.client.consume_stats import ConsumeStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
@@ -469,7 +470,7 @@ class GroupConsumer:
                 members_at[bd.broker_name] = (slaves[0], False)
         self._route_brokers[topic] = members_at
         self._route_addrs[topic] = RouteCache.broker_addrs(route)
-        return sorted(RouteCache.subscribe_queues(topic, route))
+        return sorted(RouteCache.subscribe_queues(topic, route), key=java_queue_key)  # as Java members sort
 
     def _all_broker_addrs(self) -> list[str]:
         """Every broker known from the subscribed routes, masters and slaves: a consumer's heartbeats and
