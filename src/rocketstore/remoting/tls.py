@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from rocketstore.errors import RocketStoreError
-from rocketstore.message.java_properties import parse_properties_text
+from rocketstore.errors import RocketStoreError, StoreConfigError
+from rocketstore.message.java_properties import read_properties_file
 
 __all__ = ["TLS_HANDSHAKE_BYTE", "ClientTls", "TlsConfig", "TlsConfigError", "TlsMode", "client_context_default",
            "client_ssl_context", "use_client_tls"]
@@ -132,13 +132,16 @@ class TlsConfig:
 
     @classmethod
     def from_file(cls, path: str) -> TlsConfig:
-        """From a tls.properties file (Java properties)."""
+        """From a tls.properties file (Java properties), read as broker.conf is (read_properties_file: UTF-8,
+        a leading byte order mark skipped; a file that is not UTF-8 is TlsConfigError naming the byte, not a
+        UnicodeDecodeError's traceback)."""
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            props = read_properties_file(path)
         except OSError as exc:
             raise TlsConfigError(f"cannot read the TLS config {path}: {exc}") from exc
-        return cls.from_properties(parse_properties_text(text))
+        except StoreConfigError as exc:
+            raise TlsConfigError(f"the TLS config: {exc}") from exc
+        return cls.from_properties(props)
 
     @property
     def server_tls(self) -> bool:
