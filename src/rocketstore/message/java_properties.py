@@ -24,6 +24,8 @@ _WHITESPACE = " \t\f"
 _NATURAL_LINES = re.compile(r"\r\n|\r|\n")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _HEX = frozenset("0123456789abcdefABCDEF")
+#: a byte that was not UTF-8, as the surrogateescape error handler keeps it
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 
 def _logical_lines(text: str) -> Iterator[str]:
@@ -106,14 +108,20 @@ def parse_properties_text(text: str) -> dict[str, str]:
 
 
 def read_properties_file(path: str) -> dict[str, str]:
-    """The file at *path* as :func:`parse_properties_text` reads it, as UTF-8 text (StoreConfigError when it
-    is not: a binary file or another encoding, named with the byte where it stops being UTF-8)."""
+    """The file at *path* as :func:`parse_properties_text` reads it, as UTF-8 text.  Bytes that are not UTF-8
+    are taken in comments only (a GBK or Latin-1 editor's remarks, which 4.9.3, reading every byte as
+    ISO-8859-1, passes over too); in a key or value (or a binary file) they are StoreConfigError, named with
+    the first byte where the file stops being UTF-8."""
     with open(path, "rb") as fh:
         raw = fh.read()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StoreConfigError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        props = parse_properties_text(raw.decode("utf-8", "surrogateescape").removeprefix("\ufeff"))
+        if any(_NOT_UTF8.search(k) or _NOT_UTF8.search(v) for k, v in props.items()):
+            raise StoreConfigError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                                   ) from exc
+        return props
     return parse_properties_text(text.removeprefix("\ufeff"))
 
 
