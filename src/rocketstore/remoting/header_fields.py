@@ -4,7 +4,8 @@ Owns :class:`CommandHeader` (the base of every header), the Java parsing rules f
 Integer.parseInt, long via Long.parseLong, boolean via Boolean.parseBoolean: only a case-insensitive "true"
 is true; strings verbatim), the per-class field tables built from each dataclass field's wire name and kind
 (``_req`` / ``_opt``), the one-letter names of SendMessageRequestHeaderV2, and :class:`HeaderFieldError`
-for a missing required field (`@CFNotNull` in Java) or a malformed number.  The headers themselves are in
+for a missing required field (`@CFNotNull` in Java) or a malformed number in one (a malformed number in an
+optional field reads as absent: 4.9.3 leaves the field null and goes on).  The headers themselves are in
 :mod:`rocketstore.remoting.send_headers` and :mod:`rocketstore.remoting.headers`.
 
 Pure: imports only errors and message.java_numbers (the int and long parsers), never another remoting
@@ -147,6 +148,9 @@ def _decode(cls: type, specs: tuple[_Spec, ...], ext_fields: Mapping[str, str]) 
         try:
             values[spec.attr] = parse(raw)
         except ValueError as exc:
+            if not spec.required:
+                # 4.9.3 logs the failed parse and leaves the field unset: an optional one reads as absent
+                continue
             raise HeaderFieldError(spec.wire, f"is not a valid {spec.kind.value}", raw) from exc
     return cls(**values)
 
