@@ -13,10 +13,16 @@ from rocketstore.remoting.tls import TlsConfig, TlsConfigError, TlsMode
 
 def test_a_tls_file_that_is_not_utf8_is_a_tls_config_error(tmp_path: Path) -> None:
     path = tmp_path / "tls.properties"
-    path.write_bytes(b"# cl\xe9 priv\xe9e\ntls.server.mode=disabled\n")
-    expected = r"tls\.properties: not UTF-8 text \(invalid continuation byte at byte 4\)"
+    path.write_bytes(b"tls.server.mode=disabled\ntls.server.keyPassword=cl\xe9\n")
+    expected = r"tls\.properties: not UTF-8 text \(invalid continuation byte at byte 50\)"
     with pytest.raises(TlsConfigError, match=expected):
         TlsConfig.from_file(str(path))
+
+
+def test_a_tls_file_whose_comments_are_not_utf8_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "tls.properties"
+    path.write_bytes(b"# cl\xe9 priv\xe9e\ntls.server.mode=disabled\n")  # a Latin-1 editor's remark
+    assert TlsConfig.from_file(str(path)).server_mode is TlsMode.DISABLED
 
 
 def test_a_tls_file_with_a_byte_order_mark_reads_its_first_line(tmp_path: Path) -> None:
