@@ -33,13 +33,13 @@ def namesrv_addresses(text: str) -> tuple[list[str], str | None]:
 
 
 def split_address(address: str) -> tuple[str, int]:
-    """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ProtocolError-free ValueError on junk."""
+    """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ProtocolError-free ValueError on junk, a port past
+    65535 included (4.9.3's InetSocketAddress refuses it; the socket calls raise OverflowError for it)."""
     text = address.strip()
-    if text.startswith("["):
-        end = text.index("]")
-        host, port_text = text[1:end], text[end + 2 :]
+    if text.startswith("[") and "]:" in text:
+        host, _, port_text = text[1:].rpartition("]:")
     else:
         host, _, port_text = text.rpartition(":")
-    if not host or not port_text.isdigit():
+    if not host or not port_text.isdecimal() or not int(port_text) <= 65535:
         raise ValueError(f"address {address!r} is not host:port")
     return host, int(port_text)

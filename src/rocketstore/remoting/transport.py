@@ -74,7 +74,12 @@ async def connect(address: str, *, handler: RequestHandler | None = None,
     """Open a client connection to ``host:port``; ConnectionClosedError if it cannot be made in time (a TLS
     handshake the server refuses included).  With *credentials* the connection signs every request and
     oneway it sends (ACL); with *ssl_context* it runs over TLS (:mod:`rocketstore.remoting.tls`)."""
-    host, port = split_address(address)
+    try:
+        host, port = split_address(address)
+    except ValueError as exc:
+        # an entry of a name server list that is no address ("localhost", " "): 4.9.3's createChannel catches
+        # what string2SocketAddress throws for it, and the look-up goes on to the next name server
+        raise ConnectionClosedError(f"cannot connect to {address!r}: {exc}") from exc
     loop = asyncio.get_running_loop()
     try:
         # asyncio.timeout, not asyncio.wait_for: Python 3.11's wait_for answers a cancel that lands just as the
