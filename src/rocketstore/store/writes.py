@@ -37,6 +37,7 @@ from rocketstore.message.properties import (
     PeakProperties,
     PropertyName,
     encode_properties,
+    parse_properties,
     properties_format,
 )
 from rocketstore.message.record import (
@@ -142,7 +143,8 @@ class StoreWrites(StoreParts):
         """Append one message.  Returns PUT_OK with its offsets, or RocketMQ's status for why not.
 
         Under SYNC_FLUSH a put returns once its record is durable (FLUSH_DISK_TIMEOUT after
-        syncFlushTimeout), unless the message says WAIT=false (it asks for the sync and returns PUT_OK) or
+        syncFlushTimeout), unless the message's WAIT is not true as Java's Boolean.parseBoolean reads it
+        (WAIT=false, "0", ...: it asks for the sync and returns PUT_OK, as 4.9.3's isWaitStoreMsgOK) or
         *flush* says otherwise (:data:`FlushMode`).  A caller that waits another way (an event loop) watches
         :meth:`add_durable_listener` and :attr:`durable_offset` for ``commit_log_offset + wrote_bytes``.
 
@@ -272,7 +274,7 @@ class StoreWrites(StoreParts):
         gc = self._threads.group_commit
         if gc is None:
             return PutMessageStatus.PUT_OK
-        if wait is not None and wait.lower() == "false":
+        if wait is not None and wait.lower() != "true":  # isWaitStoreMsgOK: Boolean.parseBoolean of WAIT
             gc.request(end_offset)
             return PutMessageStatus.PUT_OK
         if gc.wait_durable(end_offset, self.config.sync_flush_timeout_ms / 1000):
@@ -285,7 +287,8 @@ class StoreWrites(StoreParts):
         """Append messages of one topic and queue contiguously, with consecutive queue offsets.
 
         As RocketMQ: a batch holds no delayed or transactional messages (MESSAGE_ILLEGAL otherwise) and
-        must fit within maxMessageSize as a whole (*flush*: as :meth:`put`); anything but Messages is a
+        must fit within maxMessageSize as a whole (*flush*: as :meth:`put`, WAIT read from the first
+        message or the MessageBatch's own properties); anything but Messages is a
         TypeError.  A :class:`MessageBatch` (what a broker's batch send carries) is stored as RocketMQ stores
         a MessageExtBatch: each entry's properties bytes as given, then the batch's properties string.
         """
@@ -293,7 +296,15 @@ class StoreWrites(StoreParts):
             raise _bad_flush_mode(flush)
         if isinstance(messages, MessageBatch):
             gate = self._write_gate()
-            return PutResult(gate) if gate is not None else self._put_message_batch(messages, flush)
+            if gate is not None:
+                return PutResult(gate)
+            if flush == "wait" and self._threads.group_commit is not None and messages.batch_properties \
+                    and _WAIT in messages.batch_properties:
+                # the batch's own properties say WAIT (4.9.3's MessageExtBatch.isWaitStoreMsgOK)
+                wait = parse_properties(messages.batch_properties).get(_WAIT)
+                if wait is not None and wait.lower() != "true":
+                    flush = "ask"
+            return self._put_message_batch(messages, flush)
         # what is no batch of Messages is a TypeError, before anything is written (as put)
         if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
             raise TypeError(f"put_batch takes Messages (a list) or a MessageBatch, not {type(messages).__name__}")
@@ -306,6 +317,12 @@ class StoreWrites(StoreParts):
             return PutResult(gate)
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        if flush == "wait" and self._threads.group_commit is not None and batch[0].properties:
+            # a client's batch carries its first message's WAIT (MessageBatch.generateFromList), which 4.9.3's
+            # store reads as put reads a message's
+            wait = batch[0].properties.get(_WAIT)
+            if wait is not None and wait.lower() != "true":
+                flush = "ask"
         prepared = self._draft_messages(batch)
         if prepared is None:
             # something in the batch is refused (or unusual): the message-by-message checks say what, as
