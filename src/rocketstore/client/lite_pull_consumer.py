@@ -326,6 +326,9 @@ class LitePullConsumer(GroupConsumer):
             self._leave([mq for mq in self._states if mq not in wanted])
             for mq in sorted(wanted - set(self._states)):
                 self._add_queue(mq)
+            # the brokers of the assigned topics learn of the group now, not at the next periodic heartbeat
+            # (4.9.3's first heartbeat comes a second after start, where an assign usually follows)
+            self._resubscribed()
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         """The queues held now (of *topic*, or all), named without the namespace."""
