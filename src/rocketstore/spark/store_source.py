@@ -167,6 +167,9 @@ class StoreDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
+        # Spark asks for the schema at load() (unless one is given): check the options there, as Spark's Kafka
+        # source does, so a bad one fails where the read is defined rather than at its first action
+        StoreReadOptions.parse(self.options)
         return store_schema()
 
     def reader(self, schema: StructType) -> StoreReader:
