@@ -86,6 +86,20 @@ _new_tuple = tuple.__new__
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
 
 
+def _fits_before_delay(message: Message) -> bool:
+    """Whether the properties string of *message* (as given, before its DELAY moved it) is within the
+    32767 characters 4.9.3's checkMessage allows."""
+    try:
+        return _java_length(encode_properties(message.properties)) <= 32767
+    except (OverflowError, ValueError, TypeError, AttributeError):
+        return False
+
+
+def _java_length(text: str) -> int:
+    """Java's String.length() of *text*: UTF-16 code units (a character past U+FFFF counts two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def _bad_flush_mode(flush: object) -> ValueError:
     # anything else used to be taken for "later": under SYNC_FLUSH a typo gave up durability silently
     return ValueError(f"flush must be 'wait', 'ask' or 'later', not {flush!r}")
@@ -163,12 +177,14 @@ class StoreWrites(StoreParts):
             gate = self._write_gate()
             if gate is not None:
                 return PutResult(gate)
+        scheduled = None  # the message as given, when its DELAY moved it to SCHEDULE_TOPIC_XXXX
         if apply_delay and _DELAY in (message.properties or ()):  # (None: no properties, as below)
             # RocketMQ checks the topic the producer named before the delay moves it to SCHEDULE_TOPIC_XXXX
             try:
                 validate_topic(message.topic)
             except (InvalidTopicError, TypeError):
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=str(message.topic), queue_id=message.queue_id)
+            scheduled = message
             try:
                 message = apply_delay_level(message, self._max_delay_level)
             except DelayLevelError as exc:  # nothing stored, as 4.9.3's parseInt throwing stores nothing
@@ -224,6 +240,11 @@ class StoreWrites(StoreParts):
         # drafting.draft_or_status inlined (the put hot path): the same checks, in the same order
         try:
             if len(props_text) > 32767 or len(topic) > 127 or not 0 <= queue_id <= 0x7FFFFFFF:
+                if scheduled is not None and _fits_before_delay(scheduled):
+                    # 4.9.3 checks the length of the string it was given; only the encoder sees the one
+                    # REAL_TOPIC and REAL_QID made too long, and answers PROPERTIES_SIZE_EXCEEDED
+                    return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic,
+                                     queue_id=queue_id)
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
             store_host = message.store_host
             born_host = message.born_host
@@ -232,6 +253,10 @@ class StoreWrites(StoreParts):
                                   self._store_host_bytes if store_host is None else self._host_bytes(store_host),
                                   self._max_message_bytes)
         except PropertiesTooLargeError:
+            # too many bytes; 4.9.3's checkMessage first measured the string it was given in UTF-16 units
+            fits = _java_length(props_text) <= 32767 if scheduled is None else _fits_before_delay(scheduled)
+            if not fits:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
             return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id)
         except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
                 AttributeError, struct.error):
