@@ -265,7 +265,9 @@ def _rebuild(args: argparse.Namespace) -> int:
     _need_spark_extra()
     from rocketstore.spark.rebuild import rebuild_with_spark
 
-    config = store_config_from_args(args, check_index=False)
+    # index files of another geometry than the one to be written are refused before anything is written (the
+    # store's broker would refuse the rebuilt ones), unless the geometry was given: it cannot be read off them
+    config = store_config_from_args(args, check_index=False, check_rebuild_index=True)
     root = config.store_path_root_dir
     output = None if args.in_place else (args.output or root.rstrip(os.sep) + ".rebuilt")
     if args.in_place:

@@ -47,7 +47,9 @@ def _is_segment_name(name: str) -> bool:
     return len(name) == 20 and name.isdigit()
 
 
-def _check_index_geometry(config: StoreConfig) -> None:
+def _check_index_geometry(config: StoreConfig, *, writing: bool = False) -> None:
+    """A StoreConfigError for an index file of another size than *config*'s geometry gives (``writing``: the
+    message of a command that would write index files of that geometry in their place)."""
     directory = config.index_dir
     if not os.path.isdir(directory):
         return
@@ -57,6 +59,13 @@ def _check_index_geometry(config: StoreConfig) -> None:
         if not name.isdigit() or not os.path.isfile(path):
             continue
         actual = os.path.getsize(path)
+        if actual != expected and writing:
+            raise StoreConfigError(
+                f"index file {path} has {actual} bytes, but the rebuild would write index files of "
+                f"{expected} bytes (maxHashSlotNum={config.max_hash_slot_num}, maxIndexNum="
+                f"{config.max_index_num}: 40 + slots x 4 + entries x 20), which the store's broker would "
+                f"refuse to open; pass --index-slots and --index-entries (or -c broker.conf) with the "
+                f"geometry the store's broker uses")
         if actual != expected:
             raise StoreConfigError(
                 f"index file {path} has {actual} bytes, but maxHashSlotNum={config.max_hash_slot_num} and "
@@ -65,8 +74,12 @@ def _check_index_geometry(config: StoreConfig) -> None:
                 f"with the geometry this store was written with")
 
 
-def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True) -> StoreConfig:
-    """The StoreConfig for ``args.directory``: flags, then ``-c`` broker.conf, then detection, then defaults."""
+def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True,
+                           check_rebuild_index: bool = False) -> StoreConfig:
+    """The StoreConfig for ``args.directory``: flags, then ``-c`` broker.conf, then detection, then defaults.
+    ``check_index``: index files of another size than the geometry gives are refused.
+    ``check_rebuild_index`` (a command that writes index files): refused too, unless the geometry was
+    given (a flag, or maxHashSlotNum / maxIndexNum in broker.conf): then it writes what it was told."""
     directory = os.path.abspath(args.directory)
     if not os.path.isdir(directory):
         raise StoreConfigError(f"{args.directory} is not a directory")
@@ -102,6 +115,11 @@ def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True
         config = config.replace(**changes)
     if check_index and config.message_index_enable:
         _check_index_geometry(config)
+    elif check_rebuild_index and config.message_index_enable:
+        given = {"index_slots", "index_entries"} & flags.keys() or \
+            {"maxHashSlotNum", "maxIndexNum"} & props.keys()
+        if not given:
+            _check_index_geometry(config, writing=True)
     return config
 
 

@@ -89,7 +89,7 @@ def consumer_lag(store: str) -> list[GroupLag]:
     if not table:
         return []
     out = []
-    with MessageStore.open(store, detect_config(store), read_only=True) as ms:
+    with MessageStore.open(store, detect_config(store), read_only=True, index_wanted=False) as ms:
         for topic_at_group, queues in sorted(table.items()):
             topic, _, group = topic_at_group.partition(TOPIC_GROUP_SEPARATOR)
             for qid, offset in sorted(queues.items()):

@@ -192,7 +192,8 @@ class StoreReader(DataSourceReader):
             if groups is not None:
                 return [StorePartition(opts.path, opts.config, snapshot_id, g, trusted=True, last_entries=marks)
                         for g, marks in groups]
-        with MessageStore.open(opts.path, opts.config, read_only=True) as store:
+        # (a scan: no key query, so an index detect_config left closed is no warning)
+        with MessageStore.open(opts.path, opts.config, read_only=True, index_wanted=False) as store:
             ranges = plan_ranges(store, opts)
             return [StorePartition(opts.path, opts.config, snapshot_id, group,
                                    last_entries=tuple(_store_mark(store, r) for r in group))
@@ -434,7 +435,8 @@ def _cached_open(kind: str, path: str, config: StoreConfig, snapshot_id: str) ->
             _cached = None
         _check_visible(path)
         if kind == "store":
-            opened: MessageStore | StoreSnapshot = MessageStore.open(path, config, read_only=True)
+            opened: MessageStore | StoreSnapshot = MessageStore.open(path, config, read_only=True,
+                                                                     index_wanted=False)
         else:
             opened = StoreSnapshot.open(path, config, check_queues=False)
         _cached = (key, opened)

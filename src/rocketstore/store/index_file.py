@@ -245,11 +245,13 @@ class IndexService:
         #: called with the end timestamp of a file that just filled (the checkpoint records it)
         self.on_file_full: list = []
 
-    def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int, *, strict: bool = True) -> bool:
+    def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int, *, strict: bool = True,
+             quiet: bool = False) -> bool:
         """Map the index files (after a crash, deleting those newer than the checkpoint's index time, as
         IndexService.load does).  A file whose size the geometry does not give is an error; with
         ``strict=False`` (messageIndexEnable=false: only queries and retention use the files) the index is
-        left empty instead and False returned, its files untouched."""
+        left empty instead and False returned, its files untouched, with a WARNING (at DEBUG when ``quiet``:
+        an opener that never queries the index)."""
         if not os.path.isdir(self.directory):
             return True
         expected = _HEADER_BYTES + self.slot_count * 4 + self.entry_count * 20
@@ -269,9 +271,10 @@ class IndexService:
                 if size == 0:
                     continue  # (a crash before a Java broker mapped it): it holds no entry
                 if not strict:
-                    log.warning("index file %s has %d bytes, not the %d the configured geometry gives: with "
-                                "messageIndexEnable=false the index is left unread (no key queries, not expired)",
-                                path, size, expected)
+                    log.log(logging.DEBUG if quiet else logging.WARNING,
+                            "index file %s has %d bytes, not the %d the configured geometry gives: with "
+                            "messageIndexEnable=false the index is left unread (no key queries, not expired)",
+                            path, size, expected)
                     self.close()
                     return False
                 # skipped, its keys would answer nothing and retention would never delete it

@@ -54,9 +54,10 @@ class MessageStore(StoreWrites, StoreOpening, StoreLookups, StoreAdmin):
     """The embedded RocketMQ-compatible message store.  Use :meth:`open`."""
 
     def __init__(self, config: StoreConfig, *, read_only: bool, background: bool,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None, index_wanted: bool = True) -> None:
         self.config = config
         self.read_only = read_only
+        self._index_wanted = index_wanted
         self._writable = not read_only
         self._closed = False
         #: (min, max, flushed) commitlog offsets as close found them: the read-outs' answers once closed
@@ -135,12 +136,15 @@ class MessageStore(StoreWrites, StoreOpening, StoreLookups, StoreAdmin):
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, config: StoreConfig | None = None, *,
              read_only: bool = False, background: bool = True,
-             progress: Callable[[int], None] | None = None) -> MessageStore:
-        """Open (creating if needed) the store at *path*; ``read_only`` opens in scratch mode."""
+             progress: Callable[[int], None] | None = None, index_wanted: bool = True) -> MessageStore:
+        """Open (creating if needed) the store at *path*; ``read_only`` opens in scratch mode.
+        ``index_wanted=False``: the caller never queries by key (a scan), so index files that
+        messageIndexEnable=false leaves unread for their size are no warning (logged at DEBUG)."""
         config = config or StoreConfig()
         if path is not None:
             config = config.replace(store_path_root_dir=os.fspath(path))
-        return cls(config, read_only=read_only, background=background and not read_only, progress=progress)
+        return cls(config, read_only=read_only, background=background and not read_only, progress=progress,
+                   index_wanted=index_wanted)
 
     # --- reading (store/reads.py; the look-ups: lookups.py) -------------------------------------------------
 

@@ -143,7 +143,8 @@ class StoreOpening(StoreParts):
             # last one then says the configured size is not the store's (a torn tail only after a crash)
             self._commitlog.files.load(allow_short_tail=not self.last_exit_ok)
             self._queues.load(allow_short_tail=not self.last_exit_ok)
-            self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp, strict=cfg.message_index_enable)
+            self._index.load(self.last_exit_ok, self._checkpoint.index_msg_timestamp,
+                             strict=cfg.message_index_enable, quiet=not self._index_wanted)
             self._dispatcher = Dispatcher(self._commitlog, self._queues,
                                           self._index if cfg.message_index_enable else None, self._delay_levels)
             self.recovery: RecoveryReport = recover(

@@ -29,6 +29,7 @@ class StoreParts:
 
     config: StoreConfig
     read_only: bool
+    _index_wanted: bool
     last_exit_ok: bool
     recovery: RecoveryReport
     _writable: bool
