@@ -341,11 +341,29 @@ class _Redispatch:
                     # queue's maxPhysicOffset; the queue is kept and checked on from the next record
                     idx = idx[good + 1:]
                     continue
+                hole_end = self._missing_segment_end(int(have["offset"][good])) if good < m else 0
+                if hole_end and int(have["offset"][good]) < int(offsets[i]):
+                    # entries into commitlog segments that are gone (deleted from the middle): nothing here
+                    # says they are wrong, and cutting would drop the queue's later entries, whose records
+                    # are intact (4.9.3 keeps them all); kept, and the check goes on past the hole
+                    past = _first_entry_from(check.cq, hole_end)  # type: ignore[arg-type]
+                    check.next_entry = max(e0 + good + 1, past)
+                    idx = idx[good:]
+                    continue
                 # the first entry that disagrees: everything from it on is rebuilt from the records
                 _cut_queue(check.cq, check.next_entry)  # type: ignore[arg-type]
                 check.verifying = False
                 need_cq[idx[good:]] = True
                 break
+
+    def _missing_segment_end(self, offset: int) -> int:
+        """Where the next present commitlog segment starts when *offset* lies between two present segments,
+        in none of them (a segment gone from the middle); 0 otherwise."""
+        at = bisect.bisect_right(self._starts, offset) - 1
+        if at < 0 or at + 1 >= len(self.files):
+            return 0
+        mf = self.files[at]
+        return self._starts[at + 1] if offset >= mf.start_offset + mf.size_bytes else 0
 
     def _points_at_its_record(self, entry: np.void, topic: str, queue_id: int, queue_offset: int) -> bool:
         """Whether *entry* points at a whole record of *topic* / *queue_id* at *queue_offset*, of the entry's
