@@ -50,6 +50,7 @@ from rocketstore.errors import (
 )
 from rocketstore.message.arguments import int_argument
 from rocketstore.message.host import HostAddress
+from rocketstore.message.java_utf8 import java_utf8
 from rocketstore.message.names import NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName, encode_properties, parse_properties
 
@@ -549,5 +550,10 @@ def decode_dispatch_info(buf: bytes | bytearray | memoryview | mmap.mmap, pos: i
         topic = bytes(buf[p + 1 : q]).decode("utf-8")
         props = bytes(buf[q + 2 : rec_end]).decode("utf-8") if props_len else ""
     except UnicodeDecodeError as exc:
-        raise MessageDecodeError("topic or properties are not UTF-8", commit_log_offset) from exc
+        try:
+            topic = bytes(buf[p + 1 : q]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise MessageDecodeError("topic is not UTF-8", commit_log_offset) from exc
+        # as 4.9.3's dispatch: properties that are not UTF-8 are read as Java decodes them (U+FFFD)
+        props = java_utf8(bytes(buf[q + 2 : rec_end]))
     return DispatchInfo(commit_log_offset, size, topic, queue_id, queue_offset, sys_flag, store_ts, props)

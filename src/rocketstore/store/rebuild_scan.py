@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rocketstore.message.hashing import index_key_hash_for_topic, tags_code
+from rocketstore.message.java_utf8 import java_utf8
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import (
     MESSAGE_MAGIC,
@@ -84,7 +85,7 @@ class RangeFacts:
     ``stop`` is "next" (the chain left the range at ``next_pos``), "blank" (end-of-file record at
     ``next_pos``: the segment ends) or "invalid" (the first invalid record is at ``next_pos``, why in
     ``reason``).  ``first_pos`` is where the range's chain began (None: no record starts in the range).
-    ``dispatched`` is False for a record the dispatcher cannot decode (topic or properties not UTF-8): it
+    ``dispatched`` is False for a record the dispatcher cannot decode (a topic that is not UTF-8): it
     gets neither queue entry nor index keys; every other record goes to the index, keys or not (a full
     index file rolls on it, as the dispatcher's).  ``key_record`` / ``key_hash`` are the index keys in order,
     by record number within the range.
@@ -351,11 +352,11 @@ def _dispatch_facts(reader: SegmentReader, chunk: Chunk, scan: ScanRange, rule: 
             try:
                 if not topic_ok[i]:
                     raise UnicodeDecodeError("utf-8", b"", 0, 1, "topic is not UTF-8")
-                text = raw_props.decode("utf-8")
+                text = java_utf8(raw_props)  # (as 4.9.3: U+FFFD where not UTF-8)
             except UnicodeDecodeError:
                 dispatched[i] = False
                 tags[i] = 0
-                undecodable.append((offset, "topic or properties are not UTF-8"))
+                undecodable.append((offset, "topic is not UTF-8"))
                 continue
             parsed = parse_properties(text) if text else {}
             topic = names[topic_ids[i]] or ""

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocketstore.message.hashing import index_key_hash_for_topic
+from rocketstore.message.java_utf8 import java_utf8
 from rocketstore.message.properties import PropertyName, parse_properties
 from rocketstore.message.record import (
     BLANK_MAGIC,
@@ -271,7 +272,7 @@ class _Redispatch:
                                                 tags, ok)
                 key_rows.append(rows)
                 key_hashes.append(hashes)
-        queued &= ok  # a record whose properties are not UTF-8 gets no entry (the dispatcher's rule)
+        queued &= ok  # a record whose topic is not UTF-8 gets no entry (the dispatcher's rule)
         need_cq = np.zeros(n, dtype=bool)
         if queued.any():
             self._check_queues(chunk, offsets, tids, queued, tags, need_cq)
@@ -296,7 +297,7 @@ class _Redispatch:
 
     def _undecodable(self, offset: int) -> None:
         """What the dispatcher does with a record it cannot decode: no entry, no keys, the error noted."""
-        self.dispatcher.error = f"topic or properties are not UTF-8 at commitlog offset {offset}"
+        self.dispatcher.error = f"topic is not UTF-8 at commitlog offset {offset}"
         log.error("dispatch: %s", self.dispatcher.error)
 
     def _check_queues(self, chunk: Chunk, offsets: np.ndarray, tids: np.ndarray, queued: np.ndarray,
@@ -429,7 +430,7 @@ class _Redispatch:
                     if topic is None:
                         raise UnicodeDecodeError("utf-8", b"", 0, 1, "topic is not UTF-8")
                     lo, hi = int(chunk.props_at[i]) + 2, int(ends[i])
-                    text = mm[lo:hi].decode("utf-8") if hi > lo else ""
+                    text = java_utf8(mm[lo:hi]) if hi > lo else ""  # (as 4.9.3: U+FFFD if not UTF-8)
                 except UnicodeDecodeError:
                     ok[i] = False
                     tags[i] = 0
