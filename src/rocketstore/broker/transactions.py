@@ -242,8 +242,8 @@ class TransactionCheckService(TaskService):
         self._round_robin = itertools.count()
         #: check requests sent
         self.checks_sent = 0
-        #: half queue id -> (UNIQ_KEY, born timestamp) -> queue offset of the copy this broker last wrote for a
-        #: check of it
+        #: half queue id -> (UNIQ_KEY, born timestamp) -> queue offset of the copy this broker last wrote
+        #: for a check of it
         self._latest_copy: dict[int, dict[tuple[str, int], int]] = {}
 
     #: set by :meth:`interval_changed` while the service runs (made on its loop)
