@@ -59,19 +59,20 @@ def _check_index_geometry(config: StoreConfig, *, writing: bool = False) -> None
         if not name.isdigit() or not os.path.isfile(path):
             continue
         actual = os.path.getsize(path)
-        if actual != expected and writing:
+        if actual == expected:
+            continue
+        if writing:
             raise StoreConfigError(
                 f"index file {path} has {actual} bytes, but the rebuild would write index files of "
                 f"{expected} bytes (maxHashSlotNum={config.max_hash_slot_num}, maxIndexNum="
                 f"{config.max_index_num}: 40 + slots x 4 + entries x 20), which the store's broker would "
                 f"refuse to open; pass --index-slots and --index-entries (or -c broker.conf) with the "
                 f"geometry the store's broker uses")
-        if actual != expected:
-            raise StoreConfigError(
-                f"index file {path} has {actual} bytes, but maxHashSlotNum={config.max_hash_slot_num} and "
-                f"maxIndexNum={config.max_index_num} make index files of {expected} bytes "
-                f"(40 + slots x 4 + entries x 20); pass --index-slots and --index-entries (or -c broker.conf) "
-                f"with the geometry this store was written with")
+        raise StoreConfigError(
+            f"index file {path} has {actual} bytes, but maxHashSlotNum={config.max_hash_slot_num} and "
+            f"maxIndexNum={config.max_index_num} make index files of {expected} bytes "
+            f"(40 + slots x 4 + entries x 20); pass --index-slots and --index-entries (or -c broker.conf) "
+            f"with the geometry this store was written with")
 
 
 def store_config_from_args(args: argparse.Namespace, *, check_index: bool = True,

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from rocketstore.client.namespace import messages_without_namespace
+from rocketstore.client.namespace import queues_without_namespace
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import (
     ACK_ALL,
@@ -274,7 +274,7 @@ class Consumption:
         """What the handler returns for *messages* (a copy of the list, their topics out of the consumer's
         namespace, as 4.9.3's resetNamespace); its exceptions propagate."""
         if self.pc.namespace is not None:
-            messages = messages_without_namespace(self.pc.namespace, messages)
+            messages = queues_without_namespace(self.pc.namespace, messages)
         if self._is_async:
             return await self.handler(list(messages))  # type: ignore[misc]
         loop = asyncio.get_running_loop()

@@ -28,9 +28,8 @@ from typing import Self
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, ServiceState, broker_error_for, state_not_ok, state_of
 from rocketstore.client.namespace import (
-    messages_without_namespace,
     queue_with_namespace,
-    queue_without_namespace,
+    queues_without_namespace,
     with_namespace,
 )
 from rocketstore.client.push_types import ConsumedMessage
@@ -350,8 +349,8 @@ class PullConsumer:
     async def queues(self, topic: str) -> list[MessageQueue]:
         if self.namespace is not None:  # fetchSubscribeMessageQueues: the queues named without it
             wrapped = with_namespace(self.namespace, topic)
-            return [queue_without_namespace(self.namespace, q) for q in
-                    RouteCache.subscribe_queues(wrapped, await self.routes.route(wrapped, refresh=True))]
+            return queues_without_namespace(
+                self.namespace, RouteCache.subscribe_queues(wrapped, await self.routes.route(wrapped, refresh=True)))
         return RouteCache.subscribe_queues(topic, await self.routes.route(topic, refresh=True))
 
     async def _request(self, mq: MessageQueue, code: int, ext: dict[str, str], timeout_s: float | None = None,
@@ -407,7 +406,7 @@ class PullConsumer:
             messages = [m for m in messages if m.tags in wanted]
             undecodable = [u for u in undecodable if u.message is None or u.message.tags in wanted]
         if self.namespace is not None and messages:  # resetTopic
-            messages = messages_without_namespace(self.namespace, messages)
+            messages = queues_without_namespace(self.namespace, messages)
         return PullResult(status, next_offset, int(ext.get("minOffset", 0)),
                           int(ext.get("maxOffset", 0)), messages, tuple(undecodable))
 

@@ -64,9 +64,9 @@ from rocketstore.client.group_consumer import (
     resolve_settings,
 )
 from rocketstore.client.namespace import (
-    messages_without_namespace,
     queue_with_namespace,
-    queue_without_namespace,
+    queues_with_namespace,
+    queues_without_namespace,
     with_namespace,
     without_namespace,
 )
@@ -332,17 +332,13 @@ class LitePullConsumer(GroupConsumer):
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         """The queues held now (of *topic*, or all), named without the namespace."""
-        if self.namespace is not None:
-            topic = None if topic is None else with_namespace(self.namespace, topic)
-            return {queue_without_namespace(self.namespace, mq) for mq in self._states
-                    if topic is None or mq.topic == topic}
-        return {mq for mq in self._states if topic is None or mq.topic == topic}
+        topic = None if topic is None else with_namespace(self.namespace, topic)
+        held = [mq for mq in self._states if topic is None or mq.topic == topic]
+        return set(held if self.namespace is None else queues_without_namespace(self.namespace, held))
 
     def _in_namespace(self, queues: Iterable[MessageQueue]) -> Iterable[MessageQueue]:
         """*queues* in the namespace (ClientConfig.queuesWithNamespace)."""
-        if self.namespace is None:
-            return queues
-        return [queue_with_namespace(self.namespace, mq) for mq in queues]
+        return queues if self.namespace is None else queues_with_namespace(self.namespace, queues)
 
     # --- queues ------------------------------------------------------------------------------------------
 
@@ -480,7 +476,7 @@ class LitePullConsumer(GroupConsumer):
         if state is not None and state.pq is pq and offset >= 0:
             state.consumed_offset = offset
         if self.namespace is not None:  # 4.9.3's resetTopic
-            return messages_without_namespace(self.namespace, messages)
+            return queues_without_namespace(self.namespace, messages)
         return messages
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
@@ -579,7 +575,7 @@ class LitePullConsumer(GroupConsumer):
         if not queues:
             raise NoRouteError(topic, "no readable queue (the name servers return none)", words=words)
         if self.namespace is not None:
-            queues = [queue_without_namespace(self.namespace, mq) for mq in queues]
+            queues = queues_without_namespace(self.namespace, queues)
         return sorted(queues)
 
     # --- queue-set change listeners (registerTopicMessageQueueChangeListener) ----------------------------
@@ -607,7 +603,7 @@ class LitePullConsumer(GroupConsumer):
             self._known_queues[topic] = queues
             if self.namespace is not None:  # named without the namespace, as the user named them
                 topic = without_namespace(self.namespace, topic)
-                queues = frozenset(queue_without_namespace(self.namespace, mq) for mq in queues)
+                queues = frozenset(queues_without_namespace(self.namespace, queues))
             try:
                 outcome = listener(topic, queues)
                 if inspect.isawaitable(outcome):

@@ -10,6 +10,7 @@ No I/O; safe from any thread.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
 from rocketstore.message.system_topics import (
@@ -18,8 +19,8 @@ from rocketstore.message.system_topics import (
     is_system_topic,
 )
 
-__all__ = ["messages_without_namespace", "queue_with_namespace", "queue_without_namespace", "with_namespace",
-           "without_namespace"]
+__all__ = ["queue_with_namespace", "queue_without_namespace", "queues_with_namespace",
+           "queues_without_namespace", "with_namespace", "without_namespace"]
 
 #: NamespaceUtil.NAMESPACE_SEPARATOR
 SEPARATOR = "%"
@@ -67,26 +68,28 @@ def without_namespace(namespace: str | None, resource: str) -> str:
     return prefix + rest[len(namespace) + 1:]
 
 
-def queue_with_namespace(namespace: str | None, mq: _Q) -> _Q:
-    """A MessageQueue (any frozen dataclass with ``topic``) whose topic is in *namespace*."""
-    topic = mq.topic
-    wrapped = with_namespace(namespace, topic)
-    return mq if wrapped == topic else dataclasses.replace(mq, topic=wrapped)  # type: ignore[type-var]
+def queue_with_namespace(namespace: str | None, item: _Q) -> _Q:
+    """*item* (a MessageQueue, a message: any frozen dataclass with ``topic``) with its topic in *namespace*
+    (ClientConfig.queueWithNamespace)."""
+    return _with_topic(item, with_namespace(namespace, item.topic))
 
 
-def queue_without_namespace(namespace: str | None, mq: _Q) -> _Q:
-    """A MessageQueue whose topic is out of *namespace* (ClientConfig.queueWithNamespace's reverse)."""
-    topic = mq.topic
-    bare = without_namespace(namespace, topic)
-    return mq if bare == topic else dataclasses.replace(mq, topic=bare)  # type: ignore[type-var]
+def queue_without_namespace(namespace: str | None, item: _Q) -> _Q:
+    """*item* (a MessageQueue, a message) with its topic out of *namespace*, as the Java client hands it
+    back (queueWithNamespace's reverse, resetNamespace / resetTopic)."""
+    return _with_topic(item, without_namespace(namespace, item.topic))
 
 
-def messages_without_namespace(namespace: str, messages: list[_Q]) -> list[_Q]:
-    """Copies of *messages* (frozen dataclasses with ``topic``) whose topic is out of *namespace* (4.9.3's
-    resetNamespace / resetTopic before the user sees them); the client keeps its own (for send-back)."""
-    out = []
-    for m in messages:
-        topic = m.topic
-        bare = without_namespace(namespace, topic)
-        out.append(m if bare == topic else dataclasses.replace(m, topic=bare))  # type: ignore[type-var]
-    return out
+def queues_with_namespace(namespace: str | None, items: Iterable[_Q]) -> list[_Q]:
+    """:func:`queue_with_namespace` of each (ClientConfig.queuesWithNamespace)."""
+    return [queue_with_namespace(namespace, item) for item in items]
+
+
+def queues_without_namespace(namespace: str | None, items: Iterable[_Q]) -> list[_Q]:
+    """:func:`queue_without_namespace` of each: the queues or messages the client hands back (the client
+    keeps its own, named in the namespace, for send-back and offsets)."""
+    return [queue_without_namespace(namespace, item) for item in items]
+
+
+def _with_topic(item: _Q, topic: str) -> _Q:
+    return item if topic == item.topic else dataclasses.replace(item, topic=topic)  # type: ignore[type-var]

@@ -88,7 +88,7 @@ from rocketstore.client.errors import (
     send_failed,
     state_not_ok,
 )
-from rocketstore.client.namespace import queue_without_namespace, with_namespace
+from rocketstore.client.namespace import queues_without_namespace, with_namespace
 from rocketstore.client.outgoing_message import (
     DEFAULT_COMPRESS_LEVEL,
     DEFAULT_COMPRESS_OVER,
@@ -308,7 +308,7 @@ class Producer(SingleTrySends):
         if not queues:
             raise NoRouteError(topic, "no writeable queue", words=words)
         if self.namespace is not None:
-            return [queue_without_namespace(self.namespace, q) for q in queues]
+            return queues_without_namespace(self.namespace, queues)
         return queues
 
     def _chosen_queue_attempts(self) -> int:

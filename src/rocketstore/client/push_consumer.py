@@ -61,7 +61,7 @@ from rocketstore.client.consume import Consumption
 from rocketstore.client.consumer import MessageSelector, subscribed
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.group_consumer import resolve_settings
-from rocketstore.client.namespace import queue_without_namespace, with_namespace
+from rocketstore.client.namespace import queues_without_namespace, with_namespace
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.pull_loop import flow_control_reason, pull_loop
 from rocketstore.client.push_settings import (  # (this module's before the split: still importable from here)
@@ -350,12 +350,10 @@ class PushConsumer(QueueLocks):
 
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         """The queues this consumer owns now (of *topic*, or all), named without the namespace."""
-        if self.namespace is not None:
-            topic = None if topic is None else with_namespace(self.namespace, topic)
-            return {queue_without_namespace(self.namespace, mq) for mq, pq in self.process_queues.items()
-                    if not pq.dropped and (topic is None or mq.topic == topic)}
-        return {mq for mq, pq in self.process_queues.items()
-                if not pq.dropped and (topic is None or mq.topic == topic)}
+        topic = None if topic is None else with_namespace(self.namespace, topic)
+        held = [mq for mq, pq in self.process_queues.items()
+                if not pq.dropped and (topic is None or mq.topic == topic)]
+        return set(held if self.namespace is None else queues_without_namespace(self.namespace, held))
 
     # --- the pull loop's hooks (rocketstore.client.pull_loop.PullOwner) -----------------------------------
 

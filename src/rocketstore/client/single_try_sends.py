@@ -12,7 +12,12 @@ import itertools
 import time
 
 from rocketstore.client.errors import ClientError, NoRouteError, SendCallTimeoutError, send_failed
-from rocketstore.client.namespace import queue_with_namespace, queue_without_namespace, with_namespace
+from rocketstore.client.namespace import (
+    queue_with_namespace,
+    queue_without_namespace,
+    queues_without_namespace,
+    with_namespace,
+)
 from rocketstore.client.outgoing_message import (
     OutgoingMessage,
     SendResult,
@@ -154,7 +159,7 @@ class SingleTrySends(SendRequests):
         if not queues:
             raise NoRouteError(topic, "no writeable queue", words=f"No route info for this topic, {topic}")
         if self.namespace is not None:  # the selector sees the user's names (parsePublishMessageQueues)
-            queues = [queue_without_namespace(self.namespace, q) for q in queues]
+            queues = queues_without_namespace(self.namespace, queues)
         try:
             mq = selector(queues, sharding_key)
         except Exception as exc:  # the user's selector: its failure is named as Java's sendSelectImpl names it

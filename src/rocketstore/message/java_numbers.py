@@ -8,8 +8,8 @@ reading goes through these.  Pure: no imports but the standard library.
 
 from __future__ import annotations
 
-__all__ = ["INT_MAX", "INT_MIN", "LONG_MAX", "LONG_MIN", "java_int_problem", "number_format_remark",
-           "parse_java_int", "parse_java_long"]
+__all__ = ["INT_MAX", "INT_MIN", "LONG_MAX", "LONG_MIN", "java_decimal_digits", "java_int_problem",
+           "number_format_remark", "parse_java_int", "parse_java_long"]
 
 #: the ranges of Java's int and long
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -17,12 +17,17 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 _SIGNS = ("+", "-")
 
 
+def java_decimal_digits(digits: str) -> bool:
+    """Whether every character of *digits* (non-empty) is a decimal digit to Java's Character.digit, which
+    takes any script's (str.isdecimal) but reads UTF-16 units: a digit beyond the BMP (U+1D7D9 ...) is two
+    that are not digits."""
+    return digits.isdecimal() and (digits.isascii() or max(digits) <= "\uffff")
+
+
 def _parse_java_integer(text: str, low: int, high: int, kind: str) -> int:
-    # Java's Character.digit takes any Unicode decimal digit, which is what str.isdecimal() tests; int()
-    # alone would also take surrounding blanks and underscores, which Java rejects.
+    # int() alone would also take surrounding blanks and underscores, which Java rejects
     digits = text[1:] if text[:1] in _SIGNS else text
-    if not digits.isdecimal() or (not digits.isascii() and max(digits) > "\uffff"):
-        # (Java reads UTF-16 units: a digit beyond the BMP, U+1D7D9 ..., is two that are not digits)
+    if not java_decimal_digits(digits):
         raise ValueError(f"{text[:64]!r} is not a decimal {kind}")
     value = int(text)  # may itself raise ValueError past Python's 4300-digit limit
     if not low <= value <= high:

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from rocketstore.errors import MessageError
+from rocketstore.message.java_numbers import java_decimal_digits
 
 __all__ = ["SQL92", "SqlFilter", "SqlSyntaxError", "compile_sql"]
 
@@ -118,11 +119,9 @@ def _java_integer(text: str, bounds: tuple[int, int]) -> int:
     """``Integer.valueOf`` / ``Long.valueOf``: an optional sign and decimal digits (any script's, as Java's
     Character.digit takes them), within *bounds*."""
     digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not digits.isdecimal():
+    if not digits or not java_decimal_digits(digits):
         raise _EvalError(f"not an integer: {text!r}")
     if not digits.isascii():
-        if max(digits) > "\uffff":  # Java reads UTF-16 units: a digit beyond the BMP is two non-digits
-            raise _EvalError(f"not an integer: {text!r}")
         digits = "".join(str(unicodedata.decimal(ch)) for ch in digits)
     digits = digits.lstrip("0") or "0"
     if len(digits) > 19:  # beyond any long (and int() of thousands of digits refuses)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import repeat
 from typing import Literal
 
@@ -39,6 +39,7 @@ from rocketstore.message.properties import (
     encode_properties,
     parse_properties,
     properties_format,
+    waits_store_msg_ok,
 )
 from rocketstore.message.record import (
     Message,
@@ -308,6 +309,13 @@ class StoreWrites(StoreParts):
             return PutMessageStatus.UNKNOWN_ERROR
         return PutMessageStatus.FLUSH_DISK_TIMEOUT
 
+    def _batch_flush(self, flush: FlushMode, properties: Mapping[str, str]) -> FlushMode:
+        """*flush*, or "ask" (the sync asked for, PUT_OK at once) for a batch whose WAIT is not true under
+        SYNC_FLUSH, as :meth:`_await_durable` answers a put's."""
+        if flush == "wait" and self._threads.group_commit is not None and not waits_store_msg_ok(properties):
+            return "ask"
+        return flush
+
     def put_batch(self, messages: Iterable[Message] | MessageBatch, *, flush: FlushMode = "wait") -> PutResult:
         """Append messages of one topic and queue contiguously, with consecutive queue offsets.
 
@@ -323,12 +331,8 @@ class StoreWrites(StoreParts):
             gate = self._write_gate()
             if gate is not None:
                 return PutResult(gate)
-            if flush == "wait" and self._threads.group_commit is not None and messages.batch_properties \
-                    and _WAIT in messages.batch_properties:
-                # the batch's own properties say WAIT (4.9.3's MessageExtBatch.isWaitStoreMsgOK)
-                wait = parse_properties(messages.batch_properties).get(_WAIT)
-                if wait is not None and wait.lower() != "true":
-                    flush = "ask"
+            own = messages.batch_properties  # (4.9.3's MessageExtBatch.isWaitStoreMsgOK reads the batch's own)
+            flush = self._batch_flush(flush, parse_properties(own) if own and _WAIT in own else {})
             return self._put_message_batch(messages, flush)
         # what is no batch of Messages is a TypeError, before anything is written (as put)
         if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
@@ -342,12 +346,8 @@ class StoreWrites(StoreParts):
             return PutResult(gate)
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        if flush == "wait" and self._threads.group_commit is not None and batch[0].properties:
-            # a client's batch carries its first message's WAIT (MessageBatch.generateFromList), which 4.9.3's
-            # store reads as put reads a message's
-            wait = batch[0].properties.get(_WAIT)
-            if wait is not None and wait.lower() != "true":
-                flush = "ask"
+        # a client's batch carries its first message's WAIT (MessageBatch.generateFromList)
+        flush = self._batch_flush(flush, batch[0].properties or {})
         prepared = self._draft_messages(batch)
         if prepared is None:
             # something in the batch is refused (or unusual): the message-by-message checks say what, as
