@@ -53,6 +53,17 @@ def _check(store: MessageStore, offsets: list[int], *, put_after: bool = True) -
     assert nxt.ok and nxt.queue_offset == 3  # offset 1 is not handed out again
 
 
+def _store_with_flipped_tags(root: Path) -> list[int]:
+    """A store of three messages whose second's TAGS bytes are no longer UTF-8 on disk; their offsets."""
+    with MessageStore.open(root, CONFIG) as store:
+        offsets = _put_three(store)
+    seg = sorted((root / "commitlog").iterdir())[0]
+    data = bytearray(seg.read_bytes())
+    _flip_tags(data)
+    seg.write_bytes(bytes(data))
+    return offsets
+
+
 def test_java_decode_counts_an_encoded_surrogate_once() -> None:
     assert java_utf8(b"\xed\xa0\x80A1") == JAVA_TAGS
     assert java_utf8(b"a\xed\xa0b") == "a\ufffdb"
@@ -63,12 +74,7 @@ def test_java_decode_counts_an_encoded_surrogate_once() -> None:
 
 def test_record_with_non_utf8_properties_is_dispatched_by_abnormal_recovery(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    with MessageStore.open(root, CONFIG) as store:
-        offsets = _put_three(store)
-    seg = sorted((root / "commitlog").iterdir())[0]
-    data = bytearray(seg.read_bytes())
-    _flip_tags(data)
-    seg.write_bytes(bytes(data))
+    offsets = _store_with_flipped_tags(root)
     # a crash before the queues and index reached the disk: all of it is dispatched again at open
     (root / "abort").write_bytes(b"")
     (root / "checkpoint").unlink()
@@ -94,12 +100,7 @@ def test_rebuild_dispatches_a_record_with_non_utf8_properties(tmp_path: Path) ->
     from rocketstore.store.rebuild import plan_rebuild, rebuild_store, scan_serial
 
     root = tmp_path / "store"
-    with MessageStore.open(root, CONFIG) as store:
-        offsets = _put_three(store)
-    seg = sorted((root / "commitlog").iterdir())[0]
-    data = bytearray(seg.read_bytes())
-    _flip_tags(data)
-    seg.write_bytes(bytes(data))
+    offsets = _store_with_flipped_tags(root)
     plan = plan_rebuild(str(root), CONFIG.replace(store_path_root_dir=str(root)))
     rebuild_store(plan, scan_serial(plan), in_place=True)
     with MessageStore.open(root, CONFIG) as store:
