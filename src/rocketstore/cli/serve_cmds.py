@@ -185,12 +185,25 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
         await namesrv.close()
 
 
+def namesrv_config_of(config: str | None, port: int | None = None) -> NamesrvConfig:
+    """The settings of ``rocketstore namesrv -c CONFIG [-p PORT]``.  As 4.9.3's NamesrvStartup, the file
+    given with -c is the configStorePath too (whatever it says): UPDATE_NAMESRV_CONFIG rewrites it, so a
+    setting changed at run time (mqadmin updateNamesrvConfig) is still there when the name server restarts
+    with the same file; written to ~/namesrv/namesrv.properties, which nothing reads, it was lost."""
+    if not config:
+        namesrv_config = NamesrvConfig.from_properties({})
+    else:
+        namesrv_config = dataclasses.replace(NamesrvConfig.from_properties(read_properties_file(config)),
+                                             config_store_path=config)
+    if port is not None:
+        namesrv_config = dataclasses.replace(namesrv_config, listen_port=port)
+    return namesrv_config
+
+
 async def serve_namesrv(port: int | None, host: str, config: str | None = None, tls: TlsConfig | None = None) -> None:
     """A name server with the settings of *config* (a namesrv.conf; default: RocketMQ's, its files under
     ~/namesrv), listening on *port* (default: the file's listenPort, else 9876)."""
-    namesrv_config = NamesrvConfig.from_properties(read_properties_file(config) if config else {})
-    if port is not None:
-        namesrv_config = dataclasses.replace(namesrv_config, listen_port=port)
+    namesrv_config = namesrv_config_of(config, port)
     namesrv = NameServer(namesrv_config, tls=tls)
     await namesrv.start(host, namesrv_config.listen_port)
     try:

@@ -5,7 +5,7 @@ files live.
 ORDER_TOPIC_CONFIG) as ``{"configTable": {namespace: {key: value}}}``, rewritten after every change and read
 at start.  ``configStorePath`` (default ``~/namesrv/namesrv.properties``) receives every setting after an
 UPDATE_NAMESRV_CONFIG, as 4.9.3's Configuration.persist writes them.  A namesrv.conf (``rocketstore namesrv
--c FILE``) may set any of them and ``listenPort``.
+-c FILE``) may set any of them and ``listenPort``; as in 4.9.3, the FILE itself is then the configStorePath.
 
 Pure (the files are written by the name server with rocketstore.files).  Imports message only.
 """
