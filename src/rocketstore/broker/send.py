@@ -343,7 +343,13 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             props[PropertyName.WAIT] = wait_text
         return (half_message(topic, queue_id, request.body, props, flag, sys_flag, born_timestamp, born_host,
                              store_host, reconsume_times), answer_queue_id, region, wait_durable)
-    if wait_text is not None and peak > 12:
+    if (wait_text is not None and PropertyName.DELAY in props and int(props[PropertyName.DELAY]) > 0
+            and sys_flag & SysFlag.TRANSACTION_MASK in (0, SysFlag.TRANSACTION_COMMIT_TYPE)):
+        # 4.9.3 puts WAIT back into the map before its store moves a delayed message to the schedule topic
+        # and serialises that map again (REAL_TOPIC, REAL_QID added): the scheduled record, and the message
+        # delivered from it, keep WAIT (delay_problem is None here: DELAY is a Java int)
+        props[PropertyName.WAIT] = wait_text
+    elif wait_text is not None and peak > 12:
         # 4.9.3 adds CLUSTER before it drops WAIT: the map it serialises had one entry more at its peak,
         # which for 13, 25, 49 ... entries doubled its table (a default HashMap of 16 holds 12)
         props = PeakProperties.after_removal(props, peak)

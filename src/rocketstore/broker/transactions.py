@@ -523,8 +523,11 @@ class TransactionCheckService(TaskService):
 
     async def _put_back_immune(self, half: StoredMessage, props: dict[str, str]) -> bool:
         """renewImmunityHalfMessageInner: *half* written again at the end of its queue, remembering the
-        queue offset it was first stored at (TRAN_PREPARED_QUEUE_OFFSET), which op records name."""
+        queue offset it was first stored at (TRAN_PREPARED_QUEUE_OFFSET), which op records name.  Its
+        properties are serialised again after renewHalfMessageInner's setWaitStoreMsgOK(false): the copy,
+        and the message a commit makes of it, say WAIT=false."""
         props = dict(props)
+        props[PropertyName.WAIT] = "false"
         props.setdefault(PropertyName.TRAN_PREPARED_QUEUE_OFFSET, str(half.queue_offset))
         return await self._put_back(half, props) is not None
 
@@ -538,6 +541,11 @@ class TransactionCheckService(TaskService):
             return
         connection = channels[next(self._round_robin) % len(channels)].connection
         assert isinstance(connection, Connection)
+        # 4.9.3's renewHalfMessageInner shares the half message's properties map with the copy it writes, and
+        # its setWaitStoreMsgOK(false) after serialising the copy's properties reaches the map the check then
+        # encodes: the copy keeps the WAIT it had, the check's message says WAIT=false
+        props = dict(props)
+        props[PropertyName.WAIT] = "false"
         uniq = props.get(PropertyName.UNIQ_KEY)
         header = CheckTransactionStateRequestHeader(
             tran_state_table_offset=copy.queue_offset, commit_log_offset=copy.commit_log_offset, msg_id=uniq,
