@@ -153,7 +153,8 @@ def _ipv4_range(text: str, pattern: str | None) -> Callable[[str], bool]:
 
 def _exact(addresses: Iterable[str], pattern: str | None) -> Callable[[str], bool]:
     """One or Multiple RemoteAddressStrategy: each address must be a valid IPv4 (as commons-validator
-    checks it: no blanks, no leading zeros) or IPv6 address, else the pattern is refused."""
+    checks it: no blanks, no leading zeros) or IPv6 address, else the pattern is refused (with the
+    message 4.9.3 gives, naming the address: an update request's remark shows it)."""
     allowed = set()
     for address in addresses:
         if _valid_ipv4(address):
@@ -161,7 +162,7 @@ def _exact(addresses: Iterable[str], pattern: str | None) -> Callable[[str], boo
         elif _valid_ipv6(address):
             allowed.add(_normalized(address))
         else:
-            raise AclConfigError(f"white address pattern {pattern!r}: {address!r} is no IP address")
+            raise AclConfigError(f"Netaddress examine Exception netaddress is {address}")
     return lambda ip: _normalized(ip) in allowed
 
 
@@ -450,8 +451,10 @@ def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> d
     elif code == RequestCode.QUERY_MESSAGE:
         add(get("topic"), SUB)
     elif code == RequestCode.HEART_BEAT:
+        if not body:  # no HeartbeatData to read the groups from: 4.9.3's parse fails, an AclException too
+            raise AclConfigError("heartbeat has no body")
         try:
-            data = json.loads(body or b"{}")
+            data = json.loads(body)
         except ValueError as exc:
             raise AclConfigError(f"heartbeat body is not JSON: {exc}") from exc
         # a body of another shape is refused here, as the handler would refuse it, not met with a traceback
