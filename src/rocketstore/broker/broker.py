@@ -117,6 +117,13 @@ class Broker:
             module.register(self.router, self)
         self.server = RemotingServer(self.router, idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
                                      on_connection_closed=self._connection_closed, tls=tls)
+        #: the "VIP" port, listenPort - 2, serving the same requests: 4.9.3's brokers listen there too, and a
+        #: Java slave's config sync (topics, offsets, delay offsets, groups) and clients with
+        #: vipChannelEnabled connect to it rather than to listenPort
+        self.vip_server = RemotingServer(self.router,
+                                         idle_timeout_s=float(self.config.server_channel_max_idle_time_s),
+                                         on_connection_closed=self._connection_closed, tls=tls)
+        self._vip_listening = False
         self.tls = tls
         #: the broker's own connections: a context (TLS), None (plain) or "process" (use_client_tls's choice)
         self.client_ssl_context: ssl.SSLContext | None | Literal["process"] = \
@@ -204,6 +211,13 @@ class Broker:
             log.warning("%s", self._start_file_notice)
         loop = asyncio.get_running_loop()
         await self.server.start(cfg.listen_host, cfg.listen_port, start_serving=False)
+        if cfg.listen_port > 2:  # a port the OS picked (0) has no VIP port a peer could derive
+            try:
+                await self.vip_server.start(cfg.listen_host, cfg.listen_port - 2, start_serving=False)
+                self._vip_listening = True
+            except OSError as exc:  # RocketMQ's would not start; only the Java peers' VIP calls miss it
+                log.warning("VIP port %d (listenPort - 2) is taken (%s): Java slaves cannot sync the "
+                            "configuration from this broker", cfg.listen_port - 2, exc)
         ip = cfg.advertised_ip()
         self.address = f"[{ip}]:{self.server.port}" if ":" in ip else f"{ip}:{self.server.port}"
         self.store_host = parse_host(self.address)
@@ -275,6 +289,8 @@ class Broker:
                 await self.ha_server.start()
             ha_port = self.ha_server.port  # haListenPort 0: the port the OS gave
             await self.server.start_serving()
+            if self._vip_listening:
+                await self.vip_server.start_serving()
             self.registrar = Registrar(
                 cfg.namesrv_addrs, cluster_name=cfg.broker_cluster_name, broker_name=cfg.broker_name,
                 broker_id=cfg.broker_id, broker_addr=self.address,
@@ -323,6 +339,8 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
         await self.server.close()
+        if self._vip_listening:
+            await self.vip_server.close()
         if self.acl is not None:
             self.acl.stop_watch()
         for service in (self.ha_client, self.slave_sync, self.ha_server):

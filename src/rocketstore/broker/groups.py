@@ -20,8 +20,9 @@ __all__ = ["SubscriptionGroupConfig", "SubscriptionGroupTable"]
 #: MixAll.CID_RMQ_SYS_PREFIX: groups the broker itself uses, created whatever autoCreateSubscriptionGroup says
 SYS_GROUP_PREFIX = "CID_RMQ_SYS_"
 
+#: the groups 4.9.3's SubscriptionGroupManager starts with (CID_RMQ_SYS_TRACE came only with 5.x)
 _SYSTEM_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
-                  "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRACE")
+                  "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER")
 
 
 _WIRE = {"group_name": "groupName", "consume_enable": "consumeEnable",
