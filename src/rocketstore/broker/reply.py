@@ -11,8 +11,8 @@ these codes (the send header, v1 or v2 names).  Then, as 4.9.3 does:
 2. the reply is pushed with PUSH_REPLY_MESSAGE_TO_CLIENT (326) to the connection producer REPLY_TO_CLIENT
    heartbeats on (any group), waiting for its answer like any broker-to-client call; the pushed properties
    are the reply's plus PUSH_REPLY_TIME;
-3. with storeReplyMessageEnable (the default) the reply is also stored, its properties as sent (neither
-   CLUSTER added nor WAIT dropped, unlike a plain send).
+3. with storeReplyMessageEnable (the default) the reply is also stored, its properties string as sent, byte
+   for byte (neither CLUSTER added nor WAIT dropped, nor the map serialised again, unlike a plain send).
 
 The answer is SUCCESS when the push succeeded, else SYSTEM_ERROR naming why (no REPLY_TO_CLIENT, the client
 not connected, its failure); either way it carries the stored record's msgId, queueId and queueOffset when
@@ -33,7 +33,7 @@ from rocketstore.broker.send import PUT_STATUS_REMARKS, check_topic_and_queue, p
 from rocketstore.errors import RemotingError
 from rocketstore.message.host import HostAddress
 from rocketstore.message.java_numbers import java_int_problem
-from rocketstore.message.properties import PropertyName, encode_properties, parse_properties
+from rocketstore.message.properties import PropertyName, SentProperties, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -82,7 +82,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if len(body) > broker.store.config.max_message_size:
             return request.make_response(ResponseCode.MESSAGE_ILLEGAL,
                                          remark=PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL], ext_fields=region)
-        props = parse_properties(properties) if properties else {}
+        # stored as the text it came as (4.9.3 writes the request's properties string, not the map again)
+        props = SentProperties(parse_properties(properties), properties) if properties else {}
         born = peer_host(conn)
         message = Message(topic, body, props, queue_id, flag, sys_flag, born_timestamp, born, broker.store_host,
                           reconsume_times or 0)

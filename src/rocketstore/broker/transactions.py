@@ -89,6 +89,8 @@ _SUCCESS_STATUSES = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_D
                                PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
 _ILLEGAL = ("The message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
             "msg properties length limit 32k.")
+#: the remark of a successful rollback's answer, as 4.9.3 sends it
+_ROLLBACK_REMARK = "not set any response code"
 #: an unsuccessful final put -> (response code, remark), as EndTransactionProcessor.sendFinalMessage answers
 _PUT_FAILURES: dict[PutMessageStatus, tuple[int, str]] = {
     PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR, "Create mapped file failed."),
@@ -192,7 +194,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
         assert half is not None
         if kind == _ROLLBACK:
             await broker.transactions.write_op(half)
-            return request.make_response(ResponseCode.SUCCESS)
+            # 4.9.3 answers a rollback with its checks' response turned SUCCESS, keeping the remark a Java
+            # response starts with (a commit's answer is the final put's, without one)
+            return request.make_response(ResponseCode.SUCCESS, remark=_ROLLBACK_REMARK)
         final = _final_message(half, h.commit_log_offset)
         if isinstance(final, str):  # the half message stays open: the check service asks about it again
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=final)

@@ -23,6 +23,7 @@ __all__ = [
     "PROPERTY_SEPARATOR",
     "HasTagsAndKeys",
     "PeakProperties",
+    "SentProperties",
     "PropertiesFormat",
     "PropertyName",
     "encode_properties",
@@ -179,6 +180,18 @@ class PeakProperties(dict[str, str]):
         return properties
 
 
+class SentProperties(dict[str, str]):
+    """A properties map parsed from *text*, stored as that text unchanged (its order, a trailing separator,
+    a name given twice): 4.9.3's reply processor writes the properties string of the request as it came
+    instead of serialising the map again, as a plain send does."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, properties: Mapping[str, str], text: str) -> None:
+        super().__init__(properties)
+        self.text = text
+
+
 #: names in insertion order -> (a %-format with the names in Java HashMap order and a ``%s`` per value,
 #: an itemgetter of the values in that order, whether no name holds a separator), or None for names the
 #: format cannot hold.  The writer's hot path: one C-level format instead of a Python-level join of pairs.
@@ -222,8 +235,11 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
     TypeError when a name or value is neither a str nor (a value) None."""
     if not properties:
         return ""
+    cls = properties.__class__
+    if cls is SentProperties:
+        return properties.text  # type: ignore[attr-defined]
     names = tuple(properties)
-    peak = properties.peak if properties.__class__ is PeakProperties else 0  # type: ignore[attr-defined]
+    peak = properties.peak if cls is PeakProperties else 0  # type: ignore[attr-defined]
     shape = None if peak else (_FORMATS.get(names) or properties_format(names))
     if shape is not None:
         fmt, values_of, _ = shape

@@ -34,7 +34,6 @@ from rocketstore.message.properties import NAME_VALUE_SEPARATOR as _NAME_VALUE_S
 from rocketstore.message.properties import PROPERTY_FORMATS as _PROPERTY_FORMATS
 from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPARATOR
 from rocketstore.message.properties import (
-    PeakProperties,
     PropertyName,
     encode_properties,
     parse_properties,
@@ -79,7 +78,6 @@ _FLUSH_WAIT: FlushMode = "wait"
 _FLUSH_MODES = frozenset(("wait", "ask", "later"))
 _PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
 _PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
-_PEAK = PeakProperties
 #: tags -> tagsCode of the tags the put path has seen (a producer repeats a few): tags_code without a call
 _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
@@ -204,8 +202,9 @@ class StoreWrites(StoreParts):
             # encode_properties inlined (the put hot path): the cached Java-HashMap-order format, filled
             # when every value is a str; anything else goes through encode_properties itself
             names = tuple(props)
-            # (a PeakProperties, iterated in a bigger table than its size gives, is encode_properties's)
-            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names) if props.__class__ is not _PEAK else None
+            # (a PeakProperties, iterated in a bigger table than its size gives, or a SentProperties, stored
+            # as the text it came as, is encode_properties's)
+            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names) if props.__class__ is dict else None
             props_text = None
             if shape is not None:
                 values = shape[1](props)
