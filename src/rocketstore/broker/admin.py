@@ -23,6 +23,7 @@ RocketMQ sums them.  TopicStatsTable and ConsumeStats bodies use fastjson's obje
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -113,10 +114,15 @@ def register(router: RequestRouter, broker: Broker) -> None:
                          h.topic_sys_flag or 0, h.order)
         before = broker.topics.data_version
         broker.topics.update(tc)
-        broker.topic_config_changed(h.topic, before)
+        registered = broker.topic_config_changed(h.topic, before)
         # in topics.json before the answer, as 4.9.3 persists first; a failed write (a full disk) is logged
         # and answered SUCCESS as there (the table changed; the file is written again once it can be)
         await broker.topics.flush_quietly()
+        if registered is not None:
+            # and answered once the name servers took the topic (or the registration timed out), as 4.9.3's
+            # registerIncrementBrokerData waits for their answers: a producer sending right after
+            # `mqadmin updateTopic` finds the route (it once got "No route info of this topic")
+            await asyncio.wait((registered,))
         return request.make_response(ResponseCode.SUCCESS)
 
     async def delete_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -581,13 +581,15 @@ class Broker:
         if self.registrar is not None:
             self.registrar.request_registration()
 
-    def topic_config_changed(self, topic: str, before: DataVersion) -> None:
+    def topic_config_changed(self, topic: str, before: DataVersion) -> asyncio.Task[None] | None:
         """An admin created, updated or deleted *topic* (the table was at data version *before*): register
         that topic alone (deleted: no topic, the new data version only) with the name servers now, as 4.9.3's
         updateAndCreateTopic does (registerIncrementBrokerData); the other changes (auto-created topics,
-        permissions) register the whole table, as there."""
+        permissions) register the whole table, as there.  The registration's task (see
+        Registrar.register_increment), None when nothing is registered."""
         if self.registrar is not None and self.topics.data_version != before:
-            self.registrar.register_increment(self._register_body((topic,)), before)
+            return self.registrar.register_increment(self._register_body((topic,)), before)
+        return None
 
     def config_changes(self) -> int:
         """How many changes the topic and group tables have had: a send compares it before and after its

@@ -116,20 +116,22 @@ class Registrar:
         """Register again soon (topic created or changed); several requests coalesce into one."""
         self._again.set()
 
-    def register_increment(self, body: RegisterBrokerBody, follows: DataVersion) -> None:
+    def register_increment(self, body: RegisterBrokerBody, follows: DataVersion) -> asyncio.Task[None] | None:
         """Register *body* (the topics an admin just created or changed, at the table's new data version) with
         every name server now, as 4.9.3's registerIncrementBrokerData; *follows* is the data version the
         table had just before the change.  A name server not known to hold exactly that version (a change not
         registered yet, its last registration failed, a new connection) gets the whole table soon instead:
         it takes a registration's topics only when its data version moved, so an increment on top of an
-        older view would leave the topics between them out until the next change."""
+        older view would leave the topics between them out until the next change.  The task that takes the
+        answers (done once every name server answered or the registration timeout passed), None when there is
+        no name server to tell."""
         if not self.namesrv_addrs or self._closed:
-            return
+            return None
         self._seq += 1
         # one or a few topics: encoded here (microseconds), so the seq is the order the table was read in
         registration = _Registration(self._seq, self._request(body, body.encode_compressed() if self.compressed
                                                               else body.encode()), body.data_version, follows)
-        self._answer_round(registration)
+        return self._answer_round(registration)
 
     async def _loop(self) -> None:
         while True:
