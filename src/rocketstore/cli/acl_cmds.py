@@ -9,13 +9,31 @@ listing is what an operator pastes into a ticket.  Parse arguments, call one Adm
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from rocketstore.cli.output import add_targets, admin_of, print_json, print_table, run_command
+from rocketstore.errors import RequestTimeoutError
 
-__all__ = ["add_acl_commands"]
+__all__ = ["add_acl_commands", "read_acl"]
 
 MASK = "******"
+
+T = TypeVar("T")
+
+#: said after the timeout of an ACL read: 4.9.3's broker started without aclEnable has no ACL validator, fails
+#: to build its answer to GET_BROKER_CLUSTER_ACL_INFO and GET_BROKER_CLUSTER_ACL_CONFIG, logs that and answers
+#: nothing (its ACL updates and deletes do answer, with the failure)
+ACL_READ_SILENCE = (" (a 4.9.3 broker whose ACL is off, aclEnable=false, never answers this request;"
+                    " enable ACL on it, or leave it out)")
+
+
+async def read_acl(call: Awaitable[T]) -> T:
+    """*call*'s result; its RequestTimeoutError says why a 4.9.3 broker may stay silent."""
+    try:
+        return await call
+    except RequestTimeoutError as exc:
+        raise RequestTimeoutError(f"{exc}{ACL_READ_SILENCE}") from exc
 
 
 def add_acl_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,7 +61,7 @@ def _config(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
             addrs = [args.broker] if args.broker is not None else await admin.acl_brokers(args.cluster, slaves=False)
-            configs = [(addr, await admin.cluster_acl_config(addr)) for addr in addrs]
+            configs = [(addr, await read_acl(admin.cluster_acl_config(addr))) for addr in addrs]
         if args.json:
             print_json([{"brokerAddr": addr, "globalWhiteAddrs": c.global_white_addrs,
                          "plainAccessConfigs": [_shown(a, args.show_secret_keys) for a in c.accounts]}

@@ -669,7 +669,8 @@ def _acl_white(args: argparse.Namespace) -> int:
 def _acl_version(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with admin_of(args) as admin:
-            infos = [await admin.acl_config_version(addr) for addr in await _acl_targets(admin, args, slaves=False)]
+            infos = [await acl_cmds.read_acl(admin.acl_config_version(addr))
+                     for addr in await _acl_targets(admin, args, slaves=False)]
         if args.json:
             print_json([{"clusterName": i.cluster_name, "brokerName": i.broker_name, "brokerAddr": i.broker_addr,
                          "version": i.version.to_json(),
