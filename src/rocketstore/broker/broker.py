@@ -146,6 +146,9 @@ class Broker:
         self.registrar: Registrar | None = None
         #: replication: the HA port's server on masters; the HA client and the config sync on slaves
         self.ha_server: HAServer | None = None
+        #: the HA port the start asked for (BrokerConfig.ha_port()); GET_BROKER_CONFIG shows the one in use
+        #: while haListenPort still says this one (it differs when listenPort + 1 was taken, or was 0)
+        self.ha_port_asked: int | None = None
         self.ha_client: HAClient | None = None
         self.slave_sync: SlaveSync | None = None
         #: SYNC_MASTER: a send is answered once a slave has its record (or says why not); a plain
@@ -272,17 +275,17 @@ class Broker:
             self.start_time_ms = int(time.time() * 1000)
             self.stats.store.boot_time_ms = self.start_time_ms
             # RocketMQ's haListenPort = listenPort + 1; a broker on a port the OS picked lets it pick this too
-            ha_port = cfg.ha_listen_port if cfg.ha_listen_port is not None else (
-                self.server.port + 1 if cfg.listen_port else 0)
+            ha_port = self.ha_port_asked = cfg.ha_port()
             # every role listens (4.9.3's HAService.start runs its AcceptSocketService on a slave too)
             self.ha_server = HAServer(self.store, cfg.listen_host, ha_port, settings=self._ha_settings)
             try:
                 await self.ha_server.start()
             except OSError as exc:
-                if cfg.ha_listen_port is not None or not ha_port:
+                if not ha_port or ha_port != cfg.listen_port + 1:
                     raise
-                # listenPort + 1 is only a convention: a slave learns the HA address from the name
-                # server, so a taken port need not stop the broker (RocketMQ's would not start)
+                # listenPort + 1 (the default, or a haListenPort saying it, as every broker.conf an
+                # UPDATE_BROKER_CONFIG wrote does) is only a convention: a slave learns the HA address from
+                # the name server, so a taken port need not stop the broker (RocketMQ's would not start)
                 log.warning("HA port %d (listenPort + 1) is taken (%s): slaves are served on a port the OS "
                             "picks, registered as haServerAddr; set haListenPort to choose one", ha_port, exc)
                 self.ha_server = HAServer(self.store, cfg.listen_host, 0, settings=self._ha_settings)

@@ -46,8 +46,8 @@ class BrokerConfig:
     broker_ip1: str | None = None
     broker_ip2: str | None = None
     ha_listen_port: int | None = None
-    #: a slave's master HA address (haMasterAddress, host:port); empty: learnt from the name servers
-    ha_master_address: str = ""
+    #: a slave's master HA address (haMasterAddress, host:port); None or empty: learnt from the name servers
+    ha_master_address: str | None = None
     #: a slave answers pulls itself (slaveReadEnable) instead of sending consumers to the master
     slave_read_enable: bool = False
     #: the interface the server binds (not a RocketMQ property; RocketMQ binds every interface)
@@ -89,9 +89,10 @@ class BrokerConfig:
     #: sleeping (remoting/busy_poll.py: one-at-a-time sends ~2.5x faster for a busy core); 0: off
     busy_poll_micros: int = 0
     #: plain ACL (broker/acl.py): every request checked against <rocketmqHome>/conf/plain_acl.yml and
-    #: conf/acl/*.yml; rocketmqHome defaults to $ROCKETMQ_HOME, else the working directory
+    #: conf/acl/*.yml; rocketmqHome defaults to $ROCKETMQ_HOME (None, not shown, when unset, as 4.9.3's
+    #: null), else the working directory
     acl_enable: bool = False
-    rocketmq_home: str = ""
+    rocketmq_home: str | None = dataclasses.field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -117,6 +118,13 @@ class BrokerConfig:
     def register_period_s(self) -> float:
         # RocketMQ clamps the period to 10 s .. 60 s
         return max(10_000, min(60_000, self.register_name_server_period_ms)) / 1000
+
+    def ha_port(self) -> int:
+        """The HA port to listen on: haListenPort, else RocketMQ's listenPort + 1 (0, the OS picks, when
+        listenPort is 0)."""
+        if self.ha_listen_port is not None:
+            return self.ha_listen_port
+        return self.listen_port + 1 if self.listen_port else 0
 
     def advertised_ip(self) -> str:
         if self.broker_ip1:

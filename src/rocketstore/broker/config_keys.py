@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from rocketstore.message.java_numbers import parse_java_int, parse_java_long
+from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
 from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
 
 __all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
@@ -76,20 +77,8 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "enableDetailStat": ("bool", "true"),
     "autoDeleteUnusedStats": ("bool", "false"),  # read where topics and groups are deleted (Broker)
     "isolateLogEnable": ("bool", "false"),
-    # NettyServerConfig
-    "serverWorkerThreads": ("int", "8"),
-    "serverCallbackExecutorThreads": ("int", "0"),
-    "serverSelectorThreads": ("int", "3"),
-    "serverOnewaySemaphoreValue": ("int", "256"),
-    "serverAsyncSemaphoreValue": ("int", "64"),
-    "serverSocketSndBufSize": ("int", "0"),
-    "serverSocketRcvBufSize": ("int", "0"),
-    "serverSocketBacklog": ("int", "1024"),
-    "serverPooledByteBufAllocatorEnable": ("bool", "true"),
-    "useEpollNativeSelector": ("bool", "false"),
-    # NettyServerConfig and NettyClientConfig both
-    "writeBufferHighWaterMark": ("int", "0"),
-    "writeBufferLowWaterMark": ("int", "0"),
+    # NettyServerConfig (and NettyClientConfig's writeBufferHighWaterMark / writeBufferLowWaterMark)
+    **NETTY_SERVER_KEPT,
     # NettyClientConfig
     "clientWorkerThreads": ("int", "4"),
     "clientCallbackExecutorThreads": ("int", None),
@@ -107,7 +96,9 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "readOnlyCommitLogStorePaths": ("str", None),
     "enableConsumeQueueExt": ("bool", "false"),
     "mappedFileSizeConsumeQueueExt": ("int", str(48 << 20)),
-    "bitMapLengthConsumeQueueExt": ("int", "64"),
+    # the bit count of the consumers' bloom filter (maxErrorRateOfBloomFilter 20, expectConsumerNumUseFilter
+    # 32), which 4.9.3's broker sets at start over the field's 64 (broker.stats_admin.start_file_extras)
+    "bitMapLengthConsumeQueueExt": ("int", "112"),
     "commitIntervalCommitLog": ("int", "200"),
     "useReentrantLockWhenPutMessage": ("bool", "true"),
     "deleteCommitLogFilesInterval": ("int", "100"),

@@ -72,12 +72,19 @@ def _int32(x: int) -> int:
     return x - (1 << 32) if x >> 31 else x
 
 
+def bloom_bit_count(error_rate_percent: int = 20, expected_count: int = 32) -> int:
+    """The bit count of 4.9.3's consumer bloom filter (BloomFilter's m, a multiple of 8): 112 by default,
+    which 4.9.3 also makes its bitMapLengthConsumeQueueExt at start."""
+    error_rate = error_rate_percent / 100.0
+    m = math.ceil(expected_count * (math.log(1 / error_rate) / math.log(2)) * (math.log(math.e) / math.log(2)))
+    return 8 * math.ceil(m / 8.0)
+
+
 def bloom_bits(key: str, error_rate_percent: int = 20, expected_count: int = 32) -> tuple[list[int], int]:
     """(bit positions, bit count) of *key* in 4.9.3's consumer bloom filter (BloomFilter.generate)."""
     error_rate = error_rate_percent / 100.0
     k = math.ceil(math.log(error_rate) / math.log(0.5))
-    m = math.ceil(expected_count * (math.log(1 / error_rate) / math.log(2)) * (math.log(math.e) / math.log(2)))
-    m = 8 * math.ceil(m / 8.0)
+    m = bloom_bit_count(error_rate_percent, expected_count)
     hash64 = murmur3_128_low64(key.encode("utf-8"))
     hash1, hash2 = _int32(hash64), _int32((hash64 & _MASK64) >> 32)
     positions = []

@@ -70,7 +70,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from rocketstore.broker import config as broker_config_module
-from rocketstore.broker import config_keys
+from rocketstore.broker import config_keys, filter_data
 from rocketstore.broker.broker_stats import StatsItem
 from rocketstore.broker.config_files import BackgroundWriter, write_text_atomically
 from rocketstore.errors import StoreConfigError, StoreError
@@ -254,20 +254,35 @@ def _extra_lines(broker: Broker) -> list[tuple[str, object]]:
     return list(values.items())
 
 
-def config_text(broker: Broker) -> str:
+def config_text(broker: Broker, *, ha_port_in_use: bool = False) -> str:
     """Every set property of the broker and its store as ``name=value`` lines, broker.conf's names, then the
     4.9.3 properties kept without effect and the start file's other keys: what GET_BROKER_CONFIG answers and
     UPDATE_BROKER_CONFIG writes (4.9.3 answers and writes the same text: its Configuration's every
-    property)."""
-    return format_properties([*_properties(broker.config, _BROKER_NAMES),
-                              *_properties(broker.store_config, _STORE_NAMES), *_extra_lines(broker)])
+    property).  As 4.9.3 always has them, brokerIP2, haListenPort and storePathCommitLog are there when
+    not set, with the values this broker uses (brokerIP2: the address it registers as haServerAddr's, the
+    advertised one; haListenPort: BrokerConfig.ha_port(); storePathCommitLog: the store's commitlog
+    directory).  With *ha_port_in_use*, haListenPort is the port the HA server listens on while the
+    configuration still asks for the one it started with (the file says what was asked for, listenPort + 1
+    or 0, so that the next start asks again and falls back again if need be)."""
+    cfg, store_cfg = broker.config, broker.store_config
+    ha_port = cfg.ha_port()
+    if ha_port_in_use and broker.ha_server is not None and ha_port == broker.ha_port_asked:
+        ha_port = broker.ha_server.port
+    cfg = cfg.replace(broker_ip2=cfg.broker_ip2 or cfg.advertised_ip(), ha_listen_port=ha_port)
+    store_cfg = store_cfg.replace(store_path_commit_log=store_cfg.commit_log_dir)
+    return format_properties([*_properties(cfg, _BROKER_NAMES), *_properties(store_cfg, _STORE_NAMES),
+                              *_extra_lines(broker)])
 
 
 def reported_config_text(broker: Broker) -> str:
-    """GET_BROKER_CONFIG's body: :func:`config_text`.  mqadmin exportConfigs and exportMetrics read some of
-    the kept ones (filterServerNums, useTLS: whether the broker's own connections go over TLS, ``tls.enable``;
-    clientCallbackExecutorThreads, the CPU count, which exportMetrics takes as cpuNum)."""
-    return config_text(broker)
+    """GET_BROKER_CONFIG's body: :func:`config_text` with the HA port in use.  mqadmin exportConfigs and
+    exportMetrics read some of the kept ones (filterServerNums, useTLS: whether the broker's own connections
+    go over TLS, ``tls.enable``; clientCallbackExecutorThreads, the CPU count, which exportMetrics takes as
+    cpuNum)."""
+    return config_text(broker, ha_port_in_use=True)
+
+
+_BLOOM_PROPERTIES = frozenset({"maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter", "bitMapLengthConsumeQueueExt"})
 
 
 def start_file_extras(props: dict[str, str]) -> dict[str, str]:
@@ -283,6 +298,17 @@ def start_file_extras(props: dict[str, str]) -> dict[str, str]:
         value = config_keys.java_value(kept[0], raw) if kept is not None else raw
         if value is not None:
             extras[name] = value
+    # 4.9.3's broker sets bitMapLengthConsumeQueueExt at start, over the file's, to the bit count of the
+    # consumers' bloom filter its maxErrorRateOfBloomFilter and expectConsumerNumUseFilter make (the kept
+    # default, 112, is that of theirs; a value the filter refuses stops 4.9.3's start; here the property
+    # is then left as it was)
+    if not _BLOOM_PROPERTIES.intersection(extras):
+        return extras
+    defaults = config_keys.KEPT_PROPERTIES
+    error_rate = int(extras.get("maxErrorRateOfBloomFilter") or defaults["maxErrorRateOfBloomFilter"][1] or 20)
+    expected = int(extras.get("expectConsumerNumUseFilter") or defaults["expectConsumerNumUseFilter"][1] or 32)
+    if 1 <= error_rate < 100 and expected >= 1:
+        extras["bitMapLengthConsumeQueueExt"] = str(filter_data.bloom_bit_count(error_rate, expected))
     return extras
 
 

@@ -5,9 +5,13 @@ files live.
 ORDER_TOPIC_CONFIG) as ``{"configTable": {namespace: {key: value}}}``, rewritten after every change and read
 at start.  ``configStorePath`` (default ``~/namesrv/namesrv.properties``) receives every setting after an
 UPDATE_NAMESRV_CONFIG, as 4.9.3's Configuration.persist writes them.  A namesrv.conf (``rocketstore namesrv
--c FILE``) may set any of them and ``listenPort``; as in 4.9.3, the FILE itself is then the configStorePath.
+-c FILE``) may set any of them, ``listenPort`` and the NettyServerConfig settings 4.9.3's name server shows
+(serverWorkerThreads, ...: remoting.netty_config, kept, shown, changed and written without effect, as the
+broker keeps them); as in 4.9.3, the FILE itself is then the configStorePath.  rocketmqHome is
+$ROCKETMQ_HOME, left out (as 4.9.3 leaves out a null) when that is unset.
 
-Pure (the files are written by the name server with rocketstore.files).  Imports message only.
+Pure (the files are written by the name server with rocketstore.files).  Imports message and
+remoting.netty_config only.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
+from rocketstore.message.java_numbers import parse_java_int
 from rocketstore.message.java_properties import format_properties
+from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
 
 __all__ = ["FIXED_AT_RUN_TIME", "NamesrvConfig", "NamesrvConfigError"]
 
@@ -42,11 +48,14 @@ _NAMES = {
 #: settings UPDATE_NAMESRV_CONFIG may not change: the paths would let any client choose where the name server
 #: writes files (4.9.3 allowed it; later releases refuse it, CVE-2023-37582), and the port is bound already
 FIXED_AT_RUN_TIME = frozenset({"kvConfigPath", "configStorePath", "listenPort"})
+#: NettyServerConfig's settings the name server keeps without effect: name -> (Java kind, 4.9.3's default)
+KEPT_NETTY = {**NETTY_SERVER_KEPT, "serverChannelMaxIdleTimeSeconds": ("int", "120")}
 
 
 @dataclass(frozen=True, slots=True)
 class NamesrvConfig:
-    rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
+    #: None (not shown, as 4.9.3 shows no null) when ROCKETMQ_HOME is unset
+    rocketmq_home: str | None = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
     kv_config_path: str = field(default_factory=lambda: _home_file("kvConfig.json"))
     config_store_path: str = field(default_factory=lambda: _home_file("namesrv.properties"))
     product_env_name: str = "center"
@@ -54,17 +63,23 @@ class NamesrvConfig:
     #: registrations are answered with the ORDER_TOPIC_CONFIG namespace of the KV table
     order_message_enable: bool = False
     listen_port: int = 9876
+    #: KEPT_NETTY's settings as text (4.9.3's defaults, then the file's and the updates' values), in its order
+    netty: tuple[tuple[str, str], ...] = tuple((name, default) for name, (_, default) in KEPT_NETTY.items())
 
     @classmethod
     def from_properties(cls, props: dict[str, str], base: NamesrvConfig | None = None, *,
                         strict: bool = False) -> NamesrvConfig:
         """*base* (default: the defaults) with the settings *props* names; NamesrvConfigError on a value that
-        does not convert, and with *strict* on a name the name server does not have (a namesrv.conf may
-        carry Java's Netty settings, which are skipped as 4.9.3 applies only names it knows)."""
+        does not convert, and with *strict* on a name the name server does not have (a namesrv.conf's other
+        names, NettyClientConfig's say, are skipped as 4.9.3 applies only names it knows)."""
         base = base or cls()
         changes: dict[str, object] = {}
+        netty = dict(base.netty)
         for name, raw in props.items():
             attr = _NAMES.get(name)
+            if attr is None and name in KEPT_NETTY:
+                netty[name] = _netty_value(name, raw)
+                continue
             if attr is None:
                 if strict:
                     raise NamesrvConfigError(f"the name server has no setting {name!r}")
@@ -84,6 +99,8 @@ class NamesrvConfig:
                     raise NamesrvConfigError(f"{name}={raw!r}: not a port")
             else:
                 changes[attr] = text
+        if netty != dict(base.netty):
+            changes["netty"] = tuple(netty.items())
         return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
     def updated(self, props: dict[str, str]) -> NamesrvConfig:
@@ -95,5 +112,17 @@ class NamesrvConfig:
 
     def to_properties(self) -> str:
         """Every setting as properties text (GET_NAMESRV_CONFIG's body, the configStorePath file)."""
-        return format_properties((name, getattr(self, attr)) for name, attr in _NAMES.items())
+        own = ((name, getattr(self, attr)) for name, attr in _NAMES.items())
+        return format_properties([*((name, value) for name, value in own if value is not None), *self.netty])
+
+
+def _netty_value(name: str, raw: str) -> str:
+    """*raw* as the setter of KEPT_NETTY's *name* takes it (Integer.parseInt, Boolean.parseBoolean), as text;
+    NamesrvConfigError where 4.9.3's conversion throws (it then keeps the old value without a word)."""
+    if KEPT_NETTY[name][0] == "bool":
+        return "true" if raw.lower() == "true" else "false"
+    try:
+        return str(parse_java_int(raw))
+    except ValueError:
+        raise NamesrvConfigError(f"{name}={raw!r}: not an integer") from None
 
