@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import random
 import time
+import zlib
 from typing import TYPE_CHECKING
 
 from rocketstore.broker.stats_admin import disk_used_ratio
@@ -29,6 +30,7 @@ from rocketstore.broker.transactions import half_message
 from rocketstore.errors import MessageDecodeError, MessageError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
+from rocketstore.message.inflate import inflate_body
 from rocketstore.message.java_numbers import java_int_problem
 from rocketstore.message.properties import PeakProperties, PropertyName, encode_properties, parse_properties
 from rocketstore.message.record import Message, SysFlag, record_size
@@ -312,7 +314,19 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     if batch:
         # (a batch to a %RETRY% or %DLQ% topic is stored as sent, as 4.9.3's asyncSendBatchMessage does: only
         # the Java client's batch() refuses %RETRY% topics; the broker's refusal came with 5.0)
-        if len(request.body) > broker.store.config.max_message_size:
+        body = request.body
+        if sys_flag & SysFlag.COMPRESSED and _is_batch(request):
+            # rocketmq-client-cpp 1.2.x deflates a whole encoded batch past its compress threshold (4 MiB by
+            # default) and flags it COMPRESSED.  4.9.3, which reads its "1" flag as false, stores the deflated
+            # bytes as one message (its consumers get the encoded batch as one body); here it is inflated and
+            # stored as its messages, as the uncompressed batches of that client are (see _is_batch)
+            try:
+                body = inflate_body(body, broker.store.config.max_message_size)
+            except zlib.error:
+                pass  # refused below as any batch body that does not decode
+            else:
+                sys_flag &= ~SysFlag.COMPRESSED
+        if len(body) > broker.store.config.max_message_size:
             return fail(ResponseCode.MESSAGE_ILLEGAL, PUT_STATUS_REMARKS[PutMessageStatus.MESSAGE_ILLEGAL])
         if delay_problem is not None:
             # (4.9.3's putMessages reads the batch's DELAY, never an entry's: a level > 0 is MESSAGE_ILLEGAL)
@@ -323,7 +337,7 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
         props[PropertyName.CLUSTER] = config.broker_cluster_name
         try:
             message_batch = MessageBatch.from_body(
-                topic, queue_id, request.body, batch_properties=encode_properties(props), sys_flag=sys_flag,
+                topic, queue_id, body, batch_properties=encode_properties(props), sys_flag=sys_flag,
                 born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
                 reconsume_times=reconsume_times)
         except MessageDecodeError as exc:
