@@ -218,6 +218,17 @@ def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | N
             try:
                 m = decode_record(buf, pos, with_body=False, limit=limit)
             except MessageDecodeError as exc:
+                # a record damaged inside (one flipped byte in its topic or properties) whose size still leads
+                # to the next record's magic: skip just it, or every later record of the segment (and each
+                # queue entry pointing at one) would be reported too
+                after = pos + size
+                if size > BLANK_RECORD_BYTES and (after == limit or (
+                        after + BLANK_RECORD_BYTES <= limit
+                        and TOTAL_SIZE_MAGIC.unpack_from(buf, after)[1] in (MESSAGE_MAGIC, BLANK_MAGIC))):
+                    out.add(ProblemKind.RECORD_UNDECODABLE, _where_record(offset),
+                            f"{exc.reason}; skipped by its size ({size} bytes)")
+                    pos = after
+                    continue
                 out.add(ProblemKind.RECORD_UNDECODABLE, _where_record(offset),
                         f"{exc.reason}; rest of the segment skipped")
                 ended = True
