@@ -25,7 +25,9 @@ if [ -n "$missing" ]; then
     echo "installing Debian packages:" $missing
     apt-get install -y -q $missing >/dev/null
 fi
-command -v javac >/dev/null || { echo "javac not found (Java 17 JDK needed)" >&2; exit 1; }
+for tool in javac jar unzip; do
+    command -v $tool >/dev/null || { echo "$tool not found (a Java 17 JDK and unzip are needed)" >&2; exit 1; }
+done
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -67,11 +67,14 @@ def test_the_vip_port_answers_a_java_slaves_config_sync(tmp_path: Path) -> None:
 
 
 def test_a_broker_on_a_port_the_os_picks_has_no_vip_port(tmp_path: Path) -> None:
-    async def scenario() -> None:
+    async def scenario() -> bool:
         broker = Broker(BrokerConfig(broker_name="vip0", listen_port=0, namesrv_addr="",
                                      listen_host="127.0.0.1", broker_ip1="127.0.0.1", ha_listen_port=0),
                         StoreConfig(store_path_root_dir=str(tmp_path / "store"), **SMALL_STORE))
         await broker.start()
-        await broker.close()
+        try:
+            return broker._vip_listening
+        finally:
+            await broker.close()
 
-    asyncio.run(scenario())
+    assert not asyncio.run(scenario())

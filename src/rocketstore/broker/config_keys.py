@@ -11,15 +11,15 @@ Java kind and 4.9.3's default: the broker shows them, takes new values for them 
 none of them but the few in :data:`KEPT_AND_READ` (this broker has no thread pools, no netty, no DLedger and a
 clean-up of its own pacing); the ones a start file gives are named in one warning when the broker starts.
 
-:func:`java_value` is 4.9.3's MixAll.properties2Object for one value: the text a setter of that kind takes,
-else None (4.9.3 then leaves the property as it was).
+:func:`java_value` (message.java_numbers, shared with the name server) is 4.9.3's MixAll.properties2Object
+for one value: the text a setter of that kind takes, else None (4.9.3 then leaves the property as it was).
 """
 
 from __future__ import annotations
 
 import os
 
-from rocketstore.message.java_numbers import parse_java_int, parse_java_long
+from rocketstore.message.java_numbers import java_value
 from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
 from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
 
@@ -165,23 +165,6 @@ ROCKETSTORE_ONLY = frozenset({"busyPollMicros", "channelExpiredTimeout", "listen
 #: enum properties (4.9.3's setters take the constant's exact name and leave the property as it was otherwise)
 JAVA_ENUMS = {"flushDiskType": frozenset({"ASYNC_FLUSH", "SYNC_FLUSH"}),
               "brokerRole": frozenset({"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"})}
-
-#: Integer.parseInt / Long.parseLong, which the setters' conversions use
-_JAVA_PARSERS = {"int": parse_java_int, "long": parse_java_long}
-
-
-def java_value(kind: str, raw: str) -> str | None:
-    """*raw* as 4.9.3's setter of *kind* takes it, as the text GET_BROKER_CONFIG then shows; None when the
-    setter would throw (Integer.parseInt / Long.parseLong of a value with spaces, a fraction, out of range).
-    A boolean is Boolean.parseBoolean: any text but ``true`` (in any case) is false."""
-    if kind == "bool":
-        return "true" if raw.lower() == "true" else "false"
-    if kind in _JAVA_PARSERS:
-        try:
-            return str(_JAVA_PARSERS[kind](raw))
-        except ValueError:
-            return None
-    return raw
 
 
 def kept_defaults(*, use_tls: bool) -> dict[str, str]:

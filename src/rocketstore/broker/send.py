@@ -298,8 +298,9 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
     # 4.9.3's CommitLog reads DELAY with Integer.parseInt: text that is not a Java int ("1.5", "2 ") throws,
     # and the send is answered SYSTEM_ERROR (neither stored at once nor scheduled); a batch's own DELAY (the
     # header's) is read so too, after its own checks below
-    delay_problem = java_int_problem(props.get(PropertyName.DELAY))
-    if half and reconsume_times > 0 and delay_problem is None and int(props.get(PropertyName.DELAY) or 0) > 0:
+    delay_text = props.get(PropertyName.DELAY)
+    delay_problem = java_int_problem(delay_text)
+    if half and reconsume_times > 0 and delay_problem is None and int(delay_text or 0) > 0:
         half = False
     if half and config.reject_transaction_message:
         return fail(ResponseCode.NO_PERMISSION,
@@ -357,7 +358,7 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             props[PropertyName.WAIT] = wait_text
         return (half_message(topic, queue_id, request.body, props, flag, sys_flag, born_timestamp, born_host,
                              store_host, reconsume_times), answer_queue_id, region, wait_durable)
-    if (wait_text is not None and PropertyName.DELAY in props and int(props[PropertyName.DELAY]) > 0
+    if (wait_text is not None and delay_text is not None and int(delay_text) > 0
             and sys_flag & SysFlag.TRANSACTION_MASK in (0, SysFlag.TRANSACTION_COMMIT_TYPE)):
         # 4.9.3 puts WAIT back into the map before its store moves a delayed message to the schedule topic
         # and serialises that map again (REAL_TOPIC, REAL_QID added): the scheduled record, and the message

@@ -9,7 +9,7 @@ reading goes through these.  Pure: no imports but the standard library.
 from __future__ import annotations
 
 __all__ = ["INT_MAX", "INT_MIN", "LONG_MAX", "LONG_MIN", "java_decimal_digits", "java_int_problem",
-           "number_format_remark", "parse_java_int", "parse_java_long"]
+           "java_value", "number_format_remark", "parse_java_int", "parse_java_long"]
 
 #: the ranges of Java's int and long
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -60,3 +60,23 @@ def java_int_problem(text: str | None) -> str | None:
     except ValueError:
         return number_format_remark(text)
     return None
+
+
+#: Integer.parseInt / Long.parseLong, which the configuration setters' conversions use
+_JAVA_PARSERS = {"int": parse_java_int, "long": parse_java_long}
+
+
+def java_value(kind: str, raw: str) -> str | None:
+    """*raw* as a 4.9.3 configuration setter of *kind* ("int", "long", "bool"; else a string) takes it, as the
+    text GET_BROKER_CONFIG / GET_NAMESRV_CONFIG then show; None when the setter would throw
+    (Integer.parseInt / Long.parseLong of a value with spaces, a fraction, out of range).  A boolean is
+    Boolean.parseBoolean: any text but ``true`` (in any case) is false.  The broker's kept properties
+    (broker.config_keys) and the name server's Netty settings (namesrv.config) both convert with it."""
+    if kind == "bool":
+        return "true" if raw.lower() == "true" else "false"
+    if kind in _JAVA_PARSERS:
+        try:
+            return str(_JAVA_PARSERS[kind](raw))
+        except ValueError:
+            return None
+    return raw

@@ -20,7 +20,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from rocketstore.message.java_numbers import parse_java_int
+from rocketstore.message.java_numbers import java_value
 from rocketstore.message.java_properties import format_properties
 from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
 
@@ -119,10 +119,8 @@ class NamesrvConfig:
 def _netty_value(name: str, raw: str) -> str:
     """*raw* as the setter of KEPT_NETTY's *name* takes it (Integer.parseInt, Boolean.parseBoolean), as text;
     NamesrvConfigError where 4.9.3's conversion throws (it then keeps the old value without a word)."""
-    if KEPT_NETTY[name][0] == "bool":
-        return "true" if raw.lower() == "true" else "false"
-    try:
-        return str(parse_java_int(raw))
-    except ValueError:
-        raise NamesrvConfigError(f"{name}={raw!r}: not an integer") from None
+    text = java_value(KEPT_NETTY[name][0], raw)
+    if text is None:
+        raise NamesrvConfigError(f"{name}={raw!r}: not an integer")
+    return text
 
