@@ -7,18 +7,20 @@
 # SOURCE: a RocketMQ git directory (the tag rocketmq-all-4.9.3 is archived from it) or an unpacked 4.9.3 tree.
 # OUT:    where the build goes (default /tmp/rocketmq-java-4.9.3). Nothing is written into this repository.
 #
-# Without Maven Central, the dependencies come from places this machine class reaches: fastjson (1.2.48, real)
-# from the pyalink wheel on PyPI, which bundles it unshaded; netty 4.1.48, logback, commons-*, guava, snakeyaml
-# and jna from Debian. DLedger is not packaged anywhere reachable, so the three call sites that construct it (and
-# the name server's cluster-test processor, which needs the tools module at start-up) are cut out of the copy in
-# OUT; enabling enableDLegerCommitLog or clusterTest then fails at start. Nothing else in 4.9.3 is changed.
+# Without Maven Central, the dependencies come from places this machine class reaches: fastjson (1.2.48,
+# real) from the pyalink wheel on PyPI, which bundles it unshaded; netty 4.1.48, logback, commons-*, guava,
+# snakeyaml and jna from Debian. DLedger is not packaged anywhere reachable, so the three call sites that
+# construct it (and the name server's cluster-test processor, which needs the tools module at start-up) are
+# cut out of the copy in OUT; enabling enableDLegerCommitLog or clusterTest then fails at start. Nothing
+# else in 4.9.3 is changed.
 set -euo pipefail
 
 src=${1:?usage: build.sh SOURCE [OUT]}
 out=${2:-/tmp/rocketmq-java-4.9.3}
 tag=rocketmq-all-4.9.3
 debs="libnetty-java liblogback-java libcommons-validator-java libcommons-codec-java libyaml-snake-java
-      libcommons-collections3-java libcommons-lang3-java libguava-java libslf4j-java libcommons-cli-java libjna-java"
+      libcommons-collections3-java libcommons-lang3-java libguava-java libslf4j-java libcommons-cli-java
+      libjna-java"
 
 missing=$(for p in $debs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
@@ -26,7 +28,8 @@ if [ -n "$missing" ]; then
     apt-get install -y -q $missing >/dev/null
 fi
 for tool in javac jar unzip; do
-    command -v $tool >/dev/null || { echo "$tool not found (a Java 17 JDK and unzip are needed)" >&2; exit 1; }
+    command -v $tool >/dev/null || { echo "$tool not found (a Java 17 JDK and unzip are needed)" >&2
+                                      exit 1; }
 done
 
 mkdir -p "$out"
@@ -80,7 +83,8 @@ cut('broker/src/main/java/org/apache/rocketmq/broker/BrokerController.java', [
     ('import org.apache.rocketmq.broker.dledger.DLedgerRoleChangeHandler;\n', ''),
     ('import org.apache.rocketmq.store.dledger.DLedgerCommitLog;\n', ''),
     ('DLedgerRoleChangeHandler roleChangeHandler = new DLedgerRoleChangeHandler(this, (DefaultMessageStore) '
-     'messageStore);\n                    ((DLedgerCommitLog)((DefaultMessageStore) messageStore).getCommitLog())'
+     'messageStore);\n                    '
+     '((DLedgerCommitLog)((DefaultMessageStore) messageStore).getCommitLog())'
      '.getdLedgerServer().getdLedgerLeaderElector().addRoleChangeHandler(roleChangeHandler);', refuse)])
 cut('namesrv/src/main/java/org/apache/rocketmq/namesrv/NamesrvController.java', [
     ('import org.apache.rocketmq.namesrv.processor.ClusterTestRequestProcessor;\n', ''),
@@ -91,7 +95,8 @@ EOF
 j=/usr/share/java
 netty=$(ls $j/netty-*-4.1.*.Final.jar | grep -v -e netty-all | tr '\n' ':')
 cp="$out/jars/fastjson.jar:${netty}$j/commons-lang3.jar:$j/guava.jar:$j/slf4j-api.jar:$j/commons-cli.jar"
-cp="$cp:$j/commons-validator.jar:$j/commons-codec.jar:$j/logback-classic.jar:$j/logback-core.jar:$j/snakeyaml.jar"
+cp="$cp:$j/commons-validator.jar:$j/commons-codec.jar:$j/logback-classic.jar:$j/logback-core.jar"
+cp="$cp:$j/snakeyaml.jar"
 cp="$cp:$j/jna.jar:$j/commons-collections3.jar"
 echo "$cp" > "$out/classpath.txt"
 
@@ -121,5 +126,6 @@ cat > "$out/mqadmin.sh" <<EOF
 exec $out/run.sh org.apache.rocketmq.tools.command.MQAdminStartup "\$@"
 EOF
 chmod +x "$out/run.sh" "$out/mqadmin.sh"
-echo "built: $out/run.sh org.apache.rocketmq.namesrv.NamesrvStartup | org.apache.rocketmq.broker.BrokerStartup;" \
+echo "built: $out/run.sh org.apache.rocketmq.namesrv.NamesrvStartup" \
+     "| org.apache.rocketmq.broker.BrokerStartup;" \
      "$out/mqadmin.sh; client classes for your drivers: javac -cp $out/classes:\$(cat $out/classpath.txt)"

@@ -26,7 +26,8 @@ async def _create_then_route(broker_addr: str, namesrv_addr: str, topic: str) ->
     namesrv = await connect(namesrv_addr)
     try:
         created = await broker.request(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-            "topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6",
+            "topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
+            "perm": "6",
             "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}), 10)
         route = await namesrv.request(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                               {"topic": topic}), 10)
@@ -36,7 +37,8 @@ async def _create_then_route(broker_addr: str, namesrv_addr: str, topic: str) ->
         namesrv.close()
 
 
-def test_the_topic_is_routed_when_its_creation_is_answered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_topic_is_routed_when_its_creation_is_answered(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     real = NameServerHandlers.register_broker
 
     async def slow(self: NameServerHandlers, conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -45,6 +47,41 @@ def test_the_topic_is_routed_when_its_creation_is_answered(tmp_path: Path, monke
 
     monkeypatch.setattr(NameServerHandlers, "register_broker", slow)  # (the router takes it at start)
     with LocalCluster(tmp_path / "store") as cluster:
-        created, routed = cluster.run(_create_then_route(cluster.broker_addr, cluster.namesrv_addr, "JustMade"))
+        created, routed = cluster.run(_create_then_route(cluster.broker_addr, cluster.namesrv_addr,
+                                                         "JustMade"))
     assert created == ResponseCode.SUCCESS
     assert routed == ResponseCode.SUCCESS, "the creation was answered before the name server had the topic"
+
+
+def test_an_increment_a_restarted_name_server_cannot_take_ends_with_the_whole_table_registered() -> None:
+    """The increment's task (what UPDATE_AND_CREATE_TOPIC waits for) ends once the name server routes the
+    topic, also when the increment could not go there (a restarted name server holds no base for it) and the
+    whole table went instead: 4.9.3 sends its increment anyway and the restarted name server takes it."""
+    from test_hunt18_registration_increment import _body, _registrar, _write_queues
+
+    from rocketstore.namesrv import NameServer
+    from rocketstore.remoting.bodies import DataVersion
+    from rocketstore.remoting.transport import run
+
+    async def go() -> tuple[int | None, int | None]:
+        namesrv = NameServer()
+        await namesrv.start("127.0.0.1", 0)
+        port = namesrv.port
+        current = [_body(1, {f"Topic{i}": 4 for i in range(20)})]
+        registrar = _registrar(namesrv.address, current)
+        try:
+            await registrar.register_all()
+            await namesrv.close()
+            namesrv = NameServer()
+            await namesrv.start("127.0.0.1", port)
+            current[0] = _body(2, {**{f"Topic{i}": 4 for i in range(20)}, "New": 2})
+            task = registrar.register_increment(_body(2, {"New": 2}),
+                                                follows=DataVersion(1_700_000_000_001, 1))
+            assert task is not None
+            await task
+            return _write_queues(namesrv, "New"), _write_queues(namesrv, "Topic19")
+        finally:
+            await registrar.close(unregister=False)
+            await namesrv.close()
+
+    assert run(go()) == (2, 4)

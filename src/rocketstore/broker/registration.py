@@ -17,7 +17,7 @@ import logging
 import ssl
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from rocketstore.errors import RemotingError, RequestTimeoutError, RocketStoreError
@@ -56,6 +56,8 @@ class _Registration:
     request: RemotingCommand
     version: DataVersion
     follows: DataVersion | None = None
+    #: the name servers an increment was not sent to (not known to hold its base): they get the whole table
+    skipped: set[str] = field(default_factory=set)
 
 
 class Registrar:
@@ -122,16 +124,33 @@ class Registrar:
         table had just before the change.  A name server not known to hold exactly that version (a change not
         registered yet, its last registration failed, a new connection) gets the whole table soon instead:
         it takes a registration's topics only when its data version moved, so an increment on top of an
-        older view would leave the topics between them out until the next change.  The task that takes the
-        answers (done once every name server answered or the registration timeout passed), None when there is
-        no name server to tell."""
+        older view would leave the topics between them out until the next change.
+
+        The task that ends once a name server routes the topics (it accepted the increment, or the whole table
+        sent where the increment could not go), or none will (each answered, or the registration timeout
+        passed): an admin's creation is answered then, as 4.9.3's once its name servers answered (a restarted
+        one takes 4.9.3's increment whole), but not held back by a stopped name server while another routes
+        the topic.  None when there is no name server to tell."""
         if not self.namesrv_addrs or self._closed:
             return None
         self._seq += 1
         # one or a few topics: encoded here (microseconds), so the seq is the order the table was read in
         registration = _Registration(self._seq, self._request(body, body.encode_compressed() if self.compressed
                                                               else body.encode()), body.data_version, follows)
-        return self._answer_round(registration)
+        futures: list[asyncio.Future[_Answer]] = []
+        self._answer_round(registration, futures)
+
+        async def settled() -> None:
+            if await self._one_accepts(futures) or not registration.skipped:
+                return
+            whole: list[asyncio.Future[_Answer]] = []
+            if await self._send_round(whole) is not None:
+                await self._one_accepts(whole)
+
+        task = asyncio.get_running_loop().create_task(settled())
+        self._rounds.add(task)  # (cancelled by close, as the rounds are)
+        task.add_done_callback(self._round_done)
+        return task
 
     async def _loop(self) -> None:
         while True:
@@ -167,9 +186,26 @@ class Registrar:
         if answers is not None:
             await answers
 
-    async def _send_round(self) -> asyncio.Task[None] | None:
+    async def _one_accepts(self, futures: list[asyncio.Future[_Answer]]) -> bool:
+        """Whether one of the name servers' answers *futures* accepts, waiting until one does, all answered,
+        or the registration timeout passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        pending: set[asyncio.Future[_Answer]] = set(futures)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()),
+                                               return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                return False
+            if any(not f.cancelled() and f.exception() is None and f.result().ok for f in done):
+                return True
+        return False
+
+    async def _send_round(self,
+                          futures: list[asyncio.Future[_Answer]] | None = None) -> asyncio.Task[None] | None:
         """Encode the registration and hand it to every name server's sender; the task that waits for their
-        answers (None without name servers, or once closing: nothing is sent after the unregistration)."""
+        answers (None without name servers, or once closing: nothing is sent after the unregistration).
+        *futures* receives each name server's answer."""
         if not self.namesrv_addrs or self._closed:
             return None
         self._seq += 1
@@ -182,7 +218,8 @@ class Registrar:
             None, body.encode_compressed if self.compressed else body.encode)
         if self._closed:  # closed while it was encoded
             return None
-        return self._answer_round(_Registration(seq, self._request(body, payload), body.data_version))
+        registration = _Registration(seq, self._request(body, payload), body.data_version)
+        return self._answer_round(registration, futures)
 
     def _request(self, body: RegisterBrokerBody, payload: bytes) -> RemotingCommand:
         header = RegisterBrokerRequestHeader(
@@ -191,9 +228,13 @@ class Registrar:
             body_crc32=zlib.crc32(payload) & 0x7FFFFFFF)
         return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), payload)
 
-    def _answer_round(self, registration: _Registration) -> asyncio.Task[None]:
-        """Hand *registration* to every name server's sender; the task that takes their answers."""
+    def _answer_round(self, registration: _Registration,
+                      answers: list[asyncio.Future[_Answer]] | None = None) -> asyncio.Task[None]:
+        """Hand *registration* to every name server's sender; the task that takes their answers (each name
+        server's also added to *answers*)."""
         futures = [self._send_to(addr, registration) for addr in self.namesrv_addrs]
+        if answers is not None:
+            answers.extend(futures)
         task = asyncio.get_running_loop().create_task(self._answers(futures))
         self._rounds.add(task)
         task.add_done_callback(self._round_done)
@@ -297,6 +338,7 @@ class Registrar:
             if registration.follows is not None:
                 held = self._holds.get(addr)
                 if held is None or held[0] is not connection or held[1] != registration.follows:
+                    registration.skipped.add(addr)
                     self._again.set()
                     return _Answer(False)
             self._sent_seq[addr] = registration.seq
