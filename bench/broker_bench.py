@@ -21,7 +21,9 @@ ceiling: an echo of a frame of the same size between two Python processes, on as
 
 At 100 B, if the official C++ client (PyPI ``rocketmq``) imports, its ``send_sync`` loop (in a subprocess)
 joins the one-at-a-time rounds; its rate is also set against the real RocketMQ broker's figure from
-/work/shared/ANCHORS.md, as an informational row (not measured in this run).
+/work/shared/ANCHORS.md, as an informational row (not measured in this run).  The real 4.9.3 broker measured
+in the same run, against the same C++ and Java clients, is bench/java_peer.py's (when $ROCKETSTORE_JAVA_PEERS
+names a scripts/java-peers/build.sh build; the runner calls it after these workloads).
 
 The three send workloads run once more, after those processes have stopped, against a second broker with
 flushDiskType=SYNC_FLUSH (a send answered after the group commit's fdatasync) and a second redis-server with
@@ -484,4 +486,5 @@ def _notes(notes: Notes, bs: BrokerSizes) -> None:
             f"new Message in a loop of {bs.cpp_n:,} after 20 warm-up sends, timed inside that process. The "
             "row against the real RocketMQ broker divides by the figure in /work/shared/ANCHORS.md "
             f"({ANCHOR_CPP_SEND_SYNC:,.0f} msgs/s, measured on this machine class, not in this run): it "
-            "only gives the order of magnitude.")
+            "only gives the order of magnitude; the same-run rows against the real broker are "
+            "bench/java_peer.py's (with $ROCKETSTORE_JAVA_PEERS).")

@@ -82,6 +82,9 @@ def run_suite(mode: str, *, workdir: str | None = None, results_path: str | os.P
             from bench.broker_bench import broker_workloads
 
             broker_profile = broker_workloads(sizes, base, notes, ctx.add, use_redis=use_redis)
+            from bench.java_peer import java_peer_workloads
+
+            java_peer_workloads(mode, base, notes, ctx.add)
         if "replication" in wanted:
             from bench.ha_bench import ha_workloads
 
