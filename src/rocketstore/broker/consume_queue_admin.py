@@ -9,7 +9,8 @@ subscription that compiles, 4.9.3's ConsumerFilterData as fastjson's pretty text
 "null".  ``eval`` is always false: 4.9.3 asks
 the group's ExpressionMessageFilter only about an entry whose tagsCode is a consume queue extension address
 (at most Integer.MIN_VALUE - 1) and leaves it false on every other entry.  No such queue is SYSTEM_ERROR
-"queueId@topic is not exist!"; an index outside the queue is SUCCESS with that remark and no body.  This
+"queueId@topic is not exist!" (a master's SCHEDULE_TOPIC_XXXX has a queue for every delay level, as 4.9.3's
+delay timers open them); an index outside the queue is SUCCESS with that remark and no body.  This
 store keeps no consume queue extensions, so no entry has extendDataJson, bitMap or msg.
 """
 
@@ -26,6 +27,7 @@ from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import QueryConsumeQueueRequestHeader
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
+from rocketstore.store.dispatch import SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
@@ -57,11 +59,20 @@ def _kept_int(kept: dict[str, str], name: str, default: int) -> int:
         return default
 
 
+def _delay_queue_open(broker: Broker, queue_id: int) -> bool:
+    schedule = broker.schedule
+    return schedule is not None and schedule.started and queue_id + 1 in schedule.levels
+
+
 def register(router: RequestRouter, broker: Broker) -> None:
     async def query_consume_queue(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
         store = broker.store
         entries = store.queue_entries(h.topic, h.queue_id, h.index, h.count)
+        if entries is None and h.topic == SCHEDULE_TOPIC and _delay_queue_open(broker, h.queue_id):
+            # 4.9.3's delay timers open the consume queue of every level when they first run: an empty
+            # level's queue exists there, so its index is "not exist", not the queue
+            entries = []
         if entries is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=f"{h.queue_id}@{h.topic} is not exist!")
         body: dict[str, Any] = {}
