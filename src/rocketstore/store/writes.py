@@ -78,6 +78,7 @@ _FLUSH_WAIT: FlushMode = "wait"
 _FLUSH_MODES = frozenset(("wait", "ask", "later"))
 _PREPARED_BIT = SysFlag.TRANSACTION_PREPARED_TYPE
 _PROPERTY_FORMATS_GET = _PROPERTY_FORMATS.get
+_DICT = dict  # (a module global: found before the builtins)
 #: tags -> tagsCode of the tags the put path has seen (a producer repeats a few): tags_code without a call
 _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
@@ -204,7 +205,7 @@ class StoreWrites(StoreParts):
             names = tuple(props)
             # (a PeakProperties, iterated in a bigger table than its size gives, or a SentProperties, stored
             # as the text it came as, is encode_properties's)
-            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names) if props.__class__ is dict else None
+            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names) if props.__class__ is _DICT else None
             props_text = None
             if shape is not None:
                 values = shape[1](props)
