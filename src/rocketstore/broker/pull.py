@@ -302,9 +302,10 @@ def _offset_moved_event(broker: Broker, h: PullMessageRequestHeader, result: Get
                                         "topic": h.topic},
                        "offsetNew": result.next_begin_offset, "offsetRequest": h.queue_offset},
                       separators=(",", ":")).encode()
+    # 4.9.3 also sets delay level 0 on it: the record carries DELAY=0 (8 more bytes than without)
     message = Message.create(OFFSET_MOVED_EVENT, body, tags=h.consumer_group, keys=h.consumer_group,
-                             born_timestamp=int(time.time() * 1000), store_host=broker.store_host,
-                             born_host=broker.store_host)
+                             properties={PropertyName.DELAY: "0"}, born_timestamp=int(time.time() * 1000),
+                             store_host=broker.store_host, born_host=broker.store_host)
     began_ns = time.monotonic_ns()
     put = broker.store.put(message, flush="ask")  # under SYNC_FLUSH: asks for the sync, does not wait for it
     broker.count_put(put, began_ns)
