@@ -249,7 +249,13 @@ class StoreWrites(StoreParts):
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
             store_host = message.store_host
             born_host = message.born_host
-            draft = draft_message(message, props_text.encode(),
+            try:
+                props_bytes = props_text.encode()
+            except UnicodeEncodeError:
+                # a lone surrogate (a JSON header may carry one as an escape): 4.9.3's getBytes(UTF_8)
+                # stores a '?' for each and takes the message
+                props_bytes = props_text.encode("utf-8", "replace")
+            draft = draft_message(message, props_bytes,
                                   self._store_host_bytes if born_host is None else self._host_bytes(born_host),
                                   self._store_host_bytes if store_host is None else self._host_bytes(store_host),
                                   self._max_message_bytes)
