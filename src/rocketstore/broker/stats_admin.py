@@ -282,7 +282,8 @@ def reported_config_text(broker: Broker) -> str:
     return config_text(broker, ha_port_in_use=True)
 
 
-_BLOOM_PROPERTIES = frozenset({"maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter", "bitMapLengthConsumeQueueExt"})
+_BLOOM_PROPERTIES = frozenset({"maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter",
+                               "bitMapLengthConsumeQueueExt"})
 
 
 def start_file_extras(props: dict[str, str]) -> dict[str, str]:
@@ -304,9 +305,10 @@ def start_file_extras(props: dict[str, str]) -> dict[str, str]:
     # is then left as it was)
     if not _BLOOM_PROPERTIES.intersection(extras):
         return extras
-    defaults = config_keys.KEPT_PROPERTIES
-    error_rate = int(extras.get("maxErrorRateOfBloomFilter") or defaults["maxErrorRateOfBloomFilter"][1] or 20)
-    expected = int(extras.get("expectConsumerNumUseFilter") or defaults["expectConsumerNumUseFilter"][1] or 32)
+    def setting(name: str) -> int:  # the start file's, else the kept default (both Java ints as text)
+        return int(extras.get(name) or config_keys.KEPT_PROPERTIES[name][1] or 0)
+
+    error_rate, expected = setting("maxErrorRateOfBloomFilter"), setting("expectConsumerNumUseFilter")
     if 1 <= error_rate < 100 and expected >= 1:
         extras["bitMapLengthConsumeQueueExt"] = str(filter_data.bloom_bit_count(error_rate, expected))
     return extras
