@@ -91,7 +91,11 @@ def draft_or_status(message: Message, props_text: str, store_host_bytes: bytes,
             return PutMessageStatus.MESSAGE_ILLEGAL
         born = message.born_host
         store = message.store_host
-        return draft_message(message, props_text.encode("utf-8"),
+        try:
+            props_bytes = props_text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: '?' for it, as 4.9.3's getBytes(UTF_8) (and put)
+            props_bytes = props_text.encode("utf-8", "replace")
+        return draft_message(message, props_bytes,
                              store_host_bytes if born is None else host_bytes(born),
                              store_host_bytes if store is None else host_bytes(store),
                              max_message_bytes)
