@@ -306,13 +306,15 @@ def test_python_and_cpp_orderly_members_split_the_queues_and_hand_them_over(
         async with python:
             await send(0, 80)
             def split() -> bool:
+                # both members hold locks, and the Python member exactly its new half (the queues it gave up
+                # are unlocked a moment after the C++ member's first lock: both holding is not yet the split)
                 cpp.drain()
-                return len(set(lock_table(cluster, group).values())) == 2
+                holders = lock_table(cluster, group)
+                return len(set(holders.values())) == 2 and len(python.assignment(topic)) == 2 and {
+                    q for q, cid in holders.items() if cid == python.client_id} == {
+                    mq.queue_id for mq in python.assignment(topic)}
 
-            await eventually(split, 20, "the C++ member to lock its half")
-            holders = lock_table(cluster, group)
-            assert {q for q, cid in holders.items() if cid == python.client_id} == {
-                mq.queue_id for mq in python.assignment(topic)} and len(python.assignment(topic)) == 2
+            await eventually(split, 20, "the C++ member to lock its half and the Python member to keep its own")
             await send(80, 80)
             await eventually(lambda: everything_handled(160), 20, "every message")
             await asyncio.get_running_loop().run_in_executor(None, cpp.stop)
