@@ -57,6 +57,7 @@ from rocketstore.remoting.headers import (
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
+    queue_nums_problem,
 )
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
@@ -110,6 +111,10 @@ def register(router: RequestRouter, broker: Broker) -> None:
         if broker.topics.is_system_topic(h.topic):
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"The topic[{h.topic}] is conflict with system topic.")
+        # rocketstore's own cap (4.9.3 takes 2^31 queues, then loops over them): refused as a bad name is
+        too_many = queue_nums_problem(h.read_queue_nums, h.write_queue_nums)
+        if too_many is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark=too_many)
         tc = TopicConfig(h.topic, h.read_queue_nums, h.write_queue_nums, h.perm, h.topic_filter_type,
                          h.topic_sys_flag or 0, h.order)
         before = broker.topics.data_version

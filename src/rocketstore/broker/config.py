@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
 from rocketstore.broker import config_keys
+from rocketstore.remoting.headers import MAX_QUEUE_NUMS
 from rocketstore.store.config import StoreConfig, java_integer, read_properties_file
 
 __all__ = ["BrokerConfig", "load_broker_conf", "local_ip"]
@@ -103,6 +104,9 @@ class BrokerConfig:
             raise StoreConfigError("brokerName must not be empty")
         if self.transaction_check_interval_ms <= 0:
             raise StoreConfigError("transactionCheckInterval must be > 0")
+        if self.default_topic_queue_nums > MAX_QUEUE_NUMS:  # TBW102's queues, each auto-created topic's
+            raise StoreConfigError(f"defaultTopicQueueNums {self.default_topic_queue_nums} is too large, "
+                                   f"allowing at most {MAX_QUEUE_NUMS} queues")
         if not 0 <= self.busy_poll_micros <= 1_000_000:
             raise StoreConfigError(f"busyPollMicros {self.busy_poll_micros} out of range (0 .. 1000000)")
 

@@ -24,7 +24,7 @@ from rocketstore.message.record import Message
 from rocketstore.remoting.bodies import Perm
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import ConsumerSendMsgBackRequestHeader
+from rocketstore.remoting.headers import MAX_QUEUE_NUMS, ConsumerSendMsgBackRequestHeader
 from rocketstore.remoting.server import RequestRouter
 from rocketstore.remoting.transport import Connection
 from rocketstore.store.results import PutMessageStatus
@@ -61,7 +61,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SUCCESS)
 
         topic = retry_topic(h.group)
-        queue_id = random.randrange(group_cfg.retry_queue_nums)
+        # within the queues the retry topic is made with (at most MAX_QUEUE_NUMS, whatever retryQueueNums says):
+        # a queue past them would hold the message where no consumer pulls
+        queue_id = random.randrange(min(group_cfg.retry_queue_nums, MAX_QUEUE_NUMS))
         tc = broker.topics.get(topic)
         if tc is None:
             tc = broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.broker.config_files import VersionedTable
@@ -29,6 +30,7 @@ from rocketstore.message.system_topics import (
     is_system_topic,
 )
 from rocketstore.remoting.bodies import Perm, TopicConfig
+from rocketstore.remoting.headers import MAX_QUEUE_NUMS
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,29 @@ class TopicTable(VersionedTable[TopicConfig]):
             self._system(TopicConfig(c.msg_trace_topic_name, 1, 1))
         self._system(TopicConfig(f"{c.broker_cluster_name}_REPLY_TOPIC", 1, 1))
 
+    def load(self) -> None:
+        """topics.json's entries over the system topics, each queue count above MAX_QUEUE_NUMS (a hand-edited
+        file; 4.9.3 takes it and runs out of memory looping over the queues) clamped with a warning: the
+        topic keeps its name, perm and first queues, where leaving it out would have it auto-created anew."""
+        super().load()
+        self._clamp_queue_nums("topics.json")
+
+    def replace_all(self, obj: dict[str, Any]) -> bool:
+        """A slave's sync from its master (which may be a 4.9.3 broker holding any count): clamped as load."""
+        replaced = super().replace_all(obj)
+        if replaced:
+            self._clamp_queue_nums("the master's topic configs")
+        return replaced
+
+    def _clamp_queue_nums(self, source: str) -> None:
+        for name, tc in list(self.table.items()):
+            if tc.read_queue_nums > MAX_QUEUE_NUMS or tc.write_queue_nums > MAX_QUEUE_NUMS:
+                log.warning("topic %s in %s has readQueueNums %d, writeQueueNums %d: more than the %d queues a "
+                            "topic may have, clamped to %d", name, source, tc.read_queue_nums,
+                            tc.write_queue_nums, MAX_QUEUE_NUMS, MAX_QUEUE_NUMS)
+                self.table[name] = tc.replace(read_queue_nums=min(tc.read_queue_nums, MAX_QUEUE_NUMS),
+                                              write_queue_nums=min(tc.write_queue_nums, MAX_QUEUE_NUMS))
+
     # --- lookups and changes --------------------------------------------------------------------------
 
     def get(self, topic: str) -> TopicConfig | None:
@@ -180,6 +205,7 @@ class TopicTable(VersionedTable[TopicConfig]):
         existing = self.table.get(topic)
         if existing is not None:
             return existing
+        queue_nums = min(queue_nums, MAX_QUEUE_NUMS)  # a group's retryQueueNums is any int
         tc = TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag)
         self.update(tc)
         return tc

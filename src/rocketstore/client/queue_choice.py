@@ -15,6 +15,7 @@ from rocketstore.client.errors import ClientError, QueueNotInRouteError
 from rocketstore.client.route import MessageQueue, RouteCache
 from rocketstore.message.hashing import java_string_hash
 from rocketstore.remoting.bodies import TopicRouteData
+from rocketstore.remoting.headers import MAX_QUEUE_NUMS
 
 __all__ = ["QueueSelector", "hash_queue_selector"]
 
@@ -126,7 +127,8 @@ def _new_targets(topic: str, route: TopicRouteData) -> _Targets:
     have = {(mq.broker_name, mq.queue_id) for mq in queues}
     for qd in sorted(route.queue_datas, key=attrgetter("broker_name")):
         if qd.broker_name in addrs:
-            for queue_id in range(max(qd.write_queue_nums, qd.read_queue_nums)):
+            # (at most MAX_QUEUE_NUMS: a Java name server routes any int)
+            for queue_id in range(min(max(qd.write_queue_nums, qd.read_queue_nums), MAX_QUEUE_NUMS)):
                 if (qd.broker_name, queue_id) not in have:
                     mq = MessageQueue(topic, qd.broker_name, queue_id)
                     by_queue_id.setdefault(queue_id, []).append(mq)

@@ -23,7 +23,7 @@ from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.headers import GetRouteInfoRequestHeader
+from rocketstore.remoting.headers import MAX_QUEUE_NUMS, GetRouteInfoRequestHeader
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
 __all__ = ["AUTO_CREATE_TOPIC", "DEFAULT_TOPIC_QUEUE_NUMS", "NAMESRV_ADDR_ENV", "MessageQueue", "RouteCache",
@@ -297,7 +297,8 @@ class RouteCache:
             bd = route.broker(qd.broker_name)
             if not Perm.writeable(qd.perm) or bd is None or bd.master_addr() is None:
                 continue
-            queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(qd.write_queue_nums))
+            count = min(qd.write_queue_nums, MAX_QUEUE_NUMS)  # a Java name server routes any int
+            queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(count))
         return queues
 
     @staticmethod
@@ -311,7 +312,8 @@ class RouteCache:
         queues: list[MessageQueue] = []
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
             if Perm.readable(qd.perm):
-                queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(qd.read_queue_nums))
+                count = min(qd.read_queue_nums, MAX_QUEUE_NUMS)  # as publish_queues
+                queues.extend(MessageQueue(topic, qd.broker_name, i) for i in range(count))
         return queues
 
     async def broker_addr(self, mq: MessageQueue, *, master_only: bool = True) -> str:

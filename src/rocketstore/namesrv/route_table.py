@@ -28,6 +28,7 @@ from rocketstore.remoting.bodies import (
     TopicRouteData,
     encode_broker_data,
 )
+from rocketstore.remoting.headers import MAX_QUEUE_NUMS
 
 __all__ = ["BROKER_EXPIRY_MS", "BrokerLive", "RegisterResult", "RouteTable"]
 
@@ -116,17 +117,21 @@ class RouteTable:
         made: dict[tuple[int, int, int, int], QueueData] = {}
         for config in body.topic_configs.values():
             topic = config.topic_name
+            # a (4.9.3) broker may register any count: routed at most MAX_QUEUE_NUMS, so no client (ours or
+            # Java's, which makes one MessageQueue per queue) is handed 2^31 queues to allocate
+            read = min(config.read_queue_nums, MAX_QUEUE_NUMS)
+            write = min(config.write_queue_nums, MAX_QUEUE_NUMS)
             queues = topic_queues.get(topic)
             if queues is None:
                 queues = topic_queues[topic] = {}
                 self.topic_set_changes += 1
             else:
                 old = queues.get(broker_name)
-                if old is not None and old.read_queue_nums == config.read_queue_nums \
-                        and old.write_queue_nums == config.write_queue_nums and old.perm == config.perm \
+                if old is not None and old.read_queue_nums == read \
+                        and old.write_queue_nums == write and old.perm == config.perm \
                         and old.topic_sys_flag == config.topic_sys_flag and old.broker_name == broker_name:
                     continue
-            key = (config.read_queue_nums, config.write_queue_nums, config.perm, config.topic_sys_flag)
+            key = (read, write, config.perm, config.topic_sys_flag)
             data = made.get(key)
             if data is None:
                 data = made[key] = QueueData(broker_name, *key)

@@ -36,6 +36,7 @@ from rocketstore.remoting.send_headers import (
 )
 
 __all__ = [
+    "MAX_QUEUE_NUMS",
     "REQUEST_HEADER_TYPES",
     "RESPONSE_HEADER_TYPES",
     "UNIQUE_KEY_QUERY_FIELD",
@@ -96,6 +97,7 @@ __all__ = [
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
+    "queue_nums_problem",
     "parse_request_header",
 ]
 
@@ -293,6 +295,27 @@ class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
     """Broker -> consumer, oneway."""
 
     consumer_group: str = _req("consumerGroup")
+
+
+#: The most read or write queues a topic may have: rocketstore's own limit, checked wherever a queue count
+#: comes in (UPDATE_AND_CREATE_TOPIC, defaultTopicQueueNums, topics.json, a broker's registration on the
+#: name server, a route a client reads).  4.9.3's broker, name server and client take any int, and every
+#: per-queue loop then runs that often: a topic of 2^31 write queues ran QUERY_CONSUME_TIME_SPAN and a
+#: client's route refresh (one MessageQueue per queue) until memory ran out.  RocketMQ itself makes at most
+#: 1,024 queues (its BenchmarkTest topic) and a real topic a few per broker (each written queue has its own
+#: consume queue files, ~6 MB a file); 16,384 is 16 times that, and small enough that every per-queue answer
+#: fits one frame (QUERY_CONSUME_TIME_SPAN's ~420 bytes a queue with a 127-character topic: ~7 MB of the
+#: 16 MiB; at 65,536 queues it no longer did) and a route of that many queues is a few MB in a client.
+MAX_QUEUE_NUMS = 16_384
+
+
+def queue_nums_problem(read_queue_nums: int, write_queue_nums: int) -> str | None:
+    """Why a topic may not have these queue counts (the remark a refusal answers), or None.  Counts below
+    0 are left alone, as 4.9.3 takes them (a loop over them runs no time)."""
+    for name, value in (("readQueueNums", read_queue_nums), ("writeQueueNums", write_queue_nums)):
+        if value > MAX_QUEUE_NUMS:
+            return f"The specified {name} [{value}] is too large, allowing at most {MAX_QUEUE_NUMS} queues."
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
