@@ -69,6 +69,8 @@ __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
+#: the remark a 4.9.3 response starts with (createResponseCommand), kept by an answer that sets only its code
+_UNSET_REMARK = "not set any response code"
 #: Java's TopicFilterType enum constants, the only topicFilterType values UPDATE_AND_CREATE_TOPIC takes
 _TOPIC_FILTER_TYPES = frozenset({"SINGLE_TAG", "MULTI_TAG"})
 
@@ -128,7 +130,8 @@ def register(router: RequestRouter, broker: Broker) -> None:
             # registerIncrementBrokerData waits for their answers: a producer sending right after
             # `mqadmin updateTopic` finds the route (it once got "No route info of this topic")
             await asyncio.wait((registered,))
-        return request.make_response(ResponseCode.SUCCESS)
+        # 4.9.3 sets only the code on its answer, which keeps the remark every new response starts with
+        return request.make_response(ResponseCode.SUCCESS, remark=_UNSET_REMARK)
 
     async def delete_topic(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
