@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import sys
 import time
+from typing import Any
 
 from rocketstore.cli.output import (
     add_common,
@@ -243,6 +244,9 @@ class _Consumption:
         self.stop = asyncio.Event()
         #: with --reply: the producer that answers request messages
         self.replier: Producer | None = None
+        #: the pull loops waiting on a pull (a long poll of up to PULL_SUSPEND_MS): at the end these are
+        #: cancelled, not waited for, as a pull in flight has taken and committed nothing
+        self.pulling: set[asyncio.Task[Any]] = set()
 
     def take(self, batch: list[StoredMessage]) -> list[StoredMessage]:
         """As many of *batch* as the limit still allows, counted at once (before any await)."""
@@ -323,10 +327,12 @@ def _consume(args: argparse.Namespace) -> int:
                         pass
             finally:
                 state.stop.set()
+                for pulling in state.pulling:  # Ctrl-C, --max or --timeout: no need to wait out a long poll
+                    pulling.cancel()
                 results = await asyncio.gather(*loops, return_exceptions=True)
                 if state.replier is not None:
                     await state.replier.close()
-        errors = [r for r in results if isinstance(r, BaseException)]
+        errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
         if errors:
             raise errors[0]
         if args.json:
@@ -380,8 +386,14 @@ async def _pull_loop(consumer: PullConsumer, mq: MessageQueue, offset: int, args
 async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, args: argparse.Namespace,
                       state: _Consumption) -> None:
     selector = MessageSelector.by_sql(args.sql) if args.sql else MessageSelector.by_tag(args.tags)
+    task = asyncio.current_task()
+    assert task is not None
     while not state.stop.is_set():
-        result = await consumer.pull(mq, offset, 32, expression=selector, suspend_ms=PULL_SUSPEND_MS)
+        state.pulling.add(task)
+        try:
+            result = await consumer.pull(mq, offset, 32, expression=selector, suspend_ms=PULL_SUSPEND_MS)
+        finally:
+            state.pulling.discard(task)
         if result.status == PullStatus.OFFSET_ILLEGAL:
             offset = result.next_begin_offset
             continue
