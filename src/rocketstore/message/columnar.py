@@ -15,11 +15,11 @@ through :func:`unaligned` views (element i = the value at byte i), 8 bytes per g
 
 Validation matches :func:`rocketstore.message.record.decode_record`: the first record that is not whole
 and consistent raises MessageDecodeError with its position.  UTF-8 validity of topics and properties is
-left to the caller (Arrow checks a whole string column in one call); :meth:`RecordColumns.topics` does it
+left to the caller (Arrow checks a whole string column in one call); :meth:`RecordColumns.topics` decodes
 for callers without Arrow.
 
-Imports numpy and this package's record, properties, host and errors modules; never pyarrow (the Spark
-layer turns these arrays into Arrow buffers).  Everything here is a pure function of its inputs.
+Imports numpy and this package's record, properties, host, java_utf8 and errors modules; never pyarrow (the
+Spark layer turns these arrays into Arrow buffers).  Everything here is a pure function of its inputs.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import numpy as np
 
 from rocketstore.errors import MessageDecodeError
 from rocketstore.message.host import HostAddress
+from rocketstore.message.java_utf8 import java_utf8
 from rocketstore.message.record import (
     MESSAGE_MAGIC,
     MIN_RECORD_BYTES,
@@ -178,7 +179,8 @@ class RecordColumns:
         return (self.sys_flag & SysFlag.STOREHOST_V6) != 0
 
     def topics(self) -> list[str]:
-        """The topic of every record as str (distinct topics decoded once); MessageDecodeError if not UTF-8."""
+        """The topic of every record as str (distinct topics decoded once; one that is not UTF-8 read as
+        4.9.3 reads it, see :func:`java_utf8`)."""
         offsets, data = gather(self.buf, self.topic_start, self.topic_length)
         raw = data.tobytes()
         cache: dict[bytes, str] = {}
@@ -187,10 +189,7 @@ class RecordColumns:
             key = raw[offsets[i] : offsets[i + 1]]
             text = cache.get(key)
             if text is None:
-                try:
-                    text = cache[key] = key.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise MessageDecodeError("topic or properties are not UTF-8", int(self.positions[i])) from exc
+                text = cache[key] = java_utf8(key)
             out.append(text)
         return out
 

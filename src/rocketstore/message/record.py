@@ -465,8 +465,13 @@ def _host(ip: bytes, port: int) -> HostAddress:
 
 
 def decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0, *, check_crc: bool = False,
-                  with_body: bool = True, limit: int | None = None) -> StoredMessage:
-    """Decode the message record at *pos*; MessageDecodeError if it is not a whole, consistent record."""
+                  with_body: bool = True, limit: int | None = None, strict_topic: bool = False,
+                  strict_text: bool = False) -> StoredMessage:
+    """Decode the message record at *pos*; MessageDecodeError if it is not a whole, consistent record.
+
+    A topic or properties that are not UTF-8 are read as 4.9.3's MessageDecoder reads them (``new
+    String(bytes, UTF_8)``: U+FFFD per malformed sequence, see :func:`java_utf8`), unless *strict_topic*
+    (the dispatcher's rule for a topic) or *strict_text* (either; verify's) asks for MessageDecodeError."""
     end = len(buf) if limit is None else limit
     if pos < 0 or pos + 48 > end:
         raise MessageDecodeError("truncated header", pos)
@@ -492,15 +497,22 @@ def decode_record(buf: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0,
     topic_len = buf[p]
     if topic_len > 127 or p + 1 + topic_len + 2 > rec_end:
         raise MessageDecodeError(f"topic length {topic_len} does not fit", pos)
+    raw_topic = bytes(buf[p + 1 : p + 1 + topic_len])
+    p += 1 + topic_len
+    props_len = _PROP_LEN.unpack_from(buf, p)[0]
+    if props_len < 0 or p + 2 + props_len != rec_end:
+        raise MessageDecodeError(f"properties length {props_len} disagrees with the record size", pos)
+    raw_props = bytes(buf[p + 2 : p + 2 + props_len])
     try:
-        topic = bytes(buf[p + 1 : p + 1 + topic_len]).decode("utf-8")
-        p += 1 + topic_len
-        props_len = _PROP_LEN.unpack_from(buf, p)[0]
-        if props_len < 0 or p + 2 + props_len != rec_end:
-            raise MessageDecodeError(f"properties length {props_len} disagrees with the record size", pos)
-        props = bytes(buf[p + 2 : p + 2 + props_len]).decode("utf-8")
+        topic = raw_topic.decode("utf-8")
+        props = raw_props.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MessageDecodeError("topic or properties are not UTF-8", pos) from exc
+        if strict_text:
+            raise MessageDecodeError("topic or properties are not UTF-8", pos) from exc
+        topic = java_utf8(raw_topic)
+        if strict_topic and topic.encode("utf-8") != raw_topic:
+            raise MessageDecodeError("topic is not UTF-8", pos) from exc
+        props = java_utf8(raw_props)
     try:
         born_host, store_host = _host(born_ip, born_port), _host(store_ip, store_port)
     except MessageError as exc:
@@ -514,7 +526,7 @@ def decode_dispatch_info(buf: bytes | bytearray | memoryview | mmap.mmap, pos: i
                          *, check_crc: bool = False) -> DispatchInfo:
     """The dispatcher's view of the record at *pos*: no body copy unless the CRC is checked."""
     if check_crc:
-        m = decode_record(buf, pos, check_crc=True, with_body=False)
+        m = decode_record(buf, pos, check_crc=True, with_body=False, strict_topic=True)
         return DispatchInfo(commit_log_offset, m.store_size, m.topic, m.queue_id, m.queue_offset, m.sys_flag,
                             m.store_timestamp, m.properties_string)
     end = len(buf)

@@ -15,7 +15,8 @@ to a numpy gather for short ones.
 Properties strings are split by :func:`rocketstore.message.columnar_properties.split_properties`.
 
 Topics and properties strings are checked for UTF-8 by Arrow's full validation of the string column (one
-C++ pass), which is where ``decode_record`` would have raised.
+C++ pass); a column holding bytes that are not UTF-8 is rebuilt with them read as ``decode_record`` reads
+them (4.9.3's ``new String(bytes, UTF_8)``).
 
 With *check_crc*, each body that becomes a row is checked against the CRC its record holds (a byte changed
 on disk after the record was stored: recovery re-checks only the commitlog's tail).  zlib has no batched
@@ -43,6 +44,7 @@ from rocketstore.message.columnar_properties import (
     split_properties,
 )
 from rocketstore.message.inflate import inflate_body
+from rocketstore.message.java_utf8 import java_utf8
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import SysFlag
 
@@ -76,19 +78,15 @@ def _string_array(offsets: np.ndarray, data: np.ndarray, typ: pa.DataType = _STR
                                  null_count=nulls)
 
 
-def _checked_utf8(array: pa.Array, positions: np.ndarray) -> pa.Array:
-    """*array* after Arrow's full UTF-8 validation; MessageDecodeError at the first bad record's position."""
+def _checked_utf8(array: pa.Array) -> pa.Array:
+    """*array* after Arrow's full UTF-8 validation; where a value is not UTF-8 (the error path only), the
+    array again with every value read as 4.9.3's MessageDecoder reads it (``new String(bytes, UTF_8)``,
+    U+FFFD per malformed sequence), as the store's other readers do."""
     try:
         array.validate(full=True)
-    except pa.ArrowInvalid as exc:
-        bad = 0
-        for i, value in enumerate(array.cast(_BINARY).to_pylist()):  # the error path only: find the record
-            try:
-                (value or b"").decode("utf-8")
-            except UnicodeDecodeError:
-                bad = i
-                break
-        raise MessageDecodeError("topic or properties are not UTF-8", int(positions[bad])) from exc
+    except pa.ArrowInvalid:
+        values = array.cast(_BINARY).to_pylist()
+        return pa.array([None if value is None else java_utf8(value) for value in values], array.type)
     return array
 
 
@@ -188,7 +186,7 @@ class _Decoded:
         if self._props is None:
             c = self.cols
             # built as string without a check, then checked once (a cast from binary would check twice)
-            strings = _checked_utf8(_ranges(c.buf, c.properties_start, c.properties_length, _STRING), c.positions)
+            strings = _checked_utf8(_ranges(c.buf, c.properties_start, c.properties_length, _STRING))
             offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[: len(c) + 1].astype(np.int64)
             data = np.frombuffer(strings.buffers()[2], dtype=np.uint8) if strings.buffers()[2] is not None \
                 else np.zeros(0, dtype=np.uint8)
@@ -249,7 +247,7 @@ class _Decoded:
         c = self.cols
         n = len(c)
         if name == "topic":
-            return _checked_utf8(_ranges(c.buf, c.topic_start, c.topic_length, typ), c.positions)
+            return _checked_utf8(_ranges(c.buf, c.topic_start, c.topic_length, typ))
         if name == "queueId":
             return pa.array(c.queue_id.astype(np.int32), typ)
         if name == "queueOffset":

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 from rocketstore.errors import MessageDecodeError, StoreClosedError
 from rocketstore.message.arguments import int_argument, str_argument
+from rocketstore.message.java_utf8 import java_utf8
 from rocketstore.message.message_id import decode_offset_message_id
 from rocketstore.message.properties import parse_properties
 from rocketstore.message.record import (
@@ -66,10 +67,12 @@ def record_properties(data: bytes) -> dict[str, str] | None:
     props_end = p + 2 + _SHORT.unpack_from(data, p)[0]
     if props_end < p + 2 or props_end > end:
         return None
+    raw = data[p + 2 : props_end]
     try:
-        return parse_properties(data[p + 2 : props_end].decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        text = java_utf8(raw)  # as 4.9.3's filter reads them: U+FFFD per malformed sequence
+    return parse_properties(text)
 
 
 def tag_codes(expression: str | None) -> frozenset[int] | None:

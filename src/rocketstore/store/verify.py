@@ -216,7 +216,7 @@ def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | N
                 ended = True
                 break
             try:
-                m = decode_record(buf, pos, with_body=False, limit=limit)
+                m = decode_record(buf, pos, with_body=False, limit=limit, strict_text=True)
             except MessageDecodeError as exc:
                 # a record damaged inside (one flipped byte in its topic or properties) whose size still leads
                 # to the next record's magic: skip just it, or every later record of the segment (and each
