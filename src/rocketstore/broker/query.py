@@ -1,11 +1,12 @@
 """QUERY_MESSAGE (12, by key through the index) and VIEW_MESSAGE_BY_ID (33, by commitlog offset).
 
-Both answer with whole commitlog records in the body, as a Java broker does.  The store hands back decoded
-messages; they are laid out again with the message package's record encoder, which reproduces the stored
-bytes (every field, the properties string verbatim, the body CRC recomputed from the same body).  So a record
-damaged on disk must not get here: the store raises MessageDecodeError for it (its body checked against its
-CRC), answered as SYSTEM_ERROR naming the record (a re-encoded damaged body would reach the client with a
-fresh, matching CRC; 4.9.3 at least sends the stored bytes, whose CRC the client may check).
+Both answer with whole commitlog records in the body, as a Java broker does: the stored bytes of each
+message the store found (MessageStore.record_bytes), so a topic or properties that are not UTF-8 reach the
+client as stored.  A record damaged on disk does not get here: the store raises MessageDecodeError for it
+(its body checked against its CRC), answered as SYSTEM_ERROR naming the record (4.9.3 sends it unchecked).
+A record whose segment retention deleted between the look-up and the read is left out (view: not found).
+:func:`raw_record` lays a message out again with the record encoder instead (the same bytes for a record
+whose text is UTF-8), for a message that is sent on rather than read from the store.
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
         ext = QueryMessageResponseHeader(
             index_last_update_timestamp_ms=result.index_last_update_timestamp,
             index_last_update_commit_log_offset=result.index_last_update_phy_offset).to_ext_fields()
-        if not result.messages:
+        records = [r for r in map(broker.store.record_bytes, result.messages) if r is not None]
+        if not records:
             return request.make_response(ResponseCode.QUERY_NOT_FOUND, ext_fields=ext,
                                          remark="can not find message, maybe time range not correct")
-        return request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
-                                     body=b"".join(raw_record(m) for m in result.messages))
+        return request.make_response(ResponseCode.SUCCESS, ext_fields=ext, body=b"".join(records))
 
     async def view_message(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         h = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
@@ -70,10 +71,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
             message = broker.store.message_at(h.commit_log_offset)
         except MessageDecodeError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
-        if message is None:
+        record = None if message is None else broker.store.record_bytes(message)
+        if record is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"can not find message by the offset, {h.commit_log_offset}")
-        return request.make_response(ResponseCode.SUCCESS, body=raw_record(message))
+        return request.make_response(ResponseCode.SUCCESS, body=record)
 
     router.add(RequestCode.QUERY_MESSAGE, query_message)
     router.add(RequestCode.VIEW_MESSAGE_BY_ID, view_message)

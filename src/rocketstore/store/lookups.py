@@ -33,6 +33,13 @@ class StoreLookups(StoreParts):
         for a damaged record)."""
         return self._reader.message_by_id(msg_id)
 
+    def record_bytes(self, message: StoredMessage) -> bytes | None:
+        """The commitlog record of *message* (read back from this store) as it is stored, byte for byte (what
+        a broker's query and view answers carry: a topic or properties that are not UTF-8 stay as stored);
+        None when retention deleted its segment meanwhile."""
+        self._check_open()
+        return self._commitlog.read(message.commit_log_offset, message.store_size)
+
     def query(self, topic: str, key: str, max_count: int = 64, begin_ms: int = 0,
               end_ms: int = MAX_TIMESTAMP) -> QueryResult:
         """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
