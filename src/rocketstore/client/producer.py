@@ -124,6 +124,7 @@ from rocketstore.client.queue_choice import (
     _chosen_queue,
     _no_master,
     _not_a_target,
+    _queue_avoiding,
     _queues_with_id,
     _Targets,
     hash_queue_selector,
@@ -397,6 +398,10 @@ class Producer(SingleTrySends):
         # broker): only the plain send retries (sendDefaultImpl's retryTimesWhenSendFailed)
         for attempt in range(self.retry_times + 1 if queue_id is None else self._chosen_queue_attempts()):
             if attempt > 0 and deadline <= time.monotonic():
+                if failed_broker is not None and targets is not None and queue_id is None and targets.queues:
+                    # sendDefaultImpl picks the retry's queue before it finds the time spent: the round-robin
+                    # moves past the failed broker's queues all the same (see _queue_avoiding)
+                    _queue_avoiding(targets.queues, self._next_queue, failed_broker)
                 raise send_call_timeout(queue_id) from last_error
             # a fresh cached route without a coroutine (the usual case), else the route cache's full path; a
             # retry goes on with the route of the attempt before, not the name servers' (sendDefaultImpl's
@@ -424,10 +429,10 @@ class Producer(SingleTrySends):
                 raise NoRouteError(topic, "no writeable queue")
             if queue_id is not None and mq is not None and mq in queues:
                 pass  # a chosen queue's retry goes to the same queue (see _chosen_queue_attempts)
+            elif failed_broker is None:
+                mq = queues[next(self._next_queue) % len(queues)]
             else:
-                candidates = queues if failed_broker is None else (
-                    [q for q in queues if q.broker_name != failed_broker] or queues)
-                mq = candidates[next(self._next_queue) % len(candidates)]
+                mq = _queue_avoiding(queues, self._next_queue, failed_broker)
             addr = targets.addrs.get(mq.broker_name)
             if addr is None:  # an order config's broker without a master (see _new_targets)
                 if queue_id is not None:  # send(msg, mq): sendKernelImpl's exception as it is

@@ -7,7 +7,7 @@ round-robin counter."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -133,6 +133,21 @@ def _new_targets(topic: str, route: TopicRouteData) -> _Targets:
                     mq = MessageQueue(topic, qd.broker_name, queue_id)
                     by_queue_id.setdefault(queue_id, []).append(mq)
     return _Targets(route, queues, addrs, by_queue_id)
+
+
+def _queue_avoiding(queues: list[MessageQueue], counter: Iterator[int], failed_broker: str) -> MessageQueue:
+    """The queue a plain send's retry goes to after a try on *failed_broker* failed, as 4.9.3's
+    TopicPublishInfo.selectOneMessageQueue(lastBrokerName) picks it: the shared round-robin *counter*
+    steps on until it reaches a queue of another broker (the first queue it lands on when every queue is
+    the failed broker's).  The counter is left past the failed broker's queues, so the producer's next
+    send begins on another broker too, not on the next queue of the broker that just failed (with a broker
+    that hangs, every send beginning there times out)."""
+    size = len(queues)
+    for _ in range(size):
+        mq = queues[next(counter) % size]
+        if mq.broker_name != failed_broker:
+            return mq
+    return queues[next(counter) % size]
 
 
 def _queues_with_id(targets: _Targets, queue_id: int, broker_name: str | None = None
