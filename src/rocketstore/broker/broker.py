@@ -379,11 +379,14 @@ class Broker:
                     write()
                 except OSError as exc:
                     log.error("cannot write %s at shutdown: %s", path, exc)
-            store, self._store = self._store, None
-            await asyncio.get_running_loop().run_in_executor(self._executor, store.close)
+            # the sends still waiting for a sync are answered (a timeout: their connections are closed by
+            # now) while the store is attached, as their answers read it; stop listening before the close's
+            # own flush wakes them
             waits = getattr(self, "_durable_waits", None)
             if waits is not None:
-                waits.close()  # nobody waits by now (the server is closed); stop listening
+                waits.close()
+            store, self._store = self._store, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, store.close)
         self._executor.shutdown(wait=True)
 
     async def run_blocking(self, fn: Any, *args: Any) -> Any:

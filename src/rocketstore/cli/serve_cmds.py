@@ -124,7 +124,10 @@ def _overrides(**values: object) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v is not None}
 
 
-async def _wait_for_signal() -> None:
+def _stop_on_signal() -> asyncio.Event:
+    """An event SIGINT/SIGTERM set from now on.  Taken before the "listening" line is printed: a SIGTERM
+    sent as soon as that line is read (a supervisor, a script) killed the process with the default action,
+    skipping the clean close, and the next start recovered the store as after a crash (abort file)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -132,7 +135,7 @@ async def _wait_for_signal() -> None:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # not the main thread / platform without signals
             pass
-    await stop.wait()
+    return stop
 
 
 def _advertisable(host: str) -> str | None:
@@ -171,11 +174,12 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
         if metrics_port is not None:
             metrics = MetricsServer(AdminClient(namesrv.address), host=host, port=metrics_port)
             await metrics.start()
+        stop = _stop_on_signal()
         _print(f"name server listening on {namesrv.address}; broker {broker_cfg.broker_name} listening on "
                f"{broker.address} (store {broker.store_config.store_path_root_dir})"
                + (f"; metrics on http://{f'[{host}]' if ':' in host else host}:{metrics.port}/metrics"
                   if metrics is not None else ""))
-        await _wait_for_signal()
+        await stop.wait()
     finally:
         if metrics is not None:
             await metrics.close()
@@ -207,8 +211,9 @@ async def serve_namesrv(port: int | None, host: str, config: str | None = None, 
     namesrv = NameServer(namesrv_config, tls=tls)
     await namesrv.start(host, namesrv_config.listen_port)
     try:
+        stop = _stop_on_signal()
         _print(f"name server listening on {namesrv.address}")
-        await _wait_for_signal()
+        await stop.wait()
     finally:
         await namesrv.close()
 
@@ -234,10 +239,11 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
     broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls, properties=props)
     await broker.start()
     try:
+        stop = _stop_on_signal()
         _print(f"broker {broker_cfg.broker_name} listening on {broker.address} "
                f"(store {broker.store_config.store_path_root_dir}; name servers "
                f"{';'.join(broker_cfg.namesrv_addrs) or 'none'})")
-        await _wait_for_signal()
+        await stop.wait()
     finally:
         await broker.close()
 

@@ -15,6 +15,7 @@ from any thread.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -442,8 +443,12 @@ class AsyncFlusher:
         self._wake.set()
 
     def _run(self) -> None:
-        now = time.monotonic()
-        last_thorough = last_queues = last_queues_thorough = now
+        last_queues = time.monotonic()
+        # the first round of each is thorough, as 4.9.3's flush services count from a last thorough flush at
+        # 0: the checkpoint is written a second after the start, not a minute (a store killed within its
+        # first minute had none, or the run before's, and its recovery walked from the first segment or from
+        # that older one)
+        last_thorough = last_queues_thorough = -math.inf
         while True:
             self._wake.wait(self._interval_s)
             self._wake.clear()
