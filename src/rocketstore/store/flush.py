@@ -216,7 +216,13 @@ class GroupCommit:
                     try:
                         self._waiters.remove(waiter)
                     except ValueError:
-                        pass  # a sync covered it: its gate is in _ready, opened later for nobody (harmless)
+                        # a sync covered it: its gate waits in _ready.  Take it out, or the thread that
+                        # pops it would pass its wake-up to nobody, and the chain of wake-ups would stop
+                        # there until the next sync returned (the GIL idle meanwhile)
+                        try:
+                            self._ready.remove(gate)
+                        except ValueError:
+                            pass  # popped already: that wake-up came to this thread, awake anyway
         return self.durable_offset >= end_offset
 
     def _lead(self, end_offset: int, baton: threading.Lock | None) -> bool:
