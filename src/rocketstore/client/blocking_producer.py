@@ -118,8 +118,8 @@ class BlockingProducer(_BlockingClient):
     def __init__(self, namesrv_addr: str | None = None, group: str = DEFAULT_PRODUCER_GROUP, *,
                  call_timeout_s: float = 60.0, **options: Any) -> None:
         """*options*: :class:`Producer`'s keyword arguments (``timeout_s``, ``retry_times``, ``credentials``,
-        ``tls``, ``enable_trace``, ...).  *call_timeout_s*: how much longer than a send's own bound a call
-        waits for it (a guard against a loop that hangs)."""
+        ``tls``, ``enable_trace``, ``send_latency_fault_enable``, ...).  *call_timeout_s*: how much longer
+        than a send's own bound a call waits for it (a guard against a loop that hangs)."""
         super().__init__(f"producer-{group}", call_timeout_s)
         self.producer = self._create(lambda: self._new_producer(namesrv_addr, group, options))
 

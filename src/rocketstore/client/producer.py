@@ -77,6 +77,7 @@ import logging
 import random
 import time
 import zlib
+from collections.abc import Sequence
 from functools import partial
 
 from rocketstore.client.credentials import SessionCredentials
@@ -87,6 +88,11 @@ from rocketstore.client.errors import (
     NoRouteError,
     send_failed,
     state_not_ok,
+)
+from rocketstore.client.latency_fault import (
+    DEFAULT_LATENCY_MAX,
+    DEFAULT_NOT_AVAILABLE_DURATION,
+    LatencyFaultTolerance,
 )
 from rocketstore.client.namespace import queues_without_namespace, with_namespace
 from rocketstore.client.outgoing_message import (
@@ -166,7 +172,10 @@ class Producer(SingleTrySends):
                  compress_level: int = DEFAULT_COMPRESS_LEVEL, heartbeat_interval_s: float = 30.0,
                  instance_name: str | None = None, tls: ClientTls = None,
                  mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0,
-                 client_ip: str | None = None, namespace: str | None = None) -> None:
+                 client_ip: str | None = None, namespace: str | None = None,
+                 send_latency_fault_enable: bool = False,
+                 latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
         4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
         address, please set it.").
@@ -193,7 +202,13 @@ class Producer(SingleTrySends):
         *client_ip*: the ``ip`` of the client id (ClientConfig.clientIP; default this host's address).
         *namespace* (ClientConfig.namespace): the group and every topic sent to go on the wire as
         ``<namespace>%<name>``, and the send results' queues name the topic without it (see
-        :mod:`rocketstore.client.namespace`)."""
+        :mod:`rocketstore.client.namespace`).
+        *send_latency_fault_enable* (Java's sendLatencyFaultEnable, off): plain, batch and oneway sends
+        (not those to a chosen queue, nor orderly ones) keep each broker's send latency and leave a broker
+        whose last send was slow or failed out of the queue choice for a while, as 4.9.3's MQFaultStrategy
+        (see :mod:`rocketstore.client.latency_fault`); *latency_max* and *not_available_duration* (ms,
+        Java's setLatencyMax / setNotAvailableDuration) are its steps.  All three may be set on the
+        producer later too."""
         namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, credentials=credentials,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
@@ -209,6 +224,11 @@ class Producer(SingleTrySends):
         #: RemotingCommand whose extFields the connection signs), so the send path tests nothing more per send
         self._template_body_limit = 0 if credentials is not None else _TEMPLATE_BODY_LIMIT
         self._next_queue = itertools.count(random.randrange(1024))
+        #: the brokers' send latencies (what was kept stays while the option is off, none is added: as
+        #: 4.9.3's MQFaultStrategy) and _fault, the same or None: None while sendLatencyFaultEnable is off,
+        #: so a send tests one local
+        self.latency_fault = LatencyFaultTolerance(latency_max, not_available_duration)
+        self._fault: LatencyFaultTolerance | None = self.latency_fault if send_latency_fault_enable else None
         #: topic -> where its sends go under the route last seen: recomputed only when the route changes
         self._targets: dict[str, _Targets] = {}
         #: (group, topic, queue id, batch, flag, code, with properties, sysFlag) -> the request frames' template
@@ -221,6 +241,35 @@ class Producer(SingleTrySends):
 
             self.trace = ProducerTrace(self, namesrv_addr, trace_topic=trace_topic, credentials=credentials,
                                        tls=self.pool.tls)
+
+    @property
+    def send_latency_fault_enable(self) -> bool:
+        """Whether sends leave slow or failing brokers out (see :meth:`__init__`; Java's
+        setSendLatencyFaultEnable, which may be switched any time: the latencies kept stay)."""
+        return self._fault is not None
+
+    @send_latency_fault_enable.setter
+    def send_latency_fault_enable(self, value: bool) -> None:
+        self._fault = self.latency_fault if value else None
+
+    @property
+    def latency_max(self) -> tuple[int, ...]:
+        """The steps of a send's latency, ms (Java's getLatencyMax / setLatencyMax)."""
+        return self.latency_fault.latency_max
+
+    @latency_max.setter
+    def latency_max(self, value: Sequence[int]) -> None:
+        self.latency_fault.latency_max = value
+
+    @property
+    def not_available_duration(self) -> tuple[int, ...]:
+        """How long (ms) a broker is left out after a send of each latency step (Java's
+        getNotAvailableDuration / setNotAvailableDuration)."""
+        return self.latency_fault.not_available_duration
+
+    @not_available_duration.setter
+    def not_available_duration(self, value: Sequence[int]) -> None:
+        self.latency_fault.not_available_duration = value
 
     def cached_master_addr(self, topic: str, broker_name: str) -> str | None:
         """The master address of *broker_name* for *topic* from the routes this producer has cached (no
@@ -386,6 +435,9 @@ class Producer(SingleTrySends):
         targets: _Targets | None = None
         mq: MessageQueue | None = None
         known = True
+        # sendLatencyFaultEnable's bookkeeping (None while it is off): a plain send's, not a chosen queue's
+        # (4.9.3's send(msg, mq) goes to sendKernelImpl without it)
+        fault = self._fault if queue_id is None else None
         # the timeout bounds the whole send, as sendDefaultImpl's: a retry gets what is left of it, and
         # none starts once it is spent (a broker that never answers is not waited for once per retry)
         if timeout_s is None:
@@ -401,7 +453,10 @@ class Producer(SingleTrySends):
                 if failed_broker is not None and targets is not None and queue_id is None and targets.queues:
                     # sendDefaultImpl picks the retry's queue before it finds the time spent: the round-robin
                     # moves past the failed broker's queues all the same (see _queue_avoiding)
-                    _queue_avoiding(targets.queues, self._next_queue, failed_broker)
+                    if fault is None:
+                        _queue_avoiding(targets.queues, self._next_queue, failed_broker)
+                    else:
+                        fault.select(targets.queues, targets.route, self._next_queue)
                 raise send_call_timeout(queue_id) from last_error
             # a fresh cached route without a coroutine (the usual case), else the route cache's full path; a
             # retry goes on with the route of the attempt before, not the name servers' (sendDefaultImpl's
@@ -429,6 +484,8 @@ class Producer(SingleTrySends):
                 raise NoRouteError(topic, "no writeable queue")
             if queue_id is not None and mq is not None and mq in queues:
                 pass  # a chosen queue's retry goes to the same queue (see _chosen_queue_attempts)
+            elif fault is not None:  # a retry too: the failed broker is left out by its time, not its name
+                mq = fault.select(queues, targets.route, self._next_queue)
             elif failed_broker is None:
                 mq = queues[next(self._next_queue) % len(queues)]
             else:
@@ -438,9 +495,13 @@ class Producer(SingleTrySends):
                 if queue_id is not None:  # send(msg, mq): sendKernelImpl's exception as it is
                     raise _no_master(mq)
                 last_error, failed_broker = _no_master(mq), mq.broker_name  # another broker is tried next
+                if fault is not None:  # sendKernelImpl's "not exist" is a failed send there too
+                    fault.update(mq.broker_name, 0, True)
                 continue
             if began_ms is not None:
                 began_ms[0] = int(time.time() * 1000)
+            if fault is not None:
+                begin_ms = fault.clock()
             try:
                 # the pool's connection, without pool.request's two coroutines per send while it stays open
                 connection = self._connections.get(addr)
@@ -463,15 +524,21 @@ class Producer(SingleTrySends):
             except LoopBoundError:
                 raise  # a programming error (another loop's or a forked parent's connection): no retry
             except RemotingError as exc:
+                if fault is not None:
+                    fault.update(mq.broker_name, fault.clock() - begin_ms, True)
                 last_error, failed_broker = exc, mq.broker_name
                 brokers_sent += (mq.broker_name,)
                 continue
             except BrokerError as error:
+                if fault is not None:  # any error answer, retried or not (4.9.3's MQBrokerException)
+                    fault.update(mq.broker_name, fault.clock() - begin_ms, True)
                 if not error.retriable:
                     raise
                 last_error, failed_broker = error, mq.broker_name
                 brokers_sent += (mq.broker_name,)
                 continue
+            if fault is not None:
+                fault.update(mq.broker_name, fault.clock() - begin_ms, False)
             if not known:
                 self.routes.invalidate(topic)
             return result

@@ -48,6 +48,7 @@ import threading
 import time
 import uuid
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rocketstore.client.credentials import SessionCredentials
@@ -58,6 +59,7 @@ from rocketstore.client.errors import (
     SendFailedError,
     state_not_ok,
 )
+from rocketstore.client.latency_fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AVAILABLE_DURATION
 from rocketstore.client.namespace import with_namespace
 from rocketstore.client.producer import (
     Producer,
@@ -192,8 +194,12 @@ class RequestProducer(ServedProducer):
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
                  mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0,
-                 client_ip: str | None = None, namespace: str | None = None) -> None:
-        """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip* and *namespace* as the
+                 client_ip: str | None = None, namespace: str | None = None,
+                 send_latency_fault_enable: bool = False,
+                 latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
+        """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip*, *namespace* and
+        *send_latency_fault_enable* / *latency_max* / *not_available_duration* as the
         Producer's (in a namespace, a request to topic ``T`` goes to ``<namespace>%T``).  *timeout_s*
         bounds each plain send (connecting and the broker's answer); a request message's send is bounded by
         what is left of :meth:`request`'s own timeout instead.
@@ -206,7 +212,8 @@ class RequestProducer(ServedProducer):
                          credentials=credentials, enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
-                         namespace=namespace)
+                         namespace=namespace, send_latency_fault_enable=send_latency_fault_enable,
+                         latency_max=latency_max, not_available_duration=not_available_duration)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 

@@ -16,9 +16,11 @@ Loop-bound.  Imports remoting and message only (never store, broker or namesrv).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
+from rocketstore.client.latency_fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AVAILABLE_DURATION
 from rocketstore.client.producer import Producer
 from rocketstore.client.route import AUTO_CREATE_TOPIC, RouteCache
 from rocketstore.remoting.tls import ClientTls, client_ssl_context
@@ -36,17 +38,21 @@ class ServedProducer(Producer):
                  credentials: SessionCredentials | None = None, enable_trace: bool = False,
                  trace_topic: str | None = None, tls: ClientTls = None,
                  mq_client_api_timeout_s: float = 3.0, route_refresh_interval_s: float = 30.0,
-                 client_ip: str | None = None, namespace: str | None = None) -> None:
+                 client_ip: str | None = None, namespace: str | None = None,
+                 send_latency_fault_enable: bool = False,
+                 latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
         """*handler* answers the requests brokers send on this producer's connections; the client id is
         ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace* / *trace_topic*
-        / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* / *client_ip* / *namespace* as the
-        Producer's."""
+        / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* / *client_ip* / *namespace* /
+        *send_latency_fault_enable* / *latency_max* / *not_available_duration* as the Producer's."""
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials,
                          enable_trace=enable_trace, trace_topic=trace_topic,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
-                         namespace=namespace)
+                         namespace=namespace, send_latency_fault_enable=send_latency_fault_enable,
+                         latency_max=latency_max, not_available_duration=not_available_duration)
         # the Producer's pool replaced, before it opened any connection, by one whose connections serve
         self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))

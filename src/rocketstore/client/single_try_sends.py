@@ -12,6 +12,7 @@ import itertools
 import time
 
 from rocketstore.client.errors import ClientError, NoRouteError, SendCallTimeoutError, send_failed
+from rocketstore.client.latency_fault import LatencyFaultTolerance
 from rocketstore.client.namespace import (
     queue_with_namespace,
     queue_without_namespace,
@@ -52,6 +53,8 @@ class SingleTrySends(SendRequests):
     timeout_s: float
     #: the round-robin over a topic's publish queues, shared with the Producer's retried sends
     _next_queue: itertools.count[int]
+    #: the brokers' send latencies while sendLatencyFaultEnable is on, else None (see the Producer's)
+    _fault: LatencyFaultTolerance | None
 
     async def send_oneway(self, topic: str, body: bytes, *, tags: str | None = None,
                           keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
@@ -81,9 +84,16 @@ class SingleTrySends(SendRequests):
             queues = chosen
         if not queues:
             raise NoRouteError(topic, "no writeable queue")
-        mq = queues[next(self._next_queue) % len(queues)]
+        # a plain oneway send is sendDefaultImpl's too: with sendLatencyFaultEnable, its latency counts
+        fault = self._fault if queue_id is None else None
+        if fault is None:
+            mq = queues[next(self._next_queue) % len(queues)]
+        else:
+            mq = fault.select(queues, targets.route, self._next_queue)
         addr = targets.addrs.get(mq.broker_name)
         if addr is None:  # an order config's broker without a master (see queue_choice._new_targets)
+            if fault is not None:
+                fault.update(mq.broker_name, 0, True)
             raise _no_master(mq)
         ext = self._header(topic, mq.queue_id, encode_properties(props), False, message.flag,
                            sys_flag).to_ext_fields_v2()
@@ -92,16 +102,22 @@ class SingleTrySends(SendRequests):
         timeout_s = deadline - time.monotonic()  # the route look-up counts, as in sendDefaultImpl
         if timeout_s <= 0:
             raise send_call_timeout(None)
+        if fault is not None:
+            begin_ms = fault.clock()
         try:
             await self.pool.oneway(addr, request, timeout_s)
         except LoopBoundError:
             raise  # not a failed try: the producer is used from the wrong loop (see _send)
         except RemotingError as exc:
+            if fault is not None:
+                fault.update(mq.broker_name, fault.clock() - begin_ms, True)
             if queue_id is not None:  # sendOneway(msg, mq): sendKernelImpl's exception as it is
                 raise
             # sendDefaultImpl's one oneway try failed: "Send [1] times, still failed" (the module's docstring)
             cost_ms = int((time.monotonic() - deadline + self.timeout_s) * 1000)
             raise send_failed(exc, topic, 1, cost_ms, (mq.broker_name,)) from exc
+        if fault is not None:
+            fault.update(mq.broker_name, fault.clock() - begin_ms, False)
 
 
     async def send_orderly(self, topic: str, body: bytes, sharding_key: object, *, tags: str | None = None,
