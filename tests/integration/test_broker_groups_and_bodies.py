@@ -227,6 +227,9 @@ def test_a_malformed_lock_or_unlock_body_is_a_clear_error_without_a_traceback(
             assert reply.remark and reply.remark.startswith("JsonBodyError: "), reply.remark
         good = json.dumps({"consumerGroup": GROUP, "clientId": "10.0.0.1@a",
                            "mqSet": [{"topic": "T", "brokerName": "broker-a", "queueId": 2}]}).encode()
+        cluster.create_topic("T", 4)  # a topic and group the broker holds: it grants no lock on made-up ones
+        assert conn.request(RequestCode.HEART_BEAT, body=heartbeat("10.0.0.1@a", build_subscription("T", "*"))
+                            ).code == ResponseCode.SUCCESS
         locked = conn.request(RequestCode.LOCK_BATCH_MQ, body=good)
         assert locked.code == ResponseCode.SUCCESS and b'"queueId":2' in locked.body
     finally:

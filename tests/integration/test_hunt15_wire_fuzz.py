@@ -401,7 +401,10 @@ def test_a_registration_with_queue_counts_past_a_java_int_is_refused_and_routes_
 def test_bodies_near_the_frame_limit_are_answered_and_the_connection_kept(
         broker: Target, namesrv: Target, catcher: TracebackCatcher) -> None:
     broker.cluster.create_topic(TOPIC, 4)  # as it was made: the fuzz tests may have updated it (0 write queues)
+    broker.cluster.call(lambda: broker.cluster.broker.groups.find_or_create(GROUP))  # locks need a known group
     room = MAX_FRAME_BYTES - 4 - 4 - 1024  # the length words and a generous header
+    queue = b'{"topic":"%s","brokerName":"broker-a","queueId":0}' % TOPIC.encode()
+    lock_head = b'{"consumerGroup":"%s","clientId":"127.0.0.1@fuzz","mqSet":[' % GROUP.encode()
     huge_json = b'{"clientID":"' + b"x" * (room - 64) + b'"}'
     deep = b"[" * (room // 2) + b"]" * (room // 2)
     send_fields = {"producerGroup": "p", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
@@ -409,9 +412,11 @@ def test_bodies_near_the_frame_limit_are_answered_and_the_connection_kept(
     cases = [
         (broker, RequestCode.HEART_BEAT, {}, huge_json, ResponseCode.SUCCESS),
         (broker, RequestCode.HEART_BEAT, {}, deep, ResponseCode.SYSTEM_ERROR),
-        # 5.6 million times the same (empty) queue: one queue, as 4.9.3's Set<MessageQueue>; the answer listed
-        # every duplicate, 220 MB no frame holds, and never came
-        (broker, RequestCode.LOCK_BATCH_MQ, {}, b'{"mqSet":[' + b"{}," * ((room - 20) // 3) + b"{}]}",
+        # 290,000 times the same queue: one queue, as 4.9.3's Set<MessageQueue>; the answer listed every
+        # duplicate, more than a frame holds, and never came (a queue the broker holds: a made-up one, such
+        # as 5.6 million times "{}", is granted nothing)
+        (broker, RequestCode.LOCK_BATCH_MQ, {},
+         lock_head + (queue + b",") * ((room - len(lock_head) - 4) // (len(queue) + 1) - 1) + queue + b"]}",
          ResponseCode.SUCCESS),
         (broker, RequestCode.UPDATE_BROKER_CONFIG, {}, b"a=" + b"b" * (room - 8) + b"\n", ResponseCode.SUCCESS),
         (broker, RequestCode.SEND_MESSAGE, send_fields, b"m" * room, ResponseCode.MESSAGE_ILLEGAL),
@@ -430,6 +435,8 @@ def test_bodies_near_the_frame_limit_are_answered_and_the_connection_kept(
 
 def test_a_lock_batch_listing_a_queue_twice_locks_and_answers_it_once(broker: Target) -> None:
     """mqSet is a Set<MessageQueue> in 4.9.3: duplicates are one queue, in the answer too."""
+    broker.cluster.create_topic(TOPIC, 4)  # locks need a topic (the fuzz tests may have updated it) and group
+    broker.cluster.call(lambda: broker.cluster.broker.groups.find_or_create(GROUP))
     queue = {"topic": TOPIC, "brokerName": "broker-a", "queueId": 1}
     body = json.dumps({"consumerGroup": GROUP, "clientId": "127.0.0.1@dup",
                        "mqSet": [queue, queue, {**queue, "queueId": 2}, queue]}).encode()

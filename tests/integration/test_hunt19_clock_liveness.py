@@ -21,7 +21,7 @@ from local_cluster import SMALL_STORE, eventually, run_within
 from rocketstore.broker import Broker, BrokerConfig
 from rocketstore.broker import broker as broker_module
 from rocketstore.namesrv import NameServer
-from rocketstore.remoting.bodies import ConsumerData, HeartbeatData
+from rocketstore.remoting.bodies import ConsumerData, HeartbeatData, TopicConfig
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.transport import connect
@@ -117,6 +117,9 @@ def test_an_orderly_queue_lock_outlives_neither_more_nor_less_after_a_wall_clock
     async def scenario() -> None:
         broker = await _broker(tmp_path, None)
         broker.queue_locks.max_live_ms = 300 if step_s < 0 else 60_000
+        # a topic and group the broker holds: it grants no lock on made-up ones
+        broker.topics.update(TopicConfig("T", 1, 1))
+        broker.groups.find_or_create(GROUP)
         conn = await connect(broker.address)
 
         async def lock(client_id: str) -> list[Any]:

@@ -13,6 +13,7 @@ SUBSCRIPTION_PARSE_FAILED with the parse error as remark).
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,20 +51,30 @@ class QueueLocks:
     """RebalanceLockManager: (group, topic, brokerName, queueId) -> holder; a lock expires after 60 s.
     Callers pass *now_ms* on the monotonic clock (``liveness_ms``), not 4.9.3's currentTimeMillis: a wall
     clock stepped forward would free every lock at once (two members of a group then consume one queue
-    orderly side by side), one stepped back would hold a dead member's queues for as long."""
+    orderly side by side), one stepped back would hold a dead member's queues for as long.
+    ``locks`` is kept in the order of the last grant (a renewal moves its entry last), so the expired
+    entries are the first ones: ``try_lock`` drops them (4.9.3 keeps them until unlocked, for ever for a
+    deleted topic or group); anyone may take an expired lock, so dropping one changes no answer."""
 
     def __init__(self, max_live_ms: int = REBALANCE_LOCK_MAX_LIVE_MS) -> None:
         self.max_live_ms = max_live_ms
-        self.locks: dict[tuple[str, str, str, int], _Lock] = {}
+        self.locks: OrderedDict[tuple[str, str, str, int], _Lock] = OrderedDict()
 
     def try_lock(self, group: str, client_id: str, queues: list[tuple[str, str, int]], now_ms: int
                  ) -> list[tuple[str, str, int]]:
+        locks = self.locks
+        while locks:  # the oldest grants first: stop at the first one still live
+            oldest, held = next(iter(locks.items()))
+            if held.last_update_ms + self.max_live_ms >= now_ms:
+                break
+            del locks[oldest]
         granted = []
         for topic, broker_name, queue_id in queues:
             key = (group, topic, broker_name, queue_id)
-            lock = self.locks.get(key)
+            lock = locks.get(key)
             if lock is None or lock.client_id == client_id or lock.last_update_ms + self.max_live_ms < now_ms:
-                self.locks[key] = _Lock(client_id, now_ms)
+                locks[key] = _Lock(client_id, now_ms)
+                locks.move_to_end(key)
                 granted.append((topic, broker_name, queue_id))
         return granted
 
@@ -189,6 +200,25 @@ def register(router: RequestRouter, broker: Broker) -> None:
         # lock, not an answer of millions of entries past the frame limit)
         return str(obj.get("consumerGroup", "")), str(obj.get("clientId", "")), list(dict.fromkeys(mqs))
 
+    def _lockable(group: str, mqs: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+        """The queues of *mqs* a consumer of *group* could ask this broker for: those of a topic it holds
+        (the client's route came from it), under its broker name, within the topic's queue count, for a group
+        it knows (in its subscription groups, or with a consumer registered).  The others are left out of
+        the answer as a queue locked by another member is: 4.9.3 grants and records whatever a request
+        names, so made-up groups, topics or queues grew its lock table for good (rocketstore's bound)."""
+        if broker.groups.get(group) is None and broker.clients.group(group) is None:
+            return []
+        name = broker.config.broker_name
+        lockable = []
+        for mq in mqs:
+            topic, broker_name, queue_id = mq
+            if broker_name == name and queue_id >= 0:
+                # the larger count: after an update with fewer read queues, clients routed before ask a while
+                tc = broker.topics.get(topic)
+                if tc is not None and queue_id < max(tc.read_queue_nums, tc.write_queue_nums):
+                    lockable.append(mq)
+        return lockable
+
     # lock_batch and unlock_batch act before their first await (they have none): a connection's requests
     # start in the order read, so a lock the client has given up on (its 1 s bound passed while the broker
     # was stalled) is still served before the unlock sent after it, never after (which would lock the queue
@@ -196,7 +226,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
     # tests/integration/test_hunt21_relock_stalled_broker.py fails if lock_batch yields before try_lock.
     async def lock_batch(conn: Connection, request: RemotingCommand) -> RemotingCommand:
         group, client_id, mqs = _mq_set(request.body)
-        granted = locks.try_lock(group, client_id, mqs, liveness_ms())
+        granted = locks.try_lock(group, client_id, _lockable(group, mqs), liveness_ms())
         body = fastjson.dumps({"lockOKMQSet": [{"brokerName": b, "queueId": q, "topic": t} for t, b, q in granted]})
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
