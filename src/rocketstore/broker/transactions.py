@@ -29,7 +29,9 @@ their behaviour (remoting.md 5.11 / 5.12, store-format.md section 10).
   each of them commits the message once per copy.  Nor is a copy of an immune half message
   (CHECK_IMMUNITY_TIME_IN_SECONDS) checked once its immunity is over when an op record read in the round
   names its first offset: 4.9.3 looks for that record only while the immunity lasts, and checks (so commits
-  again) a transaction that ended after a round had copied it.
+  again) a transaction that ended after a round had copied it.  Likewise a copy of any transaction whose
+  END_TRANSACTION named a half message the scan had already passed (a local transaction that outlasted
+  transactionTimeOut, its check answered UNKNOW meanwhile) is passed over, not checked and committed again.
 * A half message or op record damaged on disk since it was stored (its body fails its CRC, or it does not
   decode) is passed over with an ERROR naming it, and the round goes on.  A damaged half message is never
   copied or checked (a copy would carry its changed body under a fresh CRC); a damaged op record's half
@@ -249,6 +251,9 @@ class TransactionCheckService(TaskService):
         #: half queue id -> (UNIQ_KEY, born timestamp) -> queue offset of the copy this broker last wrote
         #: for a check of it
         self._latest_copy: dict[int, dict[tuple[str, int], int]] = {}
+        #: half queue id -> (UNIQ_KEY, born timestamp) of a transaction ended by an END_TRANSACTION naming a
+        #: half message the scan had passed -> the queue's end when its op record was read (_ended_late_keys)
+        self._ended_late: dict[int, dict[tuple[str, int], int]] = {}
 
     #: set by :meth:`interval_changed` while the service runs (made on its loop)
     _interval_changed: asyncio.Event | None = None
@@ -384,6 +389,7 @@ class TransactionCheckService(TaskService):
         op_offset = self._start_offset(OP_TOPIC, queue_id)
         removed, done, done_halves = self._read_ops(queue_id, op_offset, half_offset)
         latest = self._stale_copies(queue_id, half_offset)
+        ended = self._ended_late_keys(queue_id, half_offset, end, done_halves)
         reserved_ms = store.config.file_reserved_time_h * 3600 * 1000
         i = new_offset = half_offset
         while i < end:
@@ -415,6 +421,13 @@ class TransactionCheckService(TaskService):
             # Message object sent again keeps its key; each send has its own born time): that one is its own
             # transaction, and passing it over would leave it unchecked for good
             copy_key = None if uniq is None else (uniq, half.born_timestamp)
+            if copy_key is not None and ended.get(copy_key, -1) > i:
+                # a copy of a transaction already ended: its END named an earlier copy (or the half message
+                # itself) after the scan had passed it, as when the local transaction outlasts
+                # transactionTimeOut and commits after a check was answered UNKNOW.  4.9.3 checks this copy;
+                # the producer answers COMMIT and the message is written to its topic a second time
+                i = new_offset = i + 1
+                continue
             if copy_key is not None and latest.get(copy_key, -1) > i:
                 # a stale copy: a later copy of this transaction, written by this broker for a check, is
                 # further on in the queue and carries it on (see _stale_copies)
@@ -484,6 +497,30 @@ class TransactionCheckService(TaskService):
         for key in [k for k, offset in latest.items() if offset < half_offset]:
             del latest[key]
         return latest
+
+    def _ended_late_keys(self, queue_id: int, half_offset: int, end: int, passed: set[int]
+                         ) -> dict[tuple[str, int], int]:
+        """(UNIQ_KEY, born timestamp) -> queue end, for the transactions ended by op records naming half
+        messages before *half_offset* (*passed*, read this round) or by such records read in earlier rounds.
+        Every copy of such a transaction lies before the end noted with it (copies are written by the scan,
+        which writes none of an ended one), so a copy found there is passed over; an entry goes once the
+        scan starts at its end.  Kept in memory only: after a restart such a copy is checked again."""
+        store = self.broker.store
+        ended = self._ended_late.setdefault(queue_id, {})
+        for key in [k for k, until in ended.items() if until <= half_offset]:
+            del ended[key]
+        for offset in passed:
+            got = store.get(HALF_TOPIC, queue_id, offset, 1)
+            if got.status is not GetMessageStatus.FOUND:
+                continue
+            try:
+                [half] = got.messages
+            except (MessageDecodeError, ValueError):
+                continue
+            uniq = half.properties.get(PropertyName.UNIQ_KEY)
+            if uniq is not None:
+                ended[(uniq, half.born_timestamp)] = end
+        return ended
 
     async def _put_back(self, half: StoredMessage, props: dict[str, str]) -> PutResult | None:
         """Write *half* again at the end of its queue with *props* (its check count raised).  As 4.9.3's
