@@ -43,7 +43,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -52,6 +52,7 @@ from typing import Any, Self
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError, ServiceState, state_not_ok
+from rocketstore.client.latency_fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AVAILABLE_DURATION
 from rocketstore.client.namespace import with_namespace, without_namespace
 from rocketstore.client.producer import DEFAULT_PRODUCER_GROUP, OutgoingMessage, Producer, SendResult
 from rocketstore.client.request_producer import deliver_reply
@@ -228,7 +229,9 @@ class TransactionProducer:
                  trace_topic: str | None = None, tls: ClientTls = None,
                  mq_client_api_timeout_s: float = 3.0, check_request_hold_max: int = CHECK_REQUEST_HOLD_MAX,
                  route_refresh_interval_s: float = 30.0, client_ip: str | None = None,
-                 namespace: str | None = None) -> None:
+                 namespace: str | None = None, send_latency_fault_enable: bool = False,
+                 latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions (at most
         *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
@@ -240,7 +243,8 @@ class TransactionProducer:
         *client_ip* and *namespace* as the Producer's: in a namespace the group (PGROUP, END_TRANSACTION's
         producerGroup) and the topics are ``<namespace>%<name>`` on the wire, and ``execute`` and ``check``
         get the message named with the topic as given, without it (4.9.3's checkTransactionState
-        resets the topic)."""
+        resets the topic).  *send_latency_fault_enable*, *latency_max* and *not_available_duration* as the
+        Producer's, for the half messages' sends (TransactionMQProducer's go through sendDefaultImpl too)."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
         if check_request_hold_max < 0:
@@ -259,7 +263,9 @@ class TransactionProducer:
                                             enable_trace=enable_trace, trace_topic=trace_topic, tls=tls,
                                             mq_client_api_timeout_s=mq_client_api_timeout_s,
                                             route_refresh_interval_s=route_refresh_interval_s,
-                                            client_ip=client_ip, namespace=self.namespace)
+                                            client_ip=client_ip, namespace=self.namespace,
+                                            send_latency_fault_enable=send_latency_fault_enable,
+                                            latency_max=latency_max, not_available_duration=not_available_duration)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s

@@ -14,6 +14,7 @@ from rocketstore.client.blocking_producer import BlockingProducer
 from rocketstore.client.latency_fault import LatencyFaultTolerance
 from rocketstore.client.producer import Producer
 from rocketstore.client.request_producer import RequestProducer
+from rocketstore.client.transaction_producer import TransactionProducer
 from rocketstore.client.route import MessageQueue
 from rocketstore.errors import RemotingError
 from rocketstore.remoting.bodies import TopicRouteData
@@ -205,6 +206,10 @@ def test_the_option_and_its_steps_are_the_producers_settings() -> None:
     requester = RequestProducer("127.0.0.1:1", "hunt25-faultlat", send_latency_fault_enable=True,
                                 latency_max=[3], not_available_duration=[4])
     assert requester.send_latency_fault_enable and requester.not_available_duration == (4,)
+    # TransactionMQProducer's half messages go through sendDefaultImpl, its fault strategy included
+    transactional = TransactionProducer("127.0.0.1:1", "hunt25-faultlat-tx", lambda message: None,
+                                        send_latency_fault_enable=True, latency_max=[5], not_available_duration=[6])
+    assert transactional._sender.send_latency_fault_enable and transactional._sender.latency_max == (5,)
     blocking = BlockingProducer("127.0.0.1:1", "hunt25-faultlat", send_latency_fault_enable=True)
     try:
         assert blocking.producer.send_latency_fault_enable
