@@ -120,7 +120,9 @@ def segment_name(start_offset: int) -> str:
     return f"{start_offset:020d}"
 
 
-def _allocate(fd: int, size_bytes: int) -> None:
+def _allocate(fd: int, size_bytes: int, written: int = 0) -> None:
+    """Give the file its blocks up to *size_bytes*; where the file system cannot preallocate, zeros are
+    written from *written* on (the bytes before it hold data of an existing file)."""
     try:
         os.posix_fallocate(fd, 0, size_bytes)
         return
@@ -128,7 +130,6 @@ def _allocate(fd: int, size_bytes: int) -> None:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             raise
     zeros = bytes(1 << 20)
-    written = 0
     while written < size_bytes:
         n = os.pwrite(fd, zeros[: min(len(zeros), size_bytes - written)], written)
         written += n
@@ -215,12 +216,23 @@ class MappedFile:
             else:
                 fd = os.open(path, os.O_RDWR)
             try:
-                if not create and os.fstat(fd).st_size != size_bytes:
-                    actual = os.fstat(fd).st_size
+                st = None if create else os.fstat(fd)
+                if st is not None and st.st_size != size_bytes:
+                    actual = st.st_size
                     if not (allow_short and actual < size_bytes):
                         raise StoreError(f"{path}: size {actual} differs from the configured {size_bytes} bytes")
                     # a torn tail: the file lost its end; give it back its blocks, zero-filled
-                    _allocate(fd, size_bytes)
+                    _allocate(fd, size_bytes, actual)
+                elif st is not None and st.st_blocks * 512 < size_bytes:
+                    # a sparse file (a Java broker's segments are: it only sets their length; a copy made with
+                    # cp --sparse, rsync -S): once the disk is full, touching a hole through the mapping is
+                    # SIGBUS, which kills the process (on tmpfs even reading one, as recovery does).  Its
+                    # blocks are allocated here, so a full disk fails this open (ENOSPC) instead
+                    try:
+                        _allocate(fd, size_bytes, size_bytes)
+                    except OSError as exc:
+                        raise OSError(exc.errno, f"{exc.strerror} (allocating the blocks of this sparse "
+                                      "segment)", path) from exc
                 self._mm = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             except BaseException:
                 if fd >= 0:

@@ -25,6 +25,7 @@ skipped and reported.  Nothing here imports pyspark; the scan function is passed
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -300,7 +301,11 @@ def _allocate_and_write(path: str, size_bytes: int, pieces: list[tuple[int, byte
     try:
         try:
             os.posix_fallocate(fd, 0, size_bytes)
-        except OSError:
+        except OSError as exc:
+            # only where the file system cannot preallocate: a full disk (ENOSPC) fails the rebuild, where
+            # a sparse file made anyway would be the store's to fill later (SIGBUS through its mapping)
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
             os.ftruncate(fd, size_bytes)
         for pos, data in pieces:
             view = memoryview(data)
