@@ -169,8 +169,9 @@ class BlockingLitePullConsumer(_LoopThread):
     def assignment(self, topic: str | None = None) -> set[MessageQueue]:
         return self._call_sync(lambda: self.consumer.assignment(topic))
 
-    def poll(self, timeout_s: float = 5.0) -> list[ConsumedMessage]:
-        return self._call(self.consumer.poll(timeout_s), extra_timeout_s=max(timeout_s, 0.0))
+    def poll(self, timeout_s: float | None = None) -> list[ConsumedMessage]:
+        wait_s = self.consumer.settings.poll_timeout_s if timeout_s is None else timeout_s
+        return self._call(self.consumer.poll(wait_s), extra_timeout_s=max(wait_s, 0.0))
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         wanted = list(queues)

@@ -70,10 +70,14 @@ from rocketstore.client.namespace import (
     with_namespace,
     without_namespace,
 )
+from rocketstore.client.outgoing_message import new_uniq_key
 from rocketstore.client.process_queue import ProcessQueue, wait_event
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
 from rocketstore.client.route import MessageQueue
+from rocketstore.client.trace import TraceContext, TraceType
+from rocketstore.client.trace_consumer import sub_before_context
+from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
@@ -119,6 +123,13 @@ class LitePullConsumerSettings(GroupSettings):
     auto_commit_interval_s: float = 5.0
     #: how often the queues of topics with a change listener are fetched again (topicMetadataCheckIntervalMillis)
     topic_metadata_check_interval_s: float = 30.0
+    #: how long poll() called without a timeout waits for a batch (pollTimeoutMillis)
+    poll_timeout_s: float = 5.0
+    #: trace every pulled batch (a SubBefore and a SubAfter record per message, as 4.9.3's pull hook writes
+    #: them: when the pull returns, success, costTime 0) to ``trace_topic`` (None: RMQ_SYS_TRACE_TOPIC), as
+    #: DefaultLitePullConsumer's enableMsgTrace and customizedTraceTopic
+    enable_trace: bool = False
+    trace_topic: str | None = None
 
     def check(self) -> None:
         for name in ("pull_batch_size", "pull_threshold_for_queue", "pull_threshold_for_all"):
@@ -129,6 +140,8 @@ class LitePullConsumerSettings(GroupSettings):
                 "auto_commit_interval_s must be at least 1 s (autoCommitIntervalMillis' minimum)")
         if self.topic_metadata_check_interval_s <= 0:
             raise ConsumerSettingsError("topic_metadata_check_interval_s must be positive")
+        if not self.poll_timeout_s >= 0:
+            raise ConsumerSettingsError("poll_timeout_s must not be negative")
         if self.consumer_timeout_when_suspend_s * 1000 < self.long_poll_ms:  # as 4.9.3's checkConfig
             raise ConsumerSettingsError(
                 f"consumer_timeout_when_suspend_s ({self.consumer_timeout_when_suspend_s!r}) must be at "
@@ -177,6 +190,30 @@ class _Batches:
             await wait_event(self._arrived, remaining)
 
 
+class _TracedBatches(_Batches):
+    """_Batches whose every pulled batch is traced as 4.9.3's lite pull consumer traces it: its consume hook
+    runs right after the pull (not at poll()), so a SubBefore and at once a SubAfter (success, costTime
+    the time between the two divided by the messages, contextCode 0) with the same requestId; the group
+    without the namespace.  A consumer without trace uses the plain _Batches."""
+
+    def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
+        super().__init__()
+        self.dispatcher = dispatcher
+        self.group = group
+
+    def dispatch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
+        began_ms = int(time.time() * 1000)
+        before = sub_before_context(self.group, messages, new_uniq_key(), began_ms)
+        if before is not None:
+            self.dispatcher.append(before)
+            now_ms = int(time.time() * 1000)
+            self.dispatcher.append(TraceContext(
+                TraceType.SubAfter, now_ms, before.region_id, before.group,
+                cost_time_ms=(now_ms - began_ms) // len(messages), success=True, request_id=before.request_id,
+                context_code=0, beans=before.beans))
+        super().dispatch(pq, messages)
+
+
 @dataclass(slots=True)
 class _QueueState:
     """One held queue (4.9.3's MessageQueueState): its process queue, pull task and consumed offset."""
@@ -209,7 +246,16 @@ class LitePullConsumer(GroupConsumer):
             raise ValueError("a lite pull consumer needs a consumer group")
         super().__init__(namesrv_addr, group, resolve_settings(LitePullConsumerSettings, settings, settings_kw),
                          credentials, tls)
-        self.consumption = _Batches()
+        #: the message trace's dispatcher (None: off, and the plain _Batches is used)
+        self.trace: TraceDispatcher | None = None
+        if self.settings.enable_trace:  # (its producer's group is made of the group as given, as 4.9.3's)
+            self.trace = TraceDispatcher(self.namesrv_addr, group, "CONSUME",
+                                         trace_topic=self.settings.trace_topic, credentials=credentials,
+                                         tls=self.consumer.pool.tls)
+            traced_group = without_namespace(self.namespace, self.group)
+            self.consumption: _Batches = _TracedBatches(self.trace, traced_group)
+        else:
+            self.consumption = _Batches()
         self._mode = _Mode.NONE
         self._assigned: set[MessageQueue] = set()
         #: assigned queues paused before start: their pull starts paused (4.9.3 keeps a queue's paused flag
@@ -221,6 +267,12 @@ class LitePullConsumer(GroupConsumer):
         #: topic -> its change listener, and the queues it was last told of (None: not fetched yet)
         self._queue_listeners: dict[str, TopicQueuesListener] = {}
         self._known_queues: dict[str, frozenset[MessageQueue] | None] = {}
+
+    def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
+        """As :meth:`GroupConsumer.update_namesrv_addr`; the trace producer follows."""
+        super().update_namesrv_addr(namesrv_addr)
+        if self.trace is not None:
+            self.trace.producer.update_namesrv_addr(namesrv_addr)
 
     # --- life cycle ------------------------------------------------------------------------------------
 
@@ -241,6 +293,8 @@ class LitePullConsumer(GroupConsumer):
             self.start_failed = True  # START_FAILED for good, as 4.9.3's start leaves it
             self.stopping = True
             await self._stop_pulls()
+            if self.trace is not None:
+                await self.trace.close()
             await self.consumer.close()
             raise
         loop = asyncio.get_running_loop()
@@ -267,6 +321,8 @@ class LitePullConsumer(GroupConsumer):
             for state in self._states.values():
                 state.pq.dropped = True
             await self._unregister_all()
+        if self.trace is not None:  # what was traced is sent before the connections close
+            await self.quietly("send the trace", self.trace.close())
         await self.consumer.close()
 
     async def shutdown(self) -> None:
@@ -456,10 +512,12 @@ class LitePullConsumer(GroupConsumer):
 
     # --- poll ----------------------------------------------------------------------------------------------
 
-    async def poll(self, timeout_s: float = 5.0) -> list[ConsumedMessage]:
+    async def poll(self, timeout_s: float | None = None) -> list[ConsumedMessage]:
         """The next batch (at most ``pull_batch_size`` messages of one queue, in queue order), waiting up
-        to *timeout_s* for one; [] if none came."""
+        to *timeout_s* (None: the ``poll_timeout_s`` setting, 5 s) for one; [] if none came."""
         self._check_running()
+        if timeout_s is None:
+            timeout_s = self.settings.poll_timeout_s
         if timeout_s < 0:
             raise ValueError("timeout_s must not be negative")
         if self.settings.auto_commit:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rocketstore.client.consume import Consumption
+from rocketstore.client.namespace import without_namespace
 from rocketstore.client.outgoing_message import new_uniq_key
 from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus, MessageHandler
 from rocketstore.client.trace import ConsumeReturnType, TraceBean, TraceContext, TraceType
@@ -65,13 +66,15 @@ class TracedConsumption(Consumption):
                  dispatcher: TraceDispatcher) -> None:
         super().__init__(pc, handler, executor)
         self.dispatcher = dispatcher
+        #: the group the records name: without the namespace, as 4.9.3's hook writes it
+        self.trace_group = without_namespace(pc.namespace, pc.group)
         #: id(messages list) -> how the handler call with that list ended (set by _run_handler)
         self._outcomes: dict[int, ConsumeReturnType] = {}
 
     async def call_handler(self, messages: list[ConsumedMessage], topic: str) -> ConsumeStatus:
         began_ms = _now_ms()
         # the requestId is a fresh client message id, as Java's TraceContext makes one
-        before = sub_before_context(self.pc.group, messages, new_uniq_key(), began_ms)
+        before = sub_before_context(self.trace_group, messages, new_uniq_key(), began_ms)
         if before is None:
             return await super().call_handler(messages, topic)
         self.dispatcher.append(before)

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketstore.client.credentials import SessionCredentials
+from rocketstore.client.namespace import without_namespace
 from rocketstore.client.trace import DEFAULT_REGION_ID, MessageType, TraceBean, TraceContext, TraceType
 from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import InvalidMessageIdError
@@ -100,11 +101,14 @@ class ProducerTrace:
         if properties:  # TAGS / KEYS given as properties went out as the message's (the arguments win)
             tags = tags or properties.get(PropertyName.TAGS)
             keys = keys or properties.get(PropertyName.KEYS)
-        bean = TraceBean(topic=topic, msg_id=result.msg_id, offset_msg_id=result.offset_msg_id, tags=tags or None,
+        space = self.producer.namespace  # the topic and group are traced without it, as 4.9.3's hook does
+        bean = TraceBean(topic=without_namespace(space, topic), msg_id=result.msg_id,
+                         offset_msg_id=result.offset_msg_id, tags=tags or None,
                          keys=(keys if isinstance(keys, str) else " ".join(keys)) if keys else None,
                          store_host=self._store_host(topic, result), body_length=body_length,
                          msg_type=pub_message_type(properties))
-        self.dispatcher.append(TraceContext(TraceType.Pub, began_ms, result.region_id, self.producer.group,
+        self.dispatcher.append(TraceContext(TraceType.Pub, began_ms, result.region_id,
+                                            without_namespace(space, self.producer.group),
                                             cost_time_ms=cost_ms, success=result.status == "SEND_OK",
                                             beans=(bean,)))
 
@@ -130,12 +134,14 @@ class ProducerTrace:
                 return
             tags = tags or properties.get(PropertyName.TAGS)  # as the message went out (see _record_pub)
             keys = keys or properties.get(PropertyName.KEYS)
-            bean = TraceBean(topic=topic, msg_id=msg_id, tags=tags or None, keys=keys or None,
+            space = self.producer.namespace  # (as in a Pub)
+            bean = TraceBean(topic=without_namespace(space, topic), msg_id=msg_id, tags=tags or None,
+                             keys=keys or None,
                              store_host=store_host, msg_type=MessageType.Trans_msg_Commit,
                              transaction_id=transaction_id, transaction_state=state,
                              from_transaction_check=from_transaction_check)
             region = properties.get(PropertyName.MSG_REGION) or DEFAULT_REGION_ID
-            self.dispatcher.append(TraceContext(TraceType.EndTransaction, _now_ms(), region, self.producer.group,
-                                                beans=(bean,)))
+            self.dispatcher.append(TraceContext(TraceType.EndTransaction, _now_ms(), region,
+                                                without_namespace(space, self.producer.group), beans=(bean,)))
         except Exception:
             log.exception("EndTransaction trace of %s not recorded", msg_id)
