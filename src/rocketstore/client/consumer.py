@@ -179,6 +179,10 @@ class PullResult:
     max_offset: int
     messages: list[StoredMessage]
     undecodable: tuple[UndecodableMessage, ...] = ()
+    #: the broker's remark: the store's GetMessageStatus name (4.9.3's and ours), which tells the two answers
+    #: NO_MATCHED_MSG stands for apart: NO_MATCHED_MESSAGE (filtered out) and MESSAGE_WAS_REMOVING (retention
+    #: deleted the records the queue entries point at, before the queue's min offset moved past them)
+    remark: str | None = None
 
 
 def decode_pulled(body: bytes, mq: MessageQueue | None = None, first_offset: int = 0,
@@ -408,7 +412,7 @@ class PullConsumer:
         if self.namespace is not None and messages:  # resetTopic
             messages = queues_without_namespace(self.namespace, messages)
         return PullResult(status, next_offset, int(ext.get("minOffset", 0)),
-                          int(ext.get("maxOffset", 0)), messages, tuple(undecodable))
+                          int(ext.get("maxOffset", 0)), messages, tuple(undecodable), response.remark)
 
     async def committed_offset(self, mq: MessageQueue, default: int = -1, *,
                                timeout_s: float | None = None) -> int:

@@ -42,7 +42,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StringType, StructField, StructType
 
-from rocketstore.client import MessageQueue, PullStatus
+from rocketstore.client import MessageQueue, PullResult, PullStatus
 from rocketstore.client.errors import ClientError, NoRouteError
 from rocketstore.message.host import HostAddress
 from rocketstore.message.message_id import encode_offset_message_id
@@ -453,24 +453,46 @@ class BrokerBatchReader(DataSourceReader):
 # --- executor side: pulling a range -------------------------------------------------------------------
 
 
+#: the remark of a pull answered NO_MATCHED_MSG because the records were deleted, not filtered out
+_REMOVED = "MESSAGE_WAS_REMOVING"
+
+
+def _lost(options: SourceOptions, r: PullRange, offset: int, lost_to: int, why: str, got: PullResult) -> None:
+    """DataLossError for queue offsets ``[offset, lost_to)`` of *r*, or with failOnDataLoss=false a warning."""
+    message = (f"{r.topic} {r.broker_name}:{r.queue_id}: queue offsets [{offset}, {min(lost_to, r.end)}) are gone "
+               f"from the broker ({why}, queue now [{got.min_offset}, {got.max_offset}))")
+    if options.fail_on_data_loss:
+        raise DataLossError(message + "; set failOnDataLoss=false to skip them")
+    print(f"rocketmq source: skipping lost messages: {message}", file=sys.stderr)
+
+
 def _pull_range(session: BrokerSession, options: SourceOptions, r: PullRange) -> Iterator[list[StoredMessage]]:
     mq = r.queue
     offset = r.start
+    # without a filter a pull hands over every entry from its offset on, so a first message past the offset means
+    # retention deleted the records of the entries before it (the queue's min offset not corrected yet: 4.9.3
+    # does that in a later step of its clean-up, and its pull steps over entries of deleted segments)
+    whole = not r.fresh and options.sql is None and options.tags.strip() in ("", "*")
     while offset < r.end:
         count = min(options.pull_batch, r.end - offset)
         got = _retrying(options, f"pulling {mq.topic} {r.broker_name}:{r.queue_id} at {offset}",
                         functools.partial(session.pull, mq, offset, count, options.selector), lambda: session)
         if got.status == PullStatus.FOUND:
+            if whole and got.messages and got.messages[0].queue_offset > offset:
+                _lost(options, r, offset, got.messages[0].queue_offset,
+                      f"the pull at {offset} answered from queue offset {got.messages[0].queue_offset} on: "
+                      "their commitlog records were deleted", got)
             yield [m for m in got.messages if offset <= m.queue_offset < r.end]
         elif got.status == PullStatus.OFFSET_ILLEGAL and offset < got.min_offset and r.fresh:
             pass  # a queue read from 0 because it is new: starting at its minimum loses nothing
-        elif got.status in (PullStatus.OFFSET_ILLEGAL, PullStatus.NO_NEW_MSG):
-            lost_to = got.min_offset if offset < got.min_offset else r.end
-            message = (f"{mq.topic} {mq.broker_name}:{mq.queue_id}: queue offsets [{offset}, {min(lost_to, r.end)}) "
-                       f"are gone from the broker ({got.status}, queue now [{got.min_offset}, {got.max_offset}))")
-            if options.fail_on_data_loss:
-                raise DataLossError(message + "; set failOnDataLoss=false to skip them")
-            print(f"rocketmq source: skipping lost messages: {message}", file=sys.stderr)
+        elif got.status in (PullStatus.OFFSET_ILLEGAL, PullStatus.NO_NEW_MSG) or (
+                got.remark == _REMOVED and got.next_begin_offset > offset and not r.fresh):
+            # MESSAGE_WAS_REMOVING (answered as NO_MATCHED_MSG): every entry the pull scanned points at a deleted
+            # record, and the queue's min offset has not moved past them yet
+            removed = got.status == PullStatus.NO_MATCHED_MSG
+            lost_to = (got.next_begin_offset if removed
+                       else got.min_offset if offset < got.min_offset else r.end)
+            _lost(options, r, offset, lost_to, (got.remark or got.status) if removed else got.status, got)
             if lost_to >= r.end:
                 return
             offset = lost_to
