@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rocketstore.broker.query import damaged_remark, raw_record
+from rocketstore.broker.query import damaged_remark
 from rocketstore.errors import InvalidMessageIdError, MessageDecodeError, RemotingError, RequestTimeoutError
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -50,10 +50,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
         except MessageDecodeError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark=damaged_remark(exc))
-        if message is None:
+        record = None if message is None else broker.store.record_bytes(message)  # the bytes as stored
+        if record is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR,
                                          remark=f"can not find message by the msgId, {h.msg_id}")
-        forwarded = RemotingCommand.request(request.code, ext, raw_record(message))
+        forwarded = RemotingCommand.request(request.code, ext, record)
         return await call_consumer(broker, forwarded, h.consumer_group, h.client_id or "", answer_to=request)
 
     router.add(RequestCode.GET_CONSUMER_RUNNING_INFO, running_info)

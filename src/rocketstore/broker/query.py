@@ -5,8 +5,6 @@ message the store found (MessageStore.record_bytes), so a topic or properties th
 client as stored.  A record damaged on disk does not get here: the store raises MessageDecodeError for it
 (its body checked against its CRC), answered as SYSTEM_ERROR naming the record (4.9.3 sends it unchecked).
 A record whose segment retention deleted between the look-up and the read is left out (view: not found).
-:func:`raw_record` lays a message out again with the record encoder instead (the same bytes for a record
-whose text is UTF-8), for a message that is sent on rather than read from the store.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rocketstore.errors import MessageDecodeError
-from rocketstore.message.record import Message, StoredMessage, encode_record
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import (
@@ -28,22 +25,12 @@ from rocketstore.remoting.transport import Connection
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["damaged_remark", "raw_record", "register"]
+__all__ = ["damaged_remark", "register"]
 
 
 def damaged_remark(exc: MessageDecodeError) -> str:
     """The remark of a SYSTEM_ERROR answered for a record the store found damaged."""
     return f"the stored message is damaged: {exc}"
-
-
-def raw_record(m: StoredMessage) -> bytes:
-    """The commitlog record of a message read back from the store."""
-    message = Message(m.topic, m.body, {}, m.queue_id, m.flag, m.sys_flag, m.born_timestamp, m.born_host,
-                      m.store_host, m.reconsume_times, m.prepared_transaction_offset)
-    record, _ = encode_record(message, m.properties_string, store_host=m.store_host, born_host=m.born_host,
-                              store_timestamp=m.store_timestamp, queue_offset=m.queue_offset,
-                              commit_log_offset=m.commit_log_offset)
-    return bytes(record)
 
 
 def register(router: RequestRouter, broker: Broker) -> None:

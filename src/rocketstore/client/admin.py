@@ -91,6 +91,7 @@ from rocketstore.remoting.consumer_bodies import (
     decode_reset_offset_body,
 )
 from rocketstore.remoting.headers import (
+    MAX_QUEUE_NUMS,
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
@@ -338,7 +339,8 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
                 out.update(decode_reset_offset_body(response.body))
                 continue
             qd = next((q for q in route.queue_datas if q.broker_name == broker_name), None)
-            for queue_id in range(qd.write_queue_nums if qd is not None else 0):
+            # (at most MAX_QUEUE_NUMS requests: a 4.9.3 name server routes any count)
+            for queue_id in range(min(qd.write_queue_nums, MAX_QUEUE_NUMS) if qd is not None else 0):
                 out[(topic, broker_name, queue_id)] = await self._reset_one(addr, group, topic, queue_id,
                                                                             timestamp_ms, force)
         return dict(sorted(out.items()))

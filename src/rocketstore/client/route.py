@@ -345,13 +345,14 @@ class RouteCache:
 
 def _order_conf_queues(topic: str, conf: str) -> list[MessageQueue]:
     """The queues an order config (``broker-a:4;broker-b:4``) names, in its order; empty if any part of it
-    is not ``name:count``."""
+    is not ``name:count``.  A count above MAX_QUEUE_NUMS (the name servers' KV table takes any) makes that
+    many queues at most, as a route's queue counts."""
     queues: list[MessageQueue] = []
     for part in conf.split(";"):
         name, sep, count = part.partition(":")
         if not sep or not name or not count.strip().isdigit():
             return []
-        queues.extend(MessageQueue(topic, name, i) for i in range(int(count)))
+        queues.extend(MessageQueue(topic, name, i) for i in range(min(int(count), MAX_QUEUE_NUMS)))
     return queues
 
 

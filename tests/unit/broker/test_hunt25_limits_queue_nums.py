@@ -114,3 +114,13 @@ def test_a_producers_send_targets_hold_at_most_the_cap_of_queue_ids() -> None:
     route = TopicRouteData(queue_datas=(QueueData("broker-a", OVER, 4, 6),),
                            broker_datas=(BrokerData("C", "broker-a", {0: "a:1"}),))
     assert len(_new_targets("Big", route).by_queue_id) == MAX_QUEUE_NUMS
+
+
+def test_an_order_config_makes_at_most_the_cap_of_queues() -> None:
+    """An order config (the name servers' ORDER_TOPIC_CONFIG KV value, any count) is a route's queue count too
+    (found in the session's review: 'broker-a:100000' made 100,000 publish queues)."""
+    route = TopicRouteData(order_topic_conf=f"broker-a:{OVER};broker-b:2",
+                           queue_datas=(QueueData("broker-a", 4, 4, 6),),
+                           broker_datas=(BrokerData("C", "broker-a", {0: "a:1"}),))
+    queues = RouteCache.publish_queues("Big", route)
+    assert len(queues) == MAX_QUEUE_NUMS + 2 and queues[-1].broker_name == "broker-b"
