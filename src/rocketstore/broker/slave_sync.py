@@ -64,12 +64,13 @@ class SlaveSync(TaskService):
         failures = FailureRun()  # rounds failed in a row: the first and every 1000th warn, the others debug
         while True:
             try:
-                await self.sync_once()
+                synced = await self.sync_once()
             except (RemotingError, ValueError, OSError) as exc:
                 log.log(failures.failed(), "slave sync with the master failed: %s (%d in a row; trying again "
                         "every %s s)", exc, failures.count, self.period_s)
             else:
-                if failures.count:
+                # no master known (it died and the name servers forgot it): no round, so the run goes on
+                if synced and failures.count:
                     log.info("slave sync with the master goes on after %d failed round(s)", failures.ended())
             await asyncio.sleep(self.period_s)
 
