@@ -21,8 +21,8 @@ from rocketstore.remoting import RequestCode, ResponseCode
 from rocketstore.remoting.consumer_bodies import CMResult
 
 TOPIC = "Hunt25StoredBytes"
-#: where a record's body starts (an IPv4 born and store host): the 96 bytes of fixed fields before it
-BODY_AT = 96
+#: where a record's body starts (an IPv4 born and store host): the 88 bytes of fixed fields before it
+BODY_AT = 88
 
 
 def _flip_last_property_byte(cluster: LocalCluster) -> tuple[int, str, bytes]:
