@@ -73,6 +73,9 @@ class ProblemKind:
     """The ``kind`` of a :class:`Problem`."""
 
     RECORD_UNDECODABLE = "RECORD_UNDECODABLE"
+    #: properties that are not UTF-8: a byte changed on disk (the body CRC does not cover them), or a 4.9.3
+    #: broker's batch that stored them as sent; the record is read as 4.9.3 reads it and checked on
+    PROPERTIES_NOT_UTF8 = "PROPERTIES_NOT_UTF8"
     RECORD_OFFSET_MISMATCH = "RECORD_OFFSET_MISMATCH"
     BODY_CRC_MISMATCH = "BODY_CRC_MISMATCH"
     BLANK_SIZE_MISMATCH = "BLANK_SIZE_MISMATCH"
@@ -216,7 +219,16 @@ def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | N
                 ended = True
                 break
             try:
-                m = decode_record(buf, pos, with_body=False, limit=limit, strict_text=True)
+                try:
+                    m = decode_record(buf, pos, with_body=False, limit=limit, strict_text=True)
+                except MessageDecodeError:
+                    # not UTF-8: properties are read as every reader and the dispatcher read them (U+FFFD),
+                    # so the record is still checked against its queue entry; a topic stays undecodable, as
+                    # the dispatcher refuses it (no queue entry to check)
+                    m = decode_record(buf, pos, with_body=False, limit=limit, strict_topic=True)
+                    out.add(ProblemKind.PROPERTIES_NOT_UTF8, _where_record(offset),
+                            f"properties are not UTF-8 ({m.topic}/{m.queue_id} queue offset {m.queue_offset}); "
+                            "read with U+FFFD for each malformed sequence, as 4.9.3 reads them")
             except MessageDecodeError as exc:
                 # a record damaged inside (one flipped byte in its topic or properties) whose size still leads
                 # to the next record's magic: skip just it, or every later record of the segment (and each
