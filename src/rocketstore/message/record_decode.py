@@ -155,7 +155,8 @@ def _run_length(buf: bytes, start: int, size: int, max_count: int, layout: _RunL
 def _decode_run(rows: struct.Struct, view: memoryview, size: int, sys_flag: int, born_host: HostAddress,
                 store_host: HostAddress, topic: str, out: list[StoredMessage]) -> int:
     """Append the records of *view*, all of *rows*' layout and sharing the given fields, to *out*; returns how
-    many, stopping before a record whose properties are not UTF-8."""
+    many, stopping before a record whose properties are not UTF-8 (the caller decodes it alone: see
+    decode_record)."""
     count = len(out)
     append = out.append
     new = _new_object
@@ -263,7 +264,8 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0,
                 store_host = _host(store_ip, store_port)
         except (UnicodeDecodeError, MessageError):
             last_topic_len = -1
-            m = decode_record(buf, pos, limit=end)  # raises: not UTF-8 / host out of range
+            # not UTF-8 (read as 4.9.3 reads it) or a host out of range (raises): the one-record path decides
+            m = decode_record(buf, pos, limit=end)
             append(m)
             pos += m.store_size
             continue
