@@ -125,16 +125,20 @@ class TopicTable(VersionedTable[TopicConfig]):
         file; 4.9.3 takes it and runs out of memory looping over the queues) clamped with a warning: the
         topic keeps its name, perm and first queues, where leaving it out would have it auto-created anew."""
         super().load()
-        self._clamp_queue_nums("topics.json")
+        if self._clamp_queue_nums("topics.json"):
+            self.changed()  # written back clamped: the warning is not repeated at every start
 
     def replace_all(self, obj: dict[str, Any]) -> bool:
-        """A slave's sync from its master (which may be a 4.9.3 broker holding any count): clamped as load."""
+        """A slave's sync from its master (which may be a 4.9.3 broker holding any count): clamped as load,
+        and written clamped (the master's data version kept, so the next sync does not take it again)."""
         replaced = super().replace_all(obj)
-        if replaced:
-            self._clamp_queue_nums("the master's topic configs")
+        if replaced and self._clamp_queue_nums("the master's topic configs"):
+            self.writer.changed()
         return replaced
 
-    def _clamp_queue_nums(self, source: str) -> None:
+    def _clamp_queue_nums(self, source: str) -> bool:
+        """Clamp the table's queue counts to MAX_QUEUE_NUMS; True if one was larger."""
+        clamped = False
         for name, tc in list(self.table.items()):
             if tc.read_queue_nums > MAX_QUEUE_NUMS or tc.write_queue_nums > MAX_QUEUE_NUMS:
                 log.warning("topic %s in %s has readQueueNums %d, writeQueueNums %d: more than the %d queues a "
@@ -142,6 +146,8 @@ class TopicTable(VersionedTable[TopicConfig]):
                             tc.write_queue_nums, MAX_QUEUE_NUMS, MAX_QUEUE_NUMS)
                 self.table[name] = tc.replace(read_queue_nums=min(tc.read_queue_nums, MAX_QUEUE_NUMS),
                                               write_queue_nums=min(tc.write_queue_nums, MAX_QUEUE_NUMS))
+                clamped = True
+        return clamped
 
     # --- lookups and changes --------------------------------------------------------------------------
 

@@ -75,6 +75,9 @@ def test_a_hand_edited_topics_json_is_clamped_with_a_warning(tmp_path: Path,
     fine = table.get("Fine")
     assert fine is not None and (fine.read_queue_nums, fine.write_queue_nums) == (4, MAX_QUEUE_NUMS)
     assert "topic Big in topics.json has readQueueNums 2147483647" in caplog.text
+    # written back clamped, so the next start reads the cap (and warns no more)
+    written = json.loads((tmp_path / "topics.json").read_text())["topicConfigTable"]["Big"]
+    assert (written["readQueueNums"], written["writeQueueNums"]) == (MAX_QUEUE_NUMS, MAX_QUEUE_NUMS)
 
 
 def test_a_masters_topic_configs_and_a_retry_topic_are_clamped(tmp_path: Path) -> None:
