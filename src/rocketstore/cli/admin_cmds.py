@@ -82,8 +82,10 @@ def _register_topic(subparsers: argparse._SubParsersAction) -> None:  # type: ig
     where = create.add_mutually_exclusive_group()
     where.add_argument("-c", "--cluster", help="every master of this cluster (default: every master)")
     where.add_argument("-b", "--broker", type=broker_address, help="one broker, HOST:PORT")
-    create.add_argument("-r", "--read-queues", type=int, default=8, help="read queue count (default 8)")
-    create.add_argument("-w", "--write-queues", type=int, default=8, help="write queue count (default 8)")
+    create.add_argument("-r", "--read-queues", type=int, default=8,
+                        help="read queue count (default 8, at most 16384)")
+    create.add_argument("-w", "--write-queues", type=int, default=8,
+                        help="write queue count (default 8, at most 16384)")
     create.add_argument("-p", "--perm", type=int, default=Perm.READ | Perm.WRITE,
                         help="permission: 2 write, 4 read, 6 both (default 6)")
     create.add_argument("-o", "--order", nargs="?", type=_true_or_false, const=True, default=False,
