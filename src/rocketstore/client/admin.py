@@ -270,14 +270,22 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
     async def topic_stats(self, topic: str) -> list[QueueStats]:
         """GET_TOPIC_STATS_INFO from every master of the topic, sorted by broker and queue."""
         out = []
-        ext = GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
         for addr in (await self.topic_masters(topic)).values():
-            table = self._json(await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext)).get("offsetTable") or {}
-            for key, value in table.items():
-                mq = mq_fields(key)
-                out.append(QueueStats(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
-                                      int(value.get("minOffset", 0)), int(value.get("maxOffset", 0)),
-                                      int(value.get("lastUpdateTimestamp", 0))))
+            out.extend(await self.topic_stats_on(addr, topic))
+        return sorted(out, key=lambda q: (q.topic, q.broker_name, q.queue_id))
+
+    async def topic_stats_on(self, broker_addr: str, topic: str) -> list[QueueStats]:
+        """GET_TOPIC_STATS_INFO of one broker: its queues of *topic*, sorted (the exporter asks each master on
+        its own, so that one not answering costs its own figures only)."""
+        ext = GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
+        table = self._json(await self._call(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, ext)).get("offsetTable") \
+            or {}
+        out = []
+        for key, value in table.items():
+            mq = mq_fields(key)
+            out.append(QueueStats(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
+                                  int(value.get("minOffset", 0)), int(value.get("maxOffset", 0)),
+                                  int(value.get("lastUpdateTimestamp", 0))))
         return sorted(out, key=lambda q: (q.topic, q.broker_name, q.queue_id))
 
     # --- consumer groups -----------------------------------------------------------------------------------

@@ -28,8 +28,10 @@ rocketmq_client_*                          clientAddr, clientId, group, topic   
 rocketmq_broker_commitlog_diff             cluster, brokerIP, broker                   master's commitlog max offset minus a slave's
 ========================================== =========================================== ==========================
 
-A rate a broker has no stat item for yet (nothing put or got since it started) is 0, as statsAll counts
-it.  What one broker or client cannot answer (down, refusing) is left out of that scrape and counted in
+A topic's or group's rate the broker has no stat item for (nothing put or got under it since the broker
+started: TBW102, the cluster's and broker's own topics) is not served, as rocketmq-exporter serves none (the
+broker's own rates are 0 then); nor are a group's rates of its %RETRY% topic.  What one broker or client
+cannot answer (down, refusing) is left out of that scrape and counted in
 ``rocketstore_exporter_scrape_errors``; the others are still served.  :class:`MetricsServer` answers
 ``GET /metrics`` over HTTP with the text format, collecting at most once per ``min_interval_s``.
 Loop-bound.  Imports remoting only (through the client package).
@@ -47,13 +49,13 @@ from dataclasses import dataclass
 from typing import Self
 
 from rocketstore.client.admin import AdminClient
-from rocketstore.client.admin_types import ConsumerConnectionInfo, QueueProgress
+from rocketstore.client.admin_types import ConsumerConnectionInfo, QueueProgress, QueueStats
 from rocketstore.client.consumer import PullConsumer
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError
 from rocketstore.client.message_admin import TOOLS_CONSUMER_GROUP
 from rocketstore.client.route import MessageQueue
-from rocketstore.errors import RocketStoreError
+from rocketstore.errors import RemotingError, RocketStoreError
 from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.transport import dual_stack_listener
 
@@ -199,25 +201,34 @@ class _Collection:
         self.admin = admin
         self.samples: list[Sample] = []
         self.errors = 0
+        #: masters that did not answer (no connection, no response) in this collection: not asked again in
+        #: it, so that one hung broker costs one timeout, not one per topic and group
+        self.down: set[str] = set()
 
     def add(self, name: str, value: float, **labels: str) -> None:
         self.samples.append(Sample(name, tuple(labels.items()), float(value)))
 
-    async def rate(self, addr: str, stats_name: str, key: str) -> float:
+    async def rate(self, addr: str, stats_name: str, key: str) -> float | None:
         """The last minute's per-second rate of a stat item, with two decimals as the exporter serves it
-        (Utils.getFixedDouble: DecimalFormat "#.##", half even, which Python's round matches); 0 when the
-        broker has no such item yet."""
+        (Utils.getFixedDouble: DecimalFormat "#.##", half even, which Python's round matches); None when the
+        broker has no such item (nothing counted under the key since it started): the exporter serves no
+        sample then, so a topic never put to (TBW102, the cluster's and broker's own topics) is not listed."""
         try:
             return round((await self.admin.view_stats(addr, stats_name, key)).minute.tps, 2)
         except BrokerError:
-            return 0.0
+            return None
 
-    async def minute_sum(self, addr: str, stats_name: str, key: str) -> float:
-        """What a stat item counted in the last minute; 0 when the broker has no such item yet."""
+    async def minute_sum(self, addr: str, stats_name: str, key: str) -> float | None:
+        """What a stat item counted in the last minute; None when the broker has no such item."""
         try:
             return (await self.admin.view_stats(addr, stats_name, key)).minute.sum
         except BrokerError:
-            return 0.0
+            return None
+
+    def add_known(self, name: str, value: float | None, **labels: str) -> None:
+        """:meth:`add`, unless *value* is None (a stat item the broker does not have)."""
+        if value is not None:
+            self.add(name, value, **labels)
 
 
 async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sample]:
@@ -239,6 +250,8 @@ async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sam
         except (RocketStoreError, OSError, TimeoutError) as exc:
             log.warning("exporter: broker %s (%s) could not be read: %s", name, addr, exc)
             c.errors += 1
+            if _unreachable(exc):
+                c.down.add(addr)
             continue
         slaves = sorted(a for a in info.brokers[name].broker_addrs.values() if a != addr)
         if slaves and master_max is not None:
@@ -254,10 +267,11 @@ async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> float |
     """The master's figures; returns its commitlog max offset (None when its runtime info has none)."""
     table = await c.admin.runtime_info(addr)
     ip = addr.rsplit(":", 1)[0]
-    c.add("rocketmq_broker_tps", await c.rate(addr, "BROKER_PUT_NUMS", cluster), cluster=cluster, brokerIP=ip,
-          broker=name)
-    c.add("rocketmq_broker_qps", await c.rate(addr, "BROKER_GET_NUMS", cluster), cluster=cluster, brokerIP=ip,
-          broker=name)
+    # 0 rather than no sample before the first put / get: the dashboard lists its brokers by this metric
+    c.add("rocketmq_broker_tps", await c.rate(addr, "BROKER_PUT_NUMS", cluster) or 0.0, cluster=cluster,
+          brokerIP=ip, broker=name)
+    c.add("rocketmq_broker_qps", await c.rate(addr, "BROKER_GET_NUMS", cluster) or 0.0, cluster=cluster,
+          brokerIP=ip, broker=name)
     labels = {"cluster": cluster, "brokerIP": addr, "brokerHost": name, "des": table.get("brokerVersionDesc", ""),
               "boottime": table.get("bootTimestamp", ""), "broker_version": table.get("brokerVersion", "")}
     for suffix, (key, kind) in _RUNTIME.items():
@@ -300,13 +314,29 @@ async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> set[st
         return consuming
     for topic in topics:
         try:
-            queues = await c.admin.topic_stats(topic)
-            held = [brokers[b][1] for b in sorted({q.broker_name for q in queues}) if b in brokers]
-            if held and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
-                consuming.update(await c.admin.consumed_by(topic, held))
+            masters = await c.admin.topic_masters(topic)
         except (RocketStoreError, OSError, TimeoutError):
             c.errors += 1
             continue
+        queues: list[QueueStats] = []
+        for name, addr in masters.items():  # each on its own: one that does not answer costs its figures only
+            if name not in brokers or addr in c.down:
+                continue
+            try:
+                queues.extend(await c.admin.topic_stats_on(addr, topic))
+            except (RocketStoreError, OSError, TimeoutError) as exc:
+                c.errors += 1
+                if _unreachable(exc):
+                    c.down.add(addr)
+        held = [brokers[b][1] for b in sorted({q.broker_name for q in queues})
+                if b in brokers and brokers[b][1] not in c.down]
+        if held and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+            try:
+                consuming.update(await c.admin.consumed_by(topic, held))
+            except (RocketStoreError, OSError, TimeoutError) as exc:
+                c.errors += 1
+                if _unreachable(exc):
+                    c.down.add(held[0])
         offsets: dict[str, int] = defaultdict(int)
         for q in queues:
             offsets[q.broker_name] += q.max_offset
@@ -327,8 +357,8 @@ async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> set[st
                 except (RocketStoreError, OSError, TimeoutError):
                     c.errors += 1
                     continue
-                c.add("rocketmq_producer_tps", tps, cluster=cluster, broker=broker_name, topic=topic)
-                c.add("rocketmq_producer_message_size", size, cluster=cluster, broker=broker_name, topic=topic)
+                c.add_known("rocketmq_producer_tps", tps, cluster=cluster, broker=broker_name, topic=topic)
+                c.add_known("rocketmq_producer_message_size", size, cluster=cluster, broker=broker_name, topic=topic)
     return consuming
 
 
@@ -342,10 +372,14 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
                             tls=c.admin.pool.tls)
     async with consumer:
         for broker_name, (cluster, addr) in brokers.items():
+            if addr in c.down:
+                continue
             try:
                 stats = await c.admin.broker_consume_stats(addr)
-            except (RocketStoreError, OSError, TimeoutError):
+            except (RocketStoreError, OSError, TimeoutError) as exc:
                 c.errors += 1
+                if _unreachable(exc):
+                    c.down.add(addr)
                 continue
             for group, progress_list in sorted(stats.groups.items()):
                 per_topic: dict[str, list[QueueProgress]] = defaultdict(list)
@@ -358,11 +392,16 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
                     labels = {"cluster": cluster, "broker": broker_name, "topic": topic, "group": group}
                     c.add("rocketmq_consumer_offset", sum(q.consumer_offset for q in queues), **labels)
                     try:
-                        key = f"{topic}@{group}"
-                        c.add("rocketmq_consumer_tps", await c.rate(addr, "GROUP_GET_NUMS", key), **labels)
-                        c.add("rocketmq_consumer_message_size", await c.rate(addr, "GROUP_GET_SIZE", key), **labels)
-                        # rocketmq-exporter serves this one's minute sum, not its rate
-                        c.add("rocketmq_send_back_nums", await c.minute_sum(addr, "SNDBCK_PUT_NUMS", key), **labels)
+                        # the group's rates of its %RETRY% topic are not served (rocketmq-exporter reads
+                        # them of the topics it lists producer rates for)
+                        if not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+                            key = f"{topic}@{group}"
+                            c.add_known("rocketmq_consumer_tps", await c.rate(addr, "GROUP_GET_NUMS", key), **labels)
+                            c.add_known("rocketmq_consumer_message_size", await c.rate(addr, "GROUP_GET_SIZE", key),
+                                        **labels)
+                            # rocketmq-exporter serves this one's minute sum, not its rate
+                            c.add_known("rocketmq_send_back_nums", await c.minute_sum(addr, "SNDBCK_PUT_NUMS", key),
+                                        **labels)
                         latency = await _store_time_latency(consumer, queues)
                     except (RocketStoreError, OSError, TimeoutError):
                         c.errors += 1
@@ -370,15 +409,15 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
                     c.add("rocketmq_group_get_latency_by_storetime", latency, **labels)
     online: dict[str, ConsumerConnectionInfo | None] = {}
     for group in sorted(consuming - {g for g, _ in diffs}):
-        online[group] = await _online_consumers(c.admin, group)
+        online[group] = await _online_consumers(c, brokers, group)
     for (group, topic), diff in sorted(diffs.items()):
         if group not in online:
-            online[group] = await _online_consumers(c.admin, group)
+            online[group] = await _online_consumers(c, brokers, group)
         connected = online[group]
         name = ("rocketmq_group_retrydiff" if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else
                 "rocketmq_group_dlqdiff" if topic.startswith(DLQ_GROUP_TOPIC_PREFIX) else "rocketmq_group_diff")
-        c.add(name, diff, group=group, topic=topic, msgModel=_CLUSTERING,
-              countOfOnlineConsumers=str(0 if connected is None else len(connected.connections)))
+        c.add(name, diff, group=group, topic=topic,
+              countOfOnlineConsumers=str(0 if connected is None else len(connected.connections)), msgModel=_CLUSTERING)
     for group, connected in sorted(online.items()):
         clients = [] if connected is None else connected.connections
         c.add("rocketmq_group_count", len(clients), caddr=",".join(x.client_addr for x in clients),
@@ -424,11 +463,35 @@ async def _store_time_latency(consumer: PullConsumer, queues: Iterable[QueueProg
     return worst
 
 
-async def _online_consumers(admin: AdminClient, group: str) -> ConsumerConnectionInfo | None:
+async def _online_consumers(c: _Collection, brokers: dict[str, tuple[str, str]],
+                            group: str) -> ConsumerConnectionInfo | None:
+    """The group's clients as the first master that sees any sees them (mqadmin consumerConnection's
+    order: the masters of its %RETRY% topic first), masters that did not answer left out; None when
+    none sees any (the exporter counts 0 too)."""
     try:
-        return await admin.consumer_connection_info(group)
+        addrs = list((await c.admin.topic_masters(RETRY_GROUP_TOPIC_PREFIX + group)).values())
     except (RocketStoreError, OSError, TimeoutError):
-        return None  # nobody online (or no broker could say): the exporter counts 0 too
+        addrs = []  # no retry topic (a broadcasting group, or one that never consumed): every master
+    addrs.extend(addr for _, addr in brokers.values() if addr not in addrs)
+    for addr in addrs:
+        if addr in c.down:
+            continue
+        try:
+            connected = await c.admin.consumer_connection_on(addr, group)
+        except (RocketStoreError, OSError, TimeoutError) as exc:
+            if _unreachable(exc):
+                c.errors += 1
+                c.down.add(addr)
+            continue
+        if connected is not None:
+            return connected
+    return None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether *exc* says the broker could not be reached (no connection, no answer in time), rather than
+    that it answered with an error."""
+    return isinstance(exc, (RemotingError, OSError, TimeoutError))
 
 
 def _escape(value: str) -> str:

@@ -118,18 +118,25 @@ class GroupAdmin(TopicAdmin):
         except (ClientError, RemotingError):
             pass  # no retry topic (a BROADCASTING group, or never consumed): ask every master
         masters.extend(a for a in (await self.cluster_info()).masters().values() if a not in masters)
-        ext = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
         for addr in masters:
-            response = await self._call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext, b"",
-                                        ResponseCode.CONSUMER_NOT_ONLINE)
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
-                continue
-            obj = self._json(response)
-            table = obj.get("subscriptionTable") or {}
-            subscriptions = {str(t): dict(s) for t, s in sorted(table.items()) if isinstance(s, dict)}
-            return ConsumerConnectionInfo(addr, _connections(obj), subscriptions, str(obj.get("consumeType", "")),
-                                          str(obj.get("messageModel", "")), str(obj.get("consumeFromWhere", "")))
+            info = await self.consumer_connection_on(addr, group)
+            if info is not None:
+                return info
         raise ClientError(f"the consumer group {group!r} is not online on any broker")
+
+    async def consumer_connection_on(self, broker_addr: str, group: str) -> ConsumerConnectionInfo | None:
+        """GET_CONSUMER_CONNECTION_LIST of one broker: the group's clients it sees, None when it sees none
+        (CONSUMER_NOT_ONLINE)."""
+        ext = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
+        response = await self._call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext, b"",
+                                    ResponseCode.CONSUMER_NOT_ONLINE)
+        if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            return None
+        obj = self._json(response)
+        table = obj.get("subscriptionTable") or {}
+        subscriptions = {str(t): dict(s) for t, s in sorted(table.items()) if isinstance(s, dict)}
+        return ConsumerConnectionInfo(broker_addr, _connections(obj), subscriptions, str(obj.get("consumeType", "")),
+                                      str(obj.get("messageModel", "")), str(obj.get("consumeFromWhere", "")))
 
     async def producer_connection_info(self, group: str, topic: str) -> ProducerConnectionInfo:
         """mqadmin producerConnection: the clients of producer *group* as the first master of *topic*'s route
