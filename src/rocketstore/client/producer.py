@@ -175,7 +175,8 @@ class Producer(SingleTrySends):
                  client_ip: str | None = None, namespace: str | None = None,
                  send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
-                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
+                 retry_another_broker_when_not_store_ok: bool = False) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
         4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
         address, please set it.").
@@ -208,7 +209,13 @@ class Producer(SingleTrySends):
         whose last send was slow or failed out of the queue choice for a while, as 4.9.3's MQFaultStrategy
         (see :mod:`rocketstore.client.latency_fault`); *latency_max* and *not_available_duration* (ms,
         Java's setLatencyMax / setNotAvailableDuration) are its steps.  All three may be set on the
-        producer later too."""
+        producer later too.
+        *retry_another_broker_when_not_store_ok* (Java's retryAnotherBrokerWhenNotStoreOK, off): a plain or
+        batch send the broker answers with another status than SEND_OK (FLUSH_DISK_TIMEOUT,
+        FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE) is tried again on another queue, within ``retry_times``,
+        as a failed one; when no try gets SEND_OK, the last such answer is returned (not an error), as
+        4.9.3's sendDefaultImpl.  Off, that answer is returned after one try.  The attribute of that name
+        changes it later."""
         namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, credentials=credentials,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
@@ -229,6 +236,8 @@ class Producer(SingleTrySends):
         #: so a send tests one local
         self.latency_fault = LatencyFaultTolerance(latency_max, not_available_duration)
         self._fault: LatencyFaultTolerance | None = self.latency_fault if send_latency_fault_enable else None
+        #: Java's retryAnotherBrokerWhenNotStoreOK (see :meth:`__init__`); may be switched any time
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
         #: topic -> where its sends go under the route last seen: recomputed only when the route changes
         self._targets: dict[str, _Targets] = {}
         #: (group, topic, queue id, batch, flag, code, with properties, sysFlag) -> the request frames' template
@@ -361,6 +370,19 @@ class Producer(SingleTrySends):
             return queues_without_namespace(self.namespace, queues)
         return queues
 
+    def _not_ok_result(self, result: SendResult, topic: str, known: bool) -> SendResult:
+        """The not-OK answer a send retried with retry_another_broker_when_not_store_ok returns after all
+        (the route look-up's after-send step as for a SEND_OK)."""
+        if not known:
+            self.routes.invalidate(topic)
+        return result
+
+    def _retries_not_store_ok(self) -> bool:
+        """Whether this send goes on after an answer other than SEND_OK while
+        retry_another_broker_when_not_store_ok is on: a synchronous send's does (a RequestProducer's request
+        message is 4.9.3's asynchronous send, whose answer is never retried)."""
+        return True
+
     def _chosen_queue_attempts(self) -> int:
         """How many times a send to a chosen queue id is tried: once, as Java's send(msg, mq).  (A
         RequestProducer's request message is retried on the same queue after a transport error, as 4.9.3's
@@ -438,6 +460,10 @@ class Producer(SingleTrySends):
         # sendLatencyFaultEnable's bookkeeping (None while it is off): a plain send's, not a chosen queue's
         # (4.9.3's send(msg, mq) goes to sendKernelImpl without it)
         fault = self._fault if queue_id is None else None
+        # retryAnotherBrokerWhenNotStoreOK: a plain send's answer other than SEND_OK is kept in not_ok and
+        # the next queue tried; sendDefaultImpl returns the last one kept rather than throw once none is left
+        retry_not_ok = self.retry_another_broker_when_not_store_ok
+        not_ok: SendResult | None = None
         # the timeout bounds the whole send, as sendDefaultImpl's: a retry gets what is left of it, and
         # none starts once it is spent (a broker that never answers is not waited for once per retry)
         if timeout_s is None:
@@ -457,6 +483,8 @@ class Producer(SingleTrySends):
                         _queue_avoiding(targets.queues, self._next_queue, failed_broker)
                     else:
                         fault.select(targets.queues, targets.route, self._next_queue)
+                if not_ok is not None:  # sendDefaultImpl's call timeout returns the answer it has
+                    return self._not_ok_result(not_ok, topic, known)
                 raise send_call_timeout(queue_id) from last_error
             # a fresh cached route without a coroutine (the usual case), else the route cache's full path; a
             # retry goes on with the route of the attempt before, not the name servers' (sendDefaultImpl's
@@ -533,15 +561,25 @@ class Producer(SingleTrySends):
                 if fault is not None:  # any error answer, retried or not (4.9.3's MQBrokerException)
                     fault.update(mq.broker_name, fault.clock() - begin_ms, True)
                 if not error.retriable:
+                    if not_ok is not None:  # sendDefaultImpl returns the answer it has, not this error
+                        return self._not_ok_result(not_ok, topic, known)
                     raise
                 last_error, failed_broker = error, mq.broker_name
                 brokers_sent += (mq.broker_name,)
                 continue
             if fault is not None:
                 fault.update(mq.broker_name, fault.clock() - begin_ms, False)
+            if (retry_not_ok and result.status != "SEND_OK" and queue_id is None
+                    and self._retries_not_store_ok()):
+                # not stored as asked (a flush or the slave timed out): another queue, as after a failure (an
+                # answer, so the latency bookkeeping above counted it as one that did not fail, as 4.9.3's)
+                not_ok, failed_broker = result, mq.broker_name
+                continue
             if not known:
                 self.routes.invalidate(topic)
             return result
+        if not_ok is not None:  # no SEND_OK: the last answer, whatever later tries raised (sendDefaultImpl's)
+            return self._not_ok_result(not_ok, topic, known)
         if isinstance(last_error, (BrokerError, RemotingError)):
             if queue_id is not None:  # send(msg, mq): sendKernelImpl's exception as it is
                 raise last_error

@@ -197,10 +197,13 @@ class RequestProducer(ServedProducer):
                  client_ip: str | None = None, namespace: str | None = None,
                  send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
-                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
+                 retry_another_broker_when_not_store_ok: bool = False) -> None:
         """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip*, *namespace* and
-        *send_latency_fault_enable* / *latency_max* / *not_available_duration* as the
-        Producer's (in a namespace, a request to topic ``T`` goes to ``<namespace>%T``).  *timeout_s*
+        *send_latency_fault_enable* / *latency_max* / *not_available_duration* /
+        *retry_another_broker_when_not_store_ok* as the Producer's (in a namespace, a request to topic ``T``
+        goes to ``<namespace>%T``; the last option is for plain sends only: a request message's send answer is
+        not retried, 4.9.3 sends it asynchronously).  *timeout_s*
         bounds each plain send (connecting and the broker's answer); a request message's send is bounded by
         what is left of :meth:`request`'s own timeout instead.
         *enable_trace* / *trace_topic* as the Producer's: each request message's send is
@@ -213,7 +216,8 @@ class RequestProducer(ServedProducer):
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
                          namespace=namespace, send_latency_fault_enable=send_latency_fault_enable,
-                         latency_max=latency_max, not_available_duration=not_available_duration)
+                         latency_max=latency_max, not_available_duration=not_available_duration,
+                         retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 
@@ -318,6 +322,11 @@ class RequestProducer(ServedProducer):
             if error.retriable and _sending_request.get():
                 error.retriable = False
             raise
+
+    def _retries_not_store_ok(self) -> bool:
+        """A request message's send answer other than SEND_OK is not retried (4.9.3's request goes through
+        sendDefaultImpl asynchronously: one try, whatever the option); a plain send's is."""
+        return not _sending_request.get()
 
     def _chosen_queue_attempts(self) -> int:
         """A request message to a chosen queue is tried again on that queue after a transport error, up to

@@ -41,18 +41,21 @@ class ServedProducer(Producer):
                  client_ip: str | None = None, namespace: str | None = None,
                  send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
-                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
+                 retry_another_broker_when_not_store_ok: bool = False) -> None:
         """*handler* answers the requests brokers send on this producer's connections; the client id is
         ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace* / *trace_topic*
         / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* / *client_ip* / *namespace* /
-        *send_latency_fault_enable* / *latency_max* / *not_available_duration* as the Producer's."""
+        *send_latency_fault_enable* / *latency_max* / *not_available_duration* /
+        *retry_another_broker_when_not_store_ok* as the Producer's."""
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials,
                          enable_trace=enable_trace, trace_topic=trace_topic,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
                          namespace=namespace, send_latency_fault_enable=send_latency_fault_enable,
-                         latency_max=latency_max, not_available_duration=not_available_duration)
+                         latency_max=latency_max, not_available_duration=not_available_duration,
+                         retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok)
         # the Producer's pool replaced, before it opened any connection, by one whose connections serve
         self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))

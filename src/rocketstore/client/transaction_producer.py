@@ -231,7 +231,8 @@ class TransactionProducer:
                  route_refresh_interval_s: float = 30.0, client_ip: str | None = None,
                  namespace: str | None = None, send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
-                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION) -> None:
+                 not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
+                 retry_another_broker_when_not_store_ok: bool = False) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions (at most
         *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
@@ -244,7 +245,9 @@ class TransactionProducer:
         producerGroup) and the topics are ``<namespace>%<name>`` on the wire, and ``execute`` and ``check``
         get the message named with the topic as given, without it (4.9.3's checkTransactionState
         resets the topic).  *send_latency_fault_enable*, *latency_max* and *not_available_duration* as the
-        Producer's, for the half messages' sends (TransactionMQProducer's go through sendDefaultImpl too)."""
+        Producer's, for the half messages' sends (TransactionMQProducer's go through sendDefaultImpl too);
+        so is *retry_another_broker_when_not_store_ok* (a half message's send that ends without SEND_OK
+        still rolls back)."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
         if check_request_hold_max < 0:
@@ -265,7 +268,10 @@ class TransactionProducer:
                                             route_refresh_interval_s=route_refresh_interval_s,
                                             client_ip=client_ip, namespace=self.namespace,
                                             send_latency_fault_enable=send_latency_fault_enable,
-                                            latency_max=latency_max, not_available_duration=not_available_duration)
+                                            latency_max=latency_max,
+                                            not_available_duration=not_available_duration,
+                                            retry_another_broker_when_not_store_ok=(
+                                                retry_another_broker_when_not_store_ok))
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
