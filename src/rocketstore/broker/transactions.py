@@ -240,6 +240,11 @@ def register(router: RequestRouter, broker: Broker) -> None:
     router.add(RequestCode.RESUME_CHECK_HALF_MESSAGE, resume_check)
 
 
+#: how many copied half messages' keys a half queue keeps for _ended_late_keys (a bound on memory: a
+#: late END_TRANSACTION for an older one is checked again from its copy, as in 4.9.3)
+_COPIED_KEPT = 100_000
+
+
 class TransactionCheckService(TaskService):
     """The op records' writer and the periodic check of open half messages (see the module docstring)."""
 
@@ -254,6 +259,10 @@ class TransactionCheckService(TaskService):
         #: half queue id -> (UNIQ_KEY, born timestamp) of a transaction ended by an END_TRANSACTION naming a
         #: half message the scan had passed -> the queue's end when its op record was read (_ended_late_keys)
         self._ended_late: dict[int, dict[tuple[str, int], int]] = {}
+        #: half queue id -> queue offset of a half message this broker copied for a check -> its (UNIQ_KEY,
+        #: born timestamp): an op record naming one of these once the scan has passed it ended a transaction
+        #: whose copy is still ahead (at most _COPIED_KEPT per queue, the oldest dropped first)
+        self._copied: dict[int, dict[int, tuple[str, int]]] = {}
 
     #: set by :meth:`interval_changed` while the service runs (made on its loop)
     _interval_changed: asyncio.Event | None = None
@@ -472,6 +481,10 @@ class TransactionCheckService(TaskService):
                 break  # try again next round
             if copy_key is not None:
                 latest[copy_key] = copy.queue_offset
+                copied = self._copied.setdefault(queue_id, {})
+                copied[i] = copy_key
+                if len(copied) > _COPIED_KEPT:
+                    del copied[next(iter(copied))]
             self._send_check(half, props, copy)
             i = new_offset = i + 1
         if new_offset != half_offset:
@@ -501,25 +514,20 @@ class TransactionCheckService(TaskService):
     def _ended_late_keys(self, queue_id: int, half_offset: int, end: int, passed: set[int]
                          ) -> dict[tuple[str, int], int]:
         """(UNIQ_KEY, born timestamp) -> queue end, for the transactions ended by op records naming half
-        messages before *half_offset* (*passed*, read this round) or by such records read in earlier rounds.
-        Every copy of such a transaction lies before the end noted with it (copies are written by the scan,
-        which writes none of an ended one), so a copy found there is passed over; an entry goes once the
-        scan starts at its end.  Kept in memory only: after a restart such a copy is checked again."""
-        store = self.broker.store
+        messages this broker copied for a check, before *half_offset* (*passed*, read this round), or by such
+        records read in earlier rounds.  Every copy of such a transaction lies before the end noted with it
+        (copies are written by the scan, which writes none of an ended one), so a copy found there is passed
+        over; an entry goes once the scan starts at its end.  No store read: the keys are the ones noted when
+        the copies were made (an op record naming a half that was never copied, the usual commit, costs a
+        dict look-up).  Kept in memory only: after a restart such a copy is checked again, as in 4.9.3."""
         ended = self._ended_late.setdefault(queue_id, {})
         for key in [k for k, until in ended.items() if until <= half_offset]:
             del ended[key]
-        for offset in passed:
-            got = store.get(HALF_TOPIC, queue_id, offset, 1)
-            if got.status is not GetMessageStatus.FOUND:
-                continue
-            try:
-                [half] = got.messages
-            except (MessageDecodeError, ValueError):
-                continue
-            uniq = half.properties.get(PropertyName.UNIQ_KEY)
-            if uniq is not None:
-                ended[(uniq, half.born_timestamp)] = end
+        copied = self._copied.get(queue_id)
+        if copied:
+            for offset in passed:
+                if offset in copied:
+                    ended[copied.pop(offset)] = end
         return ended
 
     async def _put_back(self, half: StoredMessage, props: dict[str, str]) -> PutResult | None:
