@@ -67,8 +67,10 @@ class FileQueue:
                         f.close()
                     raise StoreConfigError(f"{path} has {size} bytes; every segment here must have "
                                            f"{self.segment_bytes} (check the configured segment size)")
+                # only the last file is written to: its holes (a Java-written file is sparse) get their
+                # blocks at open (see MappedFile), the full ones before it stay as they are
                 mf = MappedFile(path, int(name), self.segment_bytes, writable=self.writable, create=False,
-                                allow_short=short_ok, keep_fd=self.keep_fd)
+                                allow_short=short_ok, keep_fd=self.keep_fd, fill_holes=i == len(names) - 1)
             except FileNotFoundError:
                 # deleted since the listing: a live store's retention (a read-only open of it) deletes from
                 # the head in order, so the segments mapped before this one are gone too; keeping them would

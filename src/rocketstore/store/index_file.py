@@ -66,12 +66,12 @@ def _negative_time_diff(diff: int) -> int:
 
 class IndexFile:
     def __init__(self, path: str, slot_count: int, entry_count: int, *, writable: bool, create: bool,
-                 prev_end_phy_offset: int = 0, prev_end_timestamp: int = 0) -> None:
+                 prev_end_phy_offset: int = 0, prev_end_timestamp: int = 0, fill_holes: bool = True) -> None:
         self.path = path
         self.slot_count = slot_count
         self.entry_count = entry_count
         size = _HEADER_BYTES + slot_count * 4 + entry_count * 20
-        self.file = MappedFile(path, 0, size, writable=writable, create=create)
+        self.file = MappedFile(path, 0, size, writable=writable, create=create, fill_holes=fill_holes)
         # Slots and entries are touched at random: without this, the first fault into each untouched stretch
         # of a fresh file costs ~2-3 ms (read-around fills a window), ~10 µs with it (the header, the
         # first slot and the first entry of a new file alone cost ~7 ms).
@@ -256,7 +256,10 @@ class IndexService:
             return True
         expected = _HEADER_BYTES + self.slot_count * 4 + self.entry_count * 20
         destroyed = False
-        for name in sorted(os.listdir(self.directory)):
+        listing = sorted(os.listdir(self.directory))
+        # the newest file is the one written to: only its holes get blocks at open (see MappedFile)
+        newest = next((n for n in reversed(listing) if n.isdigit()), None)
+        for name in listing:
             path = os.path.join(self.directory, name)
             if name.endswith(".allocating") and self.writable:
                 os.unlink(path)  # a crash interrupted its allocation: it never held data
@@ -283,7 +286,8 @@ class IndexService:
                     f"maxIndexNum={self.entry_count} make index files of {expected} bytes "
                     f"(40 + slots x 4 + entries x 20): configure the geometry this store was written with")
             try:
-                f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False)
+                f = IndexFile(path, self.slot_count, self.entry_count, writable=self.writable, create=False,
+                              fill_holes=name == newest)
             except FileNotFoundError:
                 continue  # deleted since the listing, as above
             if not last_exit_ok and f.end_timestamp > checkpoint_index_timestamp:

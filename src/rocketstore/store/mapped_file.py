@@ -195,11 +195,14 @@ class MappedFile:
     )
 
     def __init__(self, path: str, start_offset: int, size_bytes: int, *, writable: bool, create: bool,
-                 first_in_queue: bool = False, allow_short: bool = False, keep_fd: bool = True) -> None:
+                 first_in_queue: bool = False, allow_short: bool = False, keep_fd: bool = True,
+                 fill_holes: bool = True) -> None:
         """*keep_fd* False (a writable file): close the descriptor once the file is mapped.  The mapping
         holds one of its own (Python's mmap dups it), so a kept one makes two a file: a store of many
         consume queues then runs out of descriptors at half the queues.  Flushes and data look-ups open
-        the file for the call instead."""
+        the file for the call instead.  *fill_holes* False: an existing sparse file is mapped as it is (a
+        queue's full, older files, which are only read: allocating every Java-written index file's holes
+        would take ~400 MB of disk each)."""
         self.path = path
         self.start_offset = start_offset
         self.size_bytes = size_bytes
@@ -223,7 +226,7 @@ class MappedFile:
                         raise StoreError(f"{path}: size {actual} differs from the configured {size_bytes} bytes")
                     # a torn tail: the file lost its end; give it back its blocks, zero-filled
                     _allocate(fd, size_bytes, actual)
-                elif st is not None and st.st_blocks * 512 < size_bytes:
+                elif fill_holes and st is not None and st.st_blocks * 512 < size_bytes:
                     # a sparse file (a Java broker's segments are: it only sets their length; a copy made with
                     # cp --sparse, rsync -S): once the disk is full, touching a hole through the mapping is
                     # SIGBUS, which kills the process (on tmpfs even reading one, as recovery does).  Its

@@ -133,3 +133,30 @@ def test_a_rebuild_on_a_full_disk_fails_rather_than_write_sparse_files(
     with pytest.raises(OSError) as caught:
         rebuild_store(plan, scan_serial(plan), output_dir=str(tmp_path / "out"))
     assert caught.value.errno == errno.ENOSPC
+
+
+def test_only_the_last_file_of_a_queue_gets_its_holes_filled(tmp_path: Path) -> None:
+    """A queue's older files are full and only read: their holes (a Java-written index file is ~420 MB,
+    mostly holes) are left alone, or the first open of a 4.9.3 store would take gigabytes more disk (found
+    in the session's second review).  Only the file written to next is given its blocks."""
+    root = tmp_path / "store"
+    cfg = _config(root)
+    body = b"v" * 60_000
+    with MessageStore.open(root, cfg) as store:
+        for i in range(40):  # ~2.4 MB: three 1 MiB commitlog segments
+            assert store.put(Message.create("T", body, keys=f"k{i}")).ok
+        assert store.wait_dispatched(10)
+    segments = sorted((root / "commitlog").iterdir())
+    assert len(segments) >= 3
+    for f in segments:
+        _sparsify(f)
+    if _allocated(segments[0]) >= SEGMENT and _allocated(segments[-1]) >= SEGMENT:
+        pytest.skip("this file system makes no sparse files")
+    older = [f for f in segments[:-1] if _allocated(f) < SEGMENT]
+    assert older, "the older segments have no zero pages to leave as holes"
+    with MessageStore.open(root, cfg) as store:
+        assert _allocated(segments[-1]) >= SEGMENT
+        for f in older:
+            assert _allocated(f) < SEGMENT, f
+        got = store.get("T", 0, 0, 40)
+        assert [m.keys for m in got.messages][:3] == ["k0", "k1", "k2"]
