@@ -75,8 +75,7 @@ from rocketstore.client.process_queue import ProcessQueue, wait_event
 from rocketstore.client.pull_loop import flow_controlled, pull_loop
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
 from rocketstore.client.route import MessageQueue
-from rocketstore.client.trace import TraceContext, TraceType
-from rocketstore.client.trace_consumer import sub_before_context
+from rocketstore.client.trace_consumer import sub_after_context, sub_before_context
 from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
@@ -206,11 +205,7 @@ class _TracedBatches(_Batches):
         before = sub_before_context(self.group, messages, new_uniq_key(), began_ms)
         if before is not None:
             self.dispatcher.append(before)
-            now_ms = int(time.time() * 1000)
-            self.dispatcher.append(TraceContext(
-                TraceType.SubAfter, now_ms, before.region_id, before.group,
-                cost_time_ms=(now_ms - began_ms) // len(messages), success=True, request_id=before.request_id,
-                context_code=0, beans=before.beans))
+            self.dispatcher.append(sub_after_context(before, began_ms, len(messages), True, 0))
         super().dispatch(pq, messages)
 
 

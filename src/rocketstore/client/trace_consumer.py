@@ -31,7 +31,7 @@ from rocketstore.message.properties import PropertyName
 if TYPE_CHECKING:
     from rocketstore.client.push_consumer import PushConsumer
 
-__all__ = ["TracedConsumption", "sub_before_context"]
+__all__ = ["TracedConsumption", "sub_after_context", "sub_before_context"]
 
 
 def _now_ms() -> int:
@@ -59,6 +59,16 @@ def sub_before_context(group: str, messages: list[ConsumedMessage], request_id: 
 #: COMMIT and ROLLBACK too (and traces success for SUCCESS and COMMIT)
 _SUCCESS_RETURNS = frozenset({ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.COMMIT, ConsumeStatus.ROLLBACK})
 
+def sub_after_context(before: TraceContext, began_ms: int, count: int, success: bool,
+                      context_code: int) -> TraceContext:
+    """The SubAfter context closing *before* (same group, region, requestId and messages): costTime the time
+    since *began_ms* divided by the *count* messages."""
+    now_ms = _now_ms()
+    return TraceContext(TraceType.SubAfter, now_ms, before.region_id, before.group,
+                        cost_time_ms=(now_ms - began_ms) // max(1, count), success=success,
+                        request_id=before.request_id, context_code=context_code, beans=before.beans)
+
+
 class TracedConsumption(Consumption):
     """Consumption whose handler calls are traced to *dispatcher*.  Loop-bound."""
 
@@ -84,11 +94,9 @@ class TracedConsumption(Consumption):
             status = await super().call_handler(messages, topic)
         finally:
             outcome = self._outcomes.pop(key, ConsumeReturnType.FAILED)
-        cost_ms = (_now_ms() - began_ms) // max(1, len(messages))
-        self.dispatcher.append(TraceContext(
-            TraceType.SubAfter, _now_ms(), before.region_id, before.group, cost_time_ms=cost_ms,
-            success=status is ConsumeStatus.CONSUME_SUCCESS or status is ConsumeStatus.COMMIT,
-            request_id=before.request_id, context_code=int(outcome), beans=before.beans))
+        self.dispatcher.append(sub_after_context(
+            before, began_ms, len(messages),
+            status is ConsumeStatus.CONSUME_SUCCESS or status is ConsumeStatus.COMMIT, int(outcome)))
         return status
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
