@@ -55,7 +55,7 @@ from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import BrokerError
 from rocketstore.client.message_admin import TOOLS_CONSUMER_GROUP
 from rocketstore.client.route import MessageQueue
-from rocketstore.errors import RemotingError, RocketStoreError
+from rocketstore.errors import ProtocolError, RemotingError, RocketStoreError
 from rocketstore.message.system_topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.transport import dual_stack_listener
 
@@ -166,6 +166,10 @@ _SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 
 #: MessageModel.CLUSTERING's ordinal, the msgModel label of every group diff (as the exporter, only
 #: clustering groups have a diff: a broadcasting one keeps its offsets in its clients)
 _CLUSTERING = "1"
+#: what reading one answer may raise: the call's own failures (no connection, no answer, an error code), and
+#: the parse's of a body of an unexpected shape (a queue's figures that are not an object, a number that
+#: is not one), which leave that series out rather than the whole collection
+_READ_ERRORS = (RocketStoreError, OSError, TimeoutError, ValueError, TypeError, AttributeError, KeyError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,9 +205,16 @@ class _Collection:
         self.admin = admin
         self.samples: list[Sample] = []
         self.errors = 0
-        #: masters that did not answer (no connection, no response) in this collection: not asked again in
-        #: it, so that one hung broker costs one timeout, not one per topic and group
+        #: masters that did not answer (no connection, no response) in this collection, whichever call it
+        #: was: not asked again in it, so that one hung broker costs one timeout, not one per topic and group
         self.down: set[str] = set()
+
+    def failed(self, addr: str, exc: BaseException) -> None:
+        """A call to *addr* failed: counted; the broker is down for the rest of the collection when it
+        could not be reached (an answer that is an error, or that could not be read, leaves it up)."""
+        self.errors += 1
+        if _unreachable(exc):
+            self.down.add(addr)
 
     def add(self, name: str, value: float, **labels: str) -> None:
         self.samples.append(Sample(name, tuple(labels.items()), float(value)))
@@ -247,11 +258,9 @@ async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sam
     for name, (cluster_name, addr) in brokers.items():
         try:
             master_max = await _broker(c, cluster_name, name, addr)
-        except (RocketStoreError, OSError, TimeoutError) as exc:
+        except _READ_ERRORS as exc:
             log.warning("exporter: broker %s (%s) could not be read: %s", name, addr, exc)
-            c.errors += 1
-            if _unreachable(exc):
-                c.down.add(addr)
+            c.failed(addr, exc)
             continue
         slaves = sorted(a for a in info.brokers[name].broker_addrs.values() if a != addr)
         if slaves and master_max is not None:
@@ -264,14 +273,26 @@ async def collect(admin: AdminClient, *, cluster: str | None = None) -> list[Sam
 
 
 async def _broker(c: _Collection, cluster: str, name: str, addr: str) -> float | None:
-    """The master's figures; returns its commitlog max offset (None when its runtime info has none)."""
-    table = await c.admin.runtime_info(addr)
+    """The master's figures; returns its commitlog max offset (None when its runtime info has none).  A
+    runtime info answered with an error (or unreadable) costs its own series only, as in rocketmq-exporter,
+    which reads the rates on their own."""
+    table: dict[str, str] | None
+    try:
+        table = await c.admin.runtime_info(addr)
+    except _READ_ERRORS as exc:
+        if _unreachable(exc):
+            raise
+        log.warning("exporter: the runtime info of broker %s (%s) could not be read: %s", name, addr, exc)
+        c.errors += 1
+        table = None
     ip = addr.rsplit(":", 1)[0]
     # 0 rather than no sample before the first put / get: the dashboard lists its brokers by this metric
     c.add("rocketmq_broker_tps", await c.rate(addr, "BROKER_PUT_NUMS", cluster) or 0.0, cluster=cluster,
           brokerIP=ip, broker=name)
     c.add("rocketmq_broker_qps", await c.rate(addr, "BROKER_GET_NUMS", cluster) or 0.0, cluster=cluster,
           brokerIP=ip, broker=name)
+    if table is None:
+        return None
     labels = {"cluster": cluster, "brokerIP": addr, "brokerHost": name, "des": table.get("brokerVersionDesc", ""),
               "boottime": table.get("bootTimestamp", ""), "broker_version": table.get("brokerVersion", "")}
     for suffix, (key, kind) in _RUNTIME.items():
@@ -293,7 +314,7 @@ async def _slaves(c: _Collection, cluster: str, name: str, master_max: float, sl
     for addr in slaves:
         try:
             slave_max = _runtime_value((await c.admin.runtime_info(addr)).get("commitLogMaxOffset", ""), "int")
-        except (RocketStoreError, OSError, TimeoutError) as exc:
+        except _READ_ERRORS as exc:
             log.warning("exporter: slave %s of %s could not be read: %s", addr, name, exc)
             c.errors += 1
             continue
@@ -302,20 +323,21 @@ async def _slaves(c: _Collection, cluster: str, name: str, master_max: float, sl
                   broker=name)
 
 
-async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> set[str]:
+async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> dict[str, dict[str, list[str]]]:
     """Offsets and put rates of every topic, per broker holding its queues; returns the groups consuming
-    them (online, or with offsets), as the exporter finds groups (queryTopicConsumeByWho)."""
-    consuming: set[str] = set()
+    them (online, or with offsets), as the exporter finds groups (queryTopicConsumeByWho): group -> topic
+    -> the brokers that answered for the topic's queues."""
+    consuming: dict[str, dict[str, list[str]]] = {}
     try:
         topics = await c.admin.topic_list()
-    except (RocketStoreError, OSError, TimeoutError) as exc:
+    except _READ_ERRORS as exc:
         log.warning("exporter: the topic list could not be read: %s", exc)
         c.errors += 1
         return consuming
     for topic in topics:
         try:
             masters = await c.admin.topic_masters(topic)
-        except (RocketStoreError, OSError, TimeoutError):
+        except _READ_ERRORS:
             c.errors += 1
             continue
         queues: list[QueueStats] = []
@@ -324,19 +346,19 @@ async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> set[st
                 continue
             try:
                 queues.extend(await c.admin.topic_stats_on(addr, topic))
-            except (RocketStoreError, OSError, TimeoutError) as exc:
-                c.errors += 1
-                if _unreachable(exc):
-                    c.down.add(addr)
+            except _READ_ERRORS as exc:
+                c.failed(addr, exc)
         held = [brokers[b][1] for b in sorted({q.broker_name for q in queues})
                 if b in brokers and brokers[b][1] not in c.down]
         if held and not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
             try:
-                consuming.update(await c.admin.consumed_by(topic, held))
-            except (RocketStoreError, OSError, TimeoutError) as exc:
-                c.errors += 1
-                if _unreachable(exc):
-                    c.down.add(held[0])
+                groups = await c.admin.consumed_by(topic, held)
+            except _READ_ERRORS as exc:
+                c.failed(held[0], exc)
+            else:
+                holders = sorted({q.broker_name for q in queues} & set(brokers))
+                for group in groups:
+                    consuming.setdefault(group, {})[topic] = holders
         offsets: dict[str, int] = defaultdict(int)
         for q in queues:
             offsets[q.broker_name] += q.max_offset
@@ -351,21 +373,27 @@ async def _topics(c: _Collection, brokers: dict[str, tuple[str, str]]) -> set[st
                       group=topic[len(DLQ_GROUP_TOPIC_PREFIX):])
             else:
                 c.add("rocketmq_producer_offset", total, cluster=cluster, broker=broker_name, topic=topic)
+                if addr in c.down:  # answered its topic stats, then stopped answering
+                    continue
                 try:
                     tps = await c.rate(addr, "TOPIC_PUT_NUMS", topic)
                     size = await c.rate(addr, "TOPIC_PUT_SIZE", topic)
-                except (RocketStoreError, OSError, TimeoutError):
-                    c.errors += 1
+                except _READ_ERRORS as exc:
+                    c.failed(addr, exc)
                     continue
                 c.add_known("rocketmq_producer_tps", tps, cluster=cluster, broker=broker_name, topic=topic)
                 c.add_known("rocketmq_producer_message_size", size, cluster=cluster, broker=broker_name, topic=topic)
     return consuming
 
 
-async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming: set[str]) -> None:
+async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]],
+                  consuming: dict[str, dict[str, list[str]]]) -> None:
     """Offsets, lag, rates and store-time latency of every group on every broker it has offsets on; online
-    clients of those groups and of the *consuming* ones (which may have committed nothing yet)."""
+    clients of those groups and of the *consuming* ones (which may have committed nothing yet); offsets
+    (0) and rates of the online broadcasting ones on the brokers of the topics they consume."""
     diffs: dict[tuple[str, str], int] = defaultdict(int)  # (group, topic) -> lag over every broker
+    served: set[tuple[str, str, str]] = set()  # (group, topic, broker name) with an offset served
+    online: dict[str, ConsumerConnectionInfo | None] = {}
     credentials = c.admin.pool.credentials
     consumer = PullConsumer(";".join(c.admin.namesrv_addrs), TOOLS_CONSUMER_GROUP, timeout_s=c.admin.timeout_s,
                             credentials=credentials if isinstance(credentials, SessionCredentials) else None,
@@ -376,12 +404,14 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
                 continue
             try:
                 stats = await c.admin.broker_consume_stats(addr)
-            except (RocketStoreError, OSError, TimeoutError) as exc:
-                c.errors += 1
-                if _unreachable(exc):
-                    c.down.add(addr)
+            except _READ_ERRORS as exc:
+                c.failed(addr, exc)
                 continue
             for group, progress_list in sorted(stats.groups.items()):
+                if addr in c.down:  # stopped answering since its consume stats: nothing more asked of it
+                    break
+                if group not in online:
+                    online[group] = await _online_consumers(c, brokers, group)
                 per_topic: dict[str, list[QueueProgress]] = defaultdict(list)
                 for progress in progress_list:
                     for q in progress.queues:
@@ -391,46 +421,59 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
                     diffs[(group, topic)] += sum(q.lag for q in queues)
                     labels = {"cluster": cluster, "broker": broker_name, "topic": topic, "group": group}
                     c.add("rocketmq_consumer_offset", sum(q.consumer_offset for q in queues), **labels)
+                    served.add((group, topic, broker_name))
+                    if addr in c.down:
+                        continue
                     try:
-                        # the group's rates of its %RETRY% topic are not served (rocketmq-exporter reads
-                        # them of the topics it lists producer rates for)
-                        if not topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
-                            key = f"{topic}@{group}"
-                            c.add_known("rocketmq_consumer_tps", await c.rate(addr, "GROUP_GET_NUMS", key), **labels)
-                            c.add_known("rocketmq_consumer_message_size", await c.rate(addr, "GROUP_GET_SIZE", key),
-                                        **labels)
-                            # rocketmq-exporter serves this one's minute sum, not its rate
-                            c.add_known("rocketmq_send_back_nums", await c.minute_sum(addr, "SNDBCK_PUT_NUMS", key),
-                                        **labels)
+                        await _group_rates(c, addr, labels)
+                        if _broadcasting(online[group]):  # as its lag, its latency is its clients' to know
+                            continue
                         latency = await _store_time_latency(consumer, queues)
-                    except (RocketStoreError, OSError, TimeoutError):
-                        c.errors += 1
+                    except _READ_ERRORS as exc:
+                        c.failed(addr, exc)
                         continue
                     c.add("rocketmq_group_get_latency_by_storetime", latency, **labels)
-    online: dict[str, ConsumerConnectionInfo | None] = {}
-    for group in sorted(consuming - {g for g, _ in diffs}):
+    for group in sorted(set(consuming) - set(online)):
         online[group] = await _online_consumers(c, brokers, group)
     for (group, topic), diff in sorted(diffs.items()):
-        if group not in online:
-            online[group] = await _online_consumers(c, brokers, group)
         connected = online[group]
+        if _broadcasting(connected):  # its offsets are its clients': what the brokers hold is no lag
+            continue
         name = ("rocketmq_group_retrydiff" if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else
                 "rocketmq_group_dlqdiff" if topic.startswith(DLQ_GROUP_TOPIC_PREFIX) else "rocketmq_group_diff")
         c.add(name, diff, group=group, topic=topic,
               countOfOnlineConsumers=str(0 if connected is None else len(connected.connections)), msgModel=_CLUSTERING)
+    # an online broadcasting group has no offsets on the brokers, so their consume stats do not list it;
+    # rocketmq-exporter asks each topic's consume stats of it, which read 0 on every queue: the group's
+    # offset is 0 on each broker of each topic it consumes, and its rates are served as any group's
+    for group, topics in sorted(consuming.items()):
+        if not _broadcasting(online.get(group)):
+            continue
+        for topic, holders in sorted(topics.items()):
+            for broker_name in holders:
+                cluster, addr = brokers[broker_name]
+                if (group, topic, broker_name) in served or addr in c.down:
+                    continue
+                labels = {"cluster": cluster, "broker": broker_name, "topic": topic, "group": group}
+                c.add("rocketmq_consumer_offset", 0, **labels)
+                try:
+                    await _group_rates(c, addr, labels)
+                except _READ_ERRORS as exc:
+                    c.failed(addr, exc)
     for group, connected in sorted(online.items()):
         clients = [] if connected is None else connected.connections
         c.add("rocketmq_group_count", len(clients), caddr=",".join(x.client_addr for x in clients),
               localaddr=",".join(x.client_id for x in clients), group=group)
     asked = [(group, connected.broker_addr, client) for group, connected in sorted(online.items())
-             if connected is not None for client in connected.connections]
+             if connected is not None and connected.broker_addr not in c.down
+             for client in connected.connections]
     # every client at once: a client that does not answer holds the collection up for one relay timeout,
     # not one per client
     answers = await asyncio.gather(*(c.admin.consumer_running_info(group, client.client_id, broker_addr=addr)
                                      for group, addr, client in asked), return_exceptions=True)
     for (group, _, client), answer in zip(asked, answers):
         if isinstance(answer, BaseException):
-            if not isinstance(answer, (RocketStoreError, OSError, TimeoutError)):
+            if not isinstance(answer, _READ_ERRORS):
                 raise answer
             log.warning("exporter: client %s of group %s could not be read: %s", client.client_id, group, answer)
             c.errors += 1
@@ -444,6 +487,25 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]], consuming
             c.add("rocketmq_client_consume_rt", status.consume_rt, **labels)
             c.add("rocketmq_client_consumer_pull_rt", status.pull_rt, **labels)
             c.add("rocketmq_client_consumer_pull_tps", status.pull_tps, **labels)
+
+
+async def _group_rates(c: _Collection, addr: str, labels: dict[str, str]) -> None:
+    """The group's pull rates and sent-back count of the topic on the broker at *addr* (*labels* name
+    them).  Its rates of its %RETRY% topic are not served (rocketmq-exporter reads them of the topics it
+    lists producer rates for)."""
+    topic = labels["topic"]
+    if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+        return
+    key = f"{topic}@{labels['group']}"
+    c.add_known("rocketmq_consumer_tps", await c.rate(addr, "GROUP_GET_NUMS", key), **labels)
+    c.add_known("rocketmq_consumer_message_size", await c.rate(addr, "GROUP_GET_SIZE", key), **labels)
+    # rocketmq-exporter serves this one's minute sum, not its rate
+    c.add_known("rocketmq_send_back_nums", await c.minute_sum(addr, "SNDBCK_PUT_NUMS", key), **labels)
+
+
+def _broadcasting(connected: ConsumerConnectionInfo | None) -> bool:
+    """Whether the group's online clients consume by broadcasting (as their heartbeats say)."""
+    return connected is not None and connected.message_model == "BROADCASTING"
 
 
 async def _store_time_latency(consumer: PullConsumer, queues: Iterable[QueueProgress]) -> int:
@@ -470,7 +532,7 @@ async def _online_consumers(c: _Collection, brokers: dict[str, tuple[str, str]],
     none sees any (the exporter counts 0 too)."""
     try:
         addrs = list((await c.admin.topic_masters(RETRY_GROUP_TOPIC_PREFIX + group)).values())
-    except (RocketStoreError, OSError, TimeoutError):
+    except _READ_ERRORS:
         addrs = []  # no retry topic (a broadcasting group, or one that never consumed): every master
     addrs.extend(addr for _, addr in brokers.values() if addr not in addrs)
     for addr in addrs:
@@ -478,7 +540,7 @@ async def _online_consumers(c: _Collection, brokers: dict[str, tuple[str, str]],
             continue
         try:
             connected = await c.admin.consumer_connection_on(addr, group)
-        except (RocketStoreError, OSError, TimeoutError) as exc:
+        except _READ_ERRORS as exc:
             if _unreachable(exc):
                 c.errors += 1
                 c.down.add(addr)
@@ -490,8 +552,10 @@ async def _online_consumers(c: _Collection, brokers: dict[str, tuple[str, str]],
 
 def _unreachable(exc: BaseException) -> bool:
     """Whether *exc* says the broker could not be reached (no connection, no answer in time), rather than
-    that it answered with an error."""
-    return isinstance(exc, (RemotingError, OSError, TimeoutError))
+    that it answered: with an error code, or with a body that could not be read (a ProtocolError such as
+    a JSON one; a frame that cannot be read closes the connection, which is a ConnectionClosedError)."""
+    return isinstance(exc, (OSError, TimeoutError)) or (isinstance(exc, RemotingError)
+                                                         and not isinstance(exc, ProtocolError))
 
 
 def _escape(value: str) -> str:
