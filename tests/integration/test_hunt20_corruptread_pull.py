@@ -13,9 +13,9 @@ sectors)."""
 from __future__ import annotations
 
 import logging
-import os
 
 import pytest
+from commitlog_bytes import xor_commitlog_byte
 from local_cluster import LocalCluster, run_within, send_bodies
 from test_hunt20_badbody_skip import TEST_TIMEOUT_S, _polled_past, _pushed_past
 
@@ -43,14 +43,7 @@ def _damage(cluster: LocalCluster, topic: str, kind: str) -> None:
     assert entries is not None and len(entries) == COUNT
     commit_log_offset, size = entries[DAMAGED][0], entries[DAMAGED][1]
     at, mask = FLIPS[kind]
-    position = commit_log_offset + (at if at >= 0 else size + at)
-    segment_bytes = cluster.broker.store.config.mapped_file_size_commit_log
-    start = position - position % segment_bytes
-    with open(os.path.join(cluster.store_dir, "commitlog", f"{start:020d}"), "r+b") as segment:
-        segment.seek(position - start)
-        byte = segment.read(1)[0]
-        segment.seek(position - start)
-        segment.write(bytes([byte ^ mask]))
+    xor_commitlog_byte(cluster, commit_log_offset + (at if at >= 0 else size + at), mask)
 
 
 def _assert_logged(caplog: pytest.LogCaptureFixture, topic: str, kind: str) -> None:

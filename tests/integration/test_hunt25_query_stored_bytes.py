@@ -9,8 +9,7 @@ the byte is flipped in the segment file while the broker runs.
 
 from __future__ import annotations
 
-import os
-
+from commitlog_bytes import read_commitlog, xor_commitlog_byte
 from local_cluster import LocalCluster, send_bodies
 from raw_frames import RawConnection
 from test_python_push_consumer import FAST, arun, create_topic, eventually
@@ -32,24 +31,10 @@ def _flip_last_property_byte(cluster: LocalCluster) -> tuple[int, str, bytes]:
     send_bodies(cluster, TOPIC, ["before", "flipped", "after"])
     cluster.wait_dispatched()
     stored = cluster.call(lambda: cluster.broker.store.get(TOPIC, 0, 1, 1).messages[0])
-    record = _set_top_bit(cluster, stored.commit_log_offset + stored.store_size - 1, stored.commit_log_offset,
-                          stored.store_size)
+    assert xor_commitlog_byte(cluster, stored.commit_log_offset + stored.store_size - 1, 0x80) < 0x80
+    record = read_commitlog(cluster, stored.commit_log_offset, stored.store_size)
     assert stored.uniq_key is not None
     return stored.commit_log_offset, stored.uniq_key, record
-
-
-def _set_top_bit(cluster: LocalCluster, position: int, record_at: int = 0, record_size: int = 0) -> bytes:
-    """Set the top bit of the commitlog byte at *position* (in its segment file); the *record_size* bytes at
-    *record_at* afterwards."""
-    segment_bytes = cluster.broker.store.config.mapped_file_size_commit_log
-    start = position - position % segment_bytes
-    with open(os.path.join(cluster.store_dir, "commitlog", f"{start:020d}"), "r+b") as segment:
-        segment.seek(position - start)
-        byte = segment.read(1)[0]
-        segment.seek(position - start)
-        segment.write(bytes([byte | 0x80]))
-        segment.seek(record_at - start)
-        return segment.read(record_size)
 
 
 def test_view_and_query_send_the_stored_record(cluster: LocalCluster, conn: RawConnection) -> None:
@@ -85,7 +70,8 @@ def test_consume_directly_forwards_the_stored_record(cluster: LocalCluster) -> N
             await eventually(lambda: handled == [topic], 20, "the message consumed")
             stored = cluster.broker.store.get(topic, 0, 0, 1).messages[0]
             # the topic's last byte ('T', 0x54) with its top bit set: a lead byte with no continuation
-            _set_top_bit(cluster, stored.commit_log_offset + BODY_AT + len(stored.body) + 1 + len(topic) - 1)
+            xor_commitlog_byte(cluster, stored.commit_log_offset + BODY_AT + len(stored.body) + 1 + len(topic) - 1,
+                               0x80)
             result = await admin.consume_message_directly(group, consumer.client_id, sent.offset_msg_id)
             assert result.consume_result == CMResult.SUCCESS, result.remark
             assert handled[-1] == topic[:-1] + "\ufffd"

@@ -13,8 +13,7 @@ runs.
 
 from __future__ import annotations
 
-import os
-
+from commitlog_bytes import xor_commitlog_byte
 from local_cluster import LocalCluster, run_within, send_bodies
 from test_hunt20_badbody_skip import TEST_TIMEOUT_S, _pushed_past
 
@@ -33,14 +32,7 @@ def _flip_last_property_byte(cluster: LocalCluster, topic: str) -> str:
     send_bodies(cluster, topic, [b.decode() for b in BODIES.values()])
     stored = cluster.call(lambda: cluster.broker.store.get(topic, 0, FLIPPED, 1).messages[0])
     assert stored.properties_string[-1] < "\x80"  # an ASCII character: one byte
-    position = stored.commit_log_offset + stored.store_size - 1
-    segment_bytes = cluster.broker.store.config.mapped_file_size_commit_log
-    start = position - position % segment_bytes
-    with open(os.path.join(cluster.store_dir, "commitlog", f"{start:020d}"), "r+b") as segment:
-        segment.seek(position - start)
-        byte = segment.read(1)[0]
-        segment.seek(position - start)
-        segment.write(bytes([byte | 0x80]))
+    xor_commitlog_byte(cluster, stored.commit_log_offset + stored.store_size - 1, 0x80)
     return stored.properties_string[:-1] + "\ufffd"
 
 

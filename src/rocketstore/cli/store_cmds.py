@@ -181,6 +181,7 @@ def format_verify_report(directory: str, report: VerifyReport) -> str:
                                   else "disabled, not checked"),
         "recovery at open (nothing written to disk):",
         *_recovery_lines(p.abnormal, p.start_segment, p.valid_end, p.truncated_bytes, p.records_checked, p.reason),
+        *_not_utf8_lines(report.properties_not_utf8, report.properties_not_utf8_offsets),
     ]
     if report.ok:
         lines.append("OK: commitlog, consume queues and index agree")
@@ -191,6 +192,16 @@ def format_verify_report(directory: str, report: VerifyReport) -> str:
             lines.append(f"  ... and {report.problem_count - len(report.problems)} more")
         lines.append("by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(report.counts_by_kind.items())))
     return "\n".join(lines) + "\n"
+
+
+def _not_utf8_lines(count: int, offsets: tuple[int, ...]) -> list[str]:
+    if not count:
+        return []
+    shown = ", ".join(str(o) for o in offsets) + (" ..." if count > len(offsets) else "")
+    # a warning, not a problem: a 4.9.3 batch stores its entries' properties as sent, and 4.9.3 reads them so
+    return [f"warning: {count} record(s) with properties that are not UTF-8 (commitlog {shown}): read as 4.9.3 "
+            f"reads them, U+FFFD for each malformed sequence (a 4.9.3 batch stores its entries' properties as "
+            f"sent)"]
 
 
 def _deleted_topics_lines(deleted: dict[str, int]) -> list[str]:

@@ -16,6 +16,11 @@ reports every disagreement it finds as a :class:`Problem`:
 * every index key of a record (UNIQ_KEY and each KEYS token; ROLLBACK records are not indexed) finds
   that record through a query by key.
 
+Properties that are not UTF-8 are read as 4.9.3 reads them (U+FFFD for each malformed sequence) and the
+record is checked on: a 4.9.3 batch stores its entries' properties as sent, and 4.9.3's recovery and
+dispatch take such a record without complaint, so they are counted (``properties_not_utf8``), and a problem
+only where the record's tagsCode or index keys disagree with them as read (a byte changed on disk).
+
 It also says what recovery did at open (``recovery_preview``); after a clean shutdown recovery should cut
 nothing, so a cut is a problem then: commitlog bytes, or consume-queue entries on disk that point past the
 commitlog's end (a lost last segment, a missing commitlog directory: 4.9.3 truncates such entries, or
@@ -42,6 +47,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import cast
 
 import numpy as np
@@ -73,8 +79,10 @@ class ProblemKind:
     """The ``kind`` of a :class:`Problem`."""
 
     RECORD_UNDECODABLE = "RECORD_UNDECODABLE"
-    #: properties that are not UTF-8: a byte changed on disk (the body CRC does not cover them), or a 4.9.3
-    #: broker's batch that stored them as sent; the record is read as 4.9.3 reads it and checked on
+    #: properties that are not UTF-8 and that the record's queue entry (tagsCode) or the index disagree with
+    #: as 4.9.3 reads them (U+FFFD): changed on disk after dispatch (the body CRC does not cover them).  Alone
+    #: they are no problem (``VerifyReport.properties_not_utf8``): a 4.9.3 batch stores its entries'
+    #: properties as sent, and 4.9.3's recovery and dispatch read them so without complaint
     PROPERTIES_NOT_UTF8 = "PROPERTIES_NOT_UTF8"
     RECORD_OFFSET_MISMATCH = "RECORD_OFFSET_MISMATCH"
     BODY_CRC_MISMATCH = "BODY_CRC_MISMATCH"
@@ -140,6 +148,11 @@ class VerifyReport:
     counts_by_kind: dict[str, int] = field(default_factory=dict)
     #: topic -> its records left in the commitlog by a deletion (only known given the broker's topic table)
     deleted_topic_records: dict[str, int] = field(default_factory=dict)
+    #: records whose properties are not UTF-8, read as 4.9.3 reads them (each malformed sequence one U+FFFD);
+    #: not a problem by itself (a 4.9.3 batch stores its entries' properties as sent), and the commitlog
+    #: offsets of the first few
+    properties_not_utf8: int = 0
+    properties_not_utf8_offsets: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -173,6 +186,15 @@ class _Records:
     queues: dict[tuple[str, int], int] = field(default_factory=dict)
     #: (topic, key) -> commitlog offsets of the records indexed under it
     keys: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
+    #: commitlog offset -> "topic/queue id queue offset N" of each record whose properties are not UTF-8
+    not_utf8: dict[int, str] = field(default_factory=dict)
+    #: offsets of such records that their queue entry's tagsCode or the index disagree with
+    not_utf8_disagreeing: set[int] = field(default_factory=set)
+
+    def disagrees(self, offset: int) -> None:
+        """Note that what was built from the record at *offset* disagrees with its properties as read."""
+        if offset in self.not_utf8:
+            self.not_utf8_disagreeing.add(offset)
 
 
 def _where_record(offset: int) -> str:
@@ -224,11 +246,11 @@ def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | N
                 except MessageDecodeError:
                     # not UTF-8: properties are read as every reader and the dispatcher read them (U+FFFD),
                     # so the record is still checked against its queue entry; a topic stays undecodable, as
-                    # the dispatcher refuses it (no queue entry to check)
+                    # the dispatcher refuses it (no queue entry to check).  4.9.3 stores a batch entry's
+                    # properties as sent and recovers and serves such a record without complaint, so it is
+                    # a problem only where its queue entry or the index disagree (see _not_utf8_problems)
                     m = decode_record(buf, pos, with_body=False, limit=limit, strict_topic=True)
-                    out.add(ProblemKind.PROPERTIES_NOT_UTF8, _where_record(offset),
-                            f"properties are not UTF-8 ({m.topic}/{m.queue_id} queue offset {m.queue_offset}); "
-                            "read with U+FFFD for each malformed sequence, as 4.9.3 reads them")
+                    recs.not_utf8[offset] = f"{m.topic}/{m.queue_id} queue offset {m.queue_offset}"
             except MessageDecodeError as exc:
                 # a record damaged inside (one flipped byte in its topic or properties) whose size still leads
                 # to the next record's magic: skip just it, or every later record of the segment (and each
@@ -361,6 +383,8 @@ def _check_queues(store: MessageStore, recs: _Records, out: _Collector,
                 for j in np.flatnonzero(bad).tolist():
                     i, k = int(idx[j]), int(r[j])
                     out.add(kind, f"{where}#{base + i}", text.format(e=int(entry_vals[i]), r=int(rec_vals[k])))
+                    if kind == ProblemKind.CQ_TAGS_CODE_MISMATCH:
+                        recs.disagrees(int(rec_offsets[k]))
             for j in np.flatnonzero(rec_queue[r] != qid).tolist():
                 i, k = int(idx[j]), int(r[j])
                 t, q = names[int(rec_queue[k])]
@@ -487,9 +511,21 @@ def _check_index(store: MessageStore, recs: _Records, out: _Collector, progress:
         for offset in sorted(wanted - found):
             out.add(ProblemKind.INDEX_KEY_NOT_FOUND, f"index {topic}#{key}",
                     f"a query by this key does not find the record at commitlog {offset}")
+            recs.disagrees(offset)
     if progress is not None:
         progress("index keys", len(recs.keys), len(recs.keys))
     return len(recs.keys)
+
+
+def _not_utf8_problems(recs: _Records, out: _Collector) -> None:
+    """A record whose properties are not UTF-8 is a problem only where its queue entry's tagsCode or the
+    index disagree with them as read: then a byte of them changed on disk after dispatch.  Where everything
+    built from them agrees the record is as 4.9.3 stored it (a batch entry's properties are kept as sent)
+    and as its recovery and dispatch read it: no problem."""
+    for offset in sorted(recs.not_utf8_disagreeing):
+        out.add(ProblemKind.PROPERTIES_NOT_UTF8, _where_record(offset),
+                f"properties are not UTF-8 ({recs.not_utf8[offset]}) and its queue entry or the index disagree "
+                "with them as read (U+FFFD for each malformed sequence, as 4.9.3 reads them): changed on disk")
 
 
 def _entry_on_disk(queue_dir: str, segment_bytes: int, queue_offset: int) -> tuple[int, int, int] | None:
@@ -615,11 +651,13 @@ def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Pro
     recs, blanks = _walk_commitlog(store, out, progress)
     queue_count, entries, deleted = _check_queues(store, recs, out, configured_topics)
     index_keys = _check_index(store, recs, out, progress)
+    _not_utf8_problems(recs, out)
     return VerifyReport(
         problems=tuple(out.items), problem_count=out.count, recovery_preview=preview,
         commit_log_min_offset=store.min_commit_log_offset, commit_log_max_offset=store.max_commit_log_offset,
         record_count=len(recs.offsets), blank_count=blanks, queue_count=queue_count, cq_entry_count=entries,
         index_key_count=index_keys, index_checked=store._index is not None, counts_by_kind=dict(out.by_kind),
-        deleted_topic_records=deleted,
+        deleted_topic_records=deleted, properties_not_utf8=len(recs.not_utf8),
+        properties_not_utf8_offsets=tuple(islice(recs.not_utf8, 10)),  # walked in commitlog order
     )
 

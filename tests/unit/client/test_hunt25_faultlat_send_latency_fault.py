@@ -20,19 +20,9 @@ from rocketstore.errors import RemotingError
 from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.server import RemotingServer
 from rocketstore.remoting.transport import Connection
 
 TOPIC = "Hunt25FaultLat"
-
-#: GET_ROUTEINFO_BY_TOPIC's body from a 4.9.3 name server for a topic on two masters, 4 queues each
-#: (captured; the addresses are put in by the test)
-ROUTE_4_9_3 = ('{"brokerDatas":[{"brokerAddrs":{0:"%(b)s"},"brokerName":"broker-b",'
-               '"cluster":"DefaultCluster"},{"brokerAddrs":{0:"%(a)s"},"brokerName":"broker-a",'
-               '"cluster":"DefaultCluster"}],'
-               '"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,'
-               '"topicSysFlag":0,"writeQueueNums":4},{"brokerName":"broker-b","perm":6,"readQueueNums":4,'
-               '"topicSysFlag":0,"writeQueueNums":4}]}')
 
 
 def _run(coro: Any) -> Any:
@@ -41,12 +31,7 @@ def _run(coro: Any) -> Any:
     return asyncio.run(bounded())
 
 
-def _answer(request: RemotingCommand) -> RemotingCommand:
-    return request.make_response(ResponseCode.SUCCESS, ext_fields={
-        "msgId": "7F00000100002A9F0000000000000000", "queueId": request.ext_fields["e"], "queueOffset": "0"})
-
-
-async def _sends(broker_a_mode: str, *, enable: bool, rounds: list[tuple[int, int]],
+async def _sends(two_masters: Any, broker_a_mode: str, *, enable: bool, rounds: list[tuple[int, int]],
                  latency_max: tuple[int, ...] | None = None) -> tuple[list[list[str]], int]:
     """Sends to TOPIC with broker-a *broker_a_mode* ("stopped": nothing listens on its address; "error":
     it answers SYSTEM_ERROR; "slow": it answers after 600 ms of the test's clock), broker-b answering,
@@ -55,12 +40,6 @@ async def _sends(broker_a_mode: str, *, enable: bool, rounds: list[tuple[int, in
     now = [1_000_000]
     tries_on_a = [0]
 
-    async def namesrv(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC and request.ext_fields.get("topic") == TOPIC:
-            body = ROUTE_4_9_3 % {"a": a_addr, "b": broker_b.address}
-            return request.make_response(ResponseCode.SUCCESS, body=body.encode())
-        return request.make_response(ResponseCode.TOPIC_NOT_EXIST, remark="no route")
-
     async def broker_a(connection: Connection, request: RemotingCommand) -> RemotingCommand:
         if request.code != RequestCode.SEND_MESSAGE_V2:
             return request.make_response(ResponseCode.SUCCESS)
@@ -68,21 +47,11 @@ async def _sends(broker_a_mode: str, *, enable: bool, rounds: list[tuple[int, in
         if broker_a_mode == "error":
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark="failing")
         now[0] += 600  # "slow": the send took 600 ms
-        return _answer(request)
+        return two_masters.send_answer(request)
 
-    async def answering(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        return _answer(request) if request.code == RequestCode.SEND_MESSAGE_V2 else \
-            request.make_response(ResponseCode.SUCCESS)
-
-    ns, a, broker_b = RemotingServer(namesrv), RemotingServer(broker_a), RemotingServer(answering)
-    for server in (ns, a, broker_b):
-        await server.start("127.0.0.1", 0)
-    a_addr = a.address
-    if broker_a_mode == "stopped":
-        await a.close()  # its address refuses connections
     outcomes: list[list[str]] = []
-    try:
-        async with Producer(ns.address, "hunt25-faultlat", retry_times=2, timeout_s=5,
+    async with two_masters.serve(TOPIC, broker_a, broker_a_stopped=broker_a_mode == "stopped") as addrs:
+        async with Producer(addrs.namesrv, "hunt25-faultlat", retry_times=2, timeout_s=5,
                             send_latency_fault_enable=enable) as producer:
             producer.latency_fault.clock = lambda: now[0]
             if latency_max is not None:
@@ -96,14 +65,11 @@ async def _sends(broker_a_mode: str, *, enable: bool, rounds: list[tuple[int, in
                     result = await producer.send(TOPIC, b"x")
                     got.append(f"{result.message_queue.broker_name[-1]}{result.message_queue.queue_id}")
                 outcomes.append(got)
-    finally:
-        for server in (ns, a, broker_b):
-            await server.close()
     return outcomes, tries_on_a[0]
 
 
-def test_on_a_stopped_broker_is_left_out_for_600_s_after_its_failed_send() -> None:
-    outcomes, _ = _run(_sends("stopped", enable=True, rounds=[(0, 8), (599_999, 8), (1, 2)]))
+def test_on_a_stopped_broker_is_left_out_for_600_s_after_its_failed_send(two_masters: Any) -> None:
+    outcomes, _ = _run(_sends(two_masters, "stopped", enable=True, rounds=[(0, 8), (599_999, 8), (1, 2)]))
     # the first send fails on a0 and goes on to b0 (a's queues 1..3 passed over: a is left out); the
     # round-robin moves one step a send, and while it is on a's queues the first of b's takes the send
     assert outcomes[0] == ["b0", "b0", "b0", "b0", "b1", "b2", "b3", "b0"]
@@ -114,25 +80,25 @@ def test_on_a_stopped_broker_is_left_out_for_600_s_after_its_failed_send() -> No
     assert outcomes[2] == ["b0", "b0"]
 
 
-def test_off_a_failing_broker_is_tried_first_by_every_send_beginning_on_it() -> None:
+def test_off_a_failing_broker_is_tried_first_by_every_send_beginning_on_it(two_masters: Any) -> None:
     # 4.9.3 with sendLatencyFaultEnable false: a send beginning on broker-a fails there and its retry steps
     # past a's queues (selectOneMessageQueue(lastBrokerName)), so one send in four tries broker-a
-    outcomes, tries = _run(_sends("error", enable=False, rounds=[(0, 12)]))
+    outcomes, tries = _run(_sends(two_masters, "error", enable=False, rounds=[(0, 12)]))
     assert outcomes == [["b0", "b1", "b2", "b3"] * 3]
     assert tries == 3
-    outcomes, tries = _run(_sends("error", enable=True, rounds=[(0, 12)]))
+    outcomes, tries = _run(_sends(two_masters, "error", enable=True, rounds=[(0, 12)]))
     assert tries == 1  # left out after its one failed send
     assert outcomes == [["b0", "b0", "b0", "b0", "b1", "b2", "b3", "b0", "b0", "b0", "b0", "b0"]]
 
 
-def test_on_a_slow_send_leaves_its_broker_out_for_its_steps_time() -> None:
+def test_on_a_slow_send_leaves_its_broker_out_for_its_steps_time(two_masters: Any) -> None:
     # 600 ms reaches latencyMax's 550 ms step: 30 s left out from the slow send's end (its send went well
     # and is not retried); the round-robin back on a's queues passes over them until then
-    outcomes, tries = _run(_sends("slow", enable=True, rounds=[(0, 8), (29_999, 1), (1, 1)]))
+    outcomes, tries = _run(_sends(two_masters, "slow", enable=True, rounds=[(0, 8), (29_999, 1), (1, 1)]))
     assert outcomes == [["a0", "b0", "b0", "b0", "b0", "b1", "b2", "b3"], ["b0"], ["a1"]]
     assert tries == 2
     # with a step of 700 ms instead of 550 ms (setLatencyMax) the same send is not slow: a's queues in turn
-    outcomes, tries = _run(_sends("slow", enable=True, rounds=[(0, 5)],
+    outcomes, tries = _run(_sends(two_masters, "slow", enable=True, rounds=[(0, 5)],
                                   latency_max=(50, 100, 700, 1000, 2000, 3000, 15000)))
     assert outcomes == [["a0", "a1", "a2", "a3", "b0"]]
     assert tries == 4
@@ -165,10 +131,10 @@ def test_how_long_a_latency_leaves_a_broker_out() -> None:
     assert fault.is_available("broker-a")
 
 
-def test_with_every_broker_left_out_the_least_bad_takes_the_send_on_a_queue_of_its_own() -> None:
+def test_with_every_broker_left_out_the_least_bad_takes_the_send_on_a_queue_of_its_own(two_masters: Any) -> None:
     now = [0]
     fault = LatencyFaultTolerance(clock=lambda: now[0])
-    route = TopicRouteData.decode((ROUTE_4_9_3 % {"a": "127.0.0.1:1", "b": "127.0.0.1:2"}).encode())
+    route = TopicRouteData.decode((two_masters.route_4_9_3 % {"a": "127.0.0.1:1", "b": "127.0.0.1:2"}).encode())
     queues = [MessageQueue(TOPIC, b, i) for b in ("broker-a", "broker-b") for i in range(4)]
     fault.update("broker-a", 20_000, False)  # 600 s out
     fault.update("broker-b", 700, False)  # 30 s out
@@ -217,24 +183,11 @@ def test_the_option_and_its_steps_are_the_producers_settings() -> None:
         blocking.shutdown()
 
 
-def test_oneway_sends_count_and_sends_to_a_chosen_queue_do_not() -> None:
+def test_oneway_sends_count_and_sends_to_a_chosen_queue_do_not(two_masters: Any) -> None:
     async def go(enable: bool) -> tuple[list[str], bool]:
-        async def namesrv(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-            body = ROUTE_4_9_3 % {"a": a_addr, "b": broker_b.address}
-            return request.make_response(ResponseCode.SUCCESS, body=body.encode())
-
-        async def answering(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-            return _answer(request) if request.code == RequestCode.SEND_MESSAGE_V2 else \
-                request.make_response(ResponseCode.SUCCESS)
-
-        ns, a, broker_b = RemotingServer(namesrv), RemotingServer(answering), RemotingServer(answering)
-        for server in (ns, a, broker_b):
-            await server.start("127.0.0.1", 0)
-        a_addr = a.address
-        await a.close()  # broker-a stopped
         outcomes = []
-        try:
-            async with Producer(ns.address, "hunt25-faultlat", timeout_s=5,
+        async with two_masters.serve(TOPIC, broker_a_stopped=True) as addrs:
+            async with Producer(addrs.namesrv, "hunt25-faultlat", timeout_s=5,
                                 send_latency_fault_enable=enable) as producer:
                 producer.latency_fault.clock = lambda: 0
                 # a send to a chosen queue (Java's send(msg, mq): sendKernelImpl) keeps nothing
@@ -250,9 +203,6 @@ def test_oneway_sends_count_and_sends_to_a_chosen_queue_do_not() -> None:
                         outcomes.append("ok")
                     except RemotingError:
                         outcomes.append("failed")
-        finally:
-            for server in (ns, broker_b):
-                await server.close()
         return outcomes, chosen_kept
 
     # on: the failed oneway send leaves broker-a out, the next ones go to broker-b's queue 0

@@ -19,19 +19,9 @@ from rocketstore.client.queue_choice import _queue_avoiding
 from rocketstore.client.route import MessageQueue
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.server import RemotingServer
 from rocketstore.remoting.transport import Connection
 
 TOPIC = "Hunt25Failover"
-
-#: GET_ROUTEINFO_BY_TOPIC's body from a 4.9.3 name server for a topic on two masters (captured; the
-#: addresses are put in by the test)
-ROUTE_4_9_3 = ('{"brokerDatas":[{"brokerAddrs":{0:"%(b)s"},"brokerName":"broker-b",'
-               '"cluster":"DefaultCluster"},{"brokerAddrs":{0:"%(a)s"},"brokerName":"broker-a",'
-               '"cluster":"DefaultCluster"}],'
-               '"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,'
-               '"topicSysFlag":0,"writeQueueNums":4},{"brokerName":"broker-b","perm":6,"readQueueNums":4,'
-               '"topicSysFlag":0,"writeQueueNums":4}]}')
 
 
 def _run(coro: Any) -> Any:
@@ -50,34 +40,16 @@ def test_the_retry_choice_steps_the_round_robin_past_the_failed_brokers_queues()
     assert _queue_avoiding(only_a, itertools.count(1), "broker-a") == MessageQueue(TOPIC, "broker-a", 1)
 
 
-def test_with_a_hung_broker_sends_after_a_timed_out_one_begin_on_the_other_broker() -> None:
+def test_with_a_hung_broker_sends_after_a_timed_out_one_begin_on_the_other_broker(two_masters: Any) -> None:
     async def go() -> list[str]:
-        async def namesrv(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-            asked = request.ext_fields.get("topic")
-            if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC and asked == TOPIC:
-                body = ROUTE_4_9_3 % {"a": broker_a.address, "b": broker_b.address}
-                return request.make_response(ResponseCode.SUCCESS, body=body.encode())
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, remark="no route")
-
         async def hung(connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
             if request.code == RequestCode.SEND_MESSAGE_V2:
                 await asyncio.sleep(60)  # stopped (SIGSTOP): never answers
             return request.make_response(ResponseCode.SUCCESS)
 
-        async def answering(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-            if request.code == RequestCode.SEND_MESSAGE_V2:
-                return request.make_response(ResponseCode.SUCCESS, ext_fields={
-                    "msgId": "7F00000100002A9F0000000000000000", "queueId": request.ext_fields["e"],
-                    "queueOffset": "0"})
-            return request.make_response(ResponseCode.SUCCESS)
-
-        servers = [RemotingServer(namesrv), RemotingServer(hung), RemotingServer(answering)]
-        ns, broker_a, broker_b = servers
-        for server in servers:
-            await server.start("127.0.0.1", 0)
         outcomes = []
-        try:
-            async with Producer(ns.address, "hunt25-jfail", retry_times=2, timeout_s=0.3) as producer:
+        async with two_masters.serve(TOPIC, hung) as addrs:
+            async with Producer(addrs.namesrv, "hunt25-jfail", retry_times=2, timeout_s=0.3) as producer:
                 await producer.fetch_publish_message_queues(TOPIC)
                 producer._next_queue = itertools.count(0)  # broker-a's queue 0 first
                 for _ in range(8):
@@ -87,9 +59,6 @@ def test_with_a_hung_broker_sends_after_a_timed_out_one_begin_on_the_other_broke
                         outcomes.append("timeout")
                     else:
                         outcomes.append(f"{result.message_queue.broker_name}:{result.message_queue.queue_id}")
-        finally:
-            for server in servers:
-                await server.close()
         return outcomes
 
     # as the 4.9.3 producer: one send in four times out (before: broker-a's four queues, one send each)

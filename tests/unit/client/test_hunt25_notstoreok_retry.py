@@ -24,19 +24,9 @@ from rocketstore.client.request_producer import ReplyTimeoutError, RequestProduc
 from rocketstore.client.transaction_producer import TransactionProducer
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.server import RemotingServer
 from rocketstore.remoting.transport import Connection
 
 TOPIC = "Hunt25NotStoreOk"
-
-#: GET_ROUTEINFO_BY_TOPIC's body from a 4.9.3 name server for a topic on two masters (captured; the
-#: addresses are put in by the test)
-ROUTE_4_9_3 = ('{"brokerDatas":[{"brokerAddrs":{0:"%(b)s"},"brokerName":"broker-b",'
-               '"cluster":"DefaultCluster"},{"brokerAddrs":{0:"%(a)s"},"brokerName":"broker-a",'
-               '"cluster":"DefaultCluster"}],'
-               '"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,'
-               '"topicSysFlag":0,"writeQueueNums":4},{"brokerName":"broker-b","perm":6,"readQueueNums":4,'
-               '"topicSysFlag":0,"writeQueueNums":4}]}')
 
 _SENDS = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 
@@ -47,44 +37,30 @@ def _run(coro: Any) -> Any:
     return asyncio.run(bounded())
 
 
-async def _with_cluster(answers: dict[str, int], body: Any) -> tuple[Any, dict[str, int]]:
-    """A name server and broker-a / broker-b answering each send with *answers*[broker] (a response code;
-    the queueOffset is how many sends the broker had before); ``body(namesrv_addr)`` runs against them.
-    Returns its result and how many sends each broker got."""
-    sends = {"broker-a": 0, "broker-b": 0}
+@pytest.fixture
+def with_cluster(two_masters: Any) -> Any:
+    """``with_cluster(answers, body)``: a name server and broker-a / broker-b answering each send with
+    *answers*[broker] (a response code; the queueOffset is how many sends the broker had before);
+    ``body(namesrv_addr)`` runs against them.  Returns its result and how many sends each broker got."""
+    async def run(answers: dict[str, int], body: Any) -> tuple[Any, dict[str, int]]:
+        sends = {"broker-a": 0, "broker-b": 0}
 
-    async def namesrv(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC and request.ext_fields.get("topic") == TOPIC:
-            text = ROUTE_4_9_3 % {"a": brokers["broker-a"].address, "b": brokers["broker-b"].address}
-            return request.make_response(ResponseCode.SUCCESS, body=text.encode())
-        return request.make_response(ResponseCode.TOPIC_NOT_EXIST, remark="no route")
+        def broker(name: str) -> Any:
+            async def handle(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+                if request.code not in _SENDS:
+                    return request.make_response(ResponseCode.SUCCESS)
+                offset = sends[name]
+                sends[name] += 1
+                code = answers[name]
+                if code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
+                                ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
+                    return request.make_response(code, remark="refused")
+                return two_masters.send_answer(request, code, offset)
+            return handle
 
-    def broker(name: str) -> Any:
-        async def handle(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-            if request.code not in _SENDS:
-                return request.make_response(ResponseCode.SUCCESS)
-            offset = sends[name]
-            sends[name] += 1
-            queue_id = request.ext_fields.get("e", request.ext_fields.get("queueId"))
-            code = answers[name]
-            if code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
-                            ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
-                return request.make_response(code, remark="refused")
-            return request.make_response(code, ext_fields={
-                "msgId": "7F00000100002A9F0000000000000000", "queueId": queue_id,
-                "queueOffset": str(offset)})
-        return handle
-
-    ns = RemotingServer(namesrv)
-    brokers = {"broker-a": RemotingServer(broker("broker-a")), "broker-b": RemotingServer(broker("broker-b"))}
-    servers = [ns, *brokers.values()]
-    for server in servers:
-        await server.start("127.0.0.1", 0)
-    try:
-        return await body(ns.address), sends
-    finally:
-        for server in servers:
-            await server.close()
+        async with two_masters.serve(TOPIC, broker("broker-a"), broker("broker-b")) as addrs:
+            return await body(addrs.namesrv), sends
+    return run
 
 
 def _sender(**options: Any) -> Any:
@@ -111,53 +87,53 @@ def _sender(**options: Any) -> Any:
 A_NOT_OK = {"broker-a": ResponseCode.FLUSH_SLAVE_TIMEOUT, "broker-b": ResponseCode.SUCCESS}
 
 
-def test_off_by_default_the_not_ok_answer_is_returned_after_one_try() -> None:
-    assert _run(_with_cluster(A_NOT_OK, _sender())) == (
+def test_off_by_default_the_not_ok_answer_is_returned_after_one_try(with_cluster: Any) -> None:
+    assert _run(with_cluster(A_NOT_OK, _sender())) == (
         ("FLUSH_SLAVE_TIMEOUT", "broker-a:0:0"), {"broker-a": 1, "broker-b": 0})
 
 
 @pytest.mark.parametrize("options", [{"retry_another_broker_when_not_store_ok": True}, {"switch_on": True},
                                      {"retry_another_broker_when_not_store_ok": True, "batch": True}])
 def test_on_the_send_goes_on_to_another_brokers_queue_and_returns_its_send_ok(
-        options: dict[str, Any]) -> None:
+        with_cluster: Any, options: dict[str, Any]) -> None:
     # the retry avoids the not-OK broker, as after a failure (selectOneMessageQueue(lastBrokerName))
-    assert _run(_with_cluster(A_NOT_OK, _sender(**options))) == (
+    assert _run(with_cluster(A_NOT_OK, _sender(**options))) == (
         ("SEND_OK", "broker-b:0:0"), {"broker-a": 1, "broker-b": 1})
 
 
-def test_when_every_try_is_not_ok_the_last_answer_is_returned() -> None:
+def test_when_every_try_is_not_ok_the_last_answer_is_returned(with_cluster: Any) -> None:
     answers = {"broker-a": ResponseCode.FLUSH_SLAVE_TIMEOUT, "broker-b": ResponseCode.SLAVE_NOT_AVAILABLE}
     # a:0, b:0 (the round-robin stepped past a's queues), a:0 again (past b's): the third answer, no error
-    assert _run(_with_cluster(answers, _sender(retry_another_broker_when_not_store_ok=True))) == (
+    assert _run(with_cluster(answers, _sender(retry_another_broker_when_not_store_ok=True))) == (
         ("FLUSH_SLAVE_TIMEOUT", "broker-a:0:1"), {"broker-a": 2, "broker-b": 1})
     answers = {"broker-a": ResponseCode.FLUSH_DISK_TIMEOUT, "broker-b": ResponseCode.FLUSH_DISK_TIMEOUT}
     once = _sender(retry_another_broker_when_not_store_ok=True, retry_times=0)
-    assert _run(_with_cluster(answers, once)) == (("FLUSH_DISK_TIMEOUT", "broker-a:0:0"),
+    assert _run(with_cluster(answers, once)) == (("FLUSH_DISK_TIMEOUT", "broker-a:0:0"),
                                                   {"broker-a": 1, "broker-b": 0})
 
 
-def test_an_error_after_a_not_ok_answer_returns_that_answer() -> None:
+def test_an_error_after_a_not_ok_answer_returns_that_answer(with_cluster: Any) -> None:
     # broker-b refuses with an answer that is not retried (SYSTEM_BUSY): sendDefaultImpl returns the
     # sendResult it has instead of throwing
     answers = {"broker-a": ResponseCode.SLAVE_NOT_AVAILABLE, "broker-b": ResponseCode.SYSTEM_BUSY}
-    assert _run(_with_cluster(answers, _sender(retry_another_broker_when_not_store_ok=True))) == (
+    assert _run(with_cluster(answers, _sender(retry_another_broker_when_not_store_ok=True))) == (
         ("SLAVE_NOT_AVAILABLE", "broker-a:0:0"), {"broker-a": 1, "broker-b": 1})
     # and one that is (SYSTEM_ERROR) on the last try: the not-OK answer, not "Send [2] times, still failed"
     answers = {"broker-a": ResponseCode.SLAVE_NOT_AVAILABLE, "broker-b": ResponseCode.SYSTEM_ERROR}
     twice = _sender(retry_another_broker_when_not_store_ok=True, retry_times=1)
-    assert _run(_with_cluster(answers, twice)) == (("SLAVE_NOT_AVAILABLE", "broker-a:0:0"),
+    assert _run(with_cluster(answers, twice)) == (("SLAVE_NOT_AVAILABLE", "broker-a:0:0"),
                                                    {"broker-a": 1, "broker-b": 1})
 
 
-def test_with_send_latency_fault_the_not_ok_broker_is_not_left_out() -> None:
+def test_with_send_latency_fault_the_not_ok_broker_is_not_left_out(with_cluster: Any) -> None:
     # the answer counts as a send that did not fail: broker-a stays available, and MQFaultStrategy's choice
     # (the next available queue, whatever the last broker) retries on it
     options = {"retry_another_broker_when_not_store_ok": True, "send_latency_fault_enable": True}
-    assert _run(_with_cluster(A_NOT_OK, _sender(**options))) == (
+    assert _run(with_cluster(A_NOT_OK, _sender(**options))) == (
         ("FLUSH_SLAVE_TIMEOUT", "broker-a:2:2"), {"broker-a": 3, "broker-b": 0})
 
 
-def test_a_request_message_is_not_retried_for_a_not_ok_answer() -> None:
+def test_a_request_message_is_not_retried_for_a_not_ok_answer(with_cluster: Any) -> None:
     async def body(namesrv_addr: str) -> str:
         async with RequestProducer(namesrv_addr, "hunt25-notstoreok-rr",
                                    retry_another_broker_when_not_store_ok=True) as producer:
@@ -167,7 +143,7 @@ def test_a_request_message_is_not_retried_for_a_not_ok_answer() -> None:
                 await producer.request(TOPIC, b"x", timeout_s=0.5)
             result = await producer.send(TOPIC, b"x")  # a plain send of the same producer is retried
             return result.message_queue.broker_name
-    assert _run(_with_cluster(A_NOT_OK, body)) == ("broker-b", {"broker-a": 2, "broker-b": 1})
+    assert _run(with_cluster(A_NOT_OK, body)) == ("broker-b", {"broker-a": 2, "broker-b": 1})
 
 
 def test_the_option_passes_through_the_other_producers() -> None:
