@@ -79,8 +79,10 @@ from rocketstore.client.trace_consumer import sub_after_context, sub_before_cont
 from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
+from rocketstore.remoting.codes import MQ_VERSION
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.tls import ClientTls
+from rocketstore.remoting.versions import get_version_desc
 from rocketstore.repeats import FailureRun
 
 __all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError",
@@ -193,16 +195,19 @@ class _TracedBatches(_Batches):
     """_Batches whose every pulled batch is traced as 4.9.3's lite pull consumer traces it: its consume hook
     runs right after the pull (not at poll()), so a SubBefore and at once a SubAfter (success, costTime
     the time between the two divided by the messages, contextCode 0) with the same requestId; the group
-    without the namespace.  A consumer without trace uses the plain _Batches."""
+    and the topics without the namespace (the batch itself keeps it until poll() hands it out).  A consumer
+    without trace uses the plain _Batches."""
 
-    def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
+    def __init__(self, dispatcher: TraceDispatcher, group: str, namespace: str | None) -> None:
         super().__init__()
         self.dispatcher = dispatcher
         self.group = group
+        self.namespace = namespace
 
     def dispatch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
         began_ms = int(time.time() * 1000)
-        before = sub_before_context(self.group, messages, new_uniq_key(), began_ms)
+        traced = messages if self.namespace is None else queues_without_namespace(self.namespace, messages)
+        before = sub_before_context(self.group, traced, new_uniq_key(), began_ms)
         if before is not None:
             self.dispatcher.append(before)
             self.dispatcher.append(sub_after_context(before, began_ms, len(messages), True, 0))
@@ -248,7 +253,7 @@ class LitePullConsumer(GroupConsumer):
                                          trace_topic=self.settings.trace_topic, credentials=credentials,
                                          tls=self.consumer.pool.tls)
             traced_group = without_namespace(self.namespace, self.group)
-            self.consumption: _Batches = _TracedBatches(self.trace, traced_group)
+            self.consumption: _Batches = _TracedBatches(self.trace, traced_group, self.namespace)
         else:
             self.consumption = _Batches()
         self._mode = _Mode.NONE
@@ -288,8 +293,8 @@ class LitePullConsumer(GroupConsumer):
             self.start_failed = True  # START_FAILED for good, as 4.9.3's start leaves it
             self.stopping = True
             await self._stop_pulls()
-            if self.trace is not None:
-                await self.trace.close()
+            if self.trace is not None:  # a failure here must not hide why the start failed
+                await self.quietly("close the trace", self.trace.close())
             await self.consumer.close()
             raise
         loop = asyncio.get_running_loop()
@@ -684,7 +689,9 @@ class LitePullConsumer(GroupConsumer):
 
     def running_info(self, *, jstack: bool = False) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO, as 4.9.3's lite consumer answers it: its settings (Java's property
-        names) and subscriptions, no queue table, no thread dump."""
+        names) and subscriptions, no queue table, no thread dump.  Of Java's properties, those naming
+        objects (log, offsetStore, traceDispatcher, ...) and the settings ours has not (pullThreadNums,
+        consumerPullTimeoutMillis) are left out; customizedTraceTopic only when set, as Java leaves a null."""
         s = self.settings
         props = {
             **self._common_properties(), "pullBatchSize": str(s.pull_batch_size),
@@ -693,5 +700,17 @@ class LitePullConsumer(GroupConsumer):
             "autoCommitIntervalMillis": str(int(s.auto_commit_interval_s * 1000)),
             "brokerSuspendMaxTimeMillis": str(s.long_poll_ms),
             "consumerTimeoutMillisWhenSuspend": str(int(s.consumer_timeout_when_suspend_s * 1000)),
+            "pollTimeoutMillis": str(int(s.poll_timeout_s * 1000)),
+            "topicMetadataCheckIntervalMillis": str(int(s.topic_metadata_check_interval_s * 1000)),
+            "consumeTimestamp": time.strftime("%Y%m%d%H%M%S",
+                                              time.localtime((self._timestamp_ms or 0) / 1000)),
+            "enableMsgTrace": "true" if s.enable_trace else "false", "unitMode": "false",
+            # what 4.9.3's MQClientInstance adds to every consumer's answer (each name server followed by ";")
+            ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(
+                f"{addr};" for addr in self.consumer.routes.namesrv_addrs),
+            ConsumerRunningInfo.PROP_CONSUME_TYPE: self.consume_type,
+            ConsumerRunningInfo.PROP_CLIENT_VERSION: get_version_desc(MQ_VERSION),
         }
+        if s.trace_topic is not None:
+            props["customizedTraceTopic"] = s.trace_topic
         return ConsumerRunningInfo(props, tuple(self.subscriptions.values()))

@@ -135,7 +135,13 @@ from rocketstore.client.queue_choice import (
     _Targets,
     hash_queue_selector,
 )
-from rocketstore.client.route import MessageQueue, RouteCache, namesrv_addr_or_env
+from rocketstore.client.route import (
+    AUTO_CREATE_TOPIC,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    MessageQueue,
+    RouteCache,
+    namesrv_addr_or_env,
+)
 from rocketstore.client.send_request import _COMPRESSED
 from rocketstore.client.send_request import send_call_timeout as send_call_timeout  # (this module's before)
 from rocketstore.client.single_try_sends import SingleTrySends
@@ -176,7 +182,9 @@ class Producer(SingleTrySends):
                  send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
-                 retry_another_broker_when_not_store_ok: bool = False) -> None:
+                 retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
+                 create_topic_key: str = AUTO_CREATE_TOPIC,
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
         4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
         address, please set it.").
@@ -215,13 +223,23 @@ class Producer(SingleTrySends):
         FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE) is tried again on another queue, within ``retry_times``,
         as a failed one; when no try gets SEND_OK, the last such answer is returned (not an error), as
         4.9.3's sendDefaultImpl.  Off, that answer is returned after one try.  The attribute of that name
-        changes it later."""
+        changes it later.
+        *unit_name* (ClientConfig.unitName, none): appended to the client id, ``ip@instance_name@unit_name``,
+        as 4.9.3's buildMQClientId (a blank one is ignored).
+        *create_topic_key* (Java's createTopicKey, ``TBW102``) and *default_topic_queue_nums* (Java's
+        defaultTopicQueueNums, 4): a send to a topic the name servers do not know goes on the route of
+        *create_topic_key*, to at most *default_topic_queue_nums* queues of each of its brokers, and every
+        send names both in its request (defaultTopic, defaultTopicQueueNums), so that a broker that
+        auto-creates the topic makes it after *create_topic_key*'s config (a 4.9.3 broker does so when
+        that topic's perm has PERM_INHERIT, even without autoCreateTopicEnable) with at most that many
+        queues.  The producer's heartbeats start with *create_topic_key*'s brokers."""
         namesrv_addr = namesrv_addr_or_env(namesrv_addr)
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, credentials=credentials,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
-                         namespace=namespace)
+                         namespace=namespace, unit_name=unit_name, create_topic_key=create_topic_key,
+                         default_topic_queue_nums=default_topic_queue_nums)
         self.max_message_size = max_message_size
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.compress_level = compress_level

@@ -37,7 +37,7 @@ from rocketstore.client.errors import ClientError, ServiceState, logged, state_n
 from rocketstore.client.namespace import with_namespace
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.push_types import local_ip, new_instance_name
-from rocketstore.client.route import AUTO_CREATE_TOPIC, RouteCache, check
+from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, RouteCache, check
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
@@ -78,7 +78,9 @@ class ProducerInstance:
                  credentials: SessionCredentials | None, heartbeat_interval_s: float,
                  instance_name: str | None, tls: ClientTls,
                  mq_client_api_timeout_s: float, route_refresh_interval_s: float,
-                 client_ip: str | None = None, namespace: str | None = None) -> None:
+                 client_ip: str | None = None, namespace: str | None = None, unit_name: str | None = None,
+                 create_topic_key: str = AUTO_CREATE_TOPIC,
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
         """As :class:`~rocketstore.client.producer.Producer`'s (which passes these on; *namesrv_addr* is
         given, the environment's already read); *timeout_s* (the producer's) bounds opening a connection."""
         if heartbeat_interval_s <= 0:
@@ -87,17 +89,32 @@ class ProducerInstance:
             raise ValueError("route_refresh_interval_s must be positive")
         if mq_client_api_timeout_s <= 0:
             raise ValueError("mq_client_api_timeout_s must be positive")
+        if not create_topic_key or not create_topic_key.strip():
+            raise ValueError("create_topic_key must name a topic")
+        if default_topic_queue_nums < 1:
+            raise ValueError("default_topic_queue_nums must be at least 1")
         self.mq_client_api_timeout_s = mq_client_api_timeout_s
+        #: ClientConfig.unitName (None: none); createTopicKey and defaultTopicQueueNums: a topic the name
+        #: servers do not know is sent to on this topic's route, with at most that many queues, and every
+        #: send asks the broker to create it so (SEND_MESSAGE's defaultTopic, defaultTopicQueueNums)
+        self.unit_name = unit_name
+        self.create_topic_key = create_topic_key
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self._default_topic_queue_nums_text = str(default_topic_queue_nums)  # for the send requests
         #: the namespace (ClientConfig.namespace), None for none: the group and the topics sent to are in it
         self.namespace = namespace or None
         self.group = with_namespace(self.namespace, group)
         self.pool = ConnectionPool(handler=self._serve_broker, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool,
-                                 timeout_s=mq_client_api_timeout_s, on_route=self._route_seen)
+                                 timeout_s=mq_client_api_timeout_s, on_route=self._route_seen,
+                                 create_topic_key=create_topic_key,
+                                 default_topic_queue_nums=default_topic_queue_nums)
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
         self.client_id = f"{client_ip or local_ip()}@{instance_name or new_instance_name()}"
+        if unit_name and unit_name.strip():  # ClientConfig.buildMQClientId: ip@instance@unit
+            self.client_id += f"@{unit_name}"
         #: broker name -> master address, from every route seen (Java's brokerAddrTable)
         self._brokers: dict[str, str] = {}
         #: master address -> the connection its last heartbeat from this producer went out on
@@ -304,8 +321,8 @@ class ProducerInstance:
         heartbeat every master known (sendHeartbeatToAllBroker every heartbeatBrokerInterval), each on its
         own schedule: a long heartbeat interval does not hold route changes back, nor a rare re-read the
         heartbeats; in between, as soon as a route shows a master not heartbeated yet, heartbeat that one."""
-        # TBW102 first, as Java's producer puts it among its topics at start
-        await self.discover_quietly(AUTO_CREATE_TOPIC)
+        # TBW102 (createTopicKey) first, as Java's producer puts it among its topics at start
+        await self.discover_quietly(self.create_topic_key)
         next_refresh = time.monotonic() + self.route_refresh_interval_s
         next_round = time.monotonic() + self.heartbeat_interval_s
         while not self.closed:

@@ -68,7 +68,7 @@ from rocketstore.client.producer import (
     hash_queue_selector,
     send_call_timeout,
 )
-from rocketstore.client.route import MessageQueue
+from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue
 from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.message.inflate import inflate_body
@@ -198,10 +198,13 @@ class RequestProducer(ServedProducer):
                  send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
-                 retry_another_broker_when_not_store_ok: bool = False) -> None:
-        """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip*, *namespace* and
-        *send_latency_fault_enable* / *latency_max* / *not_available_duration* /
-        *retry_another_broker_when_not_store_ok* as the Producer's (in a namespace, a request to topic ``T``
+                 retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
+                 create_topic_key: str = AUTO_CREATE_TOPIC,
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+        """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip*, *namespace*,
+        *unit_name* (the client id the replies come back to carries it), *create_topic_key* /
+        *default_topic_queue_nums* and *send_latency_fault_enable* / *latency_max* /
+        *not_available_duration* / *retry_another_broker_when_not_store_ok* as the Producer's (in a namespace, a request to topic ``T``
         goes to ``<namespace>%T``; the last option is for plain sends only: a request message's send answer is
         not retried, 4.9.3 sends it asynchronously).  *timeout_s*
         bounds each plain send (connecting and the broker's answer); a request message's send is bounded by
@@ -217,7 +220,9 @@ class RequestProducer(ServedProducer):
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
                          namespace=namespace, send_latency_fault_enable=send_latency_fault_enable,
                          latency_max=latency_max, not_available_duration=not_available_duration,
-                         retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok)
+                         retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
+                         unit_name=unit_name, create_topic_key=create_topic_key,
+                         default_topic_queue_nums=default_topic_queue_nums)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 

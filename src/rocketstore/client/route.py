@@ -3,7 +3,8 @@
 Publish queues: for each writeable QueueData (sorted by broker name) whose broker has a master address,
 queue ids 0..writeQueueNums-1; subscribe queues: readable QueueData, 0..readQueueNums-1 (routing.md 6).
 A topic the name server does not know falls back to TBW102's route (capped to 4 queues), as every RocketMQ
-client does, so the broker auto-creates it on the first send.
+client does, so the broker auto-creates it on the first send (a producer's ``create_topic_key`` and
+``default_topic_queue_nums`` name another template and cap).
 
 Loop-bound.
 """
@@ -70,15 +71,22 @@ class MessageQueue:
 
 class RouteCache:
     def __init__(self, namesrv_addrs: list[str], pool: ConnectionPool, *, timeout_s: float = 3.0,
-                 on_route: Callable[[str, TopicRouteData], None] | None = None) -> None:
+                 on_route: Callable[[str, TopicRouteData], None] | None = None,
+                 create_topic_key: str = AUTO_CREATE_TOPIC,
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
         """*on_route(topic, route)*: told of each route the name servers answer (a producer learns its
-        brokers from them, as MQClientInstance's brokerAddrTable), on the loop; it must not raise."""
+        brokers from them, as MQClientInstance's brokerAddrTable), on the loop; it must not raise.
+        *create_topic_key* and *default_topic_queue_nums*: see :meth:`publish_route`."""
         if not namesrv_addrs:
             raise ValueError(f"No name server address, please set it.{FAQ_SUFFIX}")  # 4.9.3's words
         self.namesrv_addrs = namesrv_addrs
         self.pool = pool
         self.timeout_s = timeout_s
         self.on_route = on_route
+        #: the topic whose route an unknown topic's publish route is made of, and the most queues it keeps
+        #: (a producer's createTopicKey and defaultTopicQueueNums)
+        self.create_topic_key = create_topic_key
+        self.default_topic_queue_nums = default_topic_queue_nums
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._stale: set[str] = set()  # topics running on an old route since the name servers went away
         #: the name server asked first: one picked at random, kept while it answers and its connection stays
@@ -240,7 +248,8 @@ class RouteCache:
         return None
 
     async def publish_route(self, topic: str, *, refresh: bool = False) -> tuple[TopicRouteData, bool]:
-        """(route, True) for a known topic; (TBW102's route capped to 4 queues, False) for an unknown one."""
+        """(route, True) for a known topic; (the route of ``create_topic_key``, TBW102, capped to
+        ``default_topic_queue_nums`` queues, 4, False) for an unknown one."""
         if not refresh:
             cached = self.fresh_route(topic)
             if cached is not None:
@@ -263,13 +272,14 @@ class RouteCache:
             kept = self._keep_stale(topic, stale, NoRouteError(topic, "the name server does not know it"))
             return kept, True
         try:
-            template = await self.route(AUTO_CREATE_TOPIC, refresh=refresh)
+            template = await self.route(self.create_topic_key, refresh=refresh)
         except NoRouteError as exc:  # named after the topic asked for, not the template (as 4.9.3's error)
             raise NoRouteError(topic, f"the name servers do not know it, and it cannot be created on a send "
                                       f"({exc.topic}: {exc.reason}; brokers with autoCreateTopicEnable "
                                       f"register that one)") from exc
-        capped = tuple(QueueData(q.broker_name, min(q.read_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS),
-                                 min(q.write_queue_nums, DEFAULT_TOPIC_QUEUE_NUMS), q.perm, q.topic_sys_flag)
+        most = self.default_topic_queue_nums
+        capped = tuple(QueueData(q.broker_name, min(q.read_queue_nums, most), min(q.write_queue_nums, most),
+                                 q.perm, q.topic_sys_flag)
                        for q in template.queue_datas)
         return TopicRouteData(capped, template.broker_datas), False
 

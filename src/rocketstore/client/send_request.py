@@ -28,7 +28,7 @@ from rocketstore.client.outgoing_message import (
 )
 from rocketstore.client.producer_instance import ProducerInstance
 from rocketstore.client.queue_choice import _new_targets, _Targets
-from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue
+from rocketstore.client.route import MessageQueue
 from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.bodies import TopicRouteData
@@ -39,7 +39,6 @@ from rocketstore.remoting.templates import JsonRequestTemplate
 
 __all__ = ["SendRequests", "send_call_timeout"]
 
-_DEFAULT_QUEUE_NUMS_TEXT = str(DEFAULT_TOPIC_QUEUE_NUMS)
 _SUCCESS = int(ResponseCode.SUCCESS)
 _COMPRESSED = int(SysFlag.COMPRESSED)
 
@@ -104,8 +103,8 @@ class SendRequests(ProducerInstance):
     def _header(self, topic: str, queue_id: int, properties: str, batch: bool, flag: int, sys_flag: int = 0
                 ) -> SendMessageRequestHeader:
         return SendMessageRequestHeader(
-            producer_group=self.group, topic=topic, default_topic=AUTO_CREATE_TOPIC,
-            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=queue_id, sys_flag=sys_flag,
+            producer_group=self.group, topic=topic, default_topic=self.create_topic_key,
+            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=queue_id, sys_flag=sys_flag,
             born_timestamp=int(time.time() * 1000), flag=flag, properties=properties or None,
             reconsume_times=0, unit_mode=False, batch=batch)
 
@@ -116,8 +115,9 @@ class SendRequests(ProducerInstance):
         order, a unit test compares them) without building and walking a 13-field frozen dataclass per send.
         Only cold paths build it per send (bodies of 16 KiB and more); the usual send goes through the frame
         template it makes (:meth:`_frame_template`)."""
-        ext = {"a": self.group, "b": topic, "c": AUTO_CREATE_TOPIC, "d": _DEFAULT_QUEUE_NUMS_TEXT, "e": str(queue_id),
-               "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(flag)}
+        ext = {"a": self.group, "b": topic, "c": self.create_topic_key,
+               "d": self._default_topic_queue_nums_text, "e": str(queue_id), "f": str(sys_flag),
+               "g": str(int(time.time() * 1000)), "h": str(flag)}
         if properties:
             ext["i"] = properties
         ext["j"] = "0"

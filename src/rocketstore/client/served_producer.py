@@ -22,7 +22,7 @@ from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
 from rocketstore.client.latency_fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AVAILABLE_DURATION
 from rocketstore.client.producer import Producer
-from rocketstore.client.route import AUTO_CREATE_TOPIC, RouteCache
+from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, RouteCache
 from rocketstore.remoting.tls import ClientTls, client_ssl_context
 from rocketstore.remoting.transport import ConnectionPool, RequestHandler
 
@@ -42,12 +42,15 @@ class ServedProducer(Producer):
                  send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
-                 retry_another_broker_when_not_store_ok: bool = False) -> None:
+                 retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
+                 create_topic_key: str = AUTO_CREATE_TOPIC,
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
         """*handler* answers the requests brokers send on this producer's connections; the client id is
-        ``ip@instance_name`` (default ``pid#nanos``, unique per producer); *enable_trace* / *trace_topic*
-        / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* / *client_ip* / *namespace* /
-        *send_latency_fault_enable* / *latency_max* / *not_available_duration* /
-        *retry_another_broker_when_not_store_ok* as the Producer's."""
+        ``ip@instance_name`` (default ``pid#nanos``, unique per producer; ``@unit_name`` after it with one);
+        *enable_trace* / *trace_topic* / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* /
+        *client_ip* / *namespace* / *send_latency_fault_enable* / *latency_max* / *not_available_duration* /
+        *retry_another_broker_when_not_store_ok* / *unit_name* / *create_topic_key* /
+        *default_topic_queue_nums* as the Producer's."""
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials,
                          enable_trace=enable_trace, trace_topic=trace_topic,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
@@ -55,18 +58,22 @@ class ServedProducer(Producer):
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
                          namespace=namespace, send_latency_fault_enable=send_latency_fault_enable,
                          latency_max=latency_max, not_available_duration=not_available_duration,
-                         retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok)
+                         retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
+                         unit_name=unit_name, create_topic_key=create_topic_key,
+                         default_topic_queue_nums=default_topic_queue_nums)
         # the Producer's pool replaced, before it opened any connection, by one whose connections serve
         self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
         self.routes = RouteCache(self.routes.namesrv_addrs, self.pool, timeout_s=mq_client_api_timeout_s,
-                                 on_route=self._route_seen)
+                                 on_route=self._route_seen, create_topic_key=create_topic_key,
+                                 default_topic_queue_nums=default_topic_queue_nums)
 
     async def start(self) -> None:
-        """Start the heartbeats and heartbeat the masters of the auto-create topic's route before returning:
-        the brokers a new topic's first message goes to know this producer when they could call it back."""
+        """Start the heartbeats and heartbeat the masters of the auto-create topic's route
+        (``create_topic_key``) before returning: the brokers a new topic's first message goes to know this
+        producer when they could call it back."""
         await super().start()
-        await self.discover_quietly(AUTO_CREATE_TOPIC)
+        await self.discover_quietly(self.create_topic_key)
 
     async def broker_addr(self, topic: str, broker_name: str) -> str:
         """The master of *broker_name* (Java's findBrokerAddressInPublish), the route re-read once if it is

@@ -56,7 +56,7 @@ from rocketstore.client.latency_fault import DEFAULT_LATENCY_MAX, DEFAULT_NOT_AV
 from rocketstore.client.namespace import with_namespace, without_namespace
 from rocketstore.client.producer import DEFAULT_PRODUCER_GROUP, OutgoingMessage, Producer, SendResult
 from rocketstore.client.request_producer import deliver_reply
-from rocketstore.client.route import MessageQueue, RouteCache
+from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, MessageQueue, RouteCache
 from rocketstore.client.served_producer import ServedProducer
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.message_id import decode_offset_message_id
@@ -232,7 +232,9 @@ class TransactionProducer:
                  namespace: str | None = None, send_latency_fault_enable: bool = False,
                  latency_max: Sequence[int] = DEFAULT_LATENCY_MAX,
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
-                 retry_another_broker_when_not_store_ok: bool = False) -> None:
+                 retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
+                 create_topic_key: str = AUTO_CREATE_TOPIC,
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions (at most
         *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
@@ -247,7 +249,8 @@ class TransactionProducer:
         resets the topic).  *send_latency_fault_enable*, *latency_max* and *not_available_duration* as the
         Producer's, for the half messages' sends (TransactionMQProducer's go through sendDefaultImpl too);
         so is *retry_another_broker_when_not_store_ok* (a half message's send that ends without SEND_OK
-        still rolls back)."""
+        still rolls back), and *unit_name* (the client id is then ``ip@instance_name@unit_name``),
+        *create_topic_key* and *default_topic_queue_nums* (for a half message to a topic not created yet)."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
         if check_request_hold_max < 0:
@@ -271,7 +274,9 @@ class TransactionProducer:
                                             latency_max=latency_max,
                                             not_available_duration=not_available_duration,
                                             retry_another_broker_when_not_store_ok=(
-                                                retry_another_broker_when_not_store_ok))
+                                                retry_another_broker_when_not_store_ok),
+                                            unit_name=unit_name, create_topic_key=create_topic_key,
+                                            default_topic_queue_nums=default_topic_queue_nums)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
