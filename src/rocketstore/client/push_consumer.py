@@ -187,8 +187,8 @@ class PushConsumer(QueueLocks):
             self.start_failed = True  # START_FAILED for good, as 4.9.3's start leaves it
             self.stopping = True
             await self._stop_queues()
-            if self.trace is not None:
-                await self.trace.close()
+            if self.trace is not None:  # a failure here must not hide why the start failed
+                await self.quietly("close the trace", self.trace.close())
             await self.consumer.close()
             self._executor.shutdown(wait=False, cancel_futures=True)
             raise

@@ -44,7 +44,8 @@ def push_running_info(consumer: PushConsumer, *, jstack: bool = False) -> Consum
         "persistConsumerOffsetInterval": str(int(s.persist_interval_s * 1000)),
         "pollNameServerInterval": str(int(s.route_refresh_interval_s * 1000)),
         "unitMode": "false",
-        ConsumerRunningInfo.PROP_NAMESERVER_ADDR: consumer.namesrv_addr,
+        # as 4.9.3's MQClientInstance writes it: each name server followed by ";"
+        ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in consumer.namesrv_addr.split(";") if a),
         ConsumerRunningInfo.PROP_THREADPOOL_CORE_SIZE: str(s.consume_concurrency),
         ConsumerRunningInfo.PROP_CONSUME_ORDERLY: "true" if consumer.orderly else "false",
         ConsumerRunningInfo.PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",

@@ -1,0 +1,50 @@
+"""The push consumer beside 4.9.3's DefaultMQPushConsumer (hunt 26):
+
+* a start that fails keeps its own error when closing the trace fails too (the lite pull consumer's twin);
+* its running info names the name servers as 4.9.3's MQClientInstance does, each followed by ";"
+  (``mqadmin consumerStatus`` showed ``127.0.0.1:51876;`` for a Java consumer of one name server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rocketstore.client.errors import ClientError
+from rocketstore.client.push_consumer import PushConsumer
+from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
+
+
+async def _handler(messages: object) -> None:
+    return None
+
+
+def test_a_failed_start_keeps_its_error_when_closing_the_trace_fails() -> None:
+    async def go() -> None:
+        consumer = PushConsumer("127.0.0.1:9", "push-fail-g", {"T": "*"}, _handler, enable_trace=True)
+        assert consumer.trace is not None
+
+        async def load() -> None:
+            raise ClientError("the offsets cannot be read")
+
+        async def close() -> None:
+            raise OSError("the trace producer cannot close")
+
+        consumer.offsets.load = load  # type: ignore[method-assign]
+        consumer.trace.close = close  # type: ignore[method-assign]
+        with pytest.raises(ClientError, match="the offsets cannot be read"):
+            await consumer.start()
+        assert consumer.start_failed
+
+    asyncio.run(go())
+
+
+def test_the_running_info_lists_each_name_server_followed_by_a_semicolon() -> None:
+    async def go() -> None:
+        consumer = PushConsumer("127.0.0.1:1;127.0.0.1:2", "push-status-g", {"T": "*"}, _handler)
+        info = consumer.running_info()
+        assert info.properties[ConsumerRunningInfo.PROP_NAMESERVER_ADDR] == "127.0.0.1:1;127.0.0.1:2;"
+        await consumer.consumer.close()
+
+    asyncio.run(go())
