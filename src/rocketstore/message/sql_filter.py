@@ -27,7 +27,9 @@ What 4.9.3's filter module accepts and how it evaluates, kept here on purpose (s
   is a string, so it counts as FALSE, or as unknown when the message lacks it).
 * A deliberate limit: a tree more than 400 operations deep does not compile (evaluation recurses once per
   level and must stay within Python's stack).  A chain ``x AND y AND ...`` or ``x OR y OR ...`` is one level
-  however long, so chains of thousands of terms compile, as in 4.9.3.
+  however long, so chains of thousands of terms compile, as in 4.9.3, and so is a list folded with
+  parentheses (``((x OR y) OR z) ...``); parentheses themselves add no level.  Parsing keeps its own stack,
+  so the hundreds of nested parentheses 4.9.3 takes parse (past some 1,600 they are refused).
 * Values: a property's value is its string, or NULL when the message does not have it.  Comparisons
   convert as Java's ``ComparisonExpression`` does: a string against a number is parsed as that number's
   Java type (``Integer.valueOf`` for a 32-bit literal, ``Long.valueOf`` for a 64-bit one,
@@ -47,9 +49,9 @@ import math
 import re
 import struct
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rocketstore.errors import MessageError
 from rocketstore.message.java_numbers import java_decimal_digits
@@ -205,6 +207,8 @@ class _Node:
     value: _Value = None  # for constants
     name: str = ""  # for properties
     depth: int = 1  # nodes on the longest path down: evaluation recurses that deep
+    chain: bool | None = None  # an AND (False) or OR (True) chain: its operands are in terms
+    terms: tuple[_Node, ...] = ()
 
     @property
     def is_boolean(self) -> bool:
@@ -268,7 +272,11 @@ def _chain(decides: bool, operands: tuple[_Node, ...]) -> _Node:
     """``a AND b AND ...`` (*decides* False) or ``a OR b OR ...`` (True): one node for a whole chain, which
     4.9.3 builds as a left-deep tree, so a chain of thousands of terms neither counts toward the nesting
     limit nor recurses when evaluated.  The same result: operands in order, the first one that is
-    *decides* ends it, else unknown if any was unknown."""
+    *decides* ends it, else unknown if any was unknown.  An operand that is itself a chain of the same
+    kind (``(a OR b) OR c``, ``a OR (b OR c)``: a list folded with parentheses) joins this one: the same
+    operands in the same order, so the same result and short-circuit, without a level per fold."""
+    if any(o.chain is decides for o in operands):
+        operands = tuple(t for o in operands for t in (o.terms if o.chain is decides else (o,)))
     fns = tuple(o.fn for o in operands)
     otherwise = not decides
 
@@ -282,7 +290,7 @@ def _chain(decides: bool, operands: tuple[_Node, ...]) -> _Node:
                 unknown = True
         return None if unknown else otherwise
 
-    return _boolean(fn, *operands)
+    return _Node("boolean", fn, depth=1 + max(o.depth for o in operands), chain=decides, terms=operands)
 
 
 def _and(*operands: _Node) -> _Node:
@@ -345,6 +353,10 @@ def _in(operand: _Node, values: list[str], negated: bool) -> _Node:
 #: the deepest tree compiled: evaluation recurses once per level, within Python's stack (a deliberate limit;
 #: Java's stack is deeper)
 _MAX_DEPTH = 400
+#: the most sub-parses pending at once (about six per parenthesis, one per prefix): parsing keeps them on a
+#: list of its own, not on Python's stack, so 4.9.3's hundreds of nested parentheses parse; this bounds its
+#: memory (4.9.3's own stack overflows at some 600 parentheses)
+_MAX_PENDING = 10_000
 _KEYWORDS = frozenset({"NOT", "AND", "OR", "BETWEEN", "IN", "TRUE", "FALSE", "NULL", "IS"})
 _SKIP = re.compile(r"(?:[ \t\n\r\f]+|--[^\n\r]*(?:\r\n|\n|\r)|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 _DECIMAL = re.compile(r"0|[1-9][0-9]*[lL]?")
@@ -402,6 +414,29 @@ class _Lexer:
 # --- the parser ---------------------------------------------------------------------------------------
 
 
+#: a parse step: a generator that yields the generator of each sub-parse it needs and is sent back its node
+_Parse = Generator[Any, _Node, _Node]
+
+
+def _run(start: _Parse, parser: _Parser) -> _Node:
+    """Drive the parse steps with an explicit stack, so nesting costs no Python stack."""
+    stack = [start]
+    value: Any = None
+    while True:
+        try:
+            sub = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            if not stack:
+                return done.value
+            value = done.value
+        else:
+            stack.append(sub)
+            value = None
+            if len(stack) > _MAX_PENDING:
+                parser.fail("the expression nests too deep to parse (some 1,600 parentheses at most)")
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -438,45 +473,42 @@ class _Parser:
 
     def parse(self) -> _Node:
         start = self.peek()
-        try:
-            node = self.boolean(self.or_expression(), start)
-        except RecursionError:
-            self.fail(f"the expression nests deeper than Python's stack allows (keep it under {_MAX_DEPTH})")
+        node = self.boolean(_run(self.or_expression(), self), start)
         if node.depth > _MAX_DEPTH:
             self.fail(f"the expression nests {node.depth} operations deep; at most {_MAX_DEPTH} are allowed")
         return node
 
-    def or_expression(self) -> _Node:
+    def or_expression(self) -> _Parse:
         start = self.peek()
-        left = self.and_expression()
+        left = yield self.and_expression()
         terms: list[_Node] = []  # a chain's operands, each checked as 4.9.3 checks them, once it is parsed
         while self.peek().kind == "OR":
             token = self.take()
-            right = self.and_expression()
+            right = yield self.and_expression()
             if not terms:
                 terms.append(self.boolean(left, start))
             terms.append(self.boolean(right, token))
         return _or(*terms) if terms else left
 
-    def and_expression(self) -> _Node:
+    def and_expression(self) -> _Parse:
         start = self.peek()
-        left = self.equality_expression()
+        left = yield self.equality_expression()
         terms: list[_Node] = []
         while self.peek().kind == "AND":
             token = self.take()
-            right = self.equality_expression()
+            right = yield self.equality_expression()
             if not terms:
                 terms.append(self.boolean(left, start))
             terms.append(self.boolean(right, token))
         return _and(*terms) if terms else left
 
-    def equality_expression(self) -> _Node:
-        left = self.comparison_expression()
+    def equality_expression(self) -> _Parse:
+        left = yield self.comparison_expression()
         while True:
             token = self.peek()
             if token.kind in ("=", "<>"):
                 self.take()
-                right = self.comparison_expression()
+                right = yield self.comparison_expression()
                 self.check_equal_operands(left, right, token)
                 left = _equal(left, right) if token.kind == "=" else _not(_equal(left, right))
             elif token.kind == "IS":
@@ -490,24 +522,24 @@ class _Parser:
             else:
                 return left
 
-    def comparison_expression(self) -> _Node:
-        left = self.unary_expression()
+    def comparison_expression(self) -> _Parse:
+        left = yield self.unary_expression()
         while True:
             token = self.peek()
             kind = token.kind
             if kind in _ORDER_TESTS:
                 self.take()
-                left = self.ordered(kind, left, self.unary_expression(), token)
+                left = self.ordered(kind, left, (yield self.unary_expression()), token)
             elif kind == "BETWEEN":
                 self.take()
-                left = self.between(left, token, negated=False)
+                left = yield self.between(left, token, negated=False)
             elif kind == "IN":
                 self.take()
                 left = self.in_list(left, token, negated=False)
             elif kind == "NOT" and self.peek(1).kind in ("BETWEEN", "IN"):
                 self.take()
                 if self.take().kind == "BETWEEN":
-                    left = self.between(left, token, negated=True)
+                    left = yield self.between(left, token, negated=True)
                 else:
                     left = self.in_list(left, token, negated=True)
             elif kind == "NOT":
@@ -523,10 +555,10 @@ class _Parser:
                 self.fail(f"{what} cannot be compared with {op}", token)
         return _order(op, left, right)
 
-    def between(self, value: _Node, token: _Token, *, negated: bool) -> _Node:
-        low = self.unary_expression()
+    def between(self, value: _Node, token: _Token, *, negated: bool) -> _Parse:
+        low = yield self.unary_expression()
         self.take("AND")
-        high = self.unary_expression()
+        high = yield self.unary_expression()
         if not negated:
             if low.is_constant and high.is_constant:
                 if low.value is None or high.value is None:
@@ -558,21 +590,21 @@ class _Parser:
         if left.kind == "bool_const" and right.kind == "const":
             self.fail("a boolean literal cannot be compared with a non-boolean literal", token)
 
-    def unary_expression(self) -> _Node:
+    def unary_expression(self) -> _Parse:
         token = self.peek()
         if token.kind == "+":
             self.take()
-            return self.unary_expression()
+            return (yield self.unary_expression())
         if token.kind == "-":
             self.take()
-            return _negate(self.unary_expression())
+            return _negate((yield self.unary_expression()))
         if token.kind == "NOT":
             self.take()
             operand_token = self.peek()
-            return _not(self.boolean(self.unary_expression(), operand_token))
-        return self.primary_expression()
+            return _not(self.boolean((yield self.unary_expression()), operand_token))
+        return (yield self.primary_expression())
 
-    def primary_expression(self) -> _Node:
+    def primary_expression(self) -> _Parse:
         token = self.peek()
         kind = token.kind
         if kind == "ID":
@@ -580,7 +612,7 @@ class _Parser:
             return _property(token.text)
         if kind == "(":
             self.take()
-            inner = self.or_expression()
+            inner = yield self.or_expression()
             self.take(")")
             return inner  # parentheses are transparent, as in 4.9.3's tree
         if kind == "STRING":
