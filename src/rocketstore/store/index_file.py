@@ -94,6 +94,10 @@ class IndexFile:
              self.hash_slot_count, self.index_count) = INDEX_HEADER.unpack_from(self.file.buffer, 0)
             if self.index_count <= 0:
                 self.index_count = 1
+            if writable and not fill_holes and self.is_full:
+                # an older file, full: only read from now on (a sparse one, a Java broker's: its untouched
+                # hash slots are holes, which a key query reads)
+                self.file.cover_holes()
 
     @property
     def name(self) -> str:

@@ -7,7 +7,8 @@ Two modes:
   never as SIGBUS in the middle of a put.
 * scratch (``writable=False``): a private copy-on-write mapping of an existing file, or anonymous memory for
   a new one.  Reads and writes work; nothing reaches the disk.  This is how a store is opened to inspect a
-  read-only or live directory (dump, verify) without modifying it.
+  read-only or live directory (dump, verify) without modifying it.  A sparse file's holes on tmpfs, where
+  even a read fault allocates (SIGBUS when full), are mapped over with anonymous zeros (map_private_sparse).
 
 Thread-safety: positions are plain ints updated by the single writer; readers only read below the wrote
 position.  ``close()`` must not race with reads (the owner closes after its threads stop).
@@ -20,6 +21,7 @@ import mmap
 import os
 import struct
 import time
+from typing import Any
 
 from rocketstore.errors import StoreError
 from rocketstore.files import make_directories, sync_directory
@@ -29,7 +31,8 @@ try:
 except ImportError:  # not a Unix: no FIEMAP either
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["OS_PAGE_BYTES", "MappedFile", "make_directories", "segment_name", "sync_directory"]
+__all__ = ["OS_PAGE_BYTES", "MappedFile", "make_directories", "map_private_sparse", "segment_name",
+           "sync_directory"]
 
 OS_PAGE_BYTES = 4096
 #: MappedFile.prefetch without sendfile reads into one page, named 1024 times (IOV_MAX): 4 MiB a preadv
@@ -161,6 +164,131 @@ def _create_allocated(path: str, size_bytes: int) -> int:
     return fd
 
 
+#: a sparse file with more holes than this is read into anonymous memory instead of having each hole mapped
+#: over (every one splits the mapping: vm.max_map_count, 65530 by default, counts the pieces)
+_MAX_HOLE_MAPS = 512
+#: statfs f_type of the file systems where a read fault of a hole allocates a page: tmpfs, and an overlay
+#: (its upper layer may be a tmpfs)
+_HOLE_READS_ALLOCATE = frozenset({0x01021994, 0x794C7630})
+_libc: Any = None
+
+
+def _c_library() -> Any:
+    """The C library through ctypes (mmap and fstatfs), or False where there is none."""
+    global _libc
+    if _libc is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_long]
+            libc.fstatfs.argtypes = [ctypes.c_int, ctypes.c_void_p]
+            _libc = libc
+        except (ImportError, OSError, AttributeError):
+            _libc = False
+    return _libc
+
+
+def _hole_reads_allocate(fd: int) -> bool:
+    """Whether faulting a hole of *fd*'s file in through a mapping, even to read it, allocates a page
+    (tmpfs; ext4, xfs and the like map a shared zero page); True when the file system cannot be told."""
+    libc = _c_library()
+    if not libc:
+        return True
+    import ctypes
+
+    buf = ctypes.create_string_buffer(256)  # struct statfs (120 bytes on 64-bit Linux), f_type first
+    if libc.fstatfs(fd, buf) != 0:
+        return True
+    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF in _HOLE_READS_ALLOCATE
+
+
+def _holes(fd: int, size_bytes: int) -> list[tuple[int, int]]:
+    """The whole pages of ``[0, size_bytes)`` that are holes (SEEK_DATA / SEEK_HOLE)."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while pos < size_bytes:
+        try:
+            data = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            data = size_bytes  # holes up to the end of the file
+        data = min(data, size_bytes)
+        low = -(-pos // OS_PAGE_BYTES) * OS_PAGE_BYTES
+        high = data // OS_PAGE_BYTES * OS_PAGE_BYTES
+        if low < high:
+            out.append((low, high))
+        if data >= size_bytes:
+            break
+        pos = os.lseek(fd, data, os.SEEK_HOLE)
+    return out
+
+
+def _map_anonymous_over(mm: mmap.mmap, holes: list[tuple[int, int]]) -> bool:
+    """Map anonymous zero pages over the *holes* of *mm* (MAP_FIXED); False where that cannot be done."""
+    libc = _c_library()
+    if not libc:
+        return False
+    import ctypes
+
+    try:
+        anchor = ctypes.c_char.from_buffer(mm)
+    except (TypeError, ValueError):
+        return False
+    base = ctypes.addressof(anchor)
+    del anchor  # (an exported buffer would stop mm.close())
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED (Linux)
+    for low, high in holes:
+        got = libc.mmap(base + low, high - low, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)
+        if got != base + low:
+            # (MAP_FIXED replaces pages or fails leaving them as they were: the mapping stays whole)
+            return False
+    return True
+
+
+def map_private_sparse(fd: int, size_bytes: int, max_hole_maps: int | None = None) -> mmap.mmap:
+    """A private (scratch) mapping of a sparse file whose holes are never faulted in through the file.
+
+    On tmpfs even a read fault of a hole allocates a page: it takes the file system's space (a read-only
+    dump made a store's holes permanent blocks), and on a full one it is SIGBUS, which kills the process.
+    Holes read as zeros, so there anonymous zero pages stand in for them; a read of one allocates nothing.
+    A file of more than *max_hole_maps* holes (an index file's hash slots) is read into anonymous memory
+    instead: ``pread`` of a hole allocates nothing either.  Holes are taken as they are at open: a writer
+    filling one later (a live store) is not seen there, as records past the end recovery finds at open are
+    not read anyway.  Elsewhere (ext4, xfs: a read of a hole maps the zero page) the file is mapped as
+    it is."""
+    holes = _holes(fd, size_bytes) if _hole_reads_allocate(fd) else []
+    if not holes:
+        return mmap.mmap(fd, size_bytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+    if len(holes) <= (_MAX_HOLE_MAPS if max_hole_maps is None else max_hole_maps):
+        mm = mmap.mmap(fd, size_bytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            if _map_anonymous_over(mm, holes):
+                return mm
+        except BaseException:
+            mm.close()
+            raise
+        mm.close()
+    mm = mmap.mmap(-1, size_bytes)
+    try:
+        pos = 0
+        for low, high in [*holes, (size_bytes, size_bytes)]:
+            while pos < low:
+                chunk = os.pread(fd, min(low - pos, 1 << 24), pos)
+                if not chunk:
+                    break
+                mm[pos:pos + len(chunk)] = chunk
+                pos += len(chunk)
+            pos = max(pos, high)
+    except BaseException:
+        mm.close()
+        raise
+    return mm
+
+
 def zero_tail(mm: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20, *, stop: int | None = None) -> bool:
     """Zero *mm* from *pos* on (up to *stop*), writing only chunks that hold something (no page dirtied
     for nothing); whether any did."""
@@ -259,8 +387,11 @@ class MappedFile:
         else:
             fd = os.open(path, os.O_RDONLY)
             try:
-                actual = os.fstat(fd).st_size
-                if actual == size_bytes:
+                st = os.fstat(fd)
+                actual = st.st_size
+                if actual == size_bytes and st.st_blocks * 512 < size_bytes:
+                    self._mm = map_private_sparse(fd, size_bytes)
+                elif actual == size_bytes:
                     self._mm = mmap.mmap(fd, size_bytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
                 elif allow_short and actual < size_bytes:
                     self._mm = mmap.mmap(-1, size_bytes)
@@ -383,6 +514,30 @@ class MappedFile:
             if written is not None:
                 out = _intersect(out, written)
         return out
+
+    def cover_holes(self) -> None:
+        """Map anonymous zero pages over the holes of a sparse file of the writable kind that is only read
+        from now on (a full index file older than the newest), where reading a hole through the mapping
+        allocates (tmpfs: on a full one SIGBUS, a key query killing the broker).  A write into a covered
+        hole would not reach the file, hence only for a file nothing writes to any more."""
+        if not self.writable or self._mm.closed:
+            return
+        fd = self._fd
+        opened = -1
+        if fd < 0:
+            try:
+                fd = opened = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return
+        try:
+            if os.fstat(fd).st_blocks * 512 >= self.size_bytes or not _hole_reads_allocate(fd):
+                return
+            holes = _holes(fd, self.size_bytes)
+            if 0 < len(holes) <= _MAX_HOLE_MAPS:
+                _map_anonymous_over(self._mm, holes)
+        finally:
+            if opened >= 0:
+                os.close(opened)
 
     def prefetch(self, start: int, stop: int) -> int:
         """Read ``[start, stop)`` of the file through the page cache, so that writes to come find their pages

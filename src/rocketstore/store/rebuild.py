@@ -140,8 +140,9 @@ def _data_end(path: str, base: int, seg: int) -> int:
     """Where the segment's non-zero bytes end, found as recovery measures a tail (holes and unwritten extents
     skipped, the rest scanned backwards); the whole segment when the file cannot be mapped for that."""
     try:
-        # writable, so that the file system is asked where data lies; nothing is written
-        mf = MappedFile(path, base, seg, writable=True, create=False, keep_fd=False)
+        # writable, so that the file system is asked where data lies; nothing is written (a sparse segment
+        # keeps its holes: this only reads where data lies, and the store read may be on a full disk)
+        mf = MappedFile(path, base, seg, writable=True, create=False, keep_fd=False, fill_holes=False)
     except (OSError, StoreError):
         return seg
     try:

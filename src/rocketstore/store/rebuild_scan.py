@@ -45,6 +45,7 @@ from rocketstore.message.record import (
     SysFlag,
 )
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, tags_code_of
+from rocketstore.store.mapped_file import map_private_sparse
 from rocketstore.store.recovery_scan import CHUNK_RECORDS, Chunk, GroupedProperties, SegmentReader
 
 __all__ = ["SCHEDULE_TOPIC", "RangeFacts", "ScanRange", "TagsRule", "scan_range"]
@@ -53,6 +54,8 @@ __all__ = ["SCHEDULE_TOPIC", "RangeFacts", "ScanRange", "TagsRule", "scan_range"
 ZERO_RUN_BYTES = (4 << 20) + 8
 _MAGIC_BYTES = struct.pack(">i", MESSAGE_MAGIC)
 _ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
+#: one segment is mapped at a time here: more of its holes than a whole store's open may be mapped over
+_SCAN_HOLE_MAPS = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,10 +246,16 @@ def scan_range(scan: ScanRange, check_crc: bool, rule: TagsRule, start: int | No
 def _scan_file(scan: ScanRange, check_crc: bool, rule: TagsRule, start: int | None) -> RangeFacts:
     fd = os.open(scan.path, os.O_RDONLY)
     try:
-        file_bytes = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        file_bytes = st.st_size
         if file_bytes == 0:
             return RangeFacts(scan, None, scan.begin, "invalid", "no record magic")
-        mm = mmap.mmap(fd, file_bytes, mmap.MAP_SHARED, mmap.PROT_READ)
+        if st.st_blocks * 512 < file_bytes:
+            # a sparse segment (a Java broker's, a cp --sparse copy): on tmpfs a read fault of a hole
+            # allocates in the store read, SIGBUS on a full one; the holes are mapped as anonymous zeros
+            mm = map_private_sparse(fd, file_bytes, _SCAN_HOLE_MAPS)
+        else:
+            mm = mmap.mmap(fd, file_bytes, mmap.MAP_SHARED, mmap.PROT_READ)
     finally:
         os.close(fd)
     try:

@@ -34,6 +34,7 @@ from rocketstore.errors import StoreConfigError
 from rocketstore.message.record import PHYSICAL_OFFSET_POS, SYS_FLAG_POS, store_timestamp_position
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, ConsumeQueueTable
+from rocketstore.store.mapped_file import map_private_sparse
 from rocketstore.store.recovery import validate_record
 
 __all__ = ["SegmentFiles", "StoreSnapshot", "check_store_root", "closed_cleanly", "consume_queue_bytes_on_disk",
@@ -187,10 +188,16 @@ class SegmentFiles:
             except FileNotFoundError:
                 return None  # deleted since the listing: the caller's read then says which records are gone
             with f:
-                length = os.fstat(f.fileno()).st_size
+                st = os.fstat(f.fileno())
+                length = st.st_size
                 if length == 0:
                     return None
-                mm = self._maps[i] = mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ)
+                if st.st_blocks * 512 < length:
+                    # a sparse segment (a Java broker's, a cp --sparse copy): on tmpfs a fault of a hole
+                    # allocates, SIGBUS on a full one; its holes are mapped as anonymous zeros instead
+                    mm = self._maps[i] = map_private_sparse(f.fileno(), length)
+                else:
+                    mm = self._maps[i] = mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ)
         if pos + size_bytes > len(mm):
             return None
         return np.frombuffer(mm, dtype=np.uint8, count=size_bytes, offset=pos)

@@ -1,0 +1,82 @@
+"""``pipeline rebuild --output DIR`` only reads the store it rebuilds from, and that store may be a sparse
+copy (a Java broker's segments, cp --sparse) on a tmpfs.  Planning opened each commitlog segment writable
+and gave its holes blocks (the input store grew, and on a full disk the plan fell back to whole segments),
+and the scan mapped the segments shared, where on tmpfs a read of a hole allocates: on a full one, SIGBUS
+killed the scanning process.  The rebuild runs in a child process here, so that a SIGBUS fails the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from rocketstore import Message, MessageStore, StoreConfig
+
+from .hunt17_diskfull_fs import fill, small_fs
+
+_REBUILD = textwrap.dedent("""
+    import json, sys
+    from rocketstore import StoreConfig
+    from rocketstore.store.rebuild import plan_rebuild, rebuild_store, scan_serial
+    cfg = StoreConfig(store_path_root_dir=sys.argv[1], mapped_file_size_commit_log=1 << 20,
+                      mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=512, max_index_num=2048)
+    plan = plan_rebuild(sys.argv[1], cfg, range_bytes=4096)
+    report = rebuild_store(plan, scan_serial(plan), output_dir=sys.argv[2])
+    print(json.dumps([report.record_count, report.valid_end, report.cq_entry_count, report.index_key_count]))
+""")
+
+
+def _config(root: Path) -> StoreConfig:
+    return StoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 20,
+                       mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=512, max_index_num=2048,
+                       preallocate_commit_log=False, disk_max_used_space_ratio=95)
+
+
+def _sparsify(path: Path) -> None:
+    """Rewrite *path* with a hole for every page of zeros (what cp --sparse=always makes of it)."""
+    data = path.read_bytes()
+    tmp = path.with_name(path.name + ".sparse")
+    with open(tmp, "wb") as fh:
+        fh.truncate(len(data))
+        for pos in range(0, len(data), 4096):
+            page = data[pos:pos + 4096]
+            if page.count(0) != len(page):
+                fh.seek(pos)
+                fh.write(page)
+    os.replace(tmp, path)
+
+
+def test_a_rebuild_from_a_sparse_store_on_tmpfs_reads_it_without_allocating_or_sigbus(tmp_path: Path) -> None:
+    with small_fs(tmp_path, "8m") as mnt:
+        root = mnt / "store"
+        with MessageStore.open(root, _config(root)) as store:
+            for i in range(12):
+                # record 5 holds whole pages of zeros: a hole inside the data once the copy is sparse
+                body = b"z" + bytes(3 * 4096) + b"z" if i == 5 else b"v" * 100
+                assert store.put(Message.create("T", body, keys=f"k{i}")).ok
+            assert store.wait_dispatched(10)
+            end = store.max_commit_log_offset
+        segment = root / "commitlog" / "00000000000000000000"
+        _sparsify(segment)
+        blocks = segment.stat().st_blocks
+
+        # with room on the tmpfs: the input store keeps its holes
+        room = subprocess.run([sys.executable, "-c", _REBUILD, str(root), str(tmp_path / "out1")],
+                              capture_output=True, check=False, timeout=60)
+        assert room.returncode == 0, room.stderr.decode(errors="replace")[-2000:]
+        got = json.loads(room.stdout)
+        assert got == [12, end, 12, 12]
+        assert segment.stat().st_blocks == blocks
+
+        # on a full one: read, not killed
+        fill(mnt)
+        full = subprocess.run([sys.executable, "-c", _REBUILD, str(root), str(tmp_path / "out2")],
+                              capture_output=True, check=False, timeout=60)
+        assert full.returncode != -signal.SIGBUS, "the rebuild was killed by SIGBUS"
+        assert full.returncode == 0, full.stderr.decode(errors="replace")[-2000:]
+        assert json.loads(full.stdout) == got
+        assert segment.stat().st_blocks == blocks
