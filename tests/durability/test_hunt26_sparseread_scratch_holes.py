@@ -6,7 +6,6 @@ writes to the scratch copy never reach it."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 

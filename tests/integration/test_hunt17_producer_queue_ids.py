@@ -44,7 +44,7 @@ def test_queue_ids_past_the_write_queues_but_read_are_sent_to(cluster: LocalClus
 
 
 def test_a_send_to_a_queue_id_is_not_retried_on_another_broker(two_brokers: TwoBrokers) -> None:  # noqa: F811
-    cluster, broker_b = two_brokers.cluster, two_brokers.broker_b
+    cluster, broker_b = two_brokers.cluster, two_brokers.broker_b  # noqa: F811 - this test's own cluster
 
     async def go() -> list[str]:
         async with Producer(cluster.namesrv_addr, "hunt17-queue-retry-pg") as producer:

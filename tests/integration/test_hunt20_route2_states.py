@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 from local_cluster import LocalCluster
-from test_hunt20_clientapi_states import NOT_OK, _start_fails_for_good
+from test_hunt20_clientapi_states import _start_fails_for_good
 
 from rocketstore.client import (
     BlockingTransactionProducer,
