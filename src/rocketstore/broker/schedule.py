@@ -25,7 +25,8 @@ delivers it into a schedule queue again, where it waits and comes back every del
 Delivery offsets persist in ``config/delayOffset.json`` every ``flushDelayOffsetInterval`` (10 s) and at
 shutdown, in the exact text RocketMQ writes (fastjson's pretty format of DelayOffsetSerializeWrapper: integer
 keys unquoted, a tab indent, e.g. ``{\\n\\t"offsetTable":{1:1,2:1\\n\\t}\\n}``); only levels that
-delivered something have an entry.
+delivered something have an entry (a master with none writes the file at its first flush, its table empty, as
+4.9.3 does).
 On load the offsets of the levels configured are clamped into their queue's [min, max], as
 correctDelayOffset does (the offset of a level no longer configured stays as it was read); one found past
 its queue's end later (its queue did not exist at load, or is gone) goes on from the end, as 4.9.3's timer
@@ -152,6 +153,10 @@ class ScheduleService:
 
     def start(self) -> None:
         self.started = True
+        if not os.path.exists(self.path):
+            # 4.9.3 writes the file at every flush, delivered or not: a new store has one, its table empty
+            # (``{"offsetTable":{}}``), from the first flush on
+            self._dirty = True
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._deliver_loop()))
         self._tasks.append(loop.create_task(self._flush_loop()))

@@ -115,12 +115,15 @@ def half_message(topic: str, queue_id: int, body: bytes, properties: dict[str, s
     stores them (CLUSTER added); WAIT, if sent, goes last, where the Java broker puts it back before the
     half message's properties string is made.
 
-    DELAY is dropped, as RocketMQ's Java client drops it from a transactional message before sending.  The
-    C++ client sends it; a 4.9.3 broker then files the half message in SCHEDULE_TOPIC_XXXX, where
+    A DELAY level above 0 is dropped, as RocketMQ's Java client drops it from a transactional message before
+    sending.  The C++ client sends it; a 4.9.3 broker then files the half message in SCHEDULE_TOPIC_XXXX, where
     END_TRANSACTION cannot end it and the schedule service discards it: the message is lost.  Here it is
-    stored and committed like a Java client's, at once."""
+    stored and committed like a Java client's, at once.  A level of 0 or less stays, as in 4.9.3's half and
+    committed records: the Java client keeps the DELAY=0 that setDelayTimeLevel(0) puts (send.py has
+    refused a DELAY that is no Java int before this)."""
     props = dict(properties)
-    props.pop(PropertyName.DELAY, None)
+    if int(props.get(PropertyName.DELAY) or 0) > 0:
+        del props[PropertyName.DELAY]
     wait = props.pop(PropertyName.WAIT, None)
     if wait is not None:
         props[PropertyName.WAIT] = wait
