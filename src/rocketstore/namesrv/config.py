@@ -7,8 +7,9 @@ at start.  ``configStorePath`` (default ``~/namesrv/namesrv.properties``) receiv
 UPDATE_NAMESRV_CONFIG, as 4.9.3's Configuration.persist writes them.  A namesrv.conf (``rocketstore namesrv
 -c FILE``) may set any of them, ``listenPort`` and the NettyServerConfig settings 4.9.3's name server shows
 (serverWorkerThreads, ...: remoting.netty_config, kept, shown, changed and written without effect, as the
-broker keeps them); as in 4.9.3, the FILE itself is then the configStorePath.  rocketmqHome is
-$ROCKETMQ_HOME, left out (as 4.9.3 leaves out a null) when that is unset.
+broker keeps them); its other names are kept as text the same way.  As in 4.9.3, the FILE itself is then
+the configStorePath.  rocketmqHome is $ROCKETMQ_HOME, left out (as 4.9.3 leaves out a null) when that is
+unset.
 
 Pure (the files are written by the name server with rocketstore.files).  Imports message and
 remoting.netty_config only.
@@ -65,24 +66,31 @@ class NamesrvConfig:
     listen_port: int = 9876
     #: KEPT_NETTY's settings as text (4.9.3's defaults, then the file's and the updates' values), in its order
     netty: tuple[tuple[str, str], ...] = tuple((name, default) for name, (_, default) in KEPT_NETTY.items())
+    #: the namesrv.conf's other settings (names the name server does not have), as text in the file's order:
+    #: shown and written back with the others, as 4.9.3's Configuration keeps every property of its -c file
+    #: (an UPDATE_NAMESRV_CONFIG that dropped them erased the user's lines from that file)
+    extra: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_properties(cls, props: dict[str, str], base: NamesrvConfig | None = None, *,
                         strict: bool = False) -> NamesrvConfig:
         """*base* (default: the defaults) with the settings *props* names; NamesrvConfigError on a value that
-        does not convert, and with *strict* on a name the name server does not have (a namesrv.conf's other
-        names, NettyClientConfig's say, are skipped as 4.9.3 applies only names it knows)."""
+        does not convert, and with *strict* on a name the name server does not have and *base* does not keep
+        (a namesrv.conf's other names, NettyClientConfig's say, are kept as text in ``extra``: 4.9.3 applies
+        only names it knows, and keeps the others to show and write back)."""
         base = base or cls()
         changes: dict[str, object] = {}
         netty = dict(base.netty)
+        extra = dict(base.extra)
         for name, raw in props.items():
             attr = _NAMES.get(name)
             if attr is None and name in KEPT_NETTY:
                 netty[name] = _netty_value(name, raw)
                 continue
             if attr is None:
-                if strict:
+                if strict and name not in extra:
                     raise NamesrvConfigError(f"the name server has no setting {name!r}")
+                extra[name] = raw
                 continue
             current = getattr(base, attr)
             text = raw.strip()
@@ -101,6 +109,8 @@ class NamesrvConfig:
                 changes[attr] = text
         if netty != dict(base.netty):
             changes["netty"] = tuple(netty.items())
+        if extra != dict(base.extra):
+            changes["extra"] = tuple(extra.items())
         return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
     def updated(self, props: dict[str, str]) -> NamesrvConfig:
@@ -113,7 +123,8 @@ class NamesrvConfig:
     def to_properties(self) -> str:
         """Every setting as properties text (GET_NAMESRV_CONFIG's body, the configStorePath file)."""
         own = ((name, getattr(self, attr)) for name, attr in _NAMES.items())
-        return format_properties([*((name, value) for name, value in own if value is not None), *self.netty])
+        return format_properties([*((name, value) for name, value in own if value is not None), *self.netty,
+                                  *self.extra])
 
 
 def _netty_value(name: str, raw: str) -> str:
