@@ -590,8 +590,9 @@ class Broker:
     def topic_config_changed(self, topic: str, before: DataVersion) -> asyncio.Task[None] | None:
         """An admin created, updated or deleted *topic* (the table was at data version *before*): register
         that topic alone (deleted: no topic, the new data version only) with the name servers now, as 4.9.3's
-        updateAndCreateTopic does (registerIncrementBrokerData); the other changes (auto-created topics,
-        permissions) register the whole table, as there.  The registration's task (see
+        updateAndCreateTopic does (registerIncrementBrokerData); a heartbeat's new %RETRY% topic is registered
+        so too, and the heartbeat waits for it, as 4.9.3's waits for its registration; the other changes
+        (topics auto-created by sends, permissions) register the whole table soon.  The registration's task (see
         Registrar.register_increment), None when nothing is registered."""
         if self.registrar is not None and self.topics.data_version != before:
             return self.registrar.register_increment(self._register_body((topic,)), before)

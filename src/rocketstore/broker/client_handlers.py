@@ -12,6 +12,7 @@ SUBSCRIPTION_PARSE_FAILED with the parse error as remark).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -126,9 +127,17 @@ def register(router: RequestRouter, broker: Broker) -> None:
                 notify = notify and group_cfg.notify_consumer_ids_changed_enable
                 topic = retry_topic(consumer.group_name)
                 if broker.topics.get(topic) is None:
+                    before = broker.topics.data_version
                     broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,
                                                       2 if consumer.unit_mode else 0)
-                    broker.topic_created()
+                    # registered now, and the member announced (and the heartbeat answered) once the
+                    # name servers route it, as 4.9.3 waits for their answers before registerConsumer: the
+                    # rebalance a Java consumer makes on the notification looks the %RETRY% route up at once,
+                    # and one not found left the group's sent-back messages unpulled until the next
+                    # rebalance (20 s)
+                    registered = broker.topic_config_changed(topic, before)
+                    if registered is not None:
+                        await asyncio.wait((registered,))
             # as 4.9.3's registerConsumer: a new member, or a member's topics changing, is announced to the group
             new_client, subs_changed = broker.clients.register_consumer(consumer, ClientChannel(conn, *channel_args),
                                                                         now)
