@@ -148,7 +148,7 @@ def _register_group(subparsers: argparse._SubParsersAction) -> None:  # type: ig
                                             "refuses it (\"THe consumer group <G> not exist\") while the group has "
                                             "no committed offset on one of the topic's queues there.")
     reset.add_argument("group")
-    reset.add_argument("-t", "--topic", required=True)
+    reset.add_argument("-t", "--topic", required=True, help="the topic whose offsets move")
     reset.add_argument("--to", required=True, metavar="TIME",
                        help="ms since the epoch, an ISO 8601 time, mqadmin's yyyy-MM-dd#HH:mm:ss:SSS, or 'end' "
                             "(also 'now', as mqadmin: each queue's end, skipping the backlog)")

@@ -40,7 +40,7 @@ def add_group_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     offsets = commands.add_parser("client-offsets", help="the offsets of a topic each connected client of the "
                                                         "group holds in memory (mqadmin getConsumerStatus)")
     offsets.add_argument("group")
-    offsets.add_argument("-t", "--topic", required=True)
+    offsets.add_argument("-t", "--topic", required=True, help="the topic whose offsets to show")
     offsets.add_argument("-i", "--client", help="only this client id")
     add_common(offsets)
     offsets.set_defaults(handler=_client_offsets)
@@ -48,14 +48,14 @@ def add_group_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     span = commands.add_parser("time-span", help="per queue: store times of the oldest, newest and last "
                                                 "consumed message, and how long the next one has waited")
     span.add_argument("group")
-    span.add_argument("-t", "--topic", required=True)
+    span.add_argument("-t", "--topic", required=True, help="the topic whose queues to show")
     add_common(span)
     span.set_defaults(handler=_time_span)
 
     correction = commands.add_parser("correction-offset", help="per queue: the smallest offset of the topic's "
                                                               "other groups, compared with this group's")
     correction.add_argument("group", help="the group to compare with")
-    correction.add_argument("-t", "--topic", required=True)
+    correction.add_argument("-t", "--topic", required=True, help="the topic whose queues to compare")
     correction.add_argument("--filter", help="groups to leave out, comma-separated")
     correction.add_argument("-b", "--broker", type=broker_address,
                             help="one broker, HOST:PORT (default: every master of the topic)")

@@ -40,9 +40,9 @@ DEFAULT_MAX_MESSAGES = 1000
 
 
 def _queue_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-t", "--topic", required=True)
+    parser.add_argument("-t", "--topic", required=True, help="the queue's topic")
     parser.add_argument("-b", "--broker", required=True, help="broker name, or its master's HOST:PORT")
-    parser.add_argument("-i", "--queue-id", type=int, required=True)
+    parser.add_argument("-i", "--queue-id", type=int, required=True, help="the queue's id on that broker")
 
 
 def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -75,7 +75,7 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
 
     topic = commands.add_parser("print", help="every readable queue's messages of a topic between two times, "
                                               "nothing committed (mqadmin printMsg)")
-    topic.add_argument("-t", "--topic", required=True)
+    topic.add_argument("-t", "--topic", required=True, help="the topic to print")
     topic.add_argument("--begin", metavar="TIME", help="in each queue from the message stored nearest TIME, "
                                                        "as print-queue's --begin (default: the first kept)")
     topic.add_argument("--end", metavar="TIME", help="in each queue up to (not including) the message stored "

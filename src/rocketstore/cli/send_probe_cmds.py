@@ -73,7 +73,7 @@ def _pause_seconds(text: str) -> float:
 def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check = commands.add_parser("check-rt", help="send messages over a topic's queues in turn and print each "
                                                  "send's round trip (mqadmin checkMsgSendRT)")
-    check.add_argument("-t", "--topic", required=True)
+    check.add_argument("-t", "--topic", required=True, help="the topic to send to")
     check.add_argument("-a", "--amount", type=_positive, default=100, help="messages to send (default 100)")
     check.add_argument("-s", "--size", type=_body_bytes, default=128, help="body bytes (default 128)")
     add_common(check)
