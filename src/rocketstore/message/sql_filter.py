@@ -359,6 +359,9 @@ _MAX_DEPTH = 400
 _MAX_PENDING = 10_000
 _KEYWORDS = frozenset({"NOT", "AND", "OR", "BETWEEN", "IN", "TRUE", "FALSE", "NULL", "IS"})
 _SKIP = re.compile(r"(?:[ \t\n\r\f]+|--[^\n\r]*(?:\r\n|\n|\r)|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
+#: the same past the text's last line break, where no ``--`` comment can end: trying one there would scan to
+#: the end of the text at every ``-`` (a run of minus signs lexed in quadratic time)
+_SKIP_LAST_LINE = re.compile(r"(?:[ \t\f]+|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/)+")
 _DECIMAL = re.compile(r"0|[1-9][0-9]*[lL]?")
 _FLOAT = re.compile(r"[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+")
 _STRING = re.compile(r"'(?:''|[^'])*'")
@@ -380,10 +383,12 @@ class _Lexer:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        #: where the last line break is (-1: none): a ``--`` comment must end in one
+        self.last_break = max(text.rfind("\n"), text.rfind("\r"))
 
     def next(self) -> _Token:
         text, pos = self.text, self.pos
-        skip = _SKIP.match(text, pos)
+        skip = (_SKIP if pos <= self.last_break else _SKIP_LAST_LINE).match(text, pos)
         if skip:
             pos = skip.end()
         if pos >= len(text):
@@ -434,7 +439,8 @@ def _run(start: _Parse, parser: _Parser) -> _Node:
             stack.append(sub)
             value = None
             if len(stack) > _MAX_PENDING:
-                parser.fail("the expression nests too deep to parse (some 1,600 parentheses at most)")
+                parser.fail("the expression nests too deep to parse (at most some 1,600 parentheses or 10,000 "
+                            "prefix operators)")
 
 
 class _Parser:
