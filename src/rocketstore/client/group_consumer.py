@@ -59,12 +59,13 @@ from rocketstore.client.route import MessageQueue, RouteCache, namesrv_addr_or_e
 from rocketstore.errors import RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import MASTER_ID, ConsumerData, HeartbeatData, SubscriptionData
-from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.codes import MQ_VERSION, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.headers import GetConsumerRunningInfoRequestHeader
 from rocketstore.remoting.tls import ClientTls
 from rocketstore.remoting.transport import Connection
+from rocketstore.remoting.versions import get_version_desc
 from rocketstore.repeats import FailureRuns
 
 __all__ = ["ConsumerSettingsError", "GroupConsumer", "GroupSettings", "resolve_settings"]
@@ -424,7 +425,13 @@ class GroupConsumer:
             # Java shows the strategy object's toString; its getName tells an operator the same: whether the
             # members of a group share the queues the same way
             "allocateMessageQueueStrategy": strategy_name(s.allocate_strategy),
+            "consumeTimestamp": time.strftime("%Y%m%d%H%M%S", time.localtime((self._timestamp_ms or 0) / 1000)),
+            "unitMode": "false",
             ConsumerRunningInfo.PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp_ms),
+            # what 4.9.3's MQClientInstance adds to every consumer's answer (each name server followed by ";")
+            ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in self.namesrv_addr.split(";") if a),
+            ConsumerRunningInfo.PROP_CONSUME_TYPE: self.consume_type,
+            ConsumerRunningInfo.PROP_CLIENT_VERSION: get_version_desc(MQ_VERSION),
         }
 
     # --- routes and heartbeats -------------------------------------------------------------------------

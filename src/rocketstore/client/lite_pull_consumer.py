@@ -79,10 +79,8 @@ from rocketstore.client.trace_consumer import sub_after_context, sub_before_cont
 from rocketstore.client.trace_dispatch import TraceDispatcher
 from rocketstore.errors import LoopBoundError, RocketStoreError
 from rocketstore.remoting.bodies import ConsumeType
-from rocketstore.remoting.codes import MQ_VERSION
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.remoting.tls import ClientTls
-from rocketstore.remoting.versions import get_version_desc
 from rocketstore.repeats import FailureRun
 
 __all__ = ["ConsumerNotRunningError", "LitePullConsumer", "LitePullConsumerSettings", "SubscriptionConflictError",
@@ -702,14 +700,7 @@ class LitePullConsumer(GroupConsumer):
             "consumerTimeoutMillisWhenSuspend": str(int(s.consumer_timeout_when_suspend_s * 1000)),
             "pollTimeoutMillis": str(int(s.poll_timeout_s * 1000)),
             "topicMetadataCheckIntervalMillis": str(int(s.topic_metadata_check_interval_s * 1000)),
-            "consumeTimestamp": time.strftime("%Y%m%d%H%M%S",
-                                              time.localtime((self._timestamp_ms or 0) / 1000)),
-            "enableMsgTrace": "true" if s.enable_trace else "false", "unitMode": "false",
-            # what 4.9.3's MQClientInstance adds to every consumer's answer (each name server followed by ";")
-            ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(
-                f"{addr};" for addr in self.consumer.routes.namesrv_addrs),
-            ConsumerRunningInfo.PROP_CONSUME_TYPE: self.consume_type,
-            ConsumerRunningInfo.PROP_CLIENT_VERSION: get_version_desc(MQ_VERSION),
+            "enableMsgTrace": "true" if s.enable_trace else "false",
         }
         if s.trace_topic is not None:
             props["customizedTraceTopic"] = s.trace_topic

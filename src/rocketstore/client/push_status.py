@@ -11,8 +11,6 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from rocketstore.remoting.codes import MQ_VERSION
-from rocketstore.remoting.versions import get_version_desc
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo, ProcessQueueInfo, QueueKey
 
 if TYPE_CHECKING:
@@ -32,8 +30,6 @@ def push_running_info(consumer: PushConsumer, *, jstack: bool = False) -> Consum
         "pullThresholdForTopic": str(s.pull_threshold_for_topic),
         "pullThresholdSizeForTopic": str(s.pull_threshold_bytes_for_topic >> 20),  # -1 stays -1
         "pullInterval": str(int(s.pull_interval_s * 1000)),
-        "consumeTimestamp": time.strftime("%Y%m%d%H%M%S",
-                                          time.localtime((consumer._timestamp_ms or 0) / 1000)),
         "consumeThreadMin": str(s.consume_concurrency), "consumeThreadMax": str(s.consume_concurrency),
         "consumeConcurrentlyMaxSpan": str(s.consume_max_span),
         "consumeTimeout": str(int(s.consume_timeout_s // 60)),
@@ -43,13 +39,8 @@ def push_running_info(consumer: PushConsumer, *, jstack: bool = False) -> Consum
         "heartbeatBrokerInterval": str(int(s.heartbeat_interval_s * 1000)),
         "persistConsumerOffsetInterval": str(int(s.persist_interval_s * 1000)),
         "pollNameServerInterval": str(int(s.route_refresh_interval_s * 1000)),
-        "unitMode": "false",
-        # as 4.9.3's MQClientInstance writes it: each name server followed by ";"
-        ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in consumer.namesrv_addr.split(";") if a),
         ConsumerRunningInfo.PROP_THREADPOOL_CORE_SIZE: str(s.consume_concurrency),
         ConsumerRunningInfo.PROP_CONSUME_ORDERLY: "true" if consumer.orderly else "false",
-        ConsumerRunningInfo.PROP_CONSUME_TYPE: "CONSUME_PASSIVELY",
-        ConsumerRunningInfo.PROP_CLIENT_VERSION: get_version_desc(MQ_VERSION),
     }
     wall_ms, mono = time.time() * 1000, time.monotonic()
 
