@@ -44,10 +44,10 @@ from __future__ import annotations
 import os
 import zlib
 from array import array
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import cast
 
 import numpy as np
@@ -186,14 +186,16 @@ class _Records:
     queues: dict[tuple[str, int], int] = field(default_factory=dict)
     #: (topic, key) -> commitlog offsets of the records indexed under it
     keys: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
-    #: commitlog offset -> "topic/queue id queue offset N" of each record whose properties are not UTF-8
-    not_utf8: dict[int, str] = field(default_factory=dict)
+    #: commitlog offsets (ascending) of the records whose properties are not UTF-8: 8 bytes each, as a
+    #: store may hold millions (their queue and queue offset are in the columns above)
+    not_utf8: array = field(default_factory=lambda: array("q"))
     #: offsets of such records that their queue entry's tagsCode or the index disagree with
     not_utf8_disagreeing: set[int] = field(default_factory=set)
 
     def disagrees(self, offset: int) -> None:
         """Note that what was built from the record at *offset* disagrees with its properties as read."""
-        if offset in self.not_utf8:
+        i = bisect_left(self.not_utf8, offset)
+        if i < len(self.not_utf8) and self.not_utf8[i] == offset:
             self.not_utf8_disagreeing.add(offset)
 
 
@@ -250,7 +252,7 @@ def _walk_commitlog(store: MessageStore, out: _Collector, progress: Progress | N
                     # properties as sent and recovers and serves such a record without complaint, so it is
                     # a problem only where its queue entry or the index disagree (see _not_utf8_problems)
                     m = decode_record(buf, pos, with_body=False, limit=limit, strict_topic=True)
-                    recs.not_utf8[offset] = f"{m.topic}/{m.queue_id} queue offset {m.queue_offset}"
+                    recs.not_utf8.append(offset)
             except MessageDecodeError as exc:
                 # a record damaged inside (one flipped byte in its topic or properties) whose size still leads
                 # to the next record's magic: skip just it, or every later record of the segment (and each
@@ -522,10 +524,14 @@ def _not_utf8_problems(recs: _Records, out: _Collector) -> None:
     index disagree with them as read: then a byte of them changed on disk after dispatch.  Where everything
     built from them agrees the record is as 4.9.3 stored it (a batch entry's properties are kept as sent)
     and as its recovery and dispatch read it: no problem."""
+    names = {number: name for name, number in recs.queues.items()}
     for offset in sorted(recs.not_utf8_disagreeing):
+        k = bisect_left(recs.offsets, offset)  # the record's row (its offset is among them)
+        topic, queue_id = names[recs.queue_ids[k]]
         out.add(ProblemKind.PROPERTIES_NOT_UTF8, _where_record(offset),
-                f"properties are not UTF-8 ({recs.not_utf8[offset]}) and its queue entry or the index disagree "
-                "with them as read (U+FFFD for each malformed sequence, as 4.9.3 reads them): changed on disk")
+                f"properties are not UTF-8 ({topic}/{queue_id} queue offset {recs.queue_offsets[k]}) and its "
+                "queue entry or the index disagree with them as read (U+FFFD for each malformed sequence, as "
+                "4.9.3 reads them): changed on disk")
 
 
 def _entry_on_disk(queue_dir: str, segment_bytes: int, queue_offset: int) -> tuple[int, int, int] | None:
@@ -658,6 +664,6 @@ def verify_store(store: MessageStore, *, max_problems: int = 1000, progress: Pro
         record_count=len(recs.offsets), blank_count=blanks, queue_count=queue_count, cq_entry_count=entries,
         index_key_count=index_keys, index_checked=store._index is not None, counts_by_kind=dict(out.by_kind),
         deleted_topic_records=deleted, properties_not_utf8=len(recs.not_utf8),
-        properties_not_utf8_offsets=tuple(islice(recs.not_utf8, 10)),  # walked in commitlog order
+        properties_not_utf8_offsets=tuple(recs.not_utf8[:10]),  # walked in commitlog order
     )
 

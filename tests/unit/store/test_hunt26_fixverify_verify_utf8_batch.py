@@ -108,6 +108,8 @@ def test_tags_changed_on_disk_after_dispatch_still_fail(tmp_path: Path, capsys: 
         report.problems
     where = {p.kind: p.where for p in report.problems}
     assert where[ProblemKind.PROPERTIES_NOT_UTF8] == "commitlog@0"
+    detail = next(p.detail for p in report.problems if p.kind == ProblemKind.PROPERTIES_NOT_UTF8)
+    assert "/0 queue offset 0)" in detail, detail  # the record's queue and queue offset named
     assert report.properties_not_utf8 == 3
     assert main(["store", "verify", str(root), *INDEX_FLAGS]) == 1
     assert "PROPERTIES_NOT_UTF8 at commitlog@0" in capsys.readouterr().out
