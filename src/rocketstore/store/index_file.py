@@ -96,7 +96,9 @@ class IndexFile:
                 self.index_count = 1
             if writable and not fill_holes and self.is_full:
                 # an older file, full: only read from now on (a sparse one, a Java broker's: its untouched
-                # hash slots are holes, which a key query reads)
+                # hash slots are holes, which a key query reads).  A covered page is private memory, so a
+                # write to it would never reach the file: nothing writes a full file (put_key and the bulk
+                # writer refuse one, index_count never goes down), and that must stay so
                 self.file.cover_holes()
 
     @property
