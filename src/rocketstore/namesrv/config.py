@@ -7,9 +7,10 @@ at start.  ``configStorePath`` (default ``~/namesrv/namesrv.properties``) receiv
 UPDATE_NAMESRV_CONFIG, as 4.9.3's Configuration.persist writes them.  A namesrv.conf (``rocketstore namesrv
 -c FILE``) may set any of them, ``listenPort`` and the NettyServerConfig settings 4.9.3's name server shows
 (serverWorkerThreads, ...: remoting.netty_config, kept, shown, changed and written without effect, as the
-broker keeps them); its other names are kept as text the same way.  As in 4.9.3, the FILE itself is then
-the configStorePath.  rocketmqHome is $ROCKETMQ_HOME, left out (as 4.9.3 leaves out a null) when that is
-unset.
+broker keeps them); its other names are kept as text the same way.  An update naming a setting that
+neither the name server nor its file has is refused (4.9.3 answers SUCCESS and drops it: a typo there goes
+unnoticed).  As in 4.9.3, the FILE itself is then the configStorePath.  rocketmqHome is $ROCKETMQ_HOME,
+left out (as 4.9.3 leaves out a null) when that is unset.
 
 Pure (the files are written by the name server with rocketstore.files).  Imports message and
 remoting.netty_config only.
