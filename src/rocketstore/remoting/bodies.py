@@ -445,10 +445,11 @@ class TopicRouteData:
         parts = ['"brokerDatas":[' + ",".join(encode_broker_data(bd) for bd in self.broker_datas) + "]",
                  '"filterServerTable":' + json.dumps(self.filter_server_table, separators=(",", ":"))]
         if self.order_topic_conf is not None:
-            parts.append('"orderTopicConf":' + json.dumps(self.order_topic_conf))
+            parts.append('"orderTopicConf":' + json.dumps(self.order_topic_conf, ensure_ascii=False))
         parts.append('"queueDatas":[' + ",".join(
             json.dumps(qd.to_json(), separators=(",", ":"), ensure_ascii=False) for qd in self.queue_datas) + "]")
-        return ("{" + ",".join(parts) + "}").encode("utf-8")
+        # (fastjson's escapes; a lone surrogate as '?', as fastjson.dumps writes it)
+        return fastjson.java_escapes("{" + ",".join(parts) + "}").encode("utf-8", "replace")
 
     @classmethod
     def decode(cls, body: bytes) -> TopicRouteData:

@@ -21,8 +21,8 @@ null keys left out, `extFields` left out when empty and its values always string
 The layout's structs and limits are defined here once; :mod:`rocketstore.remoting.frame_decoder` (frames ->
 commands) and :mod:`rocketstore.remoting.templates` (preformatted JSON frames of the hot paths) import them.
 
-No sockets, asyncio, clocks or logging here; imports only errors, codes and command, never the decoder or
-the templates.
+No sockets, asyncio, clocks or logging here; imports only errors, codes, command and fastjson (its string
+escapes), never the decoder or the templates.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from decimal import Decimal
 from rocketstore.errors import ProtocolError
 from rocketstore.remoting.codes import LanguageCode, SerializeType
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.fastjson import LOWER_HEX_ESCAPE, java_escapes
 
 __all__ = ["encode_command", "encode_command_parts"]
 
@@ -54,6 +55,7 @@ _JSON_ENCODER = json.JSONEncoder(
 # escaped JSON string.
 _quote_json: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 # Language -> its JSON value (quoted name), for members and the plain ints equal to them.
+_LOWER_HEX_ESCAPE = LOWER_HEX_ESCAPE
 _LANGUAGE_JSON: dict[object, str] = {language: f'"{language.name}"' for language in LanguageCode}
 
 
@@ -134,6 +136,9 @@ def _encode_json_header(cmd: RemotingCommand, opaque: int) -> bytes:
     remark_text = "" if remark is None else ',"remark":' + _quote_json(_java_text(remark, "remark"))
     text = (f'{{"code":{code}{ext},"flag":{flag},"language":{language},"opaque":{opaque}{remark_text},'
             f'"serializeTypeCurrentRPC":"JSON","version":{version}}}')
+    # (fastjson's escapes, see java_escapes)
+    if not text.isascii() or "\x7f" in text or ("\\u" in text and _LOWER_HEX_ESCAPE.search(text)):
+        text = java_escapes(text)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -156,7 +161,7 @@ def _encode_json_header_reference(cmd: RemotingCommand, opaque: int) -> bytes:
         obj["remark"] = _java_text(cmd.remark, "remark")
     obj["serializeTypeCurrentRPC"] = "JSON"
     obj["version"] = _checked_int(cmd.version, "version", _INT32_MIN, _INT32_MAX)
-    return _JSON_ENCODER.encode(obj).encode("utf-8", "replace")
+    return java_escapes(_JSON_ENCODER.encode(obj)).encode("utf-8", "replace")
 
 def _encode_binary_header(cmd: RemotingCommand, opaque: int) -> bytes:
     remark = b"" if cmd.remark is None else _java_text(cmd.remark, "remark").encode("utf-8", "replace")

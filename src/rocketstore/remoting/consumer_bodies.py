@@ -283,8 +283,9 @@ class GetConsumerStatusBody:
     def encode(self) -> bytes:
         consumers = ",".join(json.dumps(client_id, ensure_ascii=False) + ":" + _offsets_by_queue(table)
                              for client_id, table in sorted(self.consumer_table.items()))
-        return ('{"consumerTable":{' + consumers + '},"messageQueueTable":'
-                + _offsets_by_queue(self.message_queue_table) + "}").encode("utf-8")
+        text = ('{"consumerTable":{' + consumers + '},"messageQueueTable":'
+                + _offsets_by_queue(self.message_queue_table) + "}")
+        return fastjson.java_escapes(text).encode("utf-8", "replace")  # (fastjson's escapes; '?' as in dumps)
 
     @classmethod
     def decode(cls, body: bytes) -> GetConsumerStatusBody:

@@ -9,7 +9,9 @@ an integer key becomes an ``int``, an object key becomes a ``tuple`` of its sort
 
 :func:`dumps` writes compact JSON; dict keys that are ints are written quoted (valid JSON, which fastjson,
 jsoncpp with ``allowNumericKeys`` and every RocketMQ client read back) and :func:`dumps_object_keyed`
-writes fastjson's object-keyed maps for the two bodies that need them.
+writes fastjson's object-keyed maps for the two bodies that need them.  :func:`dumps_pretty` writes
+fastjson's pretty form (the broker's config files).  All of them escape strings as fastjson does
+(:func:`java_escapes`), and leave out a map's null values as fastjson does.
 
 Pure: no I/O.  Raises :class:`JsonBodyError` (a ProtocolError) for anything it cannot parse.
 """
@@ -17,12 +19,14 @@ Pure: no I/O.  Raises :class:`JsonBodyError` (a ProtocolError) for anything it c
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rocketstore.errors import ProtocolError
 
-__all__ = ["JsonBodyError", "dumps", "dumps_object_keyed", "loads"]
+__all__ = ["LOWER_HEX_ESCAPE", "JsonBodyError", "dumps", "dumps_object_keyed", "dumps_pretty", "java_escapes",
+           "loads"]
 
 _WS = " \t\r\n"
 _MAX_DEPTH = 200
@@ -154,9 +158,40 @@ class _Parser:
                 raise JsonBodyError(f"expected ',' or ']' at {self.pos - 1}")
 
 
+# In json's output (ensure_ascii=False) at one position: a control character's escape (json writes its hex in
+# lower case), any other escape (kept whole, so the backslash of an escaped backslash starts no match), or a
+# character that json writes raw and fastjson escapes (DEL, the C1 controls, U+2028, U+2029).
+_JAVA_ESCAPE = re.compile("\\\\u00[01][0-9a-f]|\\\\.|[\x7f-\x9f\u2028\u2029]", re.DOTALL)
+
+
+# json's escapes that fastjson writes with upper-case hex (``\\u000b`` for ``\\u000B``), the one thing an
+# ASCII text with ``\\u`` in it may need changed: a message's properties carry ``\\u0001`` and ``\\u0002`` in
+# every send, which need nothing.  (An escaped backslash followed by ``u000b`` matches too; java_escapes
+# then changes nothing, as it should.)
+LOWER_HEX_ESCAPE = re.compile("\\\\u00(?:0[bef]|1[a-f])")
+
+
+def _java_escape(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 1:
+        return "\\u%04X" % ord(text)
+    return "\\u" + text[2:].upper() if len(text) == 6 else text
+
+
+def java_escapes(text: str) -> str:
+    """*text*, a JSON document json wrote with ``ensure_ascii=False``, with its strings escaped as fastjson
+    1.2.48 escapes them: control characters other than \\b \\t \\n \\f \\r as ``\\u`` with upper-case hex
+    (``\\u001F``), and DEL, U+0080-U+009F, U+2028 and U+2029 as ``\\u`` escapes too (json writes those raw).
+    An ASCII text without a DEL or a control character's escape with a hex letter, what nearly every header
+    and body is, is returned as it is."""
+    if text.isascii() and "\x7f" not in text and ("\\u" not in text or not LOWER_HEX_ESCAPE.search(text)):
+        return text
+    return _JAVA_ESCAPE.sub(_java_escape, text)
+
+
 def _plain(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k) if not isinstance(k, str) else k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, Mapping):  # (a null value is left out, as fastjson leaves out a map's null values)
+        return {str(k) if not isinstance(k, str) else k: _plain(v) for k, v in obj.items() if v is not None}
     if isinstance(obj, (list, tuple, set, frozenset)):
         return [_plain(v) for v in obj]
     return obj
@@ -166,7 +201,8 @@ def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON; int keys are quoted.  A lone surrogate (a peer's ``"\\ud800"`` escape, which JSON
     allows and fastjson keeps in a Java String) becomes ``?`` as Java's String.getBytes(UTF_8) writes it:
     strict encoding raised, and one such value in a table broke every later answer and write of it."""
-    return json.dumps(_plain(obj), ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+    text = json.dumps(_plain(obj), ensure_ascii=False, separators=(",", ":"))
+    return java_escapes(text).encode("utf-8", "replace")
 
 
 def dumps_object_keyed(fields: Mapping[str, Any], keyed_name: str,
@@ -183,4 +219,65 @@ def dumps_object_keyed(fields: Mapping[str, Any], keyed_name: str,
         for k, v in pairs
     ]
     out.append(json.dumps(keyed_name) + ":{" + ",".join(entries) + "}")
-    return ("{" + ",".join(out) + "}").encode("utf-8", "replace")  # lone surrogates as in dumps
+    return java_escapes("{" + ",".join(out) + "}").encode("utf-8", "replace")  # lone surrogates as in dumps
+
+
+def dumps_pretty(obj: Any) -> str:
+    """*obj* as fastjson's ``toJSONString(obj, true)`` writes it (4.9.3's config files: topics.json,
+    consumerOffset.json, ...): a tab per level, no space after a colon, each string-keyed member and each
+    array item on a line of its own, ``{}`` and ``[]`` when empty; a map's int keys bare and, as fastjson
+    writes them, without the line breaks (``{0:12,1:34`` then the closing brace on its own line); a null map
+    value left out.  A lone surrogate becomes ``?`` as in :func:`dumps` (Java's getBytes(UTF_8)), so that the
+    text can be written as UTF-8."""
+    out: list[str] = []
+    _pretty(obj, 0, out)
+    text = java_escapes("".join(out))
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
+
+
+_quote = json.encoder.encode_basestring  # type: ignore[attr-defined]  # (json's own, C when built)
+
+
+def _pretty(obj: Any, depth: int, out: list[str]) -> None:
+    kind = type(obj)
+    if kind is str:
+        out.append(_quote(obj))
+    elif kind is int:
+        out.append(int.__repr__(obj))
+    elif obj is True or obj is False:
+        out.append("true" if obj else "false")
+    elif isinstance(obj, Mapping):
+        first = True
+        inner = "\n" + "\t" * (depth + 1)
+        for key, value in obj.items():
+            if value is None:
+                continue
+            if first:
+                out.append("{")
+                first = False
+            else:
+                out.append(",")
+            if isinstance(key, str):
+                out.append(inner)
+                out.append(_quote(key))
+            elif isinstance(key, bool) or not isinstance(key, int):
+                out.append(_quote(str(key)))
+            else:
+                out.append(int.__repr__(key))
+            out.append(":")
+            _pretty(value, depth + 1, out)
+        out.append("{}" if first else "\n" + "\t" * depth + "}")
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        if not obj:
+            out.append("[]")
+            return
+        out.append("[")
+        inner = "\n" + "\t" * (depth + 1)
+        for index, value in enumerate(obj):
+            if index:
+                out.append(",")
+            out.append(inner)
+            _pretty(value, depth + 1, out)
+        out.append("\n" + "\t" * depth + "]")
+    else:
+        out.append(json.dumps(obj, ensure_ascii=False))

@@ -25,12 +25,14 @@ from rocketstore.remoting.codec import (
 )
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode
 from rocketstore.remoting.command import RESPONSE_FLAG
+from rocketstore.remoting.fastjson import LOWER_HEX_ESCAPE, java_escapes
 
 __all__ = ["JsonRequestTemplate", "JsonResponseTemplate"]
 
 # Bound by assignment, not imported by name: CPython 3.11 compiles a method call on a from-imported name to
 # LOAD_ATTR (a bound method object per call) instead of LOAD_METHOD, a cost on every frame.
 _PREFIX = codec._PREFIX
+_LOWER_HEX_ESCAPE = LOWER_HEX_ESCAPE
 
 
 class JsonResponseTemplate:
@@ -68,6 +70,9 @@ class JsonResponseTemplate:
             opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
         quote = _quote_json
         text = self._format % (code, *[quote(value) for value in values], opaque)
+        # (fastjson's escapes, see java_escapes)
+        if not text.isascii() or "\x7f" in text or ("\\u" in text and _LOWER_HEX_ESCAPE.search(text)):
+            text = java_escapes(text)
         try:
             header = text.encode("utf-8")
         except UnicodeEncodeError:
@@ -121,6 +126,9 @@ class JsonRequestTemplate:
             opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
         quote = _quote_json
         text = self._format % (*[quote(value) for value in values], opaque)
+        # (fastjson's escapes, see java_escapes)
+        if not text.isascii() or "\x7f" in text or ("\\u" in text and _LOWER_HEX_ESCAPE.search(text)):
+            text = java_escapes(text)
         try:
             header = text.encode("utf-8")
         except UnicodeEncodeError:
