@@ -25,7 +25,7 @@ from typing import Any
 
 from rocketstore.errors import ProtocolError
 
-__all__ = ["LOWER_HEX_ESCAPE", "JsonBodyError", "dumps", "dumps_object_keyed", "dumps_pretty", "java_escapes",
+__all__ = ["LOWER_HEX_ESCAPE", "RAW_NEEDS_JAVA_ESCAPE", "JsonBodyError", "dumps", "dumps_object_keyed", "dumps_pretty", "java_escapes",
            "loads"]
 
 _WS = " \t\r\n"
@@ -158,10 +158,12 @@ class _Parser:
                 raise JsonBodyError(f"expected ',' or ']' at {self.pos - 1}")
 
 
-# In json's output (ensure_ascii=False) at one position: a control character's escape (json writes its hex in
-# lower case), any other escape (kept whole, so the backslash of an escaped backslash starts no match), or a
-# character that json writes raw and fastjson escapes (DEL, the C1 controls, U+2028, U+2029).
-_JAVA_ESCAPE = re.compile("\\\\u00[01][0-9a-f]|\\\\.|[\x7f-\x9f\u2028\u2029]", re.DOTALL)
+# In json's output (ensure_ascii=False) at one position: a control character's escape whose hex json writes
+# with a lower-case letter, any other escape but a \\u one (kept whole, so the backslash of an escaped
+# backslash starts no match; a \\u escape of digits only, such as the \\u0001 / \\u0002 separators of every
+# properties string, needs no change and so costs no call), or a character that json writes raw and fastjson
+# escapes (DEL, the C1 controls, U+2028, U+2029).
+_JAVA_ESCAPE = re.compile("\\\\u00(?:0[bef]|1[a-f])|\\\\[^u]|[\x7f-\x9f\u2028\u2029]")
 
 
 # json's escapes that fastjson writes with upper-case hex (``\\u000b`` for ``\\u000B``), the one thing an
@@ -169,6 +171,11 @@ _JAVA_ESCAPE = re.compile("\\\\u00[01][0-9a-f]|\\\\.|[\x7f-\x9f\u2028\u2029]", r
 # every send, which need nothing.  (An escaped backslash followed by ``u000b`` matches too; java_escapes
 # then changes nothing, as it should.)
 LOWER_HEX_ESCAPE = re.compile("\\\\u00(?:0[bef]|1[a-f])")
+
+
+#: a character of a string value that java_escapes changes in its JSON (json escapes it with a lower-case hex
+#: letter, or writes it raw where fastjson escapes it): a value without one needs no java_escapes
+RAW_NEEDS_JAVA_ESCAPE = re.compile("[\x0b\x0e\x0f\x1a-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _java_escape(match: re.Match[str]) -> str:

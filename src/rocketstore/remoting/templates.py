@@ -25,14 +25,14 @@ from rocketstore.remoting.codec import (
 )
 from rocketstore.remoting.codes import MQ_VERSION, LanguageCode
 from rocketstore.remoting.command import RESPONSE_FLAG
-from rocketstore.remoting.fastjson import LOWER_HEX_ESCAPE, java_escapes
+from rocketstore.remoting.fastjson import RAW_NEEDS_JAVA_ESCAPE, java_escapes
 
 __all__ = ["JsonRequestTemplate", "JsonResponseTemplate"]
 
 # Bound by assignment, not imported by name: CPython 3.11 compiles a method call on a from-imported name to
 # LOAD_ATTR (a bound method object per call) instead of LOAD_METHOD, a cost on every frame.
 _PREFIX = codec._PREFIX
-_LOWER_HEX_ESCAPE = LOWER_HEX_ESCAPE
+_NEEDS_ESCAPE = RAW_NEEDS_JAVA_ESCAPE
 
 
 class JsonResponseTemplate:
@@ -46,7 +46,7 @@ class JsonResponseTemplate:
     no command object is built on the way.
     """
 
-    __slots__ = ("_format",)
+    __slots__ = ("_escape", "_format")
 
     def __init__(self, keys: tuple[str, ...], constant: Mapping[str, str]) -> None:
         if not keys:
@@ -61,6 +61,9 @@ class JsonResponseTemplate:
         self._format = ('{"code":%d,"extFields":{' + variable + fixed.replace("%", "%%") + '},"flag":'
                         + str(RESPONSE_FLAG) + ',"language":"' + LanguageCode.JAVA.name
                         + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+        #: whether the constant part holds text fastjson escapes otherwise (then every frame is fixed up)
+        self._escape = any(_NEEDS_ESCAPE.search(text) is not None
+                           for text in (*keys, *constant, *(v for v in constant.values() if v is not None)))
 
     def encode(self, code: int, opaque: int, values: tuple[str, ...]) -> bytes:
         """The frame, 4-byte total length included.  *values* are strings, one per key, in order."""
@@ -70,8 +73,15 @@ class JsonResponseTemplate:
             opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
         quote = _quote_json
         text = self._format % (code, *[quote(value) for value in values], opaque)
-        # (fastjson's escapes, see java_escapes)
-        if not text.isascii() or "\x7f" in text or ("\\u" in text and _LOWER_HEX_ESCAPE.search(text)):
+        # fastjson's escapes (see java_escapes), looked for in the values as given: the quoted text is longer
+        escape = self._escape
+        if not escape:
+            search = _NEEDS_ESCAPE.search
+            for value in values:
+                if search(value) is not None:
+                    escape = True
+                    break
+        if escape:
             text = java_escapes(text)
         try:
             header = text.encode("utf-8")
@@ -93,7 +103,7 @@ class JsonRequestTemplate:
     (``functools.partial(template.encode, values, body)`` is what :meth:`Connection.request_encoded` takes).
     """
 
-    __slots__ = ("_format",)
+    __slots__ = ("_escape", "_format")
 
     def __init__(self, code: int, ext_fields: Mapping[str, str | None], variable: tuple[str, ...], *,
                  flag: int = 0) -> None:
@@ -106,14 +116,20 @@ class JsonRequestTemplate:
         if [key for key in ext_fields if key in variable] != list(variable):
             raise ValueError("the variable keys must be in ext_fields' order")
         items = []
+        #: whether the constant part holds text fastjson escapes otherwise (then every frame is fixed up)
+        self._escape = False
         for key, value in ext_fields.items():
             if not isinstance(key, str):
                 raise ProtocolError(f"extFields key {key!r} is not a string")
             name = _quote_json(key).replace("%", "%%")
+            if _NEEDS_ESCAPE.search(key) is not None:
+                self._escape = True
             if key in variable:
                 items.append(name + ":%s")
             elif value is not None:
                 items.append(name + ":" + _quote_json(_java_text(value, key)).replace("%", "%%"))
+                if _NEEDS_ESCAPE.search(value) is not None:
+                    self._escape = True
         # _encode_json_header's output for such a request (JAVA, 4.9.3, no remark) as a %-format
         self._format = ('{"code":' + str(code) + ',"extFields":{' + ",".join(items) + '},"flag":' + str(flag)
                         + ',"language":"' + LanguageCode.JAVA.name
@@ -126,8 +142,15 @@ class JsonRequestTemplate:
             opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
         quote = _quote_json
         text = self._format % (*[quote(value) for value in values], opaque)
-        # (fastjson's escapes, see java_escapes)
-        if not text.isascii() or "\x7f" in text or ("\\u" in text and _LOWER_HEX_ESCAPE.search(text)):
+        # fastjson's escapes (see java_escapes), looked for in the values as given: the quoted text is longer
+        escape = self._escape
+        if not escape:
+            search = _NEEDS_ESCAPE.search
+            for value in values:
+                if search(value) is not None:
+                    escape = True
+                    break
+        if escape:
             text = java_escapes(text)
         try:
             header = text.encode("utf-8")
