@@ -22,6 +22,8 @@ from rocketstore.remoting.tls import TlsConfig, TlsConfigError, TlsMode
     {"tls.server.need.client.auth": "optional"},
     {"tls.server.certPath": "/nonexistent/server.crt"},
     {"tls.server.keyPath": "/nonexistent/server.key", "tls.server.need.client.auth": "require"},
+    # a test-mode client presents nothing either (TlsHelper gives it no key): review of 154ce1a
+    {"tls.client.certPath": "/nonexistent/client.crt"},
 ])
 def test_a_test_mode_server_ignores_the_settings_it_does_not_use(extra: dict[str, str]) -> None:
     config = TlsConfig.from_properties({"tls.server.mode": "enforcing", "tls.test.mode.enable": "true",
@@ -35,6 +37,7 @@ def test_a_test_mode_server_ignores_the_settings_it_does_not_use(extra: dict[str
 @pytest.mark.parametrize("extra", [
     {"tls.server.need.client.auth": "require"},
     {"tls.server.certPath": "/etc/server.crt"},
+    {"tls.client.certPath": "/etc/client.crt"},
 ])
 def test_outside_test_mode_the_same_settings_are_still_refused(extra: dict[str, str]) -> None:
     with pytest.raises(TlsConfigError):

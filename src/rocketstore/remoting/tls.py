@@ -100,7 +100,7 @@ class TlsConfig:
                                  "tls.server.trustCertPath must name the certificates that sign them")
         if bool(self.server_cert_path) != bool(self.server_key_path) and not self.test_mode:
             raise TlsConfigError("tls.server.certPath and tls.server.keyPath go together")
-        if bool(self.client_cert_path) != bool(self.client_key_path):
+        if bool(self.client_cert_path) != bool(self.client_key_path) and not self.test_mode:
             raise TlsConfigError("tls.client.certPath and tls.client.keyPath go together")
         if self.server_mode is TlsMode.ENFORCING and not self.server_cert_path and not self.test_mode:
             raise TlsConfigError("tls.server.mode enforcing needs tls.server.certPath and tls.server.keyPath "
@@ -153,7 +153,8 @@ class TlsConfig:
     def test_mode_notice(self) -> str:
         """What a server in test mode logs at start (a warning: nobody can check who it is)."""
         ignored = [name for name, value in (("tls.server.certPath", self.server_cert_path),
-                                            ("tls.server.need.client.auth", self.server_need_client_auth != "none"))
+                                            ("tls.server.need.client.auth", self.server_need_client_auth != "none"),
+                                            ("tls.client.certPath", self.client_cert_path))
                    if value]
         unused = f" ({' and '.join(ignored)} not used in test mode)" if ignored else ""
         return ("tls.test.mode.enable=true: serving TLS with a self-signed certificate made at start; clients "
