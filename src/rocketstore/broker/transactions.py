@@ -264,7 +264,8 @@ class TransactionCheckService(TaskService):
         self._ended_late: dict[int, dict[tuple[str, int], int]] = {}
         #: half queue id -> queue offset of a half message this broker copied for a check -> its (UNIQ_KEY,
         #: born timestamp): an op record naming one of these once the scan has passed it ended a transaction
-        #: whose copy is still ahead (at most _COPIED_KEPT per queue, the oldest dropped first)
+        #: whose copy is still ahead (at most _COPIED_KEPT per queue, the oldest dropped first; forgotten once
+        #: the transaction has no copy ahead: _forget_finished_copies)
         self._copied: dict[int, dict[int, tuple[str, int]]] = {}
 
     #: set by :meth:`interval_changed` while the service runs (made on its loop)
@@ -402,6 +403,7 @@ class TransactionCheckService(TaskService):
         removed, done, done_halves = self._read_ops(queue_id, op_offset, half_offset)
         latest = self._stale_copies(queue_id, half_offset)
         ended = self._ended_late_keys(queue_id, half_offset, end, done_halves)
+        self._forget_finished_copies(queue_id, latest)
         reserved_ms = store.config.file_reserved_time_h * 3600 * 1000
         i = new_offset = half_offset
         while i < end:
@@ -532,6 +534,17 @@ class TransactionCheckService(TaskService):
                 if offset in copied:
                     ended[copied.pop(offset)] = end
         return ended
+
+    def _forget_finished_copies(self, queue_id: int, latest: dict[tuple[str, int], int]) -> None:
+        """Forget the copies of transactions with no copy ahead of the scan any more (no entry in *latest*,
+        as :meth:`_stale_copies` left it): a late END naming one of them has nothing left to pass over.
+        Kept, the copies of every transaction given up after transactionCheckMax checks, or committed from
+        a later copy than the first, stayed until _COPIED_KEPT pushed them out (producer churn: 100,000
+        per half queue); now what is kept is bounded by the transactions still open."""
+        copied = self._copied.get(queue_id)
+        if copied:
+            for offset in [o for o, key in copied.items() if key not in latest]:
+                del copied[offset]
 
     async def _put_back(self, half: StoredMessage, props: dict[str, str]) -> PutResult | None:
         """Write *half* again at the end of its queue with *props* (its check count raised).  As 4.9.3's
