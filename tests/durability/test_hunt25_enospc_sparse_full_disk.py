@@ -6,7 +6,6 @@ runs in a child process, so that a SIGBUS fails the test instead of killing pyte
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 
 from rocketstore import GetMessageStatus, Message, MessageStore, StoreConfig
 
-from .hunt17_diskfull_fs import fill, small_fs
+from .hunt17_diskfull_fs import fill, small_fs, sparsify
 
 _CHILD = textwrap.dedent("""
     import errno, sys
@@ -42,18 +41,6 @@ def _config(root: Path) -> StoreConfig:
                        preallocate_commit_log=False, disk_max_used_space_ratio=95)
 
 
-def _sparsify(path: Path) -> None:
-    data = path.read_bytes()
-    tmp = path.with_name(path.name + ".sparse")
-    with open(tmp, "wb") as fh:
-        fh.truncate(len(data))
-        for pos in range(0, len(data), 4096):
-            page = data[pos:pos + 4096]
-            if page.count(0) != len(page):
-                fh.seek(pos)
-                fh.write(page)
-    os.replace(tmp, path)
-
 
 @pytest.mark.parametrize("kind", ["tmpfs", "ext4"])
 @pytest.mark.parametrize("sparse", ["commitlog", "consume queue", "index file"])
@@ -66,7 +53,7 @@ def test_a_store_of_sparse_segments_opened_on_a_full_disk_fails_with_enospc_not_
             for i in range(10):
                 assert store.put(Message.create("T", b"v" * 100, keys=f"k{i}")).ok
             assert store.wait_dispatched(10)
-        _sparsify({"commitlog": root / "commitlog" / "00000000000000000000",
+        sparsify({"commitlog": root / "commitlog" / "00000000000000000000",
                    "consume queue": root / "consumequeue" / "T" / "0" / "00000000000000000000",
                    "index file": next((root / "index").iterdir())}[sparse])
         scratch = fill(mnt)

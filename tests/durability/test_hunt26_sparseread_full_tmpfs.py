@@ -10,7 +10,6 @@ SIGBUS fails the test instead of killing pytest."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 from rocketstore import Message, MessageStore, StoreConfig
 from rocketstore.store.dump import dump_store
 
-from .hunt17_diskfull_fs import fill, small_fs
+from .hunt17_diskfull_fs import fill, small_fs, sparsify
 
 _GEOMETRY = ["--segment-bytes", str(1 << 20), "--cq-bytes", str(20 * 4096), "--index-slots", "512",
              "--index-entries", "2048"]
@@ -60,19 +59,6 @@ def _config(root: Path) -> StoreConfig:
                        preallocate_commit_log=False, disk_max_used_space_ratio=95)
 
 
-def _sparsify(path: Path) -> None:
-    """Rewrite *path* with a hole for every page of zeros (what cp --sparse=always makes of it)."""
-    data = path.read_bytes()
-    tmp = path.with_name(path.name + ".sparse")
-    with open(tmp, "wb") as fh:
-        fh.truncate(len(data))
-        for pos in range(0, len(data), 4096):
-            page = data[pos:pos + 4096]
-            if page.count(0) != len(page):
-                fh.seek(pos)
-                fh.write(page)
-    os.replace(tmp, path)
-
 
 def _run(*argv: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, *argv], capture_output=True, check=False, timeout=60)
@@ -93,7 +79,7 @@ def test_a_sparse_store_on_a_full_tmpfs_is_read_by_every_read_only_open_and_noth
         files = [p for p in root.rglob("*") if p.is_file() and (p.name.isdigit() or p.parent.name == "index")]
         assert len(files) == 3  # commitlog, consume queue, index file
         for p in files:
-            _sparsify(p)
+            sparsify(p)
         blocks = {str(p): p.stat().st_blocks for p in files}
         scratch = fill(mnt)
 

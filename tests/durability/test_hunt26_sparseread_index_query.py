@@ -7,7 +7,6 @@ test instead of killing pytest."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from rocketstore import Message, MessageStore, StoreConfig
 
-from .hunt17_diskfull_fs import fill, small_fs
+from .hunt17_diskfull_fs import fill, small_fs, sparsify
 
 _QUERY = textwrap.dedent("""
     import sys
@@ -36,19 +35,6 @@ def _config(root: Path) -> StoreConfig:
                        preallocate_commit_log=False, disk_max_used_space_ratio=95)
 
 
-def _sparsify(path: Path) -> None:
-    """Rewrite *path* with a hole for every page of zeros (what cp --sparse=always makes of it)."""
-    data = path.read_bytes()
-    tmp = path.with_name(path.name + ".sparse")
-    with open(tmp, "wb") as fh:
-        fh.truncate(len(data))
-        for pos in range(0, len(data), 4096):
-            page = data[pos:pos + 4096]
-            if page.count(0) != len(page):
-                fh.seek(pos)
-                fh.write(page)
-    os.replace(tmp, path)
-
 
 def test_key_queries_on_the_older_sparse_index_files_of_a_store_on_a_full_tmpfs(tmp_path: Path) -> None:
     with small_fs(tmp_path, "8m") as mnt:
@@ -60,7 +46,7 @@ def test_key_queries_on_the_older_sparse_index_files_of_a_store_on_a_full_tmpfs(
         index = sorted((root / "index").iterdir())
         assert len(index) >= 3
         for p in index:
-            _sparsify(p)
+            sparsify(p)
         with MessageStore.open(root, _config(root)):
             pass  # the newest index file (and each queue's last file) gets its blocks back here
         older = {str(p): p.stat().st_blocks for p in index[:-1]}

@@ -7,7 +7,6 @@ killed the scanning process.  The rebuild runs in a child process here, so that 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from rocketstore import Message, MessageStore, StoreConfig
 
-from .hunt17_diskfull_fs import fill, small_fs
+from .hunt17_diskfull_fs import fill, small_fs, sparsify
 
 _REBUILD = textwrap.dedent("""
     import json, sys
@@ -36,19 +35,6 @@ def _config(root: Path) -> StoreConfig:
                        preallocate_commit_log=False, disk_max_used_space_ratio=95)
 
 
-def _sparsify(path: Path) -> None:
-    """Rewrite *path* with a hole for every page of zeros (what cp --sparse=always makes of it)."""
-    data = path.read_bytes()
-    tmp = path.with_name(path.name + ".sparse")
-    with open(tmp, "wb") as fh:
-        fh.truncate(len(data))
-        for pos in range(0, len(data), 4096):
-            page = data[pos:pos + 4096]
-            if page.count(0) != len(page):
-                fh.seek(pos)
-                fh.write(page)
-    os.replace(tmp, path)
-
 
 def test_a_rebuild_from_a_sparse_store_on_tmpfs_reads_it_without_allocating_or_sigbus(tmp_path: Path) -> None:
     with small_fs(tmp_path, "8m") as mnt:
@@ -61,7 +47,7 @@ def test_a_rebuild_from_a_sparse_store_on_tmpfs_reads_it_without_allocating_or_s
             assert store.wait_dispatched(10)
             end = store.max_commit_log_offset
         segment = root / "commitlog" / "00000000000000000000"
-        _sparsify(segment)
+        sparsify(segment)
         blocks = segment.stat().st_blocks
 
         # with room on the tmpfs: the input store keeps its holes
