@@ -307,6 +307,7 @@ class Broker:
                 self.ha_client = HAClient(self.store,
                                           lambda: cfg.ha_master_address or registrar.master_ha_addr,
                                           settings=self._ha_settings)
+                self.stats.store.replica_puts = self.store.count_replicated()  # 4.9.3's slave counts them as puts
                 self.ha_client.start()
                 self.slave_sync = SlaveSync(self, lambda: registrar.master_addr,
                                             ssl_context=self.client_ssl_context)

@@ -172,6 +172,10 @@ class Dispatcher:
         self.io_error: OSError | None = None
         #: the gaps met so far in each consume queue (``_gap``), for the life of this dispatcher (one open)
         self._gaps: dict[tuple[str, int], FailureRun] = {}
+        #: topic -> [records, bytes] of the records decoded from the commitlog (``dispatch_record``, the path
+        #: of a slave's replicated bytes) while set: a slave's puts, as 4.9.3's slave counts them
+        #: (MessageStore.count_replicated); only this dispatcher's thread writes it
+        self.replica_counts: dict[str, list[int]] | None = None
 
     def tags_code_of(self, topic: str, props: dict[str, str], store_timestamp: int) -> int:
         return tags_code_of(topic, props, store_timestamp, self.delay_levels_ms, self.max_delay_level)
@@ -181,6 +185,13 @@ class Dispatcher:
         (_, size, topic, queue_id, queue_offset, sys_flag, store_ts, props_text) = decode_dispatch_info(
             buf, pos, commit_log_offset)
         props = parse_properties(props_text) if props_text else {}
+        counts = self.replica_counts
+        if counts is not None:
+            counter = counts.get(topic)
+            if counter is None:
+                counter = counts[topic] = [0, 0]
+            counter[0] += 1
+            counter[1] += size
         tx = sys_flag & SysFlag.TRANSACTION_MASK
         code = 0
         queued = tx == 0 or tx == SysFlag.TRANSACTION_COMMIT_TYPE

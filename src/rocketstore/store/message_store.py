@@ -184,6 +184,14 @@ class MessageStore(StoreWrites, StoreOpening, StoreLookups, StoreAdmin):
         threads.wake_dispatch()
         return end
 
+    def count_replicated(self) -> dict[str, list[int]]:
+        """From now on, count the records dispatched from replicated bytes (a slave's): the returned
+        topic -> [records, bytes], written by the dispatch thread (read it with ``list(d.values())``)."""
+        dispatcher = self._dispatcher
+        if dispatcher.replica_counts is None:
+            dispatcher.replica_counts = {}
+        return dispatcher.replica_counts
+
     def read_replica(self, offset: int, max_bytes: int) -> bytes:
         """A master's read for its slaves: up to *max_bytes* commitlog bytes from *offset*, within one
         segment (empty when nothing is written there yet)."""

@@ -85,6 +85,9 @@ class StoreStats:
         self.get_miss_count = 0
         self.get_transferred_count = 0
         self.get_max_ms = 0
+        #: a slave's records taken from its master, topic -> [records, bytes] (MessageStore.count_replicated,
+        #: written by the dispatch thread): 4.9.3's slave counts them as puts (putTps, putMessageTimesTotal)
+        self.replica_puts: dict[str, list[int]] | None = None
         #: (time ms, messages put, gets found, gets missed, messages handed out), one a second
         self._samples: deque[tuple[int, int, int, int, int]] = deque(maxlen=SAMPLES_KEPT)
 
@@ -119,11 +122,17 @@ class StoreStats:
     @property
     def put_message_count(self) -> int:
         """Messages put since start, every topic (putMessageTimesTotal / msgPutTotalTodayNow)."""
-        return sum(c[0] for c in self.topic_puts.values())
+        return sum(c[0] for c in self.topic_puts.values()) + self._replicated(0)
 
     @property
     def put_message_bytes(self) -> int:
-        return sum(c[1] for c in self.topic_puts.values())
+        return sum(c[1] for c in self.topic_puts.values()) + self._replicated(1)
+
+    def _replicated(self, column: int) -> int:
+        replica = self.replica_puts
+        if not replica:
+            return 0
+        return sum(c[column] for c in list(replica.values()))  # a copy: the dispatch thread adds topics
 
     # --- sampling -----------------------------------------------------------------------------------------
 
