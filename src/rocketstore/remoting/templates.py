@@ -35,6 +35,16 @@ _PREFIX = codec._PREFIX
 _NEEDS_ESCAPE = RAW_NEEDS_JAVA_ESCAPE
 
 
+def _need_escapes(values: tuple[str, ...]) -> bool:
+    """Whether a value holds a character fastjson escapes otherwise than json (looked for in the values as
+    given, shorter than the quoted header)."""
+    search = _NEEDS_ESCAPE.search
+    for value in values:
+        if search(value) is not None:
+            return True
+    return False
+
+
 class JsonResponseTemplate:
     """Whole frames of JSON responses that differ only in code, opaque and the values of a fixed list of
     extFields, followed by constant ones: what a handler answers for every request of a hot path (a send's
@@ -73,15 +83,7 @@ class JsonResponseTemplate:
             opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
         quote = _quote_json
         text = self._format % (code, *[quote(value) for value in values], opaque)
-        # fastjson's escapes (see java_escapes), looked for in the values as given: the quoted text is longer
-        escape = self._escape
-        if not escape:
-            search = _NEEDS_ESCAPE.search
-            for value in values:
-                if search(value) is not None:
-                    escape = True
-                    break
-        if escape:
+        if self._escape or _need_escapes(values):  # fastjson's escapes (see java_escapes)
             text = java_escapes(text)
         try:
             header = text.encode("utf-8")
@@ -142,15 +144,7 @@ class JsonRequestTemplate:
             opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
         quote = _quote_json
         text = self._format % (*[quote(value) for value in values], opaque)
-        # fastjson's escapes (see java_escapes), looked for in the values as given: the quoted text is longer
-        escape = self._escape
-        if not escape:
-            search = _NEEDS_ESCAPE.search
-            for value in values:
-                if search(value) is not None:
-                    escape = True
-                    break
-        if escape:
+        if self._escape or _need_escapes(values):  # fastjson's escapes (see java_escapes)
             text = java_escapes(text)
         try:
             header = text.encode("utf-8")
