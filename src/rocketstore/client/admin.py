@@ -56,6 +56,7 @@ from rocketstore.client.admin_types import (
     QueueProgress,
     QueueStats,
     StatsWindow,
+    answer_shape,
     check_name,
     mq_fields,
     route_masters,
@@ -281,11 +282,12 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         table = self._json(await self._call(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, ext)).get("offsetTable") \
             or {}
         out = []
-        for key, value in table.items():
-            mq = mq_fields(key)
-            out.append(QueueStats(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
-                                  int(value.get("minOffset", 0)), int(value.get("maxOffset", 0)),
-                                  int(value.get("lastUpdateTimestamp", 0))))
+        with answer_shape("GET_TOPIC_STATS_INFO", broker_addr):
+            for key, value in table.items():
+                mq = mq_fields(key)
+                out.append(QueueStats(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
+                                      int(value.get("minOffset", 0)), int(value.get("maxOffset", 0)),
+                                      int(value.get("lastUpdateTimestamp", 0))))
         return sorted(out, key=lambda q: (q.topic, q.broker_name, q.queue_id))
 
     # --- consumer groups -----------------------------------------------------------------------------------
@@ -303,12 +305,14 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         tps = 0.0
         for addr in masters.values():
             obj = self._json(await self._call(addr, RequestCode.GET_CONSUME_STATS, ext))
-            tps += float(obj.get("consumeTps") or 0.0)
-            for key, value in (obj.get("offsetTable") or {}).items():
-                mq = mq_fields(key)
-                rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
-                                          int(value.get("brokerOffset", 0)), int(value.get("consumerOffset", 0)),
-                                          int(value.get("lastTimestamp", 0))))
+            with answer_shape("GET_CONSUME_STATS", addr):
+                tps += float(obj.get("consumeTps") or 0.0)
+                for key, value in (obj.get("offsetTable") or {}).items():
+                    mq = mq_fields(key)
+                    rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
+                                              int(value.get("brokerOffset", 0)),
+                                              int(value.get("consumerOffset", 0)),
+                                              int(value.get("lastTimestamp", 0))))
         if not rows:
             raise NoConsumeProgressError(f"no consume progress for group {group!r}"
                               + (f" on topic {topic!r}" if topic else "")

@@ -5,6 +5,8 @@ broker statistics), and the check of topic and group names its calls make before
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -233,6 +235,17 @@ def route_masters(route: TopicRouteData) -> dict[str, tuple[str, QueueData]]:
 def stats_window(obj: Any) -> StatsWindow:
     obj = obj if isinstance(obj, dict) else {}
     return StatsWindow(int(obj.get("sum") or 0), float(obj.get("tps") or 0.0), float(obj.get("avgpt") or 0.0))
+
+
+@contextmanager
+def answer_shape(what: str, addr: str) -> Iterator[None]:
+    """Reading an answer body of the wrong shape (a number as text, a null, a list for an object: another
+    implementation, a proxy, version skew) raises ClientError naming the answer, not the ValueError,
+    TypeError, AttributeError or KeyError of the code reading it."""
+    try:
+        yield
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ClientError(f"unexpected {what} answer from {addr}: {type(exc).__name__}: {exc}") from exc
 
 
 def mq_fields(key: Any) -> dict[str, Any]:

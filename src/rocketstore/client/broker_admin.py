@@ -12,6 +12,7 @@ from rocketstore.client.admin_types import (
     BrokerStatsData,
     ConsumeProgress,
     QueueProgress,
+    answer_shape,
     mq_fields,
     stats_window,
 )
@@ -50,23 +51,25 @@ class BrokerAdmin(AdminCalls):
         obj = self._json(await self._call(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, ext,
                                           timeout_s=timeout_s))
         groups: dict[str, list[ConsumeProgress]] = {}
-        for entry in obj.get("consumeStatsList") or []:
-            if not isinstance(entry, dict):
-                continue
-            for group, stats_list in entry.items():
-                progress = groups.setdefault(str(group), [])
-                for stats in stats_list if isinstance(stats_list, list) else []:
-                    rows = []
-                    for key, value in ((stats or {}).get("offsetTable") or {}).items():
-                        mq = mq_fields(key)
-                        rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]),
-                                                  int(value.get("brokerOffset", 0)),
-                                                  int(value.get("consumerOffset", 0)),
-                                                  int(value.get("lastTimestamp", 0))))
-                    rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
-                    progress.append(ConsumeProgress(str(group), rows, float(stats.get("consumeTps") or 0.0)))
-        return BrokerConsumeStats(str(obj.get("brokerAddr") or broker_addr), int(obj.get("totalDiff") or 0),
-                                  groups)
+        with answer_shape("GET_BROKER_CONSUME_STATS", broker_addr):
+            for entry in obj.get("consumeStatsList") or []:
+                if not isinstance(entry, dict):
+                    continue
+                for group, stats_list in entry.items():
+                    progress = groups.setdefault(str(group), [])
+                    for stats in stats_list if isinstance(stats_list, list) else []:
+                        rows = []
+                        for key, value in ((stats or {}).get("offsetTable") or {}).items():
+                            mq = mq_fields(key)
+                            rows.append(QueueProgress(str(mq["topic"]), str(mq["brokerName"]),
+                                                      int(mq["queueId"]), int(value.get("brokerOffset", 0)),
+                                                      int(value.get("consumerOffset", 0)),
+                                                      int(value.get("lastTimestamp", 0))))
+                        rows.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
+                        tps = float(stats.get("consumeTps") or 0.0)
+                        progress.append(ConsumeProgress(str(group), rows, tps))
+            total_diff = int(obj.get("totalDiff") or 0)
+        return BrokerConsumeStats(str(obj.get("brokerAddr") or broker_addr), total_diff, groups)
 
     async def broker_config(self, broker_addr: str) -> tuple[dict[str, str], DataVersion | None]:
         """The broker's configuration (GET_BROKER_CONFIG; mqadmin getBrokerConfig): property -> value, and

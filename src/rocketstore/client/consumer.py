@@ -33,7 +33,7 @@ from rocketstore.client.namespace import (
     with_namespace,
 )
 from rocketstore.client.push_types import ConsumedMessage
-from rocketstore.client.route import MessageQueue, RouteCache, check, namesrv_addr_or_env
+from rocketstore.client.route import MessageQueue, RouteCache, answer_long, check, namesrv_addr_or_env
 from rocketstore.errors import MessageDecodeError, RocketStoreError
 from rocketstore.message.inflate import inflate_body
 from rocketstore.message.names import group_problem
@@ -400,7 +400,16 @@ class PullConsumer:
         suggested = ext.get("suggestWhichBrokerId")
         if suggested is not None and suggested.lstrip("-").isdigit():
             self._pull_from[mq] = int(suggested)
-        next_offset = int(ext.get("nextBeginOffset", offset))
+        try:
+            next_offset = int(ext.get("nextBeginOffset", offset))
+            min_offset, max_offset = int(ext.get("minOffset", 0)), int(ext.get("maxOffset", 0))
+        except ValueError:  # an answer that does not decode: a failed pull (4.9.3's onException), retried
+            for name in ("nextBeginOffset", "minOffset", "maxOffset"):
+                answer_long(response, name, 0)
+            raise
+        if status == PullStatus.FOUND and "nextBeginOffset" not in ext:
+            # messages without the offset past them: taking *offset* would deliver them again and again
+            answer_long(response, "nextBeginOffset")  # raises HeaderFieldError, as 4.9.3's decoding refuses it
         messages, undecodable = (decode_pulled(response.body, mq, offset, next_offset)
                                  if status == PullStatus.FOUND else ([], []))
         if undecodable and undecodable[-1].message is None:  # the records after it were not read: pull them
@@ -411,8 +420,8 @@ class PullConsumer:
             undecodable = [u for u in undecodable if u.message is None or u.message.tags in wanted]
         if self.namespace is not None and messages:  # resetTopic
             messages = queues_without_namespace(self.namespace, messages)
-        return PullResult(status, next_offset, int(ext.get("minOffset", 0)),
-                          int(ext.get("maxOffset", 0)), messages, tuple(undecodable), response.remark)
+        return PullResult(status, next_offset, min_offset, max_offset, messages, tuple(undecodable),
+                          response.remark)
 
     async def committed_offset(self, mq: MessageQueue, default: int = -1, *,
                                timeout_s: float | None = None) -> int:
@@ -426,7 +435,7 @@ class PullConsumer:
         assert response is not None
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return default
-        return int(check(response).ext_fields.get("offset", default))
+        return answer_long(check(response), "offset", default)
 
     async def commit_offset(self, mq: MessageQueue, offset: int, *, oneway: bool = False,
                             timeout_s: float | None = None) -> None:
@@ -445,7 +454,7 @@ class PullConsumer:
         ext = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.GET_MAX_OFFSET, ext)
         assert response is not None
-        return int(check(response).ext_fields["offset"])
+        return answer_long(check(response), "offset")
 
     async def min_offset(self, mq: MessageQueue) -> int:
         if self.namespace is not None:
@@ -453,7 +462,7 @@ class PullConsumer:
         ext = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.GET_MIN_OFFSET, ext)
         assert response is not None
-        return int(check(response).ext_fields["offset"])
+        return answer_long(check(response), "offset")
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         if self.namespace is not None:
@@ -461,7 +470,7 @@ class PullConsumer:
         ext = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp_ms=timestamp_ms).to_ext_fields()
         response = await self._request(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
         assert response is not None
-        return int(check(response).ext_fields["offset"])
+        return answer_long(check(response), "offset")
 
     async def send_message_back(self, message: StoredMessage, broker_name: str, delay_level: int = 0, *,
                                 max_reconsume_times: int = 16) -> None:
@@ -495,4 +504,4 @@ class PullConsumer:
         ext = GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext_fields()
         response = await self._request(mq, RequestCode.GET_EARLIEST_MSG_STORETIME, ext)
         assert response is not None
-        return int(check(response).ext_fields["timestamp"])
+        return answer_long(check(response), "timestamp")

@@ -15,6 +15,7 @@ from rocketstore.client.admin_types import (
     ConsumerConnection,
     ConsumerConnectionInfo,
     GroupConfigInfo,
+    answer_shape,
     check_name,
 )
 from rocketstore.client.errors import ClientError, NoRouteError
@@ -50,9 +51,10 @@ class ProducerConnectionInfo:
 
 
 def _connections(obj: dict[Any, Any]) -> list[ConsumerConnection]:
-    clients = [ConsumerConnection(str(c.get("clientId", "")), str(c.get("clientAddr", "")),
-                                  str(c.get("language", "")), int(c.get("version", 0)))
-               for c in obj.get("connectionSet") or [] if isinstance(c, dict)]
+    with answer_shape("GET_CONSUMER_CONNECTION_LIST", "the broker"):
+        clients = [ConsumerConnection(str(c.get("clientId", "")), str(c.get("clientAddr", "")),
+                                      str(c.get("language", "")), int(c.get("version", 0)))
+                   for c in obj.get("connectionSet") or [] if isinstance(c, dict)]
     return sorted(clients, key=lambda c: c.client_id)
 
 

@@ -149,6 +149,7 @@ from rocketstore.errors import LoopBoundError, PropertiesTooLargeError, Remoting
 from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
+from rocketstore.remoting.bodies import TopicRouteData
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.templates import JsonRequestTemplate
@@ -473,6 +474,7 @@ class Producer(SingleTrySends):
         last_error: Exception | None = None
         failed_broker: str | None = None
         targets: _Targets | None = None
+        fresh: TopicRouteData | None = None
         mq: MessageQueue | None = None
         known = True
         # sendLatencyFaultEnable's bookkeeping (None while it is off): a plain send's, not a chosen queue's
@@ -522,6 +524,15 @@ class Producer(SingleTrySends):
                 route = fresh
                 known = True
             targets = self._targets_of(topic, route)
+            if not targets.queues and fresh is not None and route is fresh:
+                # a cached route without a queue to send to (a broker that had lost its master, a bad answer)
+                # is asked for again, as 4.9.3's tryToFindTopicPublishInfo asks while its publish info has none
+                fresh = None
+                route, known = await self.routes.publish_route(topic, refresh=True)
+                timeout_s = deadline - time.monotonic()
+                if timeout_s <= 0:
+                    raise send_call_timeout(queue_id) from last_error
+                targets = self._targets_of(topic, route)
             queues = (targets.queues if queue_id is None
                       else _queues_with_id(targets, queue_id, broker_name))
             if not queues:

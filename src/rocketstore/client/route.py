@@ -24,6 +24,7 @@ from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
+from rocketstore.remoting.header_fields import HeaderFieldError, parse_java_long
 from rocketstore.remoting.headers import MAX_QUEUE_NUMS, GetRouteInfoRequestHeader
 from rocketstore.remoting.transport import Connection, ConnectionPool
 
@@ -372,3 +373,18 @@ def check(response: RemotingCommand, *ok_codes: int) -> RemotingCommand:
         return response
     raise broker_error_for(response.code, response.remark)
 
+
+def answer_long(response: RemotingCommand, name: str, default: int | None = None) -> int:
+    """The answer's extFields *name* read as 4.9.3's decodeCommandCustomHeader reads a long (Long.parseLong);
+    *default* when it is missing (None: it must be there).  A value that is no number, or a required one
+    missing, raises HeaderFieldError (a ProtocolError, so a RemotingError: retried where 4.9.3 retries the
+    RemotingCommandException of an undecodable answer) rather than a bare ValueError."""
+    text = response.ext_fields.get(name)
+    if text is None:
+        if default is None:
+            raise HeaderFieldError(name, "is missing from the answer")
+        return default
+    try:
+        return parse_java_long(text)
+    except ValueError:
+        raise HeaderFieldError(name, "is not a number", text) from None

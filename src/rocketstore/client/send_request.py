@@ -28,7 +28,7 @@ from rocketstore.client.outgoing_message import (
 )
 from rocketstore.client.producer_instance import ProducerInstance
 from rocketstore.client.queue_choice import _new_targets, _Targets
-from rocketstore.client.route import MessageQueue
+from rocketstore.client.route import MessageQueue, answer_long
 from rocketstore.client.trace import DEFAULT_REGION_ID
 from rocketstore.message.record import SysFlag
 from rocketstore.remoting.bodies import TopicRouteData
@@ -149,14 +149,21 @@ class SendRequests(ProducerInstance):
             offset_text = ext.get("queueOffset")
             if (queue_id_text is not None and offset_text is not None and queue_id_text.isdecimal()
                     and int(queue_id_text) == mq.queue_id):
-                return _new_send_result("SEND_OK", msg_id, ext.get("msgId", ""), mq, int(offset_text),
+                try:
+                    offset = int(offset_text)
+                except ValueError:
+                    offset = answer_long(response, "queueOffset")  # raises HeaderFieldError
+                return _new_send_result("SEND_OK", msg_id, ext.get("msgId", ""), mq, offset,
                                         ext.get("MSG_REGION") or DEFAULT_REGION_ID, ext.get("TRACE_ON") != "false")
         status = _SEND_STATUS.get(response.code)
         if status is None:
             raise broker_error_for(response.code, response.remark)
-        queue_id = int(ext.get("queueId", mq.queue_id))
+        # (an answer whose numbers do not decode: HeaderFieldError, a RemotingError, so the send is retried as
+        # 4.9.3 retries the RemotingCommandException of an answer its header decoding refuses)
+        queue_id = answer_long(response, "queueId", mq.queue_id)
         return SendResult(status, msg_id, ext.get("msgId", ""),
                           mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
-                          int(ext.get("queueOffset", "-1")), ext.get("MSG_REGION") or DEFAULT_REGION_ID,
+                          answer_long(response, "queueOffset", -1),
+                          ext.get("MSG_REGION") or DEFAULT_REGION_ID,
                           ext.get("TRACE_ON") != "false")
 

@@ -76,6 +76,9 @@ class SingleTrySends(SendRequests):
         _check_properties(props)
         route, _ = await self.routes.publish_route(topic)
         targets = self._targets_of(topic, route)
+        if not targets.queues:  # a cached route without a queue to send to is asked for again (see _send)
+            route, _ = await self.routes.publish_route(topic, refresh=True)
+            targets = self._targets_of(topic, route)
         queues = targets.queues
         if queue_id is not None:  # any queue id the broker takes, as a send's (see _targets_of)
             chosen = _queues_with_id(targets, queue_id, broker_name)
@@ -169,9 +172,12 @@ class SingleTrySends(SendRequests):
         route lacks."""
         try:
             route, known = await self.routes.publish_route(topic)
+            queues = RouteCache.publish_queues(topic, route)
+            if not queues:  # a cached route without a queue to send to is asked for again (see Producer._send)
+                route, known = await self.routes.publish_route(topic, refresh=True)
+                queues = RouteCache.publish_queues(topic, route)
         except NoRouteError as exc:  # in sendSelectImpl's words, not sendDefaultImpl's
             raise NoRouteError(topic, exc.reason, words=f"No route info for this topic, {topic}") from exc
-        queues = RouteCache.publish_queues(topic, route)
         if not queues:
             raise NoRouteError(topic, "no writeable queue", words=f"No route info for this topic, {topic}")
         if self.namespace is not None:  # the selector sees the user's names (parsePublishMessageQueues)
