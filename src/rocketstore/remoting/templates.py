@@ -40,7 +40,9 @@ def _need_escapes(values: tuple[str, ...]) -> bool:
     given, shorter than the quoted header)."""
     search = _NEEDS_ESCAPE.search
     for value in values:
-        if search(value) is not None:
+        # every such character is unprintable (Cc, Zl, Zp): a printable value (a msgId, an offset) needs
+        # no search; a properties string (its separators are unprintable) does
+        if not value.isprintable() and search(value) is not None:
             return True
     return False
 
