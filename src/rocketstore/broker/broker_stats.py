@@ -15,8 +15,11 @@ store figures in one lookup; the three items take them over before each sampling
     GROUP_GET_NUMS / GROUP_GET_SIZE   key topic@group   a pull that found messages (messages, bytes);
                                                         a delayed message delivered to its real topic
                                                         counts under SCHEDULE_TOPIC_XXXX@SCHEDULE_CONSUMER,
-                                                        as 4.9.3's enableScheduleMessageStats (default on)
-    BROKER_GET_NUMS                   key cluster name  messages handed out by pulls (value only)
+                                                        as 4.9.3's enableScheduleMessageStats (default on);
+                                                        the transaction check's reads of the half and op
+                                                        topics count under CID_RMQ_SYS_TRANS
+    BROKER_GET_NUMS                   key cluster name  messages handed out by pulls and read by the
+                                                        transaction check (value only)
     GROUP_GET_LATENCY                 key queueId@topic@group (4.9.3's key with its enableDetailStat,
                                                         on by default): ms a successful pull took (one
                                                         per pull)
@@ -280,6 +283,22 @@ class BrokerStats:
         sets[GROUP_GET_NUMS].add(key, message_count, 1)
         sets[GROUP_GET_SIZE].add(key, total_bytes, 1)
         sets[GROUP_GET_LATENCY].add(f"{queue_id}@{key}", latency_ms, 1)
+        broker_get = self._broker_get
+        if broker_get is None:
+            broker_get = self._broker_get = self.sets[BROKER_GET_NUMS].item(self.cluster_name)
+        broker_get.value += message_count
+
+    def read_internally(self, group: str, topic: str, found: bool, message_count: int,
+                        total_bytes: int) -> None:
+        """The broker itself read *topic* as *group* (the transaction check reading the half and op topics
+        as CID_RMQ_SYS_TRANS): a store get, found or not, and when it found messages a get of the group and
+        of the broker, as 4.9.3 counts the reads of its transaction check."""
+        self.store.got(found, message_count, 0)
+        if not found:
+            return
+        key = f"{topic}@{group}"
+        self.sets[GROUP_GET_NUMS].add(key, message_count, 1)
+        self.sets[GROUP_GET_SIZE].add(key, total_bytes, 1)
         broker_get = self._broker_get
         if broker_get is None:
             broker_get = self._broker_get = self.sets[BROKER_GET_NUMS].item(self.cluster_name)
