@@ -35,7 +35,7 @@ from decimal import Decimal
 from rocketstore.errors import ProtocolError
 from rocketstore.remoting.codes import LanguageCode, SerializeType
 from rocketstore.remoting.command import RemotingCommand
-from rocketstore.remoting.fastjson import LOWER_HEX_ESCAPE, java_escapes
+from rocketstore.remoting.fastjson import java_escapes
 
 __all__ = ["encode_command", "encode_command_parts"]
 
@@ -55,7 +55,6 @@ _JSON_ENCODER = json.JSONEncoder(
 # escaped JSON string.
 _quote_json: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 # Language -> its JSON value (quoted name), for members and the plain ints equal to them.
-_LOWER_HEX_ESCAPE = LOWER_HEX_ESCAPE
 _LANGUAGE_JSON: dict[object, str] = {language: f'"{language.name}"' for language in LanguageCode}
 
 
@@ -136,9 +135,7 @@ def _encode_json_header(cmd: RemotingCommand, opaque: int) -> bytes:
     remark_text = "" if remark is None else ',"remark":' + _quote_json(_java_text(remark, "remark"))
     text = (f'{{"code":{code}{ext},"flag":{flag},"language":{language},"opaque":{opaque}{remark_text},'
             f'"serializeTypeCurrentRPC":"JSON","version":{version}}}')
-    # (fastjson's escapes, see java_escapes)
-    if not text.isascii() or "\x7f" in text or ("\\u" in text and _LOWER_HEX_ESCAPE.search(text)):
-        text = java_escapes(text)
+    text = java_escapes(text)  # fastjson's escapes (a text that needs none is returned as it is)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
