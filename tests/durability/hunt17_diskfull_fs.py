@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from rocketstore import Message, MessageStore, StoreConfig
+
 PAGE = 4096
 
 
@@ -79,3 +81,22 @@ def sparsify(path: Path) -> None:
                 fh.seek(pos)
                 fh.write(page)
     os.replace(tmp, path)
+
+
+def sparse_test_config(root: Path, max_hash_slot_num: int = 512, max_index_num: int = 2048) -> StoreConfig:
+    """The small store the sparse-read tests build on a tmpfs: 1 MiB commitlog segments, no preallocation,
+    and a disk ratio high enough that a nearly full tmpfs does not refuse the puts."""
+    return StoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 20,
+                       mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=max_hash_slot_num,
+                       max_index_num=max_index_num, preallocate_commit_log=False, disk_max_used_space_ratio=95)
+
+
+def put_with_a_zero_page_record(root: Path) -> int:
+    """Write twelve messages to a new store at *root*; record 5 holds whole pages of zeros, a hole inside
+    the data once the copy is sparse.  Returns the commitlog's end."""
+    with MessageStore.open(root, sparse_test_config(root)) as store:
+        for i in range(12):
+            body = b"z" + bytes(3 * 4096) + b"z" if i == 5 else b"v" * 100
+            assert store.put(Message.create("T", body, keys=f"k{i}")).ok
+        assert store.wait_dispatched(10)
+        return store.max_commit_log_offset

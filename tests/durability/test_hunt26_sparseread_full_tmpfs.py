@@ -16,10 +16,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from rocketstore import Message, MessageStore, StoreConfig
+from rocketstore import MessageStore
 from rocketstore.store.dump import dump_store
 
-from .hunt17_diskfull_fs import fill, small_fs, sparsify
+from .hunt17_diskfull_fs import fill, put_with_a_zero_page_record, small_fs, sparse_test_config, sparsify
 
 _GEOMETRY = ["--segment-bytes", str(1 << 20), "--cq-bytes", str(20 * 4096), "--index-slots", "512",
              "--index-entries", "2048"]
@@ -53,13 +53,6 @@ _SNAPSHOT_VIEWS = "import sys" + _CONFIG + textwrap.dedent("""
 """)
 
 
-def _config(root: Path) -> StoreConfig:
-    return StoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 20,
-                       mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=512, max_index_num=2048,
-                       preallocate_commit_log=False, disk_max_used_space_ratio=95)
-
-
-
 def _run(*argv: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, *argv], capture_output=True, check=False, timeout=60)
 
@@ -68,13 +61,8 @@ def test_a_sparse_store_on_a_full_tmpfs_is_read_by_every_read_only_open_and_noth
         tmp_path: Path) -> None:
     with small_fs(tmp_path, "8m") as mnt:
         root = mnt / "store"
-        with MessageStore.open(root, _config(root)) as store:
-            for i in range(12):
-                # record 5 holds whole pages of zeros: a hole inside the data once the copy is sparse
-                body = b"z" + bytes(3 * 4096) + b"z" if i == 5 else b"v" * 100
-                assert store.put(Message.create("T", body, keys=f"k{i}")).ok
-            assert store.wait_dispatched(10)
-        with MessageStore.open(root, _config(root), read_only=True) as store:
+        put_with_a_zero_page_record(root)
+        with MessageStore.open(root, sparse_test_config(root), read_only=True) as store:
             expected = json.loads(json.dumps(dump_store(store)))
         files = [p for p in root.rglob("*") if p.is_file() and (p.name.isdigit() or p.parent.name == "index")]
         assert len(files) == 3  # commitlog, consume queue, index file

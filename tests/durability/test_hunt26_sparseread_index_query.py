@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rocketstore import Message, MessageStore, StoreConfig
 
-from .hunt17_diskfull_fs import fill, small_fs, sparsify
+from .hunt17_diskfull_fs import fill, small_fs, sparse_test_config, sparsify
 
 _QUERY = textwrap.dedent("""
     import sys
@@ -30,10 +30,7 @@ _QUERY = textwrap.dedent("""
 
 
 def _config(root: Path) -> StoreConfig:
-    return StoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 20,
-                       mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=20000, max_index_num=21,
-                       preallocate_commit_log=False, disk_max_used_space_ratio=95)
-
+    return sparse_test_config(root, max_hash_slot_num=20000, max_index_num=21)
 
 
 def test_key_queries_on_the_older_sparse_index_files_of_a_store_on_a_full_tmpfs(tmp_path: Path) -> None:

@@ -13,9 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from rocketstore import Message, MessageStore, StoreConfig
-
-from .hunt17_diskfull_fs import fill, small_fs, sparsify
+from .hunt17_diskfull_fs import fill, put_with_a_zero_page_record, small_fs, sparsify
 
 _REBUILD = textwrap.dedent("""
     import json, sys
@@ -29,23 +27,10 @@ _REBUILD = textwrap.dedent("""
 """)
 
 
-def _config(root: Path) -> StoreConfig:
-    return StoreConfig(store_path_root_dir=str(root), mapped_file_size_commit_log=1 << 20,
-                       mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=512, max_index_num=2048,
-                       preallocate_commit_log=False, disk_max_used_space_ratio=95)
-
-
-
 def test_a_rebuild_from_a_sparse_store_on_tmpfs_reads_it_without_allocating_or_sigbus(tmp_path: Path) -> None:
     with small_fs(tmp_path, "8m") as mnt:
         root = mnt / "store"
-        with MessageStore.open(root, _config(root)) as store:
-            for i in range(12):
-                # record 5 holds whole pages of zeros: a hole inside the data once the copy is sparse
-                body = b"z" + bytes(3 * 4096) + b"z" if i == 5 else b"v" * 100
-                assert store.put(Message.create("T", body, keys=f"k{i}")).ok
-            assert store.wait_dispatched(10)
-            end = store.max_commit_log_offset
+        end = put_with_a_zero_page_record(root)
         segment = root / "commitlog" / "00000000000000000000"
         sparsify(segment)
         blocks = segment.stat().st_blocks

@@ -66,15 +66,19 @@ def _commit(conn: RawConnection, answer: Any) -> Any:
     return conn.request(RequestCode.END_TRANSACTION, ext)
 
 
-def test_delay_zero_stays_in_the_half_and_the_committed_record(cluster: LocalCluster) -> None:
+def _send_half_and_commit(cluster: LocalCluster, delay: str) -> None:
     conn = RawConnection(cluster.broker_addr)
     try:
-        half = _send_half(conn, "0")
+        half = _send_half(conn, delay)
         assert half.code == ResponseCode.SUCCESS, half.remark
         committed = _commit(conn, half)
         assert committed.code == ResponseCode.SUCCESS, committed.remark
     finally:
         conn.close()
+
+
+def test_delay_zero_stays_in_the_half_and_the_committed_record(cluster: LocalCluster) -> None:
+    _send_half_and_commit(cluster, "0")
     (stored_half,) = wait_stored(cluster, HALF_TOPIC, 1, "the half message", queues=1)
     (final,) = wait_stored(cluster, TOPIC, 1, "the committed message", queues=1)
     assert list(stored_half.properties.items()) == JAVA_RECORD_PROPERTIES
@@ -82,14 +86,7 @@ def test_delay_zero_stays_in_the_half_and_the_committed_record(cluster: LocalClu
 
 
 def test_a_delay_level_above_zero_is_still_dropped(cluster: LocalCluster) -> None:
-    conn = RawConnection(cluster.broker_addr)
-    try:
-        half = _send_half(conn, "2")
-        assert half.code == ResponseCode.SUCCESS, half.remark
-        committed = _commit(conn, half)
-        assert committed.code == ResponseCode.SUCCESS, committed.remark
-    finally:
-        conn.close()
+    _send_half_and_commit(cluster, "2")
     (final,) = wait_stored(cluster, TOPIC, 1, "the committed message", queues=1)
     assert PropertyName.DELAY not in final.properties
     assert final.body == b"b0"

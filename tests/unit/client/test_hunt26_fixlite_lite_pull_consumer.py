@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 
-from rocketstore.client.errors import ClientError
 from rocketstore.client.lite_pull_consumer import LitePullConsumer
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.trace import TraceContext, TraceType
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
+
+from .test_hunt26_push_start_and_status import start_keeps_the_offsets_error_when_closing_the_trace_fails
 
 NAMESRV = "127.0.0.1:9"
 
@@ -107,18 +107,6 @@ def test_a_failed_start_keeps_its_error_when_closing_the_trace_fails() -> None:
     async def go() -> None:
         consumer = LitePullConsumer(NAMESRV, "lite-fail-g", enable_trace=True)
         consumer.assign([MessageQueue("T", "broker-a", 0)])
-        assert consumer.trace is not None
-
-        async def load() -> None:
-            raise ClientError("the offsets cannot be read")
-
-        async def close() -> None:
-            raise OSError("the trace producer cannot close")
-
-        consumer.offsets.load = load  # type: ignore[method-assign]
-        consumer.trace.close = close  # type: ignore[method-assign]
-        with pytest.raises(ClientError, match="the offsets cannot be read"):
-            await consumer.start()
-        assert consumer.start_failed
+        await start_keeps_the_offsets_error_when_closing_the_trace_fails(consumer)
 
     asyncio.run(go())

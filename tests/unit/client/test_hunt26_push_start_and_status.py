@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -20,24 +21,27 @@ async def _handler(messages: object) -> None:
     return None
 
 
+async def start_keeps_the_offsets_error_when_closing_the_trace_fails(consumer: Any) -> None:
+    """Start a traced consumer whose offsets cannot be loaded and whose trace producer then fails to close:
+    the start must raise the first error, not the close's."""
+    assert consumer.trace is not None
+
+    async def load() -> None:
+        raise ClientError("the offsets cannot be read")
+
+    async def close() -> None:
+        raise OSError("the trace producer cannot close")
+
+    consumer.offsets.load = load
+    consumer.trace.close = close
+    with pytest.raises(ClientError, match="the offsets cannot be read"):
+        await consumer.start()
+    assert consumer.start_failed
+
+
 def test_a_failed_start_keeps_its_error_when_closing_the_trace_fails() -> None:
-    async def go() -> None:
-        consumer = PushConsumer("127.0.0.1:9", "push-fail-g", {"T": "*"}, _handler, enable_trace=True)
-        assert consumer.trace is not None
-
-        async def load() -> None:
-            raise ClientError("the offsets cannot be read")
-
-        async def close() -> None:
-            raise OSError("the trace producer cannot close")
-
-        consumer.offsets.load = load  # type: ignore[method-assign]
-        consumer.trace.close = close  # type: ignore[method-assign]
-        with pytest.raises(ClientError, match="the offsets cannot be read"):
-            await consumer.start()
-        assert consumer.start_failed
-
-    asyncio.run(go())
+    consumer = PushConsumer("127.0.0.1:9", "push-fail-g", {"T": "*"}, _handler, enable_trace=True)
+    asyncio.run(start_keeps_the_offsets_error_when_closing_the_trace_fails(consumer))
 
 
 def test_the_running_info_lists_each_name_server_followed_by_a_semicolon() -> None:
