@@ -217,12 +217,16 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
 
     async def topic_list(self) -> list[str]:
         obj = self._json(await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
-        return sorted(str(t) for t in obj.get("topicList", []))
+        with answer_shape("GET_ALL_TOPIC_LIST_FROM_NAMESERVER", "the name server"):
+            topics = sorted(str(t) for t in obj.get("topicList", []))
+        return topics
 
     async def cluster_info(self) -> ClusterInfo:
         obj = self._json(await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO))
-        brokers = {str(n): BrokerData.from_json(b) for n, b in (obj.get("brokerAddrTable") or {}).items()}
-        clusters = {str(c): sorted(str(n) for n in names) for c, names in (obj.get("clusterAddrTable") or {}).items()}
+        with answer_shape("GET_BROKER_CLUSTER_INFO", "the name server"):
+            brokers = {str(n): BrokerData.from_json(b) for n, b in (obj.get("brokerAddrTable") or {}).items()}
+            clusters = {str(c): sorted(str(n) for n in names)
+                        for c, names in (obj.get("clusterAddrTable") or {}).items()}
         return ClusterInfo(brokers, clusters)
 
     # --- topics ------------------------------------------------------------------------------------------

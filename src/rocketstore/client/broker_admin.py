@@ -40,8 +40,10 @@ class BrokerAdmin(AdminCalls):
         have raises the broker's SYSTEM_ERROR ("The stats <name> <key> not exist")."""
         ext = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key).to_ext_fields()
         obj = self._json(await self._call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, ext))
-        return BrokerStatsData(stats_window(obj.get("statsMinute")), stats_window(obj.get("statsHour")),
-                               stats_window(obj.get("statsDay")))
+        with answer_shape("VIEW_BROKER_STATS_DATA", broker_addr):
+            stats = BrokerStatsData(stats_window(obj.get("statsMinute")), stats_window(obj.get("statsHour")),
+                                    stats_window(obj.get("statsDay")))
+        return stats
 
     async def broker_consume_stats(self, broker_addr: str, is_order: bool = False, *,
                                    timeout_s: float | None = None) -> BrokerConsumeStats:

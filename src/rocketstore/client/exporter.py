@@ -166,10 +166,12 @@ _SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 
 #: MessageModel.CLUSTERING's ordinal, the msgModel label of every group diff (as the exporter, only
 #: clustering groups have a diff: a broadcasting one keeps its offsets in its clients)
 _CLUSTERING = "1"
-#: what reading one answer may raise: the call's own failures (no connection, no answer, an error code), and
-#: the parse's of a body of an unexpected shape (a queue's figures that are not an object, a number that
-#: is not one), which leave that series out rather than the whole collection
-_READ_ERRORS = (RocketStoreError, OSError, TimeoutError, ValueError, TypeError, AttributeError, KeyError)
+#: what reading one answer may raise, all of it the peer's doing: no connection, no answer in time, an error
+#: code, a body that does not decode or reads in an unexpected shape (the admin client raises its own
+#: errors for those: ProtocolError, ClientError), which leave that series out rather than the whole
+#: collection.  Not ValueError, TypeError, AttributeError or KeyError: raised here, those are the exporter's
+#: own bugs, which must fail the collection rather than show as a broker that answered badly
+_READ_ERRORS = (RocketStoreError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,9 +447,12 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]],
               countOfOnlineConsumers=str(0 if connected is None else len(connected.connections)), msgModel=_CLUSTERING)
     # an online broadcasting group has no offsets on the brokers, so their consume stats do not list it;
     # rocketmq-exporter asks each topic's consume stats of it, which read 0 on every queue: the group's
-    # offset is 0 on each broker of each topic it consumes, and its rates are served as any group's
+    # offset is 0 on each broker of each topic it consumes, and its rates are served as any group's.  No
+    # offset of a topic it no longer subscribes to (listed as consuming it for old offsets the brokers
+    # hold): the brokers' consume stats of an online group leave such a topic out, so the exporter has none
     for group, topics in sorted(consuming.items()):
-        if not _broadcasting(online.get(group)):
+        connected = online.get(group)
+        if connected is None or not _broadcasting(connected):
             continue
         for topic, holders in sorted(topics.items()):
             for broker_name in holders:
@@ -455,7 +460,8 @@ async def _groups(c: _Collection, brokers: dict[str, tuple[str, str]],
                 if (group, topic, broker_name) in served or addr in c.down:
                     continue
                 labels = {"cluster": cluster, "broker": broker_name, "topic": topic, "group": group}
-                c.add("rocketmq_consumer_offset", 0, **labels)
+                if topic in connected.subscriptions:
+                    c.add("rocketmq_consumer_offset", 0, **labels)
                 try:
                     await _group_rates(c, addr, labels)
                 except _READ_ERRORS as exc:

@@ -135,8 +135,9 @@ class GroupAdmin(TopicAdmin):
         if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
             return None
         obj = self._json(response)
-        table = obj.get("subscriptionTable") or {}
-        subscriptions = {str(t): dict(s) for t, s in sorted(table.items()) if isinstance(s, dict)}
+        with answer_shape("GET_CONSUMER_CONNECTION_LIST", broker_addr):
+            table = obj.get("subscriptionTable") or {}
+            subscriptions = {str(t): dict(s) for t, s in sorted(table.items()) if isinstance(s, dict)}
         return ConsumerConnectionInfo(broker_addr, _connections(obj), subscriptions, str(obj.get("consumeType", "")),
                                       str(obj.get("messageModel", "")), str(obj.get("consumeFromWhere", "")))
 

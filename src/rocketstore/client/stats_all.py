@@ -13,7 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rocketstore.client.admin_types import AdminCalls, BrokerStatsData, ConsumeProgress, check_name
+from rocketstore.client.admin_types import (
+    AdminCalls,
+    BrokerStatsData,
+    ConsumeProgress,
+    answer_shape,
+    check_name,
+)
 from rocketstore.client.errors import ClientError
 from rocketstore.client.export_admin import day_sum
 from rocketstore.errors import RocketStoreError
@@ -99,7 +105,9 @@ class StatsAllAdmin(AdminCalls):
         first of *addrs* (brokers of the topic) answers QUERY_TOPIC_CONSUME_BY_WHO."""
         for addr in addrs[:1]:
             obj = self._json(await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic}))
-            return sorted(str(g) for g in obj.get("groupList") or [])
+            with answer_shape("QUERY_TOPIC_CONSUME_BY_WHO", addr):
+                groups = sorted(str(g) for g in obj.get("groupList") or [])
+            return groups
         return []
 
     async def _accumulation(self, group: str, topic: str) -> int:
