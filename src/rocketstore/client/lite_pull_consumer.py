@@ -204,8 +204,7 @@ class _TracedBatches(_Batches):
 
     def dispatch(self, pq: ProcessQueue, messages: list[ConsumedMessage]) -> None:
         began_ms = int(time.time() * 1000)
-        traced = messages if self.namespace is None else queues_without_namespace(self.namespace, messages)
-        before = sub_before_context(self.group, traced, new_uniq_key(), began_ms)
+        before = sub_before_context(self.group, messages, new_uniq_key(), began_ms, self.namespace)
         if before is not None:
             self.dispatcher.append(before)
             self.dispatcher.append(sub_after_context(before, began_ms, len(messages), True, 0))

@@ -39,8 +39,10 @@ def _now_ms() -> int:
 
 
 def sub_before_context(group: str, messages: list[ConsumedMessage], request_id: str,
-                       timestamp_ms: int) -> TraceContext | None:
-    """The SubBefore context of a handler call with *messages* (None when every one has TRACE_ON=false)."""
+                       timestamp_ms: int, namespace: str | None = None) -> TraceContext | None:
+    """The SubBefore context of a handler call with *messages* (None when every one has TRACE_ON=false);
+    with *namespace*, each topic is written without it (as 4.9.3's hook reads it, message by message: the
+    messages are not copied)."""
     beans: list[TraceBean] = []
     region: str | None = None
     for m in messages:
@@ -48,7 +50,8 @@ def sub_before_context(group: str, messages: list[ConsumedMessage], request_id: 
         if props.get(PropertyName.TRACE_ON) == "false":
             continue
         region = props.get(PropertyName.MSG_REGION)  # the last message's, as Java sets it per message
-        beans.append(TraceBean(topic=m.topic, msg_id=m.msg_id, tags=m.tags, keys=m.keys,
+        topic = m.topic if namespace is None else without_namespace(namespace, m.topic)
+        beans.append(TraceBean(topic=topic, msg_id=m.msg_id, tags=m.tags, keys=m.keys,
                                body_length=len(m.body), retry_times=m.reconsume_times))
     if not beans:
         return None
