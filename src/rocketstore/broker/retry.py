@@ -7,11 +7,13 @@ SCHEDULE_TOPIC_XXXX and comes back later, or to ``%DLQ%<group>`` once it has bee
 with DELAY=0, whatever the perm of an existing ``%DLQ%`` topic).  The new record
 keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the original topic), WAIT=false and
 ORIGIN_MESSAGE_ID, and counts one more reconsume.  A stored one counts in SNDBCK_PUT_NUMS under
-``<RETRY_TOPIC>@<group>`` (broker_stats.py).
+``<RETRY_TOPIC>@<group>`` (broker_stats.py).  A ``%RETRY%`` / ``%DLQ%`` topic the send-back creates is
+registered with the name servers at once, and the send-back answered once they route it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import TYPE_CHECKING
 
@@ -21,7 +23,7 @@ from rocketstore.errors import MessageDecodeError
 from rocketstore.message.java_text import java_is_blank
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
-from rocketstore.remoting.bodies import Perm
+from rocketstore.remoting.bodies import DataVersion, Perm
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.headers import MAX_QUEUE_NUMS, ConsumerSendMsgBackRequestHeader
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+#: how long a send-back that created its %RETRY% / %DLQ% topic waits at most for the name servers to route
+#: it: well within the 5 s a client gives a send-back (after which a Java consumer sends the message again
+#: through its producer), so that name servers that do not answer cannot make it store the message twice
+_REGISTRATION_WAIT_S = 2.0
 
 
 def register(router: RequestRouter, broker: Broker) -> None:
@@ -65,10 +71,19 @@ def register(router: RequestRouter, broker: Broker) -> None:
         # a queue past them would hold the message where no consumer pulls
         queue_id = random.randrange(min(group_cfg.retry_queue_nums, MAX_QUEUE_NUMS))
         tc = broker.topics.get(topic)
+        #: the registrations of the topics this send-back created: answered once the name servers route them
+        registering: list[asyncio.Task[None]] = []
+
+        def created(new_topic: str, before: DataVersion) -> None:
+            registered = broker.topic_config_changed(new_topic, before)
+            if registered is not None:
+                registering.append(registered)
+
         if tc is None:
+            before = broker.topics.data_version
             tc = broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,
                                                    2 if h.unit_mode else 0)
-            broker.topic_created()
+            created(topic, before)
         if not Perm.writeable(tc.perm):
             return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
 
@@ -94,8 +109,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
             topic = dlq_topic(h.group)
             queue_id = 0
             if broker.topics.get(topic) is None:
+                before = broker.topics.data_version
                 broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
-                broker.topic_created()
+                created(topic, before)
             # as 4.9.3, the perm of an existing %DLQ% topic is not checked (only the %RETRY% topic's is)
             props[PropertyName.DELAY] = "0"
         else:
@@ -108,6 +124,12 @@ def register(router: RequestRouter, broker: Broker) -> None:
                           original.born_timestamp, original.born_host, original.store_host,
                           original.reconsume_times + 1)
         result = await broker.put(message)
+        if registering:
+            # 4.9.3's createTopicInSendMessageBackMethod registers a topic it created before the send-back
+            # goes on (registerBrokerAll): a consumer reading the %DLQ% (or %RETRY%) route once answered finds
+            # it.  Registered beside the put, waited for here; a send-back that created nothing waits for
+            # nothing
+            await asyncio.wait(registering, timeout=_REGISTRATION_WAIT_S)
         if result.status is PutMessageStatus.PUT_OK:
             broker.stats.sent_back(h.group, props[PropertyName.RETRY_TOPIC], result.topic, result.wrote_bytes)
             if broker.config_changes() != changes:
