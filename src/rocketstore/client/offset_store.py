@@ -13,7 +13,9 @@ it, and the other way round.  It is written atomically (temporary file, fsync, r
 the old or the new table, never half of one, and the previous table is kept as ``.bak``, as Java keeps it.
 The plain-JSON form earlier versions wrote (``{"offsetTable": [{"topic", "brokerName", "queueId",
 "offset"}, ...]}``) is read too.  An empty or unparsable file is read from its ``.bak`` when there is one;
-without one it is an :class:`OffsetStoreError`, not a silent fresh start.
+without one it is an :class:`OffsetStoreError`, not a silent fresh start.  A missing file with a ``.bak``
+(4.9.3 deletes the file before renaming the new one in: a crash between leaves only the ``.bak``) is read
+from the ``.bak`` too.
 
 Loop-bound; file reads and writes run in a worker thread.
 """
@@ -179,12 +181,18 @@ class LocalFileOffsetStore(_MemoryTable):
             await asyncio.to_thread(self._merge_and_write, snapshot)
 
     def _read_file(self, path: Path | None = None) -> dict[MessageQueue, int]:
-        """The table of the offsets file (or *path*); one that is empty or does not parse is read from its
-        ``.bak`` when there is one, as 4.9.3 does (its client keeps the previous table there)."""
+        """The table of the offsets file (or *path*); one that is missing, empty or does not parse is read
+        from its ``.bak`` when there is one, as 4.9.3 does (its client keeps the previous table there)."""
         path = path or self.path
+        bak = self.path.with_name(self.path.name + ".bak")
         try:
             data = path.read_bytes()
         except FileNotFoundError:
+            # 4.9.3 replaces the file by deleting it, then renaming its .tmp: a crash in between leaves only
+            # the .bak (the previous table), which 4.9.3 reads then, as it does for an empty file
+            if path == self.path and bak.is_file():
+                log.warning("offset file %s is missing: reading %s", path, bak.name)
+                return self._read_file(bak)
             return {}
         except OSError as exc:
             raise OffsetStoreError(str(path), str(exc)) from exc
@@ -201,7 +209,6 @@ class LocalFileOffsetStore(_MemoryTable):
                 table[mq] = int(entry["offset"])
             return table
         except (ValueError, KeyError, TypeError, JsonBodyError) as exc:
-            bak = self.path.with_name(self.path.name + ".bak")
             if path == self.path and bak.is_file():
                 log.warning("offset file %s is not an offset table (%s): reading %s", path, exc, bak.name)
                 return self._read_file(bak)
