@@ -57,6 +57,9 @@ def test_a_broadcasting_consumer_resumes_from_the_bak_left_by_a_java_crash(
         async with Producer(cluster.namesrv_addr, "hunt27-jbroad-producer") as producer:
             for i in range(6):  # offsets 0, 1, 2 on each queue
                 await producer.send(topic, f"m{i}".encode(), queue_id=i % 2)
+        # every message in its queue before the first pull: a pull at offset 1 of a queue the dispatcher had
+        # not reached yet (a loaded machine) was corrected to the queue's end, 0, and delivered m1
+        await asyncio.to_thread(cluster.wait_dispatched)
         async with PullConsumer(cluster.namesrv_addr, "hunt27-jbroad-admin") as admin:
             queues = await admin.queues(topic)
         consumer = PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle,
