@@ -73,6 +73,19 @@ log = logging.getLogger(__name__)
 _UNSET_REMARK = "not set any response code"
 #: Java's TopicFilterType enum constants, the only topicFilterType values UPDATE_AND_CREATE_TOPIC takes
 _TOPIC_FILTER_TYPES = frozenset({"SINGLE_TAG", "MULTI_TAG"})
+#: how long after answering a deletion a topic a send created again meanwhile is registered once more (past
+#: the admin's DELETE_TOPIC_IN_NAMESRV, which follows the answer)
+RECREATED_TOPIC_REGISTER_DELAY_S = 1.0
+
+
+def _register_recreated(broker: Broker, topic: str) -> None:
+    """Register *topic* (created again by a send while it was being deleted) at a new data version, which
+    the name servers take it from."""
+    if broker.closed or broker.topics.get(topic) is None:
+        return
+    before = broker.topics.data_version
+    broker.topics.changed()
+    broker.topic_config_changed(topic, before)
 
 
 def _mq(broker: Broker, topic: str, queue_id: int) -> dict[str, object]:
@@ -158,6 +171,14 @@ def register(router: RequestRouter, broker: Broker) -> None:
             dropped = []
         # the statistics of those topics and of this one stay unless autoDeleteUnusedStats, as in 4.9.3
         broker.forget_stats_of_topics([*(topic for topic, _ in dropped), h.topic])
+        if broker.topics.get(h.topic) is not None:
+            # a send created the topic again meanwhile (autoCreateTopicEnable: a producer still sending) and
+            # registered it before this answer; the admin's DELETE_TOPIC_IN_NAMESRV, which follows the answer,
+            # takes it from the name servers again, and the periodic registrations (the same data version)
+            # would never bring it back.  4.9.3 answers within a few ms, and such a send's registration
+            # reached its name server after the admin's deletion: the topic stayed routed
+            asyncio.get_running_loop().call_later(RECREATED_TOPIC_REGISTER_DELAY_S, _register_recreated,
+                                                  broker, h.topic)
         return request.make_response(ResponseCode.SUCCESS)
 
     async def all_topic_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
