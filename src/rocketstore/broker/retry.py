@@ -67,9 +67,6 @@ def register(router: RequestRouter, broker: Broker) -> None:
             return request.make_response(ResponseCode.SUCCESS)
 
         topic = retry_topic(h.group)
-        # within the queues the retry topic is made with (at most MAX_QUEUE_NUMS, whatever retryQueueNums says):
-        # a queue past them would hold the message where no consumer pulls
-        queue_id = random.randrange(min(group_cfg.retry_queue_nums, MAX_QUEUE_NUMS))
         tc = broker.topics.get(topic)
         #: the registrations of the topics this send-back created: answered once the name servers route them
         registering: list[asyncio.Task[None]] = []
@@ -86,6 +83,13 @@ def register(router: RequestRouter, broker: Broker) -> None:
             created(topic, before)
         if not Perm.writeable(tc.perm):
             return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        # within the queues the retry topic has (at most MAX_QUEUE_NUMS, whatever retryQueueNums says): a queue
+        # past them would hold the message where no consumer pulls.  4.9.3 picks from the group's count alone,
+        # so once retryQueueNums was raised on a group whose retry topic existed, most retries were stranded
+        queue_nums = min(group_cfg.retry_queue_nums, MAX_QUEUE_NUMS)
+        if 0 < tc.write_queue_nums < queue_nums:
+            queue_nums = tc.write_queue_nums
+        queue_id = random.randrange(queue_nums)
 
         try:
             original = broker.store.message_at(h.commit_log_offset)
