@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Literal
 
+from rocketstore.address_server import AddressServerWatcher, address_server_url
 from rocketstore.broker import (
     admin,
     client_handlers,
@@ -144,6 +145,8 @@ class Broker:
         self.pull_hold: PullHold
         self._durable_waits: DurableWaits
         self.registrar: Registrar | None = None
+        #: the address server the name server list is read from (fetchNamesrvAddrByAddressServer), else None
+        self.address_server: AddressServerWatcher | None = None
         #: replication: the HA port's server on masters; the HA client and the config sync on slaves
         self.ha_server: HAServer | None = None
         #: the HA port the start asked for (BrokerConfig.ha_port()); GET_BROKER_CONFIG shows the one in use
@@ -294,6 +297,15 @@ class Broker:
             await self.server.start_serving()
             if self._vip_listening:
                 await self.vip_server.start_serving()
+            fetch_namesrv_addrs = self.extra_properties.get("fetchNamesrvAddrByAddressServer", "").lower() == "true"
+            if not cfg.namesrv_addrs and fetch_namesrv_addrs:
+                # 4.9.3's BrokerController with no namesrvAddr: the list from the address server of
+                # rmqAddressServerDomain / rmqAddressServerSubGroup, every 2 minutes (read at start here too,
+                # in the background: the registrar registers once it has the list)
+                domain = self.extra_properties.get("rmqAddressServerDomain", "").strip() or None
+                subgroup = self.extra_properties.get("rmqAddressServerSubGroup", "").strip() or None
+                self.address_server = AddressServerWatcher(address_server_url(domain, subgroup),
+                                                           self._namesrv_addrs_changed)
             self.registrar = Registrar(
                 cfg.namesrv_addrs, cluster_name=cfg.broker_cluster_name, broker_name=cfg.broker_name,
                 broker_id=cfg.broker_id, broker_addr=self.address,
@@ -302,6 +314,8 @@ class Broker:
                 compressed=cfg.compressed_register, on_order_topics=self.topics.update_order_flags,
                 ssl_context=self.client_ssl_context)
             await self.registrar.start()
+            if self.address_server is not None:
+                self.address_server.start(at_once=True)
             if self.store_config.broker_role == BrokerRole.SLAVE:
                 registrar = self.registrar
                 self.ha_client = HAClient(self.store,
@@ -318,6 +332,11 @@ class Broker:
         except BaseException:
             await self.close()
             raise
+
+    def _namesrv_addrs_changed(self, addrs: list[str]) -> None:
+        """The address server gave a new name server list: register with it from now on."""
+        if self.registrar is not None:
+            self.registrar.update_namesrv_addrs(addrs)
 
     def _acl_guard(self, connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
         assert self.acl is not None
@@ -340,6 +359,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
+        if self.address_server is not None:
+            await self.address_server.close()
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
         await self.server.close()

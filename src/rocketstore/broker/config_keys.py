@@ -43,6 +43,9 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "endTransactionThreadPoolNums": ("int", None),
     "flushConsumerOffsetHistoryInterval": ("int", "60000"),
     "fetchNamesrvAddrByAddressServer": ("bool", "false"),
+    # (BrokerStartup's keys, not BrokerConfig's: the address server read with fetchNamesrvAddrByAddressServer)
+    "rmqAddressServerDomain": ("str", None),
+    "rmqAddressServerSubGroup": ("str", None),
     "sendThreadPoolQueueCapacity": ("int", "10000"),
     "putThreadPoolQueueCapacity": ("int", "10000"),
     "pullThreadPoolQueueCapacity": ("int", "100000"),
@@ -135,10 +138,13 @@ KEPT_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "scheduleAsyncDeliverMaxResendNum2Blocked": ("int", "3"),
 }
 
-#: kept properties the broker does read: autoDeleteUnusedStats (a deleted topic's statistics go with it),
+#: kept properties the broker does read: fetchNamesrvAddrByAddressServer and the address server it names
+#: (broker.broker), autoDeleteUnusedStats (a deleted topic's statistics go with it),
 #: the bloom filter sizes QUERY_CONSUME_QUEUE's filterData shows and the replication settings (broker.ha); the
 #: others in :data:`KEPT_PROPERTIES` act on nothing
-KEPT_AND_READ = frozenset({"autoDeleteUnusedStats", "maxErrorRateOfBloomFilter", "expectConsumerNumUseFilter",
+KEPT_AND_READ = frozenset({"fetchNamesrvAddrByAddressServer", "rmqAddressServerDomain",
+                           "rmqAddressServerSubGroup", "autoDeleteUnusedStats", "maxErrorRateOfBloomFilter",
+                           "expectConsumerNumUseFilter",
                            "haSendHeartbeatInterval", "haHousekeepingInterval", "haTransferBatchSize",
                            "haSlaveFallbehindMax"})
 

@@ -114,6 +114,13 @@ class Registrar:
         await self.register_all()
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
+    def update_namesrv_addrs(self, addrs: list[str]) -> None:
+        """Register with the name servers of *addrs* from now on (the address server's new list), now; the
+        ones no longer listed get nothing more (4.9.3's updateNameServerAddressList)."""
+        if addrs and addrs != self.namesrv_addrs:
+            self.namesrv_addrs = list(addrs)
+            self.request_registration()
+
     def request_registration(self) -> None:
         """Register again soon (topic created or changed); several requests coalesce into one."""
         self._again.set()

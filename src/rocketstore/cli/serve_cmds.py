@@ -240,9 +240,12 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
     await broker.start()
     try:
         stop = _stop_on_signal()
+        registrar = broker.registrar
+        namesrvs = ";".join(registrar.namesrv_addrs if registrar else broker_cfg.namesrv_addrs) or "none"
+        if broker.address_server is not None:  # fetchNamesrvAddrByAddressServer
+            namesrvs += f" from {broker.address_server.url}"
         _print(f"broker {broker_cfg.broker_name} listening on {broker.address} "
-               f"(store {broker.store_config.store_path_root_dir}; name servers "
-               f"{';'.join(broker_cfg.namesrv_addrs) or 'none'})")
+               f"(store {broker.store_config.store_path_root_dir}; name servers {namesrvs})")
         await stop.wait()
     finally:
         await broker.close()

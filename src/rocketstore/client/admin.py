@@ -65,7 +65,7 @@ from rocketstore.client.broker_admin import BrokerAdmin
 from rocketstore.client.cluster_admin import ClusterAdmin
 from rocketstore.client.consumer import decode_messages
 from rocketstore.client.credentials import SessionCredentials
-from rocketstore.client.errors import ClientError, broker_error_for
+from rocketstore.client.errors import FAQ_SUFFIX, ClientError, broker_error_for
 from rocketstore.client.export_admin import ExportAdmin
 from rocketstore.client.group_admin import GroupAdmin
 from rocketstore.client.message_admin import MessageAdmin
@@ -163,6 +163,8 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
         self.namesrv_addrs = [a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a]
+        if not self.namesrv_addrs:  # (no address server here: its calls to every name server need the list)
+            raise ValueError(f"No name server address, please set it.{FAQ_SUFFIX}")
         self.routes = RouteCache(self.namesrv_addrs, self.pool, timeout_s=timeout_s)
 
     async def __aenter__(self) -> Self:

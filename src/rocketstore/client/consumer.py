@@ -264,9 +264,11 @@ class PullConsumer:
     def __init__(self, namesrv_addr: str | None, group: str, *, timeout_s: float = 3.0,
                  handler: RequestHandler | None = None, credentials: SessionCredentials | None = None,
                  tls: ClientTls = None, mq_client_api_timeout_s: float | None = None,
-                 namespace: str | None = None) -> None:
+                 namespace: str | None = None, namesrv_domain: str | None = None,
+                 namesrv_domain_subgroup: str | None = None) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR`` (as
-        4.9.3's clients).  *handler* answers requests the brokers send back on our connections (a push consumer's
+        4.9.3's clients), else the address server *namesrv_domain* / *namesrv_domain_subgroup* name (as the
+        Producer's).  *handler* answers requests the brokers send back on our connections (a push consumer's
         NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
         servers' too) is signed with; *tls*: this client's own TLS switch (4.9.3's useTLS; None follows
         the process, see :data:`rocketstore.remoting.tls.ClientTls`).  *mq_client_api_timeout_s* (Java's
@@ -290,7 +292,8 @@ class PullConsumer:
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, handler=handler, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
         self.routes = RouteCache([a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a], self.pool,
-                                 timeout_s=mq_client_api_timeout_s)
+                                 timeout_s=mq_client_api_timeout_s, namesrv_domain=namesrv_domain,
+                                 namesrv_domain_subgroup=namesrv_domain_subgroup)
         #: queue -> the broker id its last pull's answer suggested pulling from next (suggestWhichBrokerId:
         #: a slave when the master has slaveReadEnable and the consumer reads cold messages)
         self._pull_from: dict[MessageQueue, int] = {}
@@ -343,6 +346,7 @@ class PullConsumer:
 
     async def close(self) -> None:
         self.closed = True
+        await self.routes.close()
         await self.pool.close()
 
     def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:

@@ -185,10 +185,15 @@ class Producer(SingleTrySends):
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
                  retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
                  create_topic_key: str = AUTO_CREATE_TOPIC,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
-        4.9.3's clients (ClientConfig's default namesrvAddr; without either, ValueError "No name server
-        address, please set it.").
+        4.9.3's clients (ClientConfig's default namesrvAddr); without either, the list is read from the
+        address server *namesrv_domain* (``host[:port]``, else $ROCKETMQ_NAMESRV_DOMAIN; 4.9.3's system
+        property rocketmq.namesrv.domain) names, at ``/rocketmq/<namesrv_domain_subgroup>`` (else
+        $ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP, else ``nsaddr``), then again every 2 minutes (see
+        :mod:`rocketstore.address_server`); with none of them, ValueError "No name server address,
+        please set it.".
         *credentials*: ACL access key and secret every request (name servers' too) is signed with;
         *tls*: this producer's own TLS switch (4.9.3's setUseTLS; None follows the process, see
         :data:`rocketstore.remoting.tls.ClientTls`), which its trace producer shares;
@@ -240,7 +245,8 @@ class Producer(SingleTrySends):
                          mq_client_api_timeout_s=mq_client_api_timeout_s,
                          route_refresh_interval_s=route_refresh_interval_s, client_ip=client_ip,
                          namespace=namespace, unit_name=unit_name, create_topic_key=create_topic_key,
-                         default_topic_queue_nums=default_topic_queue_nums)
+                         default_topic_queue_nums=default_topic_queue_nums, namesrv_domain=namesrv_domain,
+                         namesrv_domain_subgroup=namesrv_domain_subgroup)
         self.max_message_size = max_message_size
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.compress_level = compress_level

@@ -80,7 +80,8 @@ class ProducerInstance:
                  mq_client_api_timeout_s: float, route_refresh_interval_s: float,
                  client_ip: str | None = None, namespace: str | None = None, unit_name: str | None = None,
                  create_topic_key: str = AUTO_CREATE_TOPIC,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         """As :class:`~rocketstore.client.producer.Producer`'s (which passes these on; *namesrv_addr* is
         given, the environment's already read); *timeout_s* (the producer's) bounds opening a connection."""
         if heartbeat_interval_s <= 0:
@@ -109,7 +110,9 @@ class ProducerInstance:
         self.routes = RouteCache([a for a in namesrv_addr.split(";") if a], self.pool,
                                  timeout_s=mq_client_api_timeout_s, on_route=self._route_seen,
                                  create_topic_key=create_topic_key,
-                                 default_topic_queue_nums=default_topic_queue_nums)
+                                 default_topic_queue_nums=default_topic_queue_nums,
+                                 namesrv_domain=namesrv_domain,
+                                 namesrv_domain_subgroup=namesrv_domain_subgroup, unit_name=unit_name)
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
         self.client_id = f"{client_ip or local_ip()}@{instance_name or new_instance_name()}"
@@ -223,6 +226,7 @@ class ProducerInstance:
         self._heartbeated.clear()
         if self.trace is not None:  # the trace waiting is sent first (it has its own producer)
             await self.trace.close()
+        await self.routes.close()
         await self.pool.close()
 
     async def discover(self, topic: str, *, refresh: bool = False) -> None:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rocketstore.address_server import AddressServerWatcher, address_server_url, domain_from_env
 from rocketstore.client.errors import FAQ_SUFFIX, BrokerError, NoRouteError, broker_error_for
 from rocketstore.errors import LoopBoundError, RemotingError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
@@ -74,12 +75,27 @@ class RouteCache:
     def __init__(self, namesrv_addrs: list[str], pool: ConnectionPool, *, timeout_s: float = 3.0,
                  on_route: Callable[[str, TopicRouteData], None] | None = None,
                  create_topic_key: str = AUTO_CREATE_TOPIC,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None,
+                 unit_name: str | None = None) -> None:
         """*on_route(topic, route)*: told of each route the name servers answer (a producer learns its
         brokers from them, as MQClientInstance's brokerAddrTable), on the loop; it must not raise.
-        *create_topic_key* and *default_topic_queue_nums*: see :meth:`publish_route`."""
+        *create_topic_key* and *default_topic_queue_nums*: see :meth:`publish_route`.
+        With no *namesrv_addrs*, the list comes from the address server of *namesrv_domain* (else the
+        environment variable ROCKETMQ_NAMESRV_DOMAIN; 4.9.3's rocketmq.namesrv.domain) and
+        *namesrv_domain_subgroup* (else ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP, else ``nsaddr``), *unit_name*'s
+        variant of it: asked before the first look-up, 10 s later and every 2 minutes after (see
+        :mod:`rocketstore.address_server`).  Without either: ValueError."""
+        #: the address server's reader (None: the list is the one given, or set by update_namesrv_addrs)
+        self._address_server: AddressServerWatcher | None = None
+        self._fetching: asyncio.Future[list[str]] | None = None
         if not namesrv_addrs:
-            raise ValueError(f"No name server address, please set it.{FAQ_SUFFIX}")  # 4.9.3's words
+            env_domain, env_subgroup = domain_from_env()
+            if not (namesrv_domain or env_domain):  # (4.9.3 would try jmenv.tbsite.net, unlikely to be meant)
+                raise ValueError(f"No name server address, please set it.{FAQ_SUFFIX}")  # 4.9.3's words
+            self._address_server = AddressServerWatcher(
+                address_server_url(namesrv_domain or env_domain, namesrv_domain_subgroup or env_subgroup,
+                                   unit_name), self.update_namesrv_addrs)
         self.namesrv_addrs = namesrv_addrs
         self.pool = pool
         self.timeout_s = timeout_s
@@ -93,7 +109,7 @@ class RouteCache:
         #: the name server asked first: one picked at random, kept while it answers and its connection stays
         #: open (4.9.3's NettyRemotingClient: namesrvIndex starts random, namesrvAddrChoosed sticks), so a
         #: fleet of clients spreads over the name servers and a dead one is not tried first on every look-up
-        self._namesrv_index = random.randrange(len(namesrv_addrs))
+        self._namesrv_index = random.randrange(len(namesrv_addrs)) if namesrv_addrs else 0
         self._namesrv_connection: Connection | None = None
         #: the client's tasks that re-read its topics' routes in the background (see refreshed_by)
         self._refreshers: list[asyncio.Task[None]] = []
@@ -115,7 +131,7 @@ class RouteCache:
             return False
         log.info("name server addresses updated: %s (were %s)", ";".join(addrs), ";".join(self.namesrv_addrs))
         previous = self.namesrv_addrs
-        chosen = previous[self._namesrv_index]
+        chosen = previous[self._namesrv_index] if previous else None
         self.namesrv_addrs = addrs  # a new list: a look-up under way goes on with its names not asked yet
         if chosen in addrs:
             self._namesrv_index = addrs.index(chosen)
@@ -126,6 +142,24 @@ class RouteCache:
             if gone not in addrs:
                 self.pool.drop(gone)
         return True
+
+    async def start_address_server(self) -> None:
+        """With an address server (see :meth:`__init__`): read the list from it now if none was read yet (a
+        client's start, or its first look-up), and go on reading it on its schedule."""
+        watcher = self._address_server
+        if watcher is None:
+            return
+        if not self.namesrv_addrs:  # (look-ups at once share one fetch)
+            fetching = self._fetching
+            if fetching is None or fetching.done() or fetching.get_loop() is not asyncio.get_running_loop():
+                fetching = self._fetching = asyncio.ensure_future(watcher.fetch_now())
+            await asyncio.shield(fetching)
+        watcher.start()
+
+    async def close(self) -> None:
+        """Stop reading the address server (the client closes)."""
+        if self._address_server is not None:
+            await self._address_server.close()
 
     def refreshed_by(self, task: asyncio.Task[None]) -> None:
         """*task* re-reads the routes of the topics its client uses, in the background and on its own
@@ -169,8 +203,13 @@ class RouteCache:
         the next, as 4.9.3 moves on from a name server channel that is no longer open."""
         request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                           GetRouteInfoRequestHeader(topic=topic).to_ext_fields())
+        if self._address_server is not None:
+            await self.start_address_server()
         addrs = self.namesrv_addrs
         count = len(addrs)
+        if not count:  # the address server gave none yet
+            self.unanswered = True
+            raise NoRouteError(topic, f"No name server address, please set it.{FAQ_SUFFIX}")
         if self._namesrv_connection is not None and self._namesrv_connection.is_closed:
             self._namesrv_connection = None
             self._namesrv_index = (self._namesrv_index + 1) % count
