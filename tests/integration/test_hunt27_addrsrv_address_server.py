@@ -186,3 +186,19 @@ def test_broker_registers_where_the_address_server_says(tmp_path: Path, web: Add
         finally:
             cluster.run(broker.close())
             cluster.run(ns2.close())
+
+
+def test_a_traced_producer_sends_its_trace_through_the_same_address_server(
+        cluster: LocalCluster, web: AddressServer, fast: None) -> None:
+    web.body = cluster.namesrv_addr
+
+    async def go() -> int:
+        async with Producer(group="hunt27-addrsrv-trace", namesrv_domain=web.domain, enable_trace=True) as producer:
+            assert (await producer.send(TOPIC, b"traced")).status == "SEND_OK"
+            assert producer.trace is not None
+            dispatcher = producer.trace.dispatcher
+            while dispatcher.sent_messages < 1 and dispatcher.failed_sends == 0:
+                await asyncio.sleep(0.02)
+            return dispatcher.sent_messages
+
+    assert cluster.run(go(), timeout_s=30) == 1

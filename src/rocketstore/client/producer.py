@@ -274,7 +274,8 @@ class Producer(SingleTrySends):
             from rocketstore.client.trace_producer import ProducerTrace
 
             self.trace = ProducerTrace(self, namesrv_addr, trace_topic=trace_topic, credentials=credentials,
-                                       tls=self.pool.tls)
+                                       tls=self.pool.tls, namesrv_domain=namesrv_domain,
+                                       namesrv_domain_subgroup=namesrv_domain_subgroup)
 
     @property
     def send_latency_fault_enable(self) -> bool:

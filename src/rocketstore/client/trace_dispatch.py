@@ -64,12 +64,14 @@ class TraceDispatcher:
                  trace_topic: str | None = None, credentials: SessionCredentials | None = None,
                  queue_limit: int = 1024, batch_size: int = 100, max_message_chars: int = 118_000,
                  linger_s: float = 0.005, send_timeout_s: float = 5.0, max_in_flight: int = 16,
-                 tls: ClientTls = None, max_keys_bytes: int = 32_000) -> None:
+                 tls: ClientTls = None, max_keys_bytes: int = 32_000, namesrv_domain: str | None = None,
+                 namesrv_domain_subgroup: str | None = None) -> None:
         """*trace_topic*: where trace messages go (None or blank: RMQ_SYS_TRACE_TOPIC); *credentials*: the
         traced client's ACL keys, which the trace producer signs with too; *tls*: the traced client's TLS
         switch, which the trace producer connects with too; *max_keys_bytes*: the most UTF-8 bytes the KEYS
         of one trace message take (the broker's properties limit is 32,767 bytes, the rest is left for the
-        trace message's other properties)."""
+        trace message's other properties); *namesrv_domain* / *namesrv_domain_subgroup*: the traced client's
+        address server, which the trace producer reads its name servers from too when given none."""
         if queue_limit < 1 or batch_size < 1 or max_message_chars < 1 or max_in_flight < 1 or max_keys_bytes < 1:
             raise ValueError("queue_limit, batch_size, max_message_chars, max_in_flight and max_keys_bytes must be "
                              "at least 1")
@@ -85,7 +87,8 @@ class TraceDispatcher:
         #: worker waits and new contexts pile up in the queue, where the limit drops them
         self.max_in_flight = max_in_flight
         self.producer = Producer(namesrv_addr, self.group, timeout_s=send_timeout_s, credentials=credentials,
-                                 tls=tls)
+                                 tls=tls, namesrv_domain=namesrv_domain,
+                                 namesrv_domain_subgroup=namesrv_domain_subgroup)
         #: contexts appended beyond queue_limit (dropped), and trace messages whose send failed
         self.discarded = 0
         self.failed_sends = 0

@@ -65,10 +65,12 @@ class ProducerTrace:
     """The trace side of one Producer.  Loop-bound."""
 
     def __init__(self, producer: Producer, namesrv_addr: str, *, trace_topic: str | None = None,
-                 credentials: SessionCredentials | None = None, tls: ClientTls = None) -> None:
+                 credentials: SessionCredentials | None = None, tls: ClientTls = None,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         self.producer = producer
         self.dispatcher = TraceDispatcher(namesrv_addr, producer.group, "PRODUCE", trace_topic=trace_topic,
-                                          credentials=credentials, tls=tls)
+                                          credentials=credentials, tls=tls, namesrv_domain=namesrv_domain,
+                                          namesrv_domain_subgroup=namesrv_domain_subgroup)
 
     @property
     def trace_topic(self) -> str:
