@@ -49,6 +49,9 @@ class ProcessQueue:
         #: orderly clustering: its broker lock is being given up (the queue leaves): no renewal may take it
         #: again, or the broker would keep it for this consumer after the unlock
         self.unlocking = False
+        #: orderly clustering: times a rebalance could not let it go because its handler was busy (4.9.3's
+        #: tryUnlockTimes, shown by consumerStatus)
+        self.try_unlock_times = 0
         #: orderly: the pull offset was re-read from the store once the lock was first held
         self.previously_locked = False
         self.last_pull_s = time.monotonic()

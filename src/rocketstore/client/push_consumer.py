@@ -450,6 +450,7 @@ class PushConsumer(QueueLocks):
                 async with asyncio.timeout(1.0):
                     await pq.consume_lock.acquire()
             except TimeoutError:
+                pq.try_unlock_times += 1
                 return False
             try:
                 await self._persist_released(mq)

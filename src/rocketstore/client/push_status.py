@@ -57,7 +57,7 @@ def push_running_info(consumer: PushConsumer, *, jstack: bool = False) -> Consum
             cached_msg_count=len(held), cached_msg_size_mib=pq.body_bytes >> 20,
             transaction_msg_min_offset=min(consuming) if consuming else 0,
             transaction_msg_max_offset=max(consuming) if consuming else 0,
-            transaction_msg_count=len(consuming), locked=pq.locked,
+            transaction_msg_count=len(consuming), locked=pq.locked, try_unlock_times=pq.try_unlock_times,
             last_lock_timestamp=wall(pq.last_lock_s), dropped=pq.dropped,
             last_pull_timestamp=wall(pq.last_pull_s), last_consume_timestamp=wall(pq.last_consume_s))
     status = {topic: consumer.stats.status(topic) for topic in consumer.subscriptions}
