@@ -43,9 +43,10 @@ class ProcessQueue:
         self.queue_offset_max = -1
         #: no longer ours (rebalanced away): results of in-flight handlers are ignored
         self.dropped = False
-        #: orderly clustering: the broker lock is held, renewed at ``last_lock_s``
+        #: orderly clustering: the broker lock is held, renewed at ``last_lock_s`` (the queue's creation until
+        #: then, as 4.9.3's lastLockTimestamp, which consumerStatus shows)
         self.locked = False
-        self.last_lock_s = 0.0
+        self.last_lock_s = time.monotonic()
         #: orderly clustering: its broker lock is being given up (the queue leaves): no renewal may take it
         #: again, or the broker would keep it for this consumer after the unlock
         self.unlocking = False

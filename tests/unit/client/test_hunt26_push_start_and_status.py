@@ -8,12 +8,15 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from rocketstore.client.errors import ClientError
+from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_consumer import PushConsumer
+from rocketstore.client.route import MessageQueue
 from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 
 
@@ -49,6 +52,22 @@ def test_the_running_info_lists_each_name_server_followed_by_a_semicolon() -> No
         consumer = PushConsumer("127.0.0.1:1;127.0.0.1:2", "push-status-g", {"T": "*"}, _handler)
         info = consumer.running_info()
         assert info.properties[ConsumerRunningInfo.PROP_NAMESERVER_ADDR] == "127.0.0.1:1;127.0.0.1:2;"
+        await consumer.consumer.close()
+
+    asyncio.run(go())
+
+
+def test_a_queue_never_locked_shows_its_creation_as_the_last_lock_time() -> None:
+    # (hunt 27) 4.9.3's ProcessQueue starts lastLockTimestamp at its creation: consumerStatus showed 1970 for
+    # the queues of our broadcasting or concurrent consumers, the creation time for Java's
+    async def go() -> None:
+        consumer = PushConsumer("127.0.0.1:1", "push-status-lock-g", {"T": "*"}, _handler)
+        before_ms = int(time.time() * 1000)
+        mq = MessageQueue("T", "broker-a", 0)
+        consumer.process_queues[mq] = ProcessQueue(mq)
+        (info,) = consumer.running_info().mq_table.values()
+        assert not info.locked
+        assert before_ms - 1000 <= info.last_lock_timestamp <= int(time.time() * 1000) + 1000
         await consumer.consumer.close()
 
     asyncio.run(go())
