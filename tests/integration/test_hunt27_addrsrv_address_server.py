@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from local_cluster import SMALL_STORE, LocalCluster
 
-from rocketstore.broker.broker import Broker
-from rocketstore.broker.config import BrokerConfig
-from rocketstore.client import Producer, PullConsumer
-from rocketstore.namesrv.server import NameServer
 from rocketstore import address_server
 from rocketstore.address_server import address_server_url
+from rocketstore.broker.broker import Broker
+from rocketstore.broker.config import BrokerConfig
+from rocketstore.client import ConsumeFromWhere, ConsumeStatus, Producer, PullConsumer, PushConsumer
+from rocketstore.namesrv.server import NameServer
 from rocketstore.store.config import StoreConfig
 
 TOPIC = "Hunt27AddrSrv"
@@ -202,3 +202,26 @@ def test_a_traced_producer_sends_its_trace_through_the_same_address_server(
             return dispatcher.sent_messages
 
     assert cluster.run(go(), timeout_s=30) == 1
+
+
+def test_a_push_consumer_given_the_address_server_consumes(cluster: LocalCluster, web: AddressServer,
+                                                          fast: None) -> None:
+    web.body = cluster.namesrv_addr
+    got: list[bytes] = []
+
+    async def handle(messages: list[Any]) -> ConsumeStatus:
+        got.extend(m.body for m in messages)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def go() -> None:
+        async with Producer(cluster.namesrv_addr, "hunt27-addrsrv-push-p") as producer:
+            assert (await producer.send(TOPIC, b"pushed")).status == "SEND_OK"
+        async with PushConsumer(None, "hunt27-addrsrv-push", {TOPIC: "*"}, handle, namesrv_domain=web.domain,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                                enable_trace=True) as consumer:
+            while not got:
+                await asyncio.sleep(0.02)
+            assert consumer.consumer.routes.namesrv_addrs == [cluster.namesrv_addr]
+
+    cluster.run(go(), timeout_s=30)
+    assert got == [b"pushed"]

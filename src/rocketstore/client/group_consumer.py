@@ -104,6 +104,11 @@ class GroupSettings:
     #: (``%RETRY%<namespace>%<group>``), the messages and queues handed back without it (see
     #: :mod:`rocketstore.client.namespace`); None or "": none
     namespace: str | None = None
+    #: with no name server address (given or in NAMESRV_ADDR): the address server the list is read from,
+    #: ``host[:port]`` (else $ROCKETMQ_NAMESRV_DOMAIN; 4.9.3's rocketmq.namesrv.domain), and its path
+    #: (else $ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP, else ``nsaddr``): see :mod:`rocketstore.address_server`
+    namesrv_domain: str | None = None
+    namesrv_domain_subgroup: str | None = None
     #: Java waits 30 s / 20 s; a few seconds costs one small request and notices a lost NOTIFY sooner
     heartbeat_interval_s: float = 10.0
     rebalance_interval_s: float = 10.0
@@ -229,7 +234,9 @@ class GroupConsumer:
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
                                      credentials=credentials, tls=tls,
-                                     mq_client_api_timeout_s=settings.mq_client_api_timeout_s)
+                                     mq_client_api_timeout_s=settings.mq_client_api_timeout_s,
+                                     namesrv_domain=settings.namesrv_domain,
+                                     namesrv_domain_subgroup=settings.namesrv_domain_subgroup)
         self.offsets: OffsetStore
         if self.clustering:
             self.offsets = RemoteOffsetStore(self.consumer)

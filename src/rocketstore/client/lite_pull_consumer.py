@@ -248,7 +248,8 @@ class LitePullConsumer(GroupConsumer):
         if self.settings.enable_trace:  # (its producer's group is made of the group as given, as 4.9.3's)
             self.trace = TraceDispatcher(self.namesrv_addr, group, "CONSUME",
                                          trace_topic=self.settings.trace_topic, credentials=credentials,
-                                         tls=self.consumer.pool.tls)
+                                         tls=self.consumer.pool.tls, namesrv_domain=self.settings.namesrv_domain,
+                                         namesrv_domain_subgroup=self.settings.namesrv_domain_subgroup)
             traced_group = without_namespace(self.namespace, self.group)
             self.consumption: _Batches = _TracedBatches(self.trace, traced_group, self.namespace)
         else:

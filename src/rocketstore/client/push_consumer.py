@@ -143,7 +143,9 @@ class PushConsumer(QueueLocks):
         self.trace: TraceDispatcher | None = None
         if settings.enable_trace:
             self.trace = TraceDispatcher(self.namesrv_addr, group, "CONSUME", trace_topic=settings.trace_topic,
-                                         credentials=credentials, tls=self.consumer.pool.tls)
+                                         credentials=credentials, tls=self.consumer.pool.tls,
+                                         namesrv_domain=settings.namesrv_domain,
+                                         namesrv_domain_subgroup=settings.namesrv_domain_subgroup)
             self.consumption: Consumption = TracedConsumption(self, handler, self._executor, self.trace)
         else:
             self.consumption = Consumption(self, handler, self._executor)
