@@ -14,6 +14,7 @@ GET run in a thread, never on the event loop.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import logging
 import os
 import urllib.error
@@ -37,6 +38,7 @@ FIRST_PERIOD_S = 10.0
 PERIOD_S = 120.0
 #: the bound of one fetch (connect, then read: TopAddressing's 3000 ms)
 FETCH_TIMEOUT_S = 3.0
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def domain_from_env() -> tuple[str | None, str | None]:
@@ -61,12 +63,15 @@ def fetch_namesrv_addr(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> str | No
     be asked or does not answer 200 (logged).  Blocking: run it in a thread."""
     request = urllib.request.Request(url, headers={"Client-Version": "V4_9_3"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        # no proxy from the environment (HTTP_PROXY): 4.9.3's HttpURLConnection reads none either
+        with _OPENER.open(request, timeout=timeout_s) as response:
             text = response.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         log.warning("fetch name server address from %s failed. statusCode=%d", url, exc.code)
         return None
-    except (OSError, ValueError) as exc:  # URLError, a timeout, a refused connection, a bad URL
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        # URLError, a timeout, a refused connection, a bad URL; a peer that does not speak HTTP (a name
+        # server's port given as the domain) or cuts its answer short
         log.warning("fetch name server address from %s failed: %s", url, exc)
         return None
     text = text.strip()

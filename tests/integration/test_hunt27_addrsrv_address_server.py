@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from rocketstore.broker.broker import Broker
 from rocketstore.broker.config import BrokerConfig
 from rocketstore.client import ConsumeFromWhere, ConsumeStatus, Producer, PullConsumer, PushConsumer
 from rocketstore.namesrv.server import NameServer
+from rocketstore.remoting.consumer_bodies import ConsumerRunningInfo
 from rocketstore.store.config import StoreConfig
 
 TOPIC = "Hunt27AddrSrv"
@@ -222,6 +224,33 @@ def test_a_push_consumer_given_the_address_server_consumes(cluster: LocalCluster
             while not got:
                 await asyncio.sleep(0.02)
             assert consumer.consumer.routes.namesrv_addrs == [cluster.namesrv_addr]
+            info = consumer.running_info()
+            assert info.properties[ConsumerRunningInfo.PROP_NAMESERVER_ADDR] == f"{cluster.namesrv_addr};"
 
     cluster.run(go(), timeout_s=30)
     assert got == [b"pushed"]
+
+
+@pytest.mark.parametrize("answer", [b"SSH-2.0-OpenSSH_9.2\r\n",
+                                    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n127.0.0.1:9876"])
+def test_an_answer_that_is_not_http_reads_as_none(answer: bytes) -> None:
+    # (a name server's port given as the domain, a peer cutting its answer short) 4.9.3 logs the IOException
+    # and keeps its list; here it raised http.client's BadStatusLine / IncompleteRead into the user's send
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def answer_once() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(answer)
+
+    thread = threading.Thread(target=answer_once, daemon=True)
+    thread.start()
+    try:
+        url = address_server_url(f"127.0.0.1:{listener.getsockname()[1]}")
+        assert address_server.fetch_namesrv_addr(url, timeout_s=5) is None
+    finally:
+        thread.join(5)
+        listener.close()

@@ -435,8 +435,9 @@ class GroupConsumer:
             "consumeTimestamp": time.strftime("%Y%m%d%H%M%S", time.localtime((self._timestamp_ms or 0) / 1000)),
             "unitMode": "false",
             ConsumerRunningInfo.PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp_ms),
-            # what 4.9.3's MQClientInstance adds to every consumer's answer (each name server followed by ";")
-            ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in self.namesrv_addr.split(";") if a),
+            # what 4.9.3's MQClientInstance adds to every consumer's answer (each name server followed by ";"):
+            # the list in use, an address server's too
+            ConsumerRunningInfo.PROP_NAMESERVER_ADDR: "".join(f"{a};" for a in self.consumer.routes.namesrv_addrs),
             ConsumerRunningInfo.PROP_CONSUME_TYPE: self.consume_type,
             ConsumerRunningInfo.PROP_CLIENT_VERSION: get_version_desc(MQ_VERSION),
         }
