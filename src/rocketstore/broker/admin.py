@@ -73,14 +73,15 @@ log = logging.getLogger(__name__)
 _UNSET_REMARK = "not set any response code"
 #: Java's TopicFilterType enum constants, the only topicFilterType values UPDATE_AND_CREATE_TOPIC takes
 _TOPIC_FILTER_TYPES = frozenset({"SINGLE_TAG", "MULTI_TAG"})
-#: how long after answering a deletion a topic a send created again meanwhile is registered once more (past
-#: the admin's DELETE_TOPIC_IN_NAMESRV, which follows the answer)
-RECREATED_TOPIC_REGISTER_DELAY_S = 1.0
+#: when, after answering a deletion, a topic a send created again is registered once more: past the admin's
+#: DELETE_TOPIC_IN_NAMESRV, which follows the answer, and (mqadmin deletes on every broker of the cluster
+#: first, one after another) may come seconds later
+RECREATED_TOPIC_REGISTER_DELAYS_S = (1.0, 5.0, 20.0)
 
 
 def _register_recreated(broker: Broker, topic: str) -> None:
-    """Register *topic* (created again by a send while it was being deleted) at a new data version, which
-    the name servers take it from."""
+    """Register *topic* (created again by a send during or just after its deletion) at a new data version,
+    which the name servers take it from; nothing when it is gone."""
     if broker.closed or broker.topics.get(topic) is None:
         return
     before = broker.topics.data_version
@@ -171,14 +172,14 @@ def register(router: RequestRouter, broker: Broker) -> None:
             dropped = []
         # the statistics of those topics and of this one stay unless autoDeleteUnusedStats, as in 4.9.3
         broker.forget_stats_of_topics([*(topic for topic, _ in dropped), h.topic])
-        if broker.topics.get(h.topic) is not None:
-            # a send created the topic again meanwhile (autoCreateTopicEnable: a producer still sending) and
-            # registered it before this answer; the admin's DELETE_TOPIC_IN_NAMESRV, which follows the answer,
-            # takes it from the name servers again, and the periodic registrations (the same data version)
-            # would never bring it back.  4.9.3 answers within a few ms, and such a send's registration
-            # reached its name server after the admin's deletion: the topic stayed routed
-            asyncio.get_running_loop().call_later(RECREATED_TOPIC_REGISTER_DELAY_S, _register_recreated,
-                                                  broker, h.topic)
+        # a send may create the topic again (autoCreateTopicEnable: a producer still sending) and register it
+        # before the admin's DELETE_TOPIC_IN_NAMESRV, which follows this answer, takes it from the name servers
+        # again; the periodic registrations (the same data version) would never bring it back.  4.9.3 answers
+        # within a few ms, and such a send's registration reached its name server after the admin's deletion:
+        # the topic stayed routed.  Registered again a few times after the answer, if it exists then
+        loop = asyncio.get_running_loop()
+        for delay in RECREATED_TOPIC_REGISTER_DELAYS_S:
+            loop.call_later(delay, _register_recreated, broker, h.topic)
         return request.make_response(ResponseCode.SUCCESS)
 
     async def all_topic_config(conn: Connection, request: RemotingCommand) -> RemotingCommand:
