@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from rocketstore.message.record import Message
 from rocketstore.store.config import StoreConfig
@@ -125,6 +126,38 @@ def test_a_segment_added_while_head_segments_are_deleted_is_never_lost(tmp_path:
         deleter.join(timeout=60)
         files.close()
     assert lost_at is None
+
+
+def test_a_segment_added_while_the_head_is_being_deleted_is_kept(tmp_path: Path) -> None:
+    # the race above made certain: the deleter stops between reading the segment list and storing the list
+    # without its head, while the main thread adds a segment.  With the list lock, create_next waits for
+    # the deleter (which gives up waiting after 1 s); without it, the deleter's list (read before) lost it
+    files = FileQueue(str(tmp_path / "segments"), 4096, writable=False)
+    for _ in range(3):
+        files.create_next()
+    store_list = files._set
+    deleter_storing = threading.Event()
+    added = threading.Event()
+
+    def paused_store(new: list[Any]) -> None:
+        if threading.current_thread().name == "deleter":
+            deleter_storing.set()
+            added.wait(timeout=1.0)
+        store_list(new)
+
+    files._set = paused_store  # type: ignore[method-assign]
+    deleter = threading.Thread(target=files.delete_first, args=(1,), name="deleter")
+    deleter.start()
+    try:
+        assert deleter_storing.wait(timeout=10)
+        newest = files.create_next()
+        added.set()
+        deleter.join(timeout=10)
+        assert files.last() is newest
+        assert len(files) == 3
+    finally:
+        added.set()
+        files.close()
 
 
 def test_flushing_a_segment_that_retention_just_deleted_is_not_an_error(tmp_path: Path) -> None:
