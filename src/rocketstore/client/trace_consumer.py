@@ -87,7 +87,7 @@ class TracedConsumption(Consumption):
     async def call_handler(self, messages: list[ConsumedMessage], topic: str) -> ConsumeStatus:
         began_ms = _now_ms()
         # the requestId is a fresh client message id, as Java's TraceContext makes one
-        before = sub_before_context(self.trace_group, messages, new_uniq_key(), began_ms)
+        before = sub_before_context(self.trace_group, messages, new_uniq_key(), began_ms, self.pc.namespace)
         if before is None:
             return await super().call_handler(messages, topic)
         self.dispatcher.append(before)

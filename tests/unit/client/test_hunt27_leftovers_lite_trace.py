@@ -16,7 +16,8 @@ import pytest
 
 from rocketstore.client.lite_pull_consumer import LitePullConsumer
 from rocketstore.client.process_queue import ProcessQueue
-from rocketstore.client.push_types import ConsumedMessage
+from rocketstore.client.push_consumer import PushConsumer
+from rocketstore.client.push_types import ConsumedMessage, ConsumeStatus
 from rocketstore.client.route import MessageQueue
 from rocketstore.client.trace import TraceContext, TraceType
 
@@ -71,5 +72,27 @@ def test_the_trace_of_a_pulled_batch_copies_no_message(namespace: str | None,
         [(_, waiting)] = consumer.consumption.batches
         assert waiting is batch and all(a is b for a, b in zip(waiting, kept, strict=True))
         assert {m.topic for m in waiting} == {topic}
+
+    asyncio.run(go())
+
+
+def test_a_traced_push_consumer_in_a_namespace_names_the_topic_without_it() -> None:
+    # the push consumer's records too (its messages carry ``nsP%topic`` until the handler's copy strips it):
+    # a SubBefore keyed by the namespaced topic went into other trace messages than the Pub records of the
+    # same topic
+    async def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def go() -> None:
+        consumer = PushConsumer(NAMESRV, "push-trace-g", {"PushTraced": "*"}, handle, enable_trace=True,
+                                namespace="nsP")
+        recorder = _Recorder()
+        consumer.consumption.dispatcher = recorder  # type: ignore[attr-defined]
+        status = await consumer.consumption.call_handler([_message("nsP%PushTraced", 0)], "nsP%PushTraced")
+        assert status is ConsumeStatus.CONSUME_SUCCESS
+        before = recorder.contexts[0]
+        assert before.trace_type is TraceType.SubBefore
+        assert [b.topic for b in before.beans] == ["PushTraced"]
+        await consumer.consumer.close()
 
     asyncio.run(go())
