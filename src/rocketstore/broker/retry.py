@@ -38,8 +38,9 @@ __all__ = ["register"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 #: how long a send-back that created its %RETRY% / %DLQ% topic waits at most for the name servers to route
-#: it: well within the 5 s a client gives a send-back (after which a Java consumer sends the message again
-#: through its producer), so that name servers that do not answer cannot make it store the message twice
+#: it: within the 3 s (pull consumer) and 5 s (push consumer, which then sends the message again through its
+#: producer) 4.9.3's clients give a send-back, so that name servers that do not answer cannot make it store
+#: the message twice
 _REGISTRATION_WAIT_S = 2.0
 
 

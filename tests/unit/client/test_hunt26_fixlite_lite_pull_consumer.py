@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-
 from rocketstore.client.lite_pull_consumer import LitePullConsumer
 from rocketstore.client.process_queue import ProcessQueue
 from rocketstore.client.push_types import ConsumedMessage, ConsumeFromWhere
