@@ -34,6 +34,7 @@ def test_send_back_nums_is_the_minute_sum_of_messages_given_back(cluster: LocalC
     while not run(routed()):
         assert time.monotonic() < deadline, "no route for the topic after 30 s"
         time.sleep(0.1)
+    cluster.wait_dispatched()  # in its consume queue before the pull (built a moment after the send)
 
     async def go() -> None:
         async with PullConsumer(cluster.namesrv_addr, GROUP) as consumer:

@@ -29,6 +29,9 @@ def test_an_sql92_groups_filter_data_is_4_9_3s_consumer_filter_data_text(tmp_pat
         async def go() -> dict[str, Any]:
             async with Producer(cluster.namesrv_addr, "cq-filter-producer") as producer:
                 await producer.send(TOPIC, b"m", properties={"n": "2"}, queue_id=0)
+            # the consume queue the queries below read exists once the send is dispatched (a moment after its
+            # answer): before, the broker answers that it does not exist
+            await asyncio.to_thread(cluster.wait_dispatched)
 
             def handle(messages: list[ConsumedMessage]) -> ConsumeStatus:
                 return ConsumeStatus.CONSUME_SUCCESS

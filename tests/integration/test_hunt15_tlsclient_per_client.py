@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from certs import self_signed
+from local_cluster import eventually
 from serve_process import ServeProcess, write_broker_conf
 
 from rocketstore.client import (
@@ -83,7 +84,14 @@ def test_tls_producer_and_consumers_reach_an_enforcing_broker_while_the_process_
                 assert (await producer.send(TOPIC, f"m{i}".encode())).status == "SEND_OK"
         pulled: list[bytes] = []
         async with PullConsumer(serve.namesrv_addr, "tls-per-client-pull", tls=checking) as consumer:
-            for mq in await consumer.queues(TOPIC):
+            queues = await consumer.queues(TOPIC)
+
+            async def all_dispatched() -> bool:
+                return sum([await consumer.max_offset(mq) for mq in queues]) >= 6
+
+            # the consume queues are built from the commitlog a moment after the sends are answered
+            await eventually(all_dispatched, 20, "the consume queues to hold all 6 messages")
+            for mq in queues:
                 pulled += [m.body for m in (await consumer.pull(mq, 0, 32)).messages]
         lite = LitePullConsumer(serve.namesrv_addr, "tls-per-client-lite", tls=True, consume_from_where=FIRST)
         lite.subscribe(TOPIC)

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from local_cluster import eventually
 from serve_process import ServeProcess, cli, write_broker_conf
 
 from rocketstore.client import NoRouteError, Producer, PullConsumer
@@ -33,9 +34,16 @@ def test_an_enforcing_server_in_test_mode_serves_tls_without_certificates(tmp_pa
                 await admin.create_topic("TestModeTopic", broker_addr=serve.broker_addr, read_queue_nums=1,
                                          write_queue_nums=1)
             async with Producer(serve.namesrv_addr, "test-mode-producer", tls=tls) as producer:
-                assert (await producer.send("TestModeTopic", b"self-signed")).status == "SEND_OK"
+                sent = await producer.send("TestModeTopic", b"self-signed")
+                assert sent.status == "SEND_OK"
             async with PullConsumer(serve.namesrv_addr, "test-mode-consumer", tls=tls) as consumer:
                 [mq] = await consumer.queues("TestModeTopic")
+
+                async def dispatched() -> bool:
+                    return await consumer.max_offset(mq) > sent.queue_offset
+
+                # the consume queue is built from the commitlog a moment after the send is answered
+                await eventually(dispatched, 20, "the message in its consume queue")
                 return [m.body for m in (await consumer.pull(mq, 0, 32)).messages]
 
         assert run(round_trip(TlsConfig(client_enable=True, test_mode=True))) == [b"self-signed"]

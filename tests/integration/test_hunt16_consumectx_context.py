@@ -5,6 +5,7 @@ auto-commit; and every handler form that worked before still works, context or n
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from pathlib import Path
@@ -38,6 +39,9 @@ async def send(cluster: LocalCluster, topic: str, bodies: list[bytes]) -> None:
     async with Producer(cluster.namesrv_addr, "consumectx-producer") as producer:
         for body in bodies:
             await producer.send(topic, body)
+    # every message in its queue before a consumer's first pull, so that they come as one batch (a dispatcher
+    # a moment behind, on a loaded machine, hands the first pull the first message alone)
+    await asyncio.to_thread(cluster.wait_dispatched)
 
 
 def sent_back(cluster: LocalCluster, group: str) -> list[StoredMessage]:

@@ -67,6 +67,7 @@ def test_a_master_made_slave_refuses_sends_at_once_and_takes_them_again_made_mas
             send(cluster, b"refused by the slave store")
         assert refused.value.code == ResponseCode.SERVICE_NOT_AVAILABLE
         assert "messages are put to the slave" in (refused.value.remark or "")
+        cluster.wait_dispatched()  # "first" in its consume queue (built a moment after the send), and no more
         assert cluster.broker.store.max_offset(TOPIC, 0) == 1
         set_role(cluster, "ASYNC_MASTER")
         second = send(cluster, b"second")

@@ -55,6 +55,7 @@ def test_a_brokers_error_fails_the_request_without_a_retry_on_another_broker(tmp
                     return errors, [r.message_queue.broker_name for r in plain]
 
             errors, plain_brokers = run_within(go, TEST_TIMEOUT_S)
+            assert broker_b.store.wait_dispatched(10)  # every send in its consume queue, read next
             on_b = sorted(m.body for m in cluster.call(lambda: _all_on(broker_b)))
         finally:
             cluster.run(broker_b.close())

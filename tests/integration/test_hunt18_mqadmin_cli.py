@@ -118,6 +118,7 @@ def test_cluster_list_more_stats_counts_todays_puts_and_gets(cluster: LocalClust
     put_before, got_before = today()
     ok(capsys, cluster, "send", "MoreStatsCliTopic", "m {i}", "--count", "5")
     assert today() == (put_before + 5, got_before)
+    cluster.wait_dispatched()  # in the consume queue the print reads (built a moment after each send)
     assert len(ok_json(capsys, cluster, "message", "print", "-t", "MoreStatsCliTopic")["messages"]) == 5
     assert today() == (put_before + 5, got_before + 5)
 

@@ -165,6 +165,7 @@ def _produce(ons: OnsClient, script: Path, cluster: LocalCluster, topic: str, me
                                "group": "hunt18-producer", "namespace": namespace, "messages": messages}).finish()
     sent = [line for line in lines if "status" in line]
     assert [s["status"] for s in sent] == ["SEND_OK"] * len(messages), lines
+    cluster.wait_dispatched()  # in the consume queues the tests read next (built a moment after each send)
     return sent
 
 

@@ -176,6 +176,9 @@ def test_an_orderly_queue_counts_the_batch_in_hand_toward_its_threshold(
         async with Producer(cluster.namesrv_addr, "hunt18-push-producer") as producer:
             for i in range(40):
                 await producer.send(topic, f"o{i}".encode(), queue_id=0)
+            # all in the queue before the first pull, so that the first batch is three (a dispatcher a moment
+            # behind, on a loaded machine, hands the first pull o0 alone)
+            await asyncio.to_thread(cluster.wait_dispatched)
             async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, orderly=True,
                                     consume_batch_size=3, pull_batch_size=4, pull_threshold_for_queue=8,
                                     consume_max_span=1, **FAST) as consumer:

@@ -41,6 +41,9 @@ def test_a_concurrent_batch_whose_handler_raises_cancelled_error_is_sent_back(cl
 
     async def go() -> None:
         await send_all(cluster, topic, 4)
+        # all in the queue before the first pull, so that the batches are m0+m1 and m2+m3 (a dispatcher a
+        # moment behind, on a loaded machine, hands the first pull m0 alone)
+        await asyncio.to_thread(cluster.wait_dispatched)
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, consume_batch_size=2,
                                 **FAST) as consumer:
             await eventually(lambda: sum(len(c) for c in calls) >= 6, 30, "the failed batch retried")
@@ -67,6 +70,7 @@ def test_an_orderly_queue_whose_handler_raises_cancelled_error_handles_the_batch
 
     async def go() -> None:
         await send_all(cluster, topic, 2)
+        await asyncio.to_thread(cluster.wait_dispatched)  # both in the first batch (see above)
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, orderly=True,
                                 consume_batch_size=2, **FAST) as consumer:
             await eventually(lambda: consumer.offset_table(topic).get((topic, "broker-a", 0)) == 2, 30,

@@ -7,6 +7,7 @@ good (the offset stuck before it, nothing retried) or the orderly queue stopped 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -47,6 +48,9 @@ def test_an_ack_index_that_is_no_int_is_warned_of_once_and_acknowledges_the_batc
 
     async def go() -> None:
         await send_all(cluster, topic, 6)
+        # all in the queue before the first pull, so that the batches are whole (a dispatcher a moment
+        # behind, on a loaded machine, hands the first pull m0 alone)
+        await asyncio.to_thread(cluster.wait_dispatched)
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, consume_batch_size=2,
                                 **FAST) as consumer:
             await eventually(lambda: consumer.offset_table(topic).get((topic, "broker-a", 0)) == 6, 30,
@@ -77,10 +81,12 @@ def test_a_delay_level_that_is_no_int_sends_the_batch_back_as_not_set(
 
     async def go() -> None:
         await send_all(cluster, topic, 2)
+        await asyncio.to_thread(cluster.wait_dispatched)  # all in the first pull: one batch (see above)
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, consume_batch_size=2,
                                 **FAST) as consumer:
-            # (the first pull may find only m0 dispatched: the first batch is whatever it held)
-            await eventually(lambda: sum(len(c) for c in calls) >= 2 + len(calls[0]), 30, "the batch retried")
+            # (the first batch is whatever the first pull held; calls[0] only once the handler ran)
+            await eventually(lambda: calls and sum(len(c) for c in calls) >= 2 + len(calls[0]), 30,
+                             "the batch retried")
             await eventually(lambda: consumer.offset_table(topic).get((topic, "broker-a", 0)) == 2, 10,
                              "the offset past both messages")
 
@@ -109,6 +115,7 @@ def test_an_orderly_pause_that_is_no_number_keeps_the_queue_consuming(
 
     async def go() -> None:
         await send_all(cluster, topic, 2)
+        await asyncio.to_thread(cluster.wait_dispatched)  # all in the first pull: one batch (see above)
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, orderly=True,
                                 consume_batch_size=2, **FAST) as consumer:
             await eventually(lambda: consumer.offset_table(topic).get((topic, "broker-a", 0)) == 2, 30,
@@ -145,6 +152,7 @@ def test_a_send_back_failing_unforeseen_is_logged_once_and_the_message_handled_a
 
     async def go() -> None:
         await send_all(cluster, topic, 2)
+        await asyncio.to_thread(cluster.wait_dispatched)  # all in the first pull: one batch (see above)
         async with PushConsumer(cluster.namesrv_addr, group, {topic: "*"}, handle, consume_batch_size=2,
                                 **FAST) as consumer:
             await eventually(lambda: sum(len(c) for c in calls) >= 4, 30, "both messages handled again")

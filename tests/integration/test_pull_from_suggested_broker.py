@@ -35,6 +35,7 @@ def test_the_next_pull_goes_to_the_suggested_broker(tmp_path: Path, slave_read_e
                     assert (await producer.send(TOPIC, b"m%d" % i)).status == "SEND_OK"
 
         run(send())
+        cluster.wait_dispatched()  # the master's consume queue too (the wait below is the slave's)
         slave = cluster.start_slave(tmp_path / "slave", cluster.broker_name)
         try:
             cluster.wait_slave_synced(slave)
