@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, cast
@@ -80,6 +81,11 @@ log = logging.getLogger("rocketstore.remoting.transport")
 
 #: Bodies from this size on are handed to the transport beside the header instead of joined to it.
 _SEPARATE_BODY_BYTES = 16384
+
+#: CPython 3.12.0-3.12.8 and 3.13.0-3.13.1: the selector transport's writelines() never pauses its protocol
+#: at the high-water mark (gh-127655, CVE-2024-12254), so toward a peer that stops reading frames would be
+#: buffered without bound and no drain would wait (a oneway would never raise).
+_WRITELINES_SKIPS_PAUSE = (3, 12) <= sys.version_info < (3, 12, 9) or (3, 13) <= sys.version_info < (3, 13, 2)
 
 
 class Credentials(Protocol):
@@ -314,6 +320,10 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
             transport.write(out[0])
         else:
             transport.writelines(out)
+            if _WRITELINES_SKIPS_PAUSE and self._can_write.is_set():
+                # setting the limits again runs the transport's own high-water check, which writelines skips
+                low, high = transport.get_write_buffer_limits()
+                transport.set_write_buffer_limits(high, low)
 
     async def _drain(self, timeout_s: float) -> None:
         if self._can_write.is_set():
