@@ -183,8 +183,10 @@ def test_a_subscription_group_with_numbers_out_of_java_range_is_refused_and_crea
         sent = conn.request(RequestCode.SEND_MESSAGE_V2, send_ext("PlainTopic"), b"x")
         assert sent.code == ResponseCode.SUCCESS
         offset = str(int(sent.ext_fields["msgId"][-16:], 16))
+        # (a null retryQueueNums was refused here too; 4.9.3 keeps the default for a null number field, so it
+        # is taken now: test_hunt28_leftb_group_body_nulls.py.  A list is no number, null or not)
         for field, value in (("retryQueueNums", 1 << 40), ("retryQueueNums", 1e30), ("retryMaxTimes", "many"),
-                             ("retryQueueNums", None), ("brokerId", 1 << 70)):
+                             ("retryQueueNums", [1]), ("brokerId", 1 << 70)):
             reply = conn.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
                                  body=json.dumps({"groupName": "huge-group", field: value}).encode())
             assert reply.code == ResponseCode.SYSTEM_ERROR, (field, value, reply.remark)

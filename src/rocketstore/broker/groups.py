@@ -36,9 +36,19 @@ _WIRE = {"group_name": "groupName", "consume_enable": "consumeEnable",
 _LONG_FIELDS = frozenset({"broker_id", "which_broker_when_consume_slowly"})
 
 
+#: what fastjson 1.2.48 reads as no value for a number field: the field keeps its default (checked against
+#: 4.9.3's broker: ``{"retryMaxTimes": null}``, ``""``, ``"null"`` and ``"NULL"`` leave 16)
+_NO_NUMBER = (None, "", "null", "NULL")
+
+
 def _java_number(wire: str, raw: object, bits: int) -> int:
     """*raw* as the Java int (*bits* 32) or long (64) field *wire* (*bits* 0: any size); ValueError if it
-    is none."""
+    is none.  A string is read as fastjson's castToInt / castToLong reads it: its commas dropped, then
+    Integer.parseInt (a sign and digits; no blanks, no ``_``)."""
+    if isinstance(raw, str):
+        raw = raw.replace(",", "")
+        if raw != raw.strip() or "_" in raw:
+            raise ValueError(f"{wire} is not a number: {raw!r}")
     try:
         value = int(raw)  # type: ignore[call-overload]
     except (TypeError, ValueError, OverflowError) as exc:
@@ -111,6 +121,8 @@ class SubscriptionGroupConfig:
             if f.default is not dataclasses.MISSING and isinstance(f.default, bool):
                 values[f.name] = _java_bool(wire, raw, f.default)
             elif f.default is not dataclasses.MISSING and isinstance(f.default, int):
+                if raw in _NO_NUMBER:
+                    continue  # the default, as fastjson leaves a primitive field it reads null into
                 bits = (64 if f.name in _LONG_FIELDS else 32) if java_range else 0
                 values[f.name] = _java_number(wire, raw, bits)
             else:
