@@ -28,6 +28,12 @@ keeps it when the group turns to a TAG subscription; this broker keeps no such t
 pass.  A retry record without RETRY_TOPIC (written to the retry topic by hand) passes, where 4.9.3's look-up
 by a null topic throws and the pull fails.
 
+consumeBroadcastEnable=false refuses every pull of a group its heartbeats register as BROADCASTING with
+NO_PERMISSION "the consumer group[<g>] can not consume by broadcast way", with or without the subscription
+bit.  Deliberately unlike 4.9.3, which checks the switch only on pulls without that bit (Java push
+consumers'), so that lite pull consumers and the C++ and Python clients, which always send their
+subscription, got through; only a group whose config has the switch off pays the look-up.
+
 GetMessageStatus -> response code: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20; NO_MESSAGE_IN_QUEUE /
 NO_MATCHED_LOGIC_QUEUE 21 if the requested offset is not 0, else 19; OFFSET_FOUND_NULL / OFFSET_OVERFLOW_ONE 19;
 OFFSET_OVERFLOW_BADLY / OFFSET_TOO_SMALL 21.  A 19 with the suspend bit waits (long polling) until a message
@@ -147,6 +153,9 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     if has_subscription:
         if _unparsable_subscription(h.subscription or "", h.expression_type or "TAG"):
             return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+        if not group_cfg.consume_broadcast_enable and _broadcasting(broker, h.consumer_group):
+            return fail(ResponseCode.NO_PERMISSION,
+                        f"the consumer group[{h.consumer_group}] can not consume by broadcast way")
         sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
     else:
         info = broker.clients.group(h.consumer_group)
@@ -232,6 +241,12 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         broker.stats.pulled(h.consumer_group, h.topic, result.message_count, len(body),
                             (time.monotonic_ns() - began_ns) // 1_000_000, queue_id=h.queue_id)
     return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)
+
+
+def _broadcasting(broker: Broker, group: str) -> bool:
+    """Has *group* registered (by its heartbeats) as a BROADCASTING consumer?"""
+    info = broker.clients.group(group)
+    return info is not None and info.message_model == MessageModel.BROADCASTING
 
 
 def _unparsable_subscription(expression: str, expression_type: str) -> bool:
