@@ -9,6 +9,13 @@ keeps body, flag, sysFlag, born time/host and properties, adds RETRY_TOPIC (the 
 ORIGIN_MESSAGE_ID, and counts one more reconsume.  A stored one counts in SNDBCK_PUT_NUMS under
 ``<RETRY_TOPIC>@<group>`` (broker_stats.py).  A ``%RETRY%`` / ``%DLQ%`` topic the send-back creates is
 registered with the name servers at once, and the send-back answered once they route it.
+
+The retry queue is picked among the first retryQueueNums queues of the ``%RETRY%`` topic that consumers
+read: within min(writeQueueNums, readQueueNums), within readQueueNums when an admin left the topic no write
+queue.  A topic left with no read queue refuses the retry (SYSTEM_ERROR; the client keeps the message), a
+dead letter still goes to ``%DLQ%``.  4.9.3 picks from retryQueueNums alone, whatever the topic's queues,
+and answers SUCCESS for a retry stored in a queue no consumer pulls (checked against 4.9.3's broker: a
+topic edited to 1 read and 4 write queues got 3 of 4 retries past its read queue, one of 0 read queues all).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from rocketstore.store.results import PutMessageStatus
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
 
-__all__ = ["register"]
+__all__ = ["register", "register_created", "routed"]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 #: how long a send-back that created its %RETRY% / %DLQ% topic waits at most for the name servers to route
@@ -71,26 +78,24 @@ def register(router: RequestRouter, broker: Broker) -> None:
         tc = broker.topics.get(topic)
         #: the registrations of the topics this send-back created: answered once the name servers route them
         registering: list[asyncio.Task[None]] = []
-
-        def created(new_topic: str, before: DataVersion) -> None:
-            registered = broker.topic_config_changed(new_topic, before)
-            if registered is not None:
-                registering.append(registered)
-
         if tc is None:
             before = broker.topics.data_version
             tc = broker.topics.create_retry_or_dlq(topic, group_cfg.retry_queue_nums, Perm.READ | Perm.WRITE,
                                                    2 if h.unit_mode else 0)
-            created(topic, before)
+            register_created(broker, topic, before, registering)
         if not Perm.writeable(tc.perm):
             return fail(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         # within the queues the retry topic has (at most MAX_QUEUE_NUMS, whatever retryQueueNums says): a queue
         # past them would hold the message where no consumer pulls.  4.9.3 picks from the group's count alone,
-        # so once retryQueueNums was raised on a group whose retry topic existed, most retries were stranded
+        # so once retryQueueNums was raised on a group whose retry topic existed, most retries were stranded.
+        # Consumers pull the read queues only: within min(write, read), or within the read queues when an
+        # admin left the topic no write queue; none to read is refused (4.9.3 stores it there, unread)
         queue_nums = min(group_cfg.retry_queue_nums, MAX_QUEUE_NUMS)
-        if 0 < tc.write_queue_nums < queue_nums:
-            queue_nums = tc.write_queue_nums
-        queue_id = random.randrange(queue_nums)
+        read_nums = tc.read_queue_nums
+        usable = min(tc.write_queue_nums, read_nums) if tc.write_queue_nums > 0 else read_nums
+        if usable < queue_nums:
+            queue_nums = usable
+        queue_id = random.randrange(queue_nums) if queue_nums > 0 else -1  # -1: no queue that is read
 
         try:
             original = broker.store.message_at(h.commit_log_offset)
@@ -116,10 +121,13 @@ def register(router: RequestRouter, broker: Broker) -> None:
             if broker.topics.get(topic) is None:
                 before = broker.topics.data_version
                 broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
-                created(topic, before)
+                register_created(broker, topic, before, registering)
             # as 4.9.3, the perm of an existing %DLQ% topic is not checked (only the %RETRY% topic's is)
             props[PropertyName.DELAY] = "0"
         else:
+            if queue_id < 0:  # not stored: the client keeps the message (and tries it again)
+                return fail(ResponseCode.SYSTEM_ERROR,
+                            f"the topic[{topic}] has no read queue: no consumer would ever get the retry")
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times
             props[PropertyName.DELAY] = str(delay_level)
@@ -134,7 +142,7 @@ def register(router: RequestRouter, broker: Broker) -> None:
             # goes on (registerBrokerAll): a consumer reading the %DLQ% (or %RETRY%) route once answered finds
             # it.  Registered beside the put, waited for here; a send-back that created nothing waits for
             # nothing
-            await asyncio.wait(registering, timeout=_REGISTRATION_WAIT_S)
+            await routed(registering)
         if result.status is PutMessageStatus.PUT_OK:
             broker.stats.sent_back(h.group, props[PropertyName.RETRY_TOPIC], result.topic, result.wrote_bytes)
             if broker.config_changes() != changes:
@@ -143,3 +151,20 @@ def register(router: RequestRouter, broker: Broker) -> None:
         return fail(ResponseCode.SYSTEM_ERROR, result.status.name)
 
     router.add(RequestCode.CONSUMER_SEND_MSG_BACK, send_back)
+
+
+def register_created(broker: Broker, topic: str, before: DataVersion,
+                     registering: list[asyncio.Task[None]]) -> None:
+    """Register *topic*, a ``%RETRY%`` / ``%DLQ%`` topic just created (the table was at data version
+    *before*), with the name servers at once; the registration goes into *registering*, for :func:`routed`.
+    Used by the send-back and by a send to ``%RETRY%`` that turns into a dead letter (send.py)."""
+    registered = broker.topic_config_changed(topic, before)
+    if registered is not None:
+        registering.append(registered)
+
+
+async def routed(registering: list[asyncio.Task[None]]) -> None:
+    """Wait until the name servers route the topics of *registering* (:func:`register_created`), at most
+    ``_REGISTRATION_WAIT_S``."""
+    if registering:
+        await asyncio.wait(registering, timeout=_REGISTRATION_WAIT_S)

@@ -12,6 +12,7 @@ as strings.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import random
@@ -19,6 +20,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING
 
+from rocketstore.broker.retry import register_created, routed
 from rocketstore.broker.stats_admin import disk_used_ratio
 from rocketstore.broker.topics import (
     RETRY_GROUP_TOPIC_PREFIX,
@@ -121,14 +123,17 @@ def _answer_template(config: BrokerConfig) -> JsonResponseTemplate:
 
 async def send_message(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand:
     changes = broker.config_changes()
-    prepared = _prepare(broker, conn, request)
+    registering: list[asyncio.Task[None]] = []
+    prepared = _prepare(broker, conn, request, registering)
     if isinstance(prepared, RemotingCommand):
         return prepared
+    assert prepared is not None  # (None only without *registering*)
     item, queue_id, region, wait = prepared
     result = await (broker.put_batch(item, wait=wait, sent=True) if isinstance(item, MessageBatch)
                     else broker.put(item, wait=wait, sent=True))
     if broker.config_changes() != changes:  # the send created its topic (or group): answered once it is written
         await broker.config_written_quietly()
+        await routed(registering)  # and a %DLQ% topic it created once the name servers route it
     if result.status is _ILLEGAL and isinstance(item, MessageBatch):
         refused = _batch_size_refusal(broker, request, item, region)
         if refused is not None:
@@ -143,7 +148,7 @@ def _put_now(broker: Broker, conn: Connection, request: RemotingCommand
     if broker.store.config.is_sync_flush or broker.sync_master:
         return None
     prepared = _prepare(broker, conn, request)
-    if isinstance(prepared, RemotingCommand):
+    if not isinstance(prepared, tuple):  # a refusal, or None: send_message's task
         return prepared
     item, queue_id, region, _wait = prepared
     result = broker.put_batch_now(item, sent=True) if isinstance(item, MessageBatch) else broker.put_now(item, sent=True)
@@ -201,7 +206,7 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand,
     refusals; a send that created its topic or group (*changes*: Broker.config_changes before it) is also
     answered only once that is written."""
     prepared = _prepare(broker, conn, request)
-    if isinstance(prepared, RemotingCommand):
+    if not isinstance(prepared, tuple):  # a refusal, or None: send_message's task
         return prepared
     item, queue_id, region, wait = prepared
     began_ns = _monotonic_ns()
@@ -241,8 +246,12 @@ def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand,
 _Prepared = tuple[Message | MessageBatch, int, dict[str, str], bool]
 
 
-def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> RemotingCommand | _Prepared:
-    """Everything before the put: the checks (a failure is returned as the response) and the messages."""
+def _prepare(broker: Broker, conn: Connection, request: RemotingCommand,
+             registering: list[asyncio.Task[None]] | None = None) -> RemotingCommand | _Prepared | None:
+    """Everything before the put: the checks (a failure is returned as the response) and the messages.
+    A dead letter whose ``%DLQ%`` topic is to be created is registered with the name servers at once, as
+    the send-back's, its registration added to *registering* (send_message's task waits for it, see
+    retry.routed); without *registering* (the immediate paths) None: the send goes to that task."""
     (_, topic, default_topic, default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties,
      reconsume_times, unit_mode, batch, max_reconsume_times) = send_message_header_fields(request.code,
                                                                                           request.ext_fields)
@@ -276,14 +285,25 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand) -> Remo
             topic = dlq_topic(group)
             dlq = broker.topics.get(topic)
             if dlq is None:
+                if registering is None:
+                    return None
+                before = broker.topics.data_version
                 dlq = broker.topics.create_retry_or_dlq(topic, 1, Perm.READ | Perm.WRITE)
-                broker.topic_created()
+                register_created(broker, topic, before, registering)
             # as 4.9.3's handleRetryAndDLQ, the perm of an existing %DLQ% topic is not checked, and its
             # filter type, not the %RETRY% topic's, decides the dead letter's MULTI_TAGS flag
             tc = dlq
             queue_id = 0
             # no DELAY=0 here: 4.9.3's setDelayTimeLevel(0) goes to a properties map that the request's own
             # properties then replace, so the DELAY sent stays (a level > 0 schedules the dead letter first)
+        elif queue_id >= tc.read_queue_nums:
+            # a retry past the read queues (an admin left the %RETRY% topic fewer read queues than write ones,
+            # or none) would never be consumed: put in a read queue, or refused when there is none (the
+            # client keeps the message), as the send-back does (retry.py); 4.9.3 stores it there, unread
+            if tc.read_queue_nums <= 0:
+                return fail(ResponseCode.SYSTEM_ERROR,
+                            f"the topic[{topic}] has no read queue: no consumer would ever get the retry")
+            queue_id %= tc.read_queue_nums
 
     if tc.topic_filter_type == "MULTI_TAG":
         sys_flag |= SysFlag.MULTI_TAGS
