@@ -137,9 +137,11 @@ class HAServer:
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._tie = itertools.count()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
 
     async def start(self) -> None:
         dual = dual_stack_listener(self.host, self.port)  # "::": IPv4 slaves too, as 4.9.3's wildcard bind
+        self._closing = False
         if dual is None:
             self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
         else:
@@ -147,6 +149,7 @@ class HAServer:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
+        self._closing = True
         if self._server is not None:
             self._server.close()
         for task in list(self._tasks):
@@ -204,6 +207,9 @@ class HAServer:
     # --- one slave ------------------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closing:  # accepted as close() began
+            writer.transport.abort()
+            return
         _no_delay(writer)
         peer = str(writer.get_extra_info("peername"))
         slave = _Slave(peer)
@@ -225,7 +231,9 @@ class HAServer:
             for part in (reading, sending):
                 part.cancel()
             await asyncio.gather(reading, sending, return_exceptions=True)
-            writer.close()
+            # not close(): it would first send what is buffered, which a slave that stopped reading never
+            # takes (the connection stayed open, and on Python 3.12+ the server's wait_closed with it)
+            writer.transport.abort()
             log.info("HA: slave %s gone (acknowledged %d)", peer, slave.ack_offset)
 
     async def _read_reports(self, reader: asyncio.StreamReader, slave: _Slave) -> None:

@@ -607,12 +607,16 @@ class MetricsServer:
         self.cluster = cluster
         self.min_interval_s = min_interval_s
         self._server: asyncio.base_events.Server | None = None
+        #: the scrapers' connections being served (their tasks), closed by close()
+        self._serving: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._closing = False
         self._lock = asyncio.Lock()
         self._text: str | None = None
         self._at = 0.0
 
     async def start(self) -> None:
         dual = dual_stack_listener(self.host, self.port)  # "::": IPv4 scrapers too
+        self._closing = False
         if dual is None:
             self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=16384)
         else:
@@ -621,7 +625,14 @@ class MetricsServer:
 
     async def close(self) -> None:
         if self._server is not None:
+            self._closing = True
             self._server.close()
+            # the open connections go too (an idle scraper's, one waiting for a collection): on Python 3.12+
+            # wait_closed waits for every one of them, and on 3.11 they stayed open until their own timeout
+            for task, writer in list(self._serving.items()):
+                writer.transport.abort()
+                task.cancel()
+            await asyncio.gather(*self._serving, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
 
@@ -640,6 +651,12 @@ class MetricsServer:
             return self._text
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closing:  # accepted as close() began
+            writer.transport.abort()
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving[task] = writer
         try:
             try:
                 async with asyncio.timeout(10):
@@ -660,7 +677,12 @@ class MetricsServer:
                 await _respond(writer, 200, "rocketstore exporter: metrics at /metrics\n", method)
             else:
                 await _respond(writer, 404, "not found: metrics are at /metrics\n", method)
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            # close() ended it: return (3.11 and 3.12's stream server logs a handler that ends cancelled)
         finally:
+            del self._serving[task]
             writer.close()
             try:
                 await writer.wait_closed()
