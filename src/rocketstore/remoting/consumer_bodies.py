@@ -9,8 +9,8 @@ The bodies that name
 server, broker and clients exchange on every route lookup, registration and heartbeat are in
 :mod:`rocketstore.remoting.bodies`, whose SubscriptionData and JSON value readers this module uses.
 
-Pure: no I/O; imports remoting.fastjson and remoting.bodies only.  Values are frozen dataclasses,
-safe to share between threads.
+Pure: no I/O; imports remoting.fastjson, remoting.bodies and message.java_numbers only.  Values are frozen
+dataclasses, safe to share between threads.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from rocketstore.message.java_numbers import LONG_MAX, LONG_MIN
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.bodies import SubscriptionData, _bool, _int, _list, _obj
 from rocketstore.remoting.fastjson import JsonBodyError
@@ -79,8 +80,25 @@ class ProcessQueueInfo:
     def from_json(cls, obj: Mapping[str, Any]) -> ProcessQueueInfo:
         values: dict[str, Any] = {
             name: (_bool(obj.get(wire)) if name in ("locked", "dropped") else _int(obj.get(wire)))
-            for name, wire in cls._WIRE}
+            for name, wire in cls._WIRE if name != "last_lock_timestamp"}
+        values["last_lock_timestamp"] = _lock_timestamp(obj.get("lastLockTimestamp"))
         return cls(**values)
+
+
+def _lock_timestamp(value: Any) -> int:
+    """lastLockTimestamp; 0 (unknown) for a whole number past a Java long, a number or a string of one:
+    librocketmq (the C++ client, PyPI rocketmq 0.4.4) sends a never-set uint64 there, as a string of
+    whatever the memory held (``"4189019907917050914"``, and past a long too).  4.9.3's fastjson refuses
+    the whole running info for it ("parseLong error, field : lastLockTimestamp"): consumerStatus showed
+    nothing of that consumer.  Anything else that is not a long is refused as in every other field."""
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            number = int(value)
+        except ValueError:
+            return _int(value)  # (refused)
+        if not LONG_MIN <= number <= LONG_MAX:
+            return 0
+    return _int(value)
 
 
 def _float(value: Any) -> float:
