@@ -68,7 +68,8 @@ def _exporter(args: argparse.Namespace) -> int:
                 admin, host=args.host, port=args.port, cluster=args.cluster,
                 min_interval_s=args.min_interval_s) as server:
             url_host = f"[{args.host}]" if ":" in args.host else args.host  # an IPv6 address is bracketed in a URL
-            print(f"exporter: http://{url_host}:{server.port}/metrics (name server {args.namesrv})", flush=True)
+            namesrvs = args.namesrv or ";".join(admin.namesrv_addrs)  # (an address server's list)
+            print(f"exporter: http://{url_host}:{server.port}/metrics (name server {namesrvs})", flush=True)
             await asyncio.Event().wait()
         return 0
 

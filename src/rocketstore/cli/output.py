@@ -17,6 +17,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any
 
+from rocketstore.address_server import NAMESRV_DOMAIN_ENV
 from rocketstore.client.admin import AdminClient
 from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.errors import ClientError
@@ -51,13 +52,17 @@ def trim_names(args: argparse.Namespace) -> None:
 
 def add_common(parser: argparse.ArgumentParser, *, full_body: bool = False,
                json_help: str = "print JSON instead of a table") -> None:
-    """``--namesrv`` (env ROCKETSTORE_NAMESRV, else NAMESRV_ADDR as mqadmin reads it, default 127.0.0.1:9876),
+    """``--namesrv`` (env ROCKETSTORE_NAMESRV, else NAMESRV_ADDR as mqadmin reads it, else the address server
+    ROCKETMQ_NAMESRV_DOMAIN names as mqadmin run with -Drocketmq.namesrv.domain, default 127.0.0.1:9876),
     ``--json``, ``--timeout-s`` and the ACL keys ``--access-key`` / ``--secret-key`` (env ROCKETSTORE_ACCESS_KEY /
     ROCKETSTORE_SECRET_KEY)."""
-    namesrv_default = os.environ.get("ROCKETSTORE_NAMESRV", os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV)
+    # None: the clients read the address server of ROCKETMQ_NAMESRV_DOMAIN (and its _SUBGROUP)
+    fallback = None if os.environ.get(NAMESRV_DOMAIN_ENV, "").strip() else DEFAULT_NAMESRV
+    namesrv_default = os.environ.get("ROCKETSTORE_NAMESRV", os.environ.get("NAMESRV_ADDR") or fallback)
     parser.add_argument("-n", "--namesrv", type=namesrv_list, default=namesrv_default,
                         help="name server(s) HOST:PORT[;HOST:PORT] (env ROCKETSTORE_NAMESRV, else NAMESRV_ADDR "
-                             f"as mqadmin's; default {DEFAULT_NAMESRV})")
+                             "as mqadmin's, else the address server $ROCKETMQ_NAMESRV_DOMAIN; default "
+                             f"{DEFAULT_NAMESRV})")
     parser.add_argument("--json", action="store_true", help=json_help)
     parser.add_argument("--request-timeout-s", type=positive_seconds, default=5.0, help="per request (default 5)")
     parser.add_argument("--access-key", default=os.environ.get("ROCKETSTORE_ACCESS_KEY"),

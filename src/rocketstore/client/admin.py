@@ -155,32 +155,56 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, ClusterAdmin, MessageAdmin, ExportAdmin,
                   StatsAllAdmin):
     def __init__(self, namesrv_addr: str | None = None, *, timeout_s: float = 5.0,
-                 credentials: SessionCredentials | None = None, tls: ClientTls = None) -> None:
+                 credentials: SessionCredentials | None = None, tls: ClientTls = None,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR``, as
-        4.9.3's DefaultMQAdminExt (a ClientConfig).  *credentials*: ACL access key and secret every request (name servers' too) is signed with; *tls*:
-        this client's own TLS switch (None follows the process, see :data:`rocketstore.remoting.tls.ClientTls`)."""
+        4.9.3's DefaultMQAdminExt (a ClientConfig); without either, the list is read from the address server
+        *namesrv_domain* / *namesrv_domain_subgroup* (else $ROCKETMQ_NAMESRV_DOMAIN /
+        $ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP) name, as the Producer's (and DefaultMQAdminExt's MQClientInstance):
+        at ``async with`` (or the first call that needs it), then every 2 minutes.  *credentials*: ACL access
+        key and secret every request (name servers' too) is signed with; *tls*: this client's own TLS switch
+        (None follows the process, see :data:`rocketstore.remoting.tls.ClientTls`)."""
         self.timeout_s = timeout_s
         self.pool = ConnectionPool(connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
-        self.namesrv_addrs = [a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a]
-        if not self.namesrv_addrs:  # (no address server here: its calls to every name server need the list)
-            raise ValueError(f"No name server address, please set it.{FAQ_SUFFIX}")
-        self.routes = RouteCache(self.namesrv_addrs, self.pool, timeout_s=timeout_s)
+        # (ValueError "No name server address" with neither a list nor an address server)
+        self.routes = RouteCache([a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a], self.pool,
+                                 timeout_s=timeout_s, namesrv_domain=namesrv_domain,
+                                 namesrv_domain_subgroup=namesrv_domain_subgroup)
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        """The name servers asked: as given (or set), else the address server's last list (empty before
+        the first read: see :meth:`namesrvs`)."""
+        return self.routes.namesrv_addrs
+
+    @namesrv_addrs.setter
+    def namesrv_addrs(self, addrs: list[str]) -> None:
+        self.update_namesrv_addr(addrs)
+
+    async def namesrvs(self) -> list[str]:
+        """The name servers to ask now: with an address server, its list, read first if not read yet;
+        ClientError when there is none."""
+        await self.routes.start_address_server()
+        if not self.routes.namesrv_addrs:  # the address server gave none yet
+            raise ClientError(f"No name server address, please set it.{FAQ_SUFFIX}")
+        return self.routes.namesrv_addrs
 
     async def __aenter__(self) -> Self:
+        await self.routes.start_address_server()  # (an address server's list; nothing without one)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def close(self) -> None:
+        await self.routes.close()
         await self.pool.close()
 
     def update_namesrv_addr(self, namesrv_addr: str | list[str]) -> None:
         """Ask the name servers of *namesrv_addr* (``host:port[;host:port]``) from now on, for routes and for
         the requests made to every name server (4.9.3's setNamesrvAddr of a DefaultMQAdminExt)."""
-        if self.routes.update_namesrv_addrs(namesrv_addr):
-            self.namesrv_addrs = self.routes.namesrv_addrs
+        self.routes.update_namesrv_addrs(namesrv_addr)
 
     # --- plumbing ----------------------------------------------------------------------------------------
 
@@ -192,7 +216,7 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
 
     async def _namesrv(self, code: int) -> RemotingCommand:
         last: Exception | None = None
-        for addr in self.namesrv_addrs:
+        for addr in await self.namesrvs():
             try:
                 return await self._call(addr, code)
             except RemotingError as exc:

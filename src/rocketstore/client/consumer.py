@@ -265,11 +265,11 @@ class PullConsumer:
                  handler: RequestHandler | None = None, credentials: SessionCredentials | None = None,
                  tls: ClientTls = None, mq_client_api_timeout_s: float | None = None,
                  namespace: str | None = None, namesrv_domain: str | None = None,
-                 namesrv_domain_subgroup: str | None = None) -> None:
+                 namesrv_domain_subgroup: str | None = None, unit_name: str | None = None) -> None:
         """*namesrv_addr*: ``host:port[;host:port]``; None: the environment variable ``NAMESRV_ADDR`` (as
         4.9.3's clients), else the address server *namesrv_domain* / *namesrv_domain_subgroup* name (as the
-        Producer's).  *handler* answers requests the brokers send back on our connections (a push consumer's
-        NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
+        Producer's; *unit_name*'s list there, ``<subgroup>-<unit_name>?nofix=1``).  *handler* answers
+        requests the brokers send back on our connections (a push consumer's NOTIFY_CONSUMER_IDS_CHANGED); *credentials*: ACL access key and secret every request (name
         servers' too) is signed with; *tls*: this client's own TLS switch (4.9.3's useTLS; None follows
         the process, see :data:`rocketstore.remoting.tls.ClientTls`).  *mq_client_api_timeout_s* (Java's
         ClientConfig.mqClientApiTimeout) bounds each route look-up from the name servers, as 4.9.3's
@@ -293,7 +293,7 @@ class PullConsumer:
                                    ssl_context=client_ssl_context(tls))
         self.routes = RouteCache([a for a in namesrv_addr_or_env(namesrv_addr).split(";") if a], self.pool,
                                  timeout_s=mq_client_api_timeout_s, namesrv_domain=namesrv_domain,
-                                 namesrv_domain_subgroup=namesrv_domain_subgroup)
+                                 namesrv_domain_subgroup=namesrv_domain_subgroup, unit_name=unit_name)
         #: queue -> the broker id its last pull's answer suggested pulling from next (suggestWhichBrokerId:
         #: a slave when the master has slaveReadEnable and the consumer reads cold messages)
         self._pull_from: dict[MessageQueue, int] = {}

@@ -100,6 +100,10 @@ class GroupSettings:
     instance_name: str | None = None
     #: the ``ip`` of the client id (ClientConfig.clientIP); None: this host's address (``local_ip()``)
     client_ip: str | None = None
+    #: ClientConfig.unitName: appended to the client id (``ip@instance_name@unit_name``), and an address
+    #: server's list is read at ``<subgroup>-<unit_name>?nofix=1`` (4.9.3's TopAddressing); None, blank:
+    #: none
+    unit_name: str | None = None
     #: ClientConfig.namespace: the group and the topics named go on the wire as ``<namespace>%<name>``
     #: (``%RETRY%<namespace>%<group>``), the messages and queues handed back without it (see
     #: :mod:`rocketstore.client.namespace`); None or "": none
@@ -230,13 +234,17 @@ class GroupConsumer:
         instance = settings.instance_name
         if not instance or (self.clustering and instance == DEFAULT_INSTANCE_NAME):
             instance = new_instance_name() if self.clustering else DEFAULT_INSTANCE_NAME
+        self.instance_name = instance
         self.client_id = f"{settings.client_ip or local_ip()}@{instance}"
+        if settings.unit_name and settings.unit_name.strip():  # ClientConfig.buildMQClientId
+            self.client_id += f"@{settings.unit_name}"
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.consumer = PullConsumer(namesrv_addr, group, timeout_s=settings.timeout_s, handler=self._serve,
                                      credentials=credentials, tls=tls,
                                      mq_client_api_timeout_s=settings.mq_client_api_timeout_s,
                                      namesrv_domain=settings.namesrv_domain,
-                                     namesrv_domain_subgroup=settings.namesrv_domain_subgroup)
+                                     namesrv_domain_subgroup=settings.namesrv_domain_subgroup,
+                                     unit_name=settings.unit_name)
         self.offsets: OffsetStore
         if self.clustering:
             self.offsets = RemoteOffsetStore(self.consumer)
@@ -428,7 +436,7 @@ class GroupConsumer:
             "consumeFromWhere": str(s.consume_from_where),
             "pullThresholdForQueue": str(s.pull_threshold_for_queue),
             "pullThresholdSizeForQueue": str(s.pull_threshold_bytes_for_queue >> 20),
-            "clientIP": self.client_id.split("@", 1)[0], "instanceName": self.client_id.split("@", 1)[-1],
+            "clientIP": self.client_id.split("@", 1)[0], "instanceName": self.instance_name,
             # Java shows the strategy object's toString; its getName tells an operator the same: whether the
             # members of a group share the queues the same way
             "allocateMessageQueueStrategy": strategy_name(s.allocate_strategy),

@@ -24,7 +24,7 @@ class NamesrvAdmin(AdminCalls):
     async def namesrv_configs(self) -> dict[str, dict[str, str]]:
         """Each name server's settings (name server address -> properties)."""
         return {addr: parse_properties_text((await self._call(addr, RequestCode.GET_NAMESRV_CONFIG)).body.decode())
-                for addr in self.namesrv_addrs}
+                for addr in await self.namesrvs()}
 
     async def update_namesrv_config(self, properties: dict[str, str]) -> list[str]:
         """Change settings on every name server; the addresses changed.  A name server that refuses one (an
@@ -33,21 +33,22 @@ class NamesrvAdmin(AdminCalls):
         if not properties:
             raise ValueError("no setting to change")
         body = format_properties(properties).encode("utf-8")
-        for addr in self.namesrv_addrs:
+        addrs = list(await self.namesrvs())
+        for addr in addrs:
             await self._call(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, body)
-        return list(self.namesrv_addrs)
+        return addrs
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
         """PUT_KV_CONFIG on every name server (e.g. ORDER_TOPIC_CONFIG, which they hand to brokers and
         clients with orderMessageEnable)."""
         ext = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value).to_ext_fields()
-        for addr in self.namesrv_addrs:
+        for addr in await self.namesrvs():
             await self._call(addr, RequestCode.PUT_KV_CONFIG, ext)
 
     async def get_kv(self, namespace: str, key: str) -> str | None:
         """The value the first name server that has one holds, None when none has it."""
         ext = GetKVConfigRequestHeader(namespace=namespace, key=key).to_ext_fields()
-        for addr in self.namesrv_addrs:
+        for addr in await self.namesrvs():
             response = await self._call(addr, RequestCode.GET_KV_CONFIG, ext, b"", ResponseCode.QUERY_NOT_FOUND)
             if response.code == ResponseCode.SUCCESS:
                 return response.ext_fields.get("value")
@@ -55,5 +56,5 @@ class NamesrvAdmin(AdminCalls):
 
     async def delete_kv(self, namespace: str, key: str) -> None:
         ext = DeleteKVConfigRequestHeader(namespace=namespace, key=key).to_ext_fields()
-        for addr in self.namesrv_addrs:
+        for addr in await self.namesrvs():
             await self._call(addr, RequestCode.DELETE_KV_CONFIG, ext)

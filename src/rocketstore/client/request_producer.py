@@ -200,9 +200,11 @@ class RequestProducer(ServedProducer):
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
                  retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
                  create_topic_key: str = AUTO_CREATE_TOPIC,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         """*tls*, *mq_client_api_timeout_s*, *route_refresh_interval_s*, *client_ip*, *namespace*,
-        *unit_name* (the client id the replies come back to carries it), *create_topic_key* /
+        *unit_name* (the client id the replies come back to carries it), *namesrv_domain* /
+        *namesrv_domain_subgroup* (the address server read with no name server address), *create_topic_key* /
         *default_topic_queue_nums* and *send_latency_fault_enable* / *latency_max* /
         *not_available_duration* / *retry_another_broker_when_not_store_ok* as the Producer's (in a namespace, a request to topic ``T``
         goes to ``<namespace>%T``; the last option is for plain sends only: a request message's send answer is
@@ -222,7 +224,8 @@ class RequestProducer(ServedProducer):
                          latency_max=latency_max, not_available_duration=not_available_duration,
                          retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
                          unit_name=unit_name, create_topic_key=create_topic_key,
-                         default_topic_queue_nums=default_topic_queue_nums)
+                         default_topic_queue_nums=default_topic_queue_nums, namesrv_domain=namesrv_domain,
+                         namesrv_domain_subgroup=namesrv_domain_subgroup)
         #: CORRELATION_ID -> the request of this producer waiting for its reply (also in the process's table)
         self._waiting: dict[str, asyncio.Future[ReplyMessage]] = {}
 

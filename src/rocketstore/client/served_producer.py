@@ -44,13 +44,14 @@ class ServedProducer(Producer):
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
                  retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
                  create_topic_key: str = AUTO_CREATE_TOPIC,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         """*handler* answers the requests brokers send on this producer's connections; the client id is
         ``ip@instance_name`` (default ``pid#nanos``, unique per producer; ``@unit_name`` after it with one);
         *enable_trace* / *trace_topic* / *tls* / *mq_client_api_timeout_s* / *route_refresh_interval_s* /
         *client_ip* / *namespace* / *send_latency_fault_enable* / *latency_max* / *not_available_duration* /
         *retry_another_broker_when_not_store_ok* / *unit_name* / *create_topic_key* /
-        *default_topic_queue_nums* as the Producer's."""
+        *default_topic_queue_nums* / *namesrv_domain* / *namesrv_domain_subgroup* as the Producer's."""
         super().__init__(namesrv_addr, group, timeout_s=timeout_s, retry_times=retry_times, credentials=credentials,
                          enable_trace=enable_trace, trace_topic=trace_topic,
                          heartbeat_interval_s=heartbeat_interval_s, instance_name=instance_name, tls=tls,
@@ -60,13 +61,16 @@ class ServedProducer(Producer):
                          latency_max=latency_max, not_available_duration=not_available_duration,
                          retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
                          unit_name=unit_name, create_topic_key=create_topic_key,
-                         default_topic_queue_nums=default_topic_queue_nums)
+                         default_topic_queue_nums=default_topic_queue_nums, namesrv_domain=namesrv_domain,
+                         namesrv_domain_subgroup=namesrv_domain_subgroup)
         # the Producer's pool replaced, before it opened any connection, by one whose connections serve
         self.pool = ConnectionPool(handler=handler, connect_timeout_s=timeout_s, credentials=credentials,
                                    ssl_context=client_ssl_context(tls))
         self.routes = RouteCache(self.routes.namesrv_addrs, self.pool, timeout_s=mq_client_api_timeout_s,
                                  on_route=self._route_seen, create_topic_key=create_topic_key,
-                                 default_topic_queue_nums=default_topic_queue_nums)
+                                 default_topic_queue_nums=default_topic_queue_nums,
+                                 namesrv_domain=namesrv_domain,
+                                 namesrv_domain_subgroup=namesrv_domain_subgroup, unit_name=unit_name)
 
     async def start(self) -> None:
         """Start the heartbeats and heartbeat the masters of the auto-create topic's route

@@ -234,7 +234,8 @@ class TransactionProducer:
                  not_available_duration: Sequence[int] = DEFAULT_NOT_AVAILABLE_DURATION,
                  retry_another_broker_when_not_store_ok: bool = False, unit_name: str | None = None,
                  create_topic_key: str = AUTO_CREATE_TOPIC,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+                 namesrv_domain: str | None = None, namesrv_domain_subgroup: str | None = None) -> None:
         """*check*: answers the broker's checks of this group's undecided transactions (at most
         *check_request_hold_max* waiting besides the one answered, see the module docstring); *credentials*: ACL
         access key and secret every request (name servers' too) is signed with; *tls* and
@@ -250,7 +251,9 @@ class TransactionProducer:
         Producer's, for the half messages' sends (TransactionMQProducer's go through sendDefaultImpl too);
         so is *retry_another_broker_when_not_store_ok* (a half message's send that ends without SEND_OK
         still rolls back), and *unit_name* (the client id is then ``ip@instance_name@unit_name``),
-        *create_topic_key* and *default_topic_queue_nums* (for a half message to a topic not created yet)."""
+        *create_topic_key* and *default_topic_queue_nums* (for a half message to a topic not created yet),
+        and *namesrv_domain* / *namesrv_domain_subgroup* (the address server read with no name server
+        address)."""
         if not group:
             raise ValueError("a transactional producer needs a group: the broker checks transactions by it")
         if check_request_hold_max < 0:
@@ -276,7 +279,9 @@ class TransactionProducer:
                                             retry_another_broker_when_not_store_ok=(
                                                 retry_another_broker_when_not_store_ok),
                                             unit_name=unit_name, create_topic_key=create_topic_key,
-                                            default_topic_queue_nums=default_topic_queue_nums)
+                                            default_topic_queue_nums=default_topic_queue_nums,
+                                            namesrv_domain=namesrv_domain,
+                                            namesrv_domain_subgroup=namesrv_domain_subgroup)
         self.client_id = self._sender.client_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.route_refresh_interval_s = route_refresh_interval_s
