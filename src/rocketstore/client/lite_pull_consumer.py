@@ -5,7 +5,7 @@ Kafka style, while background tasks keep a buffer of pulled messages per queue.
         consumer.subscribe("TopicA", "TagA || TagB")      # or consumer.assign([...]) before or after start
         while True:
             for m in await consumer.poll(timeout_s=5.0):
-                ...                                       # auto-committed by a later poll() or close()
+                ...                                       # auto-committed by a later poll()
 
 Two modes, exclusive as in 4.9.3 (mixing them raises :class:`SubscriptionConflictError`):
 
@@ -29,14 +29,20 @@ Offsets, as 4.9.3: a queue's consumed offset is the one after the last message `
 with ``auto_commit`` a ``poll()`` copies the consumed offsets into the offset store once every
 ``auto_commit_interval_s``, and the store is written out (to the broker for CLUSTERING, to the local
 offset file for BROADCASTING) every ``persist_interval_s`` and at ``close()``.  ``commit_sync()`` does both
-at once.  Pulls carry no commit offset (as 4.9.3's lite pulls): the offset store alone writes offsets
-out.  A queue without a committed offset starts where ``consume_from_where`` says (the push consumer's
-rules).  ``seek*`` drops the queue's buffered messages and restarts its pull at the offset.
+at once.  ``close()`` commits nothing itself, as 4.9.3's shutdown: what was polled since the last commit
+is polled again after a restart (call ``commit_sync()`` first to keep it), never lost with a batch the
+caller was still handling when it closed (``async with`` left by an exception).  Pulls carry no commit
+offset (as 4.9.3's lite pulls): the offset store alone writes offsets out.  A queue without a committed
+offset starts where ``consume_from_where`` says (the push consumer's rules).  ``seek*`` drops the queue's
+buffered messages and restarts its pull at the offset.
 
 ``poll()`` returns :class:`ConsumedMessage`, what the push consumer's handler gets (the pull loop makes
 them anyway): it carries ``broker_name``, so ``MessageQueue(m.topic, m.broker_name, m.queue_id)`` names a
 message's queue for ``seek`` / ``committed``, and ``msg_id`` is the client's UNIQ_KEY as Java's
-MessageClientExt answers it.
+MessageClientExt answers it.  As in 4.9.3, its properties hold MIN_OFFSET / MAX_OFFSET, the queue's bounds
+as the pull that found it answered them (``int(m.properties["MAX_OFFSET"]) - m.queue_offset``: the messages
+from it to the queue's end then, it included), and ``born_host`` / ``store_host`` / ``sys_flag`` are the
+stored record's.
 
 Loop-bound: create, use and close it on one event loop.  :class:`BlockingLitePullConsumer`
 (:mod:`rocketstore.client.blocking_push`) runs one in a thread for code without a loop.
@@ -302,8 +308,9 @@ class LitePullConsumer(GroupConsumer):
                                                          self.check_topic_queues))]
 
     async def close(self) -> None:
-        """Stop pulling, commit the consumed offsets (with ``auto_commit``) and write the offset store
-        out, unregister from the brokers, close the connections.  A second call does nothing."""
+        """Stop pulling, write the offset store out (what the last auto commit or ``commit_sync`` put
+        there: as 4.9.3's shutdown, not what was polled since), unregister from the brokers, close the
+        connections.  A second call does nothing."""
         if not self.started or self.stopping:
             return
         self.stopping = True
@@ -313,8 +320,6 @@ class LitePullConsumer(GroupConsumer):
         await asyncio.gather(*self._background, *self._side_tasks, return_exceptions=True)
         async with self._rebalance_lock:
             await self._stop_pulls()
-            if self.settings.auto_commit:
-                self._commit_consumed()
             await self.quietly("persist offsets", self.persist_offsets())
             for state in self._states.values():
                 state.pq.dropped = True
