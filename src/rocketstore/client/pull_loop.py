@@ -201,7 +201,9 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
         if result.status == PullStatus.FOUND:
             pc.stats.pulled(mq.topic, (pq.last_pull_s - began) * 1000, len(result.messages))
             offset = result.next_begin_offset
-            messages = [ConsumedMessage.from_stored(m, mq.broker_name, pc.group) for m in result.messages]
+            bounds = (str(result.min_offset), str(result.max_offset))
+            messages = [ConsumedMessage.from_stored(m, mq.broker_name, pc.group, bounds)
+                        for m in result.messages]
             added = pq.put(messages)
             if result.undecodable:  # (after the put: the messages before them go in at the top of pq)
                 _skip_undecodable(pq, result.undecodable, skips)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from rocketstore.message.host import HostAddress
 from rocketstore.message.properties import HasTagsAndKeys, PropertyName
 from rocketstore.message.record import StoredMessage
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
@@ -119,6 +120,11 @@ class ConsumedMessage(HasTagsAndKeys):
     #: the topic it was pulled from (``%RETRY%<group>`` for a redelivery), which send-back needs
     stored_topic: str
     properties: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    #: the producer's and the storing broker's addresses (MessageExt's bornHost / storeHost; ``str()`` gives
+    #: ``ip:port``) and the record's sysFlag, as stored; None / 0 for a message not made from a stored record
+    born_host: HostAddress | None = field(default=None, compare=False)
+    store_host: HostAddress | None = field(default=None, compare=False)
+    sys_flag: int = field(default=0, compare=False)
 
 
     @property
@@ -126,8 +132,13 @@ class ConsumedMessage(HasTagsAndKeys):
         return int(self.properties.get(PropertyName.DELAY, "0") or 0)
 
     @classmethod
-    def from_stored(cls, m: StoredMessage, broker_name: str, group: str) -> ConsumedMessage:
+    def from_stored(cls, m: StoredMessage, broker_name: str, group: str,
+                    pull_bounds: tuple[str, str] | None = None) -> ConsumedMessage:
+        """*pull_bounds*: the min and max offsets of the queue as the pull that found *m* answered them, put
+        in its MIN_OFFSET / MAX_OFFSET properties as every 4.9.3 consumer does (processPullResult)."""
         props = m.properties
+        if pull_bounds is not None:
+            props[PropertyName.MIN_OFFSET], props[PropertyName.MAX_OFFSET] = pull_bounds
         topic = m.topic
         original = props.get(PropertyName.RETRY_TOPIC)
         if original and topic == retry_topic(group):
@@ -135,7 +146,7 @@ class ConsumedMessage(HasTagsAndKeys):
         offset_msg_id = m.msg_id
         return cls(topic, m.queue_id, m.queue_offset, m.body, props.get(PropertyName.UNIQ_KEY) or offset_msg_id,
                    offset_msg_id, m.reconsume_times, m.commit_log_offset, m.born_timestamp, m.store_timestamp,
-                   m.flag, broker_name, m.topic, props)
+                   m.flag, broker_name, m.topic, props, m.born_host, m.store_host, m.sys_flag)
 
     def with_reconsume_times(self, times: int) -> ConsumedMessage:
         return dataclasses.replace(self, reconsume_times=times)
