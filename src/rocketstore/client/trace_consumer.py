@@ -10,7 +10,8 @@ As in 4.9.3: a message whose TRACE_ON property is "false" is left out (a call wi
 not traced at all); the region is the message's MSG_REGION property (4.9.3 writes ``null`` when there is
 none, and so do we); SubAfter's costTime is the call's time divided by the number of messages, success
 is CONSUME_SUCCESS, and contextCode the ConsumeReturnType ordinal (SUCCESS, EXCEPTION, RETURNNULL or
-FAILED).  Loop-bound.
+FAILED; TIME_OUT for a handler that returned a status after running ``consume_timeout_s`` or longer, whatever
+the status, as 4.9.3 checks consumeTimeout before the status).  Loop-bound.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class TracedConsumption(Consumption):
 
     async def _run_handler(self, messages: list[ConsumedMessage]) -> object:
         key = id(messages)
+        began = time.monotonic()
         try:
             result = await super()._run_handler(messages)
         except (Exception, asyncio.CancelledError):  # (the handler's own CancelledError is a failure too)
@@ -111,7 +113,9 @@ class TracedConsumption(Consumption):
                 self._outcomes[key] = ConsumeReturnType.EXCEPTION
             raise
         if key in self._outcomes:  # not a directly consumed message (those are not traced)
+            timed_out = time.monotonic() - began >= self.pc.settings.consume_timeout_s
             self._outcomes[key] = (ConsumeReturnType.RETURNNULL if result is None else
+                                   ConsumeReturnType.TIME_OUT if timed_out else
                                    ConsumeReturnType.SUCCESS if result in _SUCCESS_RETURNS else
                                    ConsumeReturnType.FAILED)
         return result
