@@ -12,15 +12,19 @@ these codes (the send header, v1 or v2 names).  Then, as 4.9.3 does:
    heartbeats on (any group), waiting for its answer like any broker-to-client call; the pushed properties
    are the reply's plus PUSH_REPLY_TIME;
 3. with storeReplyMessageEnable (the default) the reply is also stored, its properties string as sent, byte
-   for byte (neither CLUSTER added nor WAIT dropped, nor the map serialised again, unlike a plain send).
+   for byte (neither CLUSTER added nor WAIT dropped, nor the map serialised again, unlike a plain send), as
+   a plain message whatever the header's sysFlag: 4.9.3 never copies that flag into the record, so a reply
+   flagged as a transaction's half or rollback is stored visible like any other, and its DELAY honoured.
 
 The answer is SUCCESS when the push succeeded, else SYSTEM_ERROR naming why (no REPLY_TO_CLIENT, the client
 not connected, its failure); either way it carries the stored record's msgId, queueId and queueOffset when
 the store took it (else, if pushed, msgId "0", the queue id and queueOffset 0; neither: none of the three),
 and MSG_REGION / TRACE_ON.
 
-One deliberate difference: a body over maxMessageSize is refused with MESSAGE_ILLEGAL before anything is
-pushed (4.9.3 pushes it, then the store refuses it and the requester has a reply nobody stored).
+Two deliberate differences: a body over maxMessageSize is refused with MESSAGE_ILLEGAL before anything is
+pushed (4.9.3 pushes it, then the store refuses it and the requester has a reply nobody stored); and a reply
+flagged compressed keeps that bit in the record (4.9.3 stores sysFlag 0, so a consumer of the reply topic
+got the deflated bytes of every Java reply of 4 KiB or more as its body).
 """
 
 from __future__ import annotations
@@ -51,8 +55,6 @@ __all__ = ["PUSH_REPLY_TIME", "REPLY_TO_CLIENT", "java_socket_text", "register"]
 REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
 PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
 
-#: the transaction types whose DELAY 4.9.3's CommitLog reads (not a half's or a rollback's)
-_DELAY_READ_TX = frozenset({0, SysFlag.TRANSACTION_COMMIT_TYPE})
 #: what 4.9.3 counts as stored (the reply answer keeps the record's id for these)
 _STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
                      PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
@@ -85,8 +87,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
         # stored as the text it came as (4.9.3 writes the request's properties string, not the map again)
         props = SentProperties(parse_properties(properties), properties) if properties else {}
         born = peer_host(conn)
-        message = Message(topic, body, props, queue_id, flag, sys_flag, born_timestamp, born, broker.store_host,
-                          reconsume_times or 0)
+        # stored as a plain message: 4.9.3's record has sysFlag 0 (only the compressed bit is kept, see above)
+        message = Message(topic, body, props, queue_id, flag, sys_flag & SysFlag.COMPRESSED, born_timestamp,
+                          born, broker.store_host, reconsume_times or 0)
 
         pushed, why = await _push(broker, conn, fields, props, message)
         # as handlePushReplyResult / handlePutMessageResult: the header's msgId, queueId and queueOffset are
@@ -94,10 +97,9 @@ def register(router: RequestRouter, broker: Broker) -> None:
         ext = ({"msgId": "0", "queueId": str(queue_id), "queueOffset": "0", **region} if pushed
                else dict(region))
         if config.store_reply_message_enable:
-            # 4.9.3's putMessage reads DELAY with Integer.parseInt (but of a half or rollback) and lets it
-            # throw: the push is done, yet the answer is that exception's SYSTEM_ERROR and nothing is stored
-            tx = sys_flag & SysFlag.TRANSACTION_MASK
-            problem = java_int_problem(props.get(PropertyName.DELAY)) if tx in _DELAY_READ_TX else None
+            # 4.9.3's putMessage reads DELAY with Integer.parseInt (the record is never a half or rollback)
+            # and lets it throw: the push is done, yet the answer is that exception's SYSTEM_ERROR, none stored
+            problem = java_int_problem(props.get(PropertyName.DELAY))
             if problem is not None:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, remark=problem)
             result = await broker.put(message, sent=True)  # counted as a send (TOPIC_PUT_NUMS), as 4.9.3 does
