@@ -279,7 +279,9 @@ class OutgoingMessage:
         if self.keys:
             props[PropertyName.KEYS] = self.keys if isinstance(self.keys, str) else " ".join(self.keys)
         props.setdefault(PropertyName.UNIQ_KEY, uniq_key)  # a UNIQ_KEY of the user's stays (setUniqID)
-        props.setdefault(PropertyName.WAIT, "true")
+        if props.get(PropertyName.MSG_TYPE) != REPLY_MESSAGE_FLAG:
+            # (a reply gets no WAIT of its own: 4.9.3's createReplyMessage builds it with the bare Message())
+            props.setdefault(PropertyName.WAIT, "true")
         return props
 
     def uniq_key(self) -> str:
