@@ -100,7 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                          "shown and written, with no effect.  Unknown keys and values that do "
                                          "not convert are left as they were, as 4.9.3 leaves them: a warning "
                                          "says which")
-    put.add_argument("assignments", nargs="+", metavar="KEY=VALUE", type=_assignment)
+    put.add_argument("assignments", nargs="+", metavar="KEY=VALUE", type=_assignment,
+                     help="a property, as broker.conf names it, and its new value (config get lists them)")
     targets(put)
     put.set_defaults(handler=_config_set)
 

@@ -51,7 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for register in COMMAND_GROUPS:
         register(subparsers)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Give every sub-command without a description of its own the help line its parent lists it with, so
+    ``rocketstore topic create --help`` says what the command does, not only its options."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if sub.description is None and helps.get(name):
+                    sub.description = helps[name][:1].upper() + helps[name][1:] + "."
+                _describe(sub)
 
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

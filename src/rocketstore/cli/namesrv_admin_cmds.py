@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_common(get)
     get.set_defaults(handler=_config_get)
     put = actions.add_parser("set", help="change settings on every name server")
-    put.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
+    put.add_argument("pairs", nargs="+", metavar="KEY=VALUE",
+                     help="a setting, as namesrv.conf names it, and its new value (get lists them)")
     add_common(put)
     put.set_defaults(handler=_config_set)
 
@@ -45,10 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                        ("put", ("value",), _kv_put, "set a value on every name server"),
                                        ("delete", (), _kv_delete, "remove a value from every name server")):
         p = kv_actions.add_parser(name, help=text)
-        p.add_argument("namespace")
-        p.add_argument("key")
+        p.add_argument("namespace", help="the table's namespace, e.g. ORDER_TOPIC_CONFIG")
+        p.add_argument("key", help="the key in that namespace (ORDER_TOPIC_CONFIG's: a topic)")
         for arg in extra:
-            p.add_argument(arg)
+            p.add_argument(arg, help="the value to store (ORDER_TOPIC_CONFIG's: brokerName:queueNums;...)")
         add_common(p)
         p.set_defaults(handler=handler)
 
