@@ -661,7 +661,11 @@ class Broker:
         for connection in list(info.channels):
             if isinstance(connection, Connection) and not connection.is_closed:
                 command = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, ext, oneway=True)
-                asyncio.get_running_loop().create_task(self.send_quietly(connection, command))
+                # written now where possible, as 4.9.3 does before it answers the heartbeat that changed the
+                # group: the members rebalance (and commit the queues they give up) before the newcomer,
+                # answered after them, asks where to start on those queues
+                if not connection.oneway_now(command):
+                    asyncio.get_running_loop().create_task(self.send_quietly(connection, command))
 
     @staticmethod
     async def send_quietly(connection: Connection, command: RemotingCommand) -> None:

@@ -442,6 +442,20 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
         await self._drain(timeout_s)
         self._write(command.with_opaque(self._next_opaque()))
 
+    def oneway_now(self, command: RemotingCommand) -> bool:
+        """:meth:`oneway` of a oneway request when nothing has to be waited for (the connection is open, its
+        peer reads, nothing to sign): written at once, or queued ahead of the answer of the request being
+        handled on this connection, and True; else False with nothing written (await :meth:`oneway`).
+        A server's notification then reaches the client before the answer of the request that caused it,
+        as 4.9.3's processors write it to the channel before they return their response."""
+        transport = self._transport
+        if not command.is_oneway or self._credentials is not None or self._closed or transport is None \
+                or transport.is_closing() or not self._can_write.is_set() \
+                or asyncio.get_running_loop() is not self._loop:
+            return False
+        self._write(command.with_opaque(self._next_opaque()))
+        return True
+
     def _next_opaque(self) -> int:
         opaque = next(self._opaques)
         if opaque >= 0x7FFFFFFF:
