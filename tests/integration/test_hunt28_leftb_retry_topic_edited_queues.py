@@ -85,8 +85,8 @@ def test_retries_go_to_queues_that_are_read(cluster: LocalCluster) -> None:
 
 def test_retries_sent_to_the_retry_topic_go_to_queues_that_are_read(cluster: LocalCluster) -> None:
     """The same for a retry a consumer sends through its producer (its fallback when the send-back fails):
-    the queue it names past the read queues is replaced by a read one (the answer names the queue asked
-    for, as for a dead letter), and with no read queue the send is refused.  4.9.3 stored such sends in
+    the queue it names past the read queues is replaced by a read one (the answer names the queue and
+    offset it is stored at), and with no read queue the send is refused.  4.9.3 stored such sends in
     the queue named, SUCCESS (checked: 1 read / 4 write queues, one send to each, left 3 unread; 0 read / 1
     write stored it unread)."""
     conn = RawConnection(cluster.broker_addr)
@@ -100,7 +100,9 @@ def test_retries_sent_to_the_retry_topic_go_to_queues_that_are_read(cluster: Loc
         for queue_id in range(4):
             sent = conn.request(RequestCode.SEND_MESSAGE_V2, send_ext("%RETRY%send-more-write", queue_id, j="1"),
                                 b"retry")
-            assert (sent.code, sent.ext_fields["queueId"]) == (ResponseCode.SUCCESS, str(queue_id)), sent.remark
+            assert sent.code == ResponseCode.SUCCESS, sent.remark
+            # all in queue 0, the one read queue, at offsets 0..3: the answer names where each is
+            assert (sent.ext_fields["queueId"], sent.ext_fields["queueOffset"]) == ("0", str(queue_id))
         refused = conn.request(RequestCode.SEND_MESSAGE_V2, send_ext("%RETRY%send-no-read", 0, j="1"), b"retry")
         assert (refused.code, refused.remark) == (
             ResponseCode.SYSTEM_ERROR,

@@ -304,6 +304,7 @@ def _prepare(broker: Broker, conn: Connection, request: RemotingCommand,
                 return fail(ResponseCode.SYSTEM_ERROR,
                             f"the topic[{topic}] has no read queue: no consumer would ever get the retry")
             queue_id %= tc.read_queue_nums
+            answer_queue_id = queue_id  # the queue it is in (our own move: no 4.9.3 answer to keep)
 
     if tc.topic_filter_type == "MULTI_TAG":
         sys_flag |= SysFlag.MULTI_TAGS
