@@ -75,6 +75,7 @@ from rocketstore.store.results import GetMessageStatus, GetResult
 
 if TYPE_CHECKING:
     from rocketstore.broker.broker import Broker
+    from rocketstore.broker.clients import ConsumerGroupInfo
 
 __all__ = ["PullSysFlag", "pull_message", "register", "response_code_for_get_status", "retry_matcher"]
 
@@ -150,21 +151,25 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         return fail(ResponseCode.SYSTEM_ERROR,
                     f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
                     f"[{tc.read_queue_nums}] consumer:[{java_socket_text(None, conn.peer)}]")
+    info: ConsumerGroupInfo | None = None
     if has_subscription:
         if _unparsable_subscription(h.subscription or "", h.expression_type or "TAG"):
             return fail(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
-        if not group_cfg.consume_broadcast_enable and _broadcasting(broker, h.consumer_group):
-            return fail(ResponseCode.NO_PERMISSION,
-                        f"the consumer group[{h.consumer_group}] can not consume by broadcast way")
-        sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
     else:
         info = broker.clients.group(h.consumer_group)
         if info is None:
             return fail(ResponseCode.SUBSCRIPTION_NOT_EXIST,
                         f"the consumer's group info not exist{_FAQ}")
-        if info.message_model == MessageModel.BROADCASTING and not group_cfg.consume_broadcast_enable:
+    if not group_cfg.consume_broadcast_enable:  # (with the subscription bit too: see the module's docstring)
+        if info is None:
+            info = broker.clients.group(h.consumer_group)
+        if info is not None and info.message_model == MessageModel.BROADCASTING:
             return fail(ResponseCode.NO_PERMISSION,
                         f"the consumer group[{h.consumer_group}] can not consume by broadcast way")
+    if has_subscription:
+        sub = build_subscription(h.topic, h.subscription, h.sub_version, h.expression_type)
+    else:
+        assert info is not None
         found = info.subscriptions.get(h.topic)
         if found is None:
             return fail(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{_FAQ}")
@@ -241,12 +246,6 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
         broker.stats.pulled(h.consumer_group, h.topic, result.message_count, len(body),
                             (time.monotonic_ns() - began_ns) // 1_000_000, queue_id=h.queue_id)
     return request.make_response(code, remark=result.status.name, ext_fields=ext, body=body)
-
-
-def _broadcasting(broker: Broker, group: str) -> bool:
-    """Has *group* registered (by its heartbeats) as a BROADCASTING consumer?"""
-    info = broker.clients.group(group)
-    return info is not None and info.message_model == MessageModel.BROADCASTING
 
 
 def _unparsable_subscription(expression: str, expression_type: str) -> bool:
