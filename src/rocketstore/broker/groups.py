@@ -43,12 +43,16 @@ _NO_NUMBER = (None, "", "null", "NULL")
 
 def _java_number(wire: str, raw: object, bits: int) -> int:
     """*raw* as the Java int (*bits* 32) or long (64) field *wire* (*bits* 0: any size); ValueError if it
-    is none.  A string is read as fastjson's castToInt / castToLong reads it: its commas dropped, then
-    Integer.parseInt (a sign and digits; no blanks, no ``_``)."""
+    is none.  A string is read as fastjson's castToInt / castToLong reads it: its commas dropped unless
+    it starts with one, then Integer.parseInt (a sign and digits; no blanks, no ``_``).  A JSON boolean is
+    1 / 0 for an int field and refused for a long one (fastjson 1.2.48: "parseLong error")."""
     if isinstance(raw, str):
-        raw = raw.replace(",", "")
+        if not raw.startswith(","):
+            raw = raw.replace(",", "")
         if raw != raw.strip() or "_" in raw:
             raise ValueError(f"{wire} is not a number: {raw!r}")
+    elif isinstance(raw, bool) and bits == 64:
+        raise ValueError(f"{wire} is not a number: {raw!r}")
     try:
         value = int(raw)  # type: ignore[call-overload]
     except (TypeError, ValueError, OverflowError) as exc:
