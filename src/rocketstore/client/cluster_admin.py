@@ -73,7 +73,7 @@ class ClusterAdmin(AdminCalls):
         """*code* on every name server; how many of the broker's topics each changed."""
         await self._require_broker(broker_name)
         changes = []
-        for addr in self.namesrv_addrs:
+        for addr in await self.namesrvs():
             response = await self._call(addr, code, ext)
             changes.append(WritePermChange(addr, topic_count(response.ext_fields)))
         return changes

@@ -217,7 +217,7 @@ class ExportAdmin(AdminCalls):
             masters += 1
             slaves += sum(1 for broker_id in data.broker_addrs if broker_id != 0)
             configs[props.get("brokerName", name)] = {k: props[k] for k in BROKER_CONFIG_KEYS if k in props}
-        return ClusterConfigs(configs, len(self.namesrv_addrs), masters, slaves)
+        return ClusterConfigs(configs, len(await self.namesrvs()), masters, slaves)
 
     async def export_metrics(self, cluster: str) -> ClusterMetrics:
         """exportMetrics: per master of *cluster* its environment, quota (disk ratios, current TPS, the

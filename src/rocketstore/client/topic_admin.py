@@ -126,9 +126,10 @@ class TopicAdmin(AdminCalls):
         ext = DeleteTopicRequestHeader(topic=topic).to_ext_fields()
         for addr in addrs:
             await self._call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, ext)
-        for addr in self.namesrv_addrs:
+        namesrvs = list(await self.namesrvs())  # (an address server's list, read if it was not yet)
+        for addr in namesrvs:
             await self._call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, ext)
-        return TopicDeletion(topic, clusters, addrs, list(self.namesrv_addrs))
+        return TopicDeletion(topic, clusters, addrs, namesrvs)
 
     async def update_topic_perm(self, topic: str, perm: int, *, broker_addr: str | None = None,
                                 cluster: str | None = None) -> list[PermChange]:
