@@ -62,8 +62,9 @@ def _describe(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             helps = {choice.dest: choice.help for choice in action._choices_actions}
             for name, sub in action.choices.items():
-                if sub.description is None and helps.get(name):
-                    sub.description = helps[name][:1].upper() + helps[name][1:] + "."
+                line = helps.get(name)
+                if sub.description is None and line:
+                    sub.description = line[:1].upper() + line[1:] + "."
                 _describe(sub)
 
 
