@@ -460,7 +460,10 @@ class ConsumeQueue:
             offset = left
         else:
             offset = right if abs(timestamp_ms - left_value) > abs(timestamp_ms - right_value) else left
-        return int((mf.start_offset + offset) / CQ_ENTRY_BYTES)  # Java long division truncates toward zero
+        found = int((mf.start_offset + offset) / CQ_ENTRY_BYTES)  # Java long division truncates toward zero
+        # never below the min offset: a queue whose every record retention removed has its min at its end
+        # (4.9.3 leaves it at 0), and nothing was found in it; 0 sent a group below the min (OFFSET_MOVED)
+        return max(found, self.min_logic_offset // CQ_ENTRY_BYTES)
 
     # --- durability ------------------------------------------------------------------------------------
 
