@@ -405,13 +405,18 @@ class ConsumeQueue:
 
     def offset_by_time(self, timestamp_ms: int, commit_log_min_offset: int,
                        store_time_of: Callable[[int, int], int]) -> int:
-        """RocketMQ's getOffsetInQueueByTime, including its choice of segment by file modification time."""
+        """RocketMQ's getOffsetInQueueByTime, including its choice of segment by file modification time;
+        never below the queue's min offset (0 while the queue has no segment)."""
+        found = 0
         for _ in range(3):
             try:
-                return self._offset_by_time(timestamp_ms, commit_log_min_offset, store_time_of)
+                found = self._offset_by_time(timestamp_ms, commit_log_min_offset, store_time_of)
+                break
             except ValueError:  # a segment's mapping was closed meanwhile (retention, a dropped queue): again
                 continue
-        return 0
+        # a queue whose every record retention removed has its min at its end (4.9.3 leaves it at 0), and a
+        # search racing retention may find no store time: 0 sent a group below the min (OFFSET_MOVED)
+        return max(found, self.min_logic_offset // CQ_ENTRY_BYTES) if self.files.files else 0
 
     def _offset_by_time(self, timestamp_ms: int, commit_log_min_offset: int,
                         store_time_of: Callable[[int, int], int]) -> int:
@@ -460,10 +465,7 @@ class ConsumeQueue:
             offset = left
         else:
             offset = right if abs(timestamp_ms - left_value) > abs(timestamp_ms - right_value) else left
-        found = int((mf.start_offset + offset) / CQ_ENTRY_BYTES)  # Java long division truncates toward zero
-        # never below the min offset: a queue whose every record retention removed has its min at its end
-        # (4.9.3 leaves it at 0), and nothing was found in it; 0 sent a group below the min (OFFSET_MOVED)
-        return max(found, self.min_logic_offset // CQ_ENTRY_BYTES)
+        return int((mf.start_offset + offset) / CQ_ENTRY_BYTES)  # Java long division truncates toward zero
 
     # --- durability ------------------------------------------------------------------------------------
 
