@@ -426,7 +426,8 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
 
     async def oneway(self, command: RemotingCommand, timeout_s: float = 5.0) -> None:
         """Send a request flagged oneway; nothing comes back.  RequestTimeoutError when the peer has not
-        read for *timeout_s* before it could be queued (then nothing of it was written)."""
+        read for *timeout_s* before it could be queued (then nothing of it was written).  (:meth:`oneway_now`
+        writes without awaiting when none of the waits here would wait: keep the two in step.)"""
         if not command.is_oneway:
             command = RemotingCommand.request(command.code, command.ext_fields, command.body, oneway=True,
                                               remark=command.remark, language=command.language,
