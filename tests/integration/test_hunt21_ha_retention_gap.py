@@ -33,6 +33,7 @@ def test_the_master_says_why_a_slave_behind_its_retention_cannot_catch_up(
         finally:
             stop(cluster, slave)
         run(send(cluster, 800, first=10))  # several segments while the slave is away
+        cluster.wait_dispatched()  # retention leaves a segment the dispatcher has not read yet
         far_future_ms = int(time.time() * 1000) + 10**10
         cluster.call(lambda: master.store.delete_expired_files(force=True, now_ms=far_future_ms))
         first = master.store.min_commit_log_offset

@@ -41,6 +41,7 @@ def test_close_commits_nothing_polled_since_the_last_commit(cluster: LocalCluste
     async def main() -> None:
         await create_topic(cluster, topic, 1)
         await send_all(cluster, topic, 40)
+        cluster.wait_dispatched()  # every pull then finds a whole batch of 10: 20 handled is two polls
         mq = MessageQueue(topic, cluster.broker_name, 0)
         # the auto commit at the first poll finds nothing polled; the next one is an hour away
         consumer = LitePullConsumer(cluster.namesrv_addr, group, auto_commit_interval_s=3600.0, **FAST)
