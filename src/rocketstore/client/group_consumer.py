@@ -584,6 +584,8 @@ class GroupConsumer:
                     self.failure_runs.worked(log, f"rebalance of {topic}")
                     if self.stopping:  # a shutdown began during the look-up: its ended pulls are not stalls
                         return
+                    if topic not in self.subscriptions:  # unsubscribed during the look-up: its queues stay dropped
+                        continue
                     if mine is not None:
                         await self._update_assignment(topic, mine)
             finally:
