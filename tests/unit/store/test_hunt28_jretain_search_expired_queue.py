@@ -42,3 +42,27 @@ def test_the_time_search_of_a_wholly_expired_queue_is_not_below_its_min_offset(t
         assert store.put(Message.create("Idle", b"y", queue_id=0)).ok
         assert store.wait_dispatched()
         assert store.offset_by_time("Idle", 0, 0) == 5
+
+
+def test_a_search_that_races_retention_is_not_below_the_min_offset_either(tmp_path: Path) -> None:
+    # the search's other exits (review of 953daf9): a record whose store time can no longer be read (its
+    # segment deleted between the min offset read and the look-up), and three segments unmapped meanwhile
+    config = StoreConfig(mapped_file_size_commit_log=SEGMENT_BYTES, preallocate_commit_log=False,
+                         file_reserved_time_h=1)
+    with MessageStore.open(tmp_path, config, background=False) as store:
+        for _ in range(5):
+            assert store.put(Message.create("Idle", b"x" * 100, queue_id=0)).ok
+        while store.max_commit_log_offset < 3 * SEGMENT_BYTES:
+            assert store.put(Message.create("Idle", b"x" * 100, queue_id=0)).ok
+        assert store.wait_dispatched()
+        store.delete_expired_files(force=True, now_ms=int(time.time() * 1000) + 100 * 3_600_000)
+        low = store.min_offset("Idle", 0)
+        assert low > 0
+        cq = store._queues.get("Idle", 0)
+        assert cq is not None
+
+        def unmapped(_phy: int, _size: int) -> int:
+            raise ValueError("mmap closed")
+
+        assert cq.offset_by_time(0, 0, lambda _phy, _size: -1) == low
+        assert cq.offset_by_time(0, 0, unmapped) == low
