@@ -471,6 +471,8 @@ class LitePullConsumer(GroupConsumer):
             await self.quietly(f"commit offset of {mq}", self.offsets.persist([mq]))
             self.offsets.remove(mq)
             log.info("%s gave up %s", self.client_id, mq)
+        if topic not in self.subscriptions:  # unsubscribed meanwhile (its queues left then): none comes back
+            return
         for mq in sorted(mine - set(self._states)):
             self.offsets.remove(mq)  # removeDirtyOffset
             self._add_queue(mq)
