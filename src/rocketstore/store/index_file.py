@@ -662,10 +662,7 @@ class IndexService:
                 f.end_phy_offset = commit_log_offset
                 f.begin_phy_offset = min(f.begin_phy_offset, commit_log_offset)
                 if self.writable:  # (a read-only open builds no index: the header stays as found)
-                    # durable, a stale end read back at the next recovery would skip records again; not
-                    # IndexFile.flush, which counts the whole file flushed: its later entries would never sync
-                    f._write_header()
-                    f.file.sync()
+                    f.flush()  # durable: a stale end read back at the next recovery would skip records again
         if gone and self.writable:
             # once a recovery: brought back by a power loss, a file would answer key queries with offsets
             # past the cut, which new records come to hold

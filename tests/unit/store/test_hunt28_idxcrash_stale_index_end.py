@@ -9,11 +9,8 @@ commitlog grows past the old end; recovery here pulls the end of the files it ke
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
-
-import pytest
 
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message
@@ -137,33 +134,3 @@ def test_a_read_only_open_of_such_a_crash_leaves_the_index_files_as_found(tmp_pa
     finally:
         reader.close()
     assert _end_offsets_on_disk(tmp_path / "crashed") == before
-
-
-def test_the_index_files_pulled_back_still_sync_what_is_indexed_into_them_later(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # a full file, then an empty newest one (rolled by a keyless record); the crash cuts below the full one's
-    # end, so both are pulled back.  Their headers are synced then, and the entries indexed into them after
-    # that are synced by the clean close (review of a8df362: flushing the header through IndexFile.flush
-    # counted the whole file flushed, and the close synced nothing of it)
-    store = MessageStore.open(tmp_path / "live", CONFIG)
-    try:
-        offsets = [_put(store, _plain(n)) for n in range(3)]
-        offsets.append(_put(store, Message.create("TopicA", b"", uniq_key="U000003", queue_id=0)))
-        assert store.wait_dispatched()
-        offsets.append(_put(store, Message.create("TopicA", b"x", queue_id=0)))  # no key: the next file
-        store = _crash(store, tmp_path / "live", tmp_path / "crashed", offsets[2])
-        [_put(store, Message.create("TopicA", b"", uniq_key=f"N{n}", queue_id=0)) for n in range(3)]
-        assert store.wait_dispatched()
-        paths = [f.path for f in store._index.files]
-        assert len(paths) == 2
-        synced: list[str] = []
-        fdatasync = os.fdatasync
-
-        def spy(fd: int) -> None:
-            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-            fdatasync(fd)
-
-        monkeypatch.setattr(os, "fdatasync", spy)
-    finally:
-        store.close()
-    assert set(paths) <= set(synced)
