@@ -646,23 +646,12 @@ class IndexService:
         return len(gone)
 
     def truncate_past(self, commit_log_offset: int) -> None:
-        """After the commitlog lost its tail: drop files whose entries begin past it, and pull the end offset
-        of those left (and an empty one's begin) back to it.  Building skips records below the newest file's
-        end (already indexed): left past the cut, it would skip the new records written where the lost ones
-        were (4.9.3 keeps it there, and leaves those records unindexed until the commitlog grows past it)."""
+        """After the commitlog lost its tail: drop files whose entries begin past it."""
         keep = [f for f in self.files if not (f.begin_phy_offset >= commit_log_offset and f.index_count > 1)]
         gone = [f for f in self.files if f not in keep]
         for f in gone:
             f.destroy()
         self.files = keep
-        for f in keep:
-            if f.end_phy_offset > commit_log_offset:
-                # (its entries past the cut stay: a query reads them as it reads a hash collision's, the
-                # record now at that offset, which the asker's key check drops, or none)
-                f.end_phy_offset = commit_log_offset
-                f.begin_phy_offset = min(f.begin_phy_offset, commit_log_offset)
-                if self.writable:  # (a read-only open builds no index: the header stays as found)
-                    f.flush()  # durable: a stale end read back at the next recovery would skip records again
         if gone and self.writable:
             # once a recovery: brought back by a power loss, a file would answer key queries with offsets
             # past the cut, which new records come to hold
