@@ -83,7 +83,7 @@ def _java_bool(wire: str, raw: object, default: bool) -> bool:
             raise ValueError(f"{wire} is not a boolean: {raw!r:.80}")
         return int(raw) & 0xFFFFFFFF == 1  # BigDecimal.intValue: truncated, its low 32 bits
     if isinstance(raw, str):
-        if raw in ("", "null", "NULL"):
+        if raw in _NO_NUMBER:  # (fastjson's "no value" strings, for a boolean field as for a number)
             return default
         lowered = raw.lower()
         if lowered in ("true", "y") or raw in ("1", "T"):
