@@ -150,6 +150,7 @@ from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.bodies import TopicRouteData
+from rocketstore.remoting.codec import body_type_error
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.templates import JsonRequestTemplate
@@ -433,7 +434,10 @@ class Producer(SingleTrySends):
         if problem is not None:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, f"Failed to initiate the MessageBatch: {problem}")
         keys_text = new_uniq_keys(len(messages))
-        body = _uniform_batch_body(messages, keys_text)
+        try:
+            body = _uniform_batch_body(messages, keys_text)
+        except TypeError as e:  # (a try costs nothing until it raises) a str body, say
+            raise _batch_body_type_error(messages) or e from None
         if body is None:
             # (only here can a message carry properties of its own, a UNIQ_KEY among them, which it keeps)
             keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
@@ -445,6 +449,8 @@ class Producer(SingleTrySends):
                 # (4.9.3's encodeMessage cannot write them either: DefaultMQProducer.batch wraps the failure)
                 raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                           f"Failed to initiate the MessageBatch: {exc}") from exc
+            except TypeError as e:
+                raise _batch_body_type_error(messages) or e from None
         batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
             result = await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text,
@@ -623,3 +629,13 @@ class Producer(SingleTrySends):
             cost_ms = int((time.monotonic() - deadline + send_timeout_s) * 1000)
             raise send_failed(last_error, topic, len(brokers_sent), cost_ms, brokers_sent) from last_error
         raise NoRouteError(topic, str(last_error))
+
+
+def _batch_body_type_error(messages: list[OutgoingMessage]) -> TypeError | None:
+    """The TypeError naming the first message of a batch whose body is not bytes-like (see
+    codec.body_type_error), or None when every body is."""
+    for index, message in enumerate(messages):
+        error = body_type_error(message.body)
+        if error is not None:
+            return TypeError(f"message {index} of the batch: {error}")
+    return None

@@ -250,7 +250,12 @@ class Message(HasTagsAndKeys):
             props[PropertyName.KEYS] = keys if isinstance(keys, str) else PropertyName.KEY_SEPARATOR.join(keys)
         if uniq_key is not None:
             props[PropertyName.UNIQ_KEY] = uniq_key
-        return cls(topic, bytes(body), props, **fields)  # type: ignore[arg-type]
+        try:
+            body = bytes(body)
+        except TypeError:  # (a try costs nothing until it raises) a str: bytes() names no fix
+            raise TypeError(f"a message body must be bytes (or bytearray, memoryview), not "
+                            f"{type(body).__name__}: encode a str first, e.g. body.encode()") from None
+        return cls(topic, body, props, **fields)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,4 +156,7 @@ class JsonRequestTemplate:
         total = 4 + length + len(body)
         if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
             raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
-        return b"".join((_PREFIX.pack(total, length), header, body))
+        try:
+            return b"".join((_PREFIX.pack(total, length), header, body))
+        except TypeError as e:  # (a try costs nothing until it raises) e.g. send("TopicA", "hello")
+            raise codec.body_type_error(body) or e from None
