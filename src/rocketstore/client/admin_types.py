@@ -41,8 +41,10 @@ __all__ = [
     "stats_window",
 ]
 
-#: TopicValidator / group names: the characters RocketMQ allows, at most 127 of them
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
+#: the characters RocketMQ allows in a topic or group name, and how many: a topic at most 127
+#: (TopicValidator), a group at most 255 (Validators.checkGroup, as a Java consumer or producer takes it)
+_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_MAX_LENGTH = {"group": 255}
 
 
 class NoConsumeProgressError(ClientError):
@@ -53,12 +55,13 @@ class InvalidNameError(ClientError):
     def __init__(self, kind: str, name: str) -> None:
         self.kind = kind
         self.name = name
-        super().__init__(f"invalid {kind} name {name!r}: use 1 to 127 of the characters a-z A-Z 0-9 _ - % |")
+        limit = _MAX_LENGTH.get(kind, 127)
+        super().__init__(f"invalid {kind} name {name!r}: use 1 to {limit} of the characters a-z A-Z 0-9 _ - % |")
 
 
 def check_name(kind: str, name: str) -> str:
     """*name* if RocketMQ accepts it as a topic or group name, else InvalidNameError."""
-    if not _NAME.match(name):
+    if len(name) > _MAX_LENGTH.get(kind, 127) or not _NAME.fullmatch(name):
         raise InvalidNameError(kind, name)
     return name
 

@@ -16,7 +16,7 @@ UNREACHABLE = "127.0.0.1:1"
 def test_a_bad_producer_group_is_refused_by_name(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--group", "bad group", "-n", UNREACHABLE]) == 1
     assert capsys.readouterr().err == (
-        "rocketstore: error: invalid group name 'bad group': use 1 to 127 of the characters a-z A-Z 0-9 _ - % |\n")
+        "rocketstore: error: invalid group name 'bad group': use 1 to 255 of the characters a-z A-Z 0-9 _ - % |\n")
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
