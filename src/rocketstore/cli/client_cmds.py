@@ -97,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     selector.add_argument("--sql", help="SQL92 expression over message properties instead of tags, e.g. "
                                         "\"region = 'eu' AND amount > 100\" (the broker needs enablePropertyFilter=true)")
     consume.add_argument("--from", dest="start", choices=("first", "last"), default="first",
-                         help="where a queue without a committed offset starts (default first)")
+                         help="where a queue without a committed offset starts (default first; last commits "
+                              "that end at once, so a later run goes on from it)")
     consume.add_argument("--max", type=int, help="stop after this many messages")
     _add_namespace_arg(consume)
     consume.add_argument("--timeout", type=_idle_seconds, default=5.0,
@@ -313,7 +314,7 @@ def _consume(args: argparse.Namespace) -> int:
                     await state.replier.close()
                 raise ClientError(f"topic {args.topic!r} has no readable queue: the perm of each of its brokers "
                                   "forbids reads")
-            starts = await _start_offsets(args, consumer, queues)
+            starts = await _start_offsets(args, consumer, queues, state)
             loops = [asyncio.ensure_future(_pull_loop(consumer, mq, starts[mq], args, state)) for mq in queues]
             try:
                 while not state.stop.is_set():
@@ -350,8 +351,11 @@ def _consume(args: argparse.Namespace) -> int:
 
 
 async def _start_offsets(args: argparse.Namespace, consumer: PullConsumer,
-                         queues: list[MessageQueue]) -> dict[MessageQueue, int]:
-    """The group's committed offsets; --from for a topic the group never committed on.
+                         queues: list[MessageQueue], state: _Consumption) -> dict[MessageQueue, int]:
+    """The group's committed offsets; --from for a topic the group never committed on.  A queue started at
+    its end (--from last) has that end committed at once, as a Java consumer from CONSUME_FROM_LAST_OFFSET
+    stores it after its first pull finds nothing: else the next run would start at the end again and skip
+    what was sent meanwhile.
 
     The committed offsets come from the broker's consume stats, which list only the topics a group has
     offsets for: QUERY_CONSUMER_OFFSET cannot tell, as a broker answers 0 for a queue the group never
@@ -369,7 +373,12 @@ async def _start_offsets(args: argparse.Namespace, consumer: PullConsumer,
     for mq in queues:
         committed = rows.get((mq.broker_name, mq.queue_id))
         if committed is None:
-            committed = await (consumer.min_offset(mq) if args.start == "first" else consumer.max_offset(mq))
+            if args.start == "first":
+                committed = await consumer.min_offset(mq)
+            else:
+                committed = await consumer.max_offset(mq)
+                await consumer.commit_offset(mq, committed)
+                state.committed[mq] = committed
         starts[mq] = committed
     return starts
 
