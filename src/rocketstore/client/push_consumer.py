@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 import threading
 import time
@@ -122,6 +123,7 @@ class PushConsumer(QueueLocks):
         producer's too.  ``enable_trace=True`` (a setting) traces every message handled."""
         if not subscriptions:
             raise ValueError("a push consumer needs at least one subscription")
+        _check_handler(handler)
         settings = resolve_settings(PushConsumerSettings, settings, settings_kw)
         super().__init__(namesrv_addr, group, settings, credentials, tls)
         self.orderly = settings.orderly
@@ -530,3 +532,21 @@ class PushConsumer(QueueLocks):
             queues = ", ".join(f"{mq.topic}:{mq.queue_id}" for mq in mqs)
             log.warning("%s: the offsets of %d queue(s) of broker %s given up were not committed (%s): %s",
                         self.group, len(mqs), broker_name, queues, exc)
+
+
+def _check_handler(handler: object) -> None:
+    """A TypeError now, at construction, for a handler that cannot be called as ``handler(messages)``: a Java
+    listener's ``(msgs, context)`` would otherwise fail on every message, each failure a retry, and after
+    16 of them the message is in the DLQ.  Callables whose signature Python cannot tell pass."""
+    if not callable(handler):
+        raise TypeError(f"the handler must be callable as handler(messages), not a {type(handler).__name__}")
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind([])
+    except TypeError as exc:
+        raise TypeError(f"the handler {getattr(handler, '__qualname__', handler)!r} cannot be called as "
+                        f"handler(messages): {exc} (the context of 4.9.3's listeners is current_context() "
+                        "inside the call)") from None
