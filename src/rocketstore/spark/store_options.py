@@ -64,6 +64,9 @@ DEFAULT_MAX_RECORDS_PER_PARTITION = 100_000
 #: RocketMQ's default index geometry (maxHashSlotNum, maxIndexNum).
 _DEFAULT_INDEX = (5_000_000, 20_000_000)
 _EARLIEST, _LATEST = -2, -1
+#: the options that name topics on the rocketmq source and sink (and Kafka's): here they would be ignored,
+#: and the read would take every topic of the store instead of the one meant
+_OTHER_TOPIC_OPTIONS = {"topic": "topic", "subscribe": "subscribe", "subscribepattern": "subscribePattern"}
 
 #: "earliest", "latest", or {topic: {queue_id: offset}} with -2 / -1 meaning earliest / latest.
 OffsetSpec = str | dict[str, dict[int, int]]
@@ -112,6 +115,11 @@ class StoreReadOptions:
         if not os.path.isdir(path):
             raise StoreConfigError(f"path {path!r} is not a directory")
         check_store_root(path, f"path {path!r}")
+        misnamed = [name for key, name in _OTHER_TOPIC_OPTIONS.items() if key in opts]
+        if misnamed:
+            raise StoreConfigError(f"option {misnamed[0]!r} is not the rocketmq-store source's: it selects "
+                                   "topics with 'topics' (comma-separated names) or 'topicPattern' (a regular "
+                                   "expression)")
         topics = None
         if opts.get("topics") is not None:
             topics = tuple(t.strip() for t in str(opts["topics"]).split(",") if t.strip())
