@@ -221,6 +221,32 @@ class IndexFile:
                 break
             current = prev
 
+    def drop_entries_from(self, commit_log_offset: int) -> bool:
+        """Undo the last entries, those pointing at or past *commit_log_offset* (records a crash took), newest
+        first: each slot gets back the entry it held before (the entry's link), and the count goes back.
+        Slots are synced before the header that shrinks the count, so a power loss between leaves entries
+        that the next recovery undoes again, never a count that drops entries while slots still point past
+        it.  True when there were any."""
+        buf = self.file.buffer
+        top = min(self.index_count, self.entry_count)
+        first = top
+        at = self._entries_at
+        while first > 1 and INDEX_ENTRY.unpack_from(buf, at + (first - 1) * 20)[1] >= commit_log_offset:
+            first -= 1
+        if first == top:
+            return False
+        for e in range(top - 1, first - 1, -1):
+            key_hash, _offset, _diff, prev = INDEX_ENTRY.unpack_from(buf, at + e * 20)
+            if prev <= 0:  # the slot was empty (or held a stale value) when the entry went in
+                prev = 0
+                self.hash_slot_count = max(0, self.hash_slot_count - 1)
+            elif prev >= e:  # (a link that does not go back: damage, as select reads it)
+                prev = 0
+            _SLOT.pack_into(buf, _HEADER_BYTES + (key_hash % self.slot_count) * 4, prev)
+        self.file.sync()
+        self.index_count = first
+        return True
+
     def flush(self) -> None:
         self._write_header()
         self.file.wrote = self.file.size_bytes
@@ -646,12 +672,28 @@ class IndexService:
         return len(gone)
 
     def truncate_past(self, commit_log_offset: int) -> None:
-        """After the commitlog lost its tail: drop files whose entries begin past it."""
+        """After the commitlog lost its tail: drop files whose entries begin past it, undo the entries past it
+        in those left, and pull their end offset (and an empty one's begin) back to it.  Building skips
+        records below the newest file's end (already indexed): left past the cut, it would skip the new
+        records written where the lost ones were (4.9.3 keeps it there, and leaves those records unindexed
+        until the commitlog grows past it, and the lost records' entries in place)."""
         keep = [f for f in self.files if not (f.begin_phy_offset >= commit_log_offset and f.index_count > 1)]
         gone = [f for f in self.files if f not in keep]
         for f in gone:
             f.destroy()
         self.files = keep
+        for f in keep:
+            if f.end_phy_offset > commit_log_offset:
+                # the entries of the lost records go too (a record written again at such an offset, with the
+                # same key, would come back twice; one at another offset would leave a dangling entry); a
+                # read-only open undoes them in its private mapping only (MappedFile.sync writes nothing)
+                f.drop_entries_from(commit_log_offset)
+                f.end_phy_offset = commit_log_offset
+                f.begin_phy_offset = min(f.begin_phy_offset, commit_log_offset)
+                f._write_header()
+                # durable, a stale end read back at the next recovery would skip records again; not
+                # IndexFile.flush, which counts the whole file flushed: its later entries would never sync
+                f.file.sync()
         if gone and self.writable:
             # once a recovery: brought back by a power loss, a file would answer key queries with offsets
             # past the cut, which new records come to hold
