@@ -160,10 +160,13 @@ def test_every_acknowledged_message_is_there_once_after_kills_during_sends_rollo
             async with AdminClient(serve.namesrv_addr) as admin:
                 for uniq in rng.sample(sorted(acked), 20):
                     result, body, key = acked[uniq]
+                    # one record each; it may come twice: as 4.9.3 does after a crash, the last record the
+                    # index held is indexed again (the golden killed store's dump lists TopicA/key-243 twice)
                     by_key = await admin.query_by_key(topic, key)
-                    assert [m.body for m in by_key] == [body], f"key {key}"
+                    assert {(m.commit_log_offset, m.body) for m in by_key} == {(where[uniq][0][2], body)}, key
                     assert (await admin.view_message(result.offset_msg_id)).body == body, result.offset_msg_id
-                    assert [m.body for m in await admin.query_by_uniq_key(topic, uniq)] == [body], uniq
+                    by_uniq = await admin.query_by_uniq_key(topic, uniq)
+                    assert {(m.commit_log_offset, m.body) for m in by_uniq} == {(where[uniq][0][2], body)}, uniq
 
         run(lookups())
     finally:
