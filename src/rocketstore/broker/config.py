@@ -9,6 +9,7 @@ Frozen and picklable.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import socket
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from rocketstore.errors import StoreConfigError
 from rocketstore.broker import config_keys
 from rocketstore.remoting.headers import MAX_QUEUE_NUMS
-from rocketstore.store.config import StoreConfig, java_integer, read_properties_file
+from rocketstore.store.config import BrokerRole, StoreConfig, java_integer, read_properties_file
 
 __all__ = ["BrokerConfig", "load_broker_conf", "local_ip"]
 
@@ -203,4 +204,13 @@ def load_broker_conf(path: str | None, *, store_dir: str | None = None, override
             props[name] = ip[1:-1]
     broker = BrokerConfig.from_properties(props)
     store = StoreConfig.from_properties(props)
+    # 4.9.3's BrokerStartup: a slave's brokerId must be > 0 (it exits), a master's is 0 whatever the file says
+    # (it says nothing; a master registered with another id is no master to the name servers and clients)
+    if store.broker_role == BrokerRole.SLAVE:
+        if broker.broker_id <= 0:
+            raise StoreConfigError("Slave's brokerId must be > 0 (brokerRole=SLAVE)")
+    elif broker.broker_id != 0:
+        logging.getLogger(__name__).warning("brokerId=%d acts as 0: a master's (brokerRole=%s) id is always "
+                                            "0, as in 4.9.3", broker.broker_id, store.broker_role)
+        broker = broker.replace(broker_id=0)
     return broker, store, props

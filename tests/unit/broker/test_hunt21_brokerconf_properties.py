@@ -77,7 +77,8 @@ def test_an_integer_java_refuses_is_an_error(tmp_path: Path, line: str, name: st
 
 
 def test_a_long_property_takes_a_long(tmp_path: Path) -> None:
-    broker, _, _ = _load(tmp_path, "brokerName=b\ntransactionTimeOut=3000000000\nbrokerId=+2\n")
+    broker, _, _ = _load(tmp_path,
+                         "brokerName=b\ntransactionTimeOut=3000000000\nbrokerId=+2\nbrokerRole=SLAVE\n")
     assert (broker.transaction_timeout_ms, broker.broker_id) == (3_000_000_000, 2)
 
 
