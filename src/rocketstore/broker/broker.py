@@ -91,6 +91,20 @@ _NOT_ATTEMPTED = frozenset({PutMessageStatus.SERVICE_NOT_AVAILABLE, PutMessageSt
 CLIENT_SCAN_INTERVAL_S = 10.0
 
 
+def _log_recovery(store: MessageStore) -> None:
+    """One line at start on how the store was found and recovered (4.9.3 logs it in store.log): a WARNING
+    after a crash (the abort file was there) or when recovery cut bytes, INFO otherwise."""
+    rec = store.recovery
+    alarming = rec.abnormal or rec.truncated_bytes or rec.dropped_queue_entries
+    level = logging.WARNING if alarming else logging.INFO
+    log.log(level, "store %s opened: last shutdown %s; commitlog recovered to offset %d (%d records checked, "
+            "%d bytes cut%s%s)", store.config.store_path_root_dir,
+            "abnormal (abort file present)" if rec.abnormal else "clean", rec.valid_end, rec.records_checked,
+            rec.truncated_bytes, f": {rec.first_invalid_reason}" if rec.first_invalid_reason else "",
+            f", {rec.dropped_queue_entries} consume-queue entries past it dropped"
+            if rec.dropped_queue_entries else "")
+
+
 class Broker:
     def __init__(self, config: BrokerConfig | None = None, store_config: StoreConfig | None = None, *,
                  config_path: str | None = None, tls: TlsConfig | None = None,
@@ -232,6 +246,7 @@ class Broker:
             if self.acl is not None:
                 self.acl.start_watch()  # edits of the ACL files take effect with or without traffic
             self._store = await loop.run_in_executor(self._executor, MessageStore.open, None, self.store_config)
+            _log_recovery(self._store)
             config_dir = self.store_config.config_dir
             # each table is set only once it has loaded: close() persists the ones set, and one whose file
             # could not be read (CorruptFileError) must not be written over it as an empty table
@@ -409,6 +424,8 @@ class Broker:
                 waits.close()
             store, self._store = self._store, None
             await asyncio.get_running_loop().run_in_executor(self._executor, store.close)
+            log.info("store %s closed cleanly at commitlog offset %d", store.config.store_path_root_dir,
+                     store.max_commit_log_offset)
         self._executor.shutdown(wait=True)
 
     async def run_blocking(self, fn: Any, *args: Any) -> Any:
@@ -592,6 +609,9 @@ class Broker:
         changed, dropped = self.clients.expire(liveness_ms())
         for connection in dropped:
             if isinstance(connection, Connection):
+                log.warning("client connection %s sent no heartbeat for %d s: closed, its groups' queues go "
+                            "to their other members", connection.peer_address,
+                            self.clients.channel_expired_timeout_ms // 1000)
                 connection.close()
         for group in changed:
             self.notify_consumer_ids_changed(group)
@@ -599,7 +619,11 @@ class Broker:
     def _connection_closed(self, connection: Connection) -> None:
         # 4.9.3's doChannelCloseEvent tells the group whatever its notifyConsumerIdsChangedEnable says (the
         # group's flag quiets joins and UNREGISTER_CLIENT only): the others take a dead member's queues now
-        for group in self.clients.connection_closed(connection):
+        groups = self.clients.connection_closed(connection)
+        if groups:  # (a producer's or an admin's close is no news: a CLI command closes one per run)
+            log.info("consumer connection %s closed: left group(s) %s", connection.peer_address,
+                     ", ".join(groups))
+        for group in groups:
             self.notify_consumer_ids_changed(group, group_may_refuse=False)
 
     # --- services for the handlers --------------------------------------------------------------------

@@ -357,6 +357,8 @@ class Registrar:
             self.registered[addr] = False
             return _Answer(False)
         ok = response.code == ResponseCode.SUCCESS
+        if ok and self.registered.get(addr) is not True:  # the first time, and again after a failure
+            log.info("registered with name server %s", addr)
         self.registered[addr] = ok
         if ok:
             self._holds[addr] = (connection, registration.version)

@@ -15,6 +15,7 @@ Thread-safety: none; the name server calls it from its event loop only.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ BROKER_EXPIRY_MS = 120_000
 #: TopicSysFlag's bits: the topic is a unit topic / has unit subscriptions
 TOPIC_SYS_FLAG_UNIT = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB = 0x2
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -94,6 +97,9 @@ class RouteTable:
         if takes_topics:
             self._upsert_topic_configs(broker_name, body)
 
+        if broker_addr not in self.live:  # 4.9.3's "new broker registered" (its re-registrations say nothing)
+            log.info("new broker registered: %s (cluster %s, %s, id %d), HA server %s", broker_addr, cluster,
+                     broker_name, broker_id, ha_server_addr)
         self.live[broker_addr] = BrokerLive(now_ms, body.data_version, connection, ha_server_addr)
         if body.filter_server_list:
             self.filter_servers[broker_addr] = list(body.filter_server_list)
@@ -160,7 +166,9 @@ class RouteTable:
             live.last_update_ms = now_ms
 
     def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
-        self.live.pop(broker_addr, None)
+        if self.live.pop(broker_addr, None) is not None:  # (a broker stopping cleanly)
+            log.info("broker unregistered: %s (cluster %s, %s, id %d)", broker_addr, cluster, broker_name,
+                     broker_id)
         self.filter_servers.pop(broker_addr, None)
         broker = self.brokers.get(broker_name)
         if broker is not None:
