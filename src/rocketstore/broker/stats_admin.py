@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
 import json
 import logging
 import os
@@ -331,7 +332,7 @@ def start_file_notice(props: dict[str, str]) -> str | None:
             if target not in config_keys.KEPT_AND_READ:
                 kept.append(name)
         else:
-            unknown.append(name)
+            unknown.append(name + _unknown_key_hint(name))
     parts = []
     if kept or own:
         parts.append("act on nothing in this broker (kept, shown by GET_BROKER_CONFIG and written back by "
@@ -339,6 +340,22 @@ def start_file_notice(props: dict[str, str]) -> str | None:
     if unknown:
         parts.append("are no broker property (kept as given): " + ", ".join(sorted(unknown)))
     return "keys of the broker's configuration that " + "; keys that ".join(parts) if parts else None
+
+
+#: broker.conf keys many 4.x deployment guides set that 4.9.3 has no property for: it puts these files under
+#: storePathRootDir, whatever the file says
+_ROOT_DIR_PATHS = frozenset({"storePathConsumeQueue", "storePathConsumeQueueExt", "storePathIndex",
+                             "storeCheckpoint", "abortFile"})
+
+
+def _unknown_key_hint(name: str) -> str:
+    """What the start warning adds to a key that is no property: where 4.9.3 puts a path it names, or the
+    property it is probably a misspelling of (mapedFileSizeConsumeQueue, the old spelling 4.9.3 ignores)."""
+    if name in _ROOT_DIR_PATHS:
+        return " (always under storePathRootDir, as in 4.9.3)"
+    known = {n.lower(): n for n in (*_BROKER_NAMES, *_STORE_NAMES, *config_keys.KEPT_PROPERTIES)}
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.85)
+    return f" (did you mean {known[close[0]]}?)" if close else ""
 
 
 class ConfigUpdateError(ValueError):
