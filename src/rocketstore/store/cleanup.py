@@ -97,6 +97,9 @@ class Cleaner:
         # 0, not the commitlog's min: queue and index files a crash left pointing before it (retention had
         # deleted segments, not yet their files) go at the first pass, as 4.9.3's lastPhysicalMinOffset
         self._last_min_offset = 0
+        #: a pass for space deleted nothing and that was logged: logged again once a pass deletes or the disk
+        #: is back under the ratio
+        self._space_warned = False
 
     def set_policy(self, *, file_reserved_time_h: int, delete_when: str, disk_max_used_space_ratio: int,
                    clean_file_forcibly_enable: bool) -> None:
@@ -105,7 +108,11 @@ class Cleaner:
         cleanFileForciblyEnable acts at once)."""
         self.reserved_ms = file_reserved_time_h * 3_600_000
         self.delete_hours = _delete_hours(delete_when)
-        self.max_used_ratio = min(95, max(10, disk_max_used_space_ratio)) / 100
+        clamped = min(95, max(10, disk_max_used_space_ratio))
+        if clamped != disk_max_used_space_ratio:  # 4.9.3's getter clamps it without a word
+            log.warning("diskMaxUsedSpaceRatio=%d acts as %d: it is taken within 10 .. 95, as in 4.9.3",
+                        disk_max_used_space_ratio, clamped)
+        self.max_used_ratio = clamped / 100
         self.forcibly = clean_file_forcibly_enable
 
     def _age_ms(self, path: str, mtime_ms: int, now_ms: int) -> int:
@@ -142,12 +149,14 @@ class Cleaner:
         space = ratio < 0 or ratio > self.max_used_ratio
         # an unknown usage (-1) asks for a pass, as 4.9.3's does, but only by age: it says nothing of a full disk
         clean_now = self.forcibly and ratio > FORCE_CLEAN_RATIO
+        used = ratio
         if not space:
             # then the consume queues' disk (another one when storePathCommitLog is set), as 4.9.3's
             # isSpaceToDelete looks at it when the commitlog's disk asked for nothing
             logic = self._logic_usage()
             space = logic < 0 or logic > self.max_used_ratio
             clean_now = clean_now or (self.forcibly and logic > FORCE_CLEAN_RATIO)
+            used = max(ratio, logic)
         reason = None
         if force:
             reason = "manual"
@@ -159,19 +168,38 @@ class Cleaner:
         if reason is not None:
             files = self.commitlog.files.files
             dispatched = self.dispatched_offset() if self.dispatched_offset is not None else None
-            count = 0
+            count = young = 0
             for mf in files[:-1]:
                 if count >= _MAX_FILES_PER_RUN:
                     break
                 if dispatched is not None and mf.start_offset + mf.size_bytes > dispatched:
                     break  # records not dispatched yet: they would never reach their consume queues
-                if clean_now or self._age_ms(mf.path, mf.last_modified_ms(), now) >= self.reserved_ms:
+                expired = self._age_ms(mf.path, mf.last_modified_ms(), now) >= self.reserved_ms
+                if expired or clean_now:
                     count += 1
+                    young += not expired
                 else:
                     break
             if count:
                 deleted = len(self.commitlog.files.delete_first(count))
-                log.info("retention: deleted %d commitlog segment(s) (%s)", deleted, reason)
+                if young:
+                    # messages lost before their time: 4.9.3 warns at every such pass too
+                    log.warning("retention: deleted %d commitlog segment(s), %d of them younger than "
+                                "fileReservedTime (%d h): the disk is %.1f%% used, over %.0f%% "
+                                "(cleanFileForciblyEnable)", deleted, young, self.reserved_ms // 3_600_000,
+                                used * 100, FORCE_CLEAN_RATIO * 100)
+                else:
+                    log.info("retention: deleted %d commitlog segment(s) (%s)", deleted, reason)
+        if reason == "disk space" and not deleted and used > self.max_used_ratio:  # (not an unknown usage)
+            if not self._space_warned:  # 4.9.3 warns at every such pass ("... but delete file failed")
+                self._space_warned = True
+                log.warning("the disk is %.1f%% used, over diskMaxUsedSpaceRatio (%.0f%%), but no commitlog "
+                            "segment could be deleted: none but the one being written is older than "
+                            "fileReservedTime (%d h)%s", used * 100, self.max_used_ratio * 100,
+                            self.reserved_ms // 3_600_000,
+                            "" if self.forcibly else " and cleanFileForciblyEnable is false")
+        elif deleted or not space:
+            self._space_warned = False
         cq_deleted = idx_deleted = 0
         min_offset = self.commitlog.min_offset
         if min_offset > self._last_min_offset:

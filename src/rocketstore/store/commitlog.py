@@ -10,6 +10,7 @@ Thread-safety: ``append`` / ``append_batch`` serialise on one lock; reads are lo
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -33,6 +34,8 @@ from rocketstore.store.file_queue import FileQueue
 from rocketstore.store.mapped_file import MappedFile
 
 __all__ = ["AppendError", "CommitLog"]
+
+log = logging.getLogger(__name__)
 
 #: facts kept for the dispatcher at most; past this (nobody dispatching) records are decoded again instead
 FACTS_MAX = 1 << 18
@@ -77,6 +80,8 @@ class CommitLog:
         #: set (under the lock) when the store closes: appends from then on are refused, so none lands after
         #: the closing flush or in a segment being closed
         self.refuse_appends = False
+        #: a segment could not be created and that was logged: logged once until one is created again
+        self._create_failure_logged = False
 
     # --- offsets -----------------------------------------------------------------------------------
 
@@ -117,10 +122,20 @@ class CommitLog:
                 mf.wrote = mf.size_bytes
                 mf = self.files.create_next()
         except OSError as exc:
+            self._log_create_failure(exc)
             raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
+        self._create_failure_logged = False
         self._tail_buffer = mf.buffer
         self._tail = mf
         return mf
+
+    def _log_create_failure(self, exc: OSError) -> None:
+        # the senders get 4.9.3's fixed "create mapped file failed" text: the cause (ENOSPC, EMFILE, ...) is
+        # only here; once per failing spell, not once per refused put
+        if not self._create_failure_logged:
+            self._create_failure_logged = True
+            log.error("cannot create a commitlog segment in %s (puts are refused with "
+                      "CREATE_MAPEDFILE_FAILED until one can be made): %s", self.files.directory, exc)
 
     def append(self, draft: RecordDraft, queue_key: tuple[str, int] | None, store_timestamp: int | None,
                topic: str | None = None, tags_code: int = 0, uniq_key: str | None = None,
@@ -280,6 +295,7 @@ class CommitLog:
             try:
                 mf = self.files.last_writable(offset)
             except OSError as exc:
+                self._log_create_failure(exc)
                 raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
             self._tail = None  # a later put refreshes its cached tail
             pos = mf.wrote
