@@ -167,6 +167,13 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
                                busyPollMicros=busy_poll_us)
         if store is not None:
             overrides["storePathRootDir"] = store
+        file_namesrv = read_properties_file(config).get("namesrvAddr", "").strip() if config else ""
+        if file_namesrv and file_namesrv != overrides["namesrvAddr"]:
+            # a production broker.conf reused: say which name server the broker registers with
+            logging.getLogger("rocketstore.serve").warning(
+                "namesrvAddr=%s in %s is not used: serve registers its broker with its own name server (%s); "
+                "`rocketstore broker -c %s` registers with the file's", file_namesrv, config,
+                overrides["namesrvAddr"], config)
         broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
         broker_cfg = broker_cfg.replace(listen_host=host, broker_ip1=props.get("brokerIP1", _advertisable(host)))
         broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls, properties=props)
