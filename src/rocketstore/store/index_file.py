@@ -79,6 +79,8 @@ class IndexFile:
         if advise is not None:
             advise(mmap.MADV_RANDOM)
         self._entries_at = _HEADER_BYTES + slot_count * 4
+        #: a full older file whose holes were covered (see below): never written again, not even undone
+        self.frozen = False
         if create:
             self.begin_timestamp = self.end_timestamp = 0
             self.begin_phy_offset = self.end_phy_offset = 0
@@ -98,8 +100,9 @@ class IndexFile:
                 # an older file, full: only read from now on (a sparse one, a Java broker's: its untouched
                 # hash slots are holes, which a key query reads).  A covered page is private memory, so a
                 # write to it would never reach the file: nothing writes a full file (put_key and the bulk
-                # writer refuse one, index_count never goes down), and that must stay so
-                self.file.cover_holes()
+                # writer refuse one, index_count never goes down: IndexService.truncate_past
+                # undoes no entry of a frozen file), and that must stay so
+                self.frozen = self.file.cover_holes()
 
     @property
     def name(self) -> str:
@@ -683,11 +686,16 @@ class IndexService:
             f.destroy()
         self.files = keep
         for f in keep:
-            if f.end_phy_offset > commit_log_offset:
+            # (the end is the start of the last record indexed: a cut at it took that record too)
+            if f.end_phy_offset >= commit_log_offset:
                 # the entries of the lost records go too (a record written again at such an offset, with the
                 # same key, would come back twice; one at another offset would leave a dangling entry); a
-                # read-only open undoes them in its private mapping only (MappedFile.sync writes nothing)
-                f.drop_entries_from(commit_log_offset)
+                # read-only open undoes them in its private mapping only (MappedFile.sync writes nothing).  A
+                # frozen file keeps them (a write into a covered hole would never reach the file) and stays
+                # full: building rolls a new file past it
+                dropped = not f.frozen and f.drop_entries_from(commit_log_offset)
+                if not dropped and f.end_phy_offset == commit_log_offset:
+                    continue
                 f.end_phy_offset = commit_log_offset
                 f.begin_phy_offset = min(f.begin_phy_offset, commit_log_offset)
                 f._write_header()

@@ -515,26 +515,29 @@ class MappedFile:
                 out = _intersect(out, written)
         return out
 
-    def cover_holes(self) -> None:
+    def cover_holes(self) -> bool:
         """Map anonymous zero pages over the holes of a sparse file of the writable kind that is only read
         from now on (a full index file older than the newest), where reading a hole through the mapping
         allocates (tmpfs: on a full one SIGBUS, a key query killing the broker).  A write into a covered
-        hole would not reach the file, hence only for a file nothing writes to any more."""
+        hole would not reach the file, hence only for a file nothing writes to any more.  True when it
+        covered any."""
         if not self.writable or self._mm.closed:
-            return
+            return False
         fd = self._fd
         opened = -1
         if fd < 0:
             try:
                 fd = opened = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
-                return
+                return False
         try:
             if os.fstat(fd).st_blocks * 512 >= self.size_bytes or not _hole_reads_allocate(fd):
-                return
+                return False
             holes = _holes(fd, self.size_bytes)
             if 0 < len(holes) <= _MAX_HOLE_MAPS:
                 _map_anonymous_over(self._mm, holes)
+                return True
+            return False
         finally:
             if opened >= 0:
                 os.close(opened)

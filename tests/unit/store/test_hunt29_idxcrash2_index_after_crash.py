@@ -26,6 +26,7 @@ from rocketstore.message.record import Message
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.index_file import INDEX_HEADER
+from rocketstore.store.mapped_file import MappedFile
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.verify import verify_store
 
@@ -271,5 +272,52 @@ def test_a_power_loss_between_the_undone_slots_and_the_header_is_undone_again(
         assert _index_hits(store, "TopicA", "k1") == [*offsets[:2], new]
         assert _index_hits(store, "TopicA", "U000002") == []
         assert _index_hits(store, "TopicA", "U000001") == [offsets[1]]
+    finally:
+        store.close()
+
+
+def test_a_crash_that_tears_the_newest_indexed_record_undoes_its_entries(tmp_path: Path) -> None:
+    # (review) the index's end is the START of the last record indexed: a torn tail that takes exactly that
+    # record cuts at the end itself, and its entries must go too, else the producer's retry of it, landing at
+    # the same offset with the same keys, is found twice
+    store = MessageStore.open(tmp_path / "live", CONFIG)
+    try:
+        offsets = [_put(store, Message.create("TopicA", b"", uniq_key="U000000", queue_id=0))]
+        offsets += [_put(store, _plain(n)) for n in (1, 2, 3)]  # 1 + 3 x 2 keys: the first file full at r3
+        assert store.wait_dispatched()
+        _put(store, Message.create("TopicA", b"x", queue_id=0))  # keyless: rolls an empty second file
+        store = _crash(store, tmp_path / "live", tmp_path / "crashed", offsets[3])  # r3 torn: cut == its start
+        assert _index_hits(store, "TopicA", "U000003") == []
+        again = _put(store, _plain(3))  # the producer's retry of r3 lands where it was
+        assert again == offsets[3]
+        assert store.wait_dispatched()
+        assert _index_hits(store, "TopicA", "U000003") == [again]
+        assert _index_hits(store, "TopicA", "k1") == [*offsets[1:3], again]
+    finally:
+        store.close()
+
+
+def test_a_full_older_file_with_covered_holes_keeps_its_entries_and_a_new_file_takes_the_new_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (review) a full older file whose holes were covered (a sparse Java index where reading a hole allocates)
+    # must not be written again: a slot restored into a covered page would never reach the file.  Its
+    # entries stay, its end goes back, and it stays full, so building rolls a new file for the new records
+    store = MessageStore.open(tmp_path / "live", CONFIG)
+    try:
+        offsets = [_put(store, _plain(n)) for n in range(4)]  # 8 keys: the first file full, a second opened
+        assert store.wait_dispatched()
+        first = sorted((tmp_path / "live" / "index").iterdir())[0].name
+        monkeypatch.setattr(MappedFile, "cover_holes", lambda self: True)
+        store = _crash(store, tmp_path / "live", tmp_path / "crashed", offsets[2])
+        before = (tmp_path / "live" / "index" / first).read_bytes()
+        after = (tmp_path / "crashed" / "index" / first).read_bytes()
+        assert after[INDEX_HEADER.size:] == before[INDEX_HEADER.size:]  # no slot or entry written
+        assert INDEX_HEADER.unpack(after[:INDEX_HEADER.size])[3] == offsets[2]  # the end pulled back
+        new = [_put(store, _plain(n)) for n in (10, 11)]
+        assert new[0] == offsets[2]
+        assert store.wait_dispatched()
+        for n, offset in zip((10, 11), new):
+            assert _index_hits(store, "TopicA", f"U{n:06d}") == [offset]
+        assert len(store._index.files) == 2 and store._index.files[0].name == first
     finally:
         store.close()
