@@ -28,7 +28,9 @@ def test_a_str_body_is_refused_naming_the_type_and_the_fix(cluster: LocalCluster
         async with Producer(cluster.namesrv_addr, "hunt29-str-body") as producer:
             for send in (lambda: producer.send(TOPIC, "hello"),  # type: ignore[arg-type]
                          lambda: producer.send_oneway(TOPIC, "hello"),  # type: ignore[arg-type]
-                         lambda: producer.send_orderly(TOPIC, "hello", "k")):  # type: ignore[arg-type]
+                         lambda: producer.send_orderly(TOPIC, "hello", "k"),  # type: ignore[arg-type]
+                         # (review) one over compressMsgBodyOverHowmuch is compressed before the frame is built
+                         lambda: producer.send(TOPIC, "x" * 5000)):  # type: ignore[arg-type]
                 with pytest.raises(TypeError, match=r"must be bytes .*not str.*body\.encode\(\)"):
                     await send()
             # a batch names the message: the usual one (tags only) and one with keys take different encoders

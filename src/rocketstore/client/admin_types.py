@@ -4,13 +4,13 @@ broker statistics), and the check of topic and group names its calls make before
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocketstore.client.errors import ClientError
+from rocketstore.message.names import GROUP_MAX_LENGTH, NAME_CHARS, TOPIC_MAX_LENGTH
 from rocketstore.remoting.bodies import BrokerData, DataVersion
 
 if TYPE_CHECKING:
@@ -41,10 +41,6 @@ __all__ = [
     "stats_window",
 ]
 
-#: the characters RocketMQ allows in a topic or group name, and how many: a topic at most 127
-#: (TopicValidator), a group at most 255 (Validators.checkGroup, as a Java consumer or producer takes it)
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-_MAX_LENGTH = {"group": 255}
 
 
 class NoConsumeProgressError(ClientError):
@@ -55,15 +51,20 @@ class InvalidNameError(ClientError):
     def __init__(self, kind: str, name: str) -> None:
         self.kind = kind
         self.name = name
-        limit = _MAX_LENGTH.get(kind, 127)
+        limit = _max_length(kind)
         super().__init__(f"invalid {kind} name {name!r}: use 1 to {limit} of the characters a-z A-Z 0-9 _ - % |")
 
 
 def check_name(kind: str, name: str) -> str:
     """*name* if RocketMQ accepts it as a topic or group name, else InvalidNameError."""
-    if len(name) > _MAX_LENGTH.get(kind, 127) or not _NAME.fullmatch(name):
+    if not name or len(name) > _max_length(kind) or not NAME_CHARS.issuperset(name):
         raise InvalidNameError(kind, name)
     return name
+
+
+def _max_length(kind: str) -> int:
+    """A group may have up to 255 characters (Validators.checkGroup), a topic up to 127 (TopicValidator)."""
+    return GROUP_MAX_LENGTH if kind == "group" else TOPIC_MAX_LENGTH
 
 
 @dataclass(frozen=True, slots=True)

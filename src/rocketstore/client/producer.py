@@ -148,9 +148,9 @@ from rocketstore.client.single_try_sends import SingleTrySends
 from rocketstore.errors import LoopBoundError, PropertiesTooLargeError, RemotingError
 from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
+from rocketstore.message.record import body_type_error
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.bodies import TopicRouteData
-from rocketstore.remoting.codec import body_type_error
 from rocketstore.remoting.codes import ResponseCode
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.templates import JsonRequestTemplate
@@ -351,7 +351,10 @@ class Producer(SingleTrySends):
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
         sys_flag = 0
         if len(body) >= self.compress_msg_body_over_howmuch:  # tryToCompressMessage (the trace too sees it)
-            body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
+            try:
+                body, sys_flag = zlib.compress(body, self.compress_level), _COMPRESSED
+            except TypeError as e:  # (a try costs nothing until it raises) a str body of 4 KiB or more
+                raise body_type_error(body) or e from None
         if self.trace is None:
             result = await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
                                       sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s,
@@ -633,7 +636,7 @@ class Producer(SingleTrySends):
 
 def _batch_body_type_error(messages: list[OutgoingMessage]) -> TypeError | None:
     """The TypeError naming the first message of a batch whose body is not bytes-like (see
-    codec.body_type_error), or None when every body is."""
+    message.record.body_type_error), or None when every body is."""
     for index, message in enumerate(messages):
         error = body_type_error(message.body)
         if error is not None:

@@ -541,7 +541,8 @@ def _check_handler(handler: object) -> None:
     if not callable(handler):
         raise TypeError(f"the handler must be callable as handler(messages), not a {type(handler).__name__}")
     try:
-        signature = inspect.signature(handler)
+        # (not through __wrapped__: a decorator that supplies the context takes the messages alone)
+        signature = inspect.signature(handler, follow_wrapped=False)
     except (TypeError, ValueError):
         return
     try:

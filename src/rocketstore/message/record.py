@@ -210,6 +210,15 @@ def validate_topic(topic: str) -> bytes:
     return encoded
 
 
+def body_type_error(body: object) -> TypeError | None:
+    """The TypeError for a message body that is not bytes-like (a str, say: ``send("TopicA", "hello")``),
+    naming its type and, for a str, the fix; None for a bytes-like one."""
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return None
+    hint = ": encode a str first, e.g. body.encode()" if isinstance(body, str) else ""
+    return TypeError(f"a message body must be bytes (or bytearray, memoryview), not {type(body).__name__}{hint}")
+
+
 @dataclass(frozen=True, slots=True)
 class Message(HasTagsAndKeys):
     """A message as a producer hands it to the store.
@@ -252,9 +261,8 @@ class Message(HasTagsAndKeys):
             props[PropertyName.UNIQ_KEY] = uniq_key
         try:
             body = bytes(body)
-        except TypeError:  # (a try costs nothing until it raises) a str: bytes() names no fix
-            raise TypeError(f"a message body must be bytes (or bytearray, memoryview), not "
-                            f"{type(body).__name__}: encode a str first, e.g. body.encode()") from None
+        except TypeError as e:  # (a try costs nothing until it raises) a str: bytes() names no fix
+            raise body_type_error(body) or e from None
         return cls(topic, body, props, **fields)  # type: ignore[arg-type]
 
 

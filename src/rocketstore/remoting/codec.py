@@ -33,6 +33,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from rocketstore.errors import ProtocolError
+from rocketstore.message.record import body_type_error
 from rocketstore.remoting.codes import LanguageCode, SerializeType
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.fastjson import java_escapes
@@ -69,16 +70,6 @@ def encode_command(cmd: RemotingCommand, opaque: int | None = None) -> bytes:
         return b"".join((prefix, header, body))
     except TypeError as e:  # (a try costs nothing until it raises)
         raise body_type_error(body) or e from None
-
-
-def body_type_error(body: object) -> TypeError | None:
-    """The TypeError for a body that is not bytes-like (``send("TopicA", "hello")``: a str), naming its type
-    and the fix, instead of the frame join's "sequence item 2: expected a bytes-like object"; None for a
-    bytes-like one (the join failed for another reason)."""
-    if isinstance(body, (bytes, bytearray, memoryview)):
-        return None
-    return TypeError(f"a message body must be bytes (or bytearray, memoryview), not {type(body).__name__}: "
-                     "encode a str first, e.g. body.encode()")
 
 
 def encode_command_parts(cmd: RemotingCommand, opaque: int | None = None) -> tuple[bytes, bytes]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rocketstore.errors import ProtocolError
+from rocketstore.message.record import body_type_error
 from rocketstore.remoting import codec
 from rocketstore.remoting.codec import (
     _HEADER_LENGTH_MASK,
@@ -159,4 +160,4 @@ class JsonRequestTemplate:
         try:
             return b"".join((_PREFIX.pack(total, length), header, body))
         except TypeError as e:  # (a try costs nothing until it raises) e.g. send("TopicA", "hello")
-            raise codec.body_type_error(body) or e from None
+            raise body_type_error(body) or e from None

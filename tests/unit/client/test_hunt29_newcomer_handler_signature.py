@@ -42,7 +42,16 @@ async def _async_handler(messages: list[Any]) -> ConsumeStatus:
     return ConsumeStatus.CONSUME_SUCCESS
 
 
+def _with_context(f: Any) -> Any:
+    """(review) the adapter a port of Java listeners writes: the context supplied, the messages alone taken"""
+    @functools.wraps(f)
+    def wrapper(msgs: list[Any]) -> Any:
+        return f(msgs, None)
+    return wrapper
+
+
 @pytest.mark.parametrize("handler", [
+    _with_context(_java_style),
     lambda ms: ConsumeStatus.CONSUME_SUCCESS,
     lambda ms, context=None: ConsumeStatus.CONSUME_SUCCESS,
     lambda *args: ConsumeStatus.CONSUME_SUCCESS,
