@@ -90,7 +90,7 @@ def test_a_disk_over_the_ratio_with_nothing_to_delete_warns_once(tmp_path: Path,
         for _ in range(3):
             assert store.delete_expired_files().commit_log_files_deleted == 0
         [line] = warnings()
-        assert "89.0% used" in line.getMessage() and "cleanFileForciblyEnable is false" in line.getMessage()
+        assert "89.0% used" in line.getMessage() and "cleanFileForciblyEnable, now false" in line.getMessage()
         store._cleaner.usage = lambda path: 0.30  # space freed elsewhere
         store.delete_expired_files()
         store._cleaner.usage = lambda path: 0.89  # and full again: a new warning

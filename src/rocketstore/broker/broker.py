@@ -607,10 +607,9 @@ class Broker:
         """One pass of 4.9.3's ClientHousekeepingService: drop (and close) clients without a heartbeat for
         channelExpiredTimeout, and tell their groups.  By the monotonic clock, see ``clients.liveness_ms``."""
         changed, dropped = self.clients.expire(liveness_ms())
-        for connection in dropped:
+        for connection in dict.fromkeys(dropped):  # (once each: a connection is listed per group it was in)
             if isinstance(connection, Connection):
-                log.warning("client connection %s sent no heartbeat for %d s: closed, its groups' queues go "
-                            "to their other members", connection.peer_address,
+                log.warning("client connection %s sent no heartbeat for %d s: closed", connection.peer_address,
                             self.clients.channel_expired_timeout_ms // 1000)
                 connection.close()
         for group in changed:

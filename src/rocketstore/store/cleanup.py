@@ -194,10 +194,11 @@ class Cleaner:
             if not self._space_warned:  # 4.9.3 warns at every such pass ("... but delete file failed")
                 self._space_warned = True
                 log.warning("the disk is %.1f%% used, over diskMaxUsedSpaceRatio (%.0f%%), but no commitlog "
-                            "segment could be deleted: none but the one being written is older than "
-                            "fileReservedTime (%d h)%s", used * 100, self.max_used_ratio * 100,
-                            self.reserved_ms // 3_600_000,
-                            "" if self.forcibly else " and cleanFileForciblyEnable is false")
+                            "segment could be deleted (one is deleted once older than fileReservedTime, %d h, "
+                            "and its records dispatched; younger ones only over %.0f%% with "
+                            "cleanFileForciblyEnable, now %s)", used * 100, self.max_used_ratio * 100,
+                            self.reserved_ms // 3_600_000, FORCE_CLEAN_RATIO * 100,
+                            "true" if self.forcibly else "false")
         elif deleted or not space:
             self._space_warned = False
         cq_deleted = idx_deleted = 0
