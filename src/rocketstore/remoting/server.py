@@ -154,8 +154,10 @@ class RemotingServer:
         dual = dual_stack_listener(host, port)
         if self._tls is None:
             if dual is None:
+                # 4.9.3's serverSocketBacklog, as the dual-stack and TLS listeners have it (asyncio's default
+                # of 100 made a burst of 1500 connects wait a SYN retry, ~1 s, for most of them)
                 self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
-                                                        start_serving=start_serving)
+                                                        backlog=1024, start_serving=start_serving)
             else:
                 self._server = await loop.create_server(self._new_connection, sock=dual, start_serving=start_serving)
             sockname = self._server.sockets[0].getsockname()
