@@ -455,7 +455,7 @@ def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> d
             raise AclConfigError("heartbeat has no body")
         try:
             data = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to read
             raise AclConfigError(f"heartbeat body is not JSON: {exc}") from exc
         # a body of another shape is refused here, as the handler would refuse it, not met with a traceback
         consumers = data.get("consumerDataSet") if isinstance(data, dict) else None
