@@ -67,6 +67,12 @@ _EARLIEST, _LATEST = -2, -1
 #: the options that name topics on the rocketmq source and sink (and Kafka's): here they would be ignored,
 #: and the read would take every topic of the store instead of the one meant
 _OTHER_TOPIC_OPTIONS = {"topic": "topic", "subscribe": "subscribe", "subscribepattern": "subscribePattern"}
+#: Kafka's per-partition timestamp options: ignored, the read would start (or end) at the other options'
+#: offsets instead of at the time meant; here one timestamp holds for every queue
+_KAFKA_TIMESTAMP_OPTIONS = {"startingoffsetsbytimestamp": ("startingOffsetsByTimestamp", "startingTimestamp"),
+                            "endingoffsetsbytimestamp": ("endingOffsetsByTimestamp", "endingTimestamp"),
+                            "startingoffsetsbytimestampstrategy": ("startingOffsetsByTimestampStrategy",
+                                                                   "startingTimestamp")}
 
 #: "earliest", "latest", or {topic: {queue_id: offset}} with -2 / -1 meaning earliest / latest.
 OffsetSpec = str | dict[str, dict[int, int]]
@@ -133,6 +139,10 @@ class StoreReadOptions:
                 re.compile(pattern)
             except re.error as exc:
                 raise StoreConfigError(f"topicPattern {pattern!r} is not a regular expression: {exc}") from exc
+        for key, (name, ours) in _KAFKA_TIMESTAMP_OPTIONS.items():
+            if key in opts:
+                raise StoreConfigError(f"option {name!r} (Kafka's) is not supported by the rocketmq-store "
+                                       f"source: give {ours!r} (milliseconds, for every queue)")
         starting_ts = _optional_int(opts, "startingtimestamp", "startingTimestamp")
         ending_ts = _optional_int(opts, "endingtimestamp", "endingTimestamp")
         if starting_ts is not None and "startingoffsets" in opts:

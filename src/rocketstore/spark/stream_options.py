@@ -305,6 +305,14 @@ class SourceOptions:
         if "endingtimestamp" in opts:  # rocketmq-store has it: ignored here, the read would go on to the end
             raise SparkOptionError("option endingTimestamp is not supported by the rocketmq source (only by "
                                    "rocketmq-store); give endingOffsets")
+        for key, name, ours in (
+                ("startingoffsetsbytimestamp", "startingOffsetsByTimestamp", "startingTimestamp"),
+                ("startingoffsetsbytimestampstrategy", "startingOffsetsByTimestampStrategy",
+                 "startingTimestamp"),
+                ("endingoffsetsbytimestamp", "endingOffsetsByTimestamp", "endingOffsets")):
+            if key in opts:  # Kafka's: ignored, the read would start or end elsewhere than the time meant
+                raise SparkOptionError(f"option {name} (Kafka's) is not supported by the rocketmq source: "
+                                       f"give {ours}")
         if starting_ts is not None and "startingoffsets" in opts:
             raise SparkOptionError("give either 'startingOffsets' or 'startingTimestamp', not both")
         default_start = "latest" if streaming else "earliest"
@@ -327,6 +335,12 @@ class SourceOptions:
         max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 1)
         if max_per_trigger is not None and not streaming:
             raise SparkOptionError("maxOffsetsPerTrigger is for streaming queries only")
+        for key, name in (("minoffsetspertrigger", "minOffsetsPerTrigger"),
+                          ("maxtriggerdelay", "maxTriggerDelay")):
+            if key in opts:  # Kafka's: ignored, every trigger would still run a batch of whatever had arrived
+                raise SparkOptionError(f"option {name} (Kafka's) is not supported by the rocketmq source: "
+                                       "each trigger reads what has arrived (up to maxOffsetsPerTrigger); "
+                                       "for larger batches give the query a longer processingTime trigger")
         tags = (opts.get("tags") or "*").strip() or "*"
         sql = (opts.get("sql") or "").strip() or None
         if sql is None and "sql" in opts:

@@ -186,7 +186,7 @@ class _Planner:
             _check_named_queues(spec, queues)
         for mq in queues:
             if self.options.starting_timestamp_ms is not None and spec is self.options.starting_offsets:
-                offset = s.search_offset(mq, self.options.starting_timestamp_ms)
+                offset = self._first_stored_at(mq, self.options.starting_timestamp_ms)
             elif spec == "earliest":
                 offset = s.min_offset(mq)
             elif spec == "latest":
@@ -211,6 +211,41 @@ class _Planner:
                     offset = min(offset, high)
             out.setdefault(mq.topic, {})[queue_key(mq)] = offset
         return out
+
+    def _first_stored_at(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of *mq* stored at or after *timestamp_ms*; the queue's max offset
+        when there is none (it reads nothing), as the rocketmq-store source and Kafka's startingTimestamp.
+
+        The broker's SEARCH_OFFSET_BY_TIMESTAMP answers the *nearest* entry (4.9.3's getOffsetInQueueByTime),
+        which may be one stored before the timestamp (the last message, for a timestamp past it). The answer
+        is checked with one-message pulls (two when it is the boundary) and otherwise settled by a binary
+        search over the queue, assuming store times do not decrease within a queue."""
+        s = self.session
+        low, high = s.min_offset(mq), s.max_offset(mq)
+
+        def before(offset: int) -> bool:  # the message at offset was stored before the timestamp
+            got = s.pull(mq, offset, 1, "*")
+            if got.status != PullStatus.FOUND or not got.messages:
+                return True  # gone (retention): older than anything still there
+            return got.messages[0].store_timestamp < timestamp_ms
+
+        hint = s.search_offset(mq, timestamp_ms)
+        if low <= hint < high:
+            if before(hint):
+                low = hint + 1
+                if low == high or not before(low):
+                    return low
+            elif hint == low or before(hint - 1):
+                return hint
+            else:
+                high = hint - 1
+        while low < high:  # the first offset in [low, high) not before the timestamp, else high
+            mid = (low + high) // 2
+            if before(mid):
+                low = mid + 1
+            else:
+                high = mid
+        return low
 
 
 def _retrying(options: SourceOptions, what: str, fn: Callable[[], T],
