@@ -29,6 +29,7 @@ from typing import Any
 from rocketstore.broker import Broker, load_broker_conf
 from rocketstore.cli.output import namesrv_list
 from rocketstore.client.admin import AdminClient
+from rocketstore.client.credentials import SessionCredentials
 from rocketstore.client.exporter import MetricsServer
 from rocketstore.errors import RocketStoreError, StoreConfigError
 from rocketstore.message.java_properties import read_properties_file
@@ -57,6 +58,22 @@ def listen_port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port {port} is not in 0..65535")
     return port
+
+
+def _metrics_credentials(broker_cfg: Any) -> SessionCredentials | None:
+    """The ACL account ``serve --metrics-port``'s exporter signs with: ROCKETSTORE_ACCESS_KEY /
+    ROCKETSTORE_SECRET_KEY, as ``rocketstore exporter`` and the client commands read them.  With
+    aclEnable=true and no account, the broker refuses the exporter's admin requests (every scrape nearly
+    empty): a warning says so once, at start."""
+    access_key = os.environ.get("ROCKETSTORE_ACCESS_KEY", "").strip()
+    secret_key = os.environ.get("ROCKETSTORE_SECRET_KEY", "").strip()
+    if access_key and secret_key:
+        return SessionCredentials(access_key, secret_key)
+    if broker_cfg.acl_enable:
+        logging.getLogger("rocketstore.serve").warning(
+            "aclEnable=true: --metrics-port's exporter signs no request, so the broker refuses what it asks; "
+            "set ROCKETSTORE_ACCESS_KEY and ROCKETSTORE_SECRET_KEY to an account of plain_acl.yml")
+    return None
 
 
 def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -179,7 +196,8 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
         broker = Broker(broker_cfg, store_cfg, config_path=config, tls=tls, properties=props)
         await broker.start()
         if metrics_port is not None:
-            metrics = MetricsServer(AdminClient(namesrv.address), host=host, port=metrics_port)
+            metrics = MetricsServer(AdminClient(namesrv.address, credentials=_metrics_credentials(broker_cfg)),
+                                    host=host, port=metrics_port)
             await metrics.start()
         stop = _stop_on_signal()
         _print(f"name server listening on {namesrv.address}; broker {broker_cfg.broker_name} listening on "
