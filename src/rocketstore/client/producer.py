@@ -145,7 +145,7 @@ from rocketstore.client.route import (
 from rocketstore.client.send_request import _COMPRESSED
 from rocketstore.client.send_request import send_call_timeout as send_call_timeout  # (this module's before)
 from rocketstore.client.single_try_sends import SingleTrySends
-from rocketstore.errors import LoopBoundError, PropertiesTooLargeError, RemotingError
+from rocketstore.errors import LoopBoundError, PropertiesTooLargeError, RemotingError, RequestTimeoutError
 from rocketstore.message.batch import BatchEntry, encode_batch
 from rocketstore.message.properties import PropertyName, encode_properties
 from rocketstore.message.record import body_type_error
@@ -599,6 +599,11 @@ class Producer(SingleTrySends):
             except RemotingError as exc:
                 if fault is not None:
                     fault.update(mq.broker_name, fault.clock() - begin_ms, True)
+                if isinstance(exc, RequestTimeoutError):
+                    # the attempt had all the time left, by the loop's clock: uvloop's is read once an
+                    # iteration, so on a loaded machine its timer fires before time.monotonic() reaches the
+                    # deadline, and a retry with a few ms left went out (sendDefaultImpl: none, time spent)
+                    deadline = min(deadline, time.monotonic())
                 last_error, failed_broker = exc, mq.broker_name
                 brokers_sent += (mq.broker_name,)
                 continue
