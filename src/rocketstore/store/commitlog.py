@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 #: facts kept for the dispatcher at most; past this (nobody dispatching) records are decoded again instead
 FACTS_MAX = 1 << 18
 _time_ns = time.time_ns
+#: close's look, while the write lock stays held with no append under way, for a lock an interrupted put left
+#: held (see :meth:`CommitLog.refuse_further_appends`)
+LEFT_HELD_CHECK_S = 5.0
 
 
 class AppendError(StoreError):
@@ -258,14 +261,17 @@ class CommitLog:
                     p += draft[1]
                 queue_ids = [draft[3] for draft in singles]
                 sys_flags = [draft[5] for draft in singles]
-            facts = self.facts
-            if meta is not None and len(facts) < FACTS_MAX:
-                # after the writes: a failed batch leaves no facts behind
-                facts.extend(zip(accumulate(sizes, initial=first_offset), sizes, repeat(meta[0], n), queue_ids,
-                                 queue_offsets, sys_flags, repeat(ts), meta[1], meta[2], meta[3]))
             mf.wrote = pos + total
             if queue_key is not None:
                 self.queue_offsets[queue_key] = first_queue_offset + n
+            facts = self.facts
+            if meta is not None and len(facts) < FACTS_MAX:
+                # after the records count as written (as append's): a failed batch leaves no facts behind,
+                # and a KeyboardInterrupt between the two leaves written records without facts (decoded by
+                # the dispatcher), never facts of records that are not (the next put overwrote them: the
+                # dispatcher then refused the rest of the queue as a gap)
+                facts.extend(zip(accumulate(sizes, initial=first_offset), sizes, repeat(meta[0], n), queue_ids,
+                                 queue_offsets, sys_flags, repeat(ts), meta[1], meta[2], meta[3]))
             self.last_store_timestamp = ts
         finally:
             self.lock_begin_ms = 0
@@ -359,6 +365,27 @@ class CommitLog:
 
     def flush(self, least_pages: int = 0) -> bool:
         return self.files.flush(least_pages)
+
+    def refuse_further_appends(self) -> None:
+        """Refuse every append from now on, once the one under way (if any) has ended.
+
+        A KeyboardInterrupt that reaches a putting thread right as its lock.acquire returns (before the try
+        that releases it) leaves the write lock held by nobody: puts then answer OS_PAGECACHE_BUSY, and a
+        close waiting for the lock hung for ever.  A lock held with no append under way (``lock_begin_ms``
+        0) at two looks ``LEFT_HELD_CHECK_S`` apart is taken for one left so: logged, and not waited for."""
+        lock = self.lock
+        idle_looks = 0
+        while not lock.acquire(True, LEFT_HELD_CHECK_S):
+            idle_looks = idle_looks + 1 if self.lock_begin_ms == 0 else 0
+            if idle_looks >= 2:
+                log.error("the commitlog write lock was left held (a put interrupted as it took it, by a "
+                          "KeyboardInterrupt?): closing without it")
+                self.refuse_appends = True
+                return
+        try:
+            self.refuse_appends = True
+        finally:
+            lock.release()
 
     def close(self) -> None:
         self._tail = self._tail_buffer = None

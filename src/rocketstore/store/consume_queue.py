@@ -135,8 +135,11 @@ class ConsumeQueue:
         if queue_offset != 0 and expect != current and not self._fill_first_segment(mf, expect):
             # RocketMQ logs "[BUG]" and appends anyway, misplacing every later entry; we refuse.
             return False
-        self.max_physic_offset = commit_log_offset + size
+        # the entry first, then the mark that says it is built: a KeyboardInterrupt between the two (flush()
+        # dispatches on the caller's thread) left the mark without the entry, the record skipped as built
+        # already and the queue's next record refused as a gap
         mf.append(CQ_ENTRY.pack(commit_log_offset, size, tags_code))
+        self.max_physic_offset = commit_log_offset + size
         return True
 
     def _fill_first_segment(self, mf: MappedFile, expect: int) -> bool:

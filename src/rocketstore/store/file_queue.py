@@ -154,10 +154,24 @@ class FileQueue:
     def _make(self, start: int, first_in_queue: bool) -> MappedFile:
         if self.writable:
             make_directories(self.directory)
-        mf = MappedFile(self._path(start), start, self.segment_bytes, writable=self.writable, create=True,
-                        first_in_queue=first_in_queue, keep_fd=self.keep_fd)
-        if self.warm:
-            mf.warm()
+        path = self._path(start)
+        try:
+            mf = MappedFile(path, start, self.segment_bytes, writable=self.writable, create=True,
+                            first_in_queue=first_in_queue, keep_fd=self.keep_fd)
+            if self.warm:
+                mf.warm()
+        except FileExistsError:
+            raise  # not made by this call: left as it is
+        except BaseException:
+            # made by this call, then interrupted (a KeyboardInterrupt as the constructor returned) or its
+            # warming failed: left under its real name, unlisted, every later try to create the segment met
+            # it (FileExistsError), the commitlog refusing puts or dispatch stopping until the next open
+            if self.writable:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+            raise
         return mf
 
     def _prepare_ahead(self, start: int) -> None:
@@ -190,9 +204,23 @@ class FileQueue:
             start = last.start_offset + self.segment_bytes
             mf = self._take_ahead(start) if self.preallocate else None
             if mf is None:
-                mf = self._make(start, False)
-        with self._list_lock:
-            self._set(self._files + [mf])
+                try:
+                    mf = self._make(start, False)
+                except FileExistsError:
+                    if not self.preallocate:
+                        raise
+                    # the segment made ahead for this start, lost as it was handed over (a KeyboardInterrupt
+                    # on this thread as it was taken from the table): unlisted, nothing was written to it.
+                    # (Left there, puts were refused with CREATE_MAPEDFILE_FAILED until the next open)
+                    os.unlink(self._path(start))
+                    mf = self._make(start, False)
+        try:
+            with self._list_lock:
+                self._set(self._files + [mf])
+        except BaseException:
+            if mf not in self._files:  # (interrupted before it was listed: nobody else may write to it)
+                mf.destroy()
+            raise
         if self.preallocate:
             nxt = start + self.segment_bytes
             self._ahead_thread = threading.Thread(target=self._prepare_ahead, args=(nxt,),

@@ -109,6 +109,8 @@ class GroupCommit:
         #: the flusher sleeps with a timeout, to hand durable records over once syncs stop
         self._timing = False
         self._owner = _NOBODY
+        #: leads taken so far (an interrupted leader tells from it whether the lead is still its own)
+        self._leads = 0
         #: ``stop`` waits on this for a leader's sync to end (the files close after it)
         self._owner_free = threading.Condition(self._lock)
         #: writers waiting for a sync, in registration order: (end_offset, gate), *gate* a held Lock the
@@ -167,32 +169,43 @@ class GroupCommit:
         """True once *end_offset* is durable; False on timeout or after a failed sync."""
         if self.durable_offset >= end_offset:
             return True
-        with self._lock:
-            if self.durable_offset >= end_offset:
-                return True
-            if self.failed is not None or self._stopped:
-                return False
-            self._requested = max(self._requested, end_offset)
-            ready = self._ready
-            baton = ready.popleft() if ready else None
-            lead = self._owner == _NOBODY
-            wake = False
-            if lead and self._leaders:
-                self._owner = _LEADER
-            else:
-                if lead:  # no leaders: the flusher syncs for this writer
-                    self._owner = _FLUSHER
-                    lead = False
-                    wake = self._idle
-                gate = threading.Lock()
-                gate.acquire()
-                waiter = (end_offset, gate)
-                self._waiters.append(waiter)
-        if lead:
-            # a leader cannot leave a stalled fdatasync, but it answers as a waiter would have: a sync that
-            # outlasted the timeout is a timeout (FLUSH_DISK_TIMEOUT), however late it is learned
-            began = time.monotonic()
-            return self._lead(end_offset, baton) and time.monotonic() - began <= timeout_s
+        # a KeyboardInterrupt (or another signal handler's exception) can reach this thread anywhere while it
+        # leads: the lead is then handed to the flusher, or every later sync waited for a leader that had
+        # gone (puts FLUSH_DISK_TIMEOUT, dispatch stuck at the durable offset, close hung for ever)
+        lead_no = -1
+        try:
+            with self._lock:
+                if self.durable_offset >= end_offset:
+                    return True
+                if self.failed is not None or self._stopped:
+                    return False
+                self._requested = max(self._requested, end_offset)
+                ready = self._ready
+                baton = ready.popleft() if ready else None
+                lead = self._owner == _NOBODY
+                wake = False
+                if lead and self._leaders:
+                    self._owner = _LEADER
+                    self._leads += 1
+                    lead_no = self._leads
+                else:
+                    if lead:  # no leaders: the flusher syncs for this writer
+                        self._owner = _FLUSHER
+                        lead = False
+                        wake = self._idle
+                    gate = threading.Lock()
+                    gate.acquire()
+                    waiter = (end_offset, gate)
+                    self._waiters.append(waiter)
+            if lead:
+                # a leader cannot leave a stalled fdatasync, but it answers as a waiter would have: a sync
+                # that outlasted the timeout is a timeout (FLUSH_DISK_TIMEOUT), however late it is learned
+                began = time.monotonic()
+                return self._lead(end_offset, baton) and time.monotonic() - began <= timeout_s
+        except BaseException:
+            if lead_no >= 0:
+                self._leader_left(lead_no)
+            raise
         if wake:
             self._wake_flusher()
         if baton is not None:
@@ -224,6 +237,17 @@ class GroupCommit:
                         except ValueError:
                             pass  # popped already: that wake-up came to this thread, awake anyway
         return self.durable_offset >= end_offset
+
+    def _leader_left(self, lead_no: int) -> None:
+        """The leader *lead_no* was interrupted: if it still leads, the flusher takes its sync over."""
+        with self._lock:
+            if self._owner != _LEADER or self._leads != lead_no:
+                return  # it had handed the lead on (a later leader's is not this one's to give away)
+            self._owner = _FLUSHER
+            idle = self._idle
+            self._owner_free.notify_all()
+        if idle:
+            self._wake_flusher()
 
     def _lead(self, end_offset: int, baton: threading.Lock | None) -> bool:
         """Sync on this writer's thread until *end_offset* is durable; then hand the sync on or drop it."""

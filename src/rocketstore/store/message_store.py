@@ -155,7 +155,7 @@ class MessageStore(StoreWrites, StoreOpening, StoreLookups, StoreAdmin):
     tag_codes = staticmethod(tag_codes)
 
     def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
-            tags: str | frozenset[int] | None = None,
+            tags: str | frozenset[int] | set[int] | None = None,
             match: Callable[[Mapping[str, str]], bool] | None = None) -> GetResult:
         """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses;
         *match* filters by the records' properties (see StoreReader.get)."""
@@ -232,8 +232,7 @@ class MessageStore(StoreWrites, StoreOpening, StoreLookups, StoreAdmin):
     def _close(self) -> None:
         # no append after this one: a put racing close is refused (SERVICE_NOT_AVAILABLE), not written
         # after the closing flush, past the dispatch that decides the abort marker, or into closed files
-        with self._commitlog.lock:
-            self._commitlog.refuse_appends = True
+        self._commitlog.refuse_further_appends()
         self._refuse_writes = True
         self._threads.stop()
         gc = self._threads.group_commit
