@@ -100,6 +100,15 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def _illegal_remark(topic: str, props_text: str, queue_id: int) -> str:
+    """Why a put's first length and range checks refused its message (the refusal's remark)."""
+    if len(topic) > 127:
+        return f"a topic of {len(topic)} characters: at most 127 allowed"
+    if len(props_text) > 32767:
+        return f"properties of {len(props_text)} characters: at most 32767 allowed"
+    return f"queue id {queue_id} is not in 0..2147483647"
+
+
 def _bad_flush_mode(flush: object) -> ValueError:
     # anything else used to be taken for "later": under SYNC_FLUSH a typo gave up durability silently
     return ValueError(f"flush must be 'wait', 'ask' or 'later', not {flush!r}")
@@ -144,6 +153,23 @@ class StoreWrites(StoreParts):
                 return PutMessageStatus.OS_PAGECACHE_BUSY
         return None
 
+    def _gate_remark(self, status: PutMessageStatus) -> str:
+        """Why :meth:`_write_gate` refused a put, in words (a refusal's remark; only refusals build it)."""
+        if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+            return "the commitlog write lock is busy (held past osPageCacheBusyTimeOutMills): try again"
+        if self._closed:
+            return "the store is closed: open it again to write"
+        if not self._writable:
+            return "the store is open read-only: open it without read_only=True to write"
+        if self._fenced is not None:
+            return f"the store refuses writes after a failed write or sync ({self._fenced}): open it again"
+        if self._cleaner.disk_full:
+            return "the disk is nearly full (diskMaxUsedSpaceRatio): writes resume once space is freed"
+        if self._dispatcher.io_error is not None:
+            return (f"consume queues or index cannot be written ({self._dispatcher.io_error}): writes resume "
+                    "once they can")
+        return "the store is a slave (brokerRole SLAVE): only its master takes writes"
+
     def _host_bytes(self, host: HostAddress) -> bytes:
         """``host_bytes(host)``, remembered for the last host seen (thread-safe: one tuple swapped whole)."""
         last = self._last_host
@@ -176,14 +202,15 @@ class StoreWrites(StoreParts):
         if self._refuse_writes or self._commitlog.lock_begin_ms:
             gate = self._write_gate()
             if gate is not None:
-                return PutResult(gate)
+                return PutResult(gate, remark=self._gate_remark(gate))
         scheduled = None  # the message as given, when its DELAY moved it to SCHEDULE_TOPIC_XXXX
         if apply_delay and _DELAY in (message.properties or ()):  # (None: no properties, as below)
             # RocketMQ checks the topic the producer named before the delay moves it to SCHEDULE_TOPIC_XXXX
             try:
                 validate_topic(message.topic)
-            except (InvalidTopicError, TypeError):
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=str(message.topic), queue_id=message.queue_id)
+            except (InvalidTopicError, TypeError) as exc:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=str(message.topic), queue_id=message.queue_id,
+                                 remark=str(exc))
             scheduled = message
             try:
                 message = apply_delay_level(message, self._max_delay_level)
@@ -246,7 +273,8 @@ class StoreWrites(StoreParts):
                     # REAL_TOPIC and REAL_QID made too long, and answers PROPERTIES_SIZE_EXCEEDED
                     return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic,
                                      queue_id=queue_id)
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                                 remark=_illegal_remark(topic, props_text, queue_id))
             store_host = message.store_host
             born_host = message.born_host
             try:
@@ -259,15 +287,16 @@ class StoreWrites(StoreParts):
                                   self._store_host_bytes if born_host is None else self._host_bytes(born_host),
                                   self._store_host_bytes if store_host is None else self._host_bytes(store_host),
                                   self._max_message_bytes)
-        except PropertiesTooLargeError:
+        except PropertiesTooLargeError as exc:
             # too many bytes; 4.9.3's checkMessage first measured the string it was given in UTF-16 units
             fits = _java_length(props_text) <= 32767 if scheduled is None else _fits_before_delay(scheduled)
             if not fits:
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
-            return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id)
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id, remark=str(exc))
+            return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic, queue_id=queue_id,
+                             remark=str(exc))
         except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
-                AttributeError, struct.error):
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+                AttributeError, struct.error) as exc:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id, remark=str(exc))
         size = draft[1]
         sys_flag = draft[5]
         # NOT (0) and COMMIT (8) records take a queue offset, PREPARED (4) and ROLLBACK (12) do not: bit 4.
@@ -336,7 +365,7 @@ class StoreWrites(StoreParts):
         if isinstance(messages, MessageBatch):
             gate = self._write_gate()
             if gate is not None:
-                return PutResult(gate)
+                return PutResult(gate, remark=self._gate_remark(gate))
             own = messages.batch_properties  # (4.9.3's MessageExtBatch.isWaitStoreMsgOK reads the batch's own)
             flush = self._batch_flush(flush, parse_properties(own) if own and _WAIT in own else {})
             return self._put_message_batch(messages, flush)
@@ -349,7 +378,7 @@ class StoreWrites(StoreParts):
             raise TypeError(f"put_batch takes Messages, not {type(bad).__name__}")
         gate = self._write_gate()
         if gate is not None:
-            return PutResult(gate)
+            return PutResult(gate, remark=self._gate_remark(gate))
         if not batch:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         # a client's batch carries its first message's WAIT (MessageBatch.generateFromList)
