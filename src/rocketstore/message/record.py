@@ -242,7 +242,7 @@ class Message(HasTagsAndKeys):
     store_timestamp: int | None = None
 
     @classmethod
-    def create(cls, topic: str, body: bytes = b"", *, tags: str | None = None,
+    def create(cls, topic: str, body: bytes | bytearray | memoryview = b"", *, tags: str | None = None,
                keys: str | list[str] | tuple[str, ...] | None = None, uniq_key: str | None = None,
                properties: dict[str, str] | None = None, **fields: object) -> Message:
         """Build a message the way a RocketMQ client does: tags, keys (joined by a space) and user properties.

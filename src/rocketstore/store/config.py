@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rocketstore.errors import StoreConfigError
@@ -165,7 +166,7 @@ class StoreConfig:
     # --- RocketMQ property names ------------------------------------------------------------------
 
     @classmethod
-    def from_properties(cls, props: dict[str, str], **overrides: object) -> StoreConfig:
+    def from_properties(cls, props: Mapping[str, str], **overrides: object) -> StoreConfig:
         """Build from broker.conf-style ``camelCase`` names; names for other broker parts are ignored."""
         values: dict[str, object] = {}
         fields = {f.name: f for f in dataclasses.fields(cls)}

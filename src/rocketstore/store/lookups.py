@@ -45,7 +45,10 @@ class StoreLookups(StoreParts):
         """Messages indexed under *key* (a KEYS token or UNIQ_KEY) stored in [begin_ms, end_ms].
 
         As in RocketMQ, matching is by the key's hash: a colliding key's messages come back too.  A damaged
-        record among the hits raises MessageDecodeError naming it.
+        record among the hits raises MessageDecodeError naming it.  As in RocketMQ, the index keeps a store
+        time in whole seconds after its file's first message: the window is compared with that time, up to
+        a second before the message's ``store_timestamp`` (a window of a few milliseconds around a message's
+        own store time may miss it; widen it by a second and filter the hits by ``store_timestamp``).
         """
         return self._reader.query(topic, key, max_count, begin_ms, end_ms)
 

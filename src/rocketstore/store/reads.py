@@ -108,7 +108,8 @@ class StoreReader:
         self._memory_for_hot_bytes = memory_for_hot_bytes
 
     def get(self, topic: str, queue_id: int, queue_offset: int, max_count: int = 32, *,
-            tags: str | frozenset[int] | None = None, match: MessageMatcher | None = None) -> GetResult:
+            tags: str | frozenset[int] | set[int] | None = None, match: MessageMatcher | None = None,
+            ) -> GetResult:
         """RocketMQ's getMessage: up to *max_count* records from *queue_offset*, with its statuses.
 
         *tags* filters by the consume queue's tag codes; *match* (4.9.3's isMatchedByCommitLog) is asked
