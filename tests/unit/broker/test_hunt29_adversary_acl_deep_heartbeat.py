@@ -45,3 +45,15 @@ def test_a_heartbeat_nested_but_readable_is_still_served(tmp_path: Path) -> None
     ext = sign_ext_fields({}, body, "RocketMQ", "12345678")
 
     assert acl.check(RequestCode.HEART_BEAT, ext, body, "127.0.0.1") is None
+
+
+def test_a_heartbeat_the_handler_reads_leniently_passes_the_check_too(tmp_path: Path) -> None:
+    # (review) the check parsed with json.loads, the handler with fastjson's lenient reader: a BOM or a raw
+    # control character in a string was "not JSON" to the check alone
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "plain_acl.yml").write_text(ACL)
+    acl = PlainAcl(tmp_path)
+    for body in ('\ufeff{"clientID":"x","producerDataSet":[],"consumerDataSet":[]}'.encode(),
+                 b'{"clientID":"x\tid","producerDataSet":[],"consumerDataSet":[]}'):
+        ext = sign_ext_fields({}, body, "RocketMQ", "12345678")
+        assert acl.check(RequestCode.HEART_BEAT, ext, body, "127.0.0.1") is None, body
