@@ -8,7 +8,7 @@ client's connect timeout is 3 s, which a bigger burst's second SYN retry would p
 
 from __future__ import annotations
 
-import select
+import selectors
 import socket
 import time
 from pathlib import Path
@@ -42,14 +42,17 @@ def _established_without_accepting(port: int) -> int:
             s.setblocking(False)
             s.connect_ex(("127.0.0.1", port))
             socks.append(s)
-        pending, established = list(socks), 0
-        deadline = time.monotonic() + 3.0  # a bound on the wait, not a measurement
-        while pending and time.monotonic() < deadline:
-            _, writable, _ = select.select([], pending, [], 0.2)
-            for s in writable:
-                pending.remove(s)
-                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
-                    established += 1
+        established = 0
+        # (a selector, not select(): in a long pytest process these fds may be past FD_SETSIZE)
+        with selectors.DefaultSelector() as pending:
+            for s in socks:
+                pending.register(s, selectors.EVENT_WRITE)
+            deadline = time.monotonic() + 3.0  # a bound on the wait, not a measurement
+            while pending.get_map() and time.monotonic() < deadline:
+                for key, _ in pending.select(0.2):
+                    pending.unregister(key.fileobj)
+                    if key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:  # type: ignore[union-attr]
+                        established += 1
         return established
     finally:
         for s in socks:
