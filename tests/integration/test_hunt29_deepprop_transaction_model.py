@@ -7,6 +7,10 @@ check round copied it (a local transaction that outlasted transactionTimeOut); c
 their answers.  After every step: each transaction ended COMMIT is in its topic exactly once and no other
 is; no check asks about a transaction that ended before its round (its answer would commit it again); none
 is checked more than transactionCheckMax times, and those given up are in TRANS_CHECK_MAX_TIME_TOPIC.
+
+The late-END rule is rocketstore's, not 4.9.3's: 4.9.3 checks the copy a round made after the END and, answered
+COMMIT, writes the message a second time (a deliberate difference, README's transactions part). Do not
+"fix" the broker toward 4.9.3 from this model.
 """
 
 from __future__ import annotations

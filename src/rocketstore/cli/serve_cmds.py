@@ -69,7 +69,11 @@ def _metrics_credentials(broker_cfg: Any) -> SessionCredentials | None:
     secret_key = os.environ.get("ROCKETSTORE_SECRET_KEY", "").strip()
     if access_key and secret_key:
         return SessionCredentials(access_key, secret_key)
-    if broker_cfg.acl_enable:
+    if access_key or secret_key:  # (as the client commands refuse a half-given pair)
+        logging.getLogger("rocketstore.serve").warning(
+            "only one of ROCKETSTORE_ACCESS_KEY / ROCKETSTORE_SECRET_KEY is set: --metrics-port's exporter "
+            "signs nothing")
+    elif broker_cfg.acl_enable:
         logging.getLogger("rocketstore.serve").warning(
             "aclEnable=true: --metrics-port's exporter signs no request, so the broker refuses what it asks; "
             "set ROCKETSTORE_ACCESS_KEY and ROCKETSTORE_SECRET_KEY to an account of plain_acl.yml")
