@@ -41,7 +41,6 @@ from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.acl_signing import ACCESS_KEY, SIGNATURE, sign, signing_content
 from rocketstore.remoting import fastjson
 from rocketstore.remoting.codes import RequestCode
-from rocketstore.remoting.fastjson import JsonBodyError
 
 __all__ = ["AclConfigError", "PlainAcl", "account_fields", "acl_files", "address_matcher", "check_acl_data",
            "check_permission", "java_boolean", "java_trim", "load_acl_files", "parse_perm"]
@@ -458,7 +457,7 @@ def needed_resources(code: int, ext: Mapping[str, str], body: bytes | None) -> d
             # as the handler reads it (HeartbeatData.decode): fastjson's lenient forms (a BOM, raw control
             # characters in strings) are a heartbeat, not a refusal
             data = fastjson.loads(body)
-        except (JsonBodyError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        except (fastjson.JsonBodyError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise AclConfigError(f"heartbeat body is not JSON: {exc}") from exc
         # a body of another shape is refused here, as the handler would refuse it, not met with a traceback
         consumers = data.get("consumerDataSet") if isinstance(data, dict) else None

@@ -60,6 +60,9 @@ def listen_port(text: str) -> int:
     return port
 
 
+#: serve's own warnings (a broker.conf key it does not use, the metrics exporter's ACL account)
+log = logging.getLogger("rocketstore.serve")
+
 def _metrics_credentials(broker_cfg: Any) -> SessionCredentials | None:
     """The ACL account ``serve --metrics-port``'s exporter signs with: ROCKETSTORE_ACCESS_KEY /
     ROCKETSTORE_SECRET_KEY, as ``rocketstore exporter`` and the client commands read them.  With
@@ -70,11 +73,11 @@ def _metrics_credentials(broker_cfg: Any) -> SessionCredentials | None:
     if access_key and secret_key:
         return SessionCredentials(access_key, secret_key)
     if access_key or secret_key:  # (as the client commands refuse a half-given pair)
-        logging.getLogger("rocketstore.serve").warning(
+        log.warning(
             "only one of ROCKETSTORE_ACCESS_KEY / ROCKETSTORE_SECRET_KEY is set: --metrics-port's exporter "
             "signs nothing")
     elif broker_cfg.acl_enable:
-        logging.getLogger("rocketstore.serve").warning(
+        log.warning(
             "aclEnable=true: --metrics-port's exporter signs no request, so the broker refuses what it asks; "
             "set ROCKETSTORE_ACCESS_KEY and ROCKETSTORE_SECRET_KEY to an account of plain_acl.yml")
     return None
@@ -191,7 +194,7 @@ async def serve(store: str | None, namesrv_port: int, broker_port: int | None, c
         file_namesrv = read_properties_file(config).get("namesrvAddr", "").strip() if config else ""
         if file_namesrv and file_namesrv != overrides["namesrvAddr"]:
             # a production broker.conf reused: say which name server the broker registers with
-            logging.getLogger("rocketstore.serve").warning(
+            log.warning(
                 "namesrvAddr=%s in %s is not used: serve registers its broker with its own name server (%s); "
                 "`rocketstore broker -c %s` registers with the file's", file_namesrv, config,
                 overrides["namesrvAddr"], config)
