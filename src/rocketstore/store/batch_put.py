@@ -43,7 +43,7 @@ from rocketstore.message.properties import (
 )
 from rocketstore.message.record import Message, RecordDraft, SysFlag
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
-from rocketstore.store.drafting import DelayLevelError, draft_or_status
+from rocketstore.store.drafting import DelayLevelError, draft_or_status, int_fields_remark, properties_remark
 from rocketstore.store.results import PutMessageStatus, PutResult
 
 __all__ = ["BatchMeta", "delay_level", "draft_message_batch", "draft_message_list", "draft_message_list_checked",
@@ -157,10 +157,12 @@ def draft_message_list_checked(batch: list[Message], store_host_bytes: bytes,
                 or type(message.sys_flag) is not int:
             # caught here, not by the writer: a batch's records are written one after another, and a
             # field that cannot be packed half way would leave whole records past the write position
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                             remark=int_fields_remark(message))
         props = message.properties or {}  # None: no properties, as put takes it
         if not isinstance(props, Mapping):  # (a list of pairs: put answers it so too)
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                             remark=properties_remark(props))
         if message.sys_flag & SysFlag.TRANSACTION_MASK:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=_NO_DELAYED_BATCHES)
         if props.get(_DELAY) is not None:
@@ -172,13 +174,14 @@ def draft_message_list_checked(batch: list[Message], store_host_bytes: bytes,
         if props:
             try:
                 props_text = encode_properties(props)
-            except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
-                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            except (OverflowError, ValueError, TypeError, AttributeError, struct.error) as exc:
+                return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                                 remark=properties_remark(props, exc))
         else:
             props_text = ""
         draft = draft_or_status(message, props_text, store_host_bytes, host_bytes, max_message_bytes)
-        if draft.__class__ is PutMessageStatus:
-            return PutResult(draft, topic=topic, queue_id=queue_id)  # type: ignore[arg-type]
+        if draft.__class__ is PutResult:
+            return draft  # type: ignore[return-value]
         if metas is not None:
             # drafting.fact_meta inlined
             if not props:

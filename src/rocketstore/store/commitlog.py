@@ -14,7 +14,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import accumulate, repeat
 from typing import Any
 
@@ -63,6 +64,9 @@ class CommitLog:
         self.queue_offsets: dict[tuple[str, int], int] = {}
         #: ms since the epoch when the current append took the lock, 0 when free (OS page cache busy check).
         self.lock_begin_ms = 0
+        #: what holds the write lock when it is no append (appends mark themselves by ``lock_begin_ms``): a
+        #: replica write, a queue drop (see :meth:`holding`); None otherwise
+        self.lock_holder: str | None = None
         #: store timestamp of the newest record appended (for the checkpoint).
         self.last_store_timestamp = 0
         #: asked before a new segment is created; returns a PutMessageStatus name to refuse with, or None
@@ -289,7 +293,7 @@ class CommitLog:
         at the segment *offset* begins (the master's last segment, for a new slave).  Raises ValueError
         when *offset* or the length does not fit, AppendError when no segment can be made."""
         n = len(data)
-        with self.lock:
+        with self.holding("a replica write"):
             if self.refuse_appends:
                 raise AppendError("SERVICE_NOT_AVAILABLE", "the store is closed")
             end = self.files.max_offset
@@ -366,17 +370,30 @@ class CommitLog:
     def flush(self, least_pages: int = 0) -> bool:
         return self.files.flush(least_pages)
 
+    @contextmanager
+    def holding(self, holder: str) -> Iterator[None]:
+        """The write lock, for *holder*: a writer that is no append (a replica write, a queue drop), marked
+        as holding it while it does (:attr:`lock_holder`), so that close waits for it however long it takes
+        instead of taking the lock for one an interrupted put left held."""
+        with self.lock:
+            self.lock_holder = holder
+            try:
+                yield
+            finally:
+                self.lock_holder = None
+
     def refuse_further_appends(self) -> None:
         """Refuse every append from now on, once the one under way (if any) has ended.
 
         A KeyboardInterrupt that reaches a putting thread right as its lock.acquire returns (before the try
         that releases it) leaves the write lock held by nobody: puts then answer OS_PAGECACHE_BUSY, and a
-        close waiting for the lock hung for ever.  A lock held with no append under way (``lock_begin_ms``
-        0) at two looks ``LEFT_HELD_CHECK_S`` apart is taken for one left so: logged, and not waited for."""
+        close waiting for the lock hung for ever.  A lock held with no holder marked (no append under way:
+        ``lock_begin_ms`` 0; no :meth:`holding` holder: ``lock_holder`` None) at two looks
+        ``LEFT_HELD_CHECK_S`` apart is taken for one left so: logged, and not waited for."""
         lock = self.lock
         idle_looks = 0
         while not lock.acquire(True, LEFT_HELD_CHECK_S):
-            idle_looks = idle_looks + 1 if self.lock_begin_ms == 0 else 0
+            idle_looks = idle_looks + 1 if self.lock_begin_ms == 0 and self.lock_holder is None else 0
             if idle_looks >= 2:
                 log.error("the commitlog write lock was left held (a put interrupted as it took it, by a "
                           "KeyboardInterrupt?): closing without it")

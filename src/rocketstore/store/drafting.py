@@ -2,8 +2,8 @@
 
 * :func:`apply_delay_level`: a message with a DELAY level goes to SCHEDULE_TOPIC_XXXX, its real topic and queue
   kept in its properties (RocketMQ's CommitLog.putMessage).
-* :func:`draft_or_status`: one message checked and pre-encoded, or RocketMQ's status when it cannot be
-  stored (the message-by-message batch path uses it; ``MessageStore.put`` inlines the same checks).
+* :func:`draft_or_status`: one message checked and pre-encoded, or RocketMQ's status (and why) when it
+  cannot be stored (the message-by-message batch path uses it; ``MessageStore.put`` inlines the same checks).
 * :func:`fact_meta`: the rule for when a put's properties dict may stand in for the stored string as the
   dispatcher's facts (``MessageStore.put`` inlines a cheaper test held to this one by a test).
 
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import reprlib
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rocketstore.errors import (
     InvalidTopicError,
@@ -35,9 +36,14 @@ from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPAR
 from rocketstore.message.properties import PropertyName
 from rocketstore.message.record import Message, RecordDraft, SysFlag, draft_message
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
-from rocketstore.store.results import PutMessageStatus
+from rocketstore.store.results import PutMessageStatus, PutResult
 
-__all__ = ["DelayLevelError", "apply_delay_level", "draft_or_status", "fact_meta"]
+__all__ = ["DelayLevelError", "apply_delay_level", "draft_or_status", "fact_meta", "illegal_remark",
+           "int_fields_remark", "properties_remark"]
+
+#: the Message fields a record holds as fixed-size integers, in the record's order
+_INT_FIELDS = ("queue_id", "flag", "sys_flag", "born_timestamp", "store_timestamp", "reconsume_times",
+               "prepared_transaction_offset")
 
 
 class DelayLevelError(ValueError):
@@ -80,15 +86,52 @@ def apply_delay_level(message: Message, max_delay_level: int) -> Message:
     return dataclasses.replace(message, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=new_props)
 
 
+def properties_remark(properties: object, exc: BaseException | None = None) -> str:
+    """Why *properties* could not be encoded (encode_properties raised *exc*): the first name or value that is
+    no str (the usual mistake: an int value), else *exc*'s words.  Built only for a refusal's remark."""
+    if not isinstance(properties, Mapping):
+        return f"properties are a mapping of str to str, not of type {type(properties).__name__}"
+    fallback = (str(exc) or type(exc).__name__) if exc is not None else "properties that cannot be encoded"
+    try:
+        for name, value in properties.items():
+            if not isinstance(name, str):
+                return f"property name {reprlib.repr(name)} is of type {type(name).__name__}, not str"
+            if value is not None and not isinstance(value, str):
+                return (f"property {reprlib.repr(name)} has a value of type {type(value).__name__} "
+                        f"({reprlib.repr(value)}): property values are str")
+    except Exception:  # noqa: BLE001 - a mapping that cannot even be iterated: exc says what it can
+        return fallback
+    return fallback
+
+
+def int_fields_remark(message: Message, exc: BaseException | None = None) -> str:
+    """Why a record could not be packed from *message*: its first integer field that is no int (a float
+    timestamp from ``time.time() * 1000``), else *exc*'s words.  Built only for a refusal's remark."""
+    for name in _INT_FIELDS:
+        value = getattr(message, name, None)
+        if value is not None and not isinstance(value, int):
+            return f"{name} is of type {type(value).__name__} ({reprlib.repr(value)}), not int"
+    return str(exc) if exc is not None else "a field the record holds as an integer is no int"
+
+
+def illegal_remark(topic: str, props_text: str, queue_id: int) -> str:
+    """Why a put's first length and range checks refused its message (the refusal's remark)."""
+    if len(topic) > 127:
+        return f"a topic of {len(topic)} characters: at most 127 allowed"
+    if len(props_text) > 32767:
+        return f"properties of {len(props_text)} characters: at most 32767 allowed"
+    return f"queue id {queue_id} is not in 0..2147483647"
+
+
 def draft_or_status(message: Message, props_text: str, store_host_bytes: bytes,
                     host_bytes: Callable[[HostAddress], bytes],
-                    max_message_bytes: int) -> RecordDraft | PutMessageStatus:
-    """Validate and pre-encode; RocketMQ's status when the message cannot be stored."""
+                    max_message_bytes: int) -> RecordDraft | PutResult:
+    """Validate and pre-encode; when the message cannot be stored, RocketMQ's status for it in a PutResult
+    whose remark says why."""
     try:
-        if len(props_text) > 32767 or len(message.topic) > 127:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        if not 0 <= message.queue_id <= 0x7FFFFFFF:
-            return PutMessageStatus.MESSAGE_ILLEGAL
+        if len(props_text) > 32767 or len(message.topic) > 127 or not 0 <= message.queue_id <= 0x7FFFFFFF:
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=message.topic, queue_id=message.queue_id,
+                             remark=illegal_remark(message.topic, props_text, message.queue_id))
         born = message.born_host
         store = message.store_host
         try:
@@ -99,12 +142,13 @@ def draft_or_status(message: Message, props_text: str, store_host_bytes: bytes,
                              store_host_bytes if born is None else host_bytes(born),
                              store_host_bytes if store is None else host_bytes(store),
                              max_message_bytes)
-    except PropertiesTooLargeError:
-        return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-    except (MessageTooLargeError, InvalidTopicError, MessageFieldError):
-        return PutMessageStatus.MESSAGE_ILLEGAL
-    except (OverflowError, ValueError, TypeError, AttributeError, struct.error):
-        return PutMessageStatus.MESSAGE_ILLEGAL
+    except PropertiesTooLargeError as exc:
+        return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=message.topic,
+                         queue_id=message.queue_id, remark=str(exc))
+    except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
+            AttributeError, struct.error) as exc:
+        return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=message.topic, queue_id=message.queue_id,
+                         remark=str(exc))
 
 
 def fact_meta(topic: str, props: dict[str, str], props_text: str

@@ -12,13 +12,20 @@ delete head segments while the writer adds one at the tail: each change of the l
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator
 
 from rocketstore.errors import StoreConfigError
-from rocketstore.store.mapped_file import MappedFile, make_directories, segment_name, sync_directory
+from rocketstore.store.mapped_file import (
+    MappedFile,
+    holds_only_zeros,
+    make_directories,
+    segment_name,
+    sync_directory,
+)
 
 __all__ = ["FileQueue", "sync_directory"]
 
@@ -155,9 +162,10 @@ class FileQueue:
         if self.writable:
             make_directories(self.directory)
         path = self._path(start)
+        made: MappedFile | None = None
         try:
-            mf = MappedFile(path, start, self.segment_bytes, writable=self.writable, create=True,
-                            first_in_queue=first_in_queue, keep_fd=self.keep_fd)
+            made = mf = MappedFile(path, start, self.segment_bytes, writable=self.writable, create=True,
+                                   first_in_queue=first_in_queue, keep_fd=self.keep_fd)
             if self.warm:
                 mf.warm()
         except FileExistsError:
@@ -166,6 +174,8 @@ class FileQueue:
             # made by this call, then interrupted (a KeyboardInterrupt as the constructor returned) or its
             # warming failed: left under its real name, unlisted, every later try to create the segment met
             # it (FileExistsError), the commitlog refusing puts or dispatch stopping until the next open
+            if made is not None:
+                made.close()  # (its mapping and descriptor, else kept for as long as anything holds the error)
             if self.writable:
                 try:
                     os.unlink(path)
@@ -211,8 +221,14 @@ class FileQueue:
                         raise
                     # the segment made ahead for this start, lost as it was handed over (a KeyboardInterrupt
                     # on this thread as it was taken from the table): unlisted, nothing was written to it.
-                    # (Left there, puts were refused with CREATE_MAPEDFILE_FAILED until the next open)
-                    os.unlink(self._path(start))
+                    # (Left there, puts were refused with CREATE_MAPEDFILE_FAILED until the next open.)  A
+                    # file with data in it came from elsewhere: it is left for the next open to take in (not
+                    # renamed aside: 4.9.3 refuses to load a store whose commitlog holds another name)
+                    path = self._path(start)
+                    if not holds_only_zeros(path):
+                        raise FileExistsError(errno.EEXIST, "an unlisted segment file holding data is in "
+                                              "the way (left as it is: opening the store takes it in)", path)
+                    os.unlink(path)
                     mf = self._make(start, False)
         try:
             with self._list_lock:

@@ -54,6 +54,15 @@ _LEADER = 1
 _FLUSHER = 2
 
 
+def _open(gate: threading.Lock) -> None:
+    """Open *gate* if it is shut.  (Opened already, it may be open, or shut again by its writer, who never
+    waits on it again: either way there is nobody left to wake.)"""
+    try:
+        gate.release()
+    except RuntimeError:
+        pass
+
+
 class GroupCommit:
     """Syncs the commitlog for the writers waiting on it, in groups: on the thread of the writer that finds
     nobody syncing, and on the flusher thread while syncs follow each other.
@@ -173,6 +182,7 @@ class GroupCommit:
         # leads: the lead is then handed to the flusher, or every later sync waited for a leader that had
         # gone (puts FLUSH_DISK_TIMEOUT, dispatch stuck at the durable offset, close hung for ever)
         lead_no = -1
+        baton = None
         try:
             with self._lock:
                 if self.durable_offset >= end_offset:
@@ -205,6 +215,10 @@ class GroupCommit:
         except BaseException:
             if lead_no >= 0:
                 self._leader_left(lead_no)
+            if baton is not None:
+                # the gate of a covered writer this thread took to open: open it (or that writer learns it is
+                # durable only at its next look, a WAIT_SLICE_S later, or its timeout when that is shorter)
+                _open(baton)
             raise
         if wake:
             self._wake_flusher()

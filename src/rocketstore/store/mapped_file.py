@@ -305,6 +305,26 @@ def zero_tail(mm: mmap.mmap, pos: int, chunk_bytes: int = 1 << 20, *, stop: int 
     return changed
 
 
+def holds_only_zeros(path: str, chunk_bytes: int = 1 << 20) -> bool:
+    """Whether the file at *path* holds nothing but zeros (an empty file does).  Only what the file system
+    says may hold data is read (see :meth:`MappedFile.data_ranges`): a preallocated segment nothing was
+    written to is mostly unwritten extents, read as zeros without reading them."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        block = bytes(chunk_bytes)
+        for low, high in MappedFile._data_ranges(fd, 0, os.fstat(fd).st_size):
+            while low < high:
+                chunk = os.pread(fd, min(chunk_bytes, high - low), low)
+                if not chunk:
+                    break  # shorter than it was (truncated meanwhile)
+                if chunk != (block if len(chunk) == chunk_bytes else bytes(len(chunk))):
+                    return False
+                low += len(chunk)
+        return True
+    finally:
+        os.close(fd)
+
+
 class MappedFile:
     """A segment ``[start_offset, start_offset + size_bytes)`` of a file queue."""
 

@@ -89,7 +89,7 @@ class QueueDropper:
         deadline = time.monotonic() + self._wait_s
         while True:
             threads.wait_dispatched(max(0.0, deadline - time.monotonic()))
-            with threads.queue_files_lock, commitlog.lock:
+            with threads.queue_files_lock, commitlog.holding(what):
                 if commitlog.max_offset - dispatcher.reput_offset <= DISPATCH_UNDER_LOCK_BYTES:
                     dispatcher.dispatch_available(threads.dispatch_bound())
                     with dispatcher.lock:

@@ -57,7 +57,13 @@ from rocketstore.store.batch_put import (
 from rocketstore.store.commitlog import AppendError
 from rocketstore.store.config import BrokerRole
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
-from rocketstore.store.drafting import DelayLevelError, apply_delay_level
+from rocketstore.store.drafting import (
+    DelayLevelError,
+    apply_delay_level,
+    int_fields_remark,
+    properties_remark,
+)
+from rocketstore.store.drafting import illegal_remark as _illegal_remark
 from rocketstore.store.results import PutMessageStatus, PutResult
 from rocketstore.store.store_parts import StoreParts
 
@@ -98,15 +104,6 @@ def _fits_before_delay(message: Message) -> bool:
 def _java_length(text: str) -> int:
     """Java's String.length() of *text*: UTF-16 code units (a character past U+FFFF counts two)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def _illegal_remark(topic: str, props_text: str, queue_id: int) -> str:
-    """Why a put's first length and range checks refused its message (the refusal's remark)."""
-    if len(topic) > 127:
-        return f"a topic of {len(topic)} characters: at most 127 allowed"
-    if len(props_text) > 32767:
-        return f"properties of {len(props_text)} characters: at most 32767 allowed"
-    return f"queue id {queue_id} is not in 0..2147483647"
 
 
 def _bad_flush_mode(flush: object) -> ValueError:
@@ -247,8 +244,9 @@ class StoreWrites(StoreParts):
             if props_text is None:
                 try:
                     props_text = encode_properties(props)
-                except (OverflowError, ValueError, TypeError, AttributeError):
-                    return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+                except (OverflowError, ValueError, TypeError, AttributeError) as exc:
+                    return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                                     remark=properties_remark(props, exc))
                 n = len(props)
                 facts = props_text.count(_NAME_VALUE_SEPARATOR) == n \
                     and props_text.count(_PROPERTY_SEPARATOR) == n - 1 and topic != SCHEDULE_TOPIC
@@ -271,8 +269,10 @@ class StoreWrites(StoreParts):
                 if scheduled is not None and _fits_before_delay(scheduled):
                     # 4.9.3 checks the length of the string it was given; only the encoder sees the one
                     # REAL_TOPIC and REAL_QID made too long, and answers PROPERTIES_SIZE_EXCEEDED
+                    why = _illegal_remark(topic, props_text, queue_id)
                     return PutResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, topic=topic,
-                                     queue_id=queue_id)
+                                     queue_id=queue_id, remark=f"{why} (with the REAL_TOPIC and REAL_QID the "
+                                                               "delay adds)")
                 return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
                                  remark=_illegal_remark(topic, props_text, queue_id))
             store_host = message.store_host
@@ -311,10 +311,11 @@ class StoreWrites(StoreParts):
                 message.store_timestamp, topic if facts else None, tags_hash, uniq_key, keys)
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
-        except struct.error:
+        except struct.error as exc:
             # a field the checks above let through that is no int (a float born timestamp): nothing was
             # appended (the record's end did not move), as RocketMQ refuses a message it cannot encode
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                             remark=int_fields_remark(message, exc))
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
@@ -417,10 +418,12 @@ class StoreWrites(StoreParts):
             offset, queue_offset, ts = self._commitlog.append_batch(draft, (topic, queue_id), store_timestamp, meta)
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
-        except struct.error:
+        except struct.error as exc:
             # a store timestamp that is no int (a float from time.time() * 1000): as in put, nothing was
             # appended (the batch's one store time fails its first record's packing)
-            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id)
+            return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
+                             remark=f"store_timestamp is of type {type(store_timestamp).__name__}, not int"
+                             if not isinstance(store_timestamp, (int, type(None))) else str(exc))
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
