@@ -30,14 +30,14 @@ CONCURRENT = 24
 def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The thread of every write of topics.json, in order (the real write still happens)."""
     threads: list[int] = []
-    real = config_files.write_json_atomically
+    real = config_files.write_text_atomically
 
     def counted(path: str, obj: Any) -> None:
         if os.path.basename(path) == "topics.json":
             threads.append(threading.get_ident())
         real(path, obj)
 
-    monkeypatch.setattr(config_files, "write_json_atomically", counted)
+    monkeypatch.setattr(config_files, "write_text_atomically", counted)
     return threads
 
 

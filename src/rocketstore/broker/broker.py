@@ -637,8 +637,9 @@ class Broker:
         that topic alone (deleted: no topic, the new data version only) with the name servers now, as 4.9.3's
         updateAndCreateTopic does (registerIncrementBrokerData); a heartbeat's new %RETRY% topic is registered
         so too, and the heartbeat waits for it, as 4.9.3's waits for its registration, and so are the
-        %RETRY% / %DLQ% topics a send-back or a dead letter's send creates (retry.register_created); the other changes
-        (topics auto-created by sends, permissions) register the whole table soon.  The registration's task (see
+        %RETRY% / %DLQ% topics a send-back or a dead letter's send creates (retry.register_created), and the topics
+        sends auto-create (not waited for: 4.9.3 registers those oneway); the other changes (permissions) register
+        the whole table soon.  The registration's task (see
         Registrar.register_increment), None when nothing is registered."""
         if self.registrar is not None and self.topics.data_version != before:
             return self.registrar.register_increment(self._register_body((topic,)), before)

@@ -199,6 +199,10 @@ class VersionedTable(Generic[C]):
         self.data_version = DataVersion(int(time.time() * 1000), 0)
         self.writer: BackgroundWriter[tuple[DataVersion, dict[str, C]]] = BackgroundWriter(
             self._snapshot, self._write, path)
+        #: name -> (config, its entry as the file lays it out): a config is frozen, so its text is rendered
+        #: once, not at every rewrite of the whole file (2,000 topics: 15 ms a rewrite, one per created
+        #: topic).  Touched by :meth:`_write` alone, one write at a time (the writer's lock).
+        self._rendered: dict[str, tuple[C, str]] = {}
 
     def load(self) -> None:
         """Read the file (or its .bak); its entries override the ones the table holds."""
@@ -256,8 +260,29 @@ class VersionedTable(Generic[C]):
         return self.data_version, dict(self.table)  # the configs are frozen: a shallow copy is a snapshot
 
     def _write(self, snapshot: tuple[DataVersion, dict[str, C]]) -> None:
+        """The file as write_json_atomically lays out ``{"dataVersion":..., table_key: {name: config}}``
+        (fastjson's pretty layout), each entry's text kept from the last write while its config is the same
+        object."""
         version, table = snapshot
-        write_json_atomically(self.path, {
-            "dataVersion": version.to_json(),
-            self.table_key: {name: config.to_json() for name, config in table.items()},  # type: ignore[attr-defined]
-        })
+        rendered = self._rendered
+        kept: dict[str, tuple[C, str]] = {}
+        entries = []
+        for name, config in table.items():
+            cached = rendered.get(name)
+            if cached is None or cached[0] is not config:
+                cached = (config, _table_entry(name, config.to_json()))  # type: ignore[attr-defined]
+            kept[name] = cached
+            entries.append(cached[1])
+        self._rendered = kept
+        head = fastjson.dumps_pretty({"dataVersion": version.to_json(), self.table_key: {}})
+        if entries:  # head ends with the empty table's "{}\n}"
+            head = head[:-4] + "{" + ",".join(entries) + "\n\t}\n}"
+        write_text_atomically(self.path, head)
+
+
+def _table_entry(name: str, value: Any) -> str:
+    """``"<name>":{...}`` as fastjson's pretty layout writes it one level into the file's table: a line break
+    and two tabs, then the member (its inner lines two tabs further in).  Rendered alone and indented after:
+    the layout's strings hold no raw line break (json escapes it), and its escapes are per character."""
+    text = fastjson.dumps_pretty({name: fastjson_plain(value)})  # '{\n\t"<name>":...\n}'
+    return text[1:-2].replace("\n", "\n\t")

@@ -83,6 +83,7 @@ __all__ = ["PullSysFlag", "pull_message", "register", "response_code_for_get_sta
 PropertyMatch = Callable[[Mapping[str, str]], bool]
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+_LONG_MAX = (1 << 63) - 1
 #: getMessage statuses whose next offset 4.9.3 corrects through nextOffsetCorrection (a master's only)
 _CORRECTED_ON_MASTERS_ONLY = frozenset({
     GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.OFFSET_TOO_SMALL,
@@ -207,16 +208,23 @@ async def pull_message(broker: Broker, conn: Connection, request: RemotingComman
     code = response_code_for_get_status(result.status, h.queue_offset)
     if code == ResponseCode.PULL_NOT_FOUND and has_suspend and allow_suspend:
         timeout_ms = h.suspend_timeout_ms if cfg.long_polling_enable else cfg.short_polling_time_ms
-        conn.park()  # a parked pull does not hold one of the connection's in-flight slots
-        try:
-            await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000,
-                                        match=_arrival_matcher(broker, h, match))
-        finally:
-            conn.unpark()
-        # 4.9.3's executeRequestWhenWakeup runs the whole request again (its time starts anew): a topic
-        # deleted, a group disabled or a subscription dropped while it waited is answered as such, not read
-        # as an empty queue (which, at an offset past 0, sent the consumer back to 0 with OFFSET_MOVED)
-        return await pull_message(broker, conn, request, allow_suspend=False)
+        if timeout_ms > _LONG_MAX - int(time.time() * 1000):
+            # 4.9.3's hold service computes the deadline as now + timeout in a long: past 2^63-1 it wraps
+            # negative and the pull's time has run out (answered at its next check, not held forever)
+            timeout_ms = 0
+        # a parked pull does not hold one of the connection's in-flight slots; one past the connection's
+        # limit of parked requests is answered now (serving.DEFAULT_MAX_PARKED)
+        if conn.park():
+            try:
+                await broker.pull_hold.wait(h.topic, h.queue_id, h.queue_offset, codes, timeout_ms / 1000,
+                                            match=_arrival_matcher(broker, h, match))
+            finally:
+                conn.unpark()
+            # 4.9.3's executeRequestWhenWakeup runs the whole request again (its time starts anew): a topic
+            # deleted, a group disabled or a subscription dropped while it waited is answered as such, not
+            # read as an empty queue (which, at an offset past 0, sent the consumer back to 0 with
+            # OFFSET_MOVED)
+            return await pull_message(broker, conn, request, allow_suspend=False)
     # slaveReadEnable: a consumer reading beyond the in-memory share of the commitlog is sent to
     # whichBrokerWhenConsumeSlowly (a slave, so the master's page cache keeps the recent messages), any other
     # stays where the group says (brokerId); without it consumers are sent to the master

@@ -254,12 +254,12 @@ async def serve_broker(config: str, store: str | None, port: int | None, namesrv
                        host: str | None, busy_poll_us: int | None = None, tls: TlsConfig | None = None) -> None:
     overrides = _overrides(listenPort=port, namesrvAddr=namesrv, storePathRootDir=store,
                            busyPollMicros=busy_poll_us)
-    broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
     source = f"namesrvAddr in {config}"
-    if namesrv is None and "namesrvAddr" not in props and os.environ.get("NAMESRV_ADDR"):
+    if namesrv is None and os.environ.get("NAMESRV_ADDR") and "namesrvAddr" not in read_properties_file(config):
         # neither -n nor the file: 4.9.3's BrokerConfig.namesrvAddr defaults to the environment's NAMESRV_ADDR
+        # (decided before the file is loaded: loaded twice, its warnings were logged twice)
         source, overrides["namesrvAddr"] = "NAMESRV_ADDR", os.environ["NAMESRV_ADDR"]
-        broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
+    broker_cfg, store_cfg, props = load_broker_conf(config, store_dir="./store", overrides=overrides)
     if broker_cfg.namesrv_addrs:
         try:
             namesrv_list(";".join(broker_cfg.namesrv_addrs))

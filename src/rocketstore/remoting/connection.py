@@ -250,8 +250,10 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
 
     def pause_writing(self) -> None:
         self._can_write.clear()
+        self._writing_paused = True
 
     def resume_writing(self) -> None:
+        self._writing_paused = False
         self._can_write.set()
 
     # --- writing ------------------------------------------------------------------------------------

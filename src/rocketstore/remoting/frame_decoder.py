@@ -134,10 +134,9 @@ def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields
         raise ProtocolError(f"JSON header is a {type(obj).__name__}, not an object")
     get = obj.get
     code = get("code")
-    if code is None:
-        raise ProtocolError("JSON header has no code")
     # The common case inline (a plain int in range, a known language name); anything else takes the
-    # general readers below, which also raise.
+    # general readers below, which also raise.  No code (or null) is 0, Java's int field default: 4.9.3
+    # serves it as request code 0 (REQUEST_CODE_NOT_SUPPORTED from a broker) and keeps the connection.
     if type(code) is not int or not _INT32_MIN <= code <= _INT32_MAX:
         code = _json_int(obj, "code")
     raw_language = get("language")

@@ -54,6 +54,16 @@ log = logging.getLogger("rocketstore.remoting.transport")
 #: Long-polled pulls stay in flight for up to 15 s each; a C++ push consumer keeps one per assigned queue.
 DEFAULT_MAX_IN_FLIGHT = 1024
 
+#: How long an answer waits for the peer to read what was written before it; then the connection closes.
+ANSWER_DRAIN_TIMEOUT_S = 30.0
+
+#: Requests one connection may have parked at once (long-polled pulls: a consumer parks one per queue it
+#: pulls from the broker, so only a client of more queues than this on one broker reaches it).  4.9.3 holds
+#: any number (~250 bytes each of its heap, until it runs out); one costs ~6 KB here (its task and
+#: coroutines), and one connection pipelining pulls parked 100,000 (700 MB) in 14 s.  A request past the
+#: limit is not parked: a pull is answered at once, as one whose suspend time ran out.
+DEFAULT_MAX_PARKED = 16384
+
 #: ``await handler(connection, request)`` -> the response, or None to send nothing.
 RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 #: ``immediate(connection, request)`` -> the response, computed synchronously on the loop, or None when
@@ -83,6 +93,11 @@ class RequestServing:
     _closed: bool
     _tasks: set[asyncio.Task[None]]
     _parked: set[asyncio.Task[Any]]
+    #: see DEFAULT_MAX_PARKED (an instance may set its own)
+    max_parked: int = DEFAULT_MAX_PARKED
+    #: the transport holds more than its high-water mark of our writes: the peer is not reading them
+    _writing_paused = False
+    _park_refused = False  # (logged once per connection)
 
     if TYPE_CHECKING:
         @property
@@ -97,6 +112,8 @@ class RequestServing:
         def _flush(self) -> None: ...
 
         async def send(self, command: RemotingCommand, timeout_s: float = 30.0) -> None: ...
+
+        async def _drain(self, timeout_s: float) -> None: ...
 
         def close(self, cause: BaseException | None = None) -> None: ...
 
@@ -166,22 +183,32 @@ class RequestServing:
                 self._transport.resume_reading()
                 self._process_buffer()
 
-    def park(self) -> None:
+    def park(self) -> bool:
         """The request being served (a handler's task) now only waits for something to happen, doing no
         work: a long-polled pull parked until a message arrives.  It stops counting toward
         ``max_in_flight`` until :meth:`unpark`, so parked pulls (a consumer of more than max_in_flight
         queues on one connection, as a 4.9.3 broker lets it hold) cannot stop the connection's other
         requests (its heartbeats, offset commits, a producer's sends) from being read.  A parked request
         is cancelled when the connection closes, at once when it already has (nobody waits for its answer;
-        what it did before parking stays done)."""
+        what it did before parking stays done).
+
+        False, and nothing changed, when the connection has ``max_parked`` requests parked already: the
+        caller answers without waiting (and does not :meth:`unpark`)."""
+        if len(self._parked) >= self.max_parked:
+            if not self._park_refused:
+                self._park_refused = True
+                log.warning("%s has %d requests parked (long-polled pulls), the most one connection may: "
+                            "those past it are answered without waiting", self.peer_address, len(self._parked))
+            return False
         self._end_in_flight()
         task = asyncio.current_task()
         if task is None:
-            return
+            return True
         if self._closed:
             task.cancel()  # its next await (the wait it parks for) raises CancelledError
         else:
             self._parked.add(task)
+        return True
 
     def unpark(self) -> None:
         """The parked request works again (it counts toward ``max_in_flight`` once more)."""
@@ -247,6 +274,13 @@ class RequestServing:
     async def _serve(self, request: RemotingCommand, deferred: bool = False) -> None:
         assert self._handler is not None
         try:
+            if self._writing_paused and not request.flag & ONEWAY_FLAG:
+                # The peer is not reading our answers: serve none of its requests that has one until it does
+                # (or close it, as a send's drain does, after ANSWER_DRAIN_TIMEOUT_S).  Served, each answer
+                # would wait in memory for it, up to max_in_flight of them: 1,024 pull answers of up to 4 MB.
+                # (4.9.3 serves and queues them all, with no bound: a client pipelining pulls it never reads
+                # runs the broker out of heap.)  Oneways have no answer to hold.
+                await self._drain(ANSWER_DRAIN_TIMEOUT_S)
             try:
                 response = await self._handler(self, request)  # type: ignore[arg-type]  # the Connection
             except (HeaderFieldError, RemotingError) as exc:
@@ -259,7 +293,7 @@ class RequestServing:
             if response is not None and not request.is_oneway and not self._closed:
                 if response.opaque != request.opaque or not response.is_response:
                     raise ProtocolError("a handler returned a response that does not answer its request")
-                await self.send(response)
+                await self.send(response, ANSWER_DRAIN_TIMEOUT_S)
         except ConnectionClosedError:
             pass
         except RequestTimeoutError as exc:  # the peer stopped reading our answers: drop it

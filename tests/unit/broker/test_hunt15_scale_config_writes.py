@@ -29,14 +29,14 @@ CHANGES = 300
 def _count_writes(monkeypatch: pytest.MonkeyPatch, file_name: str) -> list[int]:
     """The thread of every write of the config file *file_name*, in order (the real write still happens)."""
     threads: list[int] = []
-    real = config_files.write_json_atomically
+    real = config_files.write_text_atomically
 
     def counted(path: str, obj: Any) -> None:
         if os.path.basename(path) == file_name:
             threads.append(threading.get_ident())
         real(path, obj)
 
-    monkeypatch.setattr(config_files, "write_json_atomically", counted)
+    monkeypatch.setattr(config_files, "write_text_atomically", counted)
     return threads
 
 

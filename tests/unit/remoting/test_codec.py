@@ -363,8 +363,7 @@ def test_unknown_serialize_type_byte_raises_protocol_error(type_byte: int) -> No
         b"not json",
         b"[1,2]",
         b'"code"',
-        b"{}",
-        b'{"code":null}',
+        # ({} and {"code":null} are request code 0, as 4.9.3 reads them: test_hunt30_edges_header_without_code)
         b'{"code":true}',
         b'{"code":1.0}',
         b'{"code":"ten"}',
