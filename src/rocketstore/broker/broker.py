@@ -16,7 +16,9 @@ whose sampler runs as one of the broker's tasks.  Loop-bound: create, start and 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Callable, Iterable
@@ -28,6 +30,7 @@ from rocketstore.address_server import AddressServerWatcher, address_server_url
 from rocketstore.broker import (
     admin,
     client_handlers,
+    config_keys,
     consume_queue_admin,
     consumer_calls,
     group_admin,
@@ -56,7 +59,7 @@ from rocketstore.broker.registration import Registrar
 from rocketstore.broker.schedule import ScheduleService
 from rocketstore.broker.slave_sync import SlaveSync
 from rocketstore.broker.topics import TopicTable
-from rocketstore.errors import RemotingError
+from rocketstore.errors import RemotingError, StoreConfigError
 from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.properties import waits_store_msg_ok
@@ -103,6 +106,22 @@ def _log_recovery(store: MessageStore) -> None:
             rec.truncated_bytes, f": {rec.first_invalid_reason}" if rec.first_invalid_reason else "",
             f", {rec.dropped_queue_entries} consume-queue entries past it dropped"
             if rec.dropped_queue_entries else "")
+
+
+async def _resolved_ip(loop: asyncio.AbstractEventLoop, host: str) -> str:
+    """*host* if it is an IP address, else the address it resolves to (an IPv4 one first, as Java's
+    InetAddress prefers); StoreConfigError naming brokerIP1 when it does not resolve."""
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+        return host
+    except ValueError:
+        pass
+    try:
+        infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise StoreConfigError(f"brokerIP1={host} does not resolve to an address ({exc})") from None
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
+    return str(infos[0][4][0])
 
 
 class Broker:
@@ -227,8 +246,22 @@ class Broker:
 
     async def start(self) -> None:
         cfg = self.config
+        misplaced = (config_keys.commitlog_paths_error(self.store_config.store_path_commit_log)
+                     or config_keys.commitlog_left_in_java_default(self.store_config.store_path_root_dir,
+                                                                   self.store_config.store_path_commit_log))
+        if misplaced:  # a 4.9.3 commitlog this broker would not find whole: open nothing
+            raise StoreConfigError(misplaced)
+        if not 0 <= cfg.ha_port() <= 65535:  # (70000 served HA on 4464, or was a bare OverflowError)
+            raise StoreConfigError(f"haListenPort {cfg.ha_port()} out of range (0 .. 65535)")
         if self._start_file_notice:
             log.warning("%s", self._start_file_notice)
+        delete_when = config_keys.delete_when_notice(self.store_config.delete_when)
+        if delete_when:
+            log.warning("%s", delete_when)
+        java_store = config_keys.new_store_beside_java_default(self.store_config.store_path_root_dir,
+                                                               self.store_config.store_path_commit_log)
+        if java_store:
+            log.warning("%s", java_store)
         loop = asyncio.get_running_loop()
         await self.server.start(cfg.listen_host, cfg.listen_port, start_serving=False)
         if cfg.listen_port > 2:  # a port the OS picked (0) has no VIP port a peer could derive
@@ -240,8 +273,13 @@ class Broker:
                             "configuration from this broker", cfg.listen_port - 2, exc)
         ip = cfg.advertised_ip()
         self.address = f"[{ip}]:{self.server.port}" if ":" in ip else f"{ip}:{self.server.port}"
-        self.store_host = parse_host(self.address)
-        self.store_config = self.store_config.replace(store_host=self.address)
+        # a brokerIP1 that is a host name (a container's DNS name) is registered as it is, and the records'
+        # STOREHOST holds the address it resolves to, as 4.9.3's InetSocketAddress(brokerIP1, listenPort)
+        store_ip = await _resolved_ip(loop, ip)
+        store_address = f"[{store_ip}]:{self.server.port}" if ":" in store_ip else \
+            f"{store_ip}:{self.server.port}"
+        self.store_host = parse_host(store_address)
+        self.store_config = self.store_config.replace(store_host=store_address)
         try:
             if self.acl is not None:
                 self.acl.start_watch()  # edits of the ACL files take effect with or without traffic

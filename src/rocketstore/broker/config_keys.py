@@ -13,18 +13,25 @@ clean-up of its own pacing); the ones a start file gives are named in one warnin
 
 :func:`java_value` (message.java_numbers, shared with the name server) is 4.9.3's MixAll.properties2Object
 for one value: the text a setter of that kind takes, else None (4.9.3 then leaves the property as it was).
+:func:`delete_when_notice` names the parts of a deleteWhen that are no hour;
+:func:`commitlog_paths_error` refuses 4.9.3's commitlog over several directories,
+:func:`commitlog_left_in_java_default` says when a 4.9.3 store's commitlog is where 4.9.3's default put it
+and this broker would not look, :func:`new_store_beside_java_default` when a new store starts beside 4.9.3's
+default one.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
-from rocketstore.message.java_numbers import java_value
+from rocketstore.message.java_numbers import java_value, parse_java_int
 from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
 from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
 
 __all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
-           "SETTER_NAMES", "java_value", "kept_defaults"]
+           "SETTER_NAMES", "commitlog_left_in_java_default", "commitlog_paths_error", "delete_when_notice",
+           "java_value", "kept_defaults", "new_store_beside_java_default"]
 
 #: name -> (Java kind: int, long, bool or str; 4.9.3's default as text, None where it has none or depends on
 #: the host: see :func:`kept_defaults`)
@@ -192,3 +199,117 @@ def kept_defaults(*, use_tls: bool) -> dict[str, str]:
     defaults.update({name: str(value) for name, value in computed.items()})
     defaults["useTLS"] = "true" if use_tls else "false"
     return defaults
+
+
+_SEGMENT_NAME = re.compile(r"\d{20}")
+
+
+def _segment_count(directory: str) -> int:
+    try:
+        return sum(1 for name in os.listdir(directory) if _SEGMENT_NAME.fullmatch(name))
+    except OSError:
+        return 0
+
+
+def _has_entries(directory: str) -> bool:
+    try:
+        return bool(os.listdir(directory))
+    except OSError:
+        return False
+
+
+def new_store_beside_java_default(store_path_root_dir: str, store_path_commit_log: str | None,
+                                  home: str | None = None) -> str | None:
+    """The start's warning when this broker starts a new store (no consume queue, no topics.json, and no
+    commitlog segment unless storePathCommitLog puts the commitlog elsewhere) while 4.9.3's default
+    storePathRootDir, ``<user.home>/store``, holds a store, or None.  A 4.9.3 broker.conf that sets no
+    storePathRootDir (the distribution's sets no store path) keeps its consume queues, topics and consumer
+    offsets there, and its commitlog too unless storePathCommitLog says otherwise; ``rocketstore broker -c``
+    with the same file opens ``./store`` instead, and the broker started without a word about what it left
+    behind (*home*: the user's home directory, ``~``)."""
+    java_root = os.path.join(home if home is not None else os.path.expanduser("~"), "store")
+    own_commitlog = (not store_path_commit_log
+                     and _segment_count(os.path.join(store_path_root_dir, "commitlog")))
+    if (os.path.realpath(store_path_root_dir) == os.path.realpath(java_root) or own_commitlog
+            or _has_entries(os.path.join(store_path_root_dir, "consumequeue"))
+            or os.path.exists(os.path.join(store_path_root_dir, "config", "topics.json"))):
+        return None
+    held = []
+    segments = _segment_count(os.path.join(java_root, "commitlog"))
+    if segments:
+        held.append(f"a commitlog of {segments} segment(s)")
+    if _has_entries(os.path.join(java_root, "consumequeue")):
+        held.append("consume queues")
+    if os.path.exists(os.path.join(java_root, "config", "topics.json")):
+        held.append("topics and consumer offsets (config)")
+    if not held:
+        return None
+    return (f"the store {store_path_root_dir} is new, while {java_root} (4.9.3's storePathRootDir when its "
+            f"broker.conf sets none) holds {', '.join(held)}: if that is the store to take over, set "
+            f"storePathRootDir={java_root} (or --store {java_root})")
+
+
+def commitlog_left_in_java_default(store_path_root_dir: str, store_path_commit_log: str | None,
+                                   home: str | None = None) -> str | None:
+    """Why a broker must not open the store of *store_path_root_dir*, or None.
+
+    4.9.3's storePathCommitLog defaults to ``<user.home>/store/commitlog`` whatever storePathRootDir says;
+    this broker's to ``<storePathRootDir>/commitlog``.  A 4.9.3 broker.conf that sets storePathRootDir alone
+    left its commitlog in the home directory and its consume queues under storePathRootDir: opened here
+    with the same file, the store found no commitlog and dropped every consume-queue entry (the messages
+    gone from the consumers' view, the queues' files deleted).  So: storePathCommitLog not set, consume
+    queues under storePathRootDir, no commitlog segment beside them and segments in 4.9.3's default place:
+    the text of the error naming the property to set (*home*: the user's home directory, ``~``)."""
+    if store_path_commit_log:
+        return None
+    ours = os.path.join(store_path_root_dir, "commitlog")
+    java = os.path.join(home if home is not None else os.path.expanduser("~"), "store", "commitlog")
+    if (os.path.realpath(ours) == os.path.realpath(java) or _segment_count(ours)
+            or not _has_entries(os.path.join(store_path_root_dir, "consumequeue"))):
+        return None
+    segments = _segment_count(java)
+    if not segments:
+        return None
+    return (f"storePathCommitLog is not set: this broker reads the commitlog from {ours}, which holds no "
+            f"segment, though the consume queues beside it point into one; 4.9.3 started with the same "
+            f"file keeps its commitlog in {java} (its default, whatever storePathRootDir says), which holds "
+            f"{segments} segment(s): set storePathCommitLog={java} (the store was not opened: opening it "
+            f"without its commitlog drops every consume-queue entry)")
+
+
+def delete_when_notice(delete_when: str) -> str | None:
+    """The start's warning about a deleteWhen whose parts are not all hours of the day ("4am", "25", ""), or
+    None.  Such a part never matches: files past fileReservedTime are deleted at the other hours only, or
+    for space.  (4.9.3 reads each part with Integer.parseInt at every clean-up pass: a part that is no number
+    fails the pass, no file is deleted at all, and its store.log repeats the exception every 10 s; a number
+    that is no hour never matches.)"""
+    bad = []
+    for part in delete_when.split(";"):
+        try:
+            hour = parse_java_int(part.strip())
+        except ValueError:
+            hour = -1
+        if not 0 <= hour <= 23:
+            bad.append(repr(part))
+    if not bad:
+        return None
+    when = ("are deleted only at the other hours it names" if len(bad) < len(delete_when.split(";"))
+            else "are not deleted for their age, only for disk space")
+    what = "is no hour" if len(bad) == 1 else "are no hours"
+    return (f"deleteWhen={delete_when}: {', '.join(bad)} {what} of the day (0 .. 23, apart by ';'): "
+            f"files past fileReservedTime {when}")
+
+
+def commitlog_paths_error(store_path_commit_log: str | None) -> str | None:
+    """Why a broker must not open a storePathCommitLog that names several directories, or None.
+
+    4.9.3 reads a storePathCommitLog with commas as several directories and spreads the commitlog's segments
+    over them in turn (its MultiPathMappedFileQueue); this broker keeps the commitlog in one directory, and
+    took the whole text for one directory's name: a new directory named ``a,b`` held the commitlog, and a
+    4.9.3 store opened with its own file found no commitlog there and dropped every consume-queue entry."""
+    if not store_path_commit_log or "," not in str(store_path_commit_log):
+        return None
+    return (f"storePathCommitLog={store_path_commit_log} is a list of directories, as 4.9.3 reads a value "
+            f"with commas (it spreads the commitlog's segments over them): this broker keeps the commitlog "
+            f"in one directory; name one (moving the segment files of a 4.9.3 store from the others into it "
+            f"keeps its messages)")

@@ -134,6 +134,18 @@ class ScheduleService:
                           corrected, low, high)
                 self.offsets[level] = corrected
                 self._dirty = True
+        for queue_id in sorted(queues):
+            # a level messageDelayLevel no longer has (fewer levels than when they were sent): its messages
+            # wait until the level is back, as in 4.9.3, which says nothing of them
+            level = queue_id + 1
+            if level in self.levels:
+                continue
+            waiting = self.store.max_offset(SCHEDULE_TOPIC, queue_id) - max(
+                self.offsets.get(level, 0), self.store.min_offset(SCHEDULE_TOPIC, queue_id))
+            if waiting > 0:
+                log.warning("%d delayed message(s) of delay level %d wait in %s queue %d, but messageDelayLevel "
+                            "has %d levels: they are delivered only once it has that level again", waiting,
+                            level, SCHEDULE_TOPIC, queue_id, len(self.levels))
 
     def persist(self, force: bool = False) -> None:
         with self._lock:
