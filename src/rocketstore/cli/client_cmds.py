@@ -299,8 +299,24 @@ def _consume(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return fail(f"--tags: {exc}")
 
+    def consumed_json(state: _Consumption) -> dict[str, object]:
+        return {"group": args.group, "topic": args.topic,
+                "messages": [message_json(m, args.full_body) for m in state.messages],
+                "committed": [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": offset}
+                              for mq, offset in sorted(state.committed.items())]}
+
     async def go() -> int:
         state = _Consumption(args.max)
+        try:
+            return await consume(state)
+        except asyncio.CancelledError:
+            # Ctrl-C: with --json the messages consumed (and committed) so far are printed all the same, as the
+            # table prints each one as it comes; else a script's output had none of them
+            if args.json:
+                print_json(consumed_json(state))
+            raise
+
+    async def consume(state: _Consumption) -> int:
         if args.reply is not None:
             state.replier = Producer(args.namesrv, f"{args.group}-replier", timeout_s=args.request_timeout_s,
                                      credentials=credentials_of(args))
@@ -337,10 +353,7 @@ def _consume(args: argparse.Namespace) -> int:
         if errors:
             raise errors[0]
         if args.json:
-            print_json({"group": args.group, "topic": args.topic,
-                        "messages": [message_json(m, args.full_body) for m in state.messages],
-                        "committed": [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": offset}
-                                      for mq, offset in sorted(state.committed.items())]})
+            print_json(consumed_json(state))
         else:
             print(f"consumed {len(state.messages)} message(s) from {args.topic} as {args.group}; committed "
                   + (", ".join(f"{mq.broker_name}/{mq.queue_id}={o}" for mq, o in sorted(state.committed.items()))

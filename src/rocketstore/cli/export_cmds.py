@@ -25,7 +25,7 @@ import json
 import os
 from typing import Any
 
-from rocketstore.cli.output import add_common, admin_of, broker_address, print_json, run_command
+from rocketstore.cli.output import add_common, admin_of, broker_address, fail, print_json, run_command
 
 __all__ = ["DEFAULT_EXPORT_DIR", "fastjson_pretty", "register"]
 
@@ -79,6 +79,8 @@ def fastjson_pretty(obj: object) -> str:
 def _write(args: argparse.Namespace, file_name: str, document: dict[str, Any], summary: dict[str, Any]) -> int:
     """Write *document* to DIR/*file_name* (DIR made if missing) and say so."""
     directory = args.file_path.strip()
+    if os.path.exists(directory) and not os.path.isdir(directory):  # makedirs' "[Errno 17] File exists"
+        return fail(f"-f {directory} is a file: give the directory to write {file_name} in")
     os.makedirs(directory or ".", exist_ok=True)
     path = os.path.join(directory, file_name)
     with open(path, "w", encoding="utf-8") as out:

@@ -12,9 +12,12 @@ spark-submit's) sets any other Spark property; progress is printed on stderr.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -70,16 +73,98 @@ def spark_error_line(exc: BaseException) -> str:
     return re.sub(r"\s*SQLSTATE: \w+\.?$", "", first)
 
 
-def _run_job(job: Callable[[], T]) -> T:
+def _run_job(job: Callable[[], T], ctrl_c: _CtrlC | None = None) -> T:
     """*job*() with a failure inside Spark (an AnalysisException, a failed task or streaming query) turned
-    into a PipelineError: the CLI prints one line instead of a JVM and Python traceback."""
+    into a PipelineError: the CLI prints one line instead of a JVM and Python traceback.  With *ctrl_c*, a failure
+    after the user's Ctrl-C ends the command as interrupted (a batch job's success after it too)."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
     try:
-        return job()
-    except (PySparkException, Py4JError) as exc:
-        raise PipelineError(spark_error_line(exc)) from exc
+        result = job()
+    except Exception as exc:
+        # the cancelled job's failure, or (a terminal's Ctrl-C reaches Spark's JVM too) a lost connection to it
+        if ctrl_c is not None and ctrl_c.interrupted.is_set():
+            raise KeyboardInterrupt from None
+        if isinstance(exc, (PySparkException, Py4JError)):
+            raise PipelineError(spark_error_line(exc)) from exc
+        raise
+    if ctrl_c is not None and ctrl_c.interrupted.is_set() and not ctrl_c.streaming:
+        raise KeyboardInterrupt  # the job ended before the cancel reached it
+    return result
+
+
+class _CtrlC:
+    """Ctrl-C for a pipeline job, from Spark's start to its stop.
+
+    pyspark's own SIGINT handler calls cancelAllJobs() over py4j from inside the signal handler while the main
+    thread waits in another py4j call on the same connection: the reentrant read fails and py4j logs a screen
+    of tracebacks (and Spark's JVM could outlive the command).  This handler only notes the first Ctrl-C; once
+    Spark runs it cancels the jobs from another thread (its own py4j connection), so the job fails, Spark is
+    stopped as usual and the command ends as interrupted (one line, status 130).  A second Ctrl-C interrupts at
+    once.  Off the main thread (no signals there) it does nothing.
+
+    With *streaming* (archive of a live topic) the first Ctrl-C after the start raises KeyboardInterrupt, which
+    archive_topic takes as the end of the query (the command then ends as done).  Once interrupted, py4j's own
+    log records of the interrupted call (tracebacks on the root logger) are dropped."""
+
+    #: py4j's root-logger messages about a call a Ctrl-C interrupted (java_gateway.GatewayClient.send_command)
+    _PY4J_NOISE = ("KeyboardInterrupt while sending command", "Exception while sending command")
+
+    def __init__(self, streaming: bool = False) -> None:
+        self.streaming = streaming
+        self.interrupted = threading.Event()
+        self._spark: Any = None
+        self._previous: Any = None
+        self._installed = False
+
+    def _quiet(self, record: logging.LogRecord) -> bool:
+        return not (self.interrupted.is_set() and str(record.msg).startswith(self._PY4J_NOISE))
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, self._on_sigint)
+            if not self._installed:
+                self._previous, self._installed = previous, True
+                logging.getLogger().addFilter(self._quiet)
+
+    def started(self, spark: Any, created: bool) -> None:
+        """Spark is up (its start kept this handler: _start_spark); a Ctrl-C during the start ends the command
+        now (Spark stopped first)."""
+        self._spark = spark
+        if self.interrupted.is_set():
+            _stop_spark(spark, created, self)
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            logging.getLogger().removeFilter(self._quiet)
+            self._installed = False
+
+    def stopped(self, error: Exception) -> None:
+        """Spark's stop failed with *error*: after a Ctrl-C that is Spark's JVM gone already (a terminal's
+        Ctrl-C reaches it too, in the same process group), else it is raised."""
+        if not self.interrupted.is_set():
+            raise error
+
+    def _cancel(self) -> None:
+        try:
+            self._spark.sparkContext.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - Spark already stopping: nothing left to cancel
+            pass
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.interrupted.is_set():
+            raise KeyboardInterrupt
+        self.interrupted.set()
+        if self._spark is None:
+            _progress("interrupted: stopping once Spark has started (Ctrl-C again to stop at once)")
+            return
+        if self.streaming:
+            raise KeyboardInterrupt
+        _progress("interrupted: cancelling the Spark jobs (Ctrl-C again to stop at once)")
+        threading.Thread(target=self._cancel, name="rocketstore-pipeline-cancel", daemon=True).start()
 
 
 def spark_conf_pair(text: str) -> tuple[str, str]:
@@ -102,15 +187,49 @@ def _add_spark_args(parser: argparse.ArgumentParser) -> None:
                              "wins)")
 
 
-def _start_spark(args: argparse.Namespace, app_name: str) -> tuple[Any, bool]:
-    """The job's SparkSession (and whether this call created it) from ``--master`` and ``--conf``."""
+def _start_spark(args: argparse.Namespace, app_name: str, ctrl_c: _CtrlC | None = None) -> tuple[Any, bool]:
+    """The job's SparkSession (and whether this call created it) from ``--master`` and ``--conf``; with
+    *ctrl_c*, Ctrl-C is its from here on (the caller restores it after stopping Spark)."""
     from rocketstore.spark.jobs import build_session
 
     conf = dict(args.conf)
     master = args.master or conf.pop("spark.master", None) or "local[*]"
     conf.pop("spark.master", None)  # --master wins, as in spark-submit
     _progress(f"starting Spark ({master})")
-    return build_session(master, app_name, conf)
+    if ctrl_c is None:
+        return build_session(master, app_name, conf)
+    ctrl_c.install()
+    set_handler = signal.signal
+
+    def keep_sigint(signum: Any, handler: Any) -> Any:  # SparkContext's start sets its own SIGINT handler
+        return signal.getsignal(signum) if signum == signal.SIGINT else set_handler(signum, handler)
+
+    signal.signal = keep_sigint  # type: ignore[assignment]
+    try:
+        spark, created = build_session(master, app_name, conf)
+    except BaseException as exc:
+        ctrl_c.restore()
+        if isinstance(exc, Exception) and ctrl_c.interrupted.is_set():  # Spark's JVM got the Ctrl-C too
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal = set_handler
+    ctrl_c.started(spark, created)
+    return spark, created
+
+
+def _stop_spark(spark: Any, created: bool, ctrl_c: _CtrlC | None) -> None:
+    """Stop the session if this command created it, then give SIGINT back."""
+    try:
+        if created:
+            spark.stop()
+    except Exception as exc:  # noqa: BLE001 - raised again unless the user's Ctrl-C explains it
+        if ctrl_c is None:
+            raise
+        ctrl_c.stopped(exc)
+    finally:
+        if ctrl_c is not None:
+            ctrl_c.restore()
 
 
 def _check_store_dir(store: str) -> None:
@@ -210,19 +329,20 @@ def _archive(args: argparse.Namespace) -> int:
         _check_name_server(args.name_server)
     from rocketstore.spark.jobs import archive_store, archive_topic
 
-    spark, created = _start_spark(args, "rocketstore-pipeline")
+    ctrl_c = _CtrlC(streaming=streaming)
+    spark, created = _start_spark(args, "rocketstore-pipeline", ctrl_c)
     try:
         if streaming:
             total = _run_job(lambda: archive_topic(
                 spark, args.name_server, args.topic, args.checkpoint, args.output, _progress,
                 available_now=args.available_now, tags=args.tags, consumer_group=args.consumer_group,
-                max_offsets_per_trigger=args.max_offsets_per_trigger, trigger_interval_s=args.trigger_interval_s))
+                max_offsets_per_trigger=args.max_offsets_per_trigger, trigger_interval_s=args.trigger_interval_s),
+                ctrl_c)
         else:
             total = _run_job(lambda: archive_store(spark, args.store, args.output, _progress, topics=args.topics,
-                                                   overwrite=args.overwrite))
+                                                   overwrite=args.overwrite), ctrl_c)
     finally:
-        if created:
-            spark.stop()
+        _stop_spark(spark, created, ctrl_c)
     print(f"{total} messages archived to {args.output}")
     return 0
 
@@ -246,12 +366,12 @@ def _report(args: argparse.Namespace) -> int:
     _need_spark_extra("matplotlib")
     from rocketstore.spark.jobs import store_report
 
-    spark, created = _start_spark(args, "rocketstore-report")
+    ctrl_c = _CtrlC()
+    spark, created = _start_spark(args, "rocketstore-report", ctrl_c)
     try:
-        result = _run_job(lambda: store_report(spark, args.store, args.output, _progress))
+        result = _run_job(lambda: store_report(spark, args.store, args.output, _progress), ctrl_c)
     finally:
-        if created:
-            spark.stop()
+        _stop_spark(spark, created, ctrl_c)
     print(result.html_path)
     print(result.png_path)
     return 0
@@ -278,7 +398,8 @@ def _rebuild(args: argparse.Namespace) -> int:
         probe = StoreLock()
         probe.acquire(root)
         probe.release()
-    spark, created = _start_spark(args, "rocketstore-rebuild")
+    ctrl_c = _CtrlC()
+    spark, created = _start_spark(args, "rocketstore-rebuild", ctrl_c)
     bars: list[ProgressBar] = []
     try:
         def on_plan(plan) -> None:  # type: ignore[no-untyped-def]
@@ -289,12 +410,11 @@ def _rebuild(args: argparse.Namespace) -> int:
 
         report = _run_job(lambda: rebuild_with_spark(
             spark, root, config, output_dir=output, in_place=args.in_place, skip_bad=args.skip_bad,
-            range_bytes=max(1, args.range_mb) << 20, progress=lambda n: bars[0](n), on_plan=on_plan))
+            range_bytes=max(1, args.range_mb) << 20, progress=lambda n: bars[0](n), on_plan=on_plan), ctrl_c)
         if bars:
             bars[0].finish()
     finally:
-        if created:
-            spark.stop()
+        _stop_spark(spark, created, ctrl_c)
     lines = [f"rebuilt {'in place: ' + root if report.in_place else report.output_dir}",
              (f"  commitlog:        [{report.commit_log_min_offset}, {report.valid_end}), {report.record_count} "
               f"records" + (f", stopped at a torn tail: {report.stop_reason}" if report.stop_reason else "")),
