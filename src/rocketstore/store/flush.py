@@ -206,24 +206,29 @@ class GroupCommit:
                     gate = threading.Lock()
                     gate.acquire()
                     waiter = (end_offset, gate)
+                    lead_no = 0  # (queued: interrupted from here, it leaves the queue)
                     self._waiters.append(waiter)
             if lead:
                 # a leader cannot leave a stalled fdatasync, but it answers as a waiter would have: a sync
                 # that outlasted the timeout is a timeout (FLUSH_DISK_TIMEOUT), however late it is learned
                 began = time.monotonic()
                 return self._lead(end_offset, baton) and time.monotonic() - began <= timeout_s
+            if wake:
+                self._wake_flusher()
+            if baton is not None:
+                baton.release()  # this thread gives up the GIL right below: the woken writer finds it free
         except BaseException:
-            if lead_no >= 0:
+            if lead_no > 0:
                 self._leader_left(lead_no)
+            elif lead_no == 0:
+                # a queued writer stays queued no longer: a sync covering it would pass its gate on as a
+                # wake-up, and the wake-up would go to nobody
+                self._leave(waiter)
             if baton is not None:
                 # the gate of a covered writer this thread took to open: open it (or that writer learns it is
                 # durable only at its next look, a WAIT_SLICE_S later, or its timeout when that is shorter)
                 _open(baton)
             raise
-        if wake:
-            self._wake_flusher()
-        if baton is not None:
-            baton.release()  # this thread gives up the GIL right below: the woken writer finds it free
         woken = False
         try:
             if timeout_s <= WAIT_SLICE_S:
@@ -239,18 +244,22 @@ class GroupCommit:
                     woken = gate.acquire(True, min(left, WAIT_SLICE_S))
         finally:
             if not woken:  # timed out, covered without a wake-up, or interrupted: leave the queue
-                with self._lock:
-                    try:
-                        self._waiters.remove(waiter)
-                    except ValueError:
-                        # a sync covered it: its gate waits in _ready.  Take it out, or the thread that
-                        # pops it would pass its wake-up to nobody, and the chain of wake-ups would stop
-                        # there until the next sync returned (the GIL idle meanwhile)
-                        try:
-                            self._ready.remove(gate)
-                        except ValueError:
-                            pass  # popped already: that wake-up came to this thread, awake anyway
+                self._leave(waiter)
         return self.durable_offset >= end_offset
+
+    def _leave(self, waiter: tuple[int, threading.Lock]) -> None:
+        """Take a writer that is not woken out of the queue (queued or not)."""
+        with self._lock:
+            try:
+                self._waiters.remove(waiter)
+            except ValueError:
+                # a sync covered it: its gate waits in _ready.  Take it out, or the thread that pops it
+                # would pass its wake-up to nobody, and the chain of wake-ups would stop there until the
+                # next sync returned (the GIL idle meanwhile)
+                try:
+                    self._ready.remove(waiter[1])
+                except ValueError:
+                    pass  # popped already (that wake-up came to this thread, awake anyway), or never queued
 
     def _leader_left(self, lead_no: int) -> None:
         """The leader *lead_no* was interrupted: if it still leads, the flusher takes its sync over."""

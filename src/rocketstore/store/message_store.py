@@ -257,7 +257,10 @@ class MessageStore(StoreWrites, StoreOpening, StoreLookups, StoreAdmin):
         self._closed = True
         self._reader.closed = True
         self._refuse_writes = True
-        self._close_files(clean=clean)
+        # a flush() or retention pass from another thread either ends before the files close or, waiting for
+        # this lock, finds the store closed (StoreClosedError): none writes or deletes a file after close
+        with self._threads.queue_files_lock:
+            self._close_files(clean=clean)
 
     def _close_files(self, clean: bool) -> None:
         self._commitlog.close()

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Container
 from typing import TypeVar
 
-from rocketstore.errors import StoreError
+from rocketstore.errors import StoreClosedError, StoreError
 from rocketstore.store.background import StoreThreads
 from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueue, ConsumeQueueTable
@@ -90,6 +90,8 @@ class QueueDropper:
         while True:
             threads.wait_dispatched(max(0.0, deadline - time.monotonic()))
             with threads.queue_files_lock, commitlog.holding(what):
+                if commitlog.refuse_appends:  # the store closes: its files are, or are about to be, closed
+                    raise StoreClosedError()
                 if commitlog.max_offset - dispatcher.reput_offset <= DISPATCH_UNDER_LOCK_BYTES:
                     dispatcher.dispatch_available(threads.dispatch_bound())
                     with dispatcher.lock:

@@ -10,6 +10,7 @@ Thread-safety: as the facade: any method may be called from any thread, alongsid
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Container
 
 from rocketstore.errors import StoreClosedError, StoreConfigError
@@ -69,10 +70,12 @@ class StoreAdmin(StoreParts):
 
     def delete_expired_files(self, *, force: bool = False, now_ms: int | None = None) -> CleanReport:
         """One retention pass now (the background thread runs one every cleanResourceInterval)."""
-        self._check_open()
+        self._check_not_closing()
         if not self._writable:
             raise StoreClosedError() if self._closed else PermissionError("a read-only store deletes nothing")
         with self._threads.queue_files_lock:
+            if self._closed:  # closed while this waited (its files are closed, or another process's now)
+                raise StoreClosedError()
             report = self._cleaner.run(force=force, now_ms=now_ms)
         self._update_refuse_writes()
         return report
@@ -133,7 +136,7 @@ class StoreAdmin(StoreParts):
                                           "clean expired consume queues")
 
     def _queue_dropper(self) -> QueueDropper:
-        self._check_open()
+        self._check_not_closing()
         if not self._writable:
             raise PermissionError("a read-only store deletes nothing")
         return QueueDropper(self._commitlog, self._queues, self._dispatcher, self._threads)
@@ -174,9 +177,16 @@ class StoreAdmin(StoreParts):
         if gc is not None:
             gc.remove_listener(listener)
 
+    def _check_not_closing(self) -> None:
+        """StoreClosedError once closed, or while another thread closes the store: its closing flush covers
+        a flush, and a close waiting for the files lock behind such calls, which a thread may make in a
+        loop, could wait for ever (a Lock is not fair)."""
+        if self._closed or self._closing_thread not in (None, threading.get_ident()):
+            raise StoreClosedError()
+
     def flush(self) -> None:
         """Make everything written durable now: commitlog, consume queues, index and checkpoint."""
-        self._check_open()
+        self._check_not_closing()
         if not self._writable:
             return
         # a slave's replica bytes carry no put's timestamp: its dispatcher's newest one (see background.py)
@@ -187,8 +197,12 @@ class StoreAdmin(StoreParts):
         self._threads.dispatch()
         logics_ts = self._dispatcher.last_store_timestamp
         with self._threads.queue_files_lock:
+            # closed while this waited: a close flushed it all, and the checkpoint written now would land
+            # after close returned (in a directory another process may have opened, or its user deleted)
+            if self._closed:
+                raise StoreClosedError()
             for cq in self._queues:
                 cq.flush(0)
-        if logics_ts:
-            self._checkpoint.logics_msg_timestamp = logics_ts
-        self._checkpoint.flush()
+            if logics_ts:
+                self._checkpoint.logics_msg_timestamp = logics_ts
+            self._checkpoint.flush()

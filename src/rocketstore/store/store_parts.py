@@ -34,6 +34,7 @@ class StoreParts:
     recovery: RecoveryReport
     _writable: bool
     _closed: bool
+    _closing_thread: int | None
     _fenced: str | None
     _offsets_at_close: tuple[int, int, int]
     _delay_levels: dict[int, int]
