@@ -7,6 +7,11 @@ queue grown (it wakes every waiter: 4.9.3 has no properties to test there either
 The store's dispatch listener runs on the dispatch thread: it only tests a dict for the key and hops to the
 loop with ``call_soon_threadsafe``.
 
+A pull whose timeout is 0 or less (or whose deadline wraps past 2^63-1) is, as in 4.9.3, out of time but
+still parked: the next look at its queue answers it, a wake-up (a message it wants: with it) or the periodic
+check (nothing: at most 5 s on).  Answered at once instead, a client sending such a timeout re-pulled in a
+tight loop.
+
 Race-free parking: the waiter is entered in the dict *before* the queue's max offset is read again, and
 the dispatcher appends to the consume queue *before* it calls the listener, so either the re-read sees
 the new message or the listener sees the waiter.
@@ -40,6 +45,8 @@ class _Waiter:
     codes: frozenset[int] | None
     future: asyncio.Future[bool]
     match: Callable[[int], bool] | None = None
+    #: its time is up already (a timeout <= 0): the next look at its queue answers it, whatever it finds
+    expired: bool = False
 
 
 class PullHold:
@@ -77,11 +84,15 @@ class PullHold:
         """Park until a message at or after *queue_offset* may be there (True) or *timeout_s* passes (False).
         *match(queue_offset)*: whether the message dispatched at that offset is one the pull wants."""
         key = (topic, queue_id)
-        waiter = _Waiter(queue_offset, codes, self._loop.create_future(), match)
+        waiter = _Waiter(queue_offset, codes, self._loop.create_future(), match, timeout_s <= 0)
         self._waiters.setdefault(key, {})[waiter] = None
         try:
             if self._max_offset(topic, queue_id) > queue_offset:
                 return True
+            if waiter.expired:
+                # 4.9.3 checks a parked pull's time only when it looks at the queue (a message dispatched to
+                # it, the periodic check): one already out of time waits for that look
+                return await asyncio.shield(waiter.future)
             try:
                 async with asyncio.timeout(max(0.0, timeout_s)):
                     return await asyncio.shield(waiter.future)
@@ -110,11 +121,14 @@ class PullHold:
             return
         code = None if tags_code is None else _int32(tags_code)
         for w in waiters:
-            if w.future.done() or next_offset <= w.queue_offset:
+            if w.future.done():
                 continue
-            if code is not None and w.codes is not None and code not in w.codes:
-                continue
-            if code is not None and w.match is not None and not self._arrival_matches(w.match, next_offset - 1):
+            if next_offset <= w.queue_offset \
+                    or (code is not None and w.codes is not None and code not in w.codes) \
+                    or (code is not None and w.match is not None
+                        and not self._arrival_matches(w.match, next_offset - 1)):
+                if w.expired:
+                    w.future.set_result(False)  # looked at, out of time: answered with what there is
                 continue
             w.future.set_result(True)
 

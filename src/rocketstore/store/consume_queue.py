@@ -26,7 +26,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from rocketstore.store.file_queue import FileQueue
+from rocketstore.store.file_queue import DirSyncs, FileQueue
 from rocketstore.store.mapped_file import MappedFile, sync_directory
 
 __all__ = ["CQ_DTYPE", "CQ_ENTRY", "CQ_ENTRY_BYTES", "PRE_BLANK_SIZE", "ConsumeQueue", "ConsumeQueueTable"]
@@ -87,11 +87,14 @@ def _valid_prefix(mf: MappedFile) -> tuple[int, np.void | None]:
 
 
 class ConsumeQueue:
-    def __init__(self, topic: str, queue_id: int, directory: str, segment_bytes: int, *, writable: bool) -> None:
+    def __init__(self, topic: str, queue_id: int, directory: str, segment_bytes: int, *, writable: bool,
+                 dir_syncs: DirSyncs | None = None) -> None:
         self.topic = topic
         self.queue_id = queue_id
-        # one descriptor a segment (the mapping's own), not two: stores hold thousands of queues
-        self.files = FileQueue(directory, segment_bytes, writable=writable, keep_fd=False)
+        # one descriptor a segment (the mapping's own), not two: stores hold thousands of queues.  With
+        # *dir_syncs* (the table's), a new segment's directories are synced by the next flush, not by the
+        # dispatcher as it makes them (see DirSyncs)
+        self.files = FileQueue(directory, segment_bytes, writable=writable, keep_fd=False, dir_syncs=dir_syncs)
         self.segment_bytes = segment_bytes
         #: commitlog offset + size of the newest entry (RocketMQ's maxPhysicOffset)
         self.max_physic_offset = -1
@@ -490,6 +493,10 @@ class ConsumeQueueTable:
         self.segment_bytes = segment_bytes
         self.writable = writable
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        #: the directories new segments and queues changed, synced by the next flush of any queue (one sync
+        #: a directory for a burst of new queues, none on the dispatch thread), before the checkpoint is
+        #: written: 4.9.3 syncs none
+        self.dir_syncs = DirSyncs() if writable else None
 
     def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self.queues.get((topic, queue_id))
@@ -503,7 +510,7 @@ class ConsumeQueueTable:
             queue_id = int(queue_id)
             key = (topic, queue_id)
             cq = ConsumeQueue(topic, queue_id, os.path.join(self.root, topic, str(queue_id)), self.segment_bytes,
-                              writable=self.writable)
+                              writable=self.writable, dir_syncs=self.dir_syncs)
             queues = dict(self.queues)
             queues[key] = cq
             self.queues = queues

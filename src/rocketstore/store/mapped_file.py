@@ -138,11 +138,13 @@ def _allocate(fd: int, size_bytes: int, written: int = 0) -> None:
         written += n
 
 
-def _create_allocated(path: str, size_bytes: int) -> int:
+def _create_allocated(path: str, size_bytes: int, sync_dir: bool = True) -> int:
     """Create *path* with all its blocks, atomically: a crash never leaves a short or sparse segment
     under the real name (it is allocated under a temporary name, then renamed).  The directory is synced
     after the rename, once a segment: records a sync flush makes durable in the segment must not vanish
-    with its directory entry at a power loss (the preallocating thread pays this for the commitlog)."""
+    with its directory entry at a power loss (the preallocating thread pays this for the commitlog).
+    *sync_dir* False: the caller has the directory synced later, before anything relies on the entry (a
+    consume queue's: by its next flush, see file_queue.DirSyncs)."""
     if os.path.exists(path):
         raise FileExistsError(errno.EEXIST, "segment exists already", path)
     tmp = path + ".allocating"
@@ -152,7 +154,8 @@ def _create_allocated(path: str, size_bytes: int) -> int:
         _allocate(fd, size_bytes)
         os.rename(tmp, path)
         renamed = True
-        sync_directory(os.path.dirname(path) or ".")
+        if sync_dir:
+            sync_directory(os.path.dirname(path) or ".")
     except BaseException:
         os.close(fd)
         try:
@@ -344,13 +347,14 @@ class MappedFile:
 
     def __init__(self, path: str, start_offset: int, size_bytes: int, *, writable: bool, create: bool,
                  first_in_queue: bool = False, allow_short: bool = False, keep_fd: bool = True,
-                 fill_holes: bool = True) -> None:
+                 fill_holes: bool = True, sync_dir: bool = True) -> None:
         """*keep_fd* False (a writable file): close the descriptor once the file is mapped.  The mapping
         holds one of its own (Python's mmap dups it), so a kept one makes two a file: a store of many
         consume queues then runs out of descriptors at half the queues.  Flushes and data look-ups open
         the file for the call instead.  *fill_holes* False: an existing sparse file is mapped as it is (a
         queue's full, older files, which are only read: allocating every Java-written index file's holes
-        would take ~400 MB of disk each)."""
+        would take ~400 MB of disk each).  *sync_dir* False (*create*): the new file's directory entry is
+        not synced here (see _create_allocated)."""
         self.path = path
         self.start_offset = start_offset
         self.size_bytes = size_bytes
@@ -363,7 +367,7 @@ class MappedFile:
         self._keep_fd = keep_fd
         if writable:
             if create:
-                fd = _create_allocated(path, size_bytes)
+                fd = _create_allocated(path, size_bytes, sync_dir)
             else:
                 fd = os.open(path, os.O_RDWR)
             try:
