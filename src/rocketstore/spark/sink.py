@@ -12,7 +12,9 @@ the task, naming the row, as Java's producer refuses such a message.
 Every message gets a UNIQ_KEY derived from (query id, batch id, partition, row) in streaming, and from
 (write id, 0, partition, row) in batch: when Spark replays a micro-batch after a failure the replayed
 messages carry the same keys as the first attempt, so a consumer can drop the duplicates (the broker is
-not transactional: at-least-once delivery, exactly-once recognisable).
+not transactional: at-least-once delivery, exactly-once recognisable).  A row whose ``properties`` hold a
+UNIQ_KEY keeps it, as Java's producer keeps one set on a message (a topic copied with its properties keeps
+its message ids).
 
 A send the broker refuses fails the task: a BrokerError naming the response code, or SendRefusedError
 naming a non-SEND_OK status.  Commit messages carry counts of what the broker stored; the driver prints the
@@ -42,6 +44,7 @@ from pyspark.sql.types import (
 )
 
 from rocketstore.client.errors import BrokerError, MessageIllegalError
+from rocketstore.client.outgoing_message import new_uniq_key
 from rocketstore.message.properties import PropertyName, properties_problem, waits_store_msg_ok
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX
 from rocketstore.remoting.codes import ResponseCode
@@ -58,9 +61,17 @@ _QUERY_ID_PROPERTY = "sql.streaming.queryId"
 _BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
-def uniq_key_for(write_id: str, batch_id: int, partition_id: int, row: int) -> str:
-    """32 upper-case hex digits, the length of RocketMQ's client message ids, fixed by the four inputs."""
-    return hashlib.md5(f"{write_id}/{batch_id}/{partition_id}/{row}".encode()).hexdigest().upper()
+def uniq_key_for(write_id: str, batch_id: int, partition_id: int, row: int, time_field: int = 0) -> str:
+    """32 upper-case hex digits in the layout of RocketMQ's client message ids, fixed by the inputs: an MD5 of
+    the first four, whose bytes 10-13 (the id's "ms since the month began") are *time_field*.
+
+    4.9.3 looks a message up by such an id (viewMessage(topic, msgId), the dashboard's search by message id)
+    in the index from the time that field tells (MessageClientIDSetter.getNearlyTimeFromID) on: a random one
+    may name a time after the message was stored, and the message is then not found.  A batch write gives
+    the driver's time when the write began (before any of its messages is stored; a task retry reuses it), a
+    streaming write 0 (the month's start: a replayed batch must carry the same keys, whenever it runs)."""
+    digest = hashlib.md5(f"{write_id}/{batch_id}/{partition_id}/{row}".encode()).hexdigest().upper()
+    return f"{digest[:20]}{time_field & 0xFFFFFFFF:08X}{digest[28:]}"
 
 
 def check_sink_schema(schema: StructType, options: Mapping[str, str]) -> StructType:
@@ -113,14 +124,15 @@ def _column(batch: pa.RecordBatch, name: str) -> list[object] | None:
 
 
 def write_partition(options: SinkOptions, write_id: str, batch_id: int,
-                    batches: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
-    """Send every row of this task's batches; the UNIQ_KEYs are fixed by (write id, batch, partition, row)."""
+                    batches: Iterator[pa.RecordBatch], time_field: int = 0) -> SinkCommitMessage:
+    """Send every row of this task's batches; the UNIQ_KEYs are fixed by (write id, batch, partition, row)
+    and *time_field* (uniq_key_for)."""
     context = TaskContext.get()
     partition_id = context.partitionId() if context is not None else 0
     #: what the broker stored so far (a failed task's error tells it: Spark's abort never sees it)
     report = SinkCommitMessage(partition_id)
     try:
-        _write_rows(options, write_id, batch_id, partition_id, batches, report)
+        _write_rows(options, write_id, batch_id, partition_id, batches, report, time_field)
     except Exception as exc:
         unsure = "" if isinstance(exc, (BrokerError, SendRefusedError, SparkOptionError)) else \
             " (a send whose answer did not come may have stored more)"
@@ -131,7 +143,7 @@ def write_partition(options: SinkOptions, write_id: str, batch_id: int,
 
 
 def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id: int,
-                batches: Iterator[pa.RecordBatch], report: SinkCommitMessage) -> None:
+                batches: Iterator[pa.RecordBatch], report: SinkCommitMessage, time_field: int = 0) -> None:
     pending: dict[tuple[str, int | None], tuple[list[OutgoingRecord], list[int]]] = {}
     row = 0
     with BrokerSession(options.name_server, options.producer_group, timeout_s=options.timeout_s,
@@ -182,7 +194,9 @@ def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id
                     if problem is not None:
                         raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL,
                                                   f"row {row} of partition {partition_id}: {problem}")
-                properties[PropertyName.UNIQ_KEY] = uniq_key_for(write_id, batch_id, partition_id, row)
+                if PropertyName.UNIQ_KEY not in properties:  # one of the row's stays (MessageClientIDSetter)
+                    properties[PropertyName.UNIQ_KEY] = uniq_key_for(write_id, batch_id, partition_id, row,
+                                                                     time_field)
                 qid = queue_ids[i] if queue_ids is not None else None
                 key = (str(topic), None if qid is None else int(qid))  # type: ignore[call-overload]
                 records, size = pending.setdefault(key, ([], [0]))
@@ -285,12 +299,14 @@ class BrokerBatchWriter(DataSourceArrowWriter):
         self.options = options
         self.schema = schema
         self.write_id = uuid.uuid4().hex
+        #: the UNIQ_KEYs' time field: the driver's time now, as Java's producer writes it (uniq_key_for)
+        self.time_field = int(new_uniq_key()[-12:-4], 16)
         #: the rocketstore version planning ran; each task checks it runs the same (spark/versions.py)
         self.planned_version = version or planned_version()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:  # type: ignore[override]
         check_task_version(getattr(self, "planned_version", None), "this rocketmq sink write")
-        return write_partition(self.options, self.write_id, 0, iterator)
+        return write_partition(self.options, self.write_id, 0, iterator, getattr(self, "time_field", 0))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
         print(f"rocketmq sink: write {self.write_id}: {_describe(_totals(messages))}", file=sys.stderr)
