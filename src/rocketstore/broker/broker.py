@@ -249,10 +249,14 @@ class Broker:
         misplaced = (config_keys.commitlog_paths_error(self.store_config.store_path_commit_log)
                      or config_keys.commitlog_left_in_java_default(self.store_config.store_path_root_dir,
                                                                    self.store_config.store_path_commit_log))
-        if misplaced:  # a 4.9.3 commitlog this broker would not find whole: open nothing
-            raise StoreConfigError(misplaced)
+        # a 4.9.3 commitlog this broker would not find whole (or, DLedger's, would not read): open nothing
+        refused = [text for text in (misplaced, config_keys.dledger_commitlog_error(
+            self.extra_properties.get("enableDLegerCommitLog") == "true",
+            self.extra_properties.get("dLegerSelfId"), self.store_config.store_path_root_dir)) if text]
         if not 0 <= cfg.ha_port() <= 65535:  # (70000 served HA on 4464, or was a bare OverflowError)
-            raise StoreConfigError(f"haListenPort {cfg.ha_port()} out of range (0 .. 65535)")
+            refused.append(f"haListenPort {cfg.ha_port()} out of range (0 .. 65535)")
+        if refused:
+            raise StoreConfigError("; ".join(refused))
         if self._start_file_notice:
             log.warning("%s", self._start_file_notice)
         delete_when = config_keys.delete_when_notice(self.store_config.delete_when)

@@ -97,19 +97,24 @@ class BrokerConfig:
     rocketmq_home: str | None = dataclasses.field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
 
     def __post_init__(self) -> None:
+        errors: list[str] = []  # every bad value, named in one error (not one per start attempt)
         if self.broker_id < 0:
-            raise StoreConfigError("brokerId must be >= 0")
+            errors.append("brokerId must be >= 0")
         if not 0 <= self.listen_port <= 65535:
-            raise StoreConfigError(f"listenPort {self.listen_port} out of range")
+            errors.append(f"listenPort {self.listen_port} out of range")
+        if self.ha_listen_port is not None and not 0 <= self.ha_listen_port <= 65535:
+            errors.append(f"haListenPort {self.ha_listen_port} out of range (0 .. 65535)")
         if not self.broker_name:
-            raise StoreConfigError("brokerName must not be empty")
+            errors.append("brokerName must not be empty")
         if self.transaction_check_interval_ms <= 0:
-            raise StoreConfigError("transactionCheckInterval must be > 0")
+            errors.append("transactionCheckInterval must be > 0")
         if self.default_topic_queue_nums > MAX_QUEUE_NUMS:  # TBW102's queues, each auto-created topic's
-            raise StoreConfigError(f"defaultTopicQueueNums {self.default_topic_queue_nums} is too large, "
-                                   f"allowing at most {MAX_QUEUE_NUMS} queues")
+            errors.append(f"defaultTopicQueueNums {self.default_topic_queue_nums} is too large, "
+                          f"allowing at most {MAX_QUEUE_NUMS} queues")
         if not 0 <= self.busy_poll_micros <= 1_000_000:
-            raise StoreConfigError(f"busyPollMicros {self.busy_poll_micros} out of range (0 .. 1000000)")
+            errors.append(f"busyPollMicros {self.busy_poll_micros} out of range (0 .. 1000000)")
+        if errors:
+            raise StoreConfigError("; ".join(errors))
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -143,15 +148,28 @@ class BrokerConfig:
 
     @classmethod
     def from_properties(cls, props: dict[str, str], **overrides: object) -> BrokerConfig:
+        """*props*' values by their exact 4.9.3 names (a field's camelCase name, or its alias where it has
+        one): a key that only looks like one (AutoCreateTopicEnable, broker_permission), which 4.9.3 ignores,
+        is ignored here too.  Every value that is bad is named in the one StoreConfigError raised."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         values: dict[str, object] = {}
+        errors: list[str] = []
         for name, raw in props.items():
             attr = _ALIASES.get(name) or _snake(name)
-            if attr not in fields:
+            if attr not in fields or (name not in _ALIASES and (attr in _ALIASED or name != _camel(attr))):
                 continue
-            values[attr] = _coerce(name, raw, fields[attr])
+            try:
+                values[attr] = _coerce(name, raw, fields[attr])
+            except StoreConfigError as exc:
+                errors.append(str(exc))
         values.update(overrides)
-        return cls(**values)  # type: ignore[arg-type]
+        try:
+            config = cls(**values)  # type: ignore[arg-type]
+        except StoreConfigError as exc:
+            errors.append(str(exc))
+        if errors:
+            raise StoreConfigError("; ".join(errors))
+        return config
 
 
 _ALIASES = {
@@ -170,6 +188,15 @@ _ALIASES = {
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+#: the fields known by an alias only (brokerIP1, not brokerIp1)
+_ALIASED = frozenset(_ALIASES.values())
+
+
+def _camel(attr: str) -> str:
+    first, *rest = attr.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _coerce(name: str, raw: str, f: dataclasses.Field[object]) -> object:
@@ -202,15 +229,25 @@ def load_broker_conf(path: str | None, *, store_dir: str | None = None, override
         ip = props.get(name, "").strip()
         if ip.startswith("[") and ip.endswith("]"):  # [::1]: an IPv6 literal as Java's InetAddress takes it
             props[name] = ip[1:-1]
-    broker = BrokerConfig.from_properties(props)
-    store = StoreConfig.from_properties(props)
-    # 4.9.3's BrokerStartup: a slave's brokerId must be > 0 (it exits), a master's is 0 whatever the file says
-    # (it says nothing; a master registered with another id is no master to the name servers and clients)
-    if store.broker_role == BrokerRole.SLAVE:
-        if broker.broker_id <= 0:
-            raise StoreConfigError("Slave's brokerId must be > 0 (brokerRole=SLAVE)")
-    elif broker.broker_id != 0:
-        logging.getLogger(__name__).warning("brokerId=%d acts as 0: a master's (brokerRole=%s) id is always "
-                                            "0, as in 4.9.3", broker.broker_id, store.broker_role)
-        broker = broker.replace(broker_id=0)
+    # 4.9.3's BrokerStartup: a slave's brokerId must be > 0 (it exits), a master's is 0 whatever the file
+    # says, -1 included (it says nothing; a master registered with another id is no master to the name
+    # servers and clients)
+    slave = props.get("brokerRole", "").strip() == BrokerRole.SLAVE
+    errors: list[str] = []  # the bad values of both halves, named in one error
+    try:
+        broker = BrokerConfig.from_properties(props, **({} if slave else {"broker_id": 0}))
+    except StoreConfigError as exc:
+        errors.append(str(exc))
+    try:
+        store = StoreConfig.from_properties(props)
+    except StoreConfigError as exc:
+        errors.append(str(exc))
+    if slave and not errors and broker.broker_id <= 0:
+        errors.append("Slave's brokerId must be > 0 (brokerRole=SLAVE)")
+    if errors:
+        raise StoreConfigError("; ".join(errors))
+    given = props.get("brokerId")
+    if not slave and given is not None and java_integer("brokerId", given, given.strip(), long=True) != 0:
+        logging.getLogger(__name__).warning("brokerId=%s acts as 0: a master's (brokerRole=%s) id is always "
+                                            "0, as in 4.9.3", given.strip(), store.broker_role)
     return broker, store, props

@@ -16,8 +16,8 @@ for one value: the text a setter of that kind takes, else None (4.9.3 then leave
 :func:`delete_when_notice` names the parts of a deleteWhen that are no hour;
 :func:`commitlog_paths_error` refuses 4.9.3's commitlog over several directories,
 :func:`commitlog_left_in_java_default` says when a 4.9.3 store's commitlog is where 4.9.3's default put it
-and this broker would not look, :func:`new_store_beside_java_default` when a new store starts beside 4.9.3's
-default one.
+and this broker would not look, :func:`dledger_commitlog_error` when it is DLedger's, which this broker does
+not read, :func:`new_store_beside_java_default` when a new store starts beside 4.9.3's default one.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
 
 __all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
            "SETTER_NAMES", "commitlog_left_in_java_default", "commitlog_paths_error", "delete_when_notice",
-           "java_value", "kept_defaults", "new_store_beside_java_default"]
+           "dledger_commitlog_error", "java_value", "kept_defaults", "new_store_beside_java_default"]
 
 #: name -> (Java kind: int, long, bool or str; 4.9.3's default as text, None where it has none or depends on
 #: the host: see :func:`kept_defaults`)
@@ -275,6 +275,42 @@ def commitlog_left_in_java_default(store_path_root_dir: str, store_path_commit_l
             f"file keeps its commitlog in {java} (its default, whatever storePathRootDir says), which holds "
             f"{segments} segment(s): set storePathCommitLog={java} (the store was not opened: opening it "
             f"without its commitlog drops every consume-queue entry)")
+
+
+def dledger_commitlog_error(enabled: bool, self_id: str | None, store_path_root_dir: str) -> str | None:
+    """Why a broker started with enableDLegerCommitLog=true must not open its store, or None.
+
+    4.9.3 with enableDLegerCommitLog=true writes every message after the switch to DLedger's log,
+    ``<storePathRootDir>/dledger-<dLegerSelfId>/data``, each wrapped in a DLedger entry header, and its
+    consume queues point into those files; its commitlog directory keeps the messages from before the switch
+    only.  This broker has no DLedger and reads no such file: it would find the consume queues pointing past
+    its commitlog and drop their entries (the messages gone from the consumers' view) and write new ones
+    over offsets DLedger holds.  So: the flag on and a DLedger log there holding an entry: the text of the
+    error naming the key.  A DLedger log not yet written loses nothing (4.9.3 takes a plain commitlog as the
+    one before its switch)."""
+    if not enabled:
+        return None
+    try:
+        names = ([f"dledger-{self_id.strip()}"] if self_id and self_id.strip()
+                 else sorted(n for n in os.listdir(store_path_root_dir) if n.startswith("dledger-")))
+    except OSError:
+        return None
+    for name in names:
+        data = os.path.join(store_path_root_dir, name, "data")
+        try:
+            segments = sorted(n for n in os.listdir(data) if _SEGMENT_NAME.fullmatch(n))
+            if not segments:
+                continue
+            with open(os.path.join(data, segments[0]), "rb") as f:
+                written = f.read(4) not in (b"", b"\0\0\0\0")  # a first entry's magic code
+        except OSError:
+            continue
+        if written:
+            return (f"enableDLegerCommitLog=true: {data} holds a DLedger commitlog ({len(segments)} "
+                    f"segment(s)), which this broker cannot read (no DLedger here: each message there is "
+                    f"wrapped in a DLedger entry); opened, its consume-queue entries would be dropped and "
+                    f"new messages written over its offsets (the store was not opened)")
+    return None
 
 
 def delete_when_notice(delete_when: str) -> str | None:

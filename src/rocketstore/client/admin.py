@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Any, Self
 
 from rocketstore.client.acl_admin import AclAdmin
@@ -610,12 +611,30 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
             return False
         # compared as addresses, not texts: an IPv6 id's host reads [0:0:0:0:0:0:0:1]:PORT, while the broker
         # registered [::1]:PORT (or, as a Java broker does, ::1:PORT)
+        named = []
         for addr in (await self.cluster_info()).addresses():
             try:
                 if parse_host(addr) == host:
                     return True
-            except MessageError:  # a host name, not an IP
+            except MessageError:  # a host name (brokerIP1=broker-a.example), not an IP
+                named.append(addr)
+        # a broker registered by host name stores the address it resolves to in its ids (as 4.9.3's does):
+        # resolved here, off the loop, as mqadmin's connection to the id's address takes it
+        loop = asyncio.get_running_loop()
+        for addr in named:
+            name, _, port = addr.rpartition(":")
+            if not port.isdigit() or int(port) != host.port:
                 continue
+            try:
+                infos = await loop.getaddrinfo(name.strip("[]"), int(port), type=socket.SOCK_STREAM)
+            except OSError:  # (a name that no longer resolves names no broker of this id)
+                continue
+            for info in infos:
+                try:
+                    if parse_host((str(info[4][0]), int(port))) == host:
+                        return True
+                except MessageError:
+                    continue
         return False
 
     async def _query(self, topic: str, key: str, max_count: int, begin_ms: int, end_ms: int,

@@ -167,15 +167,22 @@ class StoreConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], **overrides: object) -> StoreConfig:
-        """Build from broker.conf-style ``camelCase`` names; names for other broker parts are ignored."""
+        """Build from broker.conf-style ``camelCase`` names; names for other broker parts are ignored, and so
+        are names that only look like a field's (MaxMessageSize, max_message_size: 4.9.3 ignores them).  Every
+        bad value is named in the one StoreConfigError raised."""
         values: dict[str, object] = {}
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        errors: list[str] = []
         for name, raw in props.items():
             attr = _PROPERTY_ALIASES.get(name) or _snake(name)
-            if attr not in fields:
+            if attr not in fields or (name not in _PROPERTY_ALIASES
+                                      and (attr in _ALIASED_FIELDS or name != _camel(attr))):
                 continue
             default = fields[attr].default
-            values[attr] = _coerce(name, raw, default)
+            try:
+                values[attr] = _coerce(name, raw, default)
+            except StoreConfigError as exc:
+                errors.append(str(exc))
         if "brokerIP1" in props or "listenPort" in props:
             ip = props.get("brokerIP1", "127.0.0.1").strip()
             if ip.startswith("[") and ip.endswith("]"):  # a bracketed IPv6 literal, which Java's InetAddress takes
@@ -183,7 +190,21 @@ class StoreConfig:
             port = props.get("listenPort", "10911").strip()
             values.setdefault("store_host", f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}")
         values.update(overrides)
-        return cls(**values)  # type: ignore[arg-type]
+        try:
+            config = cls(**values)  # type: ignore[arg-type]
+        except StoreConfigError as exc:
+            found = len(errors)  # __post_init__ stops at the first bad value: each value alone names its own
+            for attr, value in values.items():
+                try:
+                    cls(**{**overrides, attr: value})  # type: ignore[arg-type]
+                except StoreConfigError as alone:
+                    errors.append(str(alone))
+            if len(errors) == found:  # bad together only
+                errors.append(str(exc))
+        else:
+            if not errors:
+                return config
+        raise StoreConfigError("; ".join(dict.fromkeys(errors)))
 
 
 #: the fields __post_init__ checks the type of: every one with a bool, int or str default (not the paths,
@@ -209,6 +230,15 @@ _PROPERTY_ALIASES = {
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+#: the fields known by an alias only (fileReservedTime, not fileReservedTimeH)
+_ALIASED_FIELDS = frozenset(_PROPERTY_ALIASES.values())
+
+
+def _camel(attr: str) -> str:
+    first, *rest = attr.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 #: the store properties whose 4.9.3 MessageStoreConfig field is a long (the other integers are Java ints)

@@ -2,7 +2,8 @@
 restarted with "1s 2s"): 4.9.3 and this broker deliver the other levels and leave those messages in
 SCHEDULE_TOPIC_XXXX until the level is back (compared against 4.9.3: a DELAY=3 and a DELAY=2 message, both
 brokers restarted with "1s 2s", 14 s later 1 message delivered on each), and neither said a word: the
-operator could not tell messages were held.  Now the start warns, naming the level, its queue and the count."""
+operator could not tell messages were held.  Now the start warns, naming the level, its queue and the count.
+"""
 
 from __future__ import annotations
 
