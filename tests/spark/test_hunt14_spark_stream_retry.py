@@ -61,13 +61,44 @@ def _wait(what: str, fn: Any, query: Any, timeout_s: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+#: Spark's own limit, not the source's: a new Python worker (the stream's source runner) must connect back to the JVM
+#: within 10 s (PythonWorkerFactory), which a CPU-starved CI machine can miss before the query reads anything
+SPARK_WORKER_LATE = "Python worker failed to connect back"
+
+
+def _started(start: Any, timeout_s: float = 120.0) -> Any:
+    """``start()`` (a streaming query) once its first trigger is done; started again (twice at most) when Spark
+    could not start the query's Python worker in time, before the query read anything."""
+    for attempt in range(3):
+        query = start()
+        deadline = time.monotonic() + timeout_s
+        while query.lastProgress is None and query.exception() is None:
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out waiting for the query's first trigger")
+            time.sleep(0.1)
+        problem = query.exception()
+        if problem is None:
+            return query
+        query.stop()
+        if SPARK_WORKER_LATE not in str(problem) or attempt == 2:
+            raise AssertionError(f"the query failed at its start: {problem}")
+    raise AssertionError("unreachable")
+
+
 def test_retry_options_have_defaults_and_are_checked() -> None:
     base = {"nameServer": "127.0.0.1:9876", "subscribe": "T"}
     opts = SourceOptions.parse(base, streaming=True)
-    assert (opts.fetch_retries, opts.fetch_retry_interval_s) == (3, 1.0)
+    # Kafka's numbers; a name server or broker that cannot be reached is waited for a minute (reconnectTimeoutMs)
+    assert (opts.fetch_retries, opts.fetch_retry_interval_s, opts.reconnect_timeout_s) == (3, 0.01, 60.0)
     opts = SourceOptions.parse({**base, "fetchOffset.numRetries": "0", "fetchOffset.retryIntervalMs": "10"},
                                streaming=True)
-    assert (opts.fetch_retries, opts.fetch_retry_interval_s) == (0, 0.01)
+    # numRetries alone bounds an outage by its tries, as before reconnectTimeoutMs
+    assert (opts.fetch_retries, opts.fetch_retry_interval_s, opts.reconnect_timeout_s) == (0, 0.01, 0.0)
+    opts = SourceOptions.parse({**base, "fetchOffset.numRetries": "0", "reconnectTimeoutMs": "2500"},
+                               streaming=True)
+    assert (opts.fetch_retries, opts.reconnect_timeout_s) == (0, 2.5)
+    with pytest.raises(SparkOptionError, match="reconnectTimeoutMs must be at least 0"):
+        SourceOptions.parse({**base, "reconnectTimeoutMs": "-1"}, streaming=True)
     with pytest.raises(SparkOptionError, match="fetchOffset.numRetries must be at least 0"):
         SourceOptions.parse({**base, "fetchOffset.numRetries": "-1"}, streaming=True)
     with pytest.raises(SparkOptionError, match=r"fetchOffset.retryIntervalMs='soon' is not an integer"):
@@ -119,8 +150,8 @@ def test_a_broker_restarted_between_triggers_does_not_fail_the_query(spark: Any,
                   .option("subscribe", TOPIC).option("startingOffsets", "earliest").option("timeoutMs", "2000")
                   # up to a minute of retries: a restarted `rocketstore serve` needs a few seconds
                   .option("fetchOffset.numRetries", "120").option("fetchOffset.retryIntervalMs", "500").load())
-        query = (stream.selectExpr("CAST(body AS STRING) AS body").writeStream.format("memory")
-                 .queryName("hunt14_retried").trigger(processingTime="200 milliseconds").start())
+        query = _started(lambda: stream.selectExpr("CAST(body AS STRING) AS body").writeStream.format("memory")
+                         .queryName("hunt14_retried").trigger(processingTime="200 milliseconds").start())
 
         def count() -> int:
             return int(spark.table("hunt14_retried").count())

@@ -47,11 +47,15 @@ __all__ = [
 Offsets = dict[str, dict[str, int]]
 _EARLIEST, _LATEST = -2, -1
 DEFAULT_PULL_BATCH = 32
-#: Kafka's source tries 3 more times 10 ms apart; its consumer also backs off on its own when a broker is away,
-#: while the client here fails at once on a refused connection, so the retries wait long enough for a broker
-#: (or name server) restart to be seen through
+#: Kafka's source: a failed look-up or pull is tried 3 more times 10 ms apart
 DEFAULT_FETCH_RETRIES = 3
-DEFAULT_FETCH_RETRY_INTERVAL_MS = 1000
+DEFAULT_FETCH_RETRY_INTERVAL_MS = 10
+#: reconnectTimeoutMs: how long a name server or broker that cannot be reached is waited for.  Kafka's consumer
+#: keeps reconnecting inside each call for up to its default.api.timeout.ms (60 s), so its source rides out a
+#: broker restart before fetchOffset.numRetries counts a failure; the client here fails at once on a refused
+#: connection, so the source does the waiting.  0 when fetchOffset.numRetries is given alone: such a query
+#: bounded an outage by its tries before this option existed, and still does
+DEFAULT_RECONNECT_TIMEOUT_MS = 60_000
 
 
 class SparkOptionError(RocketStoreError):
@@ -275,6 +279,9 @@ class SourceOptions:
     #: route look-ups of a trigger, and the executors' pulls, are tried again, and how long apart, before failing
     fetch_retries: int = DEFAULT_FETCH_RETRIES
     fetch_retry_interval_s: float = DEFAULT_FETCH_RETRY_INTERVAL_MS / 1000
+    #: reconnectTimeoutMs: how long a name server or broker that cannot be reached (a restart) is waited for,
+    #: trying again with a growing pause, before the look-up or pull fails (0: it is a failed try as any other)
+    reconnect_timeout_s: float = DEFAULT_RECONNECT_TIMEOUT_MS / 1000
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -359,6 +366,9 @@ class SourceOptions:
         timeout_ms = _int(opts, "timeoutms", "timeoutMs", 1) or 5000
         retries = _int(opts, "fetchoffset.numretries", "fetchOffset.numRetries", 0)
         interval_ms = _int(opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 0)
+        reconnect_ms = _int(opts, "reconnecttimeoutms", "reconnectTimeoutMs", 0)
+        if reconnect_ms is None:
+            reconnect_ms = DEFAULT_RECONNECT_TIMEOUT_MS if retries is None else 0
         return cls(name_server=_name_server(opts), subscribe=subscribe, subscribe_pattern=pattern, assign=assign,
                    starting_offsets=start, ending_offsets=end, starting_timestamp_ms=starting_ts,
                    starting_marks=(_offsets_marks(opts["startingoffsets"], "startingOffsets")
@@ -373,7 +383,8 @@ class SourceOptions:
                    timeout_s=timeout_ms / 1000, credentials=_credentials(opts), tls=_tls(opts),
                    fetch_retries=DEFAULT_FETCH_RETRIES if retries is None else retries,
                    fetch_retry_interval_s=(DEFAULT_FETCH_RETRY_INTERVAL_MS if interval_ms is None
-                                           else interval_ms) / 1000)
+                                           else interval_ms) / 1000,
+                   reconnect_timeout_s=reconnect_ms / 1000)
 
     @property
     def selector(self) -> MessageSelector:

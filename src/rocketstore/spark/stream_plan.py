@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from rocketstore.client import MessageQueue, PullStatus
-from rocketstore.client.errors import ClientError
-from rocketstore.errors import RemotingError
+from rocketstore.client.errors import ClientError, NoRouteError, ServiceNotAvailableError
+from rocketstore.errors import ConnectionClosedError, RemotingError, RequestTimeoutError
 from rocketstore.message.record import StoredMessage
 from rocketstore.spark.broker_io import BrokerSession
 from rocketstore.spark.stream_options import (
@@ -30,7 +30,7 @@ from rocketstore.spark.stream_options import (
     queue_key,
 )
 
-__all__ = ["DataLossError", "Marks"]
+__all__ = ["DataLossError", "Marks", "SourceUnreachableError"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,9 @@ class _Planner:
         self._known: dict[str, list[MessageQueue]] = {}
         #: topics the name servers answered, at the last look-up of each, that they do not know
         self.unknown: set[str] = set()
+        #: whether a look-up of this planner succeeded: only then is a name server or broker that cannot be
+        #: reached waited for (reconnectTimeoutMs, a restart); before, a wrong address fails after the tries
+        self._reached = False
 
     @property
     def session(self) -> BrokerSession:
@@ -66,7 +69,9 @@ class _Planner:
     def retrying(self, what: str, fn: Callable[[], T]) -> T:
         """``fn()`` with the fetchOffset.* tries (:func:`_retrying`): a broker restarting between two triggers
         does not fail the query."""
-        return _retrying(self.options, what, fn, lambda: self._session)
+        got = _retrying(self.options, what, fn, lambda: self._session, reconnect=self._reached)
+        self._reached = True
+        return got
 
     def queues(self) -> list[MessageQueue]:
         opts = self.options
@@ -248,30 +253,71 @@ class _Planner:
         return low
 
 
+class SourceUnreachableError(ClientError):
+    """No name server or broker could be reached for reconnectTimeoutMs: one that stays away fails the query
+    with this, naming what was being done, for how long, and the last error."""
+
+
+def _unreachable(exc: BaseException | None) -> bool:
+    """Whether *exc* (or what caused it) says a name server or broker could not be reached (refused, dropped,
+    no answer in time, still starting) or its topic is not routed (the broker has not registered again after a
+    restart), rather than that a broker answered an error."""
+    while exc is not None:
+        if isinstance(exc, (NoRouteError, ServiceNotAvailableError, ConnectionClosedError, RequestTimeoutError,
+                            ConnectionError, TimeoutError)):
+            return True
+        exc = exc.__cause__
+    return False
+
+
 def _retrying(options: SourceOptions, what: str, fn: Callable[[], T],
-              session: Callable[[], BrokerSession | None]) -> T:
+              session: Callable[[], BrokerSession | None], *, reconnect: bool = True) -> T:
     """``fn()``, tried again up to fetchOffset.numRetries times, fetchOffset.retryIntervalMs apart, when a
-    name server or broker cannot be reached or answers an error; before each new try the *session*'s routes
-    are expired (a broker may be back at another address).  Option errors and data loss are raised at once."""
+    name server or broker answers an error; with *reconnect*, one that cannot be reached is tried again (a
+    pause from fetchOffset.retryIntervalMs doubling up to 1 s, as Kafka's consumer reconnects) for up to
+    reconnectTimeoutMs, then SourceUnreachableError.  Before each new try the *session*'s routes are expired
+    (a broker may be back at another address).  Option errors and data loss are raised at once."""
     retries, interval_s = options.fetch_retries, options.fetch_retry_interval_s
-    for attempt in range(retries + 1):
+    reconnect_s = options.reconnect_timeout_s if reconnect else 0.0
+    attempt = 0
+    away_since: float | None = None  # when the name server or broker was first found unreachable
+    pause_s = max(interval_s, 0.05)
+    while True:
         try:
             return fn()
-        except (SparkOptionError, DataLossError):
+        except (SparkOptionError, DataLossError, SourceUnreachableError):
             raise
         except (ClientError, RemotingError, OSError, TimeoutError) as exc:
+            if reconnect_s > 0 and _unreachable(exc):
+                now = time.monotonic()
+                if away_since is None:
+                    away_since = now
+                    print(f"rocketmq source: {what} failed ({type(exc).__name__}: {exc}); trying again for up to "
+                          f"{reconnect_s * 1000:g} ms (reconnectTimeoutMs)", file=sys.stderr)
+                left_s = away_since + reconnect_s - now
+                if left_s <= 0:
+                    raise SourceUnreachableError(
+                        f"rocketmq source: {what}: no name server or broker could be reached for "
+                        f"{now - away_since:.1f} s (reconnectTimeoutMs={reconnect_s * 1000:g}); last error: "
+                        f"{type(exc).__name__}: {exc}") from exc
+                current = session()
+                if current is not None:
+                    current.expire_routes()
+                time.sleep(min(pause_s, left_s))
+                pause_s = min(pause_s * 2, max(1.0, interval_s))
+                continue
             if attempt == retries:
                 if retries:
                     exc.add_note(f"rocketmq source: {what} failed {retries + 1} times, "
                                  f"{interval_s * 1000:g} ms apart (fetchOffset.numRetries={retries})")
                 raise
+            attempt += 1
             print(f"rocketmq source: {what} failed ({type(exc).__name__}: {exc}); trying again in "
-                  f"{interval_s * 1000:g} ms ({attempt + 1} of fetchOffset.numRetries={retries})", file=sys.stderr)
+                  f"{interval_s * 1000:g} ms ({attempt} of fetchOffset.numRetries={retries})", file=sys.stderr)
             current = session()
             if current is not None:
                 current.expire_routes()
             time.sleep(interval_s)
-    raise AssertionError("unreachable")
 
 
 def _check_named_queues(spec: dict[str, dict[str, int]], queues: list[MessageQueue]) -> None:
