@@ -267,6 +267,11 @@ class Broker:
         if java_store:
             log.warning("%s", java_store)
         loop = asyncio.get_running_loop()
+        ip = cfg.advertised_ip()
+        # a brokerIP1 that is a host name (a container's DNS name) is registered as it is, and the records'
+        # STOREHOST holds the address it resolves to, as 4.9.3's InetSocketAddress(brokerIP1, listenPort);
+        # resolved before anything is bound (one that does not resolve left both listeners bound)
+        store_ip = await _resolved_ip(loop, ip)
         await self.server.start(cfg.listen_host, cfg.listen_port, start_serving=False)
         if cfg.listen_port > 2:  # a port the OS picked (0) has no VIP port a peer could derive
             try:
@@ -275,11 +280,7 @@ class Broker:
             except OSError as exc:  # RocketMQ's would not start; only the Java peers' VIP calls miss it
                 log.warning("VIP port %d (listenPort - 2) is taken (%s): Java slaves cannot sync the "
                             "configuration from this broker", cfg.listen_port - 2, exc)
-        ip = cfg.advertised_ip()
         self.address = f"[{ip}]:{self.server.port}" if ":" in ip else f"{ip}:{self.server.port}"
-        # a brokerIP1 that is a host name (a container's DNS name) is registered as it is, and the records'
-        # STOREHOST holds the address it resolves to, as 4.9.3's InetSocketAddress(brokerIP1, listenPort)
-        store_ip = await _resolved_ip(loop, ip)
         store_address = f"[{store_ip}]:{self.server.port}" if ":" in store_ip else \
             f"{store_ip}:{self.server.port}"
         self.store_host = parse_host(store_address)

@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 import re
 
-from rocketstore.message.java_numbers import java_value, parse_java_int
+from rocketstore.message.java_numbers import java_value
 from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
+from rocketstore.store.cleanup import delete_when_hours
 from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
 
 __all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
@@ -316,23 +317,17 @@ def dledger_commitlog_error(enabled: bool, self_id: str | None, store_path_root_
 def delete_when_notice(delete_when: str) -> str | None:
     """The start's warning about a deleteWhen whose parts are not all hours of the day ("4am", "25", ""), or
     None.  Such a part never matches: files past fileReservedTime are deleted at the other hours only, or
-    for space.  (4.9.3 reads each part with Integer.parseInt at every clean-up pass: a part that is no number
-    fails the pass, no file is deleted at all, and its store.log repeats the exception every 10 s; a number
-    that is no hour never matches.)"""
-    bad = []
-    for part in delete_when.split(";"):
-        try:
-            hour = parse_java_int(part.strip())
-        except ValueError:
-            hour = -1
-        if not 0 <= hour <= 23:
-            bad.append(repr(part))
+    for space.  (4.9.3 reads the parts in order with Integer.parseInt at every clean-up pass: one that is no
+    number, reached before an hour that matches, fails the pass, and its store.log repeats the exception every
+    10 s; a number that is no hour never matches.)  The parts are read by the store's own rule
+    (cleanup.delete_when_hours): trailing empty parts dropped, as Java's String.split drops them."""
+    hours, bad = delete_when_hours(delete_when)  # what the store's cleaner reads, the one rule
     if not bad:
         return None
-    when = ("are deleted only at the other hours it names" if len(bad) < len(delete_when.split(";"))
+    when = ("are deleted only at the other hours it names" if hours
             else "are not deleted for their age, only for disk space")
     what = "is no hour" if len(bad) == 1 else "are no hours"
-    return (f"deleteWhen={delete_when}: {', '.join(bad)} {what} of the day (0 .. 23, apart by ';'): "
+    return (f"deleteWhen={delete_when}: {', '.join(map(repr, bad))} {what} of the day (0 .. 23, apart by ';'): "
             f"files past fileReservedTime {when}")
 
 

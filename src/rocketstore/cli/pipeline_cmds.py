@@ -76,7 +76,8 @@ def spark_error_line(exc: BaseException) -> str:
 def _run_job(job: Callable[[], T], ctrl_c: _CtrlC | None = None) -> T:
     """*job*() with a failure inside Spark (an AnalysisException, a failed task or streaming query) turned
     into a PipelineError: the CLI prints one line instead of a JVM and Python traceback.  With *ctrl_c*, a failure
-    after the user's Ctrl-C ends the command as interrupted (a batch job's success after it too)."""
+    after the user's Ctrl-C ends the command as interrupted (a batch job that finished all the same returns its
+    result)."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
@@ -90,7 +91,9 @@ def _run_job(job: Callable[[], T], ctrl_c: _CtrlC | None = None) -> T:
             raise PipelineError(spark_error_line(exc)) from exc
         raise
     if ctrl_c is not None and ctrl_c.interrupted.is_set() and not ctrl_c.streaming:
-        raise KeyboardInterrupt  # the job ended before the cancel reached it
+        # the job ended before the cancel reached it (a rebuild's driver-side writing has no Spark job to
+        # cancel): its result stands and is printed, not reported as interrupted (which read as half done)
+        _progress("interrupted, but the job had finished: its result stands")
     return result
 
 

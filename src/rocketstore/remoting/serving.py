@@ -279,8 +279,18 @@ class RequestServing:
                 # (or close it, as a send's drain does, after ANSWER_DRAIN_TIMEOUT_S).  Served, each answer
                 # would wait in memory for it, up to max_in_flight of them: 1,024 pull answers of up to 4 MB.
                 # (4.9.3 serves and queues them all, with no bound: a client pipelining pulls it never reads
-                # runs the broker out of heap.)  Oneways have no answer to hold.
-                await self._drain(ANSWER_DRAIN_TIMEOUT_S)
+                # runs the broker out of heap.)  Oneways have no answer to hold.  Closed meanwhile (or closed
+                # here, the peer still not reading), the request runs all the same and only its answer is
+                # dropped, as for every request read in full (connection_lost): a send stored, an offset
+                # committed, as 4.9.3's processors finish what they read
+                try:
+                    await self._drain(ANSWER_DRAIN_TIMEOUT_S)
+                except RequestTimeoutError as exc:
+                    if not self._closed:
+                        log.warning("closing %s: %s", self.peer_address, exc)
+                        self.close(exc)
+                except ConnectionClosedError:
+                    pass
             try:
                 response = await self._handler(self, request)  # type: ignore[arg-type]  # the Connection
             except (HeaderFieldError, RemotingError) as exc:

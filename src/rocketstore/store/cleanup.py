@@ -32,7 +32,7 @@ from rocketstore.store.commitlog import CommitLog
 from rocketstore.store.consume_queue import ConsumeQueueTable
 from rocketstore.store.index_file import IndexService
 
-__all__ = ["DISK_FULL_RATIO", "FORCE_CLEAN_RATIO", "CleanReport", "Cleaner", "disk_usage_ratio"]
+__all__ = ["DISK_FULL_RATIO", "FORCE_CLEAN_RATIO", "CleanReport", "Cleaner", "delete_when_hours", "disk_usage_ratio"]
 
 log = logging.getLogger(__name__)
 
@@ -55,17 +55,29 @@ def disk_usage_ratio(path: str) -> float:
     return math.ceil(used * 100 / (used + avail)) / 100
 
 
-def _delete_hours(delete_when: str) -> set[int]:
-    """The hours of ``deleteWhen`` ("04;16"), each read as 4.9.3's Integer.parseInt reads it (a sign, any
-    Unicode decimal digits); a part it refuses is skipped (str.isdigit also passed "²", which int() then
-    refused: the store did not open, and a config update raised half-way)."""
-    hours = set()
-    for part in delete_when.split(";"):
+def delete_when_hours(delete_when: str) -> tuple[set[int], list[str]]:
+    """The hours of ``deleteWhen`` ("04;16"), and the parts that name no hour of the day.  Each part is read
+    as 4.9.3's Integer.parseInt reads it (a sign, any Unicode decimal digits; surrounding blanks stripped
+    here); trailing empty parts are dropped, as Java's String.split drops them ("04;" is 04).  A part that is
+    no number, or a number outside 0 .. 23, never matches the clock (str.isdigit also passed "²", which
+    int() then refused: the store did not open, and a config update raised half-way)."""
+    parts = delete_when.split(";")
+    if ";" in delete_when:  # (Java: "" is one empty part; ";" none)
+        while parts and parts[-1] == "":
+            parts.pop()
+    hours: set[int] = set()
+    bad: list[str] = []
+    for part in parts:
         try:
-            hours.add(parse_java_int(part.strip()))
+            hour = parse_java_int(part.strip())
         except ValueError:
+            bad.append(part)
             continue
-    return hours
+        if 0 <= hour <= 23:
+            hours.add(hour)
+        else:
+            bad.append(part)
+    return hours, bad
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +119,7 @@ class Cleaner:
         UPDATE_BROKER_CONFIG of fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio or
         cleanFileForciblyEnable acts at once)."""
         self.reserved_ms = file_reserved_time_h * 3_600_000
-        self.delete_hours = _delete_hours(delete_when)
+        self.delete_hours = delete_when_hours(delete_when)[0]
         clamped = min(95, max(10, disk_max_used_space_ratio))
         if clamped != disk_max_used_space_ratio:  # 4.9.3's getter clamps it without a word
             log.warning("diskMaxUsedSpaceRatio=%d acts as %d: it is taken within 10 .. 95, as in 4.9.3",

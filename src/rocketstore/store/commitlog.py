@@ -376,8 +376,8 @@ class CommitLog:
         as holding it while it does (:attr:`lock_holder`), so that close waits for it however long it takes
         instead of taking the lock for one an interrupted put left held."""
         with self.lock:
-            self.lock_holder = holder
             try:
+                self.lock_holder = holder  # (inside the try: an interrupt right here leaves no stale mark)
                 yield
             finally:
                 self.lock_holder = None

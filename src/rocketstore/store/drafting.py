@@ -107,9 +107,13 @@ def properties_remark(properties: object, exc: BaseException | None = None) -> s
 def int_fields_remark(message: Message, exc: BaseException | None = None) -> str:
     """Why a record could not be packed from *message*: its first integer field that is no int (a float
     timestamp from ``time.time() * 1000``), else *exc*'s words.  Built only for a refusal's remark."""
-    for name in _INT_FIELDS:
-        value = getattr(message, name, None)
+    values = [(name, getattr(message, name, None)) for name in _INT_FIELDS]
+    # no int at all first (what struct refuses); then an int subclass (a bool: put_batch refuses those too)
+    for name, value in values:
         if value is not None and not isinstance(value, int):
+            return f"{name} is of type {type(value).__name__} ({reprlib.repr(value)}), not int"
+    for name, value in values:
+        if value is not None and type(value) is not int:
             return f"{name} is of type {type(value).__name__} ({reprlib.repr(value)}), not int"
     return str(exc) if exc is not None else "a field the record holds as an integer is no int"
 

@@ -40,3 +40,27 @@ def test_a_host_name_broker_ip1_is_registered_as_given_and_resolved_for_storehos
         finally:
             await broker.close()
     asyncio.run(main())
+
+
+def test_a_broker_ip1_that_does_not_resolve_fails_the_start_before_anything_is_bound(tmp_path: Path) -> None:
+    # the review of 96debc8: it was resolved after both listeners were bound, outside the start's clean-up
+    from rocketstore.errors import StoreConfigError
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+
+    async def main() -> None:
+        broker = Broker(BrokerConfig(namesrv_addr="", listen_port=port, listen_host="127.0.0.1",
+                                     broker_ip1="no-such-host.invalid"),
+                        StoreConfig(store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=1 << 20))
+        with pytest.raises(StoreConfigError, match="brokerIP1=no-such-host.invalid"):
+            await broker.start()
+        again = socket.socket()
+        try:
+            again.bind(("127.0.0.1", port))  # free: the failed start left nothing listening
+        finally:
+            again.close()
+            await broker.close()
+    asyncio.run(main())

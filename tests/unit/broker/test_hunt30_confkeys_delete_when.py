@@ -46,7 +46,8 @@ def test_a_delete_when_that_is_no_hour_is_named_at_start(tmp_path: Path, caplog:
         assert "not deleted for their age" in warning
 
 
-@pytest.mark.parametrize("delete_when", ["04", "04;16", " 4 ; 23", "0"])
+# "04;": Java's String.split drops the trailing empty part (4.9.3 deletes at 04), and so does the store's rule
+@pytest.mark.parametrize("delete_when", ["04", "04;16", " 4 ; 23", "0", "04;"])
 def test_hours_start_quietly(tmp_path: Path, caplog: pytest.LogCaptureFixture, delete_when: str) -> None:
     caplog.set_level(logging.WARNING, logger="rocketstore.broker.broker")
     _start_and_close(tmp_path, delete_when)

@@ -148,3 +148,26 @@ def test_ctrl_c_during_a_streaming_archive_ends_the_query_without_py4j_traceback
     assert fake_spark.stopped
     assert "Traceback" not in captured.err and "while sending command" not in captured.err
     assert not [r for r in caplog.records if "while sending command" in r.getMessage()]
+
+
+def test_a_job_that_finishes_after_the_ctrl_c_reports_its_result(
+        tmp_path: Path, fake_spark: FakeSession, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the review of b8cced8: a job that ended before the cancel reached it (a rebuild's driver-side writing has
+    # no Spark job to cancel) was reported as interrupted (status 130, no result): read as half done
+    class Result:
+        html_path = str(tmp_path / "out" / "report.html")
+        png_path = str(tmp_path / "out" / "report.png")
+
+    def store_report(spark: FakeSession, store: str, output: str, progress: Any) -> Any:
+        signal.raise_signal(signal.SIGINT)
+        assert spark.sparkContext.cancelled.wait(30)
+        return Result()  # finished all the same
+
+    monkeypatch.setattr(jobs, "store_report", store_report)
+    status = main(["pipeline", "report", "--store", str(_store(tmp_path)), "--output", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert out.splitlines() == [Result.html_path, Result.png_path]
+    assert "the job had finished" in err
+    assert fake_spark.stopped
