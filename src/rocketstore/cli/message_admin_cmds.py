@@ -62,9 +62,10 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
                                                        "default: the first kept)")
     begin.add_argument("--begin-offset", type=int, metavar="N", help="from queue offset N")
     end = queue.add_mutually_exclusive_group()
-    end.add_argument("--end", metavar="TIME", help="up to (not including) the message stored nearest TIME, found "
-                                                   "as --begin's: a TIME past the last message stops before that "
-                                                   "last one, as in mqadmin (default: the queue's end)")
+    end.add_argument("--end", metavar="TIME", help="up to the last message stored at or before TIME, read on "
+                                                   "from the one stored nearest TIME (found as --begin's): a TIME "
+                                                   "past the last message reads to the queue's end, that last one "
+                                                   "included, as in mqadmin (default: the queue's end)")
     end.add_argument("--end-offset", type=int, metavar="N", help="up to (not including) queue offset N")
     queue.add_argument("-s", "--sub-expression", default="*", help="only these tags ('TagA || TagB'; default *)")
     queue.add_argument("--tags-stats", action="store_true", help="count the messages of each tag")
@@ -78,8 +79,8 @@ def add_message_commands(commands: argparse._SubParsersAction) -> None:  # type:
     topic.add_argument("-t", "--topic", required=True, help="the topic to print")
     topic.add_argument("--begin", metavar="TIME", help="in each queue from the message stored nearest TIME, "
                                                        "as print-queue's --begin (default: the first kept)")
-    topic.add_argument("--end", metavar="TIME", help="in each queue up to (not including) the message stored "
-                                                     "nearest TIME, as print-queue's --end (default: the end)")
+    topic.add_argument("--end", metavar="TIME", help="in each queue up to the last message stored at or before "
+                                                     "TIME, as print-queue's --end (default: the end)")
     topic.add_argument("-s", "--sub-expression", default="*", help="only these tags ('TagA || TagB'; default *)")
     topic.add_argument("--max", type=int, default=DEFAULT_MAX_MESSAGES,
                        help=f"at most this many messages, all queues together (default {DEFAULT_MAX_MESSAGES})")

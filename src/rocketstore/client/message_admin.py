@@ -86,10 +86,11 @@ class MessageAdmin(AdminCalls):
                              end_offset: int | None = None, begin_ms: int | None = None, end_ms: int | None = None,
                              expression: str = "*", max_count: int | None = None) -> QueueMessages:
         """mqadmin printMsgByQueue: the messages of one queue from the first kept (or *begin_offset*, or the
-        one stored nearest *begin_ms*) up to the end (or *end_offset*, or the one stored nearest *end_ms*,
-        excluded), those matching the tag *expression*, at most *max_count*.  The times are looked up with
+        one stored nearest *begin_ms*) up to the end (or *end_offset* excluded, or the last stored at or before
+        *end_ms*), those matching the tag *expression*, at most *max_count*.  The times are looked up with
         SEARCH_OFFSET_BY_TIMESTAMP, which answers the nearest message (4.9.3's getOffsetInQueueByTime): it
-        may be stored before the time, and a time past the last message answers that last message."""
+        may be stored before the time, and a time past the last message answers that last message, which
+        *end_ms* then keeps (as mqadmin prints it)."""
         mq = await self.message_queue(topic, broker, queue_id)
         async with self._tools_consumer() as consumer:
             return await _read_queue(consumer, mq, begin_offset=begin_offset, end_offset=end_offset,
@@ -98,9 +99,9 @@ class MessageAdmin(AdminCalls):
     async def topic_messages(self, topic: str, *, begin_ms: int | None = None, end_ms: int | None = None,
                              expression: str = "*", max_count: int | None = None) -> list[QueueMessages]:
         """mqadmin printMsg (and consumeMessage without -b): every readable queue of *topic*, in broker name
-        then queue id order, read as :meth:`queue_messages` reads one between the messages stored nearest
-        *begin_ms* and *end_ms*; *max_count* bounds the messages of all queues together (queues after it is
-        reached come back empty).  NoRouteError for an unknown topic."""
+        then queue id order, read as :meth:`queue_messages` reads one from the message stored nearest
+        *begin_ms* up to the last stored at or before *end_ms*; *max_count* bounds the messages of all queues
+        together (queues after it is reached come back empty).  NoRouteError for an unknown topic."""
         route = await self.route(topic)
         found: list[QueueMessages] = []
         async with self._tools_consumer() as consumer:
@@ -109,6 +110,22 @@ class MessageAdmin(AdminCalls):
                 found.append(await _read_queue(consumer, mq, begin_ms=begin_ms, end_ms=end_ms,
                                                expression=expression, max_count=left))
         return found
+
+
+async def _end_by_time(consumer: PullConsumer, mq: MessageQueue, end_ms: int) -> int:
+    """The queue offset just past the messages stored at or before *end_ms*.  The broker's search answers the
+    message stored nearest *end_ms*, which may be stored at or before it (the last message, for a time past
+    it): read on from there while the messages are stored no later (mqadmin's pulls of 32 from below that
+    offset print it too)."""
+    end = await consumer.search_offset(mq, end_ms)
+    while True:
+        result = await consumer.pull(mq, end, PULL_BATCH)
+        if result.status != PullStatus.FOUND or result.next_begin_offset <= end:
+            return end
+        later = [m.queue_offset for m in result.messages if m.store_timestamp > end_ms]
+        if later:
+            return max(end, min(later))
+        end = result.next_begin_offset
 
 
 async def _read_queue(consumer: PullConsumer, mq: MessageQueue, *, begin_offset: int | None = None,
@@ -121,7 +138,7 @@ async def _read_queue(consumer: PullConsumer, mq: MessageQueue, *, begin_offset:
         begin = await consumer.search_offset(mq, begin_ms)
     end = end_offset if end_offset is not None else await consumer.max_offset(mq)
     if end_offset is None and end_ms is not None:
-        end = await consumer.search_offset(mq, end_ms)
+        end = await _end_by_time(consumer, mq, end_ms)
     if begin_offset is not None:
         # an offset retention already deleted answers OFFSET_ILLEGAL, which would end the walk before
         # the messages of the range still kept: start at the first one kept

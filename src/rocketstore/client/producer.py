@@ -319,8 +319,10 @@ class Producer(SingleTrySends):
 
     async def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
                    properties: dict[str, str] | None = None, queue_id: int | None = None,
-                   timeout_s: float | None = None, message_queue: MessageQueue | None = None) -> SendResult:
+                   timeout_s: float | None = None, message_queue: MessageQueue | None = None,
+                   flag: int = 0) -> SendResult:
         """*timeout_s*: this send's bound instead of the producer's (Java's send(msg, timeout)).
+        *flag*: the message's flag (Java's Message.setFlag), stored with it as sent.
         *queue_id*: send to that queue id (on any broker of the route that has it, in turn); *message_queue*:
         to that one queue of that one broker (Java's send(msg, mq), e.g. one of
         :meth:`fetch_publish_message_queues`); neither is retried elsewhere.  A queue the topic's route
@@ -356,12 +358,12 @@ class Producer(SingleTrySends):
             except TypeError as e:  # (a try costs nothing until it raises) a str body of 4 KiB or more
                 raise body_type_error(body) or e from None
         if self.trace is None:
-            result = await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+            result = await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=flag,
                                       sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s,
                                       broker_name=broker_name)
         else:
             began_ms = [0]
-            sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=0,
+            sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=flag,
                                  sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields,
                                  timeout_s=timeout_s, broker_name=broker_name)
             result = await self.trace.pub(sending, topic, len(body), tags, keys, properties,

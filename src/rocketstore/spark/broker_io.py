@@ -54,11 +54,13 @@ class SendRefusedError(ClientError):
 @dataclass(frozen=True, slots=True)
 class OutgoingRecord:
     """One message as the sink sends it; ``properties`` already hold TAGS / KEYS / UNIQ_KEY.  ``row`` is its
-    row's index in the task's partition (the sink's errors name it)."""
+    row's index in the task's partition (the sink's errors name it); ``flag`` the message's flag (Java's
+    Message.getFlag)."""
 
     body: bytes
     properties: dict[str, str]
     row: int
+    flag: int = 0
 
     @property
     def uniq_key(self) -> str:
@@ -208,9 +210,9 @@ class BrokerSession:
         keys = ",".join(r.uniq_key for r in records)
         if len(records) == 1:
             r = records[0]
-            coro = producer.send(topic, r.body, properties=dict(r.properties), queue_id=queue_id)
-        else:
-            coro = producer.send_batch(topic, [OutgoingMessage(r.body, properties=dict(r.properties))
+            coro = producer.send(topic, r.body, properties=dict(r.properties), queue_id=queue_id, flag=r.flag)
+        else:  # each message's flag goes in the batch's body, as Java's batch encodes it
+            coro = producer.send_batch(topic, [OutgoingMessage(r.body, properties=dict(r.properties), flag=r.flag)
                                                for r in records], queue_id=queue_id)
         result = self._run(coro)
         if result.status != SEND_OK:

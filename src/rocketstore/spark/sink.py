@@ -3,11 +3,12 @@
     df.write.format("rocketmq").option("nameServer", "127.0.0.1:9876").option("topic", "TopicA").save()
 
 Columns: ``body`` (required, binary or string), ``topic`` (string; the ``topic`` option overrides it), ``tags``,
-``keys`` (strings), ``properties`` (map<string,string>), ``queueId`` (int; else the producer picks a queue).
-Other columns are ignored.  Rows of one task going to the same topic and queue are sent as batches,
-except a row carrying a DELAY level or going to a %RETRY% topic: a batch may hold neither, so it is sent
-alone (in order).  Sends go through the producer's public paths and checks: a row with an empty body fails
-the task, naming the row, as Java's producer refuses such a message.
+``keys`` (strings), ``properties`` (map<string,string>), ``queueId`` (int; else the producer picks a queue),
+``flag`` (int: the message's flag, as Java's Message.setFlag; null or absent: 0).  Other columns are ignored.
+Rows of one task going to the same topic and queue are sent as batches, except a row carrying a DELAY level
+or going to a %RETRY% topic: a batch may hold neither, so it is sent alone (in order).  Sends go through the
+producer's public paths and checks: a row with an empty body fails the task, naming the row, as Java's producer
+refuses such a message.
 
 Every message gets a UNIQ_KEY derived from (query id, batch id, partition, row) in streaming, and from
 (write id, 0, partition, row) in batch: when Spark replays a micro-batch after a failure the replayed
@@ -35,6 +36,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     BinaryType,
+    ByteType,
     IntegerType,
     LongType,
     MapType,
@@ -93,6 +95,7 @@ def check_sink_schema(schema: StructType, options: Mapping[str, str]) -> StructT
     expect("tags", StringType)
     expect("keys", StringType)
     expect("queueId", IntegerType, LongType, ShortType)
+    expect("flag", IntegerType, ShortType, ByteType)  # a Java int
     props = types.get("properties")
     if props is not None and not (isinstance(props, MapType) and isinstance(props.keyType, StringType)
                                   and isinstance(props.valueType, StringType)):
@@ -161,6 +164,7 @@ def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id
             keys = _column(batch, "keys")
             props = _column(batch, "properties")
             queue_ids = _column(batch, "queueId")
+            flags = _column(batch, "flag")
             for i, body in enumerate(bodies):
                 # the option overrides the column, as in Kafka's sink: a DataFrame read from a topic has a topic
                 # column, which would otherwise send its rows back where they came from
@@ -208,7 +212,8 @@ def _write_rows(options: SinkOptions, write_id: str, batch_id: int, partition_id
                                 or waits_store_msg_ok(records[0].properties) != waits_store_msg_ok(properties)):
                     flush(key)  # what came before goes first: the queue keeps the rows' order
                     records, size = pending.setdefault(key, ([], [0]))
-                records.append(OutgoingRecord(data, properties, row))
+                flag = flags[i] if flags is not None else None  # null: 0, as a message that never set one
+                records.append(OutgoingRecord(data, properties, row, flag or 0))  # type: ignore[arg-type]
                 row += 1
                 size[0] += len(data)
                 if alone or len(records) >= options.batch_messages:
