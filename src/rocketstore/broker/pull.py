@@ -36,9 +36,13 @@ subscription, got through; only a group whose config has the switch off pays the
 
 GetMessageStatus -> response code: FOUND 0; NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING 20; NO_MESSAGE_IN_QUEUE /
 NO_MATCHED_LOGIC_QUEUE 21 if the requested offset is not 0, else 19; OFFSET_FOUND_NULL / OFFSET_OVERFLOW_ONE 19;
-OFFSET_OVERFLOW_BADLY / OFFSET_TOO_SMALL 21.  A 19 with the suspend bit waits (long polling) until a message
-for the queue is dispatched or ``suspendTimeoutMillis`` passes, then runs once more without suspension, every
-check again (4.9.3's executeRequestWhenWakeup), so a topic deleted meanwhile is answered TOPIC_NOT_EXIST.
+OFFSET_OVERFLOW_BADLY / OFFSET_TOO_SMALL 21.  An offset past the consume queue that the commitlog holds for the
+queue (written, not dispatched yet: a consumer that read it from a slave ahead of this master) is the store's
+OFFSET_OVERFLOW_ONE in place (store/reads.py), so 19 with the requested offset, where 4.9.3 corrects it (to 0
+while the queue keeps its first message) and the consumer reads the queue again.  A 19 with the suspend bit
+waits (long polling) until a message for the queue is dispatched or ``suspendTimeoutMillis`` passes, then runs
+once more without suspension, every check again (4.9.3's executeRequestWhenWakeup), so a topic deleted
+meanwhile is answered TOPIC_NOT_EXIST.
 The commit-offset bit stores ``commitOffset`` for the group whatever the outcome.
 
 Statistics (broker_stats.py): every store get counts as found or missed (with its time and the messages

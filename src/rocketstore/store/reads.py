@@ -114,7 +114,15 @@ class StoreReader:
 
         *tags* filters by the consume queue's tag codes; *match* (4.9.3's isMatchedByCommitLog) is asked
         about each record read, with its properties: one it refuses is skipped, and counts neither toward
-        *max_count* nor the transfer limits, but the returned next offset moves past it."""
+        *max_count* nor the transfer limits, but the returned next offset moves past it.
+
+        An offset past the consume queue's end (or into a queue with none yet) that the commitlog still holds
+        for the queue (its next queue offset, which a writing store keeps: the records are written but not
+        dispatched yet) answers OFFSET_OVERFLOW_ONE at that offset, not 4.9.3's NO_MESSAGE_IN_QUEUE /
+        OFFSET_OVERFLOW_BADLY with its correction (to 0 while the queue keeps its first entry).  A consumer
+        that read those records from a slave (slaveReadEnable) and asks this master for the next was sent
+        back to 0 and read the whole queue again; now it waits there, as at the end.  An offset past what
+        the commitlog holds for the queue is corrected as before."""
         # the arguments' types first (one class test each when they are right): a float offset failed deep
         # inside with a slicing TypeError, a float queue id found queue 0, a bool offset came back as next offset
         if topic.__class__ is not str:
@@ -132,15 +140,23 @@ class StoreReader:
             raise TypeError(f"tags must be a str or a set of tag codes, not {type(tags).__name__}")
         cq = self._queues.get(topic, queue_id)
         if cq is None:
+            if 0 < queue_offset <= self._commitlog.queue_offsets.get((topic, queue_id), 0):
+                return GetResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, queue_offset, 0, 0)  # not dispatched yet
             return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
         min_offset, max_offset = cq.min_offset, cq.max_offset
         if max_offset == 0:
+            if 0 < queue_offset <= self._commitlog.queue_offsets.get((topic, queue_id), 0):
+                return GetResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, queue_offset, min_offset, max_offset)
             return GetResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
         if queue_offset < min_offset:
             return GetResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
         if queue_offset == max_offset:
             return GetResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, queue_offset, min_offset, max_offset)
         if queue_offset > max_offset:
+            if queue_offset <= self._commitlog.queue_offsets.get((topic, queue_id), 0):
+                # the commitlog holds the queue up to here, its consume queue is not there yet (dispatch is
+                # behind): nothing new yet, as at the end (see the docstring)
+                return GetResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, queue_offset, min_offset, max_offset)
             nxt = min_offset if min_offset == 0 else max_offset
             return GetResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, nxt, min_offset, max_offset)
         max_count = max(1, max_count)
