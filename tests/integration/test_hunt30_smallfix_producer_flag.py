@@ -28,3 +28,16 @@ def test_a_sends_flag_is_stored_with_its_message(tmp_path: Path) -> None:
         stored = {m.body[:6]: m.flag for m in wait_stored(cluster, topic, 4, "the sends", queues=1)}
     assert stored[b"small"] == -7 and stored[b"tagged"] == 2147483647 and stored[b"plain"] == 0
     assert [f for body, f in stored.items() if body not in (b"small", b"tagged", b"plain")] == [5]
+
+
+def test_the_blocking_producers_sends_carry_the_flag_too(tmp_path: Path) -> None:
+    from rocketstore.client import BlockingProducer
+
+    topic = "Hunt30BlockingFlag"
+    with LocalCluster(tmp_path / "store") as cluster:
+        cluster.create_topic(topic, 1)
+        with BlockingProducer(cluster.namesrv_addr, "flag-blocking") as producer:
+            producer.send(topic, b"sync", flag=3)
+            producer.send_async(topic, b"async", flag=4).result(30)
+        stored = {m.body: m.flag for m in wait_stored(cluster, topic, 2, "the sends", queues=1)}
+    assert stored == {b"sync": 3, b"async": 4}

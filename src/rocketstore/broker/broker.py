@@ -7,7 +7,11 @@ long polling and name server registration.
     await broker.close()          # unregisters, closes connections, persists offsets, closes the store
 
 The listening socket is bound before the store opens so that with ``listenPort=0`` the store host (the
-STOREHOST of every record and the address in every offset message id) is the real ``brokerIP1:port``.
+STOREHOST of every record and the address in every offset message id) is the real ``brokerIP1:port`` (a
+brokerIP1 that is a host name resolved to its address first).  Before anything is bound, the start refuses
+a store it would misread (config_keys: a 4.9.3 commitlog left in its default place or spread over
+directories, a DLedger commitlog) and warns of a deleteWhen that names no hour and of a new store beside
+4.9.3's default one.
 Handlers live in one module per request family (send, pull, clients, offsets, query, admin); each gets
 this object.  Every put is counted by :meth:`Broker.count_put` into :attr:`Broker.stats` (broker_stats.py),
 whose sampler runs as one of the broker's tasks.  Loop-bound: create, start and close it on one event loop.

@@ -13,7 +13,8 @@ to queue --queue of it (mqadmin sendMessage -b -i, Java's send(msg, mq): one try
 queues in turn; ``--trace`` records each send's trace (mqadmin's -m true).  ``consume`` pulls every queue
 of the topic with long polling, from the group's committed offsets (a queue without one starts at its first or last
 message, --from), prints each message, commits what it printed, and stops after --max messages or when
-none has come for --timeout seconds.  ``request`` sends one request message (RocketMQ's request/reply)
+none has come for --timeout seconds (Ctrl-C: exit status 130, with --json after printing the messages
+consumed and the offsets committed by then).  ``request`` sends one request message (RocketMQ's request/reply)
 and prints the reply, or fails after --timeout seconds; ``consume --reply BODY`` answers each request
 message it prints with BODY (``{body}`` becomes the request's body), so the two make a round trip from two
 shells.  Errors print one line on stderr and exit 1.
@@ -102,7 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     consume.add_argument("--max", type=int, help="stop after this many messages")
     _add_namespace_arg(consume)
     consume.add_argument("--timeout", type=_idle_seconds, default=5.0,
-                         help="stop when no message came for this many seconds (default 5; inf: never)")
+                         help="stop when no message came for this many seconds (default 5; inf: never, until "
+                              "Ctrl-C, after which --json still prints what was consumed and committed)")
     consume.add_argument("--reply", metavar="BODY",
                          help="answer each request message with BODY ({body}: the request's body)")
     add_common(consume, full_body=True)

@@ -6,7 +6,10 @@
     rocketstore pipeline rebuild STORE_DIR [--output DIR | --in-place] [--skip-bad]
 
 Spark runs ``local[*]`` unless ``--master URL`` says otherwise; ``--conf key=value`` (repeatable, as
-spark-submit's) sets any other Spark property; progress is printed on stderr.
+spark-submit's) sets any other Spark property; progress is printed on stderr.  Ctrl-C cancels a batch job's
+Spark jobs and ends the command as interrupted (status 130) once Spark has stopped, unless the job had
+finished by then (its result printed, status 0); a second Ctrl-C ends it at once; a streaming archive's
+Ctrl-C stops its query and ends the command as done (:class:`_CtrlC`).
 """
 
 from __future__ import annotations
@@ -104,8 +107,9 @@ class _CtrlC:
     thread waits in another py4j call on the same connection: the reentrant read fails and py4j logs a screen
     of tracebacks (and Spark's JVM could outlive the command).  This handler only notes the first Ctrl-C; once
     Spark runs it cancels the jobs from another thread (its own py4j connection), so the job fails, Spark is
-    stopped as usual and the command ends as interrupted (one line, status 130).  A second Ctrl-C interrupts at
-    once.  Off the main thread (no signals there) it does nothing.
+    stopped as usual and the command ends as interrupted (one line, status 130; a job that had finished before
+    the cancel reached it returns its result: _run_job).  A second Ctrl-C interrupts at once.  Off the main
+    thread (no signals there) it does nothing.
 
     With *streaming* (archive of a live topic) the first Ctrl-C after the start raises KeyboardInterrupt, which
     archive_topic takes as the end of the query (the command then ends as done).  Once interrupted, py4j's own

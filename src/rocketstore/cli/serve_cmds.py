@@ -112,7 +112,8 @@ def add_serve_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
 
     b = subparsers.add_parser("broker", help="run a broker that registers with name servers")
     b.add_argument("-c", "--config", required=True, help="broker.conf (Java properties)")
-    b.add_argument("--store", default=None, help="store directory (overrides storePathRootDir)")
+    b.add_argument("--store", default=None, help="store directory (overrides storePathRootDir; without either "
+                                                 "./store, where 4.9.3 uses ~/store)")
     b.add_argument("-p", "--port", type=listen_port, default=None, help="listen port (overrides listenPort; 0: pick one)")
     b.add_argument("-n", "--namesrv", type=namesrv_list, default=None,
                    help="name server address(es) host:port;host:port (default: namesrvAddr of the file, else "

@@ -129,22 +129,23 @@ class BlockingProducer(_BlockingClient):
 
     def send(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | list[str] | None = None,
              properties: dict[str, str] | None = None, queue_id: int | None = None,
-             timeout_s: float | None = None, message_queue: MessageQueue | None = None) -> SendResult:
+             timeout_s: float | None = None, message_queue: MessageQueue | None = None,
+             flag: int = 0) -> SendResult:
         return self._call(self.producer.send(topic, body, tags=tags, keys=keys, properties=properties,
                                              queue_id=queue_id, timeout_s=timeout_s,
-                                             message_queue=message_queue),
+                                             message_queue=message_queue, flag=flag),
                           timeout_s if timeout_s is not None else self.producer.timeout_s)
 
     def send_async(self, topic: str, body: bytes, *, tags: str | None = None,
                    keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
                    queue_id: int | None = None, timeout_s: float | None = None,
-                   message_queue: MessageQueue | None = None) -> Future[SendResult]:
+                   message_queue: MessageQueue | None = None, flag: int = 0) -> Future[SendResult]:
         """:meth:`send` without waiting (Java's send(msg, SendCallback)): a concurrent.futures.Future of its
         SendResult or error.  A callback added with ``add_done_callback`` runs on the producer's loop thread
         (keep it short; it may send again with send_async, not with this producer's blocking methods)."""
         return self._submit(self.producer.send(topic, body, tags=tags, keys=keys, properties=properties,
                                                queue_id=queue_id, timeout_s=timeout_s,
-                                               message_queue=message_queue))
+                                               message_queue=message_queue, flag=flag))
 
     def send_batch(self, topic: str, messages: list[OutgoingMessage], *,
                    queue_id: int | None = None, timeout_s: float | None = None,

@@ -13,7 +13,10 @@ read (over the frame limit, or not encodable) is logged and becomes SYSTEM_ERROR
 ``max_in_flight`` requests per connection run at once (reading pauses until one finishes; a request parked
 by :meth:`RequestServing.park`, a long-polled pull waiting for a message, does not count).  A request read
 in full is served to its end even when the peer closes meanwhile (its answer dropped), except a parked one,
-which the close cancels.  (The listening server closes connections idle for ``idle_timeout_s``.)
+which the close cancels.  (The listening server closes connections idle for ``idle_timeout_s``.)  Bounds 4.9.3
+lacks: at most ``max_parked`` requests of a connection are parked (a pull past it is answered at once), and
+while the peer reads none of our answers (the transport over its high-water mark) a request with an answer
+waits for it to read them, the connection closed after ``ANSWER_DRAIN_TIMEOUT_S`` (the request still runs).
 
 Per-frame costs, because a send is a round trip of small frames: a router may give a code an *immediate*
 handler (:meth:`RequestRouter.add`), a plain function run as the frame is decoded, which answers without a

@@ -13,7 +13,9 @@ refuses such a message.
 Every message gets a UNIQ_KEY derived from (query id, batch id, partition, row) in streaming, and from
 (write id, 0, partition, row) in batch: when Spark replays a micro-batch after a failure the replayed
 messages carry the same keys as the first attempt, so a consumer can drop the duplicates (the broker is
-not transactional: at-least-once delivery, exactly-once recognisable).  A row whose ``properties`` hold a
+not transactional: at-least-once delivery, exactly-once recognisable).  The key's time field (bytes 10-13)
+is the batch write's start on the driver, a streaming write's month start (uniq_key_for), so 4.9.3's lookup
+by message id finds the message (a streaming write's, within its month).  A row whose ``properties`` hold a
 UNIQ_KEY keeps it, as Java's producer keeps one set on a message (a topic copied with its properties keeps
 its message ids).
 

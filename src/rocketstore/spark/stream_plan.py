@@ -4,7 +4,8 @@ min / max / committed / searched offsets from the brokers, and checks that a que
 stream_options) is still the queue read; the functions below work on the offsets documents (``{topic:
 {"brokerName:queueId": offset}}``): split a checkpoint's into offsets, marks and ``@from`` offsets, move a
 queue whose offsets went back (a topic created again) to its min offset, merge latest offsets forward.
-:func:`_retrying` is the fetchOffset.* retries the executors' pulls use too.
+:func:`_retrying` is the fetchOffset.* retries and the reconnectTimeoutMs wait for a name server or broker
+that cannot be reached (then :class:`SourceUnreachableError`), which the executors' pulls use too.
 
 No pyspark or pyarrow here: this module imports with the core dependencies.
 """
