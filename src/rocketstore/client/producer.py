@@ -75,6 +75,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import struct
 import time
 import zlib
 from collections.abc import Sequence
@@ -331,6 +332,12 @@ class Producer(SingleTrySends):
         if self.namespace is not None:
             topic, message_queue = self._in_namespace(topic, message_queue)
         self._check(topic, body)
+        if flag.__class__ is not int or not -0x80000000 <= flag <= 0x7FFFFFFF:
+            # Java's Message.setFlag takes an int.  Anything else went out, the broker refused it (each retry
+            # too), and one equal to an int (True, 1.0) left its text in that int's frame template: every
+            # later send of flag 1 to the queue was refused as well
+            raise (TypeError(f"flag must be an int, not {type(flag).__name__}") if flag.__class__ is not int
+                   else ValueError(f"flag {flag} does not fit a Java int (-2147483648 to 2147483647)"))
         broker_name: str | None = None
         if message_queue is not None:
             queue_id, broker_name = _chosen_queue(topic, queue_id, message_queue)
@@ -443,6 +450,8 @@ class Producer(SingleTrySends):
             body = _uniform_batch_body(messages, keys_text)
         except TypeError as e:  # (a try costs nothing until it raises) a str body, say
             raise _batch_body_type_error(messages) or e from None
+        except struct.error as e:  # a flag that is no Java int
+            raise _batch_flag_error(messages) or e from None
         if body is None:
             # (only here can a message carry properties of its own, a UNIQ_KEY among them, which it keeps)
             keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
@@ -456,6 +465,8 @@ class Producer(SingleTrySends):
                                           f"Failed to initiate the MessageBatch: {exc}") from exc
             except TypeError as e:
                 raise _batch_body_type_error(messages) or e from None
+            except struct.error as e:
+                raise _batch_flag_error(messages) or e from None
         batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
             result = await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text,
@@ -648,4 +659,17 @@ def _batch_body_type_error(messages: list[OutgoingMessage]) -> TypeError | None:
         error = body_type_error(message.body)
         if error is not None:
             return TypeError(f"message {index} of the batch: {error}")
+    return None
+
+
+def _batch_flag_error(messages: list[OutgoingMessage]) -> Exception | None:
+    """The error naming the first message of a batch whose flag is no Java int (Message.setFlag takes an
+    int; encoding it failed), as :meth:`Producer.send` raises it, or None when every flag is one."""
+    for index, message in enumerate(messages):
+        flag = message.flag
+        if not isinstance(flag, int):
+            return TypeError(f"message {index} of the batch: flag must be an int, not {type(flag).__name__}")
+        if not -0x80000000 <= flag <= 0x7FFFFFFF:
+            return ValueError(f"message {index} of the batch: flag {flag} does not fit a Java int "
+                              "(-2147483648 to 2147483647)")
     return None

@@ -500,6 +500,14 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
         elif self._transport is None:
             self.connection_lost(None)
 
+    def abort(self, cause: BaseException | None = None) -> None:
+        """:meth:`close` that drops what the transport has not written yet: a closed transport waits to write
+        it first, forever for a peer that reads nothing (its socket and that buffer kept; the idle check
+        and the answer drain's time-out close such peers).  4.9.3's channel close drops it too."""
+        self.close(cause)
+        if self._transport is not None and not self._loop.is_closed():
+            self._transport.abort()  # (nothing more when the close was done already)
+
     async def wait_closed(self, timeout_s: float = 5.0) -> None:
         try:
             async with asyncio.timeout(timeout_s):

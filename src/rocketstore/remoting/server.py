@@ -247,7 +247,8 @@ class RemotingServer:
             for connection in list(self.connections):
                 if now - connection.last_active_s > self.idle_timeout_s:
                     log.info("closing idle connection %s", connection.peer_address)
-                    connection.close(ConnectionClosedError("idle"))
+                    # (aborted: a peer that reads nothing would keep a closed transport waiting to write)
+                    connection.abort(ConnectionClosedError("idle"))
 
     async def close(self, timeout_s: float = 5.0) -> None:
         """Stop listening and close every connection."""

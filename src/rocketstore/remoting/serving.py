@@ -120,6 +120,8 @@ class RequestServing:
 
         def close(self, cause: BaseException | None = None) -> None: ...
 
+        def abort(self, cause: BaseException | None = None) -> None: ...
+
     # --- serving requests ---------------------------------------------------------------------------
 
     def _start_request(self, request: RemotingCommand) -> None:
@@ -291,7 +293,7 @@ class RequestServing:
                 except RequestTimeoutError as exc:
                     if not self._closed:
                         log.warning("closing %s: %s", self.peer_address, exc)
-                        self.close(exc)
+                        self.abort(exc)  # (a close would wait for it to read what is written)
                 except ConnectionClosedError:
                     pass
             try:
@@ -311,7 +313,7 @@ class RequestServing:
             pass
         except RequestTimeoutError as exc:  # the peer stopped reading our answers: drop it
             log.warning("closing %s: %s", self.peer_address, exc)
-            self.close(exc)
+            self.abort(exc)
         except RemotingError as exc:  # an answer too big for the peer, or not encodable (a handler's bug)
             self._answer_unsendable(request, exc)
         finally:
