@@ -67,9 +67,11 @@ def test_print_filters_by_tag_and_stops_at_max(cluster: LocalCluster, capsys: py
 
 
 def test_print_bounds_each_queue_by_store_time(cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
-    # an end past every message is found as each queue's last message, which printMsg leaves out
+    # an end past every message is found as each queue's last message, which 4.9.3's printMsg prints too (its
+    # pulls of 32 from below it; measured on 4.9.3 in session 30: 10 of 10; this test said "leaves out", which
+    # 969c80c found wrong): every message, queue by queue
     later = ok_json(capsys, cluster, "message", "print", "-t", TOPIC, "--end", "2999-01-01T00:00:00")
-    assert [m["body"] for m in later["messages"]] == ["body 0", "body 2", "body 1"]
+    assert [m["body"] for m in later["messages"]] == ["body 0", "body 2", "body 4", "body 1", "body 3", "body 5"]
     # a begin before every message starts at each queue's first
     early = ok_json(capsys, cluster, "message", "print", "-t", TOPIC, "--begin", "1")
     assert len(early["messages"]) == len(SENDS)

@@ -93,3 +93,25 @@ def test_a_drain_time_out_frees_a_peer_that_reads_nothing(monkeypatch: pytest.Mo
             await server.close()
 
     asyncio.run(main())
+
+
+def test_the_close_for_not_reading_is_logged_once(monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # the review of 1abd2f1 (finding 10): the held requests' drains time out together, and each logged
+    # "closing <peer>: ... did not read" (189 lines for one connection); the first closes it, the rest are quiet
+    import logging
+
+    monkeypatch.setattr(serving, "ANSWER_DRAIN_TIMEOUT_S", 0.5)
+    caplog.set_level(logging.WARNING, logger="rocketstore.remoting.transport")
+
+    async def main() -> None:
+        server = RemotingServer(RequestRouter({BIG: _big, SMALL: _small}), idle_timeout_s=3600)
+        await server.start("127.0.0.1", 0)
+        try:
+            await _gone_after(server, _frame(BIG, 1) + b"".join(_frame(SMALL, 2 + i) for i in range(40)))
+        finally:
+            await server.close()
+
+    asyncio.run(main())
+    closing = [r.getMessage() for r in caplog.records if r.getMessage().startswith("closing ")]
+    assert len(closing) == 1, closing

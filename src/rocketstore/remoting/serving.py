@@ -124,6 +124,10 @@ class RequestServing:
 
     # --- serving requests ---------------------------------------------------------------------------
 
+    def _closing_down(self) -> bool:
+        """Closed, or closing (its transport aborted or closed, connection_lost not run yet)."""
+        return self._closed or self._transport is None or self._transport.is_closing()
+
     def _start_request(self, request: RemotingCommand) -> None:
         if self._handler is None:
             if not request.is_oneway:
@@ -291,7 +295,7 @@ class RequestServing:
                 try:
                     await self._drain(ANSWER_DRAIN_TIMEOUT_S)
                 except RequestTimeoutError as exc:
-                    if not self._closed:
+                    if not self._closing_down():  # (the first of the held requests to time out closes it)
                         log.warning("closing %s: %s", self.peer_address, exc)
                         self.abort(exc)  # (a close would wait for it to read what is written)
                 except ConnectionClosedError:
@@ -312,8 +316,9 @@ class RequestServing:
         except ConnectionClosedError:
             pass
         except RequestTimeoutError as exc:  # the peer stopped reading our answers: drop it
-            log.warning("closing %s: %s", self.peer_address, exc)
-            self.abort(exc)
+            if not self._closing_down():  # (logged once, not once per answer that timed out with it)
+                log.warning("closing %s: %s", self.peer_address, exc)
+                self.abort(exc)
         except RemotingError as exc:  # an answer too big for the peer, or not encodable (a handler's bug)
             self._answer_unsendable(request, exc)
         finally:

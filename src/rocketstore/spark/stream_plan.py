@@ -298,8 +298,8 @@ def _retrying(options: SourceOptions, what: str, fn: Callable[[], T],
                 left_s = away_since + reconnect_s - now
                 if left_s <= 0:
                     raise SourceUnreachableError(
-                        f"rocketmq source: {what}: no name server or broker could be reached for "
-                        f"{now - away_since:.1f} s (reconnectTimeoutMs={reconnect_s * 1000:g}); last error: "
+                        f"rocketmq source: {what}: no name server or broker could be reached (or none routed "
+                        f"the topic) for {now - away_since:.1f} s (reconnectTimeoutMs={reconnect_s * 1000:g}); last error: "
                         f"{type(exc).__name__}: {exc}") from exc
                 current = session()
                 if current is not None:
