@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from rocketstore.errors import StoreConfigError
 from rocketstore.broker import config_keys
 from rocketstore.remoting.headers import MAX_QUEUE_NUMS
-from rocketstore.store.config import BrokerRole, StoreConfig, java_integer, read_properties_file
+from rocketstore.store.config import BrokerRole, StoreConfig, java_integer, property_field, read_properties_file
 
 __all__ = ["BrokerConfig", "load_broker_conf", "local_ip"]
 
@@ -155,8 +155,8 @@ class BrokerConfig:
         values: dict[str, object] = {}
         errors: list[str] = []
         for name, raw in props.items():
-            attr = _ALIASES.get(name) or _snake(name)
-            if attr not in fields or (name not in _ALIASES and (attr in _ALIASED or name != _camel(attr))):
+            attr = property_field(name, _ALIASES)
+            if attr not in fields:
                 continue
             try:
                 values[attr] = _coerce(name, raw, fields[attr])
@@ -184,19 +184,6 @@ _ALIASES = {
     "transactionTimeOut": "transaction_timeout_ms",
     "transactionCheckInterval": "transaction_check_interval_ms",
 }
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-#: the fields known by an alias only (brokerIP1, not brokerIp1)
-_ALIASED = frozenset(_ALIASES.values())
-
-
-def _camel(attr: str) -> str:
-    first, *rest = attr.split("_")
-    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _coerce(name: str, raw: str, f: dataclasses.Field[object]) -> object:

@@ -24,7 +24,7 @@ from rocketstore.message.java_numbers import (
 )
 from rocketstore.message.java_properties import read_properties_file
 
-__all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "read_properties_file"]
+__all__ = ["BrokerRole", "FlushDiskType", "StoreConfig", "parse_delay_levels", "property_field", "read_properties_file"]
 
 
 class FlushDiskType:
@@ -174,9 +174,8 @@ class StoreConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         errors: list[str] = []
         for name, raw in props.items():
-            attr = _PROPERTY_ALIASES.get(name) or _snake(name)
-            if attr not in fields or (name not in _PROPERTY_ALIASES
-                                      and (attr in _ALIASED_FIELDS or name != _camel(attr))):
+            attr = property_field(name, _PROPERTY_ALIASES)
+            if attr not in fields:
                 continue
             default = fields[attr].default
             try:
@@ -232,13 +231,21 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
-#: the fields known by an alias only (fileReservedTime, not fileReservedTimeH)
-_ALIASED_FIELDS = frozenset(_PROPERTY_ALIASES.values())
-
-
 def _camel(attr: str) -> str:
     first, *rest = attr.split("_")
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def property_field(name: str, aliases: Mapping[str, str]) -> str | None:
+    """The config field a broker.conf property *name* sets, as 4.9.3 matches names: its alias's field, else
+    the snake_case field whose camelCase form is *name* exactly (a field known by an alias only by that:
+    fileReservedTime, not fileReservedTimeH); None for any other spelling (MaxMessageSize, max_message_size),
+    which 4.9.3 ignores.  The caller checks the field exists (the broker's and the store's share the file)."""
+    attr = aliases.get(name)
+    if attr is not None:
+        return attr
+    attr = _snake(name)
+    return attr if name == _camel(attr) and attr not in aliases.values() else None
 
 
 #: the store properties whose 4.9.3 MessageStoreConfig field is a long (the other integers are Java ints)
