@@ -1,10 +1,15 @@
 """A blocking socket that speaks remoting frames to a running server, for tests that craft requests our
-clients would never send (bad headers, bad bodies, frames by hand).  Every read has a deadline."""
+clients would never send (bad headers, bad bodies, frames by hand).  Every read has a deadline.
+:func:`request_frame` and :func:`poll` serve the asyncio tests that play such a peer on a bare socket."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
+import struct
 import time
+from collections.abc import Callable
 
 from rocketstore.remoting import FrameDecoder, RemotingCommand
 from rocketstore.remoting.codec import encode_command
@@ -74,3 +79,20 @@ class RawConnection:
             return False
         assert data == b"", f"expected the connection to be closed, got {data[:80]!r}"
         return True
+
+
+def request_frame(code: int, opaque: int) -> bytes:
+    """A request frame of *code* with a JSON header and no body, as a 4.9.3 Java client lays it out (for a peer
+    on a bare asyncio socket, one that sends requests and reads none of the answers, say)."""
+    header = json.dumps({"code": code, "flag": 0, "language": "JAVA", "opaque": opaque, "version": 395}).encode()
+    return struct.pack(">II", 4 + len(header), len(header)) + header
+
+
+async def poll(condition: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
+    """Return once *condition()* holds; AssertionError naming *what* after *timeout_s*."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)

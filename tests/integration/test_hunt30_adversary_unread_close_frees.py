@@ -12,11 +12,11 @@ Waits on conditions only; never times anything.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
-import struct
 
 import pytest
+
+from raw_frames import poll, request_frame
 
 from rocketstore.remoting import RemotingCommand, ResponseCode, serving
 from rocketstore.remoting.server import RemotingServer, RequestRouter
@@ -25,20 +25,6 @@ from rocketstore.remoting.transport import Connection
 #: more than the socket buffers of both sides hold, so the transport keeps the rest (under the frame limit)
 ANSWER = b"a" * (12 * 1024 * 1024)
 BIG, SMALL = 9, 10
-
-
-def _frame(code: int, opaque: int) -> bytes:
-    header = json.dumps({"code": code, "flag": 0, "language": "JAVA", "opaque": opaque, "version": 395}).encode()
-    return struct.pack(">II", 4 + len(header), len(header)) + header
-
-
-async def _poll(condition, what: str, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def _big(conn: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -57,11 +43,11 @@ async def _gone_after(server: RemotingServer, frames: bytes) -> None:
         sock.setblocking(False)
         await loop.sock_connect(sock, ("127.0.0.1", server.port))
         await loop.sock_sendall(sock, frames)
-        await _poll(lambda: len(server.connections) == 1, "the connection")
+        await poll(lambda: len(server.connections) == 1, "the connection")
         (conn,) = server.connections
-        await _poll(lambda: conn._writing_paused, "the server to stop writing to a peer that reads nothing")
+        await poll(lambda: conn._writing_paused, "the server to stop writing to a peer that reads nothing")
         # closed by the server, then gone from its set: its transport ended (connection_lost), socket closed
-        await _poll(lambda: conn._closed and not server.connections,
+        await poll(lambda: conn._closed and not server.connections,
                     "the connection of a peer that reads nothing to end after the server closed it")
         assert conn._transport is not None and conn._transport.get_write_buffer_size() == 0
     finally:
@@ -73,7 +59,7 @@ def test_an_idle_close_frees_a_peer_that_reads_nothing() -> None:
         server = RemotingServer(RequestRouter({BIG: _big}), idle_timeout_s=0.5)
         await server.start("127.0.0.1", 0)
         try:
-            await _gone_after(server, _frame(BIG, 1))  # one answer it never reads, then silence
+            await _gone_after(server, request_frame(BIG, 1))  # one answer it never reads, then silence
         finally:
             await server.close()
 
@@ -88,7 +74,7 @@ def test_a_drain_time_out_frees_a_peer_that_reads_nothing(monkeypatch: pytest.Mo
         await server.start("127.0.0.1", 0)
         try:
             # an answer it never reads; the next request waits for the drain, which times out
-            await _gone_after(server, _frame(BIG, 1) + b"".join(_frame(SMALL, 2 + i) for i in range(3)))
+            await _gone_after(server, request_frame(BIG, 1) + b"".join(request_frame(SMALL, 2 + i) for i in range(3)))
         finally:
             await server.close()
 
@@ -108,7 +94,7 @@ def test_the_close_for_not_reading_is_logged_once(monkeypatch: pytest.MonkeyPatc
         server = RemotingServer(RequestRouter({BIG: _big, SMALL: _small}), idle_timeout_s=3600)
         await server.start("127.0.0.1", 0)
         try:
-            await _gone_after(server, _frame(BIG, 1) + b"".join(_frame(SMALL, 2 + i) for i in range(40)))
+            await _gone_after(server, request_frame(BIG, 1) + b"".join(request_frame(SMALL, 2 + i) for i in range(40)))
         finally:
             await server.close()
 

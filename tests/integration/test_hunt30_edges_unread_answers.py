@@ -15,26 +15,14 @@ import json
 import socket
 import struct
 
+from raw_frames import poll, request_frame
+
 from rocketstore.remoting import RemotingCommand, ResponseCode
 from rocketstore.remoting.server import RemotingServer, RequestRouter
 from rocketstore.remoting.transport import Connection
 
 REQUESTS = 240  # 60 MB of answers: many times what the socket buffers take (4 MB each, Linux's default)
 ANSWER = b"a" * (256 * 1024)
-
-
-def _request_frame(opaque: int) -> bytes:
-    header = json.dumps({"code": 9, "flag": 0, "language": "JAVA", "opaque": opaque, "version": 395}).encode()
-    return struct.pack(">II", 4 + len(header), len(header)) + header
-
-
-async def _poll(condition, what: str, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def _read_answers(sock: socket.socket, count: int) -> list[int]:
@@ -81,12 +69,12 @@ def test_requests_wait_while_the_peer_does_not_read_the_answers() -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # reads nothing, holds little
             sock.setblocking(False)
             await loop.sock_connect(sock, ("127.0.0.1", server.port))
-            await loop.sock_sendall(sock, b"".join(_request_frame(i + 1) for i in range(REQUESTS)))
-            await _poll(lambda: len(server.connections) == 1, "the connection")
+            await loop.sock_sendall(sock, b"".join(request_frame(9, i + 1) for i in range(REQUESTS)))
+            await poll(lambda: len(server.connections) == 1, "the connection")
             (conn,) = server.connections
             # every request read: each one in flight (served, its answer waiting for the peer, or waiting
             # to be served) or done (served while the socket buffers took its answer)
-            await _poll(lambda: conn._in_flight + sum(t.done() for t in served_tasks) == REQUESTS,
+            await poll(lambda: conn._in_flight + sum(t.done() for t in served_tasks) == REQUESTS,
                         "the requests to be read")
             for _ in range(20):  # the tasks run up to where they wait
                 await asyncio.sleep(0)

@@ -11,9 +11,10 @@ Counts effects; never times anything.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import struct
+
+from raw_frames import poll, request_frame
 
 from rocketstore.remoting import RemotingCommand, ResponseCode
 from rocketstore.remoting.server import RemotingServer, RequestRouter
@@ -21,20 +22,6 @@ from rocketstore.remoting.transport import Connection
 
 ANSWER = b"a" * (256 * 1024)
 BIG, WITH_EFFECT = 9, 10
-
-
-def _frame(code: int, opaque: int) -> bytes:
-    header = json.dumps({"code": code, "flag": 0, "language": "JAVA", "opaque": opaque, "version": 395}).encode()
-    return struct.pack(">II", 4 + len(header), len(header)) + header
-
-
-async def _poll(condition, what: str, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def test_requests_held_back_for_a_peer_that_reads_nothing_still_run_when_it_closes() -> None:
@@ -57,18 +44,18 @@ def test_requests_held_back_for_a_peer_that_reads_nothing_still_run_when_it_clos
             sock.setblocking(False)
             await loop.sock_connect(sock, ("127.0.0.1", server.port))
             # 100 answers of 256 KB fill every buffer; then 5 requests with an effect, held back
-            await loop.sock_sendall(sock, b"".join(_frame(BIG, i) for i in range(1, 101))
-                                    + b"".join(_frame(WITH_EFFECT, 1000 + i) for i in range(5)))
-            await _poll(lambda: len(server.connections) == 1, "the connection")
+            await loop.sock_sendall(sock, b"".join(request_frame(BIG, i) for i in range(1, 101))
+                                    + b"".join(request_frame(WITH_EFFECT, 1000 + i) for i in range(5)))
+            await poll(lambda: len(server.connections) == 1, "the connection")
             (conn,) = server.connections
-            await _poll(lambda: conn._writing_paused, "the server to stop writing to a peer that reads nothing")
-            await _poll(lambda: conn._in_flight >= 5, "the requests to be read")
+            await poll(lambda: conn._writing_paused, "the server to stop writing to a peer that reads nothing")
+            await poll(lambda: conn._in_flight >= 5, "the requests to be read")
             for _ in range(20):
                 await asyncio.sleep(0)
             assert effects == [], "held back while the peer reads nothing"
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset: gone
             sock.close()
-            await _poll(lambda: len(effects) == 5, "the requests read in full to run after the close")
+            await poll(lambda: len(effects) == 5, "the requests read in full to run after the close")
             assert sorted(effects) == [1000 + i for i in range(5)]
         finally:
             sock.close()
