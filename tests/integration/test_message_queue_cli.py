@@ -76,7 +76,7 @@ def test_print_queue_lists_the_range_and_counts_tags(sent: Any, capsys: pytest.C
     lines = ok(capsys, cluster, "message", "print-queue", *QUEUE, "--tags-stats", "--max", "3").splitlines()
     assert lines[0].split() == ["OFFSET", "MSG", "ID", "TAGS", "KEYS", "STORED", "BODY"]
     assert lines[1].split()[0] == "0" and lines[1].split()[2:4] == ["TagA", "key-0"]
-    assert lines[4] == f"3 message(s) of {TOPIC} queue 0 on broker-a, queue offsets 0 .. 7 (stopped at --max)"
+    assert lines[4] == f"3 message(s) of {TOPIC} queue 0 on broker-a, queue offsets 0 .. 6 (stopped at --max)"
     assert [line.split() for line in lines[6:]] == [["TAG", "COUNT"], ["TagA", "2"], ["TagB", "1"]]
 
 

@@ -23,12 +23,12 @@ not read, :func:`new_store_beside_java_default` when a new store starts beside 4
 from __future__ import annotations
 
 import os
-import re
 
 from rocketstore.message.java_numbers import java_value
 from rocketstore.remoting.netty_config import NETTY_SERVER_KEPT
 from rocketstore.store.cleanup import delete_when_hours
 from rocketstore.store.config import JAVA_LONG_PROPERTIES as STORE_JAVA_LONGS
+from rocketstore.store.mapped_file import is_segment_name
 
 __all__ = ["FIELDS_WITHOUT_EFFECT", "JAVA_ENUMS", "JAVA_LONGS", "KEPT_AND_READ", "KEPT_PROPERTIES", "ROCKETSTORE_ONLY",
            "SETTER_NAMES", "commitlog_left_in_java_default", "commitlog_paths_error", "delete_when_notice",
@@ -202,12 +202,9 @@ def kept_defaults(*, use_tls: bool) -> dict[str, str]:
     return defaults
 
 
-_SEGMENT_NAME = re.compile(r"\d{20}")
-
-
 def _segment_count(directory: str) -> int:
     try:
-        return sum(1 for name in os.listdir(directory) if _SEGMENT_NAME.fullmatch(name))
+        return sum(1 for name in os.listdir(directory) if is_segment_name(name))
     except OSError:
         return 0
 
@@ -299,7 +296,7 @@ def dledger_commitlog_error(enabled: bool, self_id: str | None, store_path_root_
     for name in names:
         data = os.path.join(store_path_root_dir, name, "data")
         try:
-            segments = sorted(n for n in os.listdir(data) if _SEGMENT_NAME.fullmatch(n))
+            segments = sorted(filter(is_segment_name, os.listdir(data)))
             if not segments:
                 continue
             with open(os.path.join(data, segments[0]), "rb") as f:

@@ -46,6 +46,7 @@ from rocketstore.cli.output import (
     fail,
     format_time,
     message_json,
+    offset_range,
     parse_time_ms,
     positive_int,
     print_json,
@@ -326,8 +327,8 @@ def _topic_cq(args: argparse.Namespace) -> int:
         if "remark" in answer:
             print(answer["remark"])
         if "minQueueIndex" in answer:
-            print(f"{args.topic} queue {args.queue} on {addr}: queue offsets {answer['minQueueIndex']} .. "
-                  f"{answer['maxQueueIndex']}")
+            print(f"{args.topic} queue {args.queue} on {addr}: queue offsets "
+                  f"{offset_range(answer['minQueueIndex'], answer['maxQueueIndex'])}")
         for i, e in enumerate(answer.get("queueData") or []):
             print(f"{args.index + i}  commitlog offset {e['physicOffset']}  size {e['physicSize']}  "
                   f"tagsCode {e['tagsCode']}")

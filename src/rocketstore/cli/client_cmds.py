@@ -424,7 +424,15 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
         taken = state.take(result.messages)
         for m in taken:
             if not args.json:
-                _print_line(m, args.full_body)
+                try:
+                    _print_line(m, args.full_body)
+                except BrokenPipeError:
+                    # the reader went away (``| head``): the messages printed before this one are the reader's
+                    # and committed; this one and the rest of the batch are not (the next run gets them)
+                    if m.queue_offset > offset:
+                        await consumer.commit_offset(mq, m.queue_offset)
+                        state.committed[mq] = m.queue_offset
+                    raise
             if state.replier is not None and m.properties.get(PropertyName.REPLY_TO_CLIENT):
                 try:
                     await state.replier.send_reply(m, _argv_bytes(args.reply).replace(b"{body}", m.body))

@@ -32,7 +32,7 @@ from rocketstore.cli import (
     store_cmds,
     trace_cmds,
 )
-from rocketstore.cli.output import apply_client_tls, trim_names
+from rocketstore.cli.output import apply_client_tls, end_of_output, stdout_closed, trim_names
 from rocketstore.errors import RocketStoreError
 
 __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
@@ -89,10 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:  # a group registered without a handler of its own
         parser.print_help(sys.stderr)
         return 2
+    code = None
     try:
         if hasattr(args, "tls"):  # a client command (add_common's --tls / --tls-config)
             apply_client_tls(args)
-        return int(handler(args))
+        code = int(handler(args))
+        sys.stdout.flush()  # what it still buffers: a reader gone by now is told here, not by a flush at exit
+        return code
+    except BrokenPipeError as exc:
+        if stdout_closed():  # the reader went away (``| head``): the end of the output, not an error
+            end_of_output()
+            return 0 if code is None else code
+        print(f"rocketstore: error: {exc}", file=sys.stderr)
+        return 2
     except (RocketStoreError, OSError) as exc:  # a broken store or an unreadable path, not a bug: no traceback
         print(f"rocketstore: error: {exc}", file=sys.stderr)
         return 2

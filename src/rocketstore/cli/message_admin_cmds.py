@@ -8,9 +8,10 @@
 
 BROKER is the broker's name (as mqadmin takes it) or its master's HOST:PORT.  ``print-queue`` lists one line
 per message (queue offset, ids, tags, keys, store time, the start of the body); ``--tags-stats`` adds how many
-messages carry each tag, most frequent first (mqadmin's ``-f true``).  ``print`` does the same over every
-readable queue of the topic (mqadmin printMsg; consumeMessage without -b), nothing committed, --max counting
-all queues together.  Parse arguments, call one AdminClient method, print.
+messages carry each tag, most frequent first (mqadmin's ``-f true``); its last line names the range of queue
+offsets it read over, both ends included (``0 .. 2``), as ``by-offset`` names those a queue holds.  ``print``
+does the same over every readable queue of the topic (mqadmin printMsg; consumeMessage without -b), nothing
+committed, --max counting all queues together.  Parse arguments, call one AdminClient method, print.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rocketstore.cli.output import (
     fail,
     format_time,
     message_json,
+    offset_range,
     parse_time_ms,
     print_json,
     print_message,
@@ -182,7 +184,7 @@ def _print_queue(args: argparse.Namespace) -> int:
         print_table(["OFFSET", "MSG ID", "TAGS", "KEYS", "STORED", "BODY"], rows, right=(0,))
         cut = " (stopped at --max)" if found.next_offset < found.end_offset and len(found.messages) >= args.max else ""
         print(f"{len(found.messages)} message(s) of {mq.topic} queue {mq.queue_id} on {mq.broker_name}, queue "
-              f"offsets {found.begin_offset} .. {found.end_offset}{cut}")
+              f"offsets {offset_range(found.begin_offset, found.end_offset)}{cut}")
         if args.tags_stats:
             print()
             print_table(["TAG", "COUNT"], list(found.tag_counts.items()), right=(1,))

@@ -12,6 +12,7 @@ import base64
 import dataclasses
 import json
 import os
+import select
 import sys
 from collections.abc import Coroutine, Sequence
 from datetime import datetime
@@ -27,9 +28,9 @@ from rocketstore.remoting.tls import TlsConfig, use_client_tls
 from rocketstore.remoting.transport import namesrv_addresses, run
 
 __all__ = ["BODY_PREVIEW_CHARS", "DEFAULT_NAMESRV", "add_common", "apply_client_tls", "body_text", "broker_address",
-           "credentials_of", "fail", "format_time", "message_json", "namesrv_list", "parse_time_ms",
-           "positive_int", "positive_seconds", "print_json", "print_message", "print_table", "run_command",
-           "trim_names"]
+           "credentials_of", "end_of_output", "fail", "format_time", "message_json", "namesrv_list",
+           "offset_range", "parse_time_ms", "positive_int", "positive_seconds", "print_json", "print_message",
+           "print_table", "run_command", "stdout_closed", "trim_names"]
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 BODY_PREVIEW_CHARS = 256
@@ -146,15 +147,51 @@ def fail(message: str) -> int:
     return 1
 
 
+def stdout_closed() -> bool:
+    """Whether stdout's reader has gone: a pipe whose reading end is closed (``| head`` has read its fill)
+    polls as an error.  Tells a BrokenPipeError of stdout from one of a socket or another file."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # no descriptor (closed, or replaced in-process)
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def end_of_output() -> int:
+    """Exit status 0 for a command whose stdout's reader has gone (``| head``): the end of the output, as a
+    Unix tool takes it, and no traceback.  0, not SIGPIPE's 141: mqadmin (Java's PrintStream drops the write
+    error) exits 0 too, and the command's work up to there stands (sent messages, consume's commits of what
+    it printed), so a pipeline under ``set -o pipefail`` must not read it as a failure.  What stdout still
+    buffers goes to /dev/null: its flush at exit would raise the error again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return 0
+
+
 def run_command(coro: Coroutine[Any, Any, int]) -> int:
     """Run a command's coroutine; a RocketStoreError (no route, refused connection, broker error, bad name)
-    or an OSError becomes one line on stderr and exit status 1, never a traceback."""
+    or an OSError becomes one line on stderr and exit status 1, never a traceback; stdout's reader gone is
+    the end of the output (:func:`end_of_output`)."""
     try:
         return run(coro)
-    except BrokenPipeError:  # the reader went away (``| head``): nothing left to say
-        return 1
+    except BrokenPipeError as exc:
+        if stdout_closed():
+            return end_of_output()
+        return fail(str(exc))
     except (TimeoutError, RocketStoreError, OSError) as exc:
         return fail(str(exc) or type(exc).__name__)
+
+
+def offset_range(begin: int, end: int) -> str:
+    """The queue offsets from *begin* up to *end* excluded as the commands print a range: both ends included
+    (``0 .. 2`` for three messages), as ``message by-offset`` says what a queue holds; ``none`` for an empty
+    one.  (--json keeps the end excluded, as mqadmin prints maxOffset: the offset the next message gets.)"""
+    return f"{begin} .. {end - 1}" if begin < end else "none"
 
 
 def format_time(ms: int) -> str:

@@ -25,6 +25,7 @@ from rocketstore.config_json import config_table, read_json_file, topic_config_e
 from rocketstore.errors import CorruptFileError, StoreConfigError
 from rocketstore.store.config import StoreConfig, read_properties_file
 from rocketstore.store.dump import dump_store
+from rocketstore.store.mapped_file import is_segment_name
 from rocketstore.store.message_store import MessageStore
 from rocketstore.store.recovery import RecoveryReport
 from rocketstore.store.snapshot import check_store_root, consume_queue_bytes_on_disk, segment_bytes_on_disk
@@ -41,10 +42,6 @@ _GEOMETRY_PROPERTIES = {
 
 
 # --- configuration ------------------------------------------------------------------------------------
-
-
-def _is_segment_name(name: str) -> bool:
-    return len(name) == 20 and name.isdigit()
 
 
 def _check_index_geometry(config: StoreConfig, *, writing: bool = False) -> None:
@@ -357,7 +354,7 @@ def run_recover(args: argparse.Namespace) -> int:
     total = 0
     if os.path.isdir(commit_log_dir):
         total = sum(os.path.getsize(os.path.join(commit_log_dir, n)) for n in os.listdir(commit_log_dir)
-                    if _is_segment_name(n))
+                    if is_segment_name(n))
     bar = ProgressBar(total, sys.stderr)
     store = MessageStore.open(config.store_path_root_dir, config, read_only=False, background=False,
                               progress=bar)

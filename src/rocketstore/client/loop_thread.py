@@ -15,6 +15,7 @@ handler's during the main thread's) and waits for it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 from collections.abc import Callable, Coroutine
@@ -52,6 +53,8 @@ class LoopThread:
         self._stopping: Future[None] | None = None
         #: the shutdown cancels the calls still under way on the loop (see :meth:`_stop_client`)
         self._cancelling_calls = False
+        #: coroutines _submit refused after handing them to the loop (closed once it is: _close_refused)
+        self._refused: list[Coroutine[Any, Any, Any]] = []
         self._thread.start()
 
     def _check_caller(self) -> None:
@@ -119,8 +122,29 @@ class LoopThread:
             raise self._shut_down_meanwhile() from None
         if self._cancelling_calls:
             future.cancel()
+            # the loop may still start it (then the cancel ends it there), or stop without doing so: closed
+            # by whichever thread sees the loop closed, else "coroutine ... was never awaited" when collected
+            self._refused.append(coro)
+            if self._loop.is_closed():
+                self._close_refused()
             raise self._shut_down_meanwhile()
         return future
+
+    def _close_refused(self) -> None:
+        """Close each coroutine :meth:`_submit` refused after handing it to the loop, now that the loop is
+        closed, if the loop never started it (one it started was cancelled there).  Both the refusing
+        thread and the shutdown call this; each coroutine is taken by one of them."""
+        while self._refused:
+            try:
+                coro = self._refused.pop()
+            except IndexError:  # the other thread took the last one
+                return
+            try:
+                unstarted = inspect.getcoroutinestate(coro) == inspect.CORO_CREATED  # type: ignore[arg-type]
+            except AttributeError:  # not a native coroutine: its state cannot be told
+                continue
+            if unstarted:
+                coro.close()
 
     def _shut_down_meanwhile(self) -> Exception:
         return self._not_running(f"{type(self).__name__} was shut down while this call was submitted")
@@ -163,6 +187,7 @@ class LoopThread:
             self._thread.join(10)
             if not self._thread.is_alive() and not self._loop.is_closed():
                 self._loop.close()
+                self._close_refused()
 
     async def _stop_client(self, client_stop: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """*client_stop*, then cancel what is left on the loop (a send_in_transaction whose local transaction

@@ -26,8 +26,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import islice
-from operator import attrgetter
+from itertools import islice, repeat
+from operator import attrgetter, is_
 from typing import Protocol
 
 from rocketstore.client.errors import ClientError, MessageIllegalError
@@ -386,20 +386,35 @@ def _entry_parts(tags: str | None, flag: int, body_length: int) -> tuple[bytes, 
     return parts
 
 
+_INT_ONLY = {int}
+
+
+def _flags_not_ints(messages: list[OutgoingMessage]) -> bool:
+    """Whether a flag of *messages* is no int proper (a bool, which struct packs as 1; Java's
+    Message.setFlag takes an int, and :meth:`Producer.send` refuses one), column-wise."""
+    return set(map(type, map(_message_flag, messages))) != _INT_ONLY
+
+
 def _uniform_batch_body(messages: list[OutgoingMessage], keys_text: str) -> bytes | None:
     """``encode_batch`` of *messages* with the keys of *keys_text*, column-wise, for the usual batch: every
-    message with the same tags, flag and body length and no keys or user properties.  Then the entries
-    differ in body and key only, and the body is one join of the bodies and keys laid between the parts
-    all entries share (_entry_parts): no BatchEntry, property string or struct pack per message.  None for
-    any other batch (the caller goes through encode_batch).  A unit test holds this equal to encode_batch."""
+    message with the same tags, flag (an int; one equal to it that is not, a bool or a float, goes the
+    other way, where :func:`_flags_not_ints` refuses it) and body length and no keys or user properties.
+    Then the entries differ in body and key only, and the body is one join of the bodies and keys laid
+    between the parts all entries share (_entry_parts): no BatchEntry, property string or struct pack per
+    message.  None for any other batch (the caller goes through encode_batch).  A unit test holds this
+    equal to encode_batch."""
     count = len(messages)
     first = messages[0]
     tags, flag = first.tags, first.flag
     bodies = list(map(_message_body, messages))
     body_length = len(bodies[0])
     if (list(map(_message_tags, messages)).count(tags) != count or any(map(_message_keys, messages))
-            or any(map(_message_properties, messages)) or list(map(_message_flag, messages)).count(flag) != count
+            or any(map(_message_properties, messages)) or flag.__class__ is not int
             or list(map(len, bodies)).count(body_length) != count):
+        return None
+    # the usual batch's flags are one object (0, a small int); else they must be equal ints
+    if not all(map(is_, map(_message_flag, messages), repeat(flag))) and (
+            list(map(_message_flag, messages)).count(flag) != count or _flags_not_ints(messages)):
         return None
     keys = keys_text.encode()
     if len(keys) != count * (_KEY_CHARS + 1) - 1:

@@ -113,6 +113,7 @@ from rocketstore.client.outgoing_message import (
     _batch_problem,
     _check_properties,
     _check_tags,
+    _flags_not_ints,
     _property_text,
     _retry_header_fields,
     _uniform_batch_body,
@@ -456,6 +457,8 @@ class Producer(SingleTrySends):
             # (only here can a message carry properties of its own, a UNIQ_KEY among them, which it keeps)
             keys = [m.properties.get(PropertyName.UNIQ_KEY) or k for m, k in zip(messages, keys_text.split(","))]
             keys_text = ",".join(keys)
+            if _flags_not_ints(messages):  # a bool: struct would pack True as 1
+                raise _batch_flag_error(messages) or TypeError("flag must be an int")
             try:
                 body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag)
                                      for m, k in zip(messages, keys)])
@@ -667,7 +670,7 @@ def _batch_flag_error(messages: list[OutgoingMessage]) -> Exception | None:
     int; encoding it failed), as :meth:`Producer.send` raises it, or None when every flag is one."""
     for index, message in enumerate(messages):
         flag = message.flag
-        if not isinstance(flag, int):
+        if flag.__class__ is not int:  # (a bool too, as send refuses it)
             return TypeError(f"message {index} of the batch: flag must be an int, not {type(flag).__name__}")
         if not -0x80000000 <= flag <= 0x7FFFFFFF:
             return ValueError(f"message {index} of the batch: flag {flag} does not fit a Java int "

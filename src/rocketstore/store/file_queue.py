@@ -23,6 +23,7 @@ from rocketstore.errors import StoreConfigError
 from rocketstore.store.mapped_file import (
     MappedFile,
     holds_only_zeros,
+    is_segment_name,
     make_directories,
     segment_name,
     sync_directory,
@@ -135,7 +136,7 @@ class FileQueue:
                     os.unlink(os.path.join(self.directory, name))
         files: list[MappedFile] = []
         names = [n for n in sorted(os.listdir(self.directory))
-                 if len(n) == 20 and n.isdigit() and os.path.isfile(os.path.join(self.directory, n))]
+                 if is_segment_name(n) and os.path.isfile(os.path.join(self.directory, n))]
         for i, name in enumerate(names):
             path = os.path.join(self.directory, name)
             try:

@@ -123,6 +123,13 @@ def segment_name(start_offset: int) -> str:
     return f"{start_offset:020d}"
 
 
+def is_segment_name(name: str) -> bool:
+    """Whether *name* is a segment file's, as :func:`segment_name` makes them: 20 decimal digits (ASCII
+    ones: ``str.isdigit`` alone takes superscripts and other scripts' digits, which ``int`` then refuses or
+    reads as an offset no segment has)."""
+    return len(name) == 20 and name.isdigit() and name.isascii()
+
+
 def _allocate(fd: int, size_bytes: int, written: int = 0) -> None:
     """Give the file its blocks up to *size_bytes*; where the file system cannot preallocate, zeros are
     written from *written* on (the bytes before it hold data of an existing file)."""

@@ -43,7 +43,13 @@ from rocketstore.store.checkpoint import CHECKPOINT_BYTES, CHECKPOINT_LAYOUT
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, PRE_BLANK_SIZE
 from rocketstore.store.index_file import INDEX_ENTRY, INDEX_HEADER
-from rocketstore.store.mapped_file import MappedFile, make_directories, segment_name, sync_directory
+from rocketstore.store.mapped_file import (
+    MappedFile,
+    is_segment_name,
+    make_directories,
+    segment_name,
+    sync_directory,
+)
 from rocketstore.store.rebuild_scan import RangeFacts, ScanRange, TagsRule, scan_range
 from rocketstore.store.recovery import used_bytes_after
 
@@ -113,7 +119,7 @@ def plan_rebuild(store_dir: str, config: StoreConfig, range_bytes: int = DEFAULT
     seg = config.mapped_file_size_commit_log
     if not os.path.isdir(directory):
         raise StoreConfigError(f"{directory} does not exist: not a store directory")
-    names = sorted(n for n in os.listdir(directory) if len(n) == 20 and n.isdigit())
+    names = sorted(filter(is_segment_name, os.listdir(directory)))
     ranges: list[ScanRange] = []
     total = 0
     step = max(4096, min(range_bytes, seg))

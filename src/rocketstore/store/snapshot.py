@@ -34,7 +34,7 @@ from rocketstore.errors import StoreConfigError
 from rocketstore.message.record import PHYSICAL_OFFSET_POS, SYS_FLAG_POS, store_timestamp_position
 from rocketstore.store.config import StoreConfig
 from rocketstore.store.consume_queue import CQ_DTYPE, CQ_ENTRY_BYTES, ConsumeQueueTable
-from rocketstore.store.mapped_file import map_private_sparse
+from rocketstore.store.mapped_file import is_segment_name, map_private_sparse
 from rocketstore.store.recovery import validate_record
 
 __all__ = ["SegmentFiles", "StoreSnapshot", "check_store_root", "closed_cleanly", "consume_queue_bytes_on_disk",
@@ -64,7 +64,7 @@ def check_store_root(path: str, shown: str | None = None) -> None:
     if names & _STORE_ROOT_ENTRIES:
         return
     hint = ""
-    if any(len(n) == 20 and n.isdigit() for n in names):
+    if any(map(is_segment_name, names)):
         hint = " (it holds segment files: a commitlog or consume-queue directory, not the root above it)"
     raise StoreConfigError(f"{shown or path} is not a store root: it has no commitlog/, consumequeue/, index/ or "
                            f"checkpoint{hint}; give the directory storePathRootDir names")
@@ -83,7 +83,7 @@ def _segment_file_sizes(directory: str) -> Counter[int]:
     or a queue drop deletes while it is read counts as not there."""
     sizes: Counter[int] = Counter()
     try:
-        names = [n for n in os.listdir(directory) if len(n) == 20 and n.isdigit()]
+        names = list(filter(is_segment_name, os.listdir(directory)))
     except (FileNotFoundError, NotADirectoryError):
         return sizes
     for name in names:
@@ -130,7 +130,7 @@ class SegmentFiles:
     still has views to be unmapped when the last one goes."""
 
     def __init__(self, directory: str, segment_bytes: int) -> None:
-        names = sorted(n for n in os.listdir(directory) if len(n) == 20 and n.isdigit()) \
+        names = sorted(filter(is_segment_name, os.listdir(directory))) \
             if os.path.isdir(directory) else []
         self.segment_bytes = segment_bytes
         self.starts = [int(n) for n in names]
