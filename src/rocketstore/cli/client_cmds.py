@@ -14,10 +14,12 @@ queues in turn; ``--trace`` records each send's trace (mqadmin's -m true).  ``co
 of the topic with long polling, from the group's committed offsets (a queue without one starts at its first or last
 message, --from), prints each message, commits what it printed, and stops after --max messages or when
 none has come for --timeout seconds (Ctrl-C: exit status 130, with --json after printing the messages
-consumed and the offsets committed by then).  ``request`` sends one request message (RocketMQ's request/reply)
-and prints the reply, or fails after --timeout seconds; ``consume --reply BODY`` answers each request
-message it prints with BODY (``{body}`` becomes the request's body), so the two make a round trip from two
-shells.  Errors print one line on stderr and exit 1.
+consumed and the offsets committed by then).  --json prints one document at the end, so it commits the
+offsets of its messages only once the document is out: a run whose output is lost (``| head``, a crash)
+commits none of them and the next run prints them again.  ``request`` sends one request message (RocketMQ's
+request/reply) and prints the reply, or fails after --timeout seconds; ``consume --reply BODY`` answers each
+request message it prints with BODY (``{body}`` becomes the request's body), so the two make a round trip
+from two shells.  Errors print one line on stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -243,6 +245,10 @@ class _Consumption:
         self.limit = limit
         self.messages: list[StoredMessage] = []
         self.committed: dict[MessageQueue, int] = {}
+        #: with --json: the offsets to commit once the document naming their messages is out
+        self.unprinted: dict[MessageQueue, int] = {}
+        #: with --json: the document has been printed (Ctrl-C after it prints no second one)
+        self.printed = False
         self.last_message_at = time.monotonic()
         self.stop = asyncio.Event()
         #: with --reply: the producer that answers request messages
@@ -305,16 +311,29 @@ def _consume(args: argparse.Namespace) -> int:
         return {"group": args.group, "topic": args.topic,
                 "messages": [message_json(m, args.full_body) for m in state.messages],
                 "committed": [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": offset}
-                              for mq, offset in sorted(state.committed.items())]}
+                              for mq, offset in sorted({**state.committed, **state.unprinted}.items())]}
+
+    async def print_then_commit(consumer: PullConsumer, state: _Consumption) -> None:
+        # --json: the document first (flushed: a reader gone raises here), then the offsets it names as
+        # committed; a write that fails commits none of them (at-least-once), as the table commits a message
+        # only once its line is printed
+        state.printed = True
+        print_json(consumed_json(state))
+        sys.stdout.flush()
+        for mq, offset in sorted(state.unprinted.items()):
+            await consumer.commit_offset(mq, offset)
+            state.committed[mq] = offset
+        state.unprinted.clear()
 
     async def go() -> int:
         state = _Consumption(args.max)
         try:
             return await consume(state)
         except asyncio.CancelledError:
-            # Ctrl-C: with --json the messages consumed (and committed) so far are printed all the same, as the
-            # table prints each one as it comes; else a script's output had none of them
-            if args.json:
+            # Ctrl-C: with --json the messages consumed so far are printed all the same, as the table prints
+            # each one as it comes; else a script's output had none of them.  (Once the pulls have begun the
+            # document is printed, and its offsets committed, before the consumer closes.)
+            if args.json and not state.printed:
                 print_json(consumed_json(state))
             raise
 
@@ -335,28 +354,34 @@ def _consume(args: argparse.Namespace) -> int:
             starts = await _start_offsets(args, consumer, queues, state)
             loops = [asyncio.ensure_future(_pull_loop(consumer, mq, starts[mq], args, state)) for mq in queues]
             try:
-                while not state.stop.is_set():
-                    idle = args.timeout - (time.monotonic() - state.last_message_at)
-                    if idle <= 0:
-                        break
-                    try:
-                        async with asyncio.timeout(idle):
-                            await state.stop.wait()
-                    except TimeoutError:
-                        pass
-            finally:
-                state.stop.set()
-                for pulling in state.pulling:  # Ctrl-C, --max or --timeout: no need to wait out a long poll
-                    pulling.cancel()
-                results = await asyncio.gather(*loops, return_exceptions=True)
-                if state.replier is not None:
-                    await state.replier.close()
-        errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
-        if errors:
-            raise errors[0]
-        if args.json:
-            print_json(consumed_json(state))
-        else:
+                try:
+                    while not state.stop.is_set():
+                        idle = args.timeout - (time.monotonic() - state.last_message_at)
+                        if idle <= 0:
+                            break
+                        try:
+                            async with asyncio.timeout(idle):
+                                await state.stop.wait()
+                        except TimeoutError:
+                            pass
+                finally:
+                    state.stop.set()
+                    for pulling in state.pulling:  # Ctrl-C, --max or --timeout: no need to wait out a long poll
+                        pulling.cancel()
+                    results = await asyncio.gather(*loops, return_exceptions=True)
+                    if state.replier is not None:
+                        await state.replier.close()
+            except asyncio.CancelledError:
+                if args.json:
+                    await print_then_commit(consumer, state)
+                raise
+            errors = [r for r in results
+                      if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
+            if errors:
+                raise errors[0]
+            if args.json:
+                await print_then_commit(consumer, state)
+        if not args.json:
             print(f"consumed {len(state.messages)} message(s) from {args.topic} as {args.group}; committed "
                   + (", ".join(f"{mq.broker_name}/{mq.queue_id}={o}" for mq, o in sorted(state.committed.items()))
                      or "nothing"))
@@ -424,15 +449,9 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
         taken = state.take(result.messages)
         for m in taken:
             if not args.json:
-                try:
-                    _print_line(m, args.full_body)
-                except BrokenPipeError:
-                    # the reader went away (``| head``): the messages printed before this one are the reader's
-                    # and committed; this one and the rest of the batch are not (the next run gets them)
-                    if m.queue_offset > offset:
-                        await consumer.commit_offset(mq, m.queue_offset)
-                        state.committed[mq] = m.queue_offset
-                    raise
+                # a reader gone (``| head``) raises BrokenPipeError here: the batch in hand stays uncommitted
+                # (the lines written into the pipe may never have been read: at-least-once)
+                _print_line(m, args.full_body)
             if state.replier is not None and m.properties.get(PropertyName.REPLY_TO_CLIENT):
                 try:
                     await state.replier.send_reply(m, _argv_bytes(args.reply).replace(b"{body}", m.body))
@@ -447,8 +466,11 @@ async def _pull_queue(consumer: PullConsumer, mq: MessageQueue, offset: int, arg
             next_offset = result.next_begin_offset
         if next_offset != offset:
             offset = next_offset
-            await consumer.commit_offset(mq, offset)
-            state.committed[mq] = offset
+            if args.json:  # committed once the document listing these messages is printed
+                state.unprinted[mq] = offset
+            else:
+                await consumer.commit_offset(mq, offset)
+                state.committed[mq] = offset
 
 
 def _print_line(m: StoredMessage, full_body: bool) -> None:

@@ -192,18 +192,34 @@ class StoreConfig:
         try:
             config = cls(**values)  # type: ignore[arg-type]
         except StoreConfigError as exc:
-            found = len(errors)  # __post_init__ stops at the first bad value: each value alone names its own
-            for attr, value in values.items():
-                try:
-                    cls(**{**overrides, attr: value})  # type: ignore[arg-type]
-                except StoreConfigError as alone:
-                    errors.append(str(alone))
-            if len(errors) == found:  # bad together only
-                errors.append(str(exc))
+            errors.extend(_refusals(cls, values) or [str(exc)])
         else:
             if not errors:
                 return config
         raise StoreConfigError("; ".join(dict.fromkeys(errors)))
+
+
+def _refusals(cls: type[StoreConfig], values: Mapping[str, object]) -> list[str]:
+    """The errors of the values of *values* that are bad as given, when a config of all of them fails:
+    __post_init__ names only the first.  Each value is taken into a config made of the values taken so far
+    (the others at their defaults) if that config holds; a value refused against a default may hold with a
+    value given after it, so the refused ones are tried again until no more is taken.  What is then still
+    refused is bad with the values that hold (not against a default they replace), each named by the error
+    it meets with them: one bad alone, or one of two values bad only together."""
+    held: dict[str, object] = {}
+    pending = dict(values)
+    while True:
+        refused: dict[str, str] = {}
+        for attr, value in pending.items():
+            try:
+                cls(**{**held, attr: value})  # type: ignore[arg-type]
+            except StoreConfigError as exc:
+                refused[attr] = str(exc)
+            else:
+                held[attr] = value
+        if len(refused) == len(pending):
+            return list(refused.values())
+        pending = {attr: values[attr] for attr in refused}
 
 
 #: the fields __post_init__ checks the type of: every one with a bool, int or str default (not the paths,
