@@ -325,6 +325,23 @@ def _check_continues(store: MessageStore, offset: int, body: bytes) -> None:
                          f"older copy?); this slave keeps its store and takes nothing more until it is moved aside")
 
 
+def _stop_reason(exc: BaseException) -> str:
+    """What ended a slave's connection to its master, in words: a refused connect, a reset, the master
+    closing inside a transfer, silence (the bare exceptions' texts name none of them)."""
+    if isinstance(exc, asyncio.IncompleteReadError):
+        if not exc.partial:
+            return "the master closed the connection (end of stream before a transfer header)" \
+                if exc.expected == TRANSFER_HEADER.size else \
+                f"the master closed the connection before a chunk's {exc.expected} bytes (none of it is kept)"
+        return f"the master closed the connection {len(exc.partial)} bytes into {exc.expected} " \
+               f"(a cut transfer: none of it is kept)"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection refused ({exc})"
+    if isinstance(exc, ConnectionResetError):
+        return f"connection reset by the master or the network ({exc})"
+    return str(exc) or type(exc).__name__
+
+
 class HAClient(TaskService):
     """A slave's side: keeps a connection to the master's HA port and appends what it sends."""
 
@@ -362,15 +379,18 @@ class HAClient(TaskService):
                     # refused connects) starts a new run: its first is logged
                     log.log(failures.failed(logging.WARNING, type(exc)),
                             "HA: replication from %s stopped: %s (%d in a row; trying again every %s s)",
-                            addr, exc, failures.count, self.reconnect_s)
+                            addr, _stop_reason(exc), failures.count, self.reconnect_s)
                 finally:
                     self.connected_to = None
             await asyncio.sleep(self.reconnect_s)
 
     async def _follow(self, addr: str) -> None:
         host, port = split_address(addr)
-        async with asyncio.timeout(self.housekeeping_s):
-            reader, writer = await asyncio.open_connection(host, port)
+        try:
+            async with asyncio.timeout(self.housekeeping_s):
+                reader, writer = await asyncio.open_connection(host, port)
+        except TimeoutError:
+            raise TimeoutError(f"no connection to the master within {self.housekeeping_s} s") from None
         _no_delay(writer)
         self.connected_to = addr
         log.info("HA: following master %s from offset %d", addr, self.store.max_commit_log_offset)
@@ -382,15 +402,24 @@ class HAClient(TaskService):
             await writer.drain()
             while True:
                 housekeeping_s = _seconds(self.settings, "haHousekeepingInterval", self.housekeeping_s)
-                async with asyncio.timeout(housekeeping_s):
-                    header = await reader.readexactly(TRANSFER_HEADER.size)
+                try:
+                    async with asyncio.timeout(housekeeping_s):
+                        header = await reader.readexactly(TRANSFER_HEADER.size)
+                except TimeoutError:  # (str() of it is empty: the log line said nothing)
+                    raise TimeoutError(f"nothing from the master for {housekeeping_s:g} s "
+                                       f"(haHousekeepingInterval): connection dropped") from None
                 offset, size = TRANSFER_HEADER.unpack(header)
                 if size < 0 or size > MAX_CHUNK_BYTES:
                     raise ValueError(f"a chunk of {size} bytes")
                 body = b""
                 if size:
-                    async with asyncio.timeout(housekeeping_s):
-                        body = await reader.readexactly(size)
+                    try:
+                        async with asyncio.timeout(housekeeping_s):
+                            body = await reader.readexactly(size)
+                    except TimeoutError:
+                        raise TimeoutError(f"the master stopped inside a chunk of {size} bytes at offset {offset} "
+                                           f"for {housekeeping_s:g} s (haHousekeepingInterval): connection dropped "
+                                           f"(none of it is kept)") from None
                 mine = store.max_commit_log_offset
                 if mine != 0 and mine != offset:
                     raise ValueError(f"the master sends offset {offset} but this slave's commitlog ends at {mine}")

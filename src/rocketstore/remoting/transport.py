@@ -29,7 +29,7 @@ import ssl
 from collections.abc import Callable
 from typing import Literal
 
-from rocketstore.errors import ConnectionClosedError
+from rocketstore.errors import ConnectionClosedError, RequestTimeoutError
 from rocketstore.remoting.addresses import dual_stack_listener, namesrv_addresses, split_address
 from rocketstore.remoting.command import RemotingCommand
 from rocketstore.remoting.connection import (
@@ -94,6 +94,9 @@ async def connect(address: str, *, handler: RequestHandler | None = None,
         raise ConnectionClosedError(f"cannot connect to {address} within {timeout_s} s") from exc
     except (OSError, ssl.SSLError) as exc:
         reason = str(exc) or type(exc).__name__
+        if isinstance(exc, ConnectionRefusedError) and "refused" not in reason:
+            # asyncio's own loop says "[Errno 111] Connect call failed (...)" (uvloop: "Connection refused")
+            reason = f"connection refused ({reason})"
         if isinstance(exc, ssl.SSLCertVerificationError):
             # our own check of the server's chain (tls.client.authServer), not a server without TLS
             reason = f"the server's certificate is not trusted ({reason}; see tls.client.trustCertPath)"
@@ -147,7 +150,21 @@ class ConnectionPool:
 
     async def request(self, address: str, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
         connection = await self.get(address)
-        return await connection.request(command, timeout_s)
+        try:
+            return await connection.request(command, timeout_s)
+        except RequestTimeoutError as exc:
+            self.close_timed_out(address, connection, exc)
+            raise
+
+    def close_timed_out(self, address: str, connection: Connection, cause: RequestTimeoutError) -> None:
+        """A request on *connection* got no answer in time: close it (dropping what it has not written), so
+        the next request to *address* opens another.  4.9.3's clients do so (clientCloseSocketIfTimeout, on
+        by default): a connection whose peer went without a FIN or an RST (its host down, a NAT entry or a
+        firewall's state dropped) otherwise timed every later request out for as long as it was used.  The
+        requests still waiting on it fail at once with ConnectionClosedError, as 4.9.3's fail fast."""
+        if self._connections.get(address) is connection:
+            del self._connections[address]
+        connection.abort(cause)
 
     async def oneway(self, address: str, command: RemotingCommand, timeout_s: float = 5.0) -> None:
         connection = await self.get(address)
