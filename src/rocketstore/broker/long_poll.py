@@ -22,6 +22,8 @@ Thread-safety: everything but :meth:`on_dispatch` belongs to the loop.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +33,10 @@ __all__ = ["PullHold"]
 
 #: RocketMQ's hold service re-checks parked pulls every 5 s when long polling
 CHECK_INTERVAL_S = 5.0
+
+#: Parked pulls time out on one shared timer, in ticks of this many per second (a pull is answered up to
+#: 1/20 s after its suspend time; 4.9.3's hold service looks every 5 s): no timer handle per parked pull
+_TICKS_PER_S = 20
 
 
 def _int32(code: int) -> int:
@@ -47,6 +53,8 @@ class _Waiter:
     match: Callable[[int], bool] | None = None
     #: its time is up already (a timeout <= 0): the next look at its queue answers it, whatever it finds
     expired: bool = False
+    #: the shared timer's tick it times out at (0: none)
+    tick: int = 0
 
 
 class PullHold:
@@ -57,6 +65,11 @@ class PullHold:
         self._waiters: dict[tuple[str, int], dict[_Waiter, None]] = {}
         self.check_interval_s = check_interval_s
         self._task: asyncio.Task[None] | None = None
+        #: tick -> the pulls timing out then; the ticks in a heap, the timer set for the first
+        self._ticks: dict[int, dict[_Waiter, None]] = {}
+        self._tick_heap: list[int] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_tick = 0
 
     def start(self) -> None:
         self._task = self._loop.create_task(self._check_loop())
@@ -65,6 +78,9 @@ class PullHold:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for waiters in self._waiters.values():
             for w in waiters:
                 if not w.future.done():
@@ -89,21 +105,53 @@ class PullHold:
         try:
             if self._max_offset(topic, queue_id) > queue_offset:
                 return True
-            if waiter.expired:
-                # 4.9.3 checks a parked pull's time only when it looks at the queue (a message dispatched to
-                # it, the periodic check): one already out of time waits for that look
-                return await asyncio.shield(waiter.future)
-            try:
-                async with asyncio.timeout(max(0.0, timeout_s)):
-                    return await asyncio.shield(waiter.future)
-            except TimeoutError:
-                return False
+            # 4.9.3 checks a parked pull's time only when it looks at the queue (a message dispatched to it,
+            # the periodic check): one already out of time waits for that look; the others time out on the
+            # shared timer, which answers False
+            if not waiter.expired:
+                self._time_out_at(waiter, timeout_s)
+            return await waiter.future
         finally:
+            if waiter.tick:
+                bucket = self._ticks.get(waiter.tick)
+                if bucket is not None:
+                    # (an emptied bucket stays until the timer passes its tick: dropped here, a pull parking
+                    # in the same tick would push the tick on the heap again, once per park and wake-up)
+                    bucket.pop(waiter, None)
             waiters = self._waiters.get(key)
             if waiters is not None:
                 waiters.pop(waiter, None)
                 if not waiters:
                     del self._waiters[key]
+
+    def _time_out_at(self, waiter: _Waiter, timeout_s: float) -> None:
+        tick = math.ceil((self._loop.time() + timeout_s) * _TICKS_PER_S)
+        waiter.tick = tick
+        bucket = self._ticks.get(tick)
+        if bucket is None:
+            bucket = self._ticks[tick] = {}
+            heapq.heappush(self._tick_heap, tick)
+            if self._timer is None or tick < self._timer_tick:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer_tick = tick
+                self._timer = self._loop.call_at(tick / _TICKS_PER_S, self._expire)
+        bucket[waiter] = None
+
+    def _expire(self) -> None:
+        """The shared timer: the pulls whose time has come are answered (False), the timer set for the next."""
+        self._timer = None
+        now_tick = self._loop.time() * _TICKS_PER_S
+        heap = self._tick_heap
+        while heap and heap[0] <= now_tick:
+            bucket = self._ticks.pop(heapq.heappop(heap), None)
+            if bucket:
+                for w in bucket:
+                    if not w.future.done():
+                        w.future.set_result(False)
+        if heap:
+            self._timer_tick = heap[0]
+            self._timer = self._loop.call_at(heap[0] / _TICKS_PER_S, self._expire)
 
     # --- wake-ups -------------------------------------------------------------------------------------
 

@@ -240,6 +240,8 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
         parked, self._parked = self._parked, set()
         for task in parked:
             task.cancel()
+        if self._hold_back:  # requests held back for the peer to read: they run now, unanswered
+            self._release_held()
         if not self._lost.done():
             self._lost.set_result(None)
         if self._on_close is not None:
@@ -251,10 +253,14 @@ class Connection(RequestServing, asyncio.BufferedProtocol):
     def pause_writing(self) -> None:
         self._can_write.clear()
         self._writing_paused = True
+        self._hold_back = True  # requests with an answer wait for their turn (serving.py's _take_turn)
+        self._paused_at = time.monotonic()
 
     def resume_writing(self) -> None:
         self._writing_paused = False
         self._can_write.set()
+        if self._turn is None:  # the first held-back request goes (with none held, the holding back ends)
+            self._next_turn()
 
     # --- writing ------------------------------------------------------------------------------------
 

@@ -16,7 +16,9 @@ in full is served to its end even when the peer closes meanwhile (its answer dro
 which the close cancels.  (The listening server closes connections idle for ``idle_timeout_s``.)  Bounds 4.9.3
 lacks: at most ``max_parked`` requests of a connection are parked (a pull past it is answered at once), and
 while the peer reads none of our answers (the transport over its high-water mark) a request with an answer
-waits for it to read them, the connection closed after ``ANSWER_DRAIN_TIMEOUT_S`` (the request still runs).
+waits for it to read them, the connection closed after ``ANSWER_DRAIN_TIMEOUT_S`` (the request still runs);
+held requests then go one at a time, in order, each once the peer has read what the one before wrote, so a
+slow reader gets its answers at its own pace and few wait in memory for it.
 
 Per-frame costs, because a send is a round trip of small frames: a router may give a code an *immediate*
 handler (:meth:`RequestRouter.add`), a plain function run as the frame is decoded, which answers without a
@@ -30,8 +32,10 @@ Thread-safety: as the connection: loop-bound, call it from that loop only.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -62,9 +66,11 @@ ANSWER_DRAIN_TIMEOUT_S = 30.0
 
 #: Requests one connection may have parked at once (long-polled pulls: a consumer parks one per queue it
 #: pulls from the broker, so only a client of more queues than this on one broker reaches it).  4.9.3 holds
-#: any number (~250 bytes each of its heap, until it runs out); one costs ~6 KB here (its task and
-#: coroutines), and one connection pipelining pulls parked 100,000 (700 MB) in 14 s.  A request past the
-#: limit is not parked: a pull is answered at once, as one whose suspend time ran out.
+#: any number (~250 bytes each of its heap, until it runs out); one costs ~4.6 KB here (its task and
+#: coroutines, its request's decoded header: tracemalloc of 5,000 parked), and one connection pipelining pulls
+#: parked 100,000 in 14 s.  A request past the limit is not parked: a pull is answered at once, as one whose
+#: suspend time ran out.  No broker-wide bound, as in 4.9.3: one would let one client's pulls refuse long
+#: polling to every other client.
 DEFAULT_MAX_PARKED = 16384
 
 #: ``await handler(connection, request)`` -> the response, or None to send nothing.
@@ -101,6 +107,17 @@ class RequestServing:
     #: the transport holds more than its high-water mark of our writes: the peer is not reading them
     _writing_paused = False
     _park_refused = False  # (logged once per connection)
+    #: requests with an answer wait their turn (:meth:`_take_turn`): the writing is paused, or requests held
+    #: back before are still waiting or running.  Tested by every request served in a task (one attribute)
+    _hold_back = False
+    #: the futures of the held-back requests, in arrival order; each is released in turn
+    _held: collections.deque[asyncio.Future[None]] | None = None
+    #: the held-back request let through and not ended or parked yet (its task, or its future until the task
+    #: runs): the next waits for it, and for the peer to read what it wrote
+    _turn: object | None = None
+    #: time.monotonic() of the last pause_writing, for the watchdog of held-back requests
+    _paused_at = 0.0
+    _stall_timer: asyncio.TimerHandle | None = None
 
     if TYPE_CHECKING:
         @property
@@ -213,6 +230,8 @@ class RequestServing:
         task = asyncio.current_task()
         if task is None:
             return True
+        if self._turn is task:  # a held-back pull let through parks: the next may go (it waits for a message)
+            self._end_turn()
         if self._closed:
             task.cancel()  # its next await (the wait it parks for) raises CancelledError
         else:
@@ -283,23 +302,18 @@ class RequestServing:
     async def _serve(self, request: RemotingCommand, deferred: bool = False) -> None:
         assert self._handler is not None
         try:
-            if self._writing_paused and not request.flag & ONEWAY_FLAG:
-                # The peer is not reading our answers: serve none of its requests that has one until it does
-                # (or close it, as a send's drain does, after ANSWER_DRAIN_TIMEOUT_S).  Served, each answer
-                # would wait in memory for it, up to max_in_flight of them: 1,024 pull answers of up to 4 MB.
-                # (4.9.3 serves and queues them all, with no bound: a client pipelining pulls it never reads
-                # runs the broker out of heap.)  Oneways have no answer to hold.  Closed meanwhile (or closed
-                # here, the peer still not reading), the request runs all the same and only its answer is
-                # dropped, as for every request read in full (connection_lost): a send stored, an offset
-                # committed, as 4.9.3's processors finish what they read
-                try:
-                    await self._drain(ANSWER_DRAIN_TIMEOUT_S)
-                except RequestTimeoutError as exc:
-                    if not self._closing_down():  # (the first of the held requests to time out closes it)
-                        log.warning("closing %s: %s", self.peer_address, exc)
-                        self.abort(exc)  # (a close would wait for it to read what is written)
-                except ConnectionClosedError:
-                    pass
+            if self._hold_back and not request.flag & ONEWAY_FLAG:
+                # The peer is not reading our answers: serve none of its requests that has one until it does,
+                # then one at a time, in order, each after the peer has read what the one before wrote (or
+                # close it after ANSWER_DRAIN_TIMEOUT_S without reading).  Served at once, each answer would
+                # wait in memory for it, up to max_in_flight of them: 1,024 pull answers of up to 4 MB; let
+                # through all together when it read a little, they did the same.  (4.9.3 serves and queues
+                # them all, with no bound: a client pipelining pulls it never reads runs the broker out of
+                # heap.)  Oneways have no answer to hold.  Closed meanwhile (or closed for not reading), the
+                # request runs all the same and only its answer is dropped, as for every request read in full
+                # (connection_lost): a send stored, an offset committed, as 4.9.3's processors finish what
+                # they read
+                await self._take_turn()
             try:
                 response = await self._handler(self, request)  # type: ignore[arg-type]  # the Connection
             except (HeaderFieldError, RemotingError) as exc:
@@ -324,4 +338,89 @@ class RequestServing:
         finally:
             if deferred:
                 self._deferred_count -= 1
+            if self._turn is not None and self._turn is asyncio.current_task():
+                self._end_turn()
             self._end_in_flight()
+
+    # --- holding back requests for a peer that does not read its answers -----------------------------
+
+    @property
+    def holding_back(self) -> bool:
+        """Requests with an answer wait their turn (the peer is not reading what was written): a request that
+        is about to compute an answer later (a woken long-polled pull) awaits :meth:`wait_turn` first."""
+        return self._hold_back
+
+    async def wait_turn(self) -> None:
+        """While :attr:`holding_back`, wait until the requests held back before have run and the peer has
+        read their answers; the calling task then holds the turn until its request ends (or parks)."""
+        if self._hold_back:
+            await self._take_turn()
+
+    async def _take_turn(self) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        held = self._held
+        if held is None:
+            held = self._held = collections.deque()
+        held.append(future)
+        if self._stall_timer is None:
+            self._stall_timer = future.get_loop().call_later(ANSWER_DRAIN_TIMEOUT_S, self._check_stall)
+        if self._turn is None and not self._writing_paused:
+            self._next_turn()
+        try:
+            await future
+        except asyncio.CancelledError:
+            if self._turn is future:  # let through, cancelled before it ran: the next goes instead
+                self._end_turn()
+            raise
+        if self._turn is future:
+            self._turn = asyncio.current_task()
+
+    def _next_turn(self) -> None:
+        """Let the first held-back request run (the peer reads, none let through before is running); with
+        none held, stop holding back once the peer reads."""
+        held = self._held
+        while held:
+            future = held.popleft()
+            if not future.done():  # (done: its task was cancelled while it waited)
+                self._turn = future
+                future.set_result(None)
+                return
+        self._turn = None
+        if not self._writing_paused:
+            self._hold_back = False
+
+    def _end_turn(self) -> None:
+        """The request let through ended or parked: the next goes once the peer has read what it wrote."""
+        self._turn = None
+        if not self._writing_paused:
+            self._next_turn()
+
+    def _release_held(self) -> None:
+        """The connection closed: every held-back request runs now (their answers are dropped)."""
+        timer, self._stall_timer = self._stall_timer, None
+        if timer is not None:
+            timer.cancel()
+        held, self._held = self._held, None
+        self._turn = None
+        self._hold_back = False
+        if held:
+            for future in held:
+                if not future.done():
+                    future.set_result(None)
+
+    def _check_stall(self) -> None:
+        """Watchdog while requests are held back: the writing paused for ANSWER_DRAIN_TIMEOUT_S without the
+        peer reading closes the connection (as an answer's drain does), which lets them all run."""
+        self._stall_timer = None
+        if self._closing_down() or (not self._held and self._turn is None):
+            return
+        delay = ANSWER_DRAIN_TIMEOUT_S
+        if self._writing_paused:
+            stalled = time.monotonic() - self._paused_at
+            if stalled >= ANSWER_DRAIN_TIMEOUT_S:
+                exc = RequestTimeoutError(f"{self.peer_address} did not read for {ANSWER_DRAIN_TIMEOUT_S} s")
+                log.warning("closing %s: %s", self.peer_address, exc)
+                self.abort(exc)
+                return
+            delay -= stalled
+        self._stall_timer = asyncio.get_running_loop().call_later(delay, self._check_stall)
