@@ -382,7 +382,7 @@ def draft_message(message: Message, properties: bytes, born: bytes, store: bytes
 
     Raises, checking in this order, InvalidTopicError, PropertiesTooLargeError, MessageTooLargeError and
     MessageFieldError (an int field outside Java's int range, a long field outside long's), and builds
-    nothing then."""
+    nothing then.  ``MessageStore.put`` (store/writes.py) writes these steps out: keep the two in step."""
     topic_part = _TOPIC_PARTS.get(message.topic)
     if topic_part is None:
         topic_part = _topic_part(message.topic)

@@ -4,8 +4,13 @@ Owns record placement (end-of-file blank records and roll-over), the per-queue n
 (RocketMQ's topicQueueTable), and reading records back by commitlog offset.  It does not know consume
 queues or indexes (dispatch.py joins them).
 
-Thread-safety: ``append`` / ``append_batch`` serialise on one lock; reads are lock-free below
-``max_offset``, which only grows after the bytes are in place.
+A single record is placed by ``MessageStore.put`` itself (store/writes.py: the put hot path, written out
+in one frame), under :attr:`CommitLog.lock` with this class's state (``tail``, ``tail_buffer``,
+``segment_for``, ``queue_offsets``, ``facts``, ``lock_begin_ms``, ``refuse_appends``), as
+``append_batch`` places a batch: keep the two in step.
+
+Thread-safety: appends serialise on one lock; reads are lock-free below ``max_offset``, which only grows
+after the bytes are in place.
 """
 
 from __future__ import annotations
@@ -25,8 +30,6 @@ from rocketstore.message.record import (
     BLANK_MAGIC,
     BLANK_RECORD,
     BLANK_RECORD_BYTES,
-    MESSAGE_MAGIC,
-    PLAIN_WRITE_HEADER,
     TOTAL_SIZE_MAGIC,
     RecordDraft,
     write_record,
@@ -80,10 +83,10 @@ class CommitLog:
         self.facts: deque[tuple] = deque()  # type: ignore[type-arg]
         #: the segment appends write into and its mapping, or None (ask the file queue): a single append
         #: reads these two attributes instead of calling ``files.last()`` and the ``buffer`` property.
-        #: Only :meth:`_segment_for` changes the tail while the store is open (recovery truncates before
+        #: Only :meth:`segment_for` changes the tail while the store is open (recovery truncates before
         #: the first append, clean-up never deletes the last segment), and it refreshes both.
-        self._tail: MappedFile | None = None
-        self._tail_buffer: Any = None
+        self.tail: MappedFile | None = None
+        self.tail_buffer: Any = None
         #: set (under the lock) when the store closes: appends from then on are refused, so none lands after
         #: the closing flush or in a segment being closed
         self.refuse_appends = False
@@ -111,7 +114,7 @@ class CommitLog:
 
     # --- writing -------------------------------------------------------------------------------------
 
-    def _segment_for(self, record_bytes: int) -> MappedFile:
+    def segment_for(self, record_bytes: int) -> MappedFile:
         """The segment to write *record_bytes* into, closing the current one with a blank if needed."""
         try:
             mf = self.files.last()
@@ -119,7 +122,7 @@ class CommitLog:
                 refusal = self.segment_guard() if self.segment_guard is not None else None
                 if refusal is not None:
                     raise AppendError(refusal, "the disk is nearly full: writes are refused until space is freed")
-            self._tail = None
+            self.tail = None
             mf = self.files.last_writable()
             if record_bytes + BLANK_RECORD_BYTES > mf.remaining:
                 remaining = mf.remaining
@@ -132,8 +135,8 @@ class CommitLog:
             self._log_create_failure(exc)
             raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
         self._create_failure_logged = False
-        self._tail_buffer = mf.buffer
-        self._tail = mf
+        self.tail_buffer = mf.buffer
+        self.tail = mf
         return mf
 
     def _log_create_failure(self, exc: OSError) -> None:
@@ -143,66 +146,6 @@ class CommitLog:
             self._create_failure_logged = True
             log.error("cannot create a commitlog segment in %s (puts are refused with "
                       "CREATE_MAPEDFILE_FAILED until one can be made): %s", self.files.directory, exc)
-
-    def append(self, draft: RecordDraft, queue_key: tuple[str, int] | None, store_timestamp: int | None,
-               topic: str | None = None, tags_code: int = 0, uniq_key: str | None = None,
-               keys: str | None = None) -> tuple[int, int, int]:
-        """Place one record draft; returns (commit_log_offset, queue_offset, store_timestamp).
-
-        A record with ``queue_key`` None (PREPARED / ROLLBACK) takes queue offset 0 and does not advance
-        the queue.  With *topic* given, the record's dispatch fact is kept with *tags_code*, *uniq_key*
-        and *keys* (passed one by one, not as a tuple: one fewer object per put).
-        """
-        # One record: append_batch's work without its loops and per-draft bookkeeping (the put hot path).
-        size = draft[1]
-        lock = self.lock
-        # a free lock is taken without parsing a timeout (most appends)
-        if not lock.acquire(False) and not lock.acquire(True, self.lock_wait_s):
-            raise AppendError("OS_PAGECACHE_BUSY", "the commitlog write lock is busy")
-        try:
-            if self.refuse_appends:
-                raise AppendError("SERVICE_NOT_AVAILABLE", "the store is closed")
-            now = _time_ns() // 1_000_000
-            self.lock_begin_ms = now
-            ts = now if store_timestamp is None else store_timestamp
-            mf = self._tail
-            if mf is None or size + 8 > mf.size_bytes - mf.wrote:  # 8: BLANK_RECORD_BYTES
-                if size + BLANK_RECORD_BYTES > self.segment_bytes:  # (a record that fits the tail fits a segment)
-                    raise AppendError("MESSAGE_ILLEGAL", f"{size} bytes of records cannot fit a segment of "
-                                                         f"{self.segment_bytes} bytes")
-                mf = self._segment_for(size)
-            pos = mf.wrote
-            offset = mf.start_offset + pos
-            if queue_key is not None:
-                queue_offsets = self.queue_offsets
-                queue_offset = queue_offsets.get(queue_key, 0)
-            else:
-                queue_offset = 0
-            # rocketstore.message.record.write_record inlined (a call is ~6% of a put): keep the two in step;
-            # tests/unit/store/test_put_path.py compares what a put writes with encode_record's bytes
-            (header, _, crc, queue_id, flag, sys_flag, born_ts, born, store, reconsume, prepared, body_len,
-             tail) = draft
-            buf = self._tail_buffer
-            if header is PLAIN_WRITE_HEADER:  # FLAG, SYSFLAG, RECONSUMETIMES, PREPAREDOFFSET: zero pad bytes
-                header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, queue_offset, offset, born_ts, born,
-                                 ts, store, body_len)
-            else:
-                header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, offset,
-                                 sys_flag, born_ts, born, ts, store, reconsume, prepared, body_len)
-            buf[pos + header.size : pos + size] = tail
-            if queue_key is not None:
-                queue_offsets[queue_key] = queue_offset + 1
-            mf.wrote = pos + size
-            if topic is not None:
-                facts = self.facts
-                if len(facts) < FACTS_MAX:
-                    facts.append((offset, size, topic, queue_id, queue_offset, sys_flag, ts, tags_code, uniq_key,
-                                  keys))
-            self.last_store_timestamp = ts
-        finally:
-            self.lock_begin_ms = 0
-            lock.release()
-        return offset, queue_offset, ts
 
     def append_batch(self, drafts: BatchDraft | Sequence[RecordDraft], queue_key: tuple[str, int] | None,
                      store_timestamp: int | None,
@@ -240,7 +183,7 @@ class CommitLog:
             ts = now if store_timestamp is None else store_timestamp
             mf = self.files.last()
             if mf is None or total + BLANK_RECORD_BYTES > mf.size_bytes - mf.wrote:
-                mf = self._segment_for(total)
+                mf = self.segment_for(total)
             pos = mf.wrote
             first_offset = mf.start_offset + pos
             n = len(sizes)
@@ -307,7 +250,7 @@ class CommitLog:
             except OSError as exc:
                 self._log_create_failure(exc)
                 raise AppendError("CREATE_MAPEDFILE_FAILED", f"cannot create a commitlog segment: {exc}") from exc
-            self._tail = None  # a later put refreshes its cached tail
+            self.tail = None  # a later put refreshes its cached tail
             pos = mf.wrote
             if mf.start_offset + pos != offset or pos + n > mf.size_bytes:
                 raise ValueError(f"{n} replica bytes at {offset} do not fit segment {mf.start_offset} "
@@ -405,5 +348,5 @@ class CommitLog:
             lock.release()
 
     def close(self) -> None:
-        self._tail = self._tail_buffer = None
+        self.tail = self.tail_buffer = None
         self.files.close(drop_unused_tail=True)

@@ -1,21 +1,23 @@
 """The facade's write path: put and put_batch, the write gate, fencing and what refuses writes.
 
 :class:`StoreWrites` is a base class of the facade (message_store.py).  ``put`` keeps its hot path inlined
-(the properties string, the dispatch facts, the record draft: encode_properties and
-drafting.draft_or_status written out, so a put makes no call it does not need); ``put_batch`` drafts with
+(the properties string, the dispatch facts, the record draft and its placement: encode_properties,
+drafting.draft_or_status, record.draft_message and the commitlog's single append written out in one frame,
+so a put makes no Python call it does not need); ``put_batch`` drafts with
 batch_put.py and places the batch in one append.  The write gate answers for a store that refuses writes
 (closed, fenced after a failed write or sync, read-only, slave, disk full, dispatcher failing, page cache
 busy) with RocketMQ's status; ``_refuse_writes`` is the one flag the put fast path tests.
 
 Must not import: message_store (the facade), reads, background; broker, remoting.
 Thread-safety: put / put_batch may be called from any number of threads (the commitlog's writer lock
-orders appends); the remembered host and queue key are single tuples swapped whole.
+orders appends); the remembered host, queue key and properties shape are single tuples swapped whole.
 """
 
 from __future__ import annotations
 
 import struct
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from itertools import repeat
 from typing import Literal
@@ -35,17 +37,26 @@ from rocketstore.message.properties import PROPERTY_FORMATS as _PROPERTY_FORMATS
 from rocketstore.message.properties import PROPERTY_SEPARATOR as _PROPERTY_SEPARATOR
 from rocketstore.message.properties import (
     PropertyName,
+    _order_free,
     encode_properties,
     parse_properties,
     properties_format,
     waits_store_msg_ok,
 )
 from rocketstore.message.record import (
+    _PROPS_LEN_BYTES,
+    _TOPIC_PARTS,
+    _WRITE_HEADERS,
+    BLANK_RECORD_BYTES,
+    MESSAGE_MAGIC,
+    PLAIN_WRITE_HEADER,
     Message,
     RecordDraft,
     SysFlag,
-    draft_message,
+    _check_record_fields,
+    _topic_part,
     host_bytes,
+    host_flags,
     validate_topic,
 )
 from rocketstore.store.batch_put import (
@@ -54,7 +65,7 @@ from rocketstore.store.batch_put import (
     draft_message_list,
     draft_message_list_checked,
 )
-from rocketstore.store.commitlog import AppendError
+from rocketstore.store.commitlog import FACTS_MAX, AppendError
 from rocketstore.store.config import BrokerRole
 from rocketstore.store.dispatch import SCHEDULE_TOPIC
 from rocketstore.store.drafting import (
@@ -89,6 +100,15 @@ _DICT = dict  # (a module global: found before the builtins)
 _TAG_CODES: dict[str, int] = {}
 _TAG_CODES_GET = _TAG_CODES.get
 _new_tuple = tuple.__new__
+_time_ns = time.time_ns
+_crc32 = zlib.crc32
+_join_bytes = b"".join
+_TOPIC_PARTS_GET = _TOPIC_PARTS.get
+#: the shape put found last for a plain dict of properties, as (format, values getter, True, names count),
+#: kept only for names free of separators whose Java HashMap order does not depend on insertion order: a
+#: dict of as many names, every one found by the getter, holds the same names and prints alike (the check
+#: encode_properties_column makes for a batch).  One tuple swapped whole (thread-safe).
+_last_shape: tuple = ("", None, False, -1)  # type: ignore[type-arg]
 _PAGE_CACHE_BUSY_CEILING_MS = 10_000_000
 
 
@@ -99,6 +119,17 @@ def _fits_before_delay(message: Message) -> bool:
         return _java_length(encode_properties(message.properties)) <= 32767
     except (OverflowError, ValueError, TypeError, AttributeError):
         return False
+
+
+def _properties_shape(props: dict[str, str]) -> tuple | None:  # type: ignore[type-arg]
+    """``properties_format`` of the names of *props* (None when a name is no str), remembered as put's last
+    shape when it may serve every dict of these names."""
+    global _last_shape
+    names = tuple(props)
+    shape = _PROPERTY_FORMATS_GET(names) or properties_format(names)
+    if shape is not None and shape[2] and _order_free(names):
+        _last_shape = (*shape, len(names))
+    return shape
 
 
 def _java_length(text: str) -> int:
@@ -225,22 +256,31 @@ class StoreWrites(StoreParts):
         uniq_key = keys = None
         if props:
             # encode_properties inlined (the put hot path): the cached Java-HashMap-order format, filled
-            # when every value is a str; anything else goes through encode_properties itself
-            names = tuple(props)
-            # (a PeakProperties, iterated in a bigger table than its size gives, or a SentProperties, stored
-            # as the text it came as, is encode_properties's)
-            shape = _PROPERTY_FORMATS_GET(names) or properties_format(names) if props.__class__ is _DICT else None
-            props_text = None
-            if shape is not None:
-                values = shape[1](props)
-                try:
-                    joined = "".join(values)  # type: ignore[arg-type]
-                except TypeError:  # a None value (skipped) or one that is not a str (refused)
-                    pass
-                else:
-                    props_text = shape[0] % values
-                    facts = shape[2] and _NAME_VALUE_SEPARATOR not in joined and _PROPERTY_SEPARATOR not in joined \
-                        and topic != SCHEDULE_TOPIC
+            # when every value is a str; anything else goes through encode_properties itself.  (A
+            # PeakProperties, iterated in a bigger table than its size gives, or a SentProperties, stored as
+            # the text it came as, is encode_properties's.)  The last shape first (see _last_shape)
+            props_text = values = None
+            if props.__class__ is _DICT:
+                shape = _last_shape
+                if len(props) == shape[3]:
+                    try:
+                        values = shape[1](props)
+                    except KeyError:  # other names
+                        pass
+                if values is None:
+                    found = _properties_shape(props)
+                    if found is not None:
+                        shape = found
+                        values = shape[1](props)
+                if values is not None:
+                    try:
+                        joined = "".join(values)  # type: ignore[arg-type]
+                    except TypeError:  # a None value (skipped) or one that is not a str (refused)
+                        pass
+                    else:
+                        props_text = shape[0] % values
+                        facts = shape[2] and _NAME_VALUE_SEPARATOR not in joined \
+                            and _PROPERTY_SEPARATOR not in joined and topic != SCHEDULE_TOPIC
             if props_text is None:
                 try:
                     props_text = encode_properties(props)
@@ -283,10 +323,41 @@ class StoreWrites(StoreParts):
                 # a lone surrogate (a JSON header may carry one as an escape): 4.9.3's getBytes(UTF_8)
                 # stores a '?' for each and takes the message
                 props_bytes = props_text.encode("utf-8", "replace")
-            draft = draft_message(message, props_bytes,
-                                  self._store_host_bytes if born_host is None else self._host_bytes(born_host),
-                                  self._store_host_bytes if store_host is None else self._host_bytes(store_host),
-                                  self._max_message_bytes)
+            born = self._store_host_bytes if born_host is None else self._host_bytes(born_host)
+            store = self._store_host_bytes if store_host is None else self._host_bytes(store_host)
+            # record.draft_message written out (the put hot path): the same checks, in the same order
+            topic_part = _TOPIC_PARTS_GET(topic)
+            if topic_part is None:
+                topic_part = _topic_part(topic)
+            props_len = len(props_bytes)
+            if props_len > 32767:
+                raise PropertiesTooLargeError(props_len)
+            body = message.body
+            if body.__class__ is not bytes:
+                # a buffer's len() may count items, not bytes (a memoryview of ints): its bytes, or TypeError
+                # for something that is no buffer (a str, None, an int)
+                body = bytes(memoryview(body))
+            body_len = len(body)
+            size = 90 + body_len + len(topic_part) + props_len  # 91 bytes of fixed fields, TOPICLENGTH in topic_part
+            sys_flag = message.sys_flag & ~0x30
+            if len(born) + len(store) != 16:  # an IPv6 host
+                sys_flag, extra = host_flags(sys_flag, born, store)
+                size += extra
+            if size > self._max_message_bytes:
+                raise MessageTooLargeError(size, self._max_message_bytes)
+            flag = message.flag
+            born_ts = message.born_timestamp
+            reconsume = message.reconsume_times
+            prepared = message.prepared_transaction_offset
+            if flag or sys_flag or reconsume or prepared or not -0x8000000000000000 <= born_ts <= 0x7FFFFFFFFFFFFFFF:
+                # the usual message has these at 0 and a sane born time (its queue id was checked above)
+                _check_record_fields(queue_id, flag, sys_flag, reconsume, born_ts, prepared)
+                header = _WRITE_HEADERS[sys_flag >> 4 & 3]
+            else:
+                header = PLAIN_WRITE_HEADER  # IPv4 hosts (no host bit in sys_flag), the four fields 0
+            crc = _crc32(body) & 0x7FFFFFFF
+            tail = _join_bytes((body, topic_part, _PROPS_LEN_BYTES[props_len] if props_len < 4096
+                                else props_len.to_bytes(2, "big"), props_bytes))
         except PropertiesTooLargeError as exc:
             # too many bytes; 4.9.3's checkMessage first measured the string it was given in UTF-16 units
             fits = _java_length(props_text) <= 32767 if scheduled is None else _fits_before_delay(scheduled)
@@ -297,28 +368,69 @@ class StoreWrites(StoreParts):
         except (MessageTooLargeError, InvalidTopicError, MessageFieldError, OverflowError, ValueError, TypeError,
                 AttributeError, struct.error) as exc:
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id, remark=str(exc))
-        size = draft[1]
-        sys_flag = draft[5]
         # NOT (0) and COMMIT (8) records take a queue offset, PREPARED (4) and ROLLBACK (12) do not: bit 4.
         # The last queue's key is reused: the queue-offset table then finds its own key object (no tuple
         # to build, hash twice and compare item by item per put)
         queue_key = self._last_queue_key
         if queue_key[1] != queue_id or queue_key[0] != topic:
             queue_key = self._last_queue_key = (topic, queue_id)
+        # CommitLog.append written out (the put hot path): keep the two in step.  A free lock is taken
+        # without parsing a timeout (most appends)
+        commitlog = self._commitlog
+        lock = commitlog.lock
+        if not lock.acquire(False) and not lock.acquire(True, commitlog.lock_wait_s):
+            return PutResult(PutMessageStatus.OS_PAGECACHE_BUSY, remark="the commitlog write lock is busy")
         try:
-            offset, queue_offset, ts = self._commitlog.append(
-                draft, None if sys_flag & _PREPARED_BIT else queue_key,
-                message.store_timestamp, topic if facts else None, tags_hash, uniq_key, keys)
+            if commitlog.refuse_appends:
+                raise AppendError("SERVICE_NOT_AVAILABLE", "the store is closed")
+            now = _time_ns() // 1_000_000
+            commitlog.lock_begin_ms = now
+            ts = message.store_timestamp
+            if ts is None:
+                ts = now
+            mf = commitlog.tail
+            if mf is None or size + 8 > mf.size_bytes - mf.wrote:  # 8: BLANK_RECORD_BYTES
+                if size + BLANK_RECORD_BYTES > commitlog.segment_bytes:  # (a record that fits the tail fits a segment)
+                    raise AppendError("MESSAGE_ILLEGAL", f"{size} bytes of records cannot fit a segment of "
+                                                         f"{commitlog.segment_bytes} bytes")
+                mf = commitlog.segment_for(size)
+            pos = mf.wrote
+            offset = mf.start_offset + pos
+            if sys_flag & _PREPARED_BIT:
+                queue_offset = 0
+            else:
+                queue_offsets = commitlog.queue_offsets
+                queue_offset = queue_offsets.get(queue_key, 0)
+            buf = commitlog.tail_buffer
+            if header is PLAIN_WRITE_HEADER:  # FLAG, SYSFLAG, RECONSUMETIMES, PREPAREDOFFSET: zero pad bytes
+                header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, queue_offset, offset, born_ts, born,
+                                 ts, store, body_len)
+            else:
+                header.pack_into(buf, pos, size, MESSAGE_MAGIC, crc, queue_id, flag, queue_offset, offset,
+                                 sys_flag, born_ts, born, ts, store, reconsume, prepared, body_len)
+            buf[pos + header.size : pos + size] = tail
+            if not sys_flag & _PREPARED_BIT:
+                queue_offsets[queue_key] = queue_offset + 1
+            mf.wrote = pos + size
+            if facts:
+                pending = commitlog.facts
+                if len(pending) < FACTS_MAX:
+                    pending.append((offset, size, topic, queue_id, queue_offset, sys_flag, ts, tags_hash, uniq_key,
+                                    keys))
+            commitlog.last_store_timestamp = ts
         except AppendError as exc:
             return PutResult(PutMessageStatus[exc.kind], remark=str(exc))
         except struct.error as exc:
-            # a field the checks above let through that is no int (a float born timestamp): nothing was
+            # a field the checks above let through that is no int (a float store timestamp): nothing was
             # appended (the record's end did not move), as RocketMQ refuses a message it cannot encode
             return PutResult(PutMessageStatus.MESSAGE_ILLEGAL, topic=topic, queue_id=queue_id,
                              remark=int_fields_remark(message, exc))
         except (OSError, ValueError, IndexError) as exc:
             self._fence(exc)
             return PutResult(PutMessageStatus.UNKNOWN_ERROR, remark=str(exc))
+        finally:
+            commitlog.lock_begin_ms = 0
+            lock.release()
         threads = self._threads
         if threads.dispatch_idle:
             threads.release_dispatch()

@@ -1,8 +1,8 @@
 """The put path writes exactly the bytes the record codec encodes, and answers bad input as before.
 
-``CommitLog.append`` lays the draft down itself (``write_record`` inlined for speed) and the put path packs
-hosts once and encodes properties through a cached format: these tests pin all of that to
-``encode_record`` and to the plain pair-by-pair properties writer.
+``MessageStore.put`` drafts and lays the record down itself (``draft_message`` and ``write_record`` written
+out for speed), packs hosts once and encodes properties through a cached format: these tests pin all of
+that to ``encode_record`` and to the plain pair-by-pair properties writer.
 """
 
 from __future__ import annotations
