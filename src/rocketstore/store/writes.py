@@ -374,8 +374,9 @@ class StoreWrites(StoreParts):
         queue_key = self._last_queue_key
         if queue_key[1] != queue_id or queue_key[0] != topic:
             queue_key = self._last_queue_key = (topic, queue_id)
-        # CommitLog.append written out (the put hot path): keep the two in step.  A free lock is taken
-        # without parsing a timeout (most appends)
+        # The single record's placement, under the commitlog's lock with its state (CommitLog.append_batch
+        # places a batch the same way: keep the two in step).  A free lock is taken without parsing a
+        # timeout (most appends)
         commitlog = self._commitlog
         lock = commitlog.lock
         if not lock.acquire(False) and not lock.acquire(True, commitlog.lock_wait_s):
