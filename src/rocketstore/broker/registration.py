@@ -350,7 +350,14 @@ class Registrar:
                     return _Answer(False)
             self._sent_seq[addr] = registration.seq
             self._holds.pop(addr, None)  # unknown until it answers
-            response = await connection.request(registration.request, left)
+            try:
+                response = await connection.request(registration.request, left)
+            except RequestTimeoutError as exc:
+                # closed, as 4.9.3's invokeSync closes a channel whose request timed out: a name server
+                # gone silent (no FIN, no RST: a NAT entry dropped) is registered with on a new connection
+                # next time, before it expires the broker, not timed out on this one for good
+                self.pool.close_timed_out(addr, connection, exc)
+                raise
         except RemotingError as exc:
             if self.registered.get(addr, True):
                 log.warning("cannot register with name server %s: %s", addr, exc)

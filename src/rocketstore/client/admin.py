@@ -647,8 +647,10 @@ class AdminClient(NamesrvAdmin, BrokerAdmin, AclAdmin, TraceAdmin, GroupAdmin, C
         addrs = sorted({addr for bd in route.broker_datas if (addr := bd.any_addr()) is not None})
 
         async def ask(addr: str) -> list[StoredMessage]:
+            # an async call in 4.9.3 (MQClientAPIImpl.queryMessage's invokeAsync): a time-out closes nothing
             response = await self.pool.request(
-                addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields()), self.timeout_s)
+                addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, header.to_ext_fields()), self.timeout_s,
+                close_if_timeout=False)
             if response.code == ResponseCode.QUERY_NOT_FOUND:
                 return []
             if response.code != ResponseCode.SUCCESS:

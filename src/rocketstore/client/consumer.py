@@ -373,11 +373,14 @@ class PullConsumer:
 
     async def pull(self, mq: MessageQueue, offset: int, max_count: int = 32, *,
                    expression: str | MessageSelector = "*", suspend_ms: int = 0,
-                   commit_offset: int | None = None, timeout_s: float | None = None) -> PullResult:
+                   commit_offset: int | None = None, timeout_s: float | None = None,
+                   close_if_timeout: bool = True) -> PullResult:
         """Pull from *offset*; with *suspend_ms* the broker holds the request until a message arrives.
         *expression*: a tag expression (``"TagA || TagB"``) or a :class:`MessageSelector`.  *timeout_s*:
         the bound of the request (4.9.3's pullKernelImpl timeoutMillis: consumerTimeoutMillisWhenSuspend for
-        a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``.  Messages whose body fails its CRC
+        a long poll); None: *suspend_ms* plus the consumer's ``timeout_s``.  A pull that times out closes its
+        connection, as 4.9.3's sync pulls do; not with *close_if_timeout* False (a push consumer's, async in
+        4.9.3, which leaves the channel open).  Messages whose body fails its CRC
         or does not inflate, and a record that does not decode, come apart in ``undecodable`` (not logged
         here: the caller decides).  In a namespace the messages name their topic without it."""
         if self.namespace is not None:
@@ -396,7 +399,8 @@ class PullConsumer:
         if timeout_s is None:
             timeout_s = suspend_ms / 1000 + self.timeout_s
         response = await self.pool.request(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE,
-                                                                         header.to_ext_fields()), timeout_s)
+                                                                         header.to_ext_fields()), timeout_s,
+                                           close_if_timeout=close_if_timeout)
         status = _PULL_STATUS.get(response.code)
         if status is None:
             raise broker_error_for(response.code, response.remark)

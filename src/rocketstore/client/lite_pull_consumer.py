@@ -237,6 +237,8 @@ class LitePullConsumer(GroupConsumer):
     #: pulls carry no commit offset (4.9.3's lite pulls neither): a broker offset written behind the offset
     #: store's back made it skip a later commit of the value it sent last (a seek back, then commit_sync)
     commit_offset_with_pull = False
+    #: a pull that times out closes its connection (4.9.3's lite pulls are sync calls)
+    close_on_pull_timeout = True
 
     def __init__(self, namesrv_addr: str | None, group: str, settings: LitePullConsumerSettings | None = None, *,
                  credentials: SessionCredentials | None = None, tls: ClientTls = None,

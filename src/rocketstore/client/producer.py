@@ -627,6 +627,9 @@ class Producer(SingleTrySends):
                 if fault is not None:  # any error answer, retried or not (4.9.3's MQBrokerException)
                     fault.update(mq.broker_name, fault.clock() - begin_ms, True)
                 if not error.retriable:
+                    # and the connection is closed, the next send opening another (a sync send's invokeSync
+                    # closes it: a peer gone silent would time every later send on it out)
+                    self.pool.close_timed_out(addr, connection, exc)
                     if not_ok is not None:  # sendDefaultImpl returns the answer it has, not this error
                         return self._not_ok_result(not_ok, topic, known)
                     raise

@@ -38,7 +38,7 @@ from rocketstore.client.namespace import with_namespace
 from rocketstore.client.process_queue import wait_event
 from rocketstore.client.push_types import local_ip, new_instance_name
 from rocketstore.client.route import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, RouteCache, check
-from rocketstore.errors import RocketStoreError
+from rocketstore.errors import RequestTimeoutError, RocketStoreError
 from rocketstore.message.names import group_problem
 from rocketstore.remoting.bodies import HeartbeatData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
@@ -309,7 +309,12 @@ class ProducerInstance:
     async def _heartbeat(self, addr: str) -> None:
         request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, self.heartbeat_data().encode())
         connection = await self.pool.get(addr)
-        check(await connection.request(request, self.mq_client_api_timeout_s))
+        try:
+            response = await connection.request(request, self.mq_client_api_timeout_s)
+        except RequestTimeoutError as exc:  # closed, as 4.9.3's invokeSync closes it (see close_timed_out)
+            self.pool.close_timed_out(addr, connection, exc)
+            raise
+        check(response)
         self._heartbeated[addr] = connection
 
     async def _unregister(self, addr: str) -> None:

@@ -80,6 +80,9 @@ class PullOwner(Protocol):
     clustering: bool
     #: CLUSTERING pulls carry the committed offset (the push consumer's do; the lite pull consumer's not)
     commit_offset_with_pull: bool
+    #: a pull that times out closes its connection (the lite pull consumer's, sync in 4.9.3); not the push
+    #: consumer's (async there: the channel stays open, its heartbeats, sync, close a silent one)
+    close_on_pull_timeout: bool
     stopping: bool
     consumer: PullConsumer
     offsets: OffsetStore
@@ -179,7 +182,8 @@ async def pull_loop(pc: PullOwner, pq: ProcessQueue, offset: int) -> None:
             result = await pc.consumer.pull(mq, offset, s.pull_batch_size, expression=expression,
                                             suspend_ms=s.long_poll_ms,
                                             timeout_s=s.consumer_timeout_when_suspend_s,
-                                            commit_offset=committed if committed > 0 else None)
+                                            commit_offset=committed if committed > 0 else None,
+                                            close_if_timeout=pc.close_on_pull_timeout)
         except LoopBoundError as exc:
             _stop_on_wrong_loop(mq, exc)
             return

@@ -109,6 +109,8 @@ class PushConsumer(QueueLocks):
     kind = "PushConsumer"
     #: a pull tells the broker the queue's consumed offset too (4.9.3's commitOffsetEnable)
     commit_offset_with_pull = True
+    #: a pull that times out leaves its connection open (4.9.3's pulls are async calls here)
+    close_on_pull_timeout = False
 
     def __init__(self, namesrv_addr: str | None, group: str, subscriptions: Mapping[str, str | MessageSelector],
                  handler: MessageHandler,

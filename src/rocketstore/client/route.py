@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from rocketstore.address_server import AddressServerWatcher, address_server_url, domain_from_env
 from rocketstore.client.errors import FAQ_SUFFIX, BrokerError, NoRouteError, broker_error_for
-from rocketstore.errors import LoopBoundError, RemotingError
+from rocketstore.errors import LoopBoundError, RemotingError, RequestTimeoutError
 from rocketstore.remoting.bodies import MASTER_ID, Perm, QueueData, TopicRouteData
 from rocketstore.remoting.codes import RequestCode, ResponseCode
 from rocketstore.remoting.command import RemotingCommand
@@ -228,6 +228,12 @@ class RouteCache:
                     response = await connection.request(request, self.timeout_s)
                 except LoopBoundError:
                     raise  # the client is used from the wrong loop: every name server would refuse the same
+                except RequestTimeoutError as exc:
+                    # closed, as 4.9.3's invokeSync closes a channel whose request timed out: a name server
+                    # gone silent (no FIN, no RST) is not asked on it again, the next look-up moves on
+                    self.pool.close_timed_out(addr, connection, exc)
+                    last_error = exc
+                    continue
                 except RemotingError as exc:
                     last_error = exc
                     continue

@@ -148,12 +148,17 @@ class ConnectionPool:
                 self._connections[address] = connection
             return connection
 
-    async def request(self, address: str, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
+    async def request(self, address: str, command: RemotingCommand, timeout_s: float, *,
+                      close_if_timeout: bool = True) -> RemotingCommand:
+        """*command*'s answer from *address*.  A time-out closes the connection (:meth:`close_timed_out`),
+        as 4.9.3's invokeSync; not with *close_if_timeout* False, as its invokeAsync (a push consumer's
+        pull) leaves the channel open."""
         connection = await self.get(address)
         try:
             return await connection.request(command, timeout_s)
         except RequestTimeoutError as exc:
-            self.close_timed_out(address, connection, exc)
+            if close_if_timeout:
+                self.close_timed_out(address, connection, exc)
             raise
 
     def close_timed_out(self, address: str, connection: Connection, cause: RequestTimeoutError) -> None:
