@@ -18,7 +18,7 @@ import functools
 import random
 import time
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocketstore.broker.retry import register_created, routed
 from rocketstore.broker.stats_admin import disk_used_ratio
@@ -34,7 +34,13 @@ from rocketstore.message.batch import MessageBatch
 from rocketstore.message.host import HostAddress, parse_host
 from rocketstore.message.inflate import inflate_body
 from rocketstore.message.java_numbers import java_int_problem
-from rocketstore.message.properties import PeakProperties, PropertyName, encode_properties, parse_properties
+from rocketstore.message.properties import (
+    HasTagsAndKeys,
+    PeakProperties,
+    PropertyName,
+    encode_properties,
+    parse_properties,
+)
 from rocketstore.message.record import Message, SysFlag, record_size
 from rocketstore.remoting.bodies import Perm, TopicConfig
 from rocketstore.remoting.codes import MQVersion, RequestCode, ResponseCode, response_code_for_put_status
@@ -195,8 +201,9 @@ def _answer_frame(config: BrokerConfig, request: RemotingCommand, result: PutRes
     code = _SUCCESS_CODE_FOR_STATUS.get(result.status)
     if code is None:
         return _answer(request, result, queue_id, region, store_config)
-    return _answer_template(config).encode(code, request.opaque,
-                                           (result.msg_id, str(queue_id), str(result.queue_offset)))
+    # (plain values: a message id is hex, a batch's ids joined by commas)
+    return _answer_template(config).encode_plain(code, request.opaque,
+                                                 (result.msg_id, str(queue_id), str(result.queue_offset)))
 
 
 def _send_sync_flush(broker: Broker, conn: Connection, request: RemotingCommand,
@@ -448,7 +455,16 @@ def _java_topic_config_text(tc: TopicConfig) -> str:
             f"{tc.topic_sys_flag}, order={'true' if tc.order else 'false'}]")
 
 
-_MESSAGE_SETTERS = tuple(getattr(Message, f.name).__set__ for f in dataclasses.fields(Message))
+class _MessageSlots(HasTagsAndKeys):
+    """Message's slots without its frozen ``__setattr__`` (as message.record_decode builds StoredMessage):
+    _new_message fills one with plain attribute stores and then sets its ``__class__`` to Message, which
+    CPython allows because the two slot layouts (and bases) are the same; the result is an ordinary Message."""
+
+    __slots__ = Message.__slots__
+
+
+if len(dataclasses.fields(Message)) != 12:  # _new_message must set every field
+    raise AssertionError(f"Message fields changed: {Message.__slots__}")
 _new = object.__new__
 
 
@@ -456,24 +472,24 @@ def _new_message(topic: str, body: bytes, properties: dict[str, str], queue_id: 
                  born_timestamp: int, born_host: HostAddress | None, store_host: HostAddress | None,
                  reconsume_times: int) -> Message:
     """``Message(topic, ..., reconsume_times)`` (the later fields at their defaults) with the slots filled
-    directly: the frozen dataclass's ``__init__`` goes through ``object.__setattr__`` by name, twice the
-    cost, once per send.  tests/unit/broker/test_send_answer.py holds the two equal."""
-    message = _new(Message)
-    (set_topic, set_body, set_properties, set_queue_id, set_flag, set_sys_flag, set_born_timestamp, set_born_host,
-     set_store_host, set_reconsume_times, set_prepared_offset, set_store_timestamp) = _MESSAGE_SETTERS
-    set_topic(message, topic)
-    set_body(message, body)
-    set_properties(message, properties)
-    set_queue_id(message, queue_id)
-    set_flag(message, flag)
-    set_sys_flag(message, sys_flag)
-    set_born_timestamp(message, born_timestamp)
-    set_born_host(message, born_host)
-    set_store_host(message, store_host)
-    set_reconsume_times(message, reconsume_times)
-    set_prepared_offset(message, 0)
-    set_store_timestamp(message, None)
-    return message
+    directly (see :class:`_MessageSlots`): the frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` by name, several times the cost, once per send.  tests/unit/broker/test_send_answer.py
+    holds the two equal."""
+    message: Any = _new(_MessageSlots)
+    message.topic = topic
+    message.body = body
+    message.properties = properties
+    message.queue_id = queue_id
+    message.flag = flag
+    message.sys_flag = sys_flag
+    message.born_timestamp = born_timestamp
+    message.born_host = born_host
+    message.store_host = store_host
+    message.reconsume_times = reconsume_times
+    message.prepared_transaction_offset = 0
+    message.store_timestamp = None
+    message.__class__ = Message
+    return message  # type: ignore[no-any-return]
 
 
 def _is_batch(request: RemotingCommand) -> bool:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice, repeat
 from operator import attrgetter, is_
-from typing import Protocol
+from typing import Any, Protocol
 
 from rocketstore.client.errors import ClientError, MessageIllegalError
 from rocketstore.client.route import MessageQueue
@@ -44,7 +44,9 @@ from rocketstore.message.properties import (
     waits_store_msg_ok,
 )
 from rocketstore.message.system_topics import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
+from rocketstore.remoting.codec import _quote_json
 from rocketstore.remoting.codes import RequestCode, ResponseCode
+from rocketstore.remoting.templates import _need_escapes
 
 __all__ = ["REPLY_MESSAGE_FLAG", "REPLY_TOPIC_SUFFIX", "HasProperties", "OutgoingMessage", "SendResult",
            "new_uniq_key", "new_uniq_keys", "reply_properties", "topic_name_problem", "topic_problem"]
@@ -329,6 +331,29 @@ def _properties_template(with_tags: bool) -> str:
 
 _TAGGED_PROPERTIES = _properties_template(True)
 _UNTAGGED_PROPERTIES = _properties_template(False)
+#: tags -> the JSON text JsonRequestTemplate.encode writes for the usual properties with those tags, cut
+#: where the key goes (opening quote included before, closing quote after), or () for tags whose properties
+#: fastjson escapes otherwise (see _quoted_properties)
+_QUOTED_PROPERTIES: dict[str | None, tuple[str, str] | tuple[()]] = {}
+
+
+def _quoted_properties(tags: str | None, uniq_key: str) -> str | None:
+    """``(_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq_key)`` as the JSON string
+    JsonRequestTemplate.encode writes for it, quotes included (what its encode_quoted takes), without quoting
+    and searching it per send: JSON quotes character by character and *uniq_key* (new_uniq_key's, hex) needs
+    no escape, so the quoted text around the key is kept per tags.  None for tags whose properties need one
+    of fastjson's own escapes (templates._need_escapes): the template then quotes the text itself."""
+    parts = _QUOTED_PROPERTIES.get(tags)
+    if parts is None:
+        if len(_QUOTED_PROPERTIES) >= 1024:
+            _QUOTED_PROPERTIES.clear()
+        before, after = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).split("{1}")
+        before, after = before.format(tags), after.format(tags)
+        parts = () if _need_escapes((before, after)) else (_quote_json(before)[:-1], _quote_json(after)[1:])
+        _QUOTED_PROPERTIES[tags] = parts
+    if not parts:
+        return None
+    return parts[0] + uniq_key + parts[1]  # type: ignore[misc]
 
 
 def _check_properties(properties: Mapping[str, str | None]) -> None:
@@ -443,21 +468,29 @@ class SendResult:
     trace_on: bool = True
 
 
-_SEND_RESULT_SETTERS = tuple(getattr(SendResult, name).__set__ for name in (
-    "status", "msg_id", "offset_msg_id", "message_queue", "queue_offset", "region_id", "trace_on"))
+class _SendResultSlots:
+    """SendResult's slots without its frozen ``__setattr__`` (see remoting.command._CommandSlots): filled
+    with plain attribute stores, then made a SendResult by setting ``__class__`` (the same slot layout)."""
+
+    __slots__ = SendResult.__slots__
+
+
+if SendResult.__slots__ != ("status", "msg_id", "offset_msg_id", "message_queue", "queue_offset", "region_id",
+                            "trace_on"):  # _new_send_result must set every field
+    raise AssertionError(f"SendResult fields changed: {SendResult.__slots__}")
 
 
 def _new_send_result(status: str, msg_id: str, offset_msg_id: str, message_queue: MessageQueue,
                      queue_offset: int, region_id: str, trace_on: bool) -> SendResult:
     """``SendResult(...)`` filling the slots directly (as remoting's new_command does): the frozen
     dataclass's ``__init__`` goes through ``object.__setattr__`` by name, a cost paid once per send."""
-    result = object.__new__(SendResult)
-    set_status, set_msg_id, set_offset_msg_id, set_queue, set_offset, set_region, set_trace_on = _SEND_RESULT_SETTERS
-    set_status(result, status)
-    set_msg_id(result, msg_id)
-    set_offset_msg_id(result, offset_msg_id)
-    set_queue(result, message_queue)
-    set_offset(result, queue_offset)
-    set_region(result, region_id)
-    set_trace_on(result, trace_on)
-    return result
+    result: Any = object.__new__(_SendResultSlots)
+    result.status = status
+    result.msg_id = msg_id
+    result.offset_msg_id = offset_msg_id
+    result.message_queue = message_queue
+    result.queue_offset = queue_offset
+    result.region_id = region_id
+    result.trace_on = trace_on
+    result.__class__ = SendResult
+    return result  # type: ignore[no-any-return]

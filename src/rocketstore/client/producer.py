@@ -115,6 +115,7 @@ from rocketstore.client.outgoing_message import (
     _check_tags,
     _flags_not_ints,
     _property_text,
+    _quoted_properties,
     _retry_header_fields,
     _uniform_batch_body,
     _waits_store,
@@ -347,6 +348,7 @@ class Producer(SingleTrySends):
         if properties and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             properties = dict(properties)
             retry_fields = _retry_header_fields(topic, properties)
+        quoted = None  # the properties as the frame's JSON text, for the usual send (see _quoted_properties)
         if properties or keys:
             message = OutgoingMessage(body, tags, keys, dict(properties) if properties else {})
             uniq = message.uniq_key()
@@ -359,6 +361,7 @@ class Producer(SingleTrySends):
             _check_tags(tags)
             uniq = new_uniq_key()
             text = (_TAGGED_PROPERTIES if tags else _UNTAGGED_PROPERTIES).format(tags, uniq)
+            quoted = _quoted_properties(tags, uniq)
         sys_flag = 0
         if len(body) >= self.compress_msg_body_over_howmuch:  # tryToCompressMessage (the trace too sees it)
             try:
@@ -368,12 +371,12 @@ class Producer(SingleTrySends):
         if self.trace is None:
             result = await self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=flag,
                                       sys_flag=sys_flag, retry_fields=retry_fields, timeout_s=timeout_s,
-                                      broker_name=broker_name)
+                                      broker_name=broker_name, quoted=quoted)
         else:
             began_ms = [0]
             sending = self._send(topic, code, body, text, uniq, batch=False, queue_id=queue_id, flag=flag,
                                  sys_flag=sys_flag, began_ms=began_ms, retry_fields=retry_fields,
-                                 timeout_s=timeout_s, broker_name=broker_name)
+                                 timeout_s=timeout_s, broker_name=broker_name, quoted=quoted)
             result = await self.trace.pub(sending, topic, len(body), tags, keys, properties,
                                           began_ms=began_ms)
         return result if self.namespace is None else self._out_of_namespace(result)
@@ -487,11 +490,12 @@ class Producer(SingleTrySends):
     async def _send(self, topic: str, code: int, body: bytes, properties: str, msg_id: str, *, batch: bool,
                     queue_id: int | None, flag: int, sys_flag: int = 0, began_ms: list[int] | None = None,
                     retry_fields: dict[str, str] | None = None, timeout_s: float | None = None,
-                    broker_name: str | None = None) -> SendResult:
+                    broker_name: str | None = None, quoted: str | None = None) -> SendResult:
         """Send with retries (none for a chosen *queue_id*, but see :meth:`_chosen_queue_attempts`), on
         *broker_name*'s queue only when given (a send to a MessageQueue);
         *retry_fields* (:func:`_retry_header_fields`') go into every attempt's header; *timeout_s* bounds the
-        send instead of the producer's timeout.
+        send instead of the producer's timeout.  *quoted*: *properties* as the frame's JSON text
+        (:func:`_quoted_properties`), when the send has it.
         *began_ms* (a traced send's): its one item set to the wall-clock ms at which each attempt's request
         starts, so the trace's Pub times the attempt that answered, not the failed ones before it (Java's
         SendMessageTraceHookImpl wraps each sendKernelImpl call).
@@ -602,7 +606,10 @@ class Producer(SingleTrySends):
                     born = str(int(time.time() * 1000))
                     template = self._frame_template(topic, mq.queue_id, batch, flag, code, bool(properties),
                                                     sys_flag)
-                    encode = partial(template.encode, (born, properties) if properties else (born,), body)
+                    if quoted is not None:  # (born: decimal digits, written as they are)
+                        encode = partial(template.encode_quoted, ('"' + born + '"', quoted), body)
+                    else:
+                        encode = partial(template.encode, (born, properties) if properties else (born,), body)
                     response = await connection.request_encoded(encode, code, timeout_s)
                 else:
                     ext = self._ext_fields_v2(topic, mq.queue_id, properties, batch, flag, sys_flag)
@@ -620,6 +627,10 @@ class Producer(SingleTrySends):
                     # iteration, so on a loaded machine its timer fires before time.monotonic() reaches the
                     # deadline, and a retry with a few ms left went out (sendDefaultImpl: none, time spent)
                     deadline = min(deadline, time.monotonic())
+                    # and the connection is closed, the next send opening another (a sync send's invokeSync
+                    # closes it: a peer gone silent would time every later send on it out)
+                    if connection is not None:
+                        self.pool.close_timed_out(addr, connection, exc)
                 last_error, failed_broker = exc, mq.broker_name
                 brokers_sent += (mq.broker_name,)
                 continue
@@ -627,9 +638,6 @@ class Producer(SingleTrySends):
                 if fault is not None:  # any error answer, retried or not (4.9.3's MQBrokerException)
                     fault.update(mq.broker_name, fault.clock() - begin_ms, True)
                 if not error.retriable:
-                    # and the connection is closed, the next send opening another (a sync send's invokeSync
-                    # closes it: a peer gone silent would time every later send on it out)
-                    self.pool.close_timed_out(addr, connection, exc)
                     if not_ok is not None:  # sendDefaultImpl returns the answer it has, not this error
                         return self._not_ok_result(not_ok, topic, known)
                     raise

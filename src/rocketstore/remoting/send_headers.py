@@ -12,8 +12,9 @@ remoting.header_fields, nothing with sockets, clocks or threads; never headers.p
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Self
 
 from rocketstore.remoting.codes import RequestCode
@@ -103,11 +104,60 @@ def send_message_header_fields(code: int, ext_fields: Mapping[str, str]) -> Send
     default_topic, default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties,
     reconsume_times, unit_mode, batch, max_reconsume_times) without building the header object: the
     broker's send path reads each of them once.  Raises HeaderFieldError as the parser does."""
-    fields = _read_send_fast(_SEND_V2_WIRE if code in SEND_MESSAGE_V2_CODES else _SEND_V1_WIRE, ext_fields)
+    v2 = code in SEND_MESSAGE_V2_CODES
+    try:
+        fields = _read_send_usual(_SEND_V2_USUAL if v2 else _SEND_V1_USUAL, ext_fields)
+    except (KeyError, TypeError, AttributeError):  # (a try costs nothing until it raises) not the usual header
+        fields = None
+    if fields is None:
+        fields = _read_send_fast(_SEND_V2_WIRE if v2 else _SEND_V1_WIRE, ext_fields)
     if fields is None:
         header = parse_send_message_header(code, ext_fields)
         fields = tuple(getter(header) for getter in _SEND_GETTERS)  # type: ignore[assignment]
     return fields  # type: ignore[return-value]
+
+
+#: the decimal texts of the small numbers a usual send header carries (queue counts and ids, sysFlag, flag,
+#: reconsume times), each as Java reads it; any other text (a sign, a leading zero, a non-ASCII digit, more
+#: digits) is not a key: _read_send_fast reads it
+_SMALL_INTS = {str(number): number for number in range(1024)}
+#: unitMode / batch as Boolean.parseBoolean reads the usual texts (absent: false); others are not keys
+_USUAL_BOOLS: dict[str | None, bool] = {None: False, "false": False, "true": True}
+#: (itemgetter of the eight required fields, properties, reconsumeTimes, unitMode, batch and
+#: maxReconsumeTimes names) per spelling
+_UsualWire = tuple[Callable[[Mapping[str, str]], tuple[str, ...]], str, str, str, str, str]
+
+
+def _usual_wire(wire: tuple[str, ...]) -> _UsualWire:
+    return (itemgetter(*wire[:8]), *wire[8:])  # type: ignore[return-value]
+
+
+_SEND_V1_USUAL = _usual_wire(_SEND_V1_WIRE)
+_SEND_V2_USUAL = _usual_wire(_SEND_V2_WIRE)
+
+
+def _read_send_usual(usual: _UsualWire, ext_fields: Mapping[str, str]) -> SendHeaderFields | None:
+    """:func:`_read_send_fast` for the header nearly every send carries: the eight required fields in one
+    C call, the small numbers and the booleans by table.  Raises KeyError, TypeError or AttributeError, or
+    returns None, for anything else (a field missing, a number off the table, a value that is no string):
+    then :func:`_read_send_fast` reads it (same values, or None)."""
+    getter, w_properties, w_reconsume, w_unit_mode, w_batch, w_max_reconsume = usual
+    group, topic, default_topic, raw_queue_nums, raw_queue_id, raw_sys_flag, raw_born, raw_flag = getter(ext_fields)
+    if type(group) is not str or type(topic) is not str or type(default_topic) is not str:
+        return None
+    small = _SMALL_INTS
+    if not raw_born.isdecimal() or len(raw_born) > 18:
+        return None
+    get = ext_fields.get
+    properties = get(w_properties)
+    if properties is not None and type(properties) is not str:
+        return None
+    raw = get(w_reconsume)
+    raw_max = get(w_max_reconsume)
+    bools = _USUAL_BOOLS
+    return (group, topic, default_topic, small[raw_queue_nums], small[raw_queue_id], small[raw_sys_flag],
+            int(raw_born), small[raw_flag], properties, None if raw is None else small[raw],
+            bools[get(w_unit_mode)], bools[get(w_batch)], None if raw_max is None else small[raw_max])
 
 
 def _read_send_fast(wire: tuple[str, ...], ext_fields: Mapping[str, str]) -> SendHeaderFields | None:

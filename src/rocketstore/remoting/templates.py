@@ -59,7 +59,7 @@ class JsonResponseTemplate:
     no command object is built on the way.
     """
 
-    __slots__ = ("_escape", "_format")
+    __slots__ = ("_escape", "_format", "_plain_format")
 
     def __init__(self, keys: tuple[str, ...], constant: Mapping[str, str]) -> None:
         if not keys:
@@ -71,12 +71,33 @@ class JsonResponseTemplate:
                         for key, value in constant.items() if value is not None)
         variable = ",".join(name.replace("%", "%%") + ":%s" for name in names)
         # _encode_json_header's output for a response (flag 1, JAVA, 4.9.3, no remark) as a %-format
-        self._format = ('{"code":%d,"extFields":{' + variable + fixed.replace("%", "%%") + '},"flag":'
-                        + str(RESPONSE_FLAG) + ',"language":"' + LanguageCode.JAVA.name
-                        + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+        tail = (fixed.replace("%", "%%") + '},"flag":' + str(RESPONSE_FLAG) + ',"language":"' + LanguageCode.JAVA.name
+                + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+        self._format = '{"code":%d,"extFields":{' + variable + tail
+        #: the same with the variable values' quotes in place (encode_plain)
+        self._plain_format = ('{"code":%d,"extFields":{'
+                              + ",".join(name.replace("%", "%%") + ':"%s"' for name in names) + tail)
         #: whether the constant part holds text fastjson escapes otherwise (then every frame is fixed up)
         self._escape = any(_NEEDS_ESCAPE.search(text) is not None
                            for text in (*keys, *constant, *(v for v in constant.values() if v is not None)))
+
+    def encode_plain(self, code: int, opaque: int, values: tuple[str, ...]) -> bytes:
+        """:meth:`encode` for values its caller knows to be plain: printable ASCII without a quote or a
+        backslash (hex message ids, comma-joined or not, and decimal numbers, as a send answer's), which JSON
+        writes as they are, so that they are not quoted and searched one by one."""
+        if type(code) is not int or not _INT32_MIN <= code <= _INT32_MAX:
+            code = _checked_int(code, "code", _INT32_MIN, _INT32_MAX)
+        if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+            opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+        text = self._plain_format % (code, *values, opaque)
+        if self._escape:  # fastjson's escapes in the constant part (see java_escapes)
+            text = java_escapes(text)
+        try:
+            header = text.encode("utf-8")
+        except UnicodeEncodeError:
+            header = text.encode("utf-8", "replace")  # lone surrogates (of the constant part) as Java writes them
+        length = len(header)
+        return _PREFIX.pack(4 + length, length) + header
 
     def encode(self, code: int, opaque: int, values: tuple[str, ...]) -> bytes:
         """The frame, 4-byte total length included.  *values* are strings, one per key, in order."""
@@ -139,6 +160,28 @@ class JsonRequestTemplate:
         self._format = ('{"code":' + str(code) + ',"extFields":{' + ",".join(items) + '},"flag":' + str(flag)
                         + ',"language":"' + LanguageCode.JAVA.name
                         + '","opaque":%d,"serializeTypeCurrentRPC":"JSON","version":' + str(MQ_VERSION) + "}")
+
+    def encode_quoted(self, quoted: tuple[str, ...], body: bytes, opaque: int) -> bytes:
+        """:meth:`encode` for values given as the JSON text encode writes for them, quotes included, whose
+        characters need none of fastjson's escapes (see _need_escapes): a producer's usual properties, whose
+        quoted text it keeps per tags (client.outgoing_message._quoted_properties)."""
+        if type(opaque) is not int or not _INT32_MIN <= opaque <= _INT32_MAX:
+            opaque = _checked_int(opaque, "opaque", _INT32_MIN, _INT32_MAX)
+        text = self._format % (*quoted, opaque)
+        if self._escape:  # fastjson's escapes in the constant part (see java_escapes)
+            text = java_escapes(text)
+        try:
+            header = text.encode("utf-8")
+        except UnicodeEncodeError:
+            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+        length = len(header)
+        total = 4 + length + len(body)
+        if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
+            raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
+        try:
+            return b"".join((_PREFIX.pack(total, length), header, body))
+        except TypeError as e:  # (a try costs nothing until it raises)
+            raise body_type_error(body) or e from None
 
     def encode(self, values: tuple[str, ...], body: bytes, opaque: int) -> bytes:
         """The frame, 4-byte total length included.  *values* are strings, one per variable key, in
