@@ -150,7 +150,8 @@ class StoreOpening(StoreParts):
             self.recovery: RecoveryReport = recover(
                 self._commitlog, self._queues, self._dispatcher, self._checkpoint,
                 abnormal=not self.last_exit_ok, check_crc=cfg.check_crc_on_recover,
-                index_safe=cfg.message_index_safe, progress=progress)
+                # the index's time bounds the start only when there is an index (4.9.3: both settings)
+                index_safe=cfg.message_index_safe and cfg.message_index_enable, progress=progress)
             self._rebuild_queue_offsets()
             self._dispatcher.reput_offset = max(self._queues.max_physic_offset(), self._commitlog.min_offset)
             stopped_at = self.recovery.redispatch_stopped_at

@@ -54,7 +54,7 @@ from rocketstore.store.consume_queue import (
 from rocketstore.store.dispatch import SCHEDULE_TOPIC, Dispatcher
 from rocketstore.store.mapped_file import MappedFile
 from rocketstore.store.rebuild_props import ChunkProperties
-from rocketstore.store.recovery_scan import Chunk, SegmentReader, UniformProperties
+from rocketstore.store.recovery_scan import Chunk, SegmentReader, UniformProperties, followed_at
 
 __all__ = ["RecoveryReport", "recover", "scan_and_dispatch", "scan_valid_end", "used_bytes_after",
            "validate_record"]
@@ -118,9 +118,10 @@ def validate_record(buf: MappedFile | bytes, pos: int, limit: int, check_crc: bo
     q = p + 1 + mm[p]
     if q + 2 > end or q + 2 + _SHORT.unpack_from(mm, q)[0] != end:
         return "INVALID", 0, "lengths disagree with the record size"
-    if q + 2 < end and mm[end - 1] == 0:
-        # The body CRC does not cover topic and properties.  A properties string never ends in NUL, so a
-        # record whose last byte is zero lost its end (a torn write into a zero-filled segment).
+    if q + 2 < end and mm[end - 1] == 0 and not followed_at(mm, end, limit):
+        # The body CRC does not cover topic and properties: a record whose last byte is zero and that
+        # nothing follows lost its end (a torn write into a zero-filled segment); one that a record head
+        # follows was written whole (a last property value may end in U+0000: see ``followed_at``).
         return "INVALID", 0, "record ends in zero bytes (torn write)"
     if check_crc and zlib.crc32(mm[body_at + 4 : p]) & 0x7FFFFFFF != crc:
         return "INVALID", 0, "body CRC mismatch"

@@ -48,7 +48,8 @@ from rocketstore.message.record import (
 )
 from rocketstore.store.rebuild_props import ChunkProperties, as_int32, fold_key_hash
 
-__all__ = ["CHUNK_RECORDS", "Chunk", "GroupedProperties", "SegmentReader", "UniformProperties", "stop_reason"]
+__all__ = ["CHUNK_RECORDS", "Chunk", "GroupedProperties", "SegmentReader", "UniformProperties", "followed_at",
+           "stop_reason"]
 
 #: records per chunk: bounds the gathers' temporaries and is the dispatch run length
 CHUNK_RECORDS = 16384
@@ -64,6 +65,20 @@ _STORE_TS_POS = np.array([store_timestamp_position(0), store_timestamp_position(
 #: equal sizes in a row before the walk tries a strided run check, and the first run length it tries
 _RUN_AFTER = 3
 _RUN_FIRST = 64
+
+
+def followed_at(mm: mmap.mmap | bytes, end: int, limit: int) -> bool:
+    """Whether a record head sits at *end*: a message that fits before *limit*, or the end-of-file blank.
+
+    The body CRC does not cover topic and properties, so a record whose last byte is zero may have lost its
+    end (a torn write into a zero-filled segment).  But 4.9.3 stores no separator after the last property,
+    so a record whose last property value ends in U+0000 ends in a zero byte too.  Records are written in
+    order, so one that something valid follows was written whole: the zero-last-byte test applies only to a
+    record nothing follows (the end of the walk)."""
+    if end + 8 > limit:
+        return False
+    size, magic = _HEAD.unpack_from(mm, end)
+    return magic == BLANK_MAGIC or (magic == MESSAGE_MAGIC and MIN_RECORD_BYTES <= size <= limit - end)
 
 
 def stop_reason(size: int, magic: int) -> str:
@@ -251,14 +266,16 @@ class SegmentReader:
             # PROPERTIESLENGTH: a signed short
             props_len = (high << 8 | arr[pl_at + 1]) - ((high & 0x80) << 9)
             lengths_ok &= pl_at + 2 + props_len == ends
-            torn = (pl_at + 2 < ends) & (arr[ends - 1] == 0)
-            valid = lengths_ok & ~torn
+            valid = lengths_ok
             n = len(starts)
+            # a record ending in a zero byte is torn only when nothing follows it (``followed_at``): the
+            # walk checked the head after every record but the last
+            end = int(ends[-1]) if n else 0
+            if n and pl_at[-1] + 2 < end and arr[end - 1] == 0 and not followed_at(self.mm, end, self.limit):
+                valid = valid.copy()
+                valid[-1] = False
             if not valid.all():
                 n = int(np.argmin(valid))
-                # The body CRC does not cover topic and properties.  A properties string never ends in
-                # NUL, so a record whose last byte is zero lost its end (a torn write into a zero-filled
-                # segment).
                 reason = ("body length does not fit" if not body_ok[n] else
                           "lengths disagree with the record size" if not lengths_ok[n] else
                           "record ends in zero bytes (torn write)")
@@ -334,10 +351,11 @@ class SegmentReader:
         if pl_rel + 2 + int(props_length[0]) != step or (props_length != props_length[0]).any():
             return None
         valid = count
-        if pl_rel + 2 < step:  # a record whose properties are not empty must not end in a zero byte
-            last = column(step - 1, "u1")
-            if not last.all():
-                valid = int(np.argmin(last))
+        end = first + count * step
+        # a record whose properties are not empty ends in a zero byte: torn only when it is the last and
+        # nothing follows it (``followed_at``; the walk checked the head after every other one)
+        if pl_rel + 2 < step and arr[end - 1] == 0 and not followed_at(self.mm, end, self.limit):
+            valid = count - 1
         return body_length, tl_rel, pl_rel, valid
 
     # --- 3. topics --------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ __all__ = ["SegmentFiles", "StoreSnapshot", "check_store_root", "closed_cleanly"
            "segment_bytes_on_disk"]
 
 _LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
 
 #: what a store root holds: RocketMQ writes the checkpoint (and abort) when a broker starts, the directories
 #: come with the first message
@@ -330,8 +331,15 @@ class StoreSnapshot:
             if entry is None:
                 return False
             offset, size, _ = entry
-            record = self.read_span(offset, size)
-            if record is None or validate_record(record, 0, len(record), False)[:2] != ("MESSAGE", size):
+            # with the 8 bytes after it (a segment always has them: the end-of-file blank's room): a record
+            # ending in a zero byte is torn only when no record head follows it (recovery's rule), and that
+            # head's size must fit in what is left of the segment
+            record = self.read_span(offset, size + 8) or self.read_span(offset, size)
+            if record is None or _INT.unpack_from(record)[0] != size:
+                return False
+            room = self.commit_log.segment_bytes - offset % self.commit_log.segment_bytes
+            limit = room if len(record) > size else size
+            if validate_record(record, 0, limit, False)[:2] != ("MESSAGE", size):
                 return False
             if _LONG.unpack_from(record, PHYSICAL_OFFSET_POS)[0] != offset:
                 return False

@@ -151,8 +151,8 @@ def test_walk_over_equal_size_runs_stops_where_the_record_walk_stops(tmp_path: P
             data[offset + 5] ^= 0x01
         elif where == "body":
             data[offset + 100] ^= 0x20
-        elif where == "tail":
-            data[offset + size - 1] = 0
+        elif where == "tail":  # the last byte lost, nothing after it (with a record head after it: whole)
+            data[offset + size - 1 :] = bytes(len(data) - offset - size + 1)
         elif where in ("body_len", "topic_len", "props_len"):
             # one length field of one record of a run (IPv4 hosts: BODYLENGTH at +84, the body from +88)
             topic_len_at = offset + 88 + int.from_bytes(data[offset + 84 : offset + 88], "big")
@@ -185,7 +185,8 @@ def test_normal_recovery_cuts_a_torn_run_like_the_record_walk(tmp_path: Path) ->
     offset, size = records[200]
     path = root / "commitlog" / "00000000000000000000"
     data = bytearray(path.read_bytes())
-    data[offset + size - 1] = 0
+    # record 200 lost its last byte and nothing follows it (a record head after it says it was written whole)
+    data[offset + size - 1 :] = bytes(len(data) - offset - size + 1)
     path.write_bytes(bytes(data))
     with MessageStore.open(root, CONFIG, background=False) as s:
         assert not s.recovery.abnormal
