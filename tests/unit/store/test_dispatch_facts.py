@@ -209,8 +209,8 @@ def test_chunked_recovery_walk_stops_where_the_record_walk_stops(tmp_path: Path)
             data[offset + 90] ^= 0x40
         elif where == "size":
             data[offset + 3] ^= 0x01
-        elif where == "tail":
-            data[offset + size - 1] = 0
+        elif where == "tail":  # the last byte lost, nothing after it (with a record head after it: whole)
+            data[offset + size - 1 :] = bytes(len(data) - offset - size + 1)
         else:
             data[offset + size - 12] ^= 0x7F
         store = tmp_path / f"case{case}"
