@@ -66,18 +66,28 @@ _crc32 = zlib.crc32
 #: (host bits, body, topic part, properties, suffix lengths) -> the struct of a whole record of that shape
 _RECORD_LAYOUTS: dict[tuple[int, int, int, int, int], struct.Struct] = {}
 _RECORD_LAYOUTS_MAX = 1024
+#: TOTALSIZE + MAGICCODE of a batch's records of one size, packed once a batch
+_pack_size_magic = struct.Struct(">ii").pack
+#: by host bits, SYSFLAG through BODYLENGTH (what every record of a one-size batch shares), packed once a batch
+_SHARED_MIDDLES: Final = tuple(struct.Struct(">iq%dsq%dsiqi" % (20 if bits & 1 else 8, 20 if bits & 2 else 8))
+                               for bits in range(4))
+#: by host bits, SYSFLAG through PREPAREDOFFSET (shared by a batch's records of several sizes), packed once a
+#: batch, and the fixed part of such a record with them as one bytes field
+_SHARED_PARTS: Final = tuple(struct.Struct(middle.format[:-1]) for middle in _SHARED_MIDDLES)
+_MIXED_HEADERS: Final = tuple(struct.Struct(f">iiiiiqq{part.size}si") for part in _SHARED_PARTS)
 
 
 def _record_layout(host_bits: int, body_len: int, topic_part_len: int, props_len: int,
                    suffix_len: int) -> struct.Struct:
-    """The fixed fields, BODY, TOPICLENGTH + TOPIC, PROPLENGTH, the entry's PROPERTIES and the appended
-    suffix of a record of this shape as one struct: one pack per record instead of a header pack and a
-    join of five parts."""
+    """A record of this shape in a batch of one record size as one struct: TOTALSIZE + MAGICCODE and the
+    shared SYSFLAG..BODYLENGTH as bytes packed once a batch, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET and
+    PHYSICALOFFSET packed per record, then BODY, TOPICLENGTH + TOPIC + PROPLENGTH (shared bytes too), the
+    entry's PROPERTIES and the appended suffix: one pack of eleven items per record."""
     key = (host_bits, body_len, topic_part_len, props_len, suffix_len)
     layout = _RECORD_LAYOUTS.get(key)
     if layout is None:
-        header_format = _WRITE_HEADERS[host_bits].format
-        layout = struct.Struct(f"{header_format}{body_len}s{topic_part_len}sh{props_len}s{suffix_len}s")
+        layout = struct.Struct(f">8siiiqq{_SHARED_MIDDLES[host_bits].size}s{body_len}s{topic_part_len + 2}s"
+                               f"{props_len}s{suffix_len}s")
         if len(_RECORD_LAYOUTS) >= _RECORD_LAYOUTS_MAX:
             _RECORD_LAYOUTS.clear()
         _RECORD_LAYOUTS[key] = layout
@@ -124,7 +134,7 @@ def draft_batch(topic: str, queue_id: int, flags: Sequence[int], bodies: Sequenc
             suffix_len = len(separated)
             props_lens = ([entry_props_len + suffix_len] * n if same_props_len
                           else list(map(_add, props_lens, repeat(suffix_len))))
-    longest_props = max(props_lens, default=0)
+    longest_props = props_lens[0] if n and props_lens.count(props_lens[0]) == n else max(props_lens, default=0)
     if longest_props > 32767:
         raise PropertiesTooLargeError(longest_props)
     sys_flag, extra = host_flags(sys_flag & ~0x30, born, store)
@@ -147,10 +157,13 @@ def draft_batch(topic: str, queue_id: int, flags: Sequence[int], bodies: Sequenc
     if queue_id < 0:
         raise MessageFieldError(f"queue id {queue_id} is negative")
     try:
-        _pack_field_ranges(queue_id, min(flags, default=0), sys_flag, reconsume_times, born_timestamp,
-                           prepared_offset)
-        _pack_field_ranges(queue_id, max(flags, default=0), sys_flag, reconsume_times, born_timestamp,
-                           prepared_offset)
+        if n and flags.count(flags[0]) == n:  # (one flag: the usual batch; min and max would both be flags[0])
+            _pack_field_ranges(queue_id, flags[0], sys_flag, reconsume_times, born_timestamp, prepared_offset)
+        else:
+            _pack_field_ranges(queue_id, min(flags, default=0), sys_flag, reconsume_times, born_timestamp,
+                               prepared_offset)
+            _pack_field_ranges(queue_id, max(flags, default=0), sys_flag, reconsume_times, born_timestamp,
+                               prepared_offset)
     except struct.error as exc:
         raise MessageFieldError("an int field is outside Java's int range or a long field outside long's: "
                                 f"{exc}") from exc
@@ -173,16 +186,21 @@ def encode_batch_draft(draft: BatchDraft, queue_offset: int, commit_log_offset: 
     layout = draft.layout
     if layout is not None:
         size = sizes[0]
-        return b"".join(map(layout.pack, sizes, repeat(MESSAGE_MAGIC), draft.crcs, repeat(draft.queue_id),
-                            draft.flags, queue_offsets, range(commit_log_offset, commit_log_offset + n * size, size),
-                            repeat(draft.sys_flag), repeat(draft.born_timestamp), repeat(draft.born),
-                            repeat(store_timestamp), repeat(draft.store), repeat(draft.reconsume_times),
-                            repeat(draft.prepared_offset), draft.body_lengths, draft.bodies, repeat(draft.topic_part),
-                            draft.properties_lengths, draft.properties, draft.suffixes))
-    headers = map(draft.header.pack, sizes, repeat(MESSAGE_MAGIC), draft.crcs, repeat(draft.queue_id), draft.flags,
-                  queue_offsets, accumulate(sizes, initial=commit_log_offset), repeat(draft.sys_flag),
-                  repeat(draft.born_timestamp), repeat(draft.born), repeat(store_timestamp), repeat(draft.store),
-                  repeat(draft.reconsume_times), repeat(draft.prepared_offset), draft.body_lengths)
+        # (a store timestamp that does not pack fails here, before any record is packed, as it did in the first)
+        middle = _SHARED_MIDDLES[draft.sys_flag >> 4 & 3].pack(
+            draft.sys_flag, draft.born_timestamp, draft.born, store_timestamp, draft.store, draft.reconsume_times,
+            draft.prepared_offset, draft.body_lengths[0])
+        return b"".join(map(layout.pack, repeat(_pack_size_magic(size, MESSAGE_MAGIC)), draft.crcs,
+                            repeat(draft.queue_id), draft.flags, queue_offsets,
+                            range(commit_log_offset, commit_log_offset + n * size, size), repeat(middle), draft.bodies,
+                            repeat(draft.topic_part + _pack_prop_len(draft.properties_lengths[0])), draft.properties,
+                            draft.suffixes))
+    host_bits = draft.sys_flag >> 4 & 3
+    shared = _SHARED_PARTS[host_bits].pack(draft.sys_flag, draft.born_timestamp, draft.born, store_timestamp,
+                                           draft.store, draft.reconsume_times, draft.prepared_offset)
+    headers = map(_MIXED_HEADERS[host_bits].pack, sizes, repeat(MESSAGE_MAGIC), draft.crcs, repeat(draft.queue_id),
+                  draft.flags, queue_offsets, accumulate(sizes, initial=commit_log_offset), repeat(shared),
+                  draft.body_lengths)
     return b"".join(chain.from_iterable(zip(headers, draft.bodies, repeat(draft.topic_part),
                                             map(_pack_prop_len, draft.properties_lengths), draft.properties,
                                             draft.suffixes)))
