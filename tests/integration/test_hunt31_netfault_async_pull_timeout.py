@@ -27,10 +27,18 @@ from rocketstore.client.push_settings import PushConsumerSettings
 from rocketstore.errors import RequestTimeoutError
 from rocketstore.remoting.transport import run
 
-#: the other requests' bound (timeout_s) well past the stall's (about one pull's 1 s): none of them times out
+#: the bound of every call meant to be answered: far past what a loaded 2-core box takes
+GENEROUS_S = 15.0
+#: the other requests' bounds (timeout_s, mq_client_api_timeout_s) well past the stall's (about one pull's
+#: 1 s): none of them times out
 FAST = {"heartbeat_interval_s": 60.0, "rebalance_interval_s": 0.5, "persist_interval_s": 60.0,
-        "route_refresh_interval_s": 60.0, "long_poll_ms": 500, "timeout_s": 6.0, "pull_delay_on_error_s": 0.1,
+        "route_refresh_interval_s": 60.0, "long_poll_ms": 500, "timeout_s": GENEROUS_S,
+        "mq_client_api_timeout_s": GENEROUS_S, "pull_delay_on_error_s": 0.1,
         "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET}
+
+
+def generous_producer(namesrv_addr: str) -> Producer:
+    return Producer(namesrv_addr, "netfault_pg", timeout_s=GENEROUS_S, mq_client_api_timeout_s=GENEROUS_S)
 
 
 def failed_pulls(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -51,7 +59,7 @@ def test_a_push_consumer_pull_timing_out_leaves_its_connection_open(
                 got.extend(m.body for m in messages)
                 return ConsumeStatus.CONSUME_SUCCESS
 
-            producer = Producer(namesrv.address, "netfault_pg")
+            producer = generous_producer(namesrv.address)
             await producer.start()
             try:
                 async with PushConsumer(namesrv.address, "netfault_cg", {TOPIC: "*"}, handle, **FAST):
@@ -73,11 +81,13 @@ def test_a_push_consumer_pull_timing_out_leaves_its_connection_open(
 def test_a_lite_pull_timing_out_closes_its_connection(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with broker_behind_proxy(tmp_path / "store") as (namesrv, proxy):
-            producer = Producer(namesrv.address, "netfault_pg")
+            producer = generous_producer(namesrv.address)
             await producer.start()
             try:
+                # (its pulls' bound, 1 s, the one meant to time out; the other calls' generous)
                 consumer = LitePullConsumer(namesrv.address, "netfault_lite", long_poll_ms=500,
                                             consumer_timeout_when_suspend_s=1.0, pull_delay_on_error_s=0.1,
+                                            timeout_s=GENEROUS_S, mq_client_api_timeout_s=GENEROUS_S,
                                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
                 consumer.subscribe(TOPIC, "*")
                 await consumer.start()
@@ -102,16 +112,18 @@ def test_a_query_by_key_timing_out_leaves_its_connection_open(tmp_path: Path) ->
     # 4.9.3's MQAdminImpl.queryMessage asks each broker with invokeAsync too
     async def scenario() -> None:
         async with broker_behind_proxy(tmp_path / "store") as (namesrv, proxy):
-            producer = Producer(namesrv.address, "netfault_pg")
+            producer = generous_producer(namesrv.address)
             await producer.start()
             try:
                 await producer.send(TOPIC, b"one", keys="k1")
-                async with AdminClient(namesrv.address, timeout_s=1.0) as admin:
+                async with AdminClient(namesrv.address, timeout_s=GENEROUS_S) as admin:
                     await until_found(admin)
                     opened = proxy.accepted
                     proxy.stall_down()
+                    admin.timeout_s = 1.0  # (read by each query) short for the stalled one only
                     with pytest.raises(RequestTimeoutError):
                         await admin.query_by_key(TOPIC, "k1")
+                    admin.timeout_s = GENEROUS_S
                     proxy.resume_down()
                     assert [m.body for m in await admin.query_by_key(TOPIC, "k1")] == [b"one"]
                     assert proxy.accepted == opened
@@ -143,19 +155,22 @@ def test_a_push_consumer_on_a_silent_connection_recovers_through_its_heartbeat(
                 got.extend(m.body for m in messages)
                 return ConsumeStatus.CONSUME_SUCCESS
 
-            producer = Producer(namesrv.address, "netfault_pg")
+            producer = generous_producer(namesrv.address)
             await producer.start()
             try:
-                settings = {**FAST, "heartbeat_interval_s": 0.5, "timeout_s": 1.0}
+                # the heartbeats' bound short enough for the silent connection's to time out soon (on the
+                # new connection, one timing out on a loaded box only closes it once more: recovered the same)
+                settings = {**FAST, "heartbeat_interval_s": 0.5, "mq_client_api_timeout_s": 2.0}
                 async with PushConsumer(namesrv.address, "netfault_cg", {TOPIC: "*"}, handle, **settings):
                     await producer.send(TOPIC, b"one")
                     await until(lambda: got == [b"one"], "the first message")
                     await producer.close()  # (its connection would go silent too)
                     proxy.swallow_up()
-                    producer = Producer(namesrv.address, "netfault_pg")
+                    producer = generous_producer(namesrv.address)
                     await producer.start()
                     await producer.send(TOPIC, b"two")
-                    await until(lambda: got == [b"one", b"two"], "the message sent after the silence")
+                    await until(lambda: got == [b"one", b"two"], "the message sent after the silence",
+                                timeout_s=40.0)
             finally:
                 await producer.close()
 

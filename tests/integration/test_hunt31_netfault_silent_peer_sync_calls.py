@@ -27,6 +27,8 @@ from rocketstore.remoting.transport import run
 from rocketstore.store.config import StoreConfig
 
 TOPIC = "NetfaultSilent"
+#: the bound of every call meant to be answered: far past what a loaded 2-core box takes
+GENEROUS_S = 15.0
 
 
 async def until(fn: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
@@ -69,14 +71,17 @@ async def broker_behind_proxy(store: Path) -> AsyncIterator[tuple[NameServer, Fa
 def test_a_send_timed_out_on_a_silent_connection_closes_it_and_the_next_send_succeeds(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with broker_behind_proxy(tmp_path / "store") as (namesrv, proxy):
-            producer = Producer(namesrv.address, "netfault_pg", timeout_s=1.0)
+            # generous bounds for what is meant to be answered (a loaded box; a heartbeat still out when the
+            # proxy goes silent times out long after the test), a short one only for the swallowed send
+            producer = Producer(namesrv.address, "netfault_pg", timeout_s=GENEROUS_S,
+                                mq_client_api_timeout_s=GENEROUS_S)
             await producer.start()
             try:
                 assert (await producer.send(TOPIC, b"warm")).status == "SEND_OK"
                 assert proxy.accepted == 1
                 proxy.swallow_up()
                 with pytest.raises(RemotingError):
-                    await producer.send(TOPIC, b"lost")
+                    await producer.send(TOPIC, b"lost", timeout_s=0.5)
                 # the silent connection is closed: this send goes out on a new one
                 assert (await producer.send(TOPIC, b"after")).status == "SEND_OK"
                 assert proxy.accepted == 2
@@ -89,15 +94,21 @@ def test_a_send_timed_out_on_a_silent_connection_closes_it_and_the_next_send_suc
 def test_a_heartbeat_timed_out_on_a_silent_connection_closes_it(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with broker_behind_proxy(tmp_path / "store") as (namesrv, proxy):
-            producer = Producer(namesrv.address, "netfault_pg", timeout_s=1.0, heartbeat_interval_s=0.2,
-                                mq_client_api_timeout_s=0.5)
+            producer = Producer(namesrv.address, "netfault_pg", timeout_s=GENEROUS_S,
+                                heartbeat_interval_s=0.2, mq_client_api_timeout_s=GENEROUS_S)
             await producer.start()
             try:
                 assert (await producer.send(TOPIC, b"warm")).status == "SEND_OK"
+                producer.mq_client_api_timeout_s = 0.5  # (read by each heartbeat) short for the swallowed
                 proxy.swallow_up()
                 # no send: a heartbeat round times out, closes the connection, and a later round opens
                 # another (before, every round timed out on the silent one)
-                await until(lambda: proxy.accepted >= 2, "a heartbeat on a new connection", timeout_s=10.0)
+                # (a heartbeat already out with the generous bound when the proxy went silent holds the round
+                # that long)
+                await until(lambda: proxy.accepted >= 2, "a heartbeat on a new connection", timeout_s=40.0)
+                producer.mq_client_api_timeout_s = GENEROUS_S
+                # (a heartbeat sent with the short bound on the new connection may yet time out on a loaded
+                # box and close it under this send: the send's own retries ask again)
                 assert (await producer.send(TOPIC, b"after")).status == "SEND_OK"
             finally:
                 await producer.close()
@@ -111,11 +122,13 @@ def test_a_route_look_up_timed_out_on_a_silent_name_server_connection_closes_it(
             host, port = namesrv.address.rsplit(":", 1)
             ns_proxy = await FaultProxy(host, int(port)).start()
             try:
-                async with AdminClient(ns_proxy.address, timeout_s=0.5) as admin:
+                async with AdminClient(ns_proxy.address, timeout_s=GENEROUS_S) as admin:
                     assert (await admin.route(TOPIC)).broker_datas
                     ns_proxy.swallow_up()
+                    admin.routes.timeout_s = 0.5  # (read by each look-up) short for the swallowed one only
                     with pytest.raises(NoRouteError, match="no response from"):
                         await admin.route(TOPIC)
+                    admin.routes.timeout_s = GENEROUS_S
                     # the silent connection is closed: this look-up goes out on a new one
                     assert (await admin.route(TOPIC)).broker_datas
                     assert ns_proxy.accepted == 2

@@ -23,12 +23,16 @@ def test_a_timed_out_request_closes_the_connection_and_the_next_request_opens_an
         proxy = cluster.run(FaultProxy("127.0.0.1", port).start())
         try:
             async def scenario() -> None:
-                async with AdminClient(cluster.namesrv_addr, timeout_s=1.0) as admin:
+                # a generous bound for the calls meant to be answered (a loaded box), a short one only for the
+                # swallowed call (each call reads the admin's timeout_s)
+                async with AdminClient(cluster.namesrv_addr, timeout_s=15.0) as admin:
                     config, _ = await admin.broker_config(proxy.address)
                     assert config["brokerName"] == cluster.broker_name
                     cluster.call(proxy.swallow_up)
+                    admin.timeout_s = 0.5
                     with pytest.raises(RequestTimeoutError, match="no response from"):
                         await admin.broker_config(proxy.address)
+                    admin.timeout_s = 15.0
                     # the silent connection is gone: this call goes out on a new one and is answered
                     config, _ = await admin.broker_config(proxy.address)
                     assert config["brokerName"] == cluster.broker_name
