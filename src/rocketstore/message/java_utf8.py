@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import codecs
 
-_HANDLER = "rocketstore-java-utf8"
+#: the codecs error handler of Java's replacement (``bytes.decode("utf-8", JAVA_REPLACE)``)
+JAVA_REPLACE = _HANDLER = "rocketstore-java-utf8"
 
 
 def _java_replace(exc: UnicodeError) -> tuple[str, int]:

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import NoReturn
 
 from rocketstore.errors import FrameTooLargeError, ProtocolError
+from rocketstore.message.java_utf8 import JAVA_REPLACE
 from rocketstore.remoting import codec
 from rocketstore.remoting.codec import _HEADER_LENGTH_MASK, _INT32_MAX, _INT32_MIN
 from rocketstore.remoting.codes import LanguageCode, SerializeType
@@ -112,9 +113,10 @@ def _decode_json_header(buf: bytes | bytearray, start: int, end: int) -> _Fields
             text = buf[start:end].decode("utf-8")
         except UnicodeDecodeError:
             # 4.9.3 makes the header a String first (new String(data, UTF_8)), which replaces malformed bytes
-            # with U+FFFD, and serves the request: a C++ 1.x client writes a GBK message key into the header
-            # as raw bytes.  Only what is still not JSON after that closes the connection.
-            text = buf[start:end].decode("utf-8", "replace")
+            # with U+FFFD (one per malformed sequence as Java counts them: JAVA_REPLACE), and serves the
+            # request: a C++ 1.x client writes a GBK message key into the header as raw bytes.  Only what is
+            # still not JSON after that closes the connection.
+            text = buf[start:end].decode("utf-8", JAVA_REPLACE)
         # raw_decode skips json's two whitespace regex matches per header; what it leaves over (C++ ends its
         # header with a newline) must be JSON whitespace, as decode() would insist.
         if text[:1] == "{":
@@ -320,7 +322,7 @@ def _decode_binary_header(header: bytes) -> _Fields:
         if remark_end > size:
             raise ProtocolError(f"binary header remark length {remark_length} overruns the header")
         # Java's new String(bytes, UTF_8) replaces malformed input instead of failing.
-        remark = header[position:remark_end].decode("utf-8", "replace")
+        remark = header[position:remark_end].decode("utf-8", JAVA_REPLACE)
         position = remark_end
     if size - position < 4:
         raise ProtocolError("binary header ends before the extFields length")
@@ -349,7 +351,7 @@ def _decode_binary_map(buf: bytes, position: int, end: int) -> dict[str, str]:
         position += 2
         if key_length < 0 or position + key_length > end:
             raise ProtocolError(f"binary extFields key length {key_length} is invalid")
-        key = buf[position : position + key_length].decode("utf-8", "replace")
+        key = buf[position : position + key_length].decode("utf-8", JAVA_REPLACE)
         position += key_length
         if end - position < 4:
             raise ProtocolError("binary extFields end inside a value length")
@@ -357,7 +359,7 @@ def _decode_binary_map(buf: bytes, position: int, end: int) -> dict[str, str]:
         position += 4
         if value_length < 0 or position + value_length > end:
             raise ProtocolError(f"binary extFields value length {value_length} is invalid")
-        fields[key] = buf[position : position + value_length].decode("utf-8", "replace")
+        fields[key] = buf[position : position + value_length].decode("utf-8", JAVA_REPLACE)
         position += value_length
     return fields
 
