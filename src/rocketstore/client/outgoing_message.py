@@ -9,10 +9,11 @@ instance word, ms since the start of the month, a counter; a forked child gets a
 which is ``SendResult.msg_id``; the broker's offset message id is ``offset_msg_id``.
 
 Per-message client CPU is part of every round trip, so these avoid per-message Python work where the bytes
-allow: a batch's keys come from one struct pack and hex of their counters and the usual batch (one tags
-value, flag and body length, no keys or user properties) is one join of the bodies and keys between the
-parts every entry shares, without BatchEntry objects or a pack per entry; the usual message's property
-text is one str.format of a template.
+allow: a batch's keys come from one struct pack and hex of their counters (a range: no int per key), the
+usual batch (one tags value, flag and body length, no keys or user properties) is recognised in two
+C-level passes over its messages and its body is one join of the bodies with the parts every entry
+shares, the keys' counters then written in as four byte columns, without BatchEntry objects, a key or a
+pack per entry; the usual message's property text is one str.format of a template.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import random
 import socket
 import struct
 import time
+from binascii import b2a_hex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import islice, repeat
-from operator import attrgetter, is_
+from itertools import islice
+from operator import attrgetter
 from typing import Any, Protocol
 
 from rocketstore.client.errors import ClientError, MessageIllegalError
@@ -252,18 +254,39 @@ _LOW16 = 0xFFFF.__and__
 
 
 def new_uniq_keys(count: int) -> str:
-    """*count* :func:`new_uniq_key` keys joined by commas (a batch's ``msg_id``), made by a few C calls:
-    the clock is read once (keys made within one ms share it anyway), the counter advances by *count*, and
-    the counters' low 16 bits are packed big-endian and hexed four digits apiece (%04X's digits) with a
-    comma between, each comma then followed by the keys' shared part: ~5 us for 64 keys where a %-format
-    of 64 ints took ~10."""
+    """*count* :func:`new_uniq_key` keys joined by commas (a batch's ``msg_id``): :func:`_keys_text` of a
+    :func:`_new_key_block`."""
     if count < 1:
         return ""
+    return _keys_text(*_new_key_block(count))
+
+
+def _new_key_block(count: int) -> tuple[str, bytes]:
+    """The UNIQ_KEYs of a batch of *count* (at least one) as the part they share (the fixed part and the
+    time, hex) and their counters, four uppercase hex digits apiece (%04X's) back to back as ASCII bytes.
+    The clock is read once (keys made within one ms share it anyway) and the counter advanced by *count*
+    in one C-level call, which no other thread can take a value in the middle of (the keys of two batches
+    made at once never overlap); the values taken are consecutive, so their low 16 bits are a range (two
+    pieces when they wrap), packed and hexed without an int object per key."""
     head = f"{_FIX_HEX}{_month_ms():08X}"
-    # the counter values taken in one C-level call: no other thread can take one in the middle (the keys
-    # of two batches made at once never overlap)
-    counters = map(_LOW16, tuple(islice(_COUNTER, count)))
-    return head + struct.pack(f">{count}H", *counters).hex(",", 2).upper().replace(",", "," + head)
+    first = (next(islice(_COUNTER, count - 1, None)) - count + 1) & 0xFFFF
+    end = first + count
+    counters = range(first, end) if end <= 0x10000 else map(_LOW16, range(first, end))
+    return head, b2a_hex(struct.pack(f">{count}H", *counters)).upper()
+
+
+def _keys_text(head: str, counters: bytes) -> str:
+    """The keys of a :func:`_new_key_block` joined by commas: the shared part, a placeholder and a comma
+    repeated, each key's four counter digits then written over its placeholder as four byte columns
+    (extended-slice assignments: no str per key)."""
+    width = len(head) + 5  # a key and its comma
+    text = bytearray((head + "0000,").encode() * (len(counters) // 4))
+    at = len(head)
+    text[at::width] = counters[0::4]
+    text[at + 1::width] = counters[1::4]
+    text[at + 2::width] = counters[2::4]
+    text[at + 3::width] = counters[3::4]
+    return text[:-1].decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,39 +443,92 @@ def _flags_not_ints(messages: list[OutgoingMessage]) -> bool:
     return set(map(type, map(_message_flag, messages))) != _INT_ONLY
 
 
-def _uniform_batch_body(messages: list[OutgoingMessage], keys_text: str) -> bytes | None:
-    """``encode_batch`` of *messages* with the keys of *keys_text*, column-wise, for the usual batch: every
-    message with the same tags, flag (an int; one equal to it that is not, a bool or a float, goes the
-    other way, where :func:`_flags_not_ints` refuses it) and body length and no keys or user properties.
-    Then the entries differ in body and key only, and the body is one join of the bodies and keys laid
-    between the parts all entries share (_entry_parts): no BatchEntry, property string or struct pack per
-    message.  None for any other batch (the caller goes through encode_batch).  A unit test holds this
-    equal to encode_batch."""
-    count = len(messages)
-    first = messages[0]
-    tags, flag = first.tags, first.flag
+#: a message's fields besides its body, as one tuple: equal tuples are equal fields, the flag's class
+#: included (a bool or float flag equal to an int is not one)
+_message_shape = attrgetter("tags", "keys", "properties", "flag", "flag.__class__")
+#: the usual batch's columns: (bodies, tags, flag, body length)
+_Uniform = tuple[list[bytes], str | None, int, int]
+
+
+def _uniform_batch(messages: list[OutgoingMessage]) -> _Uniform | None:
+    """(bodies, tags, flag, body length) of the usual batch: every message with the same tags, flag (an int
+    proper; one equal to it that is not, a bool or a float, goes the other way, where
+    :func:`_flags_not_ints` refuses it) and body length, and no keys or user properties.  None for any
+    other batch, one with a body without a length too (the checks of :func:`_batch_problem` name it).
+    Two C-level passes: the bodies, and every message's other fields as one tuple compared with the
+    first's."""
     bodies = list(map(_message_body, messages))
-    body_length = len(bodies[0])
-    if (list(map(_message_tags, messages)).count(tags) != count or any(map(_message_keys, messages))
-            or any(map(_message_properties, messages)) or flag.__class__ is not int
-            or list(map(len, bodies)).count(body_length) != count):
+    try:
+        lengths = list(map(len, bodies))
+    except TypeError:
         return None
-    # the usual batch's flags are one object (0, a small int); else they must be equal ints
-    if not all(map(is_, map(_message_flag, messages), repeat(flag))) and (
-            list(map(_message_flag, messages)).count(flag) != count or _flags_not_ints(messages)):
+    shapes = list(map(_message_shape, messages))
+    first = shapes[0]
+    tags, keys, properties, flag, flag_class = first
+    count = len(shapes)
+    body_length = lengths[0]
+    if (keys or properties or flag_class is not int or shapes.count(first) != count
+            or lengths.count(body_length) != count):
         return None
-    keys = keys_text.encode()
-    if len(keys) != count * (_KEY_CHARS + 1) - 1:
-        return None  # not *count* keys of new_uniq_keys' length
+    return bodies, tags, flag, body_length
+
+
+def _uniform_batch_problem(uniform: _Uniform, max_message_size: int) -> str | None:
+    """:func:`_batch_problem` of the usual batch (:func:`_uniform_batch`'s columns) to a topic that is no
+    retry topic: its one body length and tags checked once."""
+    _, tags, _, body_length = uniform
+    if not body_length:
+        return "the message body length is zero"
+    if body_length > max_message_size:
+        return f"the message body size over max value, MAX: {max_message_size}"
+    if tags and PROPERTY_SEPARATOR in tags:
+        return properties_problem({PropertyName.TAGS: tags})
+    return None
+
+
+def _block_batch_body(uniform: _Uniform, head: str, counters: bytes) -> bytes | None:
+    """``encode_batch`` of the usual batch (:func:`_uniform_batch`'s columns) with the keys of a
+    :func:`_new_key_block` (*head*, *counters*).  Its entries differ in body and key counter only: the body
+    is one join of the bodies with what lies between two of them (the parts every entry shares, from
+    _entry_parts, the key's counter as a placeholder), the counters then written over the placeholders
+    as four byte columns (extended-slice assignments): no BatchEntry, property string, key or struct pack
+    per message.  None when the properties do not fit their length word.  A unit test holds this equal
+    to encode_batch."""
+    bodies, tags, flag, body_length = uniform
     parts = _entry_parts(tags, flag, body_length)
     if parts is None:
         return None
     header, before_key, between, last = parts
-    # [header, body, before_key, key, between, body, before_key, key, between, ..., key, last]
-    pieces = [header, b"", before_key, b"", *[between, b"", before_key, b""] * (count - 1), last]
-    pieces[1::4] = bodies
-    pieces[3::4] = keys.split(b",")
-    return b"".join(pieces)
+    key_start = before_key + head.encode()
+    placeholder = key_start + b"0000"
+    body = bytearray(header)
+    body += (placeholder + between).join(bodies)
+    body += placeholder
+    body += last
+    stride = len(header) + body_length + len(placeholder) + len(last)  # one entry
+    at = len(header) + body_length + len(key_start)  # its key's counter
+    body[at::stride] = counters[0::4]
+    body[at + 1::stride] = counters[1::4]
+    body[at + 2::stride] = counters[2::4]
+    body[at + 3::stride] = counters[3::4]
+    return bytes(body)
+
+
+def _uniform_batch_body(messages: list[OutgoingMessage], keys_text: str) -> bytes | None:
+    """:func:`_block_batch_body` of *messages* with the keys of *keys_text* (:func:`new_uniq_keys`'),
+    or None for any other batch (the caller goes through encode_batch) or keys not made so (not one per
+    message, not sharing their part before the counter)."""
+    uniform = _uniform_batch(messages)
+    if uniform is None:
+        return None
+    keys = keys_text.split(",")
+    head = keys[0][:-4]
+    if len(keys) != len(messages) or any(len(key) != _KEY_CHARS or key[:-4] != head for key in keys):
+        return None
+    counters = "".join(key[-4:] for key in keys).encode()
+    if len(counters) != 4 * len(keys):
+        return None
+    return _block_batch_body(uniform, head, counters)
 
 
 @dataclass(frozen=True, slots=True)

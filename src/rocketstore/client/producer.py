@@ -43,8 +43,9 @@ retried (:mod:`rocketstore.client.blocking_producer` is for code without a loop)
 
 Per-message client CPU is part of every round trip, so the send paths avoid per-message Python work where
 the bytes allow: a batch's keys come from one struct pack and hex of their counters and the usual batch (one
-tags value, flag and body length, no keys or user properties) is one join of the bodies and keys between
-the parts every entry shares, without BatchEntry objects or a pack per entry; the request's
+tags value, flag and body length, no keys or user properties) is one join of the bodies with the parts
+every entry shares, the keys' counters written in as byte columns, without BatchEntry objects or a pack
+per entry; the request's
 frame comes from a per-(topic, queue) JsonRequestTemplate with only the born timestamp, the properties and
 the opaque filled in per send (Connection.request_encoded numbers it); the route, publish queues, master
 addresses and the pool's connection are looked up without a coroutine while they stay valid.
@@ -111,13 +112,18 @@ from rocketstore.client.outgoing_message import (
     OutgoingMessage,
     SendResult,
     _batch_problem,
+    _block_batch_body,
     _check_properties,
     _check_tags,
     _flags_not_ints,
+    _keys_text,
+    _new_key_block,
     _property_text,
     _quoted_properties,
     _retry_header_fields,
-    _uniform_batch_body,
+    _uniform_batch,
+    _uniform_batch_body,  # noqa: F401 (importable from here, as before)
+    _uniform_batch_problem,
     _waits_store,
     new_uniq_key,
     new_uniq_keys,
@@ -446,12 +452,16 @@ class Producer(SingleTrySends):
         broker_name: str | None = None
         if message_queue is not None:
             queue_id, broker_name = _chosen_queue(topic, queue_id, message_queue)
-        problem = _batch_problem(topic, messages, self.max_message_size)  # as Java's DefaultMQProducer.batch
+        # the usual batch (one shape, see _uniform_batch) checked and encoded column-wise
+        uniform = None if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else _uniform_batch(messages)
+        problem = (_batch_problem(topic, messages, self.max_message_size) if uniform is None  # as Java's
+                   else _uniform_batch_problem(uniform, self.max_message_size))  # DefaultMQProducer.batch
         if problem is not None:
             raise MessageIllegalError(ResponseCode.MESSAGE_ILLEGAL, f"Failed to initiate the MessageBatch: {problem}")
-        keys_text = new_uniq_keys(len(messages))
+        head, counters = _new_key_block(len(messages))
+        keys_text = _keys_text(head, counters)
         try:
-            body = _uniform_batch_body(messages, keys_text)
+            body = None if uniform is None else _block_batch_body(uniform, head, counters)
         except TypeError as e:  # (a try costs nothing until it raises) a str body, say
             raise _batch_body_type_error(messages) or e from None
         except struct.error as e:  # a flag that is no Java int
