@@ -18,7 +18,10 @@ lacks: at most ``max_parked`` requests of a connection are parked (a pull past i
 while the peer reads none of our answers (the transport over its high-water mark) a request with an answer
 waits for it to read them, the connection closed after ``ANSWER_DRAIN_TIMEOUT_S`` (the request still runs);
 held requests then go one at a time, in order, each once the peer has read what the one before wrote, so a
-slow reader gets its answers at its own pace and few wait in memory for it.
+slow reader gets its answers at its own pace and few wait in memory for it; and at most ``MAX_RUNNING``
+requests of a connection run their handler at once (sends, oneways and parked requests aside), so a burst
+read in one go, all started before any answer is written, cannot compute a thousand answers for a peer that
+then reads them slowly.
 
 Per-frame costs, because a send is a round trip of small frames: a router may give a code an *immediate*
 handler (:meth:`RequestRouter.add`), a plain function run as the frame is decoded, which answers without a
@@ -73,6 +76,14 @@ ANSWER_DRAIN_TIMEOUT_S = 30.0
 #: polling to every other client.
 DEFAULT_MAX_PARKED = 16384
 
+#: Requests of one connection whose handler may run at once, sends (answers of a few bytes) and parked
+#: requests aside: one past it waits for one of them to end or park.  Requests read together (a pipelining
+#: peer's burst) all start before any answer is written, so the peer's not reading them can hold back none
+#: of them: an executor-run handler (a query by key, a full topic or offset table) computes its answer
+#: meanwhile, every one of them kept in memory for the peer.  The broker's executor runs four at a time
+#: anyway; 4.9.3's processor pools bound them broker-wide (8 to 32 threads per kind).  Oneways never wait.
+MAX_RUNNING = 64
+
 #: ``await handler(connection, request)`` -> the response, or None to send nothing.
 RequestHandler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 #: ``immediate(connection, request)`` -> the response, computed synchronously on the loop, or None when
@@ -118,6 +129,10 @@ class RequestServing:
     #: time.monotonic() of the last pause_writing, for the watchdog of held-back requests
     _paused_at = 0.0
     _stall_timer: asyncio.TimerHandle | None = None
+    #: requests served in a task that are running (past their wait, not parked, not ended), sends aside
+    _running = 0
+    #: the futures of requests waiting for one of those to end (MAX_RUNNING), in arrival order
+    _run_waiters: collections.deque[asyncio.Future[None]] | None = None
 
     if TYPE_CHECKING:
         @property
@@ -212,11 +227,11 @@ class RequestServing:
     def park(self) -> bool:
         """The request being served (a handler's task) now only waits for something to happen, doing no
         work: a long-polled pull parked until a message arrives.  It stops counting toward
-        ``max_in_flight`` until :meth:`unpark`, so parked pulls (a consumer of more than max_in_flight
-        queues on one connection, as a 4.9.3 broker lets it hold) cannot stop the connection's other
-        requests (its heartbeats, offset commits, a producer's sends) from being read.  A parked request
-        is cancelled when the connection closes, at once when it already has (nobody waits for its answer;
-        what it did before parking stays done).
+        ``max_in_flight`` (and ``MAX_RUNNING``) until :meth:`unpark`, so parked pulls (a consumer of more
+        than max_in_flight queues on one connection, as a 4.9.3 broker lets it hold) cannot stop the
+        connection's other requests (its heartbeats, offset commits, a producer's sends) from being read or
+        run.  A parked request is cancelled when the connection closes, at once when it already has
+        (nobody waits for its answer; what it did before parking stays done).
 
         False, and nothing changed, when the connection has ``max_parked`` requests parked already: the
         caller answers without waiting (and does not :meth:`unpark`)."""
@@ -230,6 +245,7 @@ class RequestServing:
         task = asyncio.current_task()
         if task is None:
             return True
+        self._end_running()  # a parked request waits, computing nothing: another may run
         if self._turn is task:  # a held-back pull let through parks: the next may go (it waits for a message)
             self._end_turn()
         if self._closed:
@@ -243,6 +259,7 @@ class RequestServing:
         task = asyncio.current_task()
         if task is not None:
             self._parked.discard(task)
+            self._running += 1  # (at once: a woken pull answers without awaiting)
         if self._closed:  # reading no longer matters; keep the count for _serve's final decrement
             self._in_flight += 1
             return
@@ -301,6 +318,7 @@ class RequestServing:
 
     async def _serve(self, request: RemotingCommand, deferred: bool = False) -> None:
         assert self._handler is not None
+        running = False
         try:
             if self._hold_back and not request.flag & ONEWAY_FLAG:
                 # The peer is not reading our answers: serve none of its requests that has one until it does,
@@ -314,6 +332,18 @@ class RequestServing:
                 # (connection_lost): a send stored, an offset committed, as 4.9.3's processors finish what
                 # they read
                 await self._take_turn()
+                if not deferred:
+                    self._running += 1
+                    running = True
+            elif not deferred:  # (sends aside: see MAX_RUNNING)
+                if self._running >= MAX_RUNNING and not request.flag & ONEWAY_FLAG:
+                    await self._wait_running()  # its slot handed over by the request that ended
+                    running = True
+                    if self._hold_back:  # the peer stopped reading meanwhile: wait for its turn as well
+                        await self._take_turn()
+                else:
+                    self._running += 1
+                    running = True
             try:
                 response = await self._handler(self, request)  # type: ignore[arg-type]  # the Connection
             except (HeaderFieldError, RemotingError) as exc:
@@ -338,9 +368,40 @@ class RequestServing:
         finally:
             if deferred:
                 self._deferred_count -= 1
+            if running:
+                if self._run_waiters:
+                    self._end_running()
+                else:
+                    self._running -= 1
             if self._turn is not None and self._turn is asyncio.current_task():
                 self._end_turn()
             self._end_in_flight()
+
+    # --- bounding the requests running at once (MAX_RUNNING) ----------------------------------------------
+
+    async def _wait_running(self) -> None:
+        """Wait until a running request ends or parks; its slot is then this request's (counted)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._run_waiters
+        if waiters is None:
+            waiters = self._run_waiters = collections.deque()
+        waiters.append(future)
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # handed the slot, cancelled before it ran
+                self._end_running()
+            raise
+
+    def _end_running(self) -> None:
+        """A running request ended or parked: its slot goes to the first waiting request, if any."""
+        waiters = self._run_waiters
+        while waiters:
+            future = waiters.popleft()
+            if not future.done():  # (done: its task was cancelled while it waited)
+                future.set_result(None)
+                return
+        self._running -= 1
 
     # --- holding back requests for a peer that does not read its answers -----------------------------
 
@@ -400,6 +461,12 @@ class RequestServing:
         timer, self._stall_timer = self._stall_timer, None
         if timer is not None:
             timer.cancel()
+        waiters, self._run_waiters = self._run_waiters, None
+        if waiters:  # so do those waiting for a running one to end
+            for future in waiters:
+                if not future.done():
+                    self._running += 1
+                    future.set_result(None)
         held, self._held = self._held, None
         self._turn = None
         self._hold_back = False
