@@ -61,7 +61,7 @@ def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_consume_json_into_a_closed_pipe_commits_nothing(cluster: LocalCluster) -> None:
-    proc = _consume(cluster, "--max", str(COUNT))
+    proc = _consume(cluster, "--max", str(COUNT), "--timeout", "60")
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline() == "{\n"  # what ``| head -1`` reads; then the pipe closes
@@ -77,7 +77,7 @@ def test_consume_json_into_a_closed_pipe_commits_nothing(cluster: LocalCluster) 
     assert _committed(cluster) == 0  # was COUNT: every message committed, none of them read
 
     # the next run gets every one of them, and commits them once its document is out
-    out, err = _consume(cluster, "--max", str(COUNT)).communicate(timeout=120)
+    out, err = _consume(cluster, "--max", str(COUNT), "--timeout", "60").communicate(timeout=120)
     assert err == ""
     document = json.loads(out)
     assert [m["queueOffset"] for m in document["messages"]] == list(range(COUNT))

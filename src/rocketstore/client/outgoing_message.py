@@ -445,7 +445,7 @@ def _flags_not_ints(messages: list[OutgoingMessage]) -> bool:
 
 #: a message's fields besides its body, as one tuple: equal tuples are equal fields, the flag's class
 #: included (a bool or float flag equal to an int is not one)
-_message_shape = attrgetter("tags", "keys", "properties", "flag", "flag.__class__")
+_message_shape = attrgetter("tags", "keys", "properties", "flag", "flag.__class__", "body.__class__")
 #: the usual batch's columns: (bodies, tags, flag, body length)
 _Uniform = tuple[list[bytes], str | None, int, int]
 
@@ -454,7 +454,8 @@ def _uniform_batch(messages: list[OutgoingMessage]) -> _Uniform | None:
     """(bodies, tags, flag, body length) of the usual batch: every message with the same tags, flag (an int
     proper; one equal to it that is not, a bool or a float, goes the other way, where
     :func:`_flags_not_ints` refuses it) and body length, and no keys or user properties.  None for any
-    other batch, one with a body without a length too (the checks of :func:`_batch_problem` name it).
+    other batch, one with a body without a length or that is not bytes too (the checks of
+    :func:`_batch_problem` name it; the general path copies a buffer's bytes).
     Two C-level passes: the bodies, and every message's other fields as one tuple compared with the
     first's."""
     bodies = list(map(_message_body, messages))
@@ -464,10 +465,11 @@ def _uniform_batch(messages: list[OutgoingMessage]) -> _Uniform | None:
         return None
     shapes = list(map(_message_shape, messages))
     first = shapes[0]
-    tags, keys, properties, flag, flag_class = first
+    tags, keys, properties, flag, flag_class, body_class = first
     count = len(shapes)
     body_length = lengths[0]
-    if (keys or properties or flag_class is not int or shapes.count(first) != count
+    # (bytes bodies only: a memoryview's len() may count items, not bytes; the general path copies it)
+    if (keys or properties or flag_class is not int or body_class is not bytes or shapes.count(first) != count
             or lengths.count(body_length) != count):
         return None
     return bodies, tags, flag, body_length

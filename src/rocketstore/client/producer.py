@@ -473,7 +473,10 @@ class Producer(SingleTrySends):
             if _flags_not_ints(messages):  # a bool: struct would pack True as 1
                 raise _batch_flag_error(messages) or TypeError("flag must be an int")
             try:
-                body = encode_batch([BatchEntry(m.body, _property_text(m, k), m.flag)
+                # a body that is another buffer than bytes as its bytes (a memoryview's len() may count items;
+                # Producer.send copies it the same way); no buffer at all raises TypeError, named below
+                body = encode_batch([BatchEntry(m.body if m.body.__class__ is bytes else bytes(memoryview(m.body)),
+                                                _property_text(m, k), m.flag)
                                      for m, k in zip(messages, keys)])
             except PropertiesTooLargeError as exc:
                 # (4.9.3's encodeMessage cannot write them either: DefaultMQProducer.batch wraps the failure)
@@ -481,8 +484,8 @@ class Producer(SingleTrySends):
                                           f"Failed to initiate the MessageBatch: {exc}") from exc
             except TypeError as e:
                 raise _batch_body_type_error(messages) or e from None
-            except struct.error as e:
-                raise _batch_flag_error(messages) or e from None
+            except struct.error as e:  # a flag that is no Java int (a body that is none was a TypeError)
+                raise _batch_body_type_error(messages) or _batch_flag_error(messages) or e from None
         batch_properties = _BATCH_PROPERTIES[_waits_store(messages[0])]  # _batch_problem held the others' the same
         if self.trace is None:
             result = await self._send(topic, _SEND_BATCH_MESSAGE, body, batch_properties, keys_text,
