@@ -92,12 +92,7 @@ class JsonResponseTemplate:
         text = self._plain_format % (code, *values, opaque)
         if self._escape:  # fastjson's escapes in the constant part (see java_escapes)
             text = java_escapes(text)
-        try:
-            header = text.encode("utf-8")
-        except UnicodeEncodeError:
-            header = text.encode("utf-8", "replace")  # lone surrogates (of the constant part) as Java writes them
-        length = len(header)
-        return _PREFIX.pack(4 + length, length) + header
+        return _header_only_frame(text)
 
     def encode(self, code: int, opaque: int, values: tuple[str, ...]) -> bytes:
         """The frame, 4-byte total length included.  *values* are strings, one per key, in order."""
@@ -109,12 +104,33 @@ class JsonResponseTemplate:
         text = self._format % (code, *[quote(value) for value in values], opaque)
         if self._escape or _need_escapes(values):  # fastjson's escapes (see java_escapes)
             text = java_escapes(text)
-        try:
-            header = text.encode("utf-8")
-        except UnicodeEncodeError:
-            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
-        length = len(header)
-        return _PREFIX.pack(4 + length, length) + header
+        return _header_only_frame(text)
+
+
+def _header_only_frame(text: str) -> bytes:
+    """The frame of an answer's header *text* (no body), 4-byte total length included."""
+    try:
+        header = text.encode("utf-8")
+    except UnicodeEncodeError:
+        header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+    length = len(header)
+    return _PREFIX.pack(4 + length, length) + header
+
+
+def _request_frame(text: str, body: bytes) -> bytes:
+    """The frame of a request's header *text* and *body*, 4-byte total length included."""
+    try:
+        header = text.encode("utf-8")
+    except UnicodeEncodeError:
+        header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
+    length = len(header)
+    total = 4 + length + len(body)
+    if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
+        raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
+    try:
+        return b"".join((_PREFIX.pack(total, length), header, body))
+    except TypeError as e:  # (a try costs nothing until it raises) e.g. send("TopicA", "hello")
+        raise body_type_error(body) or e from None
 
 
 class JsonRequestTemplate:
@@ -170,18 +186,7 @@ class JsonRequestTemplate:
         text = self._format % (*quoted, opaque)
         if self._escape:  # fastjson's escapes in the constant part (see java_escapes)
             text = java_escapes(text)
-        try:
-            header = text.encode("utf-8")
-        except UnicodeEncodeError:
-            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
-        length = len(header)
-        total = 4 + length + len(body)
-        if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
-            raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
-        try:
-            return b"".join((_PREFIX.pack(total, length), header, body))
-        except TypeError as e:  # (a try costs nothing until it raises)
-            raise body_type_error(body) or e from None
+        return _request_frame(text, body)
 
     def encode(self, values: tuple[str, ...], body: bytes, opaque: int) -> bytes:
         """The frame, 4-byte total length included.  *values* are strings, one per variable key, in
@@ -192,15 +197,4 @@ class JsonRequestTemplate:
         text = self._format % (*[quote(value) for value in values], opaque)
         if self._escape or _need_escapes(values):  # fastjson's escapes (see java_escapes)
             text = java_escapes(text)
-        try:
-            header = text.encode("utf-8")
-        except UnicodeEncodeError:
-            header = text.encode("utf-8", "replace")  # lone surrogates as Java writes them: '?'
-        length = len(header)
-        total = 4 + length + len(body)
-        if length > _HEADER_LENGTH_MASK or total > _INT32_MAX:
-            raise ProtocolError(f"header of {length} bytes or frame of {total} bytes does not fit its length")
-        try:
-            return b"".join((_PREFIX.pack(total, length), header, body))
-        except TypeError as e:  # (a try costs nothing until it raises) e.g. send("TopicA", "hello")
-            raise body_type_error(body) or e from None
+        return _request_frame(text, body)
